@@ -1,0 +1,17 @@
+//! Object helpers on k8s-openapi types: quantities, label and node selectors, tolerations,
+//! pod resource requests, image names, durations and virtual time.
+//!
+//! Architecture invariant: nothing in this crate performs I/O or reads the wall clock.
+
+pub mod duration;
+pub mod event;
+pub mod images;
+pub mod labels;
+pub mod nodeaffinity;
+pub mod quantity;
+pub mod resources;
+pub mod taints;
+pub mod time;
+
+pub use event::EventRecord;
+pub use time::SimTime;
