@@ -1,0 +1,508 @@
+//! The in-process versioned object store.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, PodCondition};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kubeplane_core::SimTime;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::object::{Kind, Object, ObjectKey};
+use crate::runtime::{DeleteOptions, StoreError};
+
+/// The kind of change a watch event reports.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One change, as a watcher receives it. `old` is the previous version for Modified and Deleted.
+#[derive(Clone, Debug)]
+pub struct WatchEvent {
+    pub type_: EventType,
+    pub object: Object,
+    pub old: Option<Object>,
+    pub resource_version: u64,
+}
+
+/// The default grace period of a pod without terminationGracePeriodSeconds.
+pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECS: i64 = 30;
+
+/// The characters upstream uses for generated name suffixes (no vowels, no confusable digits).
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+type Bucket = BTreeMap<(String, String), Object>;
+
+/// The versioned object store. Objects of each kind are kept sorted by namespace and name, so
+/// listing order is deterministic.
+pub struct Store {
+    buckets: Vec<Bucket>,
+    resource_version: u64,
+    log: Vec<WatchEvent>,
+    rng: ChaCha8Rng,
+    start: Timestamp,
+}
+
+fn idx(kind: Kind) -> usize {
+    kind as usize
+}
+
+impl Store {
+    /// A store whose UIDs and generated names derive from `seed`, and whose timestamps are
+    /// `start` plus the virtual time of each write.
+    pub fn new(seed: u64, start: Timestamp) -> Store {
+        Store {
+            buckets: (0..Kind::ALL.len()).map(|_| Bucket::new()).collect(),
+            resource_version: 0,
+            log: Vec::new(),
+            // A distinct stream from the other seeded sources of the run.
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5354_4f52_4555_4944),
+            start,
+        }
+    }
+
+    pub fn start_time(&self) -> Timestamp {
+        self.start
+    }
+
+    /// The wall-clock timestamp of a virtual instant.
+    pub fn timestamp(&self, now: SimTime) -> Time {
+        Time(now.to_timestamp(self.start))
+    }
+
+    /// The virtual instant of an object timestamp.
+    pub fn instant(&self, t: &Time) -> SimTime {
+        SimTime::from_timestamp(t.0, self.start)
+    }
+
+    pub fn resource_version(&self) -> u64 {
+        self.resource_version
+    }
+
+    pub fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<&Object> {
+        let ns = if kind.is_namespaced() { namespace } else { "" };
+        // Avoid allocating a key for the lookup in the common case by probing a range.
+        self.buckets[idx(kind)].get(&(ns.to_string(), name.to_string()))
+    }
+
+    pub fn get_key(&self, key: &ObjectKey) -> Option<&Object> {
+        self.buckets[idx(key.kind)].get(&(key.namespace.clone(), key.name.clone()))
+    }
+
+    pub fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<Pod>> {
+        self.get(Kind::Pod, namespace, name).and_then(Object::as_pod)
+    }
+
+    pub fn get_node(&self, name: &str) -> Option<&Arc<Node>> {
+        self.get(Kind::Node, "", name).and_then(Object::as_node)
+    }
+
+    /// Every object of a kind, ordered by namespace then name.
+    pub fn list(&self, kind: Kind) -> impl Iterator<Item = &Object> {
+        self.buckets[idx(kind)].values()
+    }
+
+    /// The objects of a kind in one namespace, ordered by name.
+    pub fn list_namespace<'a>(
+        &'a self,
+        kind: Kind,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = &'a Object> + 'a {
+        self.buckets[idx(kind)]
+            .range((namespace.to_string(), String::new())..)
+            .take_while(move |((ns, _), _)| ns == namespace)
+            .map(|(_, o)| o)
+    }
+
+    pub fn count(&self, kind: Kind) -> usize {
+        self.buckets[idx(kind)].len()
+    }
+
+    pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
+        self.list(Kind::Pod).filter_map(Object::as_pod)
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &Arc<Node>> {
+        self.list(Kind::Node).filter_map(Object::as_node)
+    }
+
+    /// Takes the watch events appended since the last call, in resourceVersion order.
+    pub fn take_events(&mut self) -> Vec<WatchEvent> {
+        std::mem::take(&mut self.log)
+    }
+
+    pub fn has_events(&self) -> bool {
+        !self.log.is_empty()
+    }
+
+    /// A random UID in the canonical 8-4-4-4-12 form, from the store's seeded source.
+    pub fn new_uid(&mut self) -> String {
+        let a: u128 = self.rng.random();
+        let h = format!("{a:032x}");
+        format!("{}-{}-4{}-{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[16..20], &h[20..32])
+    }
+
+    fn generated_name(&mut self, prefix: &str) -> String {
+        let mut name = String::with_capacity(prefix.len() + 5);
+        name.push_str(prefix);
+        for _ in 0..5 {
+            let i = self.rng.random_range(0..NAME_ALPHABET.len());
+            name.push(NAME_ALPHABET[i] as char);
+        }
+        name
+    }
+
+    fn next_rv(&mut self) -> u64 {
+        self.resource_version += 1;
+        self.resource_version
+    }
+
+    fn push(&mut self, type_: EventType, object: Object, old: Option<Object>, rv: u64) {
+        self.log.push(WatchEvent {
+            type_,
+            object,
+            old,
+            resource_version: rv,
+        });
+    }
+
+    /// Creates an object. Fills in what the API server fills in: namespace `default`, a name
+    /// from generateName, uid, resourceVersion, creationTimestamp, generation. Namespaces are
+    /// created implicitly when first used.
+    pub fn create(&mut self, mut obj: Object, now: SimTime) -> Result<Object, StoreError> {
+        let kind = obj.kind();
+        if obj.name().is_empty() {
+            let prefix = obj.meta().generate_name.clone().unwrap_or_default();
+            if prefix.is_empty() {
+                return Err(StoreError::Invalid {
+                    key: obj.key(),
+                    message: "metadata.name: Required value: name or generateName is required"
+                        .into(),
+                });
+            }
+            let mut name = self.generated_name(&prefix);
+            while self.get(kind, obj.namespace(), &name).is_some() {
+                name = self.generated_name(&prefix);
+            }
+            obj.meta_mut().name = Some(name);
+        }
+        if kind.is_namespaced() {
+            let ns = obj.namespace().to_string();
+            obj.meta_mut().namespace = Some(ns.clone());
+            if self.get(Kind::Namespace, "", &ns).is_none() {
+                let namespace = Namespace {
+                    metadata: ObjectMeta {
+                        name: Some(ns.clone()),
+                        labels: Some(
+                            [("kubernetes.io/metadata.name".to_string(), ns.clone())].into(),
+                        ),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                self.create(Object::Namespace(Arc::new(namespace)), now)?;
+            }
+        } else {
+            obj.meta_mut().namespace = None;
+        }
+        let key = obj.key();
+        let bucket_key = (key.namespace.clone(), key.name.clone());
+        if self.buckets[idx(kind)].contains_key(&bucket_key) {
+            return Err(StoreError::AlreadyExists { key });
+        }
+        let rv = self.next_rv();
+        let uid_missing = obj.uid().is_empty();
+        let uid = if uid_missing {
+            Some(self.new_uid())
+        } else {
+            None
+        };
+        let ts = self.timestamp(now);
+        let meta = obj.meta_mut();
+        if let Some(uid) = uid {
+            meta.uid = Some(uid);
+        }
+        meta.resource_version = Some(rv.to_string());
+        if meta.creation_timestamp.is_none() {
+            meta.creation_timestamp = Some(ts);
+        }
+        if matches!(kind, Kind::Deployment | Kind::ReplicaSet) && meta.generation.is_none() {
+            meta.generation = Some(1);
+        }
+        if kind == Kind::Namespace {
+            let name = meta.name.clone().unwrap_or_default();
+            meta.labels
+                .get_or_insert_with(Default::default)
+                .entry("kubernetes.io/metadata.name".into())
+                .or_insert(name);
+        }
+        self.buckets[idx(kind)].insert(bucket_key, obj.clone());
+        self.push(EventType::Added, obj.clone(), None, rv);
+        Ok(obj)
+    }
+
+    /// Replaces an object. A non-empty resourceVersion on `obj` must equal the stored one.
+    /// uid and creationTimestamp are kept; a spec change of a Deployment or ReplicaSet bumps
+    /// metadata.generation.
+    pub fn update(&mut self, mut obj: Object, _now: SimTime) -> Result<Object, StoreError> {
+        let key = obj.key();
+        let kind = key.kind;
+        let bucket_key = (key.namespace.clone(), key.name.clone());
+        let Some(old) = self.buckets[idx(kind)].get(&bucket_key).cloned() else {
+            return Err(StoreError::NotFound { key });
+        };
+        let given_rv = obj.resource_version();
+        if !given_rv.is_empty() && given_rv != old.resource_version() {
+            return Err(StoreError::Conflict { key });
+        }
+        if !obj.uid().is_empty() && obj.uid() != old.uid() {
+            return Err(StoreError::Conflict { key });
+        }
+        if let (Object::Pod(new_pod), Object::Pod(old_pod)) = (&obj, &old) {
+            let old_node = old_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            let new_node = new_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            if old_node.is_some() && old_node != new_node {
+                return Err(StoreError::Invalid {
+                    key,
+                    message: "spec.nodeName: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.schedulingGates` and `spec.terminationGracePeriodSeconds`".into(),
+                });
+            }
+        }
+        let generation_bump = match (&obj, &old) {
+            (Object::Deployment(n), Object::Deployment(o)) => n.spec != o.spec,
+            (Object::ReplicaSet(n), Object::ReplicaSet(o)) => n.spec != o.spec,
+            _ => false,
+        };
+        let rv = self.next_rv();
+        let old_meta = old.meta().clone();
+        let meta = obj.meta_mut();
+        meta.uid = old_meta.uid;
+        meta.creation_timestamp = old_meta.creation_timestamp;
+        if meta.deletion_timestamp.is_none() {
+            meta.deletion_timestamp = old_meta.deletion_timestamp;
+            meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds;
+        }
+        meta.resource_version = Some(rv.to_string());
+        let old_gen = old_meta.generation;
+        if generation_bump {
+            meta.generation = Some(old_gen.unwrap_or(1) + 1);
+        } else if meta.generation.is_none() {
+            meta.generation = old_gen;
+        }
+        self.buckets[idx(kind)].insert(bucket_key, obj.clone());
+        self.push(EventType::Modified, obj.clone(), Some(old), rv);
+        Ok(obj)
+    }
+
+    /// Deletes an object. A pod bound to a node with a non-zero grace period becomes
+    /// Terminating (deletionTimestamp = now + grace, a Modified event) and stays until deleted
+    /// again with grace 0 (its node agent does this). Anything else is removed at once.
+    /// Returns the object as it is after the call (`None` when it is gone).
+    pub fn delete(
+        &mut self,
+        key: &ObjectKey,
+        opts: &DeleteOptions,
+        now: SimTime,
+    ) -> Result<Option<Object>, StoreError> {
+        let bucket_key = (key.namespace.clone(), key.name.clone());
+        let Some(old) = self.buckets[idx(key.kind)].get(&bucket_key).cloned() else {
+            return Err(StoreError::NotFound { key: key.clone() });
+        };
+        if let Some(uid) = &opts.precondition_uid {
+            if uid != old.uid() {
+                return Err(StoreError::Conflict { key: key.clone() });
+            }
+        }
+        if let Object::Pod(pod) = &old {
+            let bound = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| !n.is_empty());
+            let grace = opts.grace_period_secs.unwrap_or_else(|| {
+                pod.spec
+                    .as_ref()
+                    .and_then(|s| s.termination_grace_period_seconds)
+                    .unwrap_or(DEFAULT_TERMINATION_GRACE_PERIOD_SECS)
+            });
+            if bound && grace > 0 {
+                let current = pod.metadata.deletion_grace_period_seconds;
+                if pod.metadata.deletion_timestamp.is_some()
+                    && current.is_some_and(|c| c <= grace)
+                {
+                    // Already terminating with a grace period at least as short.
+                    return Ok(Some(old));
+                }
+                let mut p = Pod::clone(pod);
+                let deadline = now + kubeplane_core::time::SimDuration::from_secs(grace);
+                p.metadata.deletion_timestamp = Some(self.timestamp(deadline));
+                p.metadata.deletion_grace_period_seconds = Some(grace);
+                let rv = self.next_rv();
+                p.metadata.resource_version = Some(rv.to_string());
+                let obj = Object::Pod(Arc::new(p));
+                self.buckets[idx(key.kind)].insert(bucket_key, obj.clone());
+                self.push(EventType::Modified, obj.clone(), Some(old), rv);
+                return Ok(Some(obj));
+            }
+        }
+        self.buckets[idx(key.kind)].remove(&bucket_key);
+        let rv = self.next_rv();
+        let mut gone = old.clone();
+        gone.meta_mut().resource_version = Some(rv.to_string());
+        self.push(EventType::Deleted, gone, Some(old), rv);
+        Ok(None)
+    }
+
+    /// The pods/binding subresource: binds an unbound pod to a node and sets its PodScheduled
+    /// condition to True.
+    pub fn bind(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        node: &str,
+        now: SimTime,
+    ) -> Result<Object, StoreError> {
+        let key = ObjectKey::new(Kind::Pod, namespace, name);
+        let Some(pod) = self.get_pod(namespace, name).cloned() else {
+            return Err(StoreError::NotFound { key });
+        };
+        if !uid.is_empty() && pod.metadata.uid.as_deref() != Some(uid) {
+            return Err(StoreError::Conflict { key });
+        }
+        if pod.metadata.deletion_timestamp.is_some() {
+            return Err(StoreError::Invalid {
+                key,
+                message: "pod is being deleted, cannot be assigned to a host".into(),
+            });
+        }
+        if let Some(current) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+            if !current.is_empty() {
+                return Err(StoreError::Conflict { key });
+            }
+        }
+        let mut p = Pod::clone(&pod);
+        p.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+        let ts = self.timestamp(now);
+        let status = p.status.get_or_insert_with(Default::default);
+        let conditions = status.conditions.get_or_insert_with(Vec::new);
+        conditions.retain(|c| c.type_ != "PodScheduled");
+        conditions.push(PodCondition {
+            type_: "PodScheduled".into(),
+            status: "True".into(),
+            last_transition_time: Some(ts),
+            ..Default::default()
+        });
+        self.update(Object::Pod(Arc::new(p)), now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::PodSpec;
+
+    fn store() -> Store {
+        Store::new(7, "2025-01-01T00:00:00Z".parse().unwrap())
+    }
+
+    fn pod(name: &str, node: Option<&str>) -> Object {
+        Object::Pod(Arc::new(Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_string),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }))
+    }
+
+    #[test]
+    fn every_write_bumps_a_strictly_increasing_resource_version() {
+        let mut s = store();
+        let a = s.create(pod("a", None), SimTime::ZERO).unwrap();
+        let b = s.update(a.clone(), SimTime::ZERO).unwrap();
+        let rvs: Vec<u64> = [a, b]
+            .iter()
+            .map(|o| o.resource_version().parse().unwrap())
+            .collect();
+        assert!(rvs[0] < rvs[1]);
+        let events = s.take_events();
+        // Namespace "default" is created implicitly before the pod.
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[0].object.kind(), Kind::Namespace);
+        assert!(events.windows(2).all(|w| w[0].resource_version < w[1].resource_version));
+    }
+
+    #[test]
+    fn an_update_with_a_stale_resource_version_is_a_conflict() {
+        let mut s = store();
+        let a = s.create(pod("a", None), SimTime::ZERO).unwrap();
+        s.update(a.clone(), SimTime::ZERO).unwrap();
+        let err = s.update(a, SimTime::ZERO).unwrap_err();
+        assert!(matches!(err, StoreError::Conflict { .. }));
+    }
+
+    #[test]
+    fn deleting_a_bound_pod_makes_it_terminating_until_a_forced_delete() {
+        let mut s = store();
+        s.create(pod("a", Some("n1")), SimTime::ZERO).unwrap();
+        let key = ObjectKey::new(Kind::Pod, "default", "a");
+        let after = s
+            .delete(&key, &DeleteOptions::default(), SimTime::from_secs(5))
+            .unwrap()
+            .unwrap();
+        let p = after.as_pod().unwrap();
+        assert_eq!(p.metadata.deletion_grace_period_seconds, Some(30));
+        assert_eq!(
+            s.instant(p.metadata.deletion_timestamp.as_ref().unwrap()),
+            SimTime::from_secs(35)
+        );
+        assert!(s.delete(&key, &DeleteOptions::now(), SimTime::from_secs(35)).unwrap().is_none());
+        assert!(s.get_pod("default", "a").is_none());
+    }
+
+    #[test]
+    fn deleting_an_unbound_pod_removes_it_at_once() {
+        let mut s = store();
+        s.create(pod("a", None), SimTime::ZERO).unwrap();
+        let key = ObjectKey::new(Kind::Pod, "default", "a");
+        assert!(s.delete(&key, &DeleteOptions::default(), SimTime::ZERO).unwrap().is_none());
+        let last = s.take_events().pop().unwrap();
+        assert_eq!(last.type_, EventType::Deleted);
+    }
+
+    #[test]
+    fn uids_and_generated_names_derive_from_the_seed() {
+        let gen = |seed| {
+            let mut s = Store::new(seed, Timestamp::UNIX_EPOCH);
+            let mut o = pod("", None);
+            o.meta_mut().generate_name = Some("web-".into());
+            let o = s.create(o, SimTime::ZERO).unwrap();
+            (o.name().to_string(), o.uid().to_string())
+        };
+        assert_eq!(gen(1), gen(1));
+        assert_ne!(gen(1), gen(2));
+        assert!(gen(1).0.starts_with("web-") && gen(1).0.len() == 9);
+    }
+
+    #[test]
+    fn binding_sets_the_node_and_the_pod_scheduled_condition() {
+        let mut s = store();
+        let p = s.create(pod("a", None), SimTime::ZERO).unwrap();
+        let bound = s.bind("default", "a", p.uid(), "n1", SimTime::ZERO).unwrap();
+        let bound = bound.as_pod().unwrap();
+        assert_eq!(bound.spec.as_ref().unwrap().node_name.as_deref(), Some("n1"));
+        // A second bind fails: the pod is already assigned.
+        assert!(s.bind("default", "a", "", "n2", SimTime::ZERO).is_err());
+    }
+}
