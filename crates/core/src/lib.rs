@@ -5,6 +5,7 @@
 
 pub mod duration;
 pub mod event;
+pub mod features;
 pub mod images;
 pub mod labels;
 pub mod nodeaffinity;

@@ -13,6 +13,7 @@
 pub mod object;
 pub mod runtime;
 pub mod store;
+pub mod testing;
 
 pub use object::{Kind, Object, ObjectKey};
 pub use runtime::{Client, Component, DeleteOptions, StoreError};

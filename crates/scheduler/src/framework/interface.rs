@@ -1,0 +1,245 @@
+//! The plugin contract: one trait per extension point (upstream `framework/interface.go`).
+//!
+//! A plugin is one struct implementing [`Plugin`] and the extension-point traits it takes part
+//! in; its `as_*` methods return itself for those points. The framework calls the points in
+//! this order: PreEnqueue (when the pod enters the queue), QueueSort (ordering activeQ), then per
+//! scheduling cycle PreFilter, Filter (per node), PostFilter (only when no node fits), PreScore,
+//! Score (per feasible node), NormalizeScore, Reserve, Permit, and in the binding cycle PreBind,
+//! Bind, PostBind; Unreserve undoes Reserve when a later point fails.
+//!
+//! Status codes: `Success` lets the pod proceed; `Unschedulable` rejects it where preemption might
+//! help; `UnschedulableAndUnresolvable` rejects it where preemption cannot help; `Error` is an
+//! internal failure (the pod is retried after backoff); `Skip` from PreFilter or PreScore means
+//! the plugin's Filter or Score is not run for this pod; `Wait` from Permit parks the pod;
+//! `Pending` means the pod waits for something outside the scheduler.
+
+use std::collections::BTreeSet;
+
+use kubeplane_core::time::SimDuration;
+use kubeplane_store::Client;
+
+use crate::cache::Snapshot;
+use crate::framework::cycle_state::CycleState;
+use crate::framework::events::ClusterEventWithHint;
+use crate::framework::status::Status;
+use crate::framework::types::{NodeInfo, PodInfo, QueuedPodInfo};
+
+/// The highest score a Score plugin may give after normalization.
+pub const MAX_NODE_SCORE: i64 = 100;
+/// The lowest score.
+pub const MIN_NODE_SCORE: i64 = 0;
+
+/// A scheduler plugin. `as_*` return `Some(self)` for each extension point it implements.
+pub trait Plugin: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
+        None
+    }
+    fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
+        None
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        None
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        None
+    }
+    fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
+        None
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        None
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        None
+    }
+    fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
+        None
+    }
+    fn as_permit(&self) -> Option<&dyn PermitPlugin> {
+        None
+    }
+    fn as_pre_bind(&self) -> Option<&dyn PreBindPlugin> {
+        None
+    }
+    fn as_bind(&self) -> Option<&dyn BindPlugin> {
+        None
+    }
+    fn as_post_bind(&self) -> Option<&dyn PostBindPlugin> {
+        None
+    }
+
+    /// The cluster events that may make a pod this plugin rejected schedulable, with queueing
+    /// hints (upstream `EnqueueExtensions`). `None`: the plugin does not say, so every event
+    /// counts as possibly helpful.
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        None
+    }
+}
+
+/// Decides whether a pod may enter activeQ at all (e.g. scheduling gates).
+pub trait PreEnqueuePlugin {
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status;
+}
+
+/// Orders activeQ.
+pub trait QueueSortPlugin {
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
+}
+
+/// The nodes a PreFilter plugin restricts the pod to; `None` means all nodes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreFilterResult {
+    pub node_names: Option<BTreeSet<String>>,
+}
+
+impl PreFilterResult {
+    pub fn all_nodes(&self) -> bool {
+        self.node_names.is_none()
+    }
+    /// Intersection of two results (upstream `Merge`).
+    pub fn merge(&self, other: &PreFilterResult) -> PreFilterResult {
+        match (&self.node_names, &other.node_names) {
+            (None, None) => PreFilterResult::default(),
+            (Some(a), None) | (None, Some(a)) => PreFilterResult {
+                node_names: Some(a.clone()),
+            },
+            (Some(a), Some(b)) => PreFilterResult {
+                node_names: Some(a.intersection(b).cloned().collect()),
+            },
+        }
+    }
+}
+
+/// Computes per-pod state once per cycle; may restrict the node set or reject the pod outright.
+pub trait PreFilterPlugin {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status);
+
+    /// Whether `add_pod`/`remove_pod` do anything (upstream `PreFilterExtensions() != nil`).
+    fn has_extensions(&self) -> bool {
+        false
+    }
+    /// Updates the cycle state as if `to_add` ran on `node` (nominated pods, preemption).
+    fn add_pod(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _to_add: &PodInfo,
+        _node: &NodeInfo,
+    ) -> Status {
+        Status::success()
+    }
+    /// Updates the cycle state as if `to_remove` no longer ran on `node`.
+    fn remove_pod(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _to_remove: &PodInfo,
+        _node: &NodeInfo,
+    ) -> Status {
+        Status::success()
+    }
+}
+
+/// Says whether the pod can run on one node.
+pub trait FilterPlugin {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+}
+
+/// What a PostFilter plugin asks of the pod's nomination.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NominatingMode {
+    /// Leave the pod's nominatedNodeName as it is.
+    Noop,
+    /// Set the pod's nominatedNodeName to this value ("" clears it).
+    Override(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostFilterResult {
+    pub nominating: NominatingMode,
+}
+
+/// What a PostFilter plugin sees: the filter outcome of every node.
+pub struct PostFilterInput<'a> {
+    pub snapshot: &'a Snapshot,
+    /// Per node name, the failing filter status (nodes absent from the map share
+    /// `absent_status`).
+    pub statuses: &'a std::collections::BTreeMap<String, Status>,
+    pub absent_status: &'a Status,
+}
+
+/// Runs when no node fits (preemption).
+pub trait PostFilterPlugin {
+    fn post_filter(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        input: &PostFilterInput<'_>,
+        client: &mut dyn Client,
+    ) -> (Option<PostFilterResult>, Status);
+}
+
+/// Computes per-pod scoring state over the feasible nodes.
+pub trait PreScorePlugin {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        snapshot: &Snapshot,
+    ) -> Status;
+}
+
+/// Ranks feasible nodes.
+pub trait ScorePlugin {
+    /// The raw score of one node (any integer before normalization).
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
+    /// Rewrites the raw scores of all nodes into [0, 100]; the default leaves them as they are.
+    fn normalize_score(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [i64]) -> Status {
+        Status::success()
+    }
+}
+
+/// Reserves resources for a pod on its chosen node before binding.
+pub trait ReservePlugin {
+    fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+    fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str);
+}
+
+/// Approves, rejects or delays binding.
+pub trait PermitPlugin {
+    /// `Wait` with the timeout to wait for.
+    fn permit(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> (Status, SimDuration);
+}
+
+pub trait PreBindPlugin {
+    fn pre_bind(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+        client: &mut dyn Client,
+    ) -> Status;
+}
+
+/// Binds the pod; `Skip` hands it to the next bind plugin.
+pub trait BindPlugin {
+    fn bind(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+        client: &mut dyn Client,
+    ) -> Status;
+}
+
+pub trait PostBindPlugin {
+    fn post_bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str);
+}

@@ -1,0 +1,14 @@
+//! The scheduling framework: plugin contract, statuses, cycle state, events, and the runner
+//! that calls the plugins of a profile at each extension point.
+
+pub mod cycle_state;
+pub mod events;
+pub mod interface;
+pub mod status;
+pub mod types;
+
+pub use cycle_state::CycleState;
+pub use events::{ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint};
+pub use interface::*;
+pub use status::{Code, Status};
+pub use types::{HostPort, NodeInfo, PodInfo, QueuedPodInfo};

@@ -1,0 +1,325 @@
+//! The compact, precomputed pod and node data the scheduler's hot path works on (upstream
+//! `PodInfo`, `NodeInfo`, `QueuedPodInfo`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod, PodSpec, Taint, Toleration};
+use kubeplane_core::images::normalized_image_name;
+use kubeplane_core::resources::{self, Resources};
+use kubeplane_core::SimTime;
+
+static EMPTY_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
+/// A host port a container asks for; empty IP means 0.0.0.0 and empty protocol TCP.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HostPort {
+    pub ip: String,
+    pub protocol: String,
+    pub port: i32,
+}
+
+impl HostPort {
+    pub const WILDCARD_IP: &'static str = "0.0.0.0";
+
+    /// Whether two host ports cannot be used on the same node: same protocol and port, and
+    /// the same IP or either of them the wildcard 0.0.0.0.
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        self.port == other.port
+            && self.protocol == other.protocol
+            && (self.ip == other.ip
+                || self.ip == Self::WILDCARD_IP
+                || other.ip == Self::WILDCARD_IP)
+    }
+}
+
+/// A pod with what the scheduler derives from it computed once.
+#[derive(Clone, Debug)]
+pub struct PodInfo {
+    pub pod: Arc<Pod>,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    /// `spec.priority`, 0 when unset.
+    pub priority: i32,
+    /// The effective request (init containers, sidecars, overhead).
+    pub requests: Resources,
+    /// The same with the 100m cpu / 200Mi memory defaults for containers that request none.
+    pub non_zero_requests: Resources,
+    /// Host ports of all containers, init containers included (hostPort > 0 only).
+    pub host_ports: Vec<HostPort>,
+    /// Whether the pod has any pod affinity or anti-affinity term.
+    pub has_affinity: bool,
+    /// Whether the pod has a required pod anti-affinity term.
+    pub has_required_anti_affinity: bool,
+}
+
+fn spec_of(pod: &Pod) -> &PodSpec {
+    static EMPTY: std::sync::OnceLock<PodSpec> = std::sync::OnceLock::new();
+    pod.spec
+        .as_ref()
+        .unwrap_or_else(|| EMPTY.get_or_init(PodSpec::default))
+}
+
+impl PodInfo {
+    /// Precomputes a pod's data. Quantities were validated when the pod entered the store; one
+    /// that still fails to parse counts as zero.
+    pub fn new(pod: Arc<Pod>) -> PodInfo {
+        let spec = spec_of(&pod);
+        let requests = resources::pod_requests(spec).unwrap_or_default();
+        let non_zero_requests = resources::pod_requests_non_zero(spec).unwrap_or_default();
+        let mut host_ports = Vec::new();
+        for c in spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(spec.containers.iter())
+        {
+            for p in c.ports.iter().flatten() {
+                if let Some(hp) = p.host_port.filter(|&hp| hp > 0) {
+                    host_ports.push(HostPort {
+                        ip: p
+                            .host_ip
+                            .clone()
+                            .filter(|s| !s.is_empty())
+                            .unwrap_or_else(|| HostPort::WILDCARD_IP.to_string()),
+                        protocol: p
+                            .protocol
+                            .clone()
+                            .filter(|s| !s.is_empty())
+                            .unwrap_or_else(|| "TCP".to_string()),
+                        port: hp,
+                    });
+                }
+            }
+        }
+        let affinity = spec.affinity.as_ref();
+        let pa = affinity.and_then(|a| a.pod_affinity.as_ref());
+        let paa = affinity.and_then(|a| a.pod_anti_affinity.as_ref());
+        let non_empty = |v: Option<&Vec<_>>| v.is_some_and(|v: &Vec<_>| !v.is_empty());
+        let has_required_anti_affinity = non_empty(
+            paa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
+        );
+        let has_affinity = has_required_anti_affinity
+            || non_empty(
+                paa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
+            )
+            || non_empty(pa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()))
+            || non_empty(
+                pa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
+            );
+        PodInfo {
+            namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+            priority: spec.priority.unwrap_or(0),
+            requests,
+            non_zero_requests,
+            host_ports,
+            has_affinity,
+            has_required_anti_affinity,
+            pod,
+        }
+    }
+
+    pub fn spec(&self) -> &PodSpec {
+        spec_of(&self.pod)
+    }
+
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        self.pod.metadata.labels.as_ref().unwrap_or(&EMPTY_LABELS)
+    }
+
+    pub fn tolerations(&self) -> &[Toleration] {
+        self.spec().tolerations.as_deref().unwrap_or(&[])
+    }
+
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    pub fn node_name(&self) -> Option<&str> {
+        self.spec().node_name.as_deref().filter(|n| !n.is_empty())
+    }
+
+    pub fn nominated_node_name(&self) -> Option<&str> {
+        self.pod
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref())
+            .filter(|n| !n.is_empty())
+    }
+
+    pub fn is_terminating(&self) -> bool {
+        self.pod.metadata.deletion_timestamp.is_some()
+    }
+
+    pub fn scheduler_name(&self) -> &str {
+        self.spec()
+            .scheduler_name
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .unwrap_or(crate::DEFAULT_SCHEDULER_NAME)
+    }
+}
+
+/// A container image present on a node, by normalized name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeImage {
+    pub name: String,
+    pub size_bytes: i64,
+}
+
+/// A node with the pods the scheduler accounts to it (bound and assumed).
+#[derive(Clone, Debug, Default)]
+pub struct NodeInfo {
+    pub name: String,
+    /// `None` for a node the cache knows only through its pods (deleted, or not seen yet).
+    pub node: Option<Arc<Node>>,
+    pub allocatable: Resources,
+    pub requested: Resources,
+    pub non_zero_requested: Resources,
+    pub pods: Vec<Arc<PodInfo>>,
+    pub used_ports: Vec<HostPort>,
+    pub images: Vec<NodeImage>,
+    pub n_pods_with_affinity: usize,
+    pub n_pods_with_required_anti_affinity: usize,
+    /// Bumped on every change; the snapshot copies nodes whose generation moved.
+    pub generation: u64,
+}
+
+impl NodeInfo {
+    pub fn new(name: &str) -> NodeInfo {
+        NodeInfo {
+            name: name.to_string(),
+            ..Default::default()
+        }
+    }
+
+    pub fn set_node(&mut self, node: Arc<Node>) {
+        self.allocatable = resources::node_allocatable(&node).unwrap_or_default();
+        self.images = node
+            .status
+            .as_ref()
+            .and_then(|s| s.images.as_ref())
+            .map(|images| {
+                let mut out: Vec<NodeImage> = Vec::new();
+                for img in images {
+                    for n in img.names.iter().flatten() {
+                        let name = normalized_image_name(n);
+                        if !out.iter().any(|i| i.name == name) {
+                            out.push(NodeImage {
+                                name,
+                                size_bytes: img.size_bytes.unwrap_or(0),
+                            });
+                        }
+                    }
+                }
+                out
+            })
+            .unwrap_or_default();
+        self.node = Some(node);
+    }
+
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        self.node
+            .as_ref()
+            .and_then(|n| n.metadata.labels.as_ref())
+            .unwrap_or(&EMPTY_LABELS)
+    }
+
+    pub fn taints(&self) -> &[Taint] {
+        self.node
+            .as_ref()
+            .and_then(|n| n.spec.as_ref())
+            .and_then(|s| s.taints.as_deref())
+            .unwrap_or(&[])
+    }
+
+    pub fn unschedulable(&self) -> bool {
+        self.node
+            .as_ref()
+            .and_then(|n| n.spec.as_ref())
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false)
+    }
+
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
+        self.requested.add(&pod.requests);
+        self.non_zero_requested.add(&pod.non_zero_requests);
+        self.used_ports.extend(pod.host_ports.iter().cloned());
+        if pod.has_affinity {
+            self.n_pods_with_affinity += 1;
+        }
+        if pod.has_required_anti_affinity {
+            self.n_pods_with_required_anti_affinity += 1;
+        }
+        self.pods.push(pod);
+    }
+
+    /// Removes the pod with this UID; returns whether it was there.
+    pub fn remove_pod(&mut self, uid: &str) -> bool {
+        let Some(i) = self.pods.iter().position(|p| p.uid == uid) else {
+            return false;
+        };
+        let pod = self.pods.swap_remove(i);
+        self.requested.sub(&pod.requests);
+        self.non_zero_requested.sub(&pod.non_zero_requests);
+        for hp in &pod.host_ports {
+            if let Some(j) = self.used_ports.iter().position(|u| u == hp) {
+                self.used_ports.swap_remove(j);
+            }
+        }
+        if pod.has_affinity {
+            self.n_pods_with_affinity -= 1;
+        }
+        if pod.has_required_anti_affinity {
+            self.n_pods_with_required_anti_affinity -= 1;
+        }
+        true
+    }
+}
+
+/// A pod waiting in the scheduling queue, with its queue bookkeeping.
+#[derive(Clone, Debug)]
+pub struct QueuedPodInfo {
+    pub pod_info: Arc<PodInfo>,
+    /// When the pod was last added to the queue (ordering and backoff start).
+    pub timestamp: SimTime,
+    /// When the pod first entered activeQ.
+    pub initial_attempt_timestamp: Option<SimTime>,
+    /// Scheduling attempts so far (incremented on every Pop).
+    pub attempts: u32,
+    pub unschedulable_count: u32,
+    pub consecutive_errors_count: u32,
+    /// Plugins that rejected the pod in its last attempt.
+    pub unschedulable_plugins: BTreeSet<&'static str>,
+    /// Plugins that returned Pending in its last attempt.
+    pub pending_plugins: BTreeSet<&'static str>,
+    /// The PreEnqueue plugin currently keeping the pod out of activeQ.
+    pub gating_plugin: Option<&'static str>,
+    /// Cached backoff expiry.
+    pub backoff_expiration: Option<SimTime>,
+}
+
+impl QueuedPodInfo {
+    pub fn new(pod_info: Arc<PodInfo>, now: SimTime) -> QueuedPodInfo {
+        QueuedPodInfo {
+            pod_info,
+            timestamp: now,
+            initial_attempt_timestamp: None,
+            attempts: 0,
+            unschedulable_count: 0,
+            consecutive_errors_count: 0,
+            unschedulable_plugins: BTreeSet::new(),
+            pending_plugins: BTreeSet::new(),
+            gating_plugin: None,
+            backoff_expiration: None,
+        }
+    }
+
+    pub fn gated(&self) -> bool {
+        self.gating_plugin.is_some()
+    }
+}

@@ -1,0 +1,1 @@
+//! The in-tree plugins, one folder each, and the registry.

@@ -1,0 +1,1 @@
+//! The scheduling queue: activeQ, backoffQ, unschedulablePods, nominator.
