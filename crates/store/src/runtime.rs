@@ -79,4 +79,8 @@ pub trait Component {
     /// The next instant at which `run` has work to do; `None` when only new events can give it
     /// work. An instant at or before `now` means "run again now".
     fn next_wakeup(&self) -> Option<SimTime>;
+    /// Counters the component keeps (upstream metric names), printed at the end of a run.
+    fn metrics(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
 }
