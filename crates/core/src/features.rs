@@ -26,7 +26,12 @@ const fn gate(name: &'static str, default: bool, locked: bool, stage: &'static s
 
 /// The gates of v1.34 that kubeplane models (pkg/features/kube_features.go at v1.34).
 pub const GATES_V1_34: &[GateSpec] = &[
-    gate("DeploymentReplicaSetTerminatingReplicas", false, false, "Alpha"),
+    gate(
+        "DeploymentReplicaSetTerminatingReplicas",
+        false,
+        false,
+        "Alpha",
+    ),
     gate("DynamicResourceAllocation", true, false, "GA"),
     gate("InPlacePodVerticalScaling", true, false, "Beta"),
     gate("MatchLabelKeysInPodAffinity", true, false, "Beta"),
@@ -80,10 +85,17 @@ impl FeatureGates {
     pub fn set(&mut self, name: &str, value: bool) -> Result<(), FeatureGateError> {
         let Some(spec) = GATES_V1_34.iter().find(|g| g.name == name) else {
             let known: Vec<&str> = GATES_V1_34.iter().map(|g| g.name).collect();
-            return Err(FeatureGateError::Unknown(name.to_string(), known.join(", ")));
+            return Err(FeatureGateError::Unknown(
+                name.to_string(),
+                known.join(", "),
+            ));
         };
         if spec.locked && value != spec.default {
-            return Err(FeatureGateError::Locked(name.to_string(), value, spec.default));
+            return Err(FeatureGateError::Locked(
+                name.to_string(),
+                value,
+                spec.default,
+            ));
         }
         self.values.insert(spec.name, value);
         Ok(())

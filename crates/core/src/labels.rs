@@ -269,7 +269,7 @@ impl Selector {
     }
 
     /// This selector with one more requirement ANDed; nothing stays nothing.
-    pub fn add(self, requirement: Requirement) -> Selector {
+    pub fn with_requirement(self, requirement: Requirement) -> Selector {
         match self.kind {
             Kind::Nothing => self,
             Kind::All(mut reqs) => {
@@ -649,18 +649,18 @@ impl Parser {
                         }
                     }
                     t => {
-                        return Err(
-                            format!("found '{}', expected: ',', or identifier", t.literal()).into(),
+                        return Err(format!(
+                            "found '{}', expected: ',', or identifier",
+                            t.literal()
                         )
+                        .into())
                     }
                 }
             },
             t => {
-                return Err(format!(
-                    "found '{}', expected: ',', ')' or identifier",
-                    t.literal()
+                return Err(
+                    format!("found '{}', expected: ',', ')' or identifier", t.literal()).into(),
                 )
-                .into())
             }
         }
         Ok(set.into_iter().collect())
@@ -694,10 +694,12 @@ pub fn is_qualified_name(s: &str) -> Result<(), String> {
             name
         }
         _ => {
-            return Err("a qualified name must consist of alphanumeric characters, '-', '_' or '.', \
+            return Err(
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', \
                  and must start and end with an alphanumeric character, with an optional DNS \
                  subdomain prefix and '/' (e.g. 'example.com/MyName')"
-                .into())
+                    .into(),
+            )
         }
     };
     if name.is_empty() {
@@ -707,10 +709,12 @@ pub fn is_qualified_name(s: &str) -> Result<(), String> {
         return Err("name part must be no more than 63 characters".into());
     }
     if !is_label_token(name) {
-        return Err("name part must consist of alphanumeric characters, '-', '_' or '.', and \
+        return Err(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and \
              must start and end with an alphanumeric character (e.g. 'MyName', 'my.name' or \
              '123-abc')"
-            .into());
+                .into(),
+        );
     }
     Ok(())
 }
@@ -722,10 +726,12 @@ pub fn is_valid_label_value(s: &str) -> Result<(), String> {
         return Err("must be no more than 63 characters".into());
     }
     if !s.is_empty() && !is_label_token(s) {
-        return Err("a valid label must be an empty string or consist of alphanumeric \
+        return Err(
+            "a valid label must be an empty string or consist of alphanumeric \
              characters, '-', '_' or '.', and must start and end with an alphanumeric character \
              (e.g. 'MyValue', 'my_value' or '12345')"
-            .into());
+                .into(),
+        );
     }
     Ok(())
 }
@@ -747,10 +753,12 @@ pub fn is_dns1123_subdomain(s: &str) -> Result<(), String> {
     if s.split('.').all(label_ok) {
         Ok(())
     } else {
-        Err("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
+        Err(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
              '-' or '.', and must start and end with an alphanumeric character (e.g. \
              'example.com')"
-            .into())
+                .into(),
+        )
     }
 }
 
@@ -759,8 +767,7 @@ fn is_label_token(s: &str) -> bool {
     let b = s.as_bytes();
     b.first().is_some_and(u8::is_ascii_alphanumeric)
         && b.last().is_some_and(u8::is_ascii_alphanumeric)
-        && b
-            .iter()
+        && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
@@ -802,17 +809,29 @@ mod tests {
             ("in matches a listed value", "app in (db,web)", true),
             ("in fails on an unlisted value", "app in (db)", false),
             ("notin matches an absent key", "zone notin (a)", true),
-            ("notin fails on a listed value", "tier notin (front,back)", false),
+            (
+                "notin fails on a listed value",
+                "tier notin (front,back)",
+                false,
+            ),
             ("a bare key requires the key", "tier", true),
             ("a bare key fails when absent", "zone", false),
             ("a negated key requires absence", "!zone", true),
             ("a negated key fails when present", "!app", false),
             ("requirements are ANDed", "app=web,tier=back", false),
-            ("whitespace is tolerated", "  app = web ,  tier in ( front , back ) ", true),
+            (
+                "whitespace is tolerated",
+                "  app = web ,  tier in ( front , back ) ",
+                true,
+            ),
             ("greater-than compares integers", "gen>2", true),
             ("less-than compares integers", "gen<3", false),
             ("greater-than fails on a non-integer label", "app>1", false),
-            ("keywords are values inside parentheses", "app notin (in,notin)", true),
+            (
+                "keywords are values inside parentheses",
+                "app notin (in,notin)",
+                true,
+            ),
         ];
         for (case, sel, want) in cases {
             let s = parse(sel).unwrap_or_else(|e| panic!("{case}: {e}"));
@@ -862,12 +881,36 @@ mod tests {
             match_expressions: if ex.is_empty() { None } else { Some(ex) },
         };
         let cases: Vec<(&str, LabelSelector, bool)> = vec![
-            ("an empty selector selects everything", with(&[], vec![]), true),
-            ("matchLabels must all be equal", with(&[("app", "web"), ("env", "dev")], vec![]), false),
-            ("matchLabels and expressions are ANDed", with(&[("app", "web")], vec![expr("env", "In", &["prod"])]), true),
-            ("NotIn matches an absent key", with(&[], vec![expr("zone", "NotIn", &["a"])]), true),
-            ("Exists requires the key", with(&[], vec![expr("zone", "Exists", &[])]), false),
-            ("DoesNotExist requires absence", with(&[], vec![expr("zone", "DoesNotExist", &[])]), true),
+            (
+                "an empty selector selects everything",
+                with(&[], vec![]),
+                true,
+            ),
+            (
+                "matchLabels must all be equal",
+                with(&[("app", "web"), ("env", "dev")], vec![]),
+                false,
+            ),
+            (
+                "matchLabels and expressions are ANDed",
+                with(&[("app", "web")], vec![expr("env", "In", &["prod"])]),
+                true,
+            ),
+            (
+                "NotIn matches an absent key",
+                with(&[], vec![expr("zone", "NotIn", &["a"])]),
+                true,
+            ),
+            (
+                "Exists requires the key",
+                with(&[], vec![expr("zone", "Exists", &[])]),
+                false,
+            ),
+            (
+                "DoesNotExist requires absence",
+                with(&[], vec![expr("zone", "DoesNotExist", &[])]),
+                true,
+            ),
         ];
         for (case, sel, want) in cases {
             let s = from_label_selector(&sel).unwrap_or_else(|e| panic!("{case}: {e}"));
@@ -883,17 +926,36 @@ mod tests {
         };
         let cases: Vec<(&str, LabelSelector)> = vec![
             ("In without values is rejected", one(expr("a", "In", &[]))),
-            ("NotIn without values is rejected", one(expr("a", "NotIn", &[]))),
-            ("Exists with values is rejected", one(expr("a", "Exists", &["x"]))),
-            ("DoesNotExist with values is rejected", one(expr("a", "DoesNotExist", &["x"]))),
-            ("an unknown operator is rejected", one(expr("a", "Gt", &["1"]))),
-            ("an invalid key is rejected", one(expr("bad key", "Exists", &[]))),
+            (
+                "NotIn without values is rejected",
+                one(expr("a", "NotIn", &[])),
+            ),
+            (
+                "Exists with values is rejected",
+                one(expr("a", "Exists", &["x"])),
+            ),
+            (
+                "DoesNotExist with values is rejected",
+                one(expr("a", "DoesNotExist", &["x"])),
+            ),
+            (
+                "an unknown operator is rejected",
+                one(expr("a", "Gt", &["1"])),
+            ),
+            (
+                "an invalid key is rejected",
+                one(expr("bad key", "Exists", &[])),
+            ),
         ];
         for (case, sel) in cases {
             assert!(from_label_selector(&sel).is_err(), "{case}");
         }
         let err = from_label_selector(&one(expr("a", "Like", &["x"]))).unwrap_err();
-        assert!(err.to_string().contains("\"Like\" is not a valid label selector operator"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("\"Like\" is not a valid label selector operator"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -922,7 +984,11 @@ mod tests {
         let cases: &[(&str, &str, bool)] = &[
             ("a simple name is valid", "app", true),
             ("a prefixed name is valid", "example.com/app", true),
-            ("kubernetes.io names are valid", "kubernetes.io/hostname", true),
+            (
+                "kubernetes.io names are valid",
+                "kubernetes.io/hostname",
+                true,
+            ),
             ("an upper-case prefix is invalid", "Example.com/app", false),
             ("an empty prefix is invalid", "/app", false),
             ("an empty name is invalid", "example.com/", false),

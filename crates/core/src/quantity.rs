@@ -405,8 +405,7 @@ impl BigDec {
     fn mul_pow10(&mut self, e: u32) {
         let whole_limbs = (e / 9) as usize;
         if whole_limbs > 0 {
-            self.limbs
-                .splice(0..0, std::iter::repeat_n(0, whole_limbs));
+            self.limbs.splice(0..0, std::iter::repeat_n(0, whole_limbs));
         }
         self.mul_small(10u64.pow(e % 9));
     }
@@ -457,27 +456,72 @@ mod tests {
         ("1Ki is 1024", "1Ki", 1_024_000, 1024),
         ("1Gi is 2^30", "1Gi", 1_073_741_824_000, 1_073_741_824),
         ("500Mi is 500 * 2^20", "500Mi", 524_288_000_000, 524_288_000),
-        ("1.5Gi keeps its fraction exactly", "1.5Gi", 1_610_612_736_000, 1_610_612_736),
+        (
+            "1.5Gi keeps its fraction exactly",
+            "1.5Gi",
+            1_610_612_736_000,
+            1_610_612_736,
+        ),
         ("1e3 is a thousand", "1e3", 1_000_000, 1000),
         ("12E-3 is twelve thousandths", "12E-3", 12, 1),
         ("an explicit plus exponent works", "1e+3", 1_000_000, 1000),
-        ("a capital E alone is exa", "2E", i64::MAX, 2_000_000_000_000_000_000),
+        (
+            "a capital E alone is exa",
+            "2E",
+            i64::MAX,
+            2_000_000_000_000_000_000,
+        ),
         ("a leading plus sign is allowed", "+1", 1000, 1),
         ("negative values round away from zero", "-1.5", -1500, -2),
         ("leading zeros are ignored", "007", 7000, 7),
         ("a trailing dot is allowed as upstream does", "1.", 1000, 1),
-        ("a dot before a suffix is allowed as upstream does", "1.G", 1_000_000_000_000, 1_000_000_000),
+        (
+            "a dot before a suffix is allowed as upstream does",
+            "1.G",
+            1_000_000_000_000,
+            1_000_000_000,
+        ),
         ("a lone sign parses as zero as upstream does", "-", 0, 0),
         ("a lone dot parses as zero as upstream does", ".", 0, 0),
         ("sub-nano values round up to one nano", "0.1n", 1, 1),
         ("tiny binary fractions round up", "0.000000000001Ki", 1, 1),
-        ("milli values saturate instead of overflowing", "9223372036854775807", i64::MAX, i64::MAX),
-        ("8Ei is capped at 2^63-1 as upstream does", "8Ei", i64::MAX, i64::MAX),
+        (
+            "milli values saturate instead of overflowing",
+            "9223372036854775807",
+            i64::MAX,
+            i64::MAX,
+        ),
+        (
+            "8Ei is capped at 2^63-1 as upstream does",
+            "8Ei",
+            i64::MAX,
+            i64::MAX,
+        ),
         ("huge exponents saturate", "1e400", i64::MAX, i64::MAX),
-        ("huge negative exponents round up to one nano", "1e-400", 1, 1),
-        ("long mantissas stay exact", "0.0000000000000000000000000000000000000000001", 1, 1),
-        ("a 20-digit mantissa saturates value", "123456789012345678901", i64::MAX, i64::MAX),
-        ("exponents are truncated to 32 bits as upstream does", "1e4294967296", 1000, 1),
+        (
+            "huge negative exponents round up to one nano",
+            "1e-400",
+            1,
+            1,
+        ),
+        (
+            "long mantissas stay exact",
+            "0.0000000000000000000000000000000000000000001",
+            1,
+            1,
+        ),
+        (
+            "a 20-digit mantissa saturates value",
+            "123456789012345678901",
+            i64::MAX,
+            i64::MAX,
+        ),
+        (
+            "exponents are truncated to 32 bits as upstream does",
+            "1e4294967296",
+            1000,
+            1,
+        ),
     ];
 
     #[test]
@@ -502,20 +546,40 @@ mod tests {
             ("two dots are rejected", "1.2.3", Kind::Format),
             ("letters only are rejected", "abc", Kind::Format),
             ("an unknown suffix letter is rejected", "1ZZ", Kind::Format),
-            ("a plus inside the number is rejected", "1+1.0M", Kind::Format),
-            ("a double dot before a suffix is rejected", "1.1.M", Kind::Format),
+            (
+                "a plus inside the number is rejected",
+                "1+1.0M",
+                Kind::Format,
+            ),
+            (
+                "a double dot before a suffix is rejected",
+                "1.1.M",
+                Kind::Format,
+            ),
             ("leading whitespace is rejected", " 1", Kind::Format),
             ("trailing whitespace is rejected", "1 ", Kind::Format),
             ("lower-case mi is not a suffix", "0.1mi", Kind::Suffix),
-            ("a letter outside the suffix alphabet is a format error", "0.1am", Kind::Format),
+            (
+                "a letter outside the suffix alphabet is a format error",
+                "0.1am",
+                Kind::Format,
+            ),
             ("i alone is not a suffix", "1i", Kind::Suffix),
             ("a fractional i is not a suffix", ".5i", Kind::Suffix),
             ("a signed i is not a suffix", "-3.01i", Kind::Suffix),
             ("an exponent needs digits", "-3.01e-", Kind::Suffix),
             ("e alone is not a suffix", "1e", Kind::Suffix),
             ("lower-case ki is not a suffix", "1ki", Kind::Suffix),
-            ("an exponent larger than int64 is rejected", "1e99999999999999999999", Kind::Suffix),
-            ("a digitless mantissa finer than nano is rejected", ".e-10", Kind::Numeric),
+            (
+                "an exponent larger than int64 is rejected",
+                "1e99999999999999999999",
+                Kind::Suffix,
+            ),
+            (
+                "a digitless mantissa finer than nano is rejected",
+                ".e-10",
+                Kind::Numeric,
+            ),
         ];
         for (case, input, kind) in cases {
             let err = parse_quantity(input).expect_err(case);

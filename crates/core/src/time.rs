@@ -104,8 +104,14 @@ mod tests {
 
     #[test]
     fn floor_to_second_rounds_down_within_the_window() {
-        assert_eq!(SimTime(1_999_999_999).floor_to_second(), SimTime::from_secs(1));
-        assert_eq!(SimTime::from_secs(3).floor_to_second(), SimTime::from_secs(3));
+        assert_eq!(
+            SimTime(1_999_999_999).floor_to_second(),
+            SimTime::from_secs(1)
+        );
+        assert_eq!(
+            SimTime::from_secs(3).floor_to_second(),
+            SimTime::from_secs(3)
+        );
     }
 
     #[test]

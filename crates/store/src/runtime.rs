@@ -51,7 +51,11 @@ pub trait Client {
     /// Replaces an object. A non-empty resourceVersion on `obj` is a precondition.
     fn update(&mut self, obj: Object) -> Result<Object, StoreError>;
     /// Graceful delete: a bound pod becomes Terminating; anything else disappears at once.
-    fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, StoreError>;
+    fn delete(
+        &mut self,
+        key: &ObjectKey,
+        opts: DeleteOptions,
+    ) -> Result<Option<Object>, StoreError>;
     /// The pods/binding subresource: sets spec.nodeName and the PodScheduled condition.
     fn bind(
         &mut self,

@@ -95,7 +95,8 @@ impl Store {
     }
 
     pub fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<Pod>> {
-        self.get(Kind::Pod, namespace, name).and_then(Object::as_pod)
+        self.get(Kind::Pod, namespace, name)
+            .and_then(Object::as_pod)
     }
 
     pub fn get_node(&self, name: &str) -> Option<&Arc<Node>> {
@@ -144,7 +145,14 @@ impl Store {
     pub fn new_uid(&mut self) -> String {
         let a: u128 = self.rng.random();
         let h = format!("{a:032x}");
-        format!("{}-{}-4{}-{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[16..20], &h[20..32])
+        format!(
+            "{}-{}-4{}-{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[13..16],
+            &h[16..20],
+            &h[20..32]
+        )
     }
 
     fn generated_name(&mut self, prefix: &str) -> String {
@@ -332,8 +340,7 @@ impl Store {
             });
             if bound && grace > 0 {
                 let current = pod.metadata.deletion_grace_period_seconds;
-                if pod.metadata.deletion_timestamp.is_some()
-                    && current.is_some_and(|c| c <= grace)
+                if pod.metadata.deletion_timestamp.is_some() && current.is_some_and(|c| c <= grace)
                 {
                     // Already terminating with a grace period at least as short.
                     return Ok(Some(old));
@@ -440,7 +447,9 @@ mod tests {
         // Namespace "default" is created implicitly before the pod.
         assert_eq!(events.len(), 3);
         assert_eq!(events[0].object.kind(), Kind::Namespace);
-        assert!(events.windows(2).all(|w| w[0].resource_version < w[1].resource_version));
+        assert!(events
+            .windows(2)
+            .all(|w| w[0].resource_version < w[1].resource_version));
     }
 
     #[test]
@@ -467,7 +476,10 @@ mod tests {
             s.instant(p.metadata.deletion_timestamp.as_ref().unwrap()),
             SimTime::from_secs(35)
         );
-        assert!(s.delete(&key, &DeleteOptions::now(), SimTime::from_secs(35)).unwrap().is_none());
+        assert!(s
+            .delete(&key, &DeleteOptions::now(), SimTime::from_secs(35))
+            .unwrap()
+            .is_none());
         assert!(s.get_pod("default", "a").is_none());
     }
 
@@ -476,7 +488,10 @@ mod tests {
         let mut s = store();
         s.create(pod("a", None), SimTime::ZERO).unwrap();
         let key = ObjectKey::new(Kind::Pod, "default", "a");
-        assert!(s.delete(&key, &DeleteOptions::default(), SimTime::ZERO).unwrap().is_none());
+        assert!(s
+            .delete(&key, &DeleteOptions::default(), SimTime::ZERO)
+            .unwrap()
+            .is_none());
         let last = s.take_events().pop().unwrap();
         assert_eq!(last.type_, EventType::Deleted);
     }
@@ -499,9 +514,14 @@ mod tests {
     fn binding_sets_the_node_and_the_pod_scheduled_condition() {
         let mut s = store();
         let p = s.create(pod("a", None), SimTime::ZERO).unwrap();
-        let bound = s.bind("default", "a", p.uid(), "n1", SimTime::ZERO).unwrap();
+        let bound = s
+            .bind("default", "a", p.uid(), "n1", SimTime::ZERO)
+            .unwrap();
         let bound = bound.as_pod().unwrap();
-        assert_eq!(bound.spec.as_ref().unwrap().node_name.as_deref(), Some("n1"));
+        assert_eq!(
+            bound.spec.as_ref().unwrap().node_name.as_deref(),
+            Some("n1")
+        );
         // A second bind fails: the pod is already assigned.
         assert!(s.bind("default", "a", "", "n2", SimTime::ZERO).is_err());
     }

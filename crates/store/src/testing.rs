@@ -20,7 +20,10 @@ pub struct TestClient {
 impl TestClient {
     pub fn new(seed: u64) -> TestClient {
         TestClient {
-            store: Store::new(seed, "2025-01-01T00:00:00Z".parse().expect("valid timestamp")),
+            store: Store::new(
+                seed,
+                "2025-01-01T00:00:00Z".parse().expect("valid timestamp"),
+            ),
             now: SimTime::ZERO,
             events: Vec::new(),
             records: Vec::new(),
@@ -94,10 +97,20 @@ impl Client for TestClient {
     fn update(&mut self, obj: Object) -> Result<Object, StoreError> {
         self.store.update(obj, self.now)
     }
-    fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, StoreError> {
+    fn delete(
+        &mut self,
+        key: &ObjectKey,
+        opts: DeleteOptions,
+    ) -> Result<Option<Object>, StoreError> {
         self.store.delete(key, &opts, self.now)
     }
-    fn bind(&mut self, namespace: &str, name: &str, uid: &str, node: &str) -> Result<Object, StoreError> {
+    fn bind(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        node: &str,
+    ) -> Result<Object, StoreError> {
         self.store.bind(namespace, name, uid, node, self.now)
     }
     fn record_event(&mut self, ev: EventRecord) {
