@@ -5,9 +5,14 @@
 //! source; the current time is a parameter and tie-breaks come from a seeded generator.
 
 pub mod cache;
+pub mod config;
 pub mod framework;
 pub mod plugins;
 pub mod queue;
+pub mod schedule_one;
+pub mod scheduler;
+
+pub use scheduler::Scheduler;
 
 /// The profile name pods get when `spec.schedulerName` is empty.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";

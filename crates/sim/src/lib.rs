@@ -1,1 +1,14 @@
+//! The deterministic virtual-time simulator: the event loop, simulated node agents, the
+//! scenario input, expectations and output records.
+//!
+//! Architecture invariant: nothing here reads the wall clock or an unseeded random source;
+//! the same input and seed produce byte-identical output.
 
+pub mod admission;
+pub mod agents;
+pub mod engine;
+pub mod expect;
+pub mod scenario;
+pub mod wiring;
+
+pub use engine::{Record, RunOptions, SimError, Simulation};

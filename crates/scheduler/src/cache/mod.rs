@@ -1,5 +1,423 @@
-//! The scheduler cache: nodes with their bound and assumed pods, and the snapshot.
+//! The scheduler cache (upstream `backend/cache`): nodes with their bound and assumed pods,
+//! the zone-interleaved node order, and the incremental snapshot.
 
 pub mod snapshot;
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+
+use crate::framework::{NodeInfo, PodInfo};
 pub use snapshot::Snapshot;
+
+const ZONE_LABELS: [&str; 2] = [
+    "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/zone",
+];
+const REGION_LABELS: [&str; 2] = [
+    "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/region",
+];
+
+/// The zone key of a node: region and zone labels (new names first, legacy fallback).
+pub fn zone_key(node: &Node) -> String {
+    let labels = node.metadata.labels.as_ref();
+    let get = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| labels.and_then(|l| l.get(*k)))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (region, zone) = (get(&REGION_LABELS), get(&ZONE_LABELS));
+    if region.is_empty() && zone.is_empty() {
+        String::new()
+    } else {
+        format!("{region}:\x00:{zone}")
+    }
+}
+
+/// How the cache knows a pod (upstream `podState`).
+#[derive(Clone, Debug)]
+struct PodState {
+    pod: Arc<PodInfo>,
+    node: String,
+    /// Assumed by the scheduler, not yet confirmed by a watch event.
+    assumed: bool,
+}
+
+/// Nodes grouped by zone in insertion order (upstream `nodeTree`).
+#[derive(Clone, Debug, Default)]
+struct NodeTree {
+    zones: Vec<(String, Vec<String>)>,
+    num_nodes: usize,
+}
+
+impl NodeTree {
+    fn add(&mut self, zone: &str, name: &str) {
+        if let Some((_, names)) = self.zones.iter_mut().find(|(z, _)| z == zone) {
+            if names.iter().any(|n| n == name) {
+                return;
+            }
+            names.push(name.to_string());
+        } else {
+            self.zones.push((zone.to_string(), vec![name.to_string()]));
+        }
+        self.num_nodes += 1;
+    }
+
+    fn remove(&mut self, zone: &str, name: &str) {
+        if let Some(zi) = self.zones.iter().position(|(z, _)| z == zone) {
+            let names = &mut self.zones[zi].1;
+            if let Some(i) = names.iter().position(|n| n == name) {
+                names.remove(i);
+                self.num_nodes -= 1;
+                if names.is_empty() {
+                    self.zones.remove(zi);
+                }
+            }
+        }
+    }
+
+    /// Round-robin over zones: the first node of each zone, then the second, ...
+    fn list(&self) -> Vec<&str> {
+        let mut out = Vec::with_capacity(self.num_nodes);
+        let mut i = 0;
+        while out.len() < self.num_nodes {
+            for (_, names) in &self.zones {
+                if let Some(n) = names.get(i) {
+                    out.push(n.as_str());
+                }
+            }
+            i += 1;
+        }
+        out
+    }
+}
+
+/// Errors of cache operations (they indicate a bookkeeping bug or a race, never bad input).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CacheError {
+    #[error("pod {0} is in the cache, so can't be assumed")]
+    AlreadyAssumed(String),
+    #[error("pod {0} wasn't assumed so cannot be forgotten")]
+    NotAssumed(String),
+    #[error("pod {0} was already in added state")]
+    AlreadyAdded(String),
+}
+
+#[derive(Default)]
+pub struct Cache {
+    nodes: BTreeMap<String, Arc<NodeInfo>>,
+    zones: HashMap<String, String>,
+    tree: NodeTree,
+    pods: HashMap<String, PodState>,
+    image_num_nodes: HashMap<String, usize>,
+    generation: u64,
+    /// Nodes changed since the last snapshot update.
+    dirty: BTreeSet<String>,
+    /// The node list itself changed (a node added, removed or re-zoned).
+    list_changed: bool,
+}
+
+impl Cache {
+    pub fn new() -> Cache {
+        Cache::default()
+    }
+
+    fn touch(&mut self, name: &str) -> &mut NodeInfo {
+        self.generation += 1;
+        let generation = self.generation;
+        self.dirty.insert(name.to_string());
+        let entry = self
+            .nodes
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(NodeInfo::new(name)));
+        let info = Arc::make_mut(entry);
+        info.generation = generation;
+        info
+    }
+
+    fn images_changed(&mut self, old: &[crate::framework::types::NodeImage], new: &[crate::framework::types::NodeImage]) {
+        for img in old {
+            if let Some(c) = self.image_num_nodes.get_mut(&img.name) {
+                *c -= 1;
+                if *c == 0 {
+                    self.image_num_nodes.remove(&img.name);
+                }
+            }
+        }
+        for img in new {
+            *self.image_num_nodes.entry(img.name.clone()).or_default() += 1;
+        }
+    }
+
+    pub fn add_node(&mut self, node: Arc<Node>) {
+        self.update_node(node);
+    }
+
+    pub fn update_node(&mut self, node: Arc<Node>) {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let zone = zone_key(&node);
+        let old_images = self
+            .nodes
+            .get(&name)
+            .filter(|n| n.node.is_some())
+            .map(|n| n.images.clone())
+            .unwrap_or_default();
+        let info = self.touch(&name);
+        info.set_node(node);
+        let new_images = info.images.clone();
+        self.images_changed(&old_images, &new_images);
+        match self.zones.get(&name) {
+            Some(z) if *z == zone => {}
+            Some(z) => {
+                let z = z.clone();
+                self.tree.remove(&z, &name);
+                self.tree.add(&zone, &name);
+                self.zones.insert(name, zone);
+                self.list_changed = true;
+            }
+            None => {
+                self.tree.add(&zone, &name);
+                self.zones.insert(name, zone);
+                self.list_changed = true;
+            }
+        }
+    }
+
+    pub fn remove_node(&mut self, name: &str) {
+        let Some(zone) = self.zones.remove(name) else {
+            return;
+        };
+        self.tree.remove(&zone, name);
+        self.list_changed = true;
+        let old_images = self.nodes.get(name).map(|n| n.images.clone()).unwrap_or_default();
+        self.images_changed(&old_images, &[]);
+        let info = self.touch(name);
+        info.node = None;
+        info.images.clear();
+        if info.pods.is_empty() {
+            self.nodes.remove(name);
+        }
+    }
+
+    fn add_to_node(&mut self, pod: Arc<PodInfo>, node: &str) {
+        self.touch(node).add_pod(pod);
+    }
+
+    fn remove_from_node(&mut self, uid: &str, node: &str) {
+        if !self.nodes.contains_key(node) {
+            return;
+        }
+        let info = self.touch(node);
+        info.remove_pod(uid);
+        if info.node.is_none() && info.pods.is_empty() {
+            self.nodes.remove(node);
+        }
+    }
+
+    /// Accounts a pod to the node the scheduler chose, before binding is confirmed.
+    pub fn assume_pod(&mut self, pod: Arc<PodInfo>, node: &str) -> Result<(), CacheError> {
+        if self.pods.contains_key(&pod.uid) {
+            return Err(CacheError::AlreadyAssumed(pod.key()));
+        }
+        self.add_to_node(pod.clone(), node);
+        self.pods.insert(
+            pod.uid.clone(),
+            PodState {
+                pod,
+                node: node.to_string(),
+                assumed: true,
+            },
+        );
+        Ok(())
+    }
+
+    /// Undoes an assumption (binding failed).
+    pub fn forget_pod(&mut self, uid: &str) -> Result<(), CacheError> {
+        match self.pods.get(uid) {
+            Some(s) if s.assumed => {
+                let node = s.node.clone();
+                self.pods.remove(uid);
+                self.remove_from_node(uid, &node);
+                Ok(())
+            }
+            Some(s) => Err(CacheError::NotAssumed(s.pod.key())),
+            None => Err(CacheError::NotAssumed(uid.to_string())),
+        }
+    }
+
+    pub fn is_assumed(&self, uid: &str) -> bool {
+        self.pods.get(uid).is_some_and(|s| s.assumed)
+    }
+
+    /// A bound pod seen through the watch: confirms an assumed pod or adds it.
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) -> Result<(), CacheError> {
+        let node = pod.node_name().unwrap_or_default().to_string();
+        match self.pods.get(&pod.uid) {
+            Some(s) if s.assumed => {
+                let old_node = s.node.clone();
+                self.remove_from_node(&pod.uid, &old_node);
+                self.add_to_node(pod.clone(), &node);
+                self.pods.insert(
+                    pod.uid.clone(),
+                    PodState {
+                        pod,
+                        node,
+                        assumed: false,
+                    },
+                );
+                Ok(())
+            }
+            Some(_) => Err(CacheError::AlreadyAdded(pod.key())),
+            None => {
+                self.add_to_node(pod.clone(), &node);
+                self.pods.insert(
+                    pod.uid.clone(),
+                    PodState {
+                        pod,
+                        node,
+                        assumed: false,
+                    },
+                );
+                Ok(())
+            }
+        }
+    }
+
+    pub fn update_pod(&mut self, pod: Arc<PodInfo>) {
+        if let Some(s) = self.pods.get(&pod.uid) {
+            let node = s.node.clone();
+            self.remove_from_node(&pod.uid, &node);
+        }
+        self.pods.remove(&pod.uid);
+        let _ = self.add_pod(pod);
+    }
+
+    pub fn remove_pod(&mut self, uid: &str) {
+        if let Some(s) = self.pods.remove(uid) {
+            self.remove_from_node(uid, &s.node);
+        }
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.tree.num_nodes
+    }
+
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
+        self.nodes.get(name)
+    }
+
+    /// Brings `snapshot` up to date: replaces the nodes that changed, and rebuilds the ordered
+    /// list only when nodes were added, removed or moved between zones.
+    pub fn update_snapshot(&mut self, snapshot: &mut Snapshot) {
+        if self.list_changed {
+            let order: Vec<String> = self.tree.list().into_iter().map(str::to_string).collect();
+            snapshot.node_infos = order
+                .iter()
+                .filter_map(|n| self.nodes.get(n).cloned())
+                .collect();
+            snapshot.index = snapshot
+                .node_infos
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name.clone(), i))
+                .collect();
+            self.list_changed = false;
+        } else {
+            for name in &self.dirty {
+                if let (Some(&i), Some(info)) = (snapshot.index.get(name), self.nodes.get(name)) {
+                    snapshot.node_infos[i] = info.clone();
+                }
+            }
+        }
+        self.dirty.clear();
+        if snapshot.image_num_nodes != self.image_num_nodes {
+            snapshot.image_num_nodes = self.image_num_nodes.clone();
+        }
+        snapshot.generation = self.generation;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Pod, PodSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn node(name: &str, zone: &str) -> Arc<Node> {
+        let mut labels = std::collections::BTreeMap::new();
+        if !zone.is_empty() {
+            labels.insert("topology.kubernetes.io/zone".to_string(), zone.to_string());
+        }
+        Arc::new(Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                labels: Some(labels),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    fn pod(uid: &str, node: Option<&str>) -> Arc<PodInfo> {
+        Arc::new(PodInfo::new(Arc::new(Pod {
+            metadata: ObjectMeta {
+                name: Some(uid.into()),
+                uid: Some(uid.into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_string),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })))
+    }
+
+    #[test]
+    fn the_node_list_interleaves_zones_round_robin() {
+        let mut c = Cache::new();
+        for (n, z) in [("a1", "a"), ("a2", "a"), ("b1", "b"), ("a3", "a"), ("b2", "b")] {
+            c.add_node(node(n, z));
+        }
+        let mut s = Snapshot::default();
+        c.update_snapshot(&mut s);
+        let names: Vec<&str> = s.node_infos.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["a1", "b1", "a2", "b2", "a3"]);
+    }
+
+    #[test]
+    fn an_assumed_pod_counts_until_forgotten_and_a_confirmed_one_cannot_be_forgotten() {
+        let mut c = Cache::new();
+        c.add_node(node("n1", ""));
+        c.assume_pod(pod("p", None), "n1").unwrap();
+        assert!(c.is_assumed("p"));
+        assert_eq!(c.node("n1").unwrap().pods.len(), 1);
+        c.forget_pod("p").unwrap();
+        assert_eq!(c.node("n1").unwrap().pods.len(), 0);
+        c.assume_pod(pod("p", None), "n1").unwrap();
+        c.add_pod(pod("p", Some("n1"))).unwrap();
+        assert!(!c.is_assumed("p"));
+        assert!(c.forget_pod("p").is_err());
+    }
+
+    #[test]
+    fn the_snapshot_shares_unchanged_nodes_and_replaces_changed_ones() {
+        let mut c = Cache::new();
+        c.add_node(node("n1", ""));
+        c.add_node(node("n2", ""));
+        let mut s = Snapshot::default();
+        c.update_snapshot(&mut s);
+        let before = s.get("n2").unwrap().clone();
+        c.assume_pod(pod("p", None), "n1").unwrap();
+        c.update_snapshot(&mut s);
+        assert_eq!(s.get("n1").unwrap().pods.len(), 1);
+        assert!(Arc::ptr_eq(&before, s.get("n2").unwrap()));
+    }
+}

@@ -4,6 +4,7 @@
 pub mod cycle_state;
 pub mod events;
 pub mod interface;
+pub mod runtime;
 pub mod status;
 pub mod types;
 
@@ -12,3 +13,4 @@ pub use events::{ActionType, ClusterEvent, ClusterEventWithHint, EventObject, Ev
 pub use interface::*;
 pub use status::{Code, Status};
 pub use types::{HostPort, NodeInfo, PodInfo, QueuedPodInfo};
+pub use runtime::{Framework, NodeScores, NodeToStatus, PluginSet};

@@ -96,7 +96,9 @@ impl PodInfo {
         let affinity = spec.affinity.as_ref();
         let pa = affinity.and_then(|a| a.pod_affinity.as_ref());
         let paa = affinity.and_then(|a| a.pod_anti_affinity.as_ref());
-        let non_empty = |v: Option<&Vec<_>>| v.is_some_and(|v: &Vec<_>| !v.is_empty());
+        fn non_empty<T>(v: Option<&Vec<T>>) -> bool {
+            v.is_some_and(|v| !v.is_empty())
+        }
         let has_required_anti_affinity = non_empty(
             paa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
         );
@@ -104,7 +106,9 @@ impl PodInfo {
             || non_empty(
                 paa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
             )
-            || non_empty(pa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()))
+            || non_empty(
+                pa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
+            )
             || non_empty(
                 pa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
             );

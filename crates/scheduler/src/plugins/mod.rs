@@ -1,1 +1,21 @@
 //! The in-tree plugins, one folder each, and the registry.
+//!
+//! Each plugin folder holds the plugin, its `NAME`, its reason strings as constants, its
+//! queueing hints and its table tests (upstream `pkg/scheduler/framework/plugins/<name>/`).
+//! [`registry`] builds plugins by name from their (JSON) args and lists the default profile.
+
+pub mod defaultbinder;
+pub mod helper;
+pub mod imagelocality;
+pub mod nodeaffinity;
+pub mod nodename;
+pub mod nodeports;
+pub mod noderesources;
+pub mod nodeunschedulable;
+pub mod queuesort;
+pub mod registry;
+pub mod schedulinggates;
+pub mod tainttoleration;
+pub mod testing;
+
+pub use registry::{default_multi_point, is_known, new_plugin, PluginArgsError};

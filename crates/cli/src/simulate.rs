@@ -1,0 +1,152 @@
+//! `kubeplane simulate`: parse, resolve, run, report.
+
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use kubeplane_sim::scenario::{parse_files, Source};
+use kubeplane_sim::{RunOptions, Simulation};
+
+use crate::cli::{OutputFormat, SimulateArgs};
+use crate::output::Writer;
+
+fn input_error(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+fn read_source(name: &str) -> Result<String, String> {
+    if name == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| format!("-: cannot read standard input: {e}"))?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(name).map_err(|e| format!("{name}: cannot read: {e}"))
+    }
+}
+
+pub fn run(args: SimulateArgs) -> ExitCode {
+    let mut files = Vec::new();
+    for f in &args.files {
+        match read_source(f) {
+            Ok(s) => files.push((f.clone(), s)),
+            Err(e) => return input_error(e),
+        }
+    }
+    let mut input = match parse_files(&files) {
+        Ok(i) => i,
+        Err(e) => return input_error(e),
+    };
+    if let Some(path) = &args.scheduler_config {
+        let name = path.display().to_string();
+        let text = match read_source(&name) {
+            Ok(t) => t,
+            Err(e) => return input_error(e),
+        };
+        let value: serde_json::Value = match serde_yaml_ng::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => return input_error(format!("{name}: {e}")),
+        };
+        let source = Source {
+            file: name,
+            doc_index: 0,
+            item: None,
+            kind: "KubeSchedulerConfiguration".into(),
+            namespace: String::new(),
+            name: String::new(),
+        };
+        input.scheduler_configs.push((source, value));
+    }
+    let until = match &args.until {
+        Some(u) => match kubeplane_core::duration::parse_duration(u) {
+            Ok(d) => Some(d),
+            Err(e) => return input_error(format!("--until: {e}")),
+        },
+        None => None,
+    };
+    let opts = RunOptions {
+        explain: args.explain,
+        until,
+        seed: args.seed,
+    };
+    let mut sim = match Simulation::new(input, &opts) {
+        Ok(s) => s,
+        Err(e) => return input_error(e),
+    };
+    let stdout = std::io::stdout();
+    let format = args.output.unwrap_or(if stdout.is_terminal() {
+        OutputFormat::Table
+    } else {
+        OutputFormat::Jsonl
+    });
+    let mut writer = Writer::new(std::io::BufWriter::new(stdout.lock()), format);
+    let show_progress = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut last_report = Instant::now();
+    let mut pending = Vec::new();
+    let result = {
+        let mut progress = |now: kubeplane_core::SimTime, end: Option<kubeplane_core::SimTime>| {
+            if show_progress && last_report.elapsed().as_millis() >= 500 {
+                last_report = Instant::now();
+                let end = end.map(|e| format!(" of {}", kubeplane_core::duration::format_duration(e - kubeplane_core::SimTime::ZERO))).unwrap_or_default();
+                eprint!(
+                    "\r  virtual time {}{}  ({:.1}s wall)   ",
+                    kubeplane_core::duration::format_duration(now - kubeplane_core::SimTime::ZERO),
+                    end,
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        };
+        let r = sim.run(&mut progress);
+        pending.extend(sim.take_records());
+        r
+    };
+    if show_progress {
+        eprint!("\r{}\r", " ".repeat(72));
+    }
+    if writer.write(&pending).and_then(|_| writer.flush()).is_err() {
+        // A closed pipe (e.g. `| head`) is not an error of the simulation.
+    }
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        return ExitCode::from(1);
+    }
+    if let Some(path) = &args.final_state {
+        let objects = sim.final_state();
+        let text = if path.extension().is_some_and(|e| e == "json") {
+            serde_json::to_string_pretty(&objects).map(|s| s + "\n").unwrap_or_default()
+        } else {
+            let mut out = String::new();
+            for o in &objects {
+                out.push_str("---\n");
+                out.push_str(&serde_yaml_ng::to_string(o).unwrap_or_default());
+            }
+            out
+        };
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("error: --final-state {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    if args.metrics {
+        let mut err = std::io::stderr().lock();
+        for (name, value) in sim.metrics() {
+            let _ = writeln!(err, "{name} {value}");
+        }
+    }
+    if sim.n_failed > 0 || sim.n_step_errors > 0 {
+        if std::io::stderr().is_terminal() || format == OutputFormat::Table {
+            eprintln!(
+                "{} expectation(s) failed, {} passed{}",
+                sim.n_failed,
+                sim.n_passed,
+                if sim.n_step_errors > 0 { format!(", {} step(s) failed", sim.n_step_errors) } else { String::new() }
+            );
+        }
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

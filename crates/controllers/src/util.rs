@@ -1,0 +1,197 @@
+//! Helpers shared by the taint-eviction and node-lifecycle controllers: a pods-by-node index
+//! fed from watch events (upstream's `spec.nodeName` informer index), the pod-condition update
+//! rule, and the human-readable forms of taints and tolerations used in explanation records.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus, Taint, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_store::{EventType, WatchEvent};
+
+/// The node a pod is bound to (`spec.nodeName`), `""` when unbound.
+pub(crate) fn pod_node_name(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or("")
+}
+
+/// The pod's tolerations, empty when unset.
+pub(crate) fn pod_tolerations(pod: &Pod) -> &[Toleration] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or(&[])
+}
+
+/// A pod's identity in the indexes: (namespace, name).
+pub(crate) type PodRef = (String, String);
+
+/// Pods by the node they are bound to, kept from watch events. Sets are ordered, so every
+/// walk over a node's pods is deterministic (upstream's index order is unspecified).
+#[derive(Default, Debug)]
+pub(crate) struct PodsByNode {
+    by_node: HashMap<String, BTreeSet<PodRef>>,
+}
+
+impl PodsByNode {
+    /// Applies one watch event (ignores everything that is not a pod).
+    pub(crate) fn observe(&mut self, ev: &WatchEvent) {
+        let Some(pod) = ev.object.as_pod() else {
+            return;
+        };
+        let old_node = ev
+            .old
+            .as_ref()
+            .and_then(|o| o.as_pod())
+            .map(|p| pod_node_name(p))
+            .unwrap_or("");
+        let new_node = if ev.type_ == EventType::Deleted {
+            ""
+        } else {
+            pod_node_name(pod)
+        };
+        if old_node == new_node && ev.type_ == EventType::Modified {
+            return;
+        }
+        let key = || {
+            (
+                ev.object.namespace().to_string(),
+                ev.object.name().to_string(),
+            )
+        };
+        if !old_node.is_empty() {
+            if let Some(set) = self.by_node.get_mut(old_node) {
+                set.remove(&key());
+                if set.is_empty() {
+                    self.by_node.remove(old_node);
+                }
+            }
+        }
+        if !new_node.is_empty() {
+            self.by_node
+                .entry(new_node.to_string())
+                .or_default()
+                .insert(key());
+        }
+    }
+
+    /// The pods bound to `node`, ordered by namespace and name.
+    pub(crate) fn pods_on(&self, node: &str) -> Vec<PodRef> {
+        self.by_node
+            .get(node)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+fn opt_str(s: &Option<String>) -> &str {
+    s.as_deref().unwrap_or("")
+}
+
+/// Upstream `UpdatePodCondition`: sets `cond` on `status` with lastTransitionTime `now`, keeping
+/// the old lastTransitionTime when the condition's status did not change. Returns whether any
+/// field of the condition changed (or it was added).
+pub(crate) fn update_pod_condition(status: &mut PodStatus, mut cond: PodCondition, now: Time) -> bool {
+    cond.last_transition_time = Some(now);
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    let Some(idx) = conditions.iter().position(|c| c.type_ == cond.type_) else {
+        conditions.push(cond);
+        return true;
+    };
+    let old = &conditions[idx];
+    if cond.status == old.status {
+        cond.last_transition_time = old.last_transition_time.clone();
+    }
+    let equal = cond.status == old.status
+        && opt_str(&cond.reason) == opt_str(&old.reason)
+        && opt_str(&cond.message) == opt_str(&old.message)
+        && cond.last_probe_time == old.last_probe_time
+        && cond.last_transition_time == old.last_transition_time;
+    conditions[idx] = cond;
+    !equal
+}
+
+/// A taint as kubectl prints it: `key=value:Effect`, or `key:Effect` without a value.
+pub fn format_taint(t: &Taint) -> String {
+    match t.value.as_deref() {
+        Some(v) if !v.is_empty() => format!("{}={}:{}", t.key, v, t.effect),
+        _ => format!("{}:{}", t.key, t.effect),
+    }
+}
+
+/// A toleration as `kubectl describe pod` prints it, e.g.
+/// `node.kubernetes.io/unreachable:NoExecute op=Exists for 300s`.
+pub fn format_toleration(t: &Toleration) -> String {
+    let key = opt_str(&t.key);
+    let value = opt_str(&t.value);
+    let effect = opt_str(&t.effect);
+    let mut s = String::from(key);
+    if !value.is_empty() {
+        let _ = write!(s, "={value}");
+    }
+    if !effect.is_empty() {
+        let _ = write!(s, ":{effect}");
+    }
+    if t.operator.as_deref() == Some("Exists") && value.is_empty() {
+        if key.is_empty() && effect.is_empty() {
+            s.push_str("op=Exists");
+        } else {
+            s.push_str(" op=Exists");
+        }
+    }
+    if let Some(secs) = t.toleration_seconds {
+        let _ = write!(s, " for {secs}s");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tol(key: &str, op: &str, value: &str, effect: &str, secs: Option<i64>) -> Toleration {
+        let o = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        Toleration {
+            key: o(key),
+            operator: o(op),
+            value: o(value),
+            effect: o(effect),
+            toleration_seconds: secs,
+        }
+    }
+
+    #[test]
+    fn tolerations_print_like_kubectl_describe() {
+        let cases = [
+            (
+                tol("node.kubernetes.io/unreachable", "Exists", "", "NoExecute", Some(300)),
+                "node.kubernetes.io/unreachable:NoExecute op=Exists for 300s",
+            ),
+            (tol("k", "Equal", "v", "NoExecute", None), "k=v:NoExecute"),
+            (tol("", "Exists", "", "", None), "op=Exists"),
+            (tol("k", "", "", "", Some(5)), "k for 5s"),
+        ];
+        for (t, want) in cases {
+            assert_eq!(format_toleration(&t), want);
+        }
+    }
+
+    #[test]
+    fn a_condition_whose_status_is_unchanged_keeps_its_transition_time() {
+        let t0 = Time("2025-01-01T00:00:00Z".parse().unwrap());
+        let t1 = Time("2025-01-01T00:01:00Z".parse().unwrap());
+        let ready = |status: &str| PodCondition {
+            type_: "Ready".into(),
+            status: status.into(),
+            ..Default::default()
+        };
+        let mut st = PodStatus::default();
+        assert!(update_pod_condition(&mut st, ready("True"), t0.clone()));
+        assert!(!update_pod_condition(&mut st, ready("True"), t1.clone()));
+        assert_eq!(st.conditions.as_ref().unwrap()[0].last_transition_time, Some(t0));
+        assert!(update_pod_condition(&mut st, ready("False"), t1.clone()));
+        assert_eq!(st.conditions.as_ref().unwrap()[0].last_transition_time, Some(t1));
+    }
+}

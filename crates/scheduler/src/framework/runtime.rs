@@ -1,0 +1,419 @@
+//! The framework runner of one profile (upstream `frameworkImpl`): runs the plugins enabled at
+//! each extension point with upstream's semantics for skips, rejections and errors.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use kubeplane_store::Client;
+
+use crate::cache::Snapshot;
+use crate::framework::cycle_state::CycleState;
+use crate::framework::interface::*;
+use crate::framework::status::{Code, Status};
+use crate::framework::types::{NodeInfo, PodInfo};
+
+/// The plugins of a profile per extension point, in configured order.
+#[derive(Clone, Default)]
+pub struct PluginSet {
+    pub pre_enqueue: Vec<Arc<dyn Plugin>>,
+    pub queue_sort: Vec<Arc<dyn Plugin>>,
+    pub pre_filter: Vec<Arc<dyn Plugin>>,
+    pub filter: Vec<Arc<dyn Plugin>>,
+    pub post_filter: Vec<Arc<dyn Plugin>>,
+    pub pre_score: Vec<Arc<dyn Plugin>>,
+    /// Score plugins with their weights.
+    pub score: Vec<(Arc<dyn Plugin>, i64)>,
+    pub reserve: Vec<Arc<dyn Plugin>>,
+    pub permit: Vec<Arc<dyn Plugin>>,
+    pub pre_bind: Vec<Arc<dyn Plugin>>,
+    pub bind: Vec<Arc<dyn Plugin>>,
+    pub post_bind: Vec<Arc<dyn Plugin>>,
+}
+
+/// One scheduling profile.
+#[derive(Clone)]
+pub struct Framework {
+    pub profile_name: String,
+    pub plugins: PluginSet,
+    /// Every distinct plugin instance of the profile (for event registration).
+    pub all_plugins: Vec<Arc<dyn Plugin>>,
+    pub percentage_of_nodes_to_score: Option<i32>,
+}
+
+/// A node's raw and final scores in one cycle.
+#[derive(Clone, Debug, Default)]
+pub struct NodeScores {
+    pub name: String,
+    /// Per score plugin: (plugin, normalized score before weight).
+    pub scores: Vec<(&'static str, i64)>,
+    pub total: i64,
+}
+
+/// The outcome of PreFilter.
+pub struct PreFilterOutcome {
+    pub result: Option<PreFilterResult>,
+    pub status: Status,
+    /// Plugins that returned a node restriction.
+    pub restricting_plugins: BTreeSet<&'static str>,
+}
+
+impl Framework {
+    pub fn has_score_plugins(&self) -> bool {
+        !self.plugins.score.is_empty()
+    }
+
+    pub fn has_filter_plugins(&self) -> bool {
+        !self.plugins.filter.is_empty()
+    }
+
+    pub fn has_post_filter_plugins(&self) -> bool {
+        !self.plugins.post_filter.is_empty()
+    }
+
+    /// PreEnqueue: the first plugin that does not succeed gates the pod.
+    pub fn run_pre_enqueue_plugins(&self, pod: &PodInfo) -> Status {
+        for p in &self.plugins.pre_enqueue {
+            if let Some(pe) = p.as_pre_enqueue() {
+                let s = pe.pre_enqueue(pod);
+                if !s.is_success() {
+                    return s.plugin(p.name());
+                }
+            }
+        }
+        Status::success()
+    }
+
+    /// PreFilter (upstream 5.1): Skip marks the plugin's Filter as skipped;
+    /// UnschedulableAndUnresolvable returns at once; Unschedulable is remembered and returned
+    /// after the rest ran; other codes are errors; node restrictions are intersected.
+    pub fn run_pre_filter_plugins(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> PreFilterOutcome {
+        let mut result: Option<PreFilterResult> = None;
+        let mut restricting = BTreeSet::new();
+        let mut rejected: Option<Status> = None;
+        for p in &self.plugins.pre_filter {
+            let Some(pf) = p.as_pre_filter() else { continue };
+            let (r, s) = pf.pre_filter(state, pod, snapshot);
+            match s.code {
+                Code::Success => {}
+                Code::Skip => {
+                    state.skip_filter_plugins.insert(p.name());
+                    continue;
+                }
+                Code::UnschedulableAndUnresolvable => {
+                    return PreFilterOutcome {
+                        result: None,
+                        status: s.plugin(p.name()),
+                        restricting_plugins: restricting,
+                    };
+                }
+                Code::Unschedulable => {
+                    if rejected.is_none() {
+                        rejected = Some(s.plugin(p.name()));
+                    }
+                    continue;
+                }
+                _ => {
+                    let msg = format!("running PreFilter plugin {:?}: {}", p.name(), s.message());
+                    return PreFilterOutcome {
+                        result: None,
+                        status: Status::error(msg).plugin(p.name()),
+                        restricting_plugins: restricting,
+                    };
+                }
+            }
+            if let Some(r) = r.filter(|r| !r.all_nodes()) {
+                restricting.insert(p.name());
+                let merged = match &result {
+                    Some(prev) => prev.merge(&r),
+                    None => r,
+                };
+                if merged.node_names.as_ref().is_some_and(|n| n.is_empty()) {
+                    let msg = if restricting.len() == 1 {
+                        format!("node(s) didn't satisfy plugin {}", p.name())
+                    } else {
+                        let names: Vec<&str> = restricting.iter().copied().collect();
+                        format!("node(s) didn't satisfy plugin(s) [{}] simultaneously", names.join(" "))
+                    };
+                    return PreFilterOutcome {
+                        result: Some(merged),
+                        status: Status::unresolvable(msg).plugin(p.name()),
+                        restricting_plugins: restricting,
+                    };
+                }
+                result = Some(merged);
+            }
+        }
+        PreFilterOutcome {
+            result,
+            status: rejected.unwrap_or_default(),
+            restricting_plugins: restricting,
+        }
+    }
+
+    /// Filter: the first plugin that does not succeed decides the node's status.
+    pub fn run_filter_plugins(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        for p in &self.plugins.filter {
+            if state.skip_filter_plugins.contains(p.name()) {
+                continue;
+            }
+            let Some(f) = p.as_filter() else { continue };
+            let s = f.filter(state, pod, node);
+            if !s.is_success() {
+                if !s.is_rejected() {
+                    return Status::error(format!("running {:?} filter plugin: {}", p.name(), s.message()))
+                        .plugin(p.name());
+                }
+                return s.plugin(p.name());
+            }
+        }
+        Status::success()
+    }
+
+    /// Filter with the pods nominated to the node (upstream two-pass rule): pass 1 adds the
+    /// nominated pods of at least the pod's priority; if any were added and pass 1 succeeded,
+    /// pass 2 runs without them.
+    pub fn run_filter_plugins_with_nominated_pods(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        nominated: &[Arc<PodInfo>],
+    ) -> Status {
+        let relevant: Vec<&Arc<PodInfo>> = nominated
+            .iter()
+            .filter(|np| np.priority >= pod.priority && np.uid != pod.uid)
+            .collect();
+        if relevant.is_empty() {
+            return self.run_filter_plugins(state, pod, node);
+        }
+        let mut node_with = node.clone();
+        let mut state_with = state.clone();
+        for np in &relevant {
+            node_with.add_pod(Arc::clone(np));
+            for p in &self.plugins.pre_filter {
+                if let Some(pf) = p.as_pre_filter() {
+                    if pf.has_extensions() && !state_with.skip_filter_plugins.contains(p.name()) {
+                        let s = pf.add_pod(&mut state_with, pod, np, &node_with);
+                        if !s.is_success() {
+                            return Status::error(s.message()).plugin(p.name());
+                        }
+                    }
+                }
+            }
+        }
+        let s = self.run_filter_plugins(&state_with, pod, &node_with);
+        if !s.is_success() {
+            return s;
+        }
+        self.run_filter_plugins(state, pod, node)
+    }
+
+    /// PostFilter: plugins in order until one succeeds, is unresolvable or errors.
+    pub fn run_post_filter_plugins(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        input: &PostFilterInput<'_>,
+        client: &mut dyn Client,
+    ) -> (Option<PostFilterResult>, Status) {
+        let mut result = None;
+        let mut reasons = Vec::new();
+        let mut rejector = "";
+        for p in &self.plugins.post_filter {
+            let Some(pf) = p.as_post_filter() else { continue };
+            let (r, s) = pf.post_filter(state, pod, input, client);
+            if s.is_success() {
+                return (r, s.plugin(p.name()));
+            }
+            if s.code == Code::UnschedulableAndUnresolvable {
+                return (r, s.plugin(p.name()));
+            }
+            if !s.is_rejected() {
+                return (None, Status::error(s.message()).plugin(p.name()));
+            }
+            if r.as_ref().is_some_and(|r| r.nominating != NominatingMode::Noop) {
+                result = r;
+            }
+            reasons.extend(s.reasons);
+            rejector = p.name();
+        }
+        (result, Status::with_reasons(Code::Unschedulable, reasons).plugin(rejector))
+    }
+
+    /// PreScore: Skip marks the plugin's Score as skipped; any other failure is an error.
+    pub fn run_pre_score_plugins(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        snapshot: &Snapshot,
+    ) -> Status {
+        for p in &self.plugins.pre_score {
+            let Some(ps) = p.as_pre_score() else { continue };
+            let s = ps.pre_score(state, pod, nodes, snapshot);
+            if s.is_skip() {
+                state.skip_score_plugins.insert(p.name());
+            } else if !s.is_success() {
+                return Status::error(format!("running PreScore plugin {:?}: {}", p.name(), s.message()))
+                    .plugin(p.name());
+            }
+        }
+        Status::success()
+    }
+
+    /// Score, NormalizeScore and weights: one entry per node, in `nodes` order.
+    pub fn run_score_plugins(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+    ) -> Result<Vec<NodeScores>, Status> {
+        let active: Vec<(&Arc<dyn Plugin>, &dyn ScorePlugin, i64)> = self
+            .plugins
+            .score
+            .iter()
+            .filter(|(p, _)| !state.skip_score_plugins.contains(p.name()))
+            .filter_map(|(p, w)| p.as_score().map(|s| (p, s, *w)))
+            .collect();
+        let mut out: Vec<NodeScores> = nodes
+            .iter()
+            .map(|n| NodeScores {
+                name: n.name.clone(),
+                scores: Vec::with_capacity(active.len()),
+                total: 0,
+            })
+            .collect();
+        let mut column = vec![0i64; nodes.len()];
+        for (p, sp, weight) in active {
+            for (i, n) in nodes.iter().enumerate() {
+                column[i] = sp.score(state, pod, n).map_err(|s| {
+                    Status::error(format!("running Score plugin {:?}: {}", p.name(), s.message()))
+                        .plugin(p.name())
+                })?;
+            }
+            let s = sp.normalize_score(state, pod, &mut column);
+            if !s.is_success() {
+                return Err(Status::error(format!(
+                    "running Normalize on Score plugins: plugin {:?} failed with: {}",
+                    p.name(),
+                    s.message()
+                ))
+                .plugin(p.name()));
+            }
+            for (i, &score) in column.iter().enumerate() {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
+                    return Err(Status::error(format!(
+                        "plugin {:?} returns an invalid score {}, it should in the range of [{}, {}] after normalizing",
+                        p.name(),
+                        score,
+                        MIN_NODE_SCORE,
+                        MAX_NODE_SCORE
+                    ))
+                    .plugin(p.name()));
+                }
+                out[i].scores.push((p.name(), score));
+                out[i].total += score * weight;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reserve in order; the first failure stops.
+    pub fn run_reserve_plugins_reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        for p in &self.plugins.reserve {
+            if let Some(r) = p.as_reserve() {
+                let s = r.reserve(state, pod, node);
+                if !s.is_success() {
+                    if s.is_rejected() {
+                        return s.plugin(p.name());
+                    }
+                    return Status::error(format!("running Reserve plugin {:?}: {}", p.name(), s.message()))
+                        .plugin(p.name());
+                }
+            }
+        }
+        Status::success()
+    }
+
+    /// Unreserve runs every reserve plugin in reverse order.
+    pub fn run_reserve_plugins_unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        for p in self.plugins.reserve.iter().rev() {
+            if let Some(r) = p.as_reserve() {
+                r.unreserve(state, pod, node);
+            }
+        }
+    }
+
+    /// Permit: any rejection stops. `Wait` is not modelled (no in-tree plugin returns it) and is
+    /// treated as an error, see docs/compatibility.md.
+    pub fn run_permit_plugins(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        for p in &self.plugins.permit {
+            if let Some(pp) = p.as_permit() {
+                let (s, _) = pp.permit(state, pod, node);
+                if s.is_success() {
+                    continue;
+                }
+                if s.is_rejected() {
+                    return s.plugin(p.name());
+                }
+                return Status::error(format!("running Permit plugin {:?}: {}", p.name(), s.message()))
+                    .plugin(p.name());
+            }
+        }
+        Status::success()
+    }
+
+    pub fn run_pre_bind_plugins(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+        client: &mut dyn Client,
+    ) -> Status {
+        for p in &self.plugins.pre_bind {
+            if let Some(pb) = p.as_pre_bind() {
+                let s = pb.pre_bind(state, pod, node, client);
+                if !s.is_success() {
+                    return s.plugin(p.name());
+                }
+            }
+        }
+        Status::success()
+    }
+
+    /// Bind: plugins in order until one does not Skip.
+    pub fn run_bind_plugins(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+        client: &mut dyn Client,
+    ) -> Status {
+        for p in &self.plugins.bind {
+            if let Some(b) = p.as_bind() {
+                let s = b.bind(state, pod, node, client);
+                if s.is_skip() {
+                    continue;
+                }
+                return s.plugin(p.name());
+            }
+        }
+        Status::skip()
+    }
+
+    pub fn run_post_bind_plugins(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        for p in &self.plugins.post_bind {
+            if let Some(pb) = p.as_post_bind() {
+                pb.post_bind(state, pod, node);
+            }
+        }
+    }
+}
+
+/// Per node name, the status with which it failed filtering.
+pub type NodeToStatus = BTreeMap<String, Status>;

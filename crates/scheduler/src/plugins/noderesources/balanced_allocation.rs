@@ -1,0 +1,87 @@
+//! NodeResourcesBalancedAllocation (PreScore, Score): prefers nodes whose resource
+//! utilizations stay close to each other once the pod is placed (upstream
+//! `balanced_allocation.go`).
+
+use crate::cache::Snapshot;
+use crate::framework::{CycleState, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status};
+use crate::plugins::registry::{parse_args, PluginArgsError};
+
+use super::args::NodeResourcesBalancedAllocationArgs;
+use super::resource_allocation::{balanced_score, ResourceList};
+
+pub const NAME: &str = "NodeResourcesBalancedAllocation";
+
+const PRE_SCORE_KEY: &str = "PreScoreNodeResourcesBalancedAllocation";
+
+#[derive(Debug)]
+pub struct BalancedAllocation {
+    resources: ResourceList,
+}
+
+#[derive(Clone, Debug)]
+struct PreScoreState {
+    pod_requests: Vec<i64>,
+}
+
+impl BalancedAllocation {
+    /// Builds the plugin from `NodeResourcesBalancedAllocationArgs` (defaults, validation).
+    pub fn new(args: Option<&serde_json::Value>) -> Result<BalancedAllocation, PluginArgsError> {
+        let mut args: NodeResourcesBalancedAllocationArgs = parse_args(args)?;
+        args.set_defaults();
+        if let Some(e) = args.validate().into_iter().next() {
+            return Err(e);
+        }
+        Ok(BalancedAllocation::from_args(&args))
+    }
+
+    pub fn from_args(args: &NodeResourcesBalancedAllocationArgs) -> BalancedAllocation {
+        BalancedAllocation {
+            // Plain requests: a pod without requests does not count 100m/200Mi here.
+            resources: ResourceList::new(&args.resources, true),
+        }
+    }
+}
+
+impl Plugin for BalancedAllocation {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl PreScorePlugin for BalancedAllocation {
+    /// Skips best-effort pods (no request for any configured resource), so that they do not
+    /// all pile onto one node (upstream issue #129138).
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _nodes: &[&NodeInfo],
+        _snapshot: &Snapshot,
+    ) -> Status {
+        let pod_requests = self.resources.pod_requests(pod);
+        if pod_requests.iter().all(|&r| r == 0) {
+            return Status::skip();
+        }
+        state.write(PRE_SCORE_KEY, PreScoreState { pod_requests });
+        Status::success()
+    }
+}
+
+impl ScorePlugin for BalancedAllocation {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        match state.read::<PreScoreState>(PRE_SCORE_KEY) {
+            Some(s) => Ok(balanced_score(&self.resources, node, &s.pod_requests)),
+            None => Ok(balanced_score(
+                &self.resources,
+                node,
+                &self.resources.pod_requests(pod),
+            )),
+        }
+    }
+}

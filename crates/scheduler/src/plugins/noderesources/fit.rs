@@ -1,0 +1,388 @@
+//! NodeResourcesFit (PreFilter, Filter, PreScore, Score): the node must have room for the
+//! pod's requests; nodes are scored by the configured strategy (upstream `fit.go`).
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kubeplane_core::features::FeatureGates;
+use kubeplane_core::resources::{is_extended_resource_name, node_allocatable, pod_requests, Resources};
+
+use crate::cache::Snapshot;
+use crate::framework::{
+    ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EventObject, EventResource,
+    FilterPlugin, NodeInfo, Plugin, PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin,
+    QueueingHint, ScorePlugin, Status,
+};
+use crate::plugins::helper::{node_event, pod_event, uid_of};
+use crate::plugins::registry::{parse_args, PluginArgsError};
+
+use super::args::{NodeResourcesFitArgs, ScoringStrategyType};
+use super::resource_allocation::{ResourceList, Scorer};
+
+pub const NAME: &str = "NodeResourcesFit";
+
+/// Filter reason when the node already runs as many pods as it allows.
+pub const REASON_TOO_MANY_PODS: &str = "Too many pods";
+pub const REASON_INSUFFICIENT_CPU: &str = "Insufficient cpu";
+pub const REASON_INSUFFICIENT_MEMORY: &str = "Insufficient memory";
+pub const REASON_INSUFFICIENT_EPHEMERAL_STORAGE: &str = "Insufficient ephemeral-storage";
+/// Prefix of the reason for any other resource: `Insufficient <resource name>`.
+pub const REASON_INSUFFICIENT_PREFIX: &str = "Insufficient ";
+
+const PRE_FILTER_KEY: &str = "PreFilterNodeResourcesFit";
+const PRE_SCORE_KEY: &str = "PreScoreNodeResourcesFit";
+
+#[derive(Debug)]
+pub struct Fit {
+    ignored_resources: Vec<String>,
+    ignored_resource_groups: Vec<String>,
+    strategy: ScoringStrategyType,
+    resources: ResourceList,
+    scorer: Scorer,
+    enable_in_place_pod_vertical_scaling: bool,
+}
+
+/// The indexes of the pod's scalar requests Filter checks: non-zero, and not ignored.
+#[derive(Clone, Debug)]
+struct PreFilterState {
+    scalars: Vec<usize>,
+}
+
+#[derive(Clone, Debug)]
+struct PreScoreState {
+    pod_requests: Vec<i64>,
+}
+
+/// One resource the node lacks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InsufficientResource {
+    pub reason: String,
+    /// The request exceeds the node's allocatable, so preemption cannot help.
+    pub unresolvable: bool,
+}
+
+impl Fit {
+    /// Builds the plugin from `NodeResourcesFitArgs` (v1 defaults applied, then validated).
+    pub fn new(args: Option<&serde_json::Value>, features: &FeatureGates) -> Result<Fit, PluginArgsError> {
+        let mut args: NodeResourcesFitArgs = parse_args(args)?;
+        args.set_defaults();
+        if let Some(e) = args.validate().into_iter().next() {
+            return Err(e);
+        }
+        Ok(Fit::from_args(&args, features))
+    }
+
+    /// Builds the plugin from defaulted, valid args.
+    pub fn from_args(args: &NodeResourcesFitArgs, features: &FeatureGates) -> Fit {
+        let strategy = args.scoring_strategy.clone().unwrap_or_default();
+        let ty = ScoringStrategyType::parse(&strategy.type_).unwrap_or(ScoringStrategyType::LeastAllocated);
+        let scorer = match ty {
+            ScoringStrategyType::LeastAllocated => Scorer::LeastAllocated,
+            ScoringStrategyType::MostAllocated => Scorer::MostAllocated,
+            ScoringStrategyType::RequestedToCapacityRatio => Scorer::requested_to_capacity_ratio(
+                &strategy
+                    .requested_to_capacity_ratio
+                    .unwrap_or_default()
+                    .shape,
+            ),
+        };
+        Fit {
+            ignored_resources: args.ignored_resources.clone(),
+            ignored_resource_groups: args.ignored_resource_groups.clone(),
+            strategy: ty,
+            resources: ResourceList::new(&strategy.resources, false),
+            scorer,
+            enable_in_place_pod_vertical_scaling: features.enabled("InPlacePodVerticalScaling"),
+        }
+    }
+
+    /// The scoring strategy in use.
+    pub fn strategy(&self) -> ScoringStrategyType {
+        self.strategy
+    }
+
+    fn is_ignored(&self, name: &str) -> bool {
+        if self.ignored_resources.is_empty() && self.ignored_resource_groups.is_empty() {
+            return false;
+        }
+        if !is_extended_resource_name(name) {
+            return false;
+        }
+        let group = name.split('/').next().unwrap_or("");
+        self.ignored_resources.iter().any(|r| r == name)
+            || self.ignored_resource_groups.iter().any(|g| g == group)
+    }
+
+    fn scalars_to_check(&self, requests: &Resources) -> Vec<usize> {
+        requests
+            .scalar
+            .iter()
+            .enumerate()
+            .filter(|(_, (name, q))| *q != 0 && !self.is_ignored(name))
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// Whether the node lacks room for `req`, and which resources (upstream `fitsRequest`): the
+/// pod count, then (unless the request is all zero) cpu, memory, ephemeral-storage and each
+/// scalar resource in `scalars` (indexes into `req.scalar`), in name order. Allocation-free
+/// when the pod fits.
+fn fits_request(
+    req: &Resources,
+    scalars: impl Iterator<Item = usize>,
+    node: &NodeInfo,
+    mut on_insufficient: impl FnMut(InsufficientResource),
+) {
+    let alloc = &node.allocatable;
+    let used = &node.requested;
+    if node.pods.len() as i64 + 1 > alloc.allowed_pod_number {
+        on_insufficient(InsufficientResource {
+            reason: REASON_TOO_MANY_PODS.to_string(),
+            unresolvable: false,
+        });
+    }
+    if req.is_zero_request() {
+        return;
+    }
+    let mut check = |want: i64, have: i64, used: i64, reason: &dyn Fn() -> String| {
+        if want > 0 && want > have - used {
+            on_insufficient(InsufficientResource {
+                reason: reason(),
+                unresolvable: want > have,
+            });
+        }
+    };
+    check(req.milli_cpu, alloc.milli_cpu, used.milli_cpu, &|| REASON_INSUFFICIENT_CPU.to_string());
+    check(req.memory, alloc.memory, used.memory, &|| REASON_INSUFFICIENT_MEMORY.to_string());
+    check(req.ephemeral_storage, alloc.ephemeral_storage, used.ephemeral_storage, &|| {
+        REASON_INSUFFICIENT_EPHEMERAL_STORAGE.to_string()
+    });
+    for i in scalars {
+        let (name, want) = &req.scalar[i];
+        check(*want, alloc.scalar(name), used.scalar(name), &|| {
+            format!("{REASON_INSUFFICIENT_PREFIX}{name}")
+        });
+    }
+}
+
+impl Plugin for Fit {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        // With queueing hints (GA in v1.34): Pod Delete (| UpdatePodScaleDown with in-place
+        // resize) and Node Add|UpdateNodeAllocatable.
+        let in_place = self.enable_in_place_pod_vertical_scaling;
+        let (pod_action, pod_label) = if in_place {
+            (ActionType::DELETE | ActionType::UPDATE_POD_SCALE_DOWN, "PodDelete|UpdatePodScaleDown")
+        } else {
+            (ActionType::DELETE, "PodDelete")
+        };
+        Some(vec![
+            ClusterEventWithHint::with_hint(
+                ClusterEvent::new(EventResource::Pod, pod_action, pod_label),
+                move |pod, old, new| is_schedulable_after_pod_event(in_place, pod, old, new),
+            ),
+            ClusterEventWithHint::with_hint(
+                ClusterEvent::new(
+                    EventResource::Node,
+                    ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE,
+                    "NodeAdd|UpdateNodeAllocatable",
+                ),
+                is_schedulable_after_node_change,
+            ),
+        ])
+    }
+}
+
+impl PreFilterPlugin for Fit {
+    /// The pod's effective request is precomputed in `PodInfo`; here only the scalar
+    /// resources Filter must check are picked out (skipping ignored extended resources).
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        state.write(
+            PRE_FILTER_KEY,
+            PreFilterState {
+                scalars: self.scalars_to_check(&pod.requests),
+            },
+        );
+        (None, Status::success())
+    }
+}
+
+impl FilterPlugin for Fit {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let mut reasons: Vec<String> = Vec::new();
+        let mut unresolvable = false;
+        let mut collect = |r: InsufficientResource| {
+            unresolvable |= r.unresolvable;
+            reasons.push(r.reason);
+        };
+        match state.read::<PreFilterState>(PRE_FILTER_KEY) {
+            Some(s) => fits_request(&pod.requests, s.scalars.iter().copied(), node, &mut collect),
+            None => {
+                let scalars = self.scalars_to_check(&pod.requests);
+                fits_request(&pod.requests, scalars.into_iter(), node, &mut collect)
+            }
+        }
+        if reasons.is_empty() {
+            return Status::success();
+        }
+        if unresolvable {
+            Status::with_reasons(crate::framework::Code::UnschedulableAndUnresolvable, reasons)
+        } else {
+            Status::with_reasons(crate::framework::Code::Unschedulable, reasons)
+        }
+    }
+}
+
+impl PreScorePlugin for Fit {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _nodes: &[&NodeInfo],
+        _snapshot: &Snapshot,
+    ) -> Status {
+        state.write(
+            PRE_SCORE_KEY,
+            PreScoreState {
+                pod_requests: self.resources.pod_requests(pod),
+            },
+        );
+        Status::success()
+    }
+}
+
+impl ScorePlugin for Fit {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        match state.read::<PreScoreState>(PRE_SCORE_KEY) {
+            Some(s) => Ok(self.scorer.score(&self.resources, node, &s.pod_requests)),
+            None => Ok(self
+                .scorer
+                .score(&self.resources, node, &self.resources.pod_requests(pod))),
+        }
+    }
+}
+
+fn requests_of(pod: &Pod) -> Result<Resources, String> {
+    match pod.spec.as_ref() {
+        Some(spec) => pod_requests(spec).map_err(|e| e.to_string()),
+        None => Ok(Resources::default()),
+    }
+}
+
+fn node_name_of(pod: &Pod) -> &str {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("")
+}
+
+/// Queue when a bound or nominated pod is deleted, or (with in-place resize) when the waiting
+/// pod itself or a bound pod shrank a resource the waiting pod requests.
+fn is_schedulable_after_pod_event(
+    in_place: bool,
+    pod: &Pod,
+    old: Option<EventObject<'_>>,
+    new: Option<EventObject<'_>>,
+) -> Result<QueueingHint, String> {
+    let (original, modified) = pod_event(old, new)?;
+    let Some(modified) = modified else {
+        let deleted = original.ok_or("a pod delete event without the deleted pod")?;
+        let nominated = deleted
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref())
+            .unwrap_or("");
+        if node_name_of(deleted).is_empty() && nominated.is_empty() {
+            return Ok(QueueingHint::QueueSkip);
+        }
+        return Ok(QueueingHint::Queue);
+    };
+    if !in_place {
+        return Ok(QueueingHint::QueueSkip);
+    }
+    if uid_of(modified) == uid_of(pod) {
+        return Ok(QueueingHint::Queue);
+    }
+    if node_name_of(modified).is_empty() {
+        return Ok(QueueingHint::QueueSkip);
+    }
+    let Some(original) = original else {
+        return Ok(QueueingHint::QueueSkip);
+    };
+    // kubeplane does not model resized status resources, so spec requests are compared.
+    let before = requests_of(original)?;
+    let after = requests_of(modified)?;
+    let target = requests_of(pod)?;
+    let shrank = (target.milli_cpu != 0 && before.milli_cpu > after.milli_cpu)
+        || (target.memory != 0 && before.memory > after.memory)
+        || (target.ephemeral_storage != 0 && before.ephemeral_storage > after.ephemeral_storage)
+        || target
+            .scalar
+            .iter()
+            .any(|(name, q)| *q != 0 && before.scalar(name) > after.scalar(name));
+    Ok(if shrank {
+        QueueingHint::Queue
+    } else {
+        QueueingHint::QueueSkip
+    })
+}
+
+/// Queue when the pod fits the (empty) added node, or an update grew a resource the pod
+/// requests (or the pod count) on a node it fits.
+fn is_schedulable_after_node_change(
+    pod: &Pod,
+    old: Option<EventObject<'_>>,
+    new: Option<EventObject<'_>>,
+) -> Result<QueueingHint, String> {
+    let (old, new) = node_event(old, new)?;
+    let req = requests_of(pod)?;
+    let alloc_of = |n: &Node| node_allocatable(n).map_err(|e| e.to_string());
+    let new_alloc = alloc_of(new)?;
+    let mut empty = NodeInfo::new("");
+    empty.allocatable = new_alloc.clone();
+    let all_scalars = 0..req.scalar.len();
+    let mut fits = true;
+    fits_request(&req, all_scalars, &empty, |_| fits = false);
+    if !fits {
+        return Ok(QueueingHint::QueueSkip);
+    }
+    let Some(old) = old else {
+        return Ok(QueueingHint::Queue);
+    };
+    let old_alloc = alloc_of(old)?;
+    let grew = new_alloc.allowed_pod_number > old_alloc.allowed_pod_number
+        || (!req.is_zero_request()
+            && ((req.milli_cpu > 0 && new_alloc.milli_cpu > old_alloc.milli_cpu)
+                || (req.memory > 0 && new_alloc.memory > old_alloc.memory)
+                || (req.ephemeral_storage > 0
+                    && new_alloc.ephemeral_storage > old_alloc.ephemeral_storage)
+                || req
+                    .scalar
+                    .iter()
+                    .any(|(name, q)| *q != 0 && new_alloc.scalar(name) > old_alloc.scalar(name))));
+    Ok(if grew {
+        QueueingHint::Queue
+    } else {
+        QueueingHint::QueueSkip
+    })
+}
+
+#[cfg(test)]
+pub(super) mod hints {
+    pub(crate) use super::{is_schedulable_after_node_change, is_schedulable_after_pod_event};
+}

@@ -1,0 +1,198 @@
+//! A binary heap of queued pods keyed by `namespace/name` (upstream `backend/heap`): ordered by
+//! a less function, with lookup, in-place update and removal by key. Ties under the less
+//! function are broken by insertion sequence, so the order is total and deterministic.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kubeplane_core::SimTime;
+
+use crate::framework::{Plugin, QueuedPodInfo};
+
+/// How a heap orders its pods.
+pub(crate) enum Order {
+    /// activeQ: the profile's QueueSort `less`.
+    QueueSort(Arc<dyn Plugin>),
+    /// Backoff expiry, earliest first.
+    Expiry,
+    /// Backoff expiry (already truncated to its 1-second window), then QueueSort within a window
+    /// (podBackoffQ with SchedulerPopFromBackoffQ).
+    ExpiryThenQueueSort(Arc<dyn Plugin>),
+}
+
+fn sort_less(sort: &dyn Plugin, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
+    sort.as_queue_sort().is_some_and(|s| s.less(a, b))
+}
+
+fn expiry(p: &QueuedPodInfo) -> SimTime {
+    p.backoff_expiration.unwrap_or(SimTime(i64::MIN))
+}
+
+impl Order {
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
+        match self {
+            Order::QueueSort(sort) => sort_less(&**sort, a, b),
+            Order::Expiry => expiry(a) < expiry(b),
+            Order::ExpiryThenQueueSort(sort) => {
+                let (x, y) = (expiry(a), expiry(b));
+                x < y || (x == y && sort_less(&**sort, a, b))
+            }
+        }
+    }
+}
+
+pub(crate) struct Entry {
+    /// Insertion sequence; kept when the entry is updated in place.
+    pub seq: u64,
+    pub info: QueuedPodInfo,
+}
+
+pub(crate) struct PodHeap {
+    order: Order,
+    items: Vec<Entry>,
+    /// key → position in `items`.
+    index: BTreeMap<String, usize>,
+}
+
+impl PodHeap {
+    pub fn new(order: Order) -> PodHeap {
+        PodHeap {
+            order,
+            items: Vec::new(),
+            index: BTreeMap::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn contains(&self, key: &str) -> bool {
+        self.index.contains_key(key)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&QueuedPodInfo> {
+        self.index.get(key).map(|&i| &self.items[i].info)
+    }
+
+    pub fn peek(&self) -> Option<&QueuedPodInfo> {
+        self.items.first().map(|e| &e.info)
+    }
+
+    /// All entries in heap (not sorted) order.
+    pub fn iter(&self) -> impl Iterator<Item = &QueuedPodInfo> {
+        self.items.iter().map(|e| &e.info)
+    }
+
+    /// Adds the pod, or replaces the entry with the same key (keeping its sequence number).
+    pub fn add_or_update(&mut self, seq: u64, info: QueuedPodInfo) {
+        let key = info.pod_info.key();
+        if let Some(&i) = self.index.get(&key) {
+            self.items[i].info = info;
+            self.fix(i);
+            return;
+        }
+        let i = self.items.len();
+        self.items.push(Entry { seq, info });
+        self.index.insert(key, i);
+        self.sift_up(i);
+    }
+
+    /// Changes the entry with this key in place and restores the heap order.
+    pub fn update(&mut self, key: &str, f: impl FnOnce(&mut QueuedPodInfo)) -> bool {
+        let Some(&i) = self.index.get(key) else {
+            return false;
+        };
+        f(&mut self.items[i].info);
+        self.fix(i);
+        true
+    }
+
+    pub fn pop(&mut self) -> Option<QueuedPodInfo> {
+        if self.items.is_empty() {
+            return None;
+        }
+        Some(self.remove_at(0))
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<QueuedPodInfo> {
+        let i = *self.index.get(key)?;
+        Some(self.remove_at(i))
+    }
+
+    fn remove_at(&mut self, i: usize) -> QueuedPodInfo {
+        let last = self.items.len() - 1;
+        self.swap(i, last);
+        let entry = self.items.pop().expect("heap is not empty");
+        self.index.remove(&entry.info.pod_info.key());
+        if i < self.items.len() {
+            self.fix(i);
+        }
+        entry.info
+    }
+
+    fn before(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.items[a], &self.items[b]);
+        if self.order.less(&x.info, &y.info) {
+            return true;
+        }
+        if self.order.less(&y.info, &x.info) {
+            return false;
+        }
+        x.seq < y.seq
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        if a == b {
+            return;
+        }
+        self.items.swap(a, b);
+        for i in [a, b] {
+            let key = self.items[i].info.pod_info.key();
+            self.index.insert(key, i);
+        }
+    }
+
+    fn fix(&mut self, i: usize) {
+        if !self.sift_down(i) {
+            self.sift_up(i);
+        }
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !self.before(i, parent) {
+                break;
+            }
+            self.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    /// Returns whether the entry moved.
+    fn sift_down(&mut self, start: usize) -> bool {
+        let n = self.items.len();
+        let mut i = start;
+        loop {
+            let left = 2 * i + 1;
+            if left >= n {
+                break;
+            }
+            let mut child = left;
+            if left + 1 < n && self.before(left + 1, left) {
+                child = left + 1;
+            }
+            if !self.before(child, i) {
+                break;
+            }
+            self.swap(i, child);
+            i = child;
+        }
+        i != start
+    }
+}

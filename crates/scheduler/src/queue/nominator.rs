@@ -1,0 +1,103 @@
+//! The nominator (upstream `backend/queue/nominator.go`): which pods are nominated to run on
+//! which node (after preemption made room for them), keyed by pod UID.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::framework::PodInfo;
+
+/// A reference to a nominated pod; the queue resolves it to its latest queued version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PodRef {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+impl PodRef {
+    pub fn of(pod: &PodInfo) -> PodRef {
+        PodRef {
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            uid: pod.uid.clone(),
+        }
+    }
+
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Nominator {
+    /// node → nominated pods, in nomination order.
+    by_node: BTreeMap<String, Vec<PodRef>>,
+    /// pod UID → node.
+    node_of: BTreeMap<String, String>,
+}
+
+impl Nominator {
+    /// Nominates the pod: to `nominated_node` when given (an empty name clears the nomination),
+    /// else to the pod's `status.nominatedNodeName`. A pod that already has `spec.nodeName` is
+    /// not nominated.
+    pub fn add(&mut self, pod: &PodInfo, nominated_node: Option<&str>) {
+        self.delete(&pod.uid);
+        let node = match nominated_node {
+            Some(n) => n,
+            None => pod.nominated_node_name().unwrap_or(""),
+        };
+        if node.is_empty() || pod.node_name().is_some() {
+            return;
+        }
+        self.node_of.insert(pod.uid.clone(), node.to_string());
+        let list = self.by_node.entry(node.to_string()).or_default();
+        if !list.iter().any(|r| r.uid == pod.uid) {
+            list.push(PodRef::of(pod));
+        }
+    }
+
+    /// Refreshes a pod's entry after an update. When neither version carries a
+    /// nominatedNodeName but the nominator remembers one (the status patch has not arrived yet),
+    /// the remembered node is kept.
+    pub fn update(&mut self, old: &Pod, new: &PodInfo) {
+        let no_nomination = |p: &Pod| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.nominated_node_name.as_deref())
+                .unwrap_or("")
+                .is_empty()
+        };
+        let old_uid = old.metadata.uid.as_deref().unwrap_or("");
+        let mut keep = None;
+        if no_nomination(old) && no_nomination(&new.pod) {
+            keep = self.node_of.get(old_uid).cloned();
+        }
+        self.delete(old_uid);
+        self.add(new, keep.as_deref());
+    }
+
+    pub fn delete(&mut self, uid: &str) {
+        let Some(node) = self.node_of.remove(uid) else {
+            return;
+        };
+        if let Some(list) = self.by_node.get_mut(&node) {
+            list.retain(|r| r.uid != uid);
+            if list.is_empty() {
+                self.by_node.remove(&node);
+            }
+        }
+    }
+
+    pub fn pods_for_node(&self, node: &str) -> &[PodRef] {
+        self.by_node.get(node).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn has_any(&self) -> bool {
+        !self.node_of.is_empty()
+    }
+
+    pub fn node_of(&self, uid: &str) -> Option<&str> {
+        self.node_of.get(uid).map(String::as_str)
+    }
+}

@@ -1,0 +1,779 @@
+//! One scheduling cycle and its binding cycle (upstream `schedule_one.go`), plus the failure
+//! handler. Scheduling takes no virtual time; binding completes at the same instant.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use kubeplane_core::{EventRecord, SimTime};
+use kubeplane_store::{Client, Object};
+use rand::Rng;
+use serde_json::{json, Value};
+
+use crate::framework::events::labels as ev;
+use crate::framework::{
+    Code, CycleState, Framework, NodeInfo, NodeScores, NodeToStatus, NominatingMode, PodInfo,
+    PostFilterInput, QueuedPodInfo, Status,
+};
+use crate::scheduler::Scheduler;
+
+/// Upstream `minFeasibleNodesToFind`.
+const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// Upstream `minFeasibleNodesPercentageToFind`.
+const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
+/// Events and conditions carry at most this many characters of a message.
+const NOTE_LENGTH_LIMIT: usize = 1024;
+
+pub const ERR_NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
+
+/// Why no node was chosen: per-node statuses and the plugins that rejected the pod.
+#[derive(Clone, Debug, Default)]
+pub struct Diagnosis {
+    pub node_to_status: NodeToStatus,
+    /// The status of nodes not in `node_to_status`.
+    pub absent_status: Option<Status>,
+    pub unschedulable_plugins: BTreeSet<&'static str>,
+    pub pending_plugins: BTreeSet<&'static str>,
+    pub pre_filter_msg: String,
+    pub post_filter_msg: String,
+}
+
+/// A pod that fits no node (upstream `FitError`).
+#[derive(Clone, Debug)]
+pub struct FitError {
+    pub num_all_nodes: usize,
+    pub diagnosis: Diagnosis,
+}
+
+impl FitError {
+    /// `0/N nodes are available: <reasons>.` with the reasons counted and sorted as upstream.
+    pub fn message(&self) -> String {
+        let d = &self.diagnosis;
+        let mut msg = format!("0/{} nodes are available:", self.num_all_nodes);
+        if !d.pre_filter_msg.is_empty() {
+            msg.push(' ');
+            msg.push_str(&d.pre_filter_msg);
+            msg.push('.');
+        } else {
+            let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
+            for s in d.node_to_status.values() {
+                for r in &s.reasons {
+                    *histogram.entry(r.as_str()).or_default() += 1;
+                }
+            }
+            let absent = self.num_all_nodes.saturating_sub(d.node_to_status.len());
+            if absent > 0 {
+                if let Some(s) = &d.absent_status {
+                    for r in &s.reasons {
+                        *histogram.entry(r.as_str()).or_default() += absent;
+                    }
+                }
+            }
+            if !histogram.is_empty() {
+                let mut parts: Vec<String> =
+                    histogram.iter().map(|(r, c)| format!("{c} {r}")).collect();
+                parts.sort();
+                msg.push(' ');
+                msg.push_str(&parts.join(", "));
+                msg.push('.');
+            }
+        }
+        if !d.post_filter_msg.is_empty() {
+            msg.push(' ');
+            msg.push_str(&d.post_filter_msg);
+        }
+        msg
+    }
+}
+
+/// How a scheduling attempt failed.
+pub enum ScheduleError {
+    Fit(FitError),
+    NoNodes,
+    Internal(Status),
+}
+
+impl ScheduleError {
+    fn message(&self) -> String {
+        match self {
+            ScheduleError::Fit(f) => f.message(),
+            ScheduleError::NoNodes => ERR_NO_NODES_AVAILABLE.to_string(),
+            ScheduleError::Internal(s) => s.message(),
+        }
+    }
+}
+
+/// The result of SchedulePod.
+pub struct ScheduleResult {
+    pub suggested_host: String,
+    pub evaluated_nodes: usize,
+    pub feasible_nodes: usize,
+}
+
+/// Upstream `numFeasibleNodesToFind`.
+pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+        return num_all_nodes;
+    }
+    let n = num_all_nodes as i64;
+    let mut p = percentage as i64;
+    if p == 0 {
+        p = 50 - n / 125;
+        if p < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND {
+            p = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND;
+        }
+    }
+    let found = (n * p / 100) as usize;
+    found.max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+fn truncate_message(msg: &str) -> String {
+    if msg.len() <= NOTE_LENGTH_LIMIT {
+        return msg.to_string();
+    }
+    let suffix = " ...";
+    let mut end = NOTE_LENGTH_LIMIT - suffix.len();
+    while !msg.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{}", &msg[..end], suffix)
+}
+
+/// What the explain record of one attempt collects.
+#[derive(Default)]
+struct AttemptTrace {
+    filter: BTreeMap<String, Status>,
+    /// The status of every node not listed in `filter` nor feasible (PreFilter outcomes).
+    absent: Option<Status>,
+    all_nodes: Vec<String>,
+    scores: Vec<NodeScores>,
+    scored: bool,
+    feasible: Vec<String>,
+}
+
+impl Scheduler {
+    /// Pops one pod and runs its scheduling and binding cycle.
+    pub(crate) fn schedule_one(&mut self, now: SimTime, client: &mut dyn Client) {
+        let Some(mut qpi) = self.queue.pop(now) else {
+            return;
+        };
+        let pod = qpi.pod_info.clone();
+        let Some(fwk) = self.profiles.get(pod.scheduler_name()).cloned() else {
+            self.queue.done(&pod.uid);
+            return;
+        };
+        if pod.is_terminating() {
+            client.record_event(EventRecord::warning(
+                now,
+                self.source,
+                "Pod",
+                &pod.namespace,
+                &pod.name,
+                "FailedScheduling",
+                format!("skip schedule deleting pod: {}/{}", pod.namespace, pod.name),
+            ));
+            self.queue.done(&pod.uid);
+            return;
+        }
+        if self.cache.is_assumed(&pod.uid) {
+            self.queue.done(&pod.uid);
+            return;
+        }
+        let mut state = CycleState::new();
+        let mut trace = client.explain().then(AttemptTrace::default);
+        let result = self.schedule_pod(&fwk, &mut state, &pod, trace.as_mut());
+        let host = match result {
+            Ok(r) => r.suggested_host,
+            Err(err) => {
+                let mut nominating = NominatingMode::Override(String::new());
+                let mut err = err;
+                if let ScheduleError::Fit(fit) = &mut err {
+                    if fwk.has_post_filter_plugins() {
+                        let absent = fit.diagnosis.absent_status.clone().unwrap_or_default();
+                        let input = PostFilterInput {
+                            snapshot: &self.snapshot,
+                            statuses: &fit.diagnosis.node_to_status,
+                            absent_status: &absent,
+                        };
+                        let (r, s) = fwk.run_post_filter_plugins(&state, &pod, &input, client);
+                        nominating = r.map(|r| r.nominating).unwrap_or(NominatingMode::Noop);
+                        if s.code == Code::Unschedulable || s.is_success() {
+                            fit.diagnosis.post_filter_msg = s.message();
+                        }
+                        if !s.plugin.is_empty() && s.is_rejected() {
+                            fit.diagnosis.unschedulable_plugins.insert(s.plugin);
+                        }
+                    }
+                }
+                self.emit_attempt(now, client, &fwk, &qpi, &err, None, trace.take());
+                self.handle_scheduling_failure(now, client, &fwk, qpi, err, nominating);
+                return;
+            }
+        };
+        // Assume: account the pod to the chosen node before binding.
+        let mut assumed_pod = Pod::clone(&pod.pod);
+        assumed_pod.spec.get_or_insert_with(Default::default).node_name = Some(host.clone());
+        let assumed = Arc::new(PodInfo {
+            pod: Arc::new(assumed_pod),
+            ..PodInfo::clone(&pod)
+        });
+        if let Err(e) = self.cache.assume_pod(assumed.clone(), &host) {
+            let err = ScheduleError::Internal(Status::error(e.to_string()));
+            self.emit_attempt(now, client, &fwk, &qpi, &err, None, trace.take());
+            self.handle_scheduling_failure(now, client, &fwk, qpi, err, NominatingMode::Override(String::new()));
+            return;
+        }
+        self.queue.delete_nominated_pod_if_exists(&pod);
+        let reserve = fwk.run_reserve_plugins_reserve(&mut state, &assumed, &host);
+        let permit = if reserve.is_success() {
+            fwk.run_permit_plugins(&mut state, &assumed, &host)
+        } else {
+            reserve
+        };
+        if !permit.is_success() {
+            fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &host);
+            let _ = self.cache.forget_pod(&pod.uid);
+            let err = self.single_node_failure(&host, permit);
+            self.emit_attempt(now, client, &fwk, &qpi, &err, None, trace.take());
+            self.handle_scheduling_failure(now, client, &fwk, qpi, err, NominatingMode::Override(String::new()));
+            return;
+        }
+        self.emit_attempt_ok(now, client, &fwk, &qpi, &host, trace.take());
+        // Binding cycle.
+        self.queue.done(&pod.uid);
+        let mut status = fwk.run_pre_bind_plugins(&mut state, &assumed, &host, client);
+        if status.is_success() {
+            status = fwk.run_bind_plugins(&mut state, &assumed, &host, client);
+        }
+        if status.is_success() {
+            client.record_event(EventRecord::normal(
+                now,
+                self.source,
+                "Pod",
+                &pod.namespace,
+                &pod.name,
+                "Scheduled",
+                format!("Successfully assigned {}/{} to {}", pod.namespace, pod.name, host),
+            ));
+            self.metrics.scheduled += 1;
+            fwk.run_post_bind_plugins(&mut state, &assumed, &host);
+            return;
+        }
+        // Binding failed: undo, let other pods retry as if this pod were deleted, back off.
+        fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &host);
+        let _ = self.cache.forget_pod(&pod.uid);
+        let uid = pod.uid.clone();
+        let not_self = move |p: &PodInfo| p.uid != uid;
+        self.queue.move_all_to_active_or_backoff_queue(
+            ev::ASSIGNED_POD_DELETE,
+            Some(crate::framework::EventObject::Pod(&assumed.pod)),
+            None,
+            Some(&not_self),
+            now,
+        );
+        let status = if status.is_skip() {
+            Status::error("no bind plugin bound the pod")
+        } else {
+            status
+        };
+        qpi.unschedulable_plugins.clear();
+        self.handle_scheduling_failure(
+            now,
+            client,
+            &fwk,
+            qpi,
+            ScheduleError::Internal(status),
+            NominatingMode::Override(String::new()),
+        );
+    }
+
+    fn single_node_failure(&self, host: &str, status: Status) -> ScheduleError {
+        if status.is_rejected() {
+            let mut d = Diagnosis::default();
+            if !status.plugin.is_empty() {
+                d.unschedulable_plugins.insert(status.plugin);
+            }
+            d.node_to_status.insert(host.to_string(), status);
+            ScheduleError::Fit(FitError {
+                num_all_nodes: 1,
+                diagnosis: d,
+            })
+        } else {
+            ScheduleError::Internal(status)
+        }
+    }
+
+    /// SchedulePod: snapshot, filter, score, select.
+    fn schedule_pod(
+        &mut self,
+        fwk: &Framework,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        mut trace: Option<&mut AttemptTrace>,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        self.cache.update_snapshot(&mut self.snapshot);
+        if self.snapshot.num_nodes() == 0 {
+            return Err(ScheduleError::NoNodes);
+        }
+        let (feasible, diagnosis) = self.find_nodes_that_fit_pod(fwk, state, pod, trace.as_deref_mut())?;
+        if let Some(t) = trace.as_deref_mut() {
+            t.filter = diagnosis.node_to_status.clone();
+            t.absent = diagnosis.absent_status.clone();
+            if t.absent.is_some() {
+                t.all_nodes = self.snapshot.node_infos.iter().map(|n| n.name.clone()).collect();
+            }
+            t.feasible = feasible.iter().map(|&i| self.snapshot.node_infos[i].name.clone()).collect();
+        }
+        if feasible.is_empty() {
+            return Err(ScheduleError::Fit(FitError {
+                num_all_nodes: self.snapshot.num_nodes(),
+                diagnosis,
+            }));
+        }
+        let evaluated = feasible.len() + diagnosis.node_to_status.len();
+        if feasible.len() == 1 {
+            return Ok(ScheduleResult {
+                suggested_host: self.snapshot.node_infos[feasible[0]].name.clone(),
+                evaluated_nodes: evaluated,
+                feasible_nodes: 1,
+            });
+        }
+        let snapshot = &self.snapshot;
+        let nodes: Vec<&NodeInfo> = feasible.iter().map(|&i| snapshot.node_infos[i].as_ref()).collect();
+        let scores = prioritize_nodes(fwk, state, pod, &nodes, snapshot)?;
+        let host = select_host(&scores, &mut self.rng);
+        if let Some(t) = trace {
+            t.scored = fwk.has_score_plugins();
+            t.scores = scores;
+        }
+        Ok(ScheduleResult {
+            suggested_host: host,
+            evaluated_nodes: evaluated,
+            feasible_nodes: feasible.len(),
+        })
+    }
+
+    /// Returns indexes into the snapshot's node list of the feasible nodes.
+    fn find_nodes_that_fit_pod(
+        &mut self,
+        fwk: &Framework,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _trace: Option<&mut AttemptTrace>,
+    ) -> Result<(Vec<usize>, Diagnosis), ScheduleError> {
+        let mut diagnosis = Diagnosis::default();
+        let pre = fwk.run_pre_filter_plugins(state, pod, &self.snapshot);
+        if !pre.status.is_success() {
+            if !pre.status.is_rejected() {
+                return Err(ScheduleError::Internal(pre.status));
+            }
+            diagnosis.pre_filter_msg = pre.status.message();
+            if !pre.status.plugin.is_empty() {
+                diagnosis.unschedulable_plugins.insert(pre.status.plugin);
+            }
+            diagnosis.absent_status = Some(pre.status);
+            return Ok((Vec::new(), diagnosis));
+        }
+        // The nominated node, if it still fits, is the only candidate.
+        if let Some(nominated) = pod.nominated_node_name() {
+            if let Some(&i) = self.snapshot.index.get(nominated) {
+                let node = self.snapshot.node_infos[i].clone();
+                let nominated_pods = self.queue.nominated_pods_for_node(&node.name);
+                let s = fwk.run_filter_plugins_with_nominated_pods(state, pod, &node, &nominated_pods);
+                if s.is_success() {
+                    return Ok((vec![i], diagnosis));
+                }
+                if matches!(s.code, Code::Error) {
+                    return Err(ScheduleError::Internal(s));
+                }
+            }
+        }
+        let all = self.snapshot.num_nodes();
+        let candidates: Vec<usize> = match pre.result.as_ref().and_then(|r| r.node_names.as_ref()) {
+            Some(names) => {
+                let names_list: Vec<&str> = pre.restricting_plugins.iter().copied().collect();
+                diagnosis.absent_status = Some(Status::unresolvable(format!(
+                    "node(s) didn't satisfy plugin(s) [{}]",
+                    names_list.join(" ")
+                )));
+                let mut idx: Vec<usize> = names.iter().filter_map(|n| self.snapshot.index.get(n).copied()).collect();
+                idx.sort_unstable();
+                idx
+            }
+            None => (0..all).collect(),
+        };
+        let feasible = self.find_nodes_that_pass_filters(fwk, state, pod, &candidates, &mut diagnosis)?;
+        Ok((feasible, diagnosis))
+    }
+
+    fn find_nodes_that_pass_filters(
+        &mut self,
+        fwk: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        candidates: &[usize],
+        diagnosis: &mut Diagnosis,
+    ) -> Result<Vec<usize>, ScheduleError> {
+        let n = candidates.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let percentage = fwk
+            .percentage_of_nodes_to_score
+            .unwrap_or(self.percentage_of_nodes_to_score);
+        let mut to_find = num_feasible_nodes_to_find(percentage, n);
+        if !fwk.has_score_plugins() {
+            to_find = 1;
+        }
+        let start = self.next_start_node_index % n;
+        let mut feasible = Vec::with_capacity(to_find.min(n));
+        let mut processed = 0;
+        let has_nominated = self.queue.has_nominated_pods();
+        for i in 0..n {
+            if feasible.len() >= to_find {
+                break;
+            }
+            let idx = candidates[(start + i) % n];
+            let node = &self.snapshot.node_infos[idx];
+            processed += 1;
+            let status = if has_nominated {
+                let nominated = self.queue.nominated_pods_for_node(&node.name);
+                fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &nominated)
+            } else {
+                fwk.run_filter_plugins(state, pod, node)
+            };
+            if status.is_success() {
+                feasible.push(idx);
+            } else if status.code == Code::Error {
+                return Err(ScheduleError::Internal(status));
+            } else {
+                if status.code == Code::Pending {
+                    diagnosis.pending_plugins.insert(status.plugin);
+                } else if !status.plugin.is_empty() {
+                    diagnosis.unschedulable_plugins.insert(status.plugin);
+                }
+                diagnosis.node_to_status.insert(node.name.clone(), status);
+            }
+        }
+        let all = self.snapshot.num_nodes().max(1);
+        self.next_start_node_index = (self.next_start_node_index + processed) % all;
+        Ok(feasible)
+    }
+
+    /// The failure handler (upstream `handleSchedulingFailure`).
+    fn handle_scheduling_failure(
+        &mut self,
+        now: SimTime,
+        client: &mut dyn Client,
+        fwk: &Framework,
+        mut qpi: QueuedPodInfo,
+        err: ScheduleError,
+        nominating: NominatingMode,
+    ) {
+        let (reason, unresolvable) = match &err {
+            ScheduleError::Fit(_) => ("Unschedulable", false),
+            ScheduleError::NoNodes => ("Unschedulable", true),
+            ScheduleError::Internal(s) if s.is_rejected() => ("Unschedulable", false),
+            ScheduleError::Internal(_) => ("SchedulerError", false),
+        };
+        let _ = unresolvable;
+        if reason == "Unschedulable" {
+            self.metrics.unschedulable += 1;
+        } else {
+            self.metrics.errors += 1;
+        }
+        if let ScheduleError::Fit(fit) = &err {
+            qpi.unschedulable_plugins = fit.diagnosis.unschedulable_plugins.clone();
+            qpi.pending_plugins = fit.diagnosis.pending_plugins.clone();
+        }
+        let message = err.message();
+        let pod_key = qpi.pod_info.clone();
+        let current = client.store().get_pod(&pod_key.namespace, &pod_key.name).cloned();
+        let Some(current) = current.filter(|p| p.metadata.uid.as_deref() == Some(pod_key.uid.as_str())) else {
+            self.queue.done(&pod_key.uid);
+            return;
+        };
+        if current.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty()) {
+            self.queue.done(&pod_key.uid);
+            return;
+        }
+        qpi.pod_info = Arc::new(PodInfo::new(current.clone()));
+        let refreshed = qpi.pod_info.clone();
+        let cycle = self.queue.scheduling_cycle();
+        let _ = self.queue.add_unschedulable_if_not_present(qpi, cycle, now);
+        match &nominating {
+            NominatingMode::Override(node) => {
+                self.queue.add_nominated_pod(refreshed.clone(), Some(node.clone()));
+            }
+            NominatingMode::Noop => self.queue.add_nominated_pod(refreshed.clone(), None),
+        }
+        client.record_event(EventRecord::warning(
+            now,
+            self.source,
+            "Pod",
+            &refreshed.namespace,
+            &refreshed.name,
+            "FailedScheduling",
+            truncate_message(&message),
+        ));
+        let _ = fwk;
+        self.patch_scheduled_condition(now, client, &current, reason, &message, &nominating);
+    }
+
+    /// Sets PodScheduled=False and the nominated node, unless nothing would change.
+    fn patch_scheduled_condition(
+        &mut self,
+        now: SimTime,
+        client: &mut dyn Client,
+        pod: &Arc<Pod>,
+        reason: &str,
+        message: &str,
+        nominating: &NominatingMode,
+    ) {
+        let status = pod.status.clone().unwrap_or_default();
+        let existing = status
+            .conditions
+            .as_ref()
+            .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"));
+        let same_condition = existing.is_some_and(|c| {
+            c.status == "False"
+                && c.reason.as_deref() == Some(reason)
+                && c.message.as_deref() == Some(message)
+        });
+        let current_nnn = status.nominated_node_name.clone().unwrap_or_default();
+        let new_nnn = match nominating {
+            NominatingMode::Override(n) => n.clone(),
+            NominatingMode::Noop => current_nnn.clone(),
+        };
+        if same_condition && new_nnn == current_nnn {
+            return;
+        }
+        let mut p = Pod::clone(pod);
+        let ts = client.store().timestamp(now);
+        let st = p.status.get_or_insert_with(Default::default);
+        let conditions = st.conditions.get_or_insert_with(Vec::new);
+        let transition = match conditions.iter().find(|c| c.type_ == "PodScheduled") {
+            Some(c) if c.status == "False" => c.last_transition_time.clone(),
+            _ => Some(ts.clone()),
+        };
+        conditions.retain(|c| c.type_ != "PodScheduled");
+        conditions.push(PodCondition {
+            type_: "PodScheduled".into(),
+            status: "False".into(),
+            reason: Some(reason.to_string()),
+            message: Some(message.to_string()),
+            last_transition_time: transition,
+            last_probe_time: None,
+            observed_generation: None,
+        });
+        st.nominated_node_name = if new_nnn.is_empty() { None } else { Some(new_nnn) };
+        p.metadata.resource_version = None;
+        let _ = client.update(Object::Pod(Arc::new(p)));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit_attempt(
+        &self,
+        now: SimTime,
+        client: &mut dyn Client,
+        fwk: &Framework,
+        qpi: &QueuedPodInfo,
+        err: &ScheduleError,
+        node: Option<&str>,
+        trace: Option<AttemptTrace>,
+    ) {
+        let Some(trace) = trace else { return };
+        let result = match err {
+            ScheduleError::Internal(s) if !s.is_rejected() => "Error",
+            _ => "Unschedulable",
+        };
+        let mut rec = self.attempt_record(now, fwk, qpi, result, node, &trace);
+        if let ScheduleError::Fit(fit) = err {
+            rec["message"] = Value::String(fit.message());
+        } else {
+            rec["message"] = Value::String(err.message());
+        }
+        client.emit_record(rec);
+    }
+
+    fn emit_attempt_ok(
+        &self,
+        now: SimTime,
+        client: &mut dyn Client,
+        fwk: &Framework,
+        qpi: &QueuedPodInfo,
+        node: &str,
+        trace: Option<AttemptTrace>,
+    ) {
+        let Some(trace) = trace else { return };
+        let rec = self.attempt_record(now, fwk, qpi, "Scheduled", Some(node), &trace);
+        client.emit_record(rec);
+    }
+
+    fn attempt_record(
+        &self,
+        now: SimTime,
+        fwk: &Framework,
+        qpi: &QueuedPodInfo,
+        result: &str,
+        node: Option<&str>,
+        trace: &AttemptTrace,
+    ) -> Value {
+        let mut nodes = Vec::new();
+        for (name, s) in &trace.filter {
+            nodes.push(json!({
+                "name": name,
+                "filter": [{"plugin": s.plugin, "code": s.code.as_str(), "reasons": s.reasons}],
+            }));
+        }
+        if let Some(absent) = &trace.absent {
+            for name in &trace.all_nodes {
+                if !trace.filter.contains_key(name) && !trace.feasible.contains(name) {
+                    nodes.push(json!({
+                        "name": name,
+                        "filter": [{"plugin": absent.plugin, "code": absent.code.as_str(), "reasons": absent.reasons}],
+                    }));
+                }
+            }
+        }
+        let scored: BTreeMap<&str, &NodeScores> = trace.scores.iter().map(|s| (s.name.as_str(), s)).collect();
+        for name in &trace.feasible {
+            let mut entry = json!({"name": name, "filter": []});
+            if let Some(s) = scored.get(name.as_str()).filter(|_| trace.scored) {
+                let scores: serde_json::Map<String, Value> =
+                    s.scores.iter().map(|(p, v)| (p.to_string(), json!(v))).collect();
+                entry["scores"] = Value::Object(scores);
+                entry["total"] = json!(s.total);
+            }
+            nodes.push(entry);
+        }
+        nodes.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+        json!({
+            "time": now.as_secs_f64(),
+            "kind": "SchedulingAttempt",
+            "namespace": qpi.pod_info.namespace,
+            "name": qpi.pod_info.name,
+            "attempt": qpi.attempts,
+            "profile": fwk.profile_name,
+            "result": result,
+            "node": node,
+            "nodes": nodes,
+        })
+    }
+}
+
+/// Runs PreScore and Score over the feasible nodes; without score plugins every node scores 1.
+pub fn prioritize_nodes(
+    fwk: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    nodes: &[&NodeInfo],
+    snapshot: &crate::cache::Snapshot,
+) -> Result<Vec<NodeScores>, ScheduleError> {
+    if !fwk.has_score_plugins() {
+        return Ok(nodes
+            .iter()
+            .map(|n| NodeScores {
+                name: n.name.clone(),
+                scores: Vec::new(),
+                total: 1,
+            })
+            .collect());
+    }
+    let s = fwk.run_pre_score_plugins(state, pod, nodes, snapshot);
+    if !s.is_success() {
+        return Err(ScheduleError::Internal(s));
+    }
+    fwk.run_score_plugins(state, pod, nodes).map_err(ScheduleError::Internal)
+}
+
+/// One of the highest-scoring nodes, chosen uniformly by reservoir sampling with the seeded
+/// generator (upstream `selectHost`).
+pub fn select_host(scores: &[NodeScores], rng: &mut impl Rng) -> String {
+    let mut best = 0;
+    let mut ties = 0u32;
+    for (i, s) in scores.iter().enumerate() {
+        if i == 0 || s.total > scores[best].total {
+            best = i;
+            ties = 1;
+        } else if s.total == scores[best].total {
+            ties += 1;
+            if rng.random_range(0..ties) == 0 {
+                best = i;
+            }
+        }
+    }
+    scores[best].name.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_number_of_nodes_to_find_follows_the_adaptive_percentage() {
+        assert_eq!(num_feasible_nodes_to_find(0, 10), 10);
+        assert_eq!(num_feasible_nodes_to_find(40, 10), 10);
+        assert_eq!(num_feasible_nodes_to_find(0, 1000), 420);
+        assert_eq!(num_feasible_nodes_to_find(40, 1000), 400);
+        assert_eq!(num_feasible_nodes_to_find(0, 6000), 300);
+        assert_eq!(num_feasible_nodes_to_find(40, 6000), 2400);
+        assert_eq!(num_feasible_nodes_to_find(0, 5000), 500);
+    }
+
+    #[test]
+    fn the_fit_error_counts_reasons_and_sorts_them_as_strings() {
+        let mut d = Diagnosis::default();
+        d.node_to_status.insert("a".into(), Status::unschedulable("Insufficient cpu"));
+        d.node_to_status.insert("b".into(), Status::unresolvable("node(s) had untolerated taint(s)"));
+        d.node_to_status.insert("c".into(), Status::unresolvable("node(s) had untolerated taint(s)"));
+        let fit = FitError {
+            num_all_nodes: 3,
+            diagnosis: d,
+        };
+        assert_eq!(
+            fit.message(),
+            "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s)."
+        );
+    }
+
+    #[test]
+    fn a_pre_filter_rejection_is_the_whole_message() {
+        let d = Diagnosis {
+            pre_filter_msg: "pod affinity terms conflict".into(),
+            ..Default::default()
+        };
+        let fit = FitError {
+            num_all_nodes: 2,
+            diagnosis: d,
+        };
+        assert_eq!(fit.message(), "0/2 nodes are available: pod affinity terms conflict.");
+    }
+
+    #[test]
+    fn select_host_only_picks_among_the_best_scores() {
+        use rand::SeedableRng;
+        let scores: Vec<NodeScores> = [("n1", 3), ("n2", 3), ("n3", 1)]
+            .iter()
+            .map(|(n, t)| NodeScores {
+                name: n.to_string(),
+                scores: vec![],
+                total: *t,
+            })
+            .collect();
+        let mut seen = BTreeSet::new();
+        for seed in 0..64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            seen.insert(select_host(&scores, &mut rng));
+        }
+        assert_eq!(seen, BTreeSet::from(["n1".to_string(), "n2".to_string()]));
+    }
+
+    #[test]
+    fn long_messages_are_truncated_with_an_ellipsis() {
+        let long = "x".repeat(2000);
+        let t = truncate_message(&long);
+        assert_eq!(t.len(), NOTE_LENGTH_LIMIT);
+        assert!(t.ends_with(" ..."));
+    }
+}

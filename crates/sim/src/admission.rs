@@ -1,0 +1,61 @@
+//! What the API server does to a pod on create before it is stored: the Priority admission
+//! plugin (priorityClassName → spec.priority and preemptionPolicy) and DefaultTolerationSeconds.
+
+use k8s_openapi::api::core::v1::Pod;
+use kubeplane_store::{Kind, Object, Store};
+
+/// The built-in system priority classes (upstream `scheduling.SystemPriorityClasses`).
+pub const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] = [
+    ("system-node-critical", 2_000_001_000),
+    ("system-cluster-critical", 2_000_000_000),
+];
+
+/// Resolves the pod's priority as upstream's Priority admission plugin does. Returns the
+/// API server's error message when the class does not exist or the given priority differs.
+pub fn admit_priority(pod: &mut Pod, store: &Store) -> Result<(), String> {
+    let spec = pod.spec.get_or_insert_with(Default::default);
+    let name = spec.priority_class_name.clone().filter(|n| !n.is_empty());
+    let (value, policy) = match &name {
+        Some(n) => {
+            if let Some((_, v)) = SYSTEM_PRIORITY_CLASSES.iter().find(|(s, _)| s == n) {
+                (*v, Some("PreemptLowerPriority".to_string()))
+            } else {
+                match store.get(Kind::PriorityClass, "", n) {
+                    Some(Object::PriorityClass(pc)) => (
+                        pc.value,
+                        Some(pc.preemption_policy.clone().unwrap_or_else(|| "PreemptLowerPriority".into())),
+                    ),
+                    _ => return Err(format!("no PriorityClass with name {n} was found")),
+                }
+            }
+        }
+        None => {
+            // The globalDefault class with the highest value, else 0.
+            let default = store
+                .list(Kind::PriorityClass)
+                .filter_map(|o| match o {
+                    Object::PriorityClass(pc) if pc.global_default == Some(true) => Some(pc.clone()),
+                    _ => None,
+                })
+                .max_by_key(|pc| pc.value);
+            match default {
+                Some(pc) => {
+                    spec.priority_class_name = pc.metadata.name.clone();
+                    (pc.value, Some(pc.preemption_policy.clone().unwrap_or_else(|| "PreemptLowerPriority".into())))
+                }
+                None => (0, None),
+            }
+        }
+    };
+    if let Some(given) = spec.priority {
+        if given != value {
+            return Err("the integer value of priority must not be provided in pod spec; priority admission controller computed ".to_string()
+                + &format!("{value} from the given PriorityClass name"));
+        }
+    }
+    spec.priority = Some(value);
+    if spec.preemption_policy.is_none() {
+        spec.preemption_policy = policy;
+    }
+    Ok(())
+}

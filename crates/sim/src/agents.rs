@@ -1,0 +1,527 @@
+//! Simulated node agents (kubelets): they start bound pods, stop deleted ones, renew node
+//! Leases and post node status, and report what `podStatus` and `nodeCondition` steps say.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStatus, Node, NodeCondition, Pod,
+    PodCondition,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kubeplane_core::time::SimDuration;
+use kubeplane_core::SimTime;
+use kubeplane_store::{Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent};
+
+/// Where node Leases live.
+pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+/// Upstream kubelet: the Lease is renewed every 10 s (a quarter of its 40 s duration).
+pub const LEASE_RENEW_INTERVAL: SimDuration = SimDuration(10_000_000_000);
+pub const LEASE_DURATION_SECS: i32 = 40;
+/// Upstream kubelet `nodeStatusReportFrequency`: status is posted at least this often even
+/// when nothing changed.
+pub const NODE_STATUS_REPORT_INTERVAL: SimDuration = SimDuration(300_000_000_000);
+
+/// The condition types a node agent reports, in upstream order.
+pub const NODE_CONDITION_TYPES: [&str; 5] =
+    ["MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable", "Ready"];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    RenewLease(usize),
+    PostStatus(usize),
+    StartPod(usize),
+    StopPod(usize),
+}
+
+/// A node agent's state.
+#[derive(Clone, Debug)]
+struct NodeAgent {
+    name: String,
+    /// Reporting (heartbeats on); false after `nodeDown`.
+    up: bool,
+    /// What the agent reports: condition type → (status, reason).
+    conditions: BTreeMap<String, (String, Option<String>)>,
+    /// Bumped when the timers of this node are rescheduled (stale heap entries are skipped).
+    epoch: u64,
+    exists: bool,
+}
+
+/// A pod the agents track.
+#[derive(Clone, Debug)]
+struct PodEntry {
+    namespace: String,
+    name: String,
+    uid: String,
+    node: String,
+    /// When the pod should start (bound and Pending).
+    start_at: Option<SimTime>,
+    /// When the pod should be removed (Terminating).
+    stop_at: Option<SimTime>,
+}
+
+pub struct NodeAgents {
+    nodes: Vec<NodeAgent>,
+    node_index: HashMap<String, usize>,
+    pods: Vec<PodEntry>,
+    pod_index: HashMap<String, usize>,
+    free_pods: Vec<usize>,
+    timers: BinaryHeap<Reverse<(SimTime, u64, Timer)>>,
+    seq: u64,
+    startup_latency: Option<SimDuration>,
+    /// The epoch each timer entry belongs to: (kind, index) → epoch at scheduling.
+    lease_epochs: HashMap<usize, u64>,
+    pub leases_renewed: u64,
+    pub statuses_posted: u64,
+}
+
+fn pod_key(ns: &str, name: &str) -> String {
+    format!("{ns}/{name}")
+}
+
+fn node_of(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
+}
+
+fn phase_of(pod: &Pod) -> &str {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending")
+}
+
+impl NodeAgents {
+    /// `startup_latency`: how long a bound Pending pod takes to become Running and Ready
+    /// (`None`: pods are never started).
+    pub fn new(startup_latency: Option<SimDuration>) -> NodeAgents {
+        NodeAgents {
+            nodes: Vec::new(),
+            node_index: HashMap::new(),
+            pods: Vec::new(),
+            pod_index: HashMap::new(),
+            free_pods: Vec::new(),
+            timers: BinaryHeap::new(),
+            seq: 0,
+            startup_latency,
+            lease_epochs: HashMap::new(),
+            leases_renewed: 0,
+            statuses_posted: 0,
+        }
+    }
+
+    fn push(&mut self, at: SimTime, t: Timer) {
+        self.seq += 1;
+        self.timers.push(Reverse((at, self.seq, t)));
+    }
+
+    fn node_idx(&mut self, name: &str) -> usize {
+        if let Some(&i) = self.node_index.get(name) {
+            return i;
+        }
+        let i = self.nodes.len();
+        self.nodes.push(NodeAgent {
+            name: name.to_string(),
+            up: true,
+            conditions: BTreeMap::new(),
+            epoch: 0,
+            exists: false,
+        });
+        self.node_index.insert(name.to_string(), i);
+        i
+    }
+
+    fn node_up(&self, name: &str) -> bool {
+        self.node_index.get(name).is_some_and(|&i| self.nodes[i].up && self.nodes[i].exists)
+    }
+
+    /// Starts (re)scheduling the heartbeats of a node from `now`.
+    fn schedule_heartbeats(&mut self, i: usize, now: SimTime) {
+        self.nodes[i].epoch += 1;
+        self.lease_epochs.insert(i, self.nodes[i].epoch);
+        self.push(now, Timer::RenewLease(i));
+        self.push(now, Timer::PostStatus(i));
+    }
+
+    /// The `nodeDown` step: the agent stops reporting.
+    pub fn set_node_down(&mut self, node: &str) {
+        let i = self.node_idx(node);
+        self.nodes[i].up = false;
+        self.nodes[i].epoch += 1;
+        self.lease_epochs.insert(i, self.nodes[i].epoch);
+    }
+
+    /// The `nodeUp` step: the agent reports again at once, and pods it could not start or stop
+    /// while down make progress.
+    pub fn set_node_up(&mut self, node: &str, now: SimTime) {
+        let i = self.node_idx(node);
+        if self.nodes[i].up {
+            return;
+        }
+        self.nodes[i].up = true;
+        if self.nodes[i].exists {
+            self.schedule_heartbeats(i, now);
+        }
+        let pods: Vec<usize> = self
+            .pod_index
+            .values()
+            .copied()
+            .filter(|&p| self.pods[p].node == node)
+            .collect();
+        let mut pods = pods;
+        pods.sort_unstable();
+        for p in pods {
+            if self.pods[p].stop_at.is_some() {
+                self.push(now, Timer::StopPod(p));
+            } else if self.pods[p].start_at.is_some() {
+                self.push(now, Timer::StartPod(p));
+            }
+        }
+    }
+
+    /// The `nodeCondition` step: from now on the agent reports this condition.
+    pub fn set_node_condition(&mut self, node: &str, type_: &str, status: &str, reason: Option<String>, now: SimTime) {
+        let i = self.node_idx(node);
+        self.nodes[i]
+            .conditions
+            .insert(type_.to_string(), (status.to_string(), reason));
+        if self.nodes[i].up && self.nodes[i].exists {
+            self.schedule_heartbeats(i, now);
+        }
+    }
+
+    fn track_pod(&mut self, pod: &Pod, now: SimTime) {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        let key = pod_key(ns, name);
+        let Some(node) = node_of(pod) else {
+            return;
+        };
+        let idx = match self.pod_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let entry = PodEntry {
+                    namespace: ns.to_string(),
+                    name: name.to_string(),
+                    uid: pod.metadata.uid.clone().unwrap_or_default(),
+                    node: node.to_string(),
+                    start_at: None,
+                    stop_at: None,
+                };
+                let i = match self.free_pods.pop() {
+                    Some(i) => {
+                        self.pods[i] = entry;
+                        i
+                    }
+                    None => {
+                        self.pods.push(entry);
+                        self.pods.len() - 1
+                    }
+                };
+                self.pod_index.insert(key, i);
+                i
+            }
+        };
+        let terminating = pod.metadata.deletion_timestamp.is_some();
+        if terminating {
+            if self.pods[idx].stop_at.is_none() {
+                let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(0).max(0);
+                let at = now + SimDuration::from_secs(grace);
+                self.pods[idx].stop_at = Some(at);
+                self.push(at, Timer::StopPod(idx));
+            }
+            return;
+        }
+        if phase_of(pod) == "Pending" && self.pods[idx].start_at.is_none() {
+            if let Some(latency) = self.startup_latency {
+                let at = now + latency;
+                self.pods[idx].start_at = Some(at);
+                self.push(at, Timer::StartPod(idx));
+            }
+        }
+    }
+
+    fn untrack_pod(&mut self, ns: &str, name: &str) {
+        if let Some(i) = self.pod_index.remove(&pod_key(ns, name)) {
+            self.pods[i].start_at = None;
+            self.pods[i].stop_at = None;
+            self.free_pods.push(i);
+        }
+    }
+
+    fn renew_lease(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
+        let name = self.nodes[i].name.clone();
+        let renew = MicroTime(now.to_timestamp(client.store().start_time()));
+        let existing = client
+            .store()
+            .get(Kind::Lease, NODE_LEASE_NAMESPACE, &name)
+            .and_then(|o| match o {
+                Object::Lease(l) => Some(l.clone()),
+                _ => None,
+            });
+        let result = match existing {
+            Some(l) => {
+                let mut l = Lease::clone(&l);
+                let spec = l.spec.get_or_insert_with(Default::default);
+                spec.renew_time = Some(renew);
+                l.metadata.resource_version = None;
+                client.update(Object::Lease(Arc::new(l)))
+            }
+            None => client.create(Object::Lease(Arc::new(Lease {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    namespace: Some(NODE_LEASE_NAMESPACE.to_string()),
+                    ..Default::default()
+                },
+                spec: Some(LeaseSpec {
+                    holder_identity: Some(name),
+                    lease_duration_seconds: Some(LEASE_DURATION_SECS),
+                    renew_time: Some(renew.clone()),
+                    acquire_time: Some(renew),
+                    ..Default::default()
+                }),
+            }))),
+        };
+        if result.is_ok() {
+            self.leases_renewed += 1;
+        }
+    }
+
+    fn post_status(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
+        let name = self.nodes[i].name.clone();
+        let Some(node) = client.store().get_node(&name).cloned() else {
+            return;
+        };
+        let ts = client.store().timestamp(now);
+        let mut n = Node::clone(&node);
+        let status = n.status.get_or_insert_with(Default::default);
+        let conditions = status.conditions.get_or_insert_with(Vec::new);
+        let reported = &self.nodes[i].conditions;
+        for type_ in NODE_CONDITION_TYPES {
+            let (want_status, reason) = match reported.get(type_) {
+                Some((s, r)) => (s.clone(), r.clone()),
+                None if type_ == "Ready" => ("True".to_string(), None),
+                None => {
+                    // Only report pressure conditions the node already has, as False.
+                    if conditions.iter().any(|c| c.type_ == type_) {
+                        ("False".to_string(), None)
+                    } else {
+                        continue;
+                    }
+                }
+            };
+            let reason = reason.or_else(|| Some(default_reason(type_, &want_status).to_string()));
+            match conditions.iter_mut().find(|c| c.type_ == type_) {
+                Some(c) => {
+                    if c.status != want_status {
+                        c.last_transition_time = Some(ts.clone());
+                        c.message = Some(default_message(type_, &want_status).to_string());
+                    }
+                    c.status = want_status;
+                    c.reason = reason;
+                    c.last_heartbeat_time = Some(ts.clone());
+                }
+                None => conditions.push(NodeCondition {
+                    type_: type_.to_string(),
+                    status: want_status.clone(),
+                    reason,
+                    message: Some(default_message(type_, &want_status).to_string()),
+                    last_heartbeat_time: Some(ts.clone()),
+                    last_transition_time: Some(ts.clone()),
+                }),
+            }
+        }
+        n.metadata.resource_version = None;
+        if client.update(Object::Node(Arc::new(n))).is_ok() {
+            self.statuses_posted += 1;
+        }
+    }
+
+    fn start_pod(&mut self, p: usize, now: SimTime, client: &mut dyn Client) {
+        let entry = self.pods[p].clone();
+        if entry.start_at.is_none_or(|t| t > now) || !self.node_up(&entry.node) {
+            return;
+        }
+        self.pods[p].start_at = None;
+        let Some(pod) = client.store().get_pod(&entry.namespace, &entry.name).cloned() else {
+            return;
+        };
+        if pod.metadata.uid.as_deref() != Some(entry.uid.as_str())
+            || pod.metadata.deletion_timestamp.is_some()
+            || phase_of(&pod) != "Pending"
+        {
+            return;
+        }
+        let ts = client.store().timestamp(now);
+        let mut np = Pod::clone(&pod);
+        let spec_containers: Vec<(String, String)> = np
+            .spec
+            .as_ref()
+            .map(|s| {
+                s.containers
+                    .iter()
+                    .map(|c| (c.name.clone(), c.image.clone().unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let status = np.status.get_or_insert_with(Default::default);
+        status.phase = Some("Running".into());
+        status.start_time = Some(ts.clone());
+        let conditions = status.conditions.get_or_insert_with(Vec::new);
+        for type_ in ["Initialized", "Ready", "ContainersReady"] {
+            conditions.retain(|c| c.type_ != type_);
+            conditions.push(PodCondition {
+                type_: type_.into(),
+                status: "True".into(),
+                last_transition_time: Some(ts.clone()),
+                ..Default::default()
+            });
+        }
+        status.container_statuses = Some(
+            spec_containers
+                .into_iter()
+                .map(|(name, image)| ContainerStatus {
+                    name,
+                    image,
+                    image_id: String::new(),
+                    ready: true,
+                    started: Some(true),
+                    restart_count: 0,
+                    state: Some(ContainerState {
+                        running: Some(ContainerStateRunning {
+                            started_at: Some(ts.clone()),
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })
+                .collect(),
+        );
+        np.metadata.resource_version = None;
+        let _ = client.update(Object::Pod(Arc::new(np)));
+    }
+
+    fn stop_pod(&mut self, p: usize, now: SimTime, client: &mut dyn Client) {
+        let entry = self.pods[p].clone();
+        if entry.stop_at.is_none_or(|t| t > now) || !self.node_up(&entry.node) {
+            return;
+        }
+        let key = ObjectKey::new(Kind::Pod, &entry.namespace, &entry.name);
+        let _ = client.delete(
+            &key,
+            DeleteOptions {
+                grace_period_secs: Some(0),
+                precondition_uid: Some(entry.uid),
+            },
+        );
+    }
+}
+
+fn default_reason(type_: &str, status: &str) -> &'static str {
+    match (type_, status) {
+        ("Ready", "True") => "KubeletReady",
+        ("Ready", _) => "KubeletNotReady",
+        ("MemoryPressure", "True") => "KubeletHasInsufficientMemory",
+        ("MemoryPressure", _) => "KubeletHasSufficientMemory",
+        ("DiskPressure", "True") => "KubeletHasDiskPressure",
+        ("DiskPressure", _) => "KubeletHasNoDiskPressure",
+        ("PIDPressure", "True") => "KubeletHasInsufficientPID",
+        ("PIDPressure", _) => "KubeletHasSufficientPID",
+        ("NetworkUnavailable", "True") => "NoRouteCreated",
+        _ => "RouteCreated",
+    }
+}
+
+fn default_message(type_: &str, status: &str) -> &'static str {
+    match (type_, status) {
+        ("Ready", "True") => "kubelet is posting ready status",
+        ("Ready", _) => "container runtime network not ready",
+        ("MemoryPressure", "True") => "kubelet has insufficient memory available",
+        ("MemoryPressure", _) => "kubelet has sufficient memory available",
+        ("DiskPressure", "True") => "kubelet has disk pressure",
+        ("DiskPressure", _) => "kubelet has no disk pressure",
+        ("PIDPressure", "True") => "kubelet has insufficient PID available",
+        ("PIDPressure", _) => "kubelet has sufficient PID available",
+        ("NetworkUnavailable", "True") => "route not created",
+        _ => "route created",
+    }
+}
+
+impl Component for NodeAgents {
+    fn name(&self) -> &'static str {
+        "node-agents"
+    }
+
+    fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
+        match (&ev.object, ev.type_) {
+            (Object::Node(n), EventType::Added) => {
+                let i = self.node_idx(n.metadata.name.as_deref().unwrap_or(""));
+                self.nodes[i].exists = true;
+                if self.nodes[i].up {
+                    self.schedule_heartbeats(i, now);
+                }
+            }
+            (Object::Node(n), EventType::Deleted) => {
+                if let Some(&i) = self.node_index.get(n.metadata.name.as_deref().unwrap_or("")) {
+                    self.nodes[i].exists = false;
+                    self.nodes[i].epoch += 1;
+                    self.lease_epochs.insert(i, self.nodes[i].epoch);
+                }
+            }
+            (Object::Pod(p), EventType::Deleted) => {
+                self.untrack_pod(
+                    p.metadata.namespace.as_deref().unwrap_or("default"),
+                    p.metadata.name.as_deref().unwrap_or(""),
+                );
+            }
+            (Object::Pod(p), _) => self.track_pod(p, now),
+            _ => {}
+        }
+    }
+
+    fn run(&mut self, now: SimTime, client: &mut dyn Client) {
+        while let Some(Reverse((at, _, t))) = self.timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            match t {
+                Timer::RenewLease(i) | Timer::PostStatus(i) => {
+                    let current = self.nodes[i].up && self.nodes[i].exists;
+                    let epoch_ok = self.lease_epochs.get(&i) == Some(&self.nodes[i].epoch);
+                    if !current || !epoch_ok {
+                        continue;
+                    }
+                    if let Timer::RenewLease(_) = t {
+                        self.renew_lease(i, now, client);
+                        self.push(now + LEASE_RENEW_INTERVAL, Timer::RenewLease(i));
+                    } else {
+                        self.post_status(i, now, client);
+                        self.push(now + NODE_STATUS_REPORT_INTERVAL, Timer::PostStatus(i));
+                    }
+                }
+                Timer::StartPod(p) => self.start_pod(p, now, client),
+                Timer::StopPod(p) => self.stop_pod(p, now, client),
+            }
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<SimTime> {
+        self.timers.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    fn metrics(&self) -> Vec<(String, u64)> {
+        vec![
+            ("kubelet_node_lease_renewals_total".into(), self.leases_renewed),
+            ("kubelet_node_status_posts_total".into(), self.statuses_posted),
+        ]
+    }
+}
+
+/// Whether the agents have pods to start or stop (as opposed to periodic heartbeats only).
+impl NodeAgents {
+    pub fn has_pod_work(&self) -> bool {
+        self.pod_index.values().any(|&i| {
+            let p = &self.pods[i];
+            (p.start_at.is_some() && self.node_up(&p.node)) || (p.stop_at.is_some() && self.node_up(&p.node))
+        })
+    }
+}

@@ -1,0 +1,616 @@
+//! The discrete-event loop: store events, component timers and scenario steps on one virtual
+//! clock. Everything that happens at an instant happens in a fixed order, so a run is a pure
+//! function of its input and seed.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ContainerStatus, Node, Pod, PodCondition};
+use kubeplane_core::features::FeatureGates;
+use kubeplane_core::time::SimDuration;
+use kubeplane_core::{EventRecord, SimTime};
+use kubeplane_scheduler::Scheduler;
+use kubeplane_store::{Client, Component, DeleteOptions, Kind, Object, ObjectKey, Store, StoreError};
+use serde_json::{json, Value};
+use thiserror::Error;
+
+use crate::agents::NodeAgents;
+use crate::scenario::{Assertion, Input, Step, StepAction};
+
+/// A run without `duration` stops when nothing is pending, and at the latest after this long.
+pub const DEFAULT_DURATION_CAP: SimDuration = SimDuration(24 * 3600 * 1_000_000_000);
+/// How many rounds of work one instant may take before the run is declared stuck.
+const MAX_ROUNDS_PER_INSTANT: u64 = 20_000_000;
+
+/// One line of output, in order of virtual time, then of occurrence.
+#[derive(Clone, Debug)]
+pub enum Record {
+    Event(EventRecord),
+    Expectation {
+        time: SimTime,
+        passed: bool,
+        message: String,
+    },
+    /// An explanation record (`SchedulingAttempt`, `EvictionDecision`, `ScaleDownDecision`) or
+    /// a `StepFailed` record, already in its JSON form.
+    Json(Value),
+}
+
+impl Record {
+    pub fn to_json(&self) -> Value {
+        match self {
+            Record::Event(e) => e.to_json(),
+            Record::Expectation {
+                time,
+                passed,
+                message,
+            } => json!({
+                "time": time.as_secs_f64(),
+                "kind": "Expectation",
+                "reason": if *passed { "ExpectationPassed" } else { "ExpectationFailed" },
+                "message": message,
+            }),
+            Record::Json(v) => v.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum SimError {
+    #[error("the simulation did not settle at t={0}: components kept producing work (a livelock); seed {1}")]
+    Livelock(SimTime, u64),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// How a run is set up beyond its input.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub explain: bool,
+    /// Overrides the scenario's duration.
+    pub until: Option<SimDuration>,
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+}
+
+/// What the simulator's components write through: the store, plus admission and output.
+struct SimClient<'a> {
+    store: &'a mut Store,
+    now: SimTime,
+    records: &'a mut Vec<Record>,
+    events: &'a mut Vec<EventRecord>,
+    explain: bool,
+}
+
+impl SimClient<'_> {
+    fn admit(&self, obj: Object) -> Result<Object, StoreError> {
+        let Object::Pod(pod) = obj else { return Ok(obj) };
+        let mut p = Pod::clone(&pod);
+        if let Err(message) = crate::admission::admit_priority(&mut p, self.store) {
+            return Err(StoreError::Invalid {
+                key: ObjectKey::new(Kind::Pod, p.metadata.namespace.as_deref().unwrap_or("default"), p.metadata.name.as_deref().unwrap_or("")),
+                message,
+            });
+        }
+        kubeplane_controllers::admission::default_toleration_seconds(&mut p);
+        Ok(Object::Pod(Arc::new(p)))
+    }
+}
+
+impl Client for SimClient<'_> {
+    fn store(&self) -> &Store {
+        self.store
+    }
+    fn create(&mut self, obj: Object) -> Result<Object, StoreError> {
+        let obj = self.admit(obj)?;
+        self.store.create(obj, self.now)
+    }
+    fn update(&mut self, obj: Object) -> Result<Object, StoreError> {
+        self.store.update(obj, self.now)
+    }
+    fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, StoreError> {
+        self.store.delete(key, &opts, self.now)
+    }
+    fn bind(&mut self, namespace: &str, name: &str, uid: &str, node: &str) -> Result<Object, StoreError> {
+        self.store.bind(namespace, name, uid, node, self.now)
+    }
+    fn record_event(&mut self, ev: EventRecord) {
+        self.events.push(ev.clone());
+        self.records.push(Record::Event(ev));
+    }
+    fn explain(&self) -> bool {
+        self.explain
+    }
+    fn emit_record(&mut self, record: Value) {
+        self.records.push(Record::Json(record));
+    }
+}
+
+/// A simulation in progress.
+pub struct Simulation {
+    pub store: Store,
+    pub now: SimTime,
+    scheduler: Scheduler,
+    agents: NodeAgents,
+    /// Controllers whose timers mean pending work (not periodic housekeeping).
+    controllers: Vec<Box<dyn Component>>,
+    /// Controllers that run periodically for ever (node lifecycle).
+    periodic: Vec<Box<dyn Component>>,
+    steps: VecDeque<Step>,
+    end: Option<SimTime>,
+    cap: SimTime,
+    records: Vec<Record>,
+    events: Vec<EventRecord>,
+    explain: bool,
+    seed: u64,
+    pub n_passed: usize,
+    pub n_failed: usize,
+    pub n_step_errors: usize,
+    rounds: u64,
+}
+
+impl Simulation {
+    /// Sets up the store with the initial objects (created at t=0 in file order), the
+    /// scheduler with its configuration, the controllers and the node agents.
+    pub fn new(input: Input, opts: &RunOptions) -> Result<Simulation, SimError> {
+        let scenario = input.scenario;
+        let seed = opts.seed.unwrap_or(scenario.seed);
+        let features: FeatureGates = scenario.feature_gates.clone();
+        let cfg = match input.scheduler_configs.last() {
+            Some((source, value)) => Some(
+                kubeplane_scheduler::config::decode(value)
+                    .map_err(|e| SimError::Setup(format!("{source}: {e}")))?,
+            ),
+            None => None,
+        };
+        let setup = kubeplane_scheduler::config::resolve(cfg.as_ref(), &features).map_err(|e| {
+            let source = input
+                .scheduler_configs
+                .last()
+                .map(|(s, _)| s.to_string())
+                .unwrap_or_else(|| "scheduler configuration".into());
+            SimError::Setup(format!("{source}: {e}"))
+        })?;
+        let queue = kubeplane_scheduler::queue::SchedulingQueue::new(setup.queue);
+        let scheduler = Scheduler::new(setup.frameworks, queue, setup.percentage_of_nodes_to_score, seed);
+        let duration = opts.until.or(scenario.duration);
+        let mut sim = Simulation {
+            store: Store::new(seed, scenario.start_time),
+            now: SimTime::ZERO,
+            scheduler,
+            agents: NodeAgents::new(scenario.pod_startup_latency),
+            controllers: crate::wiring::controllers(&features),
+            periodic: crate::wiring::periodic_controllers(&features),
+            steps: scenario.steps.into_iter().collect(),
+            end: duration.map(|d| SimTime::ZERO + d),
+            cap: SimTime::ZERO + DEFAULT_DURATION_CAP,
+            records: Vec::new(),
+            events: Vec::new(),
+            explain: opts.explain,
+            seed,
+            n_passed: 0,
+            n_failed: 0,
+            n_step_errors: 0,
+            rounds: 0,
+        };
+        for o in input.objects {
+            let mut client = sim.client();
+            if let Err(e) = client.create(o.object) {
+                return Err(SimError::Setup(format!("{}: {e}", o.source)));
+            }
+        }
+        Ok(sim)
+    }
+
+    fn client(&mut self) -> SimClient<'_> {
+        SimClient {
+            store: &mut self.store,
+            now: self.now,
+            records: &mut self.records,
+            events: &mut self.events,
+            explain: self.explain,
+        }
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Takes the records produced so far (for streaming output).
+    pub fn take_records(&mut self) -> Vec<Record> {
+        std::mem::take(&mut self.records)
+    }
+
+    pub fn events(&self) -> &[EventRecord] {
+        &self.events
+    }
+
+    /// The counters of every component, in a fixed order.
+    pub fn metrics(&self) -> Vec<(String, u64)> {
+        let mut out = self.scheduler.metrics();
+        for c in self.controllers.iter().chain(self.periodic.iter()) {
+            out.extend(c.metrics());
+        }
+        out.extend(self.agents.metrics());
+        out
+    }
+
+    /// Delivers pending store events to every component, in resourceVersion order.
+    fn dispatch(&mut self) {
+        while self.store.has_events() {
+            let events = self.store.take_events();
+            for ev in &events {
+                for c in self.periodic.iter_mut() {
+                    c.observe(ev, self.now);
+                }
+                for c in self.controllers.iter_mut() {
+                    c.observe(ev, self.now);
+                }
+                self.scheduler.observe(ev, self.now);
+                self.agents.observe(ev, self.now);
+            }
+        }
+    }
+
+    /// Runs every component with work due now, until none has any.
+    fn settle(&mut self) -> Result<(), SimError> {
+        let now = self.now;
+        loop {
+            self.dispatch();
+            let mut ran = false;
+            let mut client = SimClient {
+                store: &mut self.store,
+                now,
+                records: &mut self.records,
+                events: &mut self.events,
+                explain: self.explain,
+            };
+            for c in self.periodic.iter_mut().chain(self.controllers.iter_mut()) {
+                if c.next_wakeup().is_some_and(|t| t <= now) {
+                    c.run(now, &mut client);
+                    ran = true;
+                }
+            }
+            if self.agents.next_wakeup().is_some_and(|t| t <= now) {
+                self.agents.run(now, &mut client);
+                ran = true;
+            }
+            if !ran && !client.store.has_events() && self.scheduler.next_wakeup().is_some_and(|t| t <= now) {
+                self.scheduler.run(now, &mut client);
+                ran = true;
+            }
+            if !ran && !self.store.has_events() {
+                return Ok(());
+            }
+            self.rounds += 1;
+            if self.rounds > MAX_ROUNDS_PER_INSTANT {
+                return Err(SimError::Livelock(now, self.seed));
+            }
+        }
+    }
+
+    /// The next instant after `now` at which anything is due.
+    fn next_instant(&self) -> Option<SimTime> {
+        let now = self.now;
+        let after = |t: Option<SimTime>| t.filter(|&t| t > now);
+        let mut next = self.steps.front().map(|s| s.at).filter(|&t| t > now);
+        let candidates = [self.scheduler.next_wakeup(), self.agents.next_wakeup()]
+            .into_iter()
+            .chain(self.controllers.iter().map(|c| c.next_wakeup()))
+            .chain(self.periodic.iter().map(|c| c.next_wakeup()));
+        for t in candidates {
+            if let Some(t) = after(t) {
+                next = Some(next.map_or(t, |n: SimTime| n.min(t)));
+            }
+        }
+        next
+    }
+
+    /// Whether anything besides periodic housekeeping is still to happen.
+    fn has_pending_work(&self) -> bool {
+        !self.steps.is_empty()
+            || self.scheduler.has_pending_work()
+            || self.agents.has_pod_work()
+            || self.controllers.iter().any(|c| c.next_wakeup().is_some())
+    }
+
+    /// Runs to the end: the scenario's duration, or until nothing is pending (at most 24 h).
+    /// `progress` is called now and then with the current and the end time.
+    pub fn run(&mut self, progress: &mut dyn FnMut(SimTime, Option<SimTime>)) -> Result<(), SimError> {
+        loop {
+            self.rounds = 0;
+            self.apply_due_steps()?;
+            progress(self.now, self.end);
+            if self.end.is_none() && !self.has_pending_work() {
+                return Ok(());
+            }
+            let limit = self.end.unwrap_or(self.cap);
+            match self.next_instant() {
+                Some(t) if t <= limit => self.now = t,
+                _ => {
+                    if self.end.is_some() && self.now < limit {
+                        self.now = limit;
+                        self.rounds = 0;
+                        self.apply_due_steps()?;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Applies the steps due now (actions first, in order), settles, then checks expectations.
+    fn apply_due_steps(&mut self) -> Result<(), SimError> {
+        let mut expects = Vec::new();
+        while self.steps.front().is_some_and(|s| s.at <= self.now) {
+            let step = self.steps.pop_front().expect("checked");
+            match step.action {
+                StepAction::Expect(list) => expects.push(list),
+                action => {
+                    self.settle()?;
+                    if let Err(message) = self.apply(&action) {
+                        self.n_step_errors += 1;
+                        self.records.push(Record::Json(json!({
+                            "time": self.now.as_secs_f64(),
+                            "kind": "StepFailed",
+                            "reason": "StepFailed",
+                            "message": format!("step {} ({}) at {}: {}", step.index + 1, action.name(), kubeplane_core::duration::format_duration(self.now - SimTime::ZERO), message),
+                        })));
+                    }
+                }
+            }
+        }
+        self.settle()?;
+        for list in expects {
+            for a in &list {
+                self.check(a);
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&mut self, a: &Assertion) {
+        let outcome = crate::expect::evaluate(a, &self.store, &self.events, self.now);
+        if outcome.passed {
+            self.n_passed += 1;
+        } else {
+            self.n_failed += 1;
+        }
+        self.records.push(Record::Expectation {
+            time: self.now,
+            passed: outcome.passed,
+            message: outcome.message,
+        });
+    }
+
+    fn node(&self, name: &str) -> Result<Node, String> {
+        self.store
+            .get_node(name)
+            .map(|n| Node::clone(n))
+            .ok_or_else(|| format!("node {name} not found"))
+    }
+
+    fn put(&mut self, obj: Object) -> Result<(), String> {
+        let mut obj = obj;
+        obj.meta_mut().resource_version = None;
+        self.client().update(obj).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    /// Applies one step action through the same client the components use.
+    fn apply(&mut self, action: &StepAction) -> Result<(), String> {
+        let now = self.now;
+        match action {
+            StepAction::Apply(obj) => {
+                if self.store.get_key(&obj.key()).is_some() {
+                    self.put(obj.clone())
+                } else {
+                    self.client().create(obj.clone()).map(|_| ()).map_err(|e| e.to_string())
+                }
+            }
+            StepAction::Delete {
+                key,
+                grace_period_secs,
+            } => {
+                let uid = self
+                    .store
+                    .get_key(key)
+                    .map(|o| o.uid().to_string())
+                    .ok_or_else(|| format!("{key} not found"))?;
+                self.client()
+                    .delete(
+                        key,
+                        DeleteOptions {
+                            grace_period_secs: *grace_period_secs,
+                            precondition_uid: None,
+                        },
+                    )
+                    .map_err(|e| e.to_string())?;
+                self.collect_garbage(&uid);
+                Ok(())
+            }
+            StepAction::Taint { node, taint } => {
+                let mut n = self.node(node)?;
+                let spec = n.spec.get_or_insert_with(Default::default);
+                let taints = spec.taints.get_or_insert_with(Vec::new);
+                match taints.iter_mut().find(|t| t.key == taint.key && t.effect == taint.effect) {
+                    Some(t) => *t = taint.clone(),
+                    None => taints.push(taint.clone()),
+                }
+                self.put(Object::Node(Arc::new(n)))
+            }
+            StepAction::Untaint { node, key, effect } => {
+                let mut n = self.node(node)?;
+                let spec = n.spec.get_or_insert_with(Default::default);
+                let taints = spec.taints.get_or_insert_with(Vec::new);
+                let before = taints.len();
+                taints.retain(|t| !(t.key == *key && effect.as_ref().is_none_or(|e| *e == t.effect)));
+                if taints.len() == before {
+                    return Err(format!("node {node} has no taint with key {key}"));
+                }
+                if taints.is_empty() {
+                    spec.taints = None;
+                }
+                self.put(Object::Node(Arc::new(n)))
+            }
+            StepAction::Cordon { node } | StepAction::Uncordon { node } => {
+                let mut n = self.node(node)?;
+                let cordon = matches!(action, StepAction::Cordon { .. });
+                n.spec.get_or_insert_with(Default::default).unschedulable = cordon.then_some(true);
+                self.put(Object::Node(Arc::new(n)))
+            }
+            StepAction::Scale { key, replicas } => {
+                let obj = self.store.get_key(key).cloned().ok_or_else(|| format!("{key} not found"))?;
+                let obj = match obj {
+                    Object::ReplicaSet(rs) => {
+                        let mut rs = (*rs).clone();
+                        rs.spec.get_or_insert_with(Default::default).replicas = Some(*replicas);
+                        Object::ReplicaSet(Arc::new(rs))
+                    }
+                    Object::Deployment(d) => {
+                        let mut d = (*d).clone();
+                        d.spec.get_or_insert_with(Default::default).replicas = Some(*replicas);
+                        Object::Deployment(Arc::new(d))
+                    }
+                    other => return Err(format!("cannot scale a {}", other.kind())),
+                };
+                self.put(obj)
+            }
+            StepAction::Annotate { key, set, remove } | StepAction::Label { key, set, remove } => {
+                let mut obj = self.store.get_key(key).cloned().ok_or_else(|| format!("{key} not found"))?;
+                let labels = matches!(action, StepAction::Label { .. });
+                let meta = obj.meta_mut();
+                let map = if labels {
+                    meta.labels.get_or_insert_with(Default::default)
+                } else {
+                    meta.annotations.get_or_insert_with(Default::default)
+                };
+                for k in remove {
+                    map.remove(k);
+                }
+                for (k, v) in set {
+                    map.insert(k.clone(), v.clone());
+                }
+                self.put(obj)
+            }
+            StepAction::NodeDown { node } => {
+                self.node(node)?;
+                self.agents.set_node_down(node);
+                Ok(())
+            }
+            StepAction::NodeUp { node } => {
+                self.node(node)?;
+                self.agents.set_node_up(node, now);
+                Ok(())
+            }
+            StepAction::NodeCondition {
+                node,
+                type_,
+                status,
+                reason,
+            } => {
+                self.node(node)?;
+                self.agents.set_node_condition(node, type_, status, reason.clone(), now);
+                Ok(())
+            }
+            StepAction::PodStatus {
+                namespace,
+                name,
+                phase,
+                ready,
+                restart_count,
+            } => {
+                let pod = self
+                    .store
+                    .get_pod(namespace, name)
+                    .cloned()
+                    .ok_or_else(|| format!("pod {namespace}/{name} not found"))?;
+                let mut p = Pod::clone(&pod);
+                let ts = self.store.timestamp(now);
+                let containers: Vec<String> = p
+                    .spec
+                    .as_ref()
+                    .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
+                    .unwrap_or_default();
+                let status = p.status.get_or_insert_with(Default::default);
+                if let Some(phase) = phase {
+                    status.phase = Some(phase.clone());
+                }
+                if let Some(ready) = ready {
+                    let value = if *ready { "True" } else { "False" };
+                    let conditions = status.conditions.get_or_insert_with(Vec::new);
+                    for type_ in ["Ready", "ContainersReady"] {
+                        match conditions.iter_mut().find(|c| c.type_ == type_) {
+                            Some(c) => {
+                                if c.status != value {
+                                    c.status = value.to_string();
+                                    c.last_transition_time = Some(ts.clone());
+                                }
+                            }
+                            None => conditions.push(PodCondition {
+                                type_: type_.to_string(),
+                                status: value.to_string(),
+                                last_transition_time: Some(ts.clone()),
+                                ..Default::default()
+                            }),
+                        }
+                    }
+                }
+                if ready.is_some() || restart_count.is_some() {
+                    let statuses = status.container_statuses.get_or_insert_with(Vec::new);
+                    for c in &containers {
+                        if !statuses.iter().any(|s| s.name == *c) {
+                            statuses.push(ContainerStatus {
+                                name: c.clone(),
+                                ..Default::default()
+                            });
+                        }
+                    }
+                    for s in statuses.iter_mut() {
+                        if let Some(r) = ready {
+                            s.ready = *r;
+                        }
+                        if let Some(n) = restart_count {
+                            s.restart_count = *n;
+                        }
+                    }
+                }
+                self.put(Object::Pod(Arc::new(p)))
+            }
+            StepAction::Expect(_) => Ok(()),
+        }
+    }
+
+    /// Background cascading deletion: deletes the dependents of a deleted owner, recursively
+    /// (what the garbage collector does with `propagationPolicy: Background`).
+    fn collect_garbage(&mut self, owner_uid: &str) {
+        let mut queue = vec![owner_uid.to_string()];
+        while let Some(uid) = queue.pop() {
+            let dependents: Vec<(ObjectKey, String)> = Kind::ALL
+                .iter()
+                .flat_map(|&k| self.store.list(k))
+                .filter(|o| {
+                    o.meta()
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|r| r.uid == uid)
+                })
+                .map(|o| (o.key(), o.uid().to_string()))
+                .collect();
+            for (key, dep_uid) in dependents {
+                if self.client().delete(&key, DeleteOptions::default()).is_ok() {
+                    queue.push(dep_uid);
+                }
+            }
+        }
+    }
+
+    /// Every object in the store, for `--final-state`.
+    pub fn final_state(&self) -> Vec<Value> {
+        Kind::ALL
+            .iter()
+            .flat_map(|&k| self.store.list(k))
+            .map(Object::to_json)
+            .collect()
+    }
+}
