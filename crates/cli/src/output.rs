@@ -38,25 +38,46 @@ impl<W: Write> Writer<W> {
 
     fn write_row(&mut self, v: &Value) -> std::io::Result<()> {
         if !self.header_written {
-            writeln!(self.out, "{:>10}  {:<40}  {:<24}  MESSAGE", "TIME", "OBJECT", "REASON")?;
+            writeln!(
+                self.out,
+                "{:>10}  {:<40}  {:<24}  MESSAGE",
+                "TIME", "OBJECT", "REASON"
+            )?;
             self.header_written = true;
         }
         let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
         let time = v.get("time").and_then(Value::as_f64).unwrap_or(0.0);
         let kind = s("kind");
         let (object, reason, message) = match kind {
-            "Expectation" => ("expect".to_string(), s("reason").to_string(), s("message").to_string()),
+            "Expectation" => (
+                "expect".to_string(),
+                s("reason").to_string(),
+                s("message").to_string(),
+            ),
             "SchedulingAttempt" => {
                 let node = v.get("node").and_then(Value::as_str).unwrap_or("-");
                 (
                     format!("Pod {}/{}", s("namespace"), s("name")),
                     format!("Attempt{}", s("result")),
-                    format!("attempt {} on profile {}: node {}", v["attempt"], s("profile"), node),
+                    format!(
+                        "attempt {} on profile {}: node {}",
+                        v["attempt"],
+                        s("profile"),
+                        node
+                    ),
                 )
             }
             "EvictionDecision" | "ScaleDownDecision" | "StepFailed" => {
-                let obj = if s("name").is_empty() { kind.to_string() } else { format!("{}/{}", s("namespace"), s("name")) };
-                let msg = if s("message").is_empty() { v.to_string() } else { s("message").to_string() };
+                let obj = if s("name").is_empty() {
+                    kind.to_string()
+                } else {
+                    format!("{}/{}", s("namespace"), s("name"))
+                };
+                let msg = if s("message").is_empty() {
+                    v.to_string()
+                } else {
+                    s("message").to_string()
+                };
                 (obj, kind.to_string(), msg)
             }
             _ => {
@@ -68,7 +89,14 @@ impl<W: Write> Writer<W> {
                 (obj, s("reason").to_string(), s("message").to_string())
             }
         };
-        writeln!(self.out, "{:>9}s  {:<40}  {:<24}  {}", format_time(time), object, reason, message)
+        writeln!(
+            self.out,
+            "{:>9}s  {:<40}  {:<24}  {}",
+            format_time(time),
+            object,
+            reason,
+            message
+        )
     }
 
     pub fn flush(&mut self) -> std::io::Result<()> {

@@ -90,7 +90,16 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         let mut progress = |now: kubeplane_core::SimTime, end: Option<kubeplane_core::SimTime>| {
             if show_progress && last_report.elapsed().as_millis() >= 500 {
                 last_report = Instant::now();
-                let end = end.map(|e| format!(" of {}", kubeplane_core::duration::format_duration(e - kubeplane_core::SimTime::ZERO))).unwrap_or_default();
+                let end = end
+                    .map(|e| {
+                        format!(
+                            " of {}",
+                            kubeplane_core::duration::format_duration(
+                                e - kubeplane_core::SimTime::ZERO
+                            )
+                        )
+                    })
+                    .unwrap_or_default();
                 eprint!(
                     "\r  virtual time {}{}  ({:.1}s wall)   ",
                     kubeplane_core::duration::format_duration(now - kubeplane_core::SimTime::ZERO),
@@ -116,7 +125,9 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     if let Some(path) = &args.final_state {
         let objects = sim.final_state();
         let text = if path.extension().is_some_and(|e| e == "json") {
-            serde_json::to_string_pretty(&objects).map(|s| s + "\n").unwrap_or_default()
+            serde_json::to_string_pretty(&objects)
+                .map(|s| s + "\n")
+                .unwrap_or_default()
         } else {
             let mut out = String::new();
             for o in &objects {
@@ -142,7 +153,11 @@ pub fn run(args: SimulateArgs) -> ExitCode {
                 "{} expectation(s) failed, {} passed{}",
                 sim.n_failed,
                 sim.n_passed,
-                if sim.n_step_errors > 0 { format!(", {} step(s) failed", sim.n_step_errors) } else { String::new() }
+                if sim.n_step_errors > 0 {
+                    format!(", {} step(s) failed", sim.n_step_errors)
+                } else {
+                    String::new()
+                }
             );
         }
         ExitCode::from(1)

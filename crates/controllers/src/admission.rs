@@ -33,11 +33,7 @@ pub fn default_toleration_seconds(pod: &mut Pod) {
 }
 
 /// DefaultTolerationSeconds with explicit durations (the two apiserver flags).
-pub fn default_toleration_seconds_with(
-    pod: &mut Pod,
-    not_ready_secs: i64,
-    unreachable_secs: i64,
-) {
+pub fn default_toleration_seconds_with(pod: &mut Pod, not_ready_secs: i64, unreachable_secs: i64) {
     let tolerations = pod
         .spec
         .as_ref()
@@ -103,7 +99,13 @@ mod tests {
     }
 
     fn unreachable(secs: i64) -> Toleration {
-        tol(TAINT_NODE_UNREACHABLE, "Exists", "", "NoExecute", Some(secs))
+        tol(
+            TAINT_NODE_UNREACHABLE,
+            "Exists",
+            "",
+            "NoExecute",
+            Some(secs),
+        )
     }
 
     /// Upstream `TestForgivenessAdmission`, case by case.

@@ -200,8 +200,7 @@ pub fn claim_action(
         return ClaimAction::Release;
     }
     let obj_ns = obj.namespace.as_deref().unwrap_or("default");
-    if owner_deleting || !matches || obj.deletion_timestamp.is_some() || obj_ns != owner_namespace
-    {
+    if owner_deleting || !matches || obj.deletion_timestamp.is_some() || obj_ns != owner_namespace {
         return ClaimAction::Ignore;
     }
     ClaimAction::Adopt
@@ -476,7 +475,11 @@ mod tests {
         // Upstream TestUIDExpectations.
         let mut e = Expectations::default();
         let k = key("rs");
-        e.expect_deletions(&k, vec!["default/a".into(), "default/b".into()], SimTime::ZERO);
+        e.expect_deletions(
+            &k,
+            vec!["default/a".into(), "default/b".into()],
+            SimTime::ZERO,
+        );
         assert!(!e.satisfied(&k, SimTime::ZERO));
         e.deletion_observed(&k, "default/a");
         // Terminating first, gone later: the second observation does not count again.
@@ -501,8 +504,21 @@ mod tests {
         assert_eq!(deletion_cost(Some(&ann("-100"))), Ok(-100));
         assert_eq!(deletion_cost(Some(&ann("2147483647"))), Ok(i32::MAX));
         assert_eq!(deletion_cost(Some(&ann("-2147483648"))), Ok(i32::MIN));
-        for bad in ["+10", "008", "", "2147483648", "-2147483649", "1.5", "abc", "-", " 1"] {
-            assert!(deletion_cost(Some(&ann(bad))).is_err(), "{bad:?} must be invalid");
+        for bad in [
+            "+10",
+            "008",
+            "",
+            "2147483648",
+            "-2147483649",
+            "1.5",
+            "abc",
+            "-",
+            " 1",
+        ] {
+            assert!(
+                deletion_cost(Some(&ann(bad))).is_err(),
+                "{bad:?} must be invalid"
+            );
         }
     }
 
@@ -551,22 +567,52 @@ mod tests {
             namespace: Some("default".into()),
             ..Default::default()
         };
-        assert_eq!(claim_action(owner, "default", false, &orphan, true), ClaimAction::Adopt);
-        assert_eq!(claim_action(owner, "default", true, &orphan, true), ClaimAction::Ignore);
-        assert_eq!(claim_action(owner, "other", false, &orphan, true), ClaimAction::Ignore);
-        assert_eq!(claim_action(owner, "default", false, &orphan, false), ClaimAction::Ignore);
+        assert_eq!(
+            claim_action(owner, "default", false, &orphan, true),
+            ClaimAction::Adopt
+        );
+        assert_eq!(
+            claim_action(owner, "default", true, &orphan, true),
+            ClaimAction::Ignore
+        );
+        assert_eq!(
+            claim_action(owner, "other", false, &orphan, true),
+            ClaimAction::Ignore
+        );
+        assert_eq!(
+            claim_action(owner, "default", false, &orphan, false),
+            ClaimAction::Ignore
+        );
         let owner_meta = ObjectMeta {
             name: Some("rs".into()),
             uid: Some(owner.into()),
             ..Default::default()
         };
-        add_owner_reference(&mut orphan, new_controller_ref("apps/v1", "ReplicaSet", &owner_meta));
+        add_owner_reference(
+            &mut orphan,
+            new_controller_ref("apps/v1", "ReplicaSet", &owner_meta),
+        );
         let ours = orphan.clone();
-        assert_eq!(claim_action(owner, "default", false, &ours, true), ClaimAction::Claim);
-        assert_eq!(claim_action(owner, "default", true, &ours, true), ClaimAction::Claim);
-        assert_eq!(claim_action(owner, "default", false, &ours, false), ClaimAction::Release);
-        assert_eq!(claim_action(owner, "default", true, &ours, false), ClaimAction::Ignore);
-        assert_eq!(claim_action("other", "default", false, &ours, true), ClaimAction::Ignore);
+        assert_eq!(
+            claim_action(owner, "default", false, &ours, true),
+            ClaimAction::Claim
+        );
+        assert_eq!(
+            claim_action(owner, "default", true, &ours, true),
+            ClaimAction::Claim
+        );
+        assert_eq!(
+            claim_action(owner, "default", false, &ours, false),
+            ClaimAction::Release
+        );
+        assert_eq!(
+            claim_action(owner, "default", true, &ours, false),
+            ClaimAction::Ignore
+        );
+        assert_eq!(
+            claim_action("other", "default", false, &ours, true),
+            ClaimAction::Ignore
+        );
         let mut released = ours;
         remove_owner_reference(&mut released, owner);
         assert!(released.owner_references.is_none());

@@ -2,8 +2,9 @@
 //! fed from watch events (upstream's `spec.nodeName` informer index), the pod-condition update
 //! rule, and the human-readable forms of taints and tolerations used in explanation records.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
+use std::hash::Hash;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -86,6 +87,38 @@ impl PodsByNode {
     }
 }
 
+/// A FIFO that holds each item at most once (upstream's de-duplicating workqueue).
+#[derive(Debug)]
+pub(crate) struct UniqueQueue<T> {
+    order: VecDeque<T>,
+    present: HashSet<T>,
+}
+
+impl<T> Default for UniqueQueue<T> {
+    fn default() -> Self {
+        UniqueQueue {
+            order: VecDeque::new(),
+            present: HashSet::new(),
+        }
+    }
+}
+
+impl<T: Clone + Eq + Hash> UniqueQueue<T> {
+    pub(crate) fn push(&mut self, item: T) {
+        if self.present.insert(item.clone()) {
+            self.order.push_back(item);
+        }
+    }
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        let item = self.order.pop_front()?;
+        self.present.remove(&item);
+        Some(item)
+    }
+    pub(crate) fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+}
+
 fn opt_str(s: &Option<String>) -> &str {
     s.as_deref().unwrap_or("")
 }
@@ -93,7 +126,11 @@ fn opt_str(s: &Option<String>) -> &str {
 /// Upstream `UpdatePodCondition`: sets `cond` on `status` with lastTransitionTime `now`, keeping
 /// the old lastTransitionTime when the condition's status did not change. Returns whether any
 /// field of the condition changed (or it was added).
-pub(crate) fn update_pod_condition(status: &mut PodStatus, mut cond: PodCondition, now: Time) -> bool {
+pub(crate) fn update_pod_condition(
+    status: &mut PodStatus,
+    mut cond: PodCondition,
+    now: Time,
+) -> bool {
     cond.last_transition_time = Some(now);
     let conditions = status.conditions.get_or_insert_with(Vec::new);
     let Some(idx) = conditions.iter().position(|c| c.type_ == cond.type_) else {
@@ -166,7 +203,13 @@ mod tests {
     fn tolerations_print_like_kubectl_describe() {
         let cases = [
             (
-                tol("node.kubernetes.io/unreachable", "Exists", "", "NoExecute", Some(300)),
+                tol(
+                    "node.kubernetes.io/unreachable",
+                    "Exists",
+                    "",
+                    "NoExecute",
+                    Some(300),
+                ),
                 "node.kubernetes.io/unreachable:NoExecute op=Exists for 300s",
             ),
             (tol("k", "Equal", "v", "NoExecute", None), "k=v:NoExecute"),
@@ -190,8 +233,14 @@ mod tests {
         let mut st = PodStatus::default();
         assert!(update_pod_condition(&mut st, ready("True"), t0.clone()));
         assert!(!update_pod_condition(&mut st, ready("True"), t1.clone()));
-        assert_eq!(st.conditions.as_ref().unwrap()[0].last_transition_time, Some(t0));
+        assert_eq!(
+            st.conditions.as_ref().unwrap()[0].last_transition_time,
+            Some(t0)
+        );
         assert!(update_pod_condition(&mut st, ready("False"), t1.clone()));
-        assert_eq!(st.conditions.as_ref().unwrap()[0].last_transition_time, Some(t1));
+        assert_eq!(
+            st.conditions.as_ref().unwrap()[0].last_transition_time,
+            Some(t1)
+        );
     }
 }

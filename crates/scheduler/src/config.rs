@@ -10,8 +10,7 @@ use kubeplane_core::time::SimDuration;
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::framework::{ClusterEventWithHint, Framework, Plugin, PluginSet};
-use crate::framework::events::labels as ev;
+use crate::framework::{Framework, Plugin, PluginSet};
 use crate::plugins::registry;
 use crate::queue::{ProfileQueueConfig, QueueConfig};
 
@@ -142,11 +141,17 @@ pub struct SchedulerSetup {
 pub fn decode(value: &serde_json::Value) -> Result<KubeSchedulerConfiguration, ConfigError> {
     let cfg: KubeSchedulerConfiguration = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        err(if path == "." { String::new() } else { path }, e.inner().to_string())
+        err(
+            if path == "." { String::new() } else { path },
+            e.inner().to_string(),
+        )
     })?;
     if let Some(v) = &cfg.api_version {
         if v != "kubescheduler.config.k8s.io/v1" {
-            return Err(err("apiVersion", format!("unsupported version {v:?}, expected kubescheduler.config.k8s.io/v1")));
+            return Err(err(
+                "apiVersion",
+                format!("unsupported version {v:?}, expected kubescheduler.config.k8s.io/v1"),
+            ));
         }
     }
     Ok(cfg)
@@ -163,7 +168,12 @@ fn merge_plugin_set(defaults: &[PluginRef], custom: &PluginSetConfig) -> Vec<Plu
             if disabled.contains(d.name.as_str()) {
                 continue;
             }
-            if let Some((i, c)) = custom.enabled.iter().enumerate().find(|(_, c)| c.name == d.name) {
+            if let Some((i, c)) = custom
+                .enabled
+                .iter()
+                .enumerate()
+                .find(|(_, c)| c.name == d.name)
+            {
                 replaced.insert(i);
                 out.push(c.clone());
             } else {
@@ -187,18 +197,54 @@ struct ExtensionPoint {
 }
 
 const POINTS: [ExtensionPoint; 12] = [
-    ExtensionPoint { name: "preEnqueue", implements: |p| p.as_pre_enqueue().is_some() },
-    ExtensionPoint { name: "queueSort", implements: |p| p.as_queue_sort().is_some() },
-    ExtensionPoint { name: "preFilter", implements: |p| p.as_pre_filter().is_some() },
-    ExtensionPoint { name: "filter", implements: |p| p.as_filter().is_some() },
-    ExtensionPoint { name: "postFilter", implements: |p| p.as_post_filter().is_some() },
-    ExtensionPoint { name: "preScore", implements: |p| p.as_pre_score().is_some() },
-    ExtensionPoint { name: "score", implements: |p| p.as_score().is_some() },
-    ExtensionPoint { name: "reserve", implements: |p| p.as_reserve().is_some() },
-    ExtensionPoint { name: "permit", implements: |p| p.as_permit().is_some() },
-    ExtensionPoint { name: "preBind", implements: |p| p.as_pre_bind().is_some() },
-    ExtensionPoint { name: "bind", implements: |p| p.as_bind().is_some() },
-    ExtensionPoint { name: "postBind", implements: |p| p.as_post_bind().is_some() },
+    ExtensionPoint {
+        name: "preEnqueue",
+        implements: |p| p.as_pre_enqueue().is_some(),
+    },
+    ExtensionPoint {
+        name: "queueSort",
+        implements: |p| p.as_queue_sort().is_some(),
+    },
+    ExtensionPoint {
+        name: "preFilter",
+        implements: |p| p.as_pre_filter().is_some(),
+    },
+    ExtensionPoint {
+        name: "filter",
+        implements: |p| p.as_filter().is_some(),
+    },
+    ExtensionPoint {
+        name: "postFilter",
+        implements: |p| p.as_post_filter().is_some(),
+    },
+    ExtensionPoint {
+        name: "preScore",
+        implements: |p| p.as_pre_score().is_some(),
+    },
+    ExtensionPoint {
+        name: "score",
+        implements: |p| p.as_score().is_some(),
+    },
+    ExtensionPoint {
+        name: "reserve",
+        implements: |p| p.as_reserve().is_some(),
+    },
+    ExtensionPoint {
+        name: "permit",
+        implements: |p| p.as_permit().is_some(),
+    },
+    ExtensionPoint {
+        name: "preBind",
+        implements: |p| p.as_pre_bind().is_some(),
+    },
+    ExtensionPoint {
+        name: "bind",
+        implements: |p| p.as_bind().is_some(),
+    },
+    ExtensionPoint {
+        name: "postBind",
+        implements: |p| p.as_post_bind().is_some(),
+    },
 ];
 
 fn point_config<'a>(plugins: &'a Plugins, name: &str) -> &'a PluginSetConfig {
@@ -226,19 +272,28 @@ fn build_profile(
     features: &FeatureGates,
 ) -> Result<Framework, ConfigError> {
     let path = format!("profiles[{i}]");
-    let name = profile.scheduler_name.clone().unwrap_or_else(|| crate::DEFAULT_SCHEDULER_NAME.to_string());
+    let name = profile
+        .scheduler_name
+        .clone()
+        .unwrap_or_else(|| crate::DEFAULT_SCHEDULER_NAME.to_string());
     if name.is_empty() {
         return Err(err(format!("{path}.schedulerName"), "Required value"));
     }
     if let Some(p) = profile.percentage_of_nodes_to_score {
         if !(0..=100).contains(&p) {
-            return Err(err(format!("{path}.percentageOfNodesToScore"), format!("Invalid value: {p}: not in valid range [0-100]")));
+            return Err(err(
+                format!("{path}.percentageOfNodesToScore"),
+                format!("Invalid value: {p}: not in valid range [0-100]"),
+            ));
         }
     }
     let custom = profile.plugins.clone().unwrap_or_default();
     let default_mp: Vec<PluginRef> = registry::default_multi_point()
         .into_iter()
-        .map(|(n, w)| PluginRef { name: n.to_string(), weight: w })
+        .map(|(n, w)| PluginRef {
+            name: n.to_string(),
+            weight: w,
+        })
         .collect();
     let multi_point = merge_plugin_set(&default_mp, &custom.multi_point);
     // Plugin args: the configured ones, checked for duplicates.
@@ -249,9 +304,15 @@ fn build_profile(
             return Err(err(field, format!("Duplicate value: {:?}", pc.name)));
         }
         if !registry::is_known(&pc.name) {
-            return Err(err(format!("{field}.name"), format!("plugin {:?} does not exist", pc.name)));
+            return Err(err(
+                format!("{field}.name"),
+                format!("plugin {:?} does not exist", pc.name),
+            ));
         }
-        args.insert(pc.name.clone(), pc.args.clone().unwrap_or(serde_json::Value::Null));
+        args.insert(
+            pc.name.clone(),
+            pc.args.clone().unwrap_or(serde_json::Value::Null),
+        );
     }
     // Instantiate every plugin named anywhere, once.
     let mut instances: BTreeMap<String, Arc<dyn Plugin>> = BTreeMap::new();
@@ -271,7 +332,11 @@ fn build_profile(
                 .flatten()
                 .position(|pc| pc.name == n)
                 .unwrap_or(0);
-            let sub = if e.field.is_empty() { String::new() } else { format!(".{}", e.field) };
+            let sub = if e.field.is_empty() {
+                String::new()
+            } else {
+                format!(".{}", e.field)
+            };
             err(format!("{path}.pluginConfig[{j}].args{sub}"), e.message)
         })?;
         instances.insert(n.to_string(), plugin);
@@ -279,11 +344,17 @@ fn build_profile(
         Ok(())
     };
     for (j, p) in multi_point.iter().enumerate() {
-        want(&p.name, format!("{path}.plugins.multiPoint.enabled[{j}].name"))?;
+        want(
+            &p.name,
+            format!("{path}.plugins.multiPoint.enabled[{j}].name"),
+        )?;
     }
     for point in &POINTS {
         for (j, p) in point_config(&custom, point.name).enabled.iter().enumerate() {
-            want(&p.name, format!("{path}.plugins.{}.enabled[{j}].name", point.name))?;
+            want(
+                &p.name,
+                format!("{path}.plugins.{}.enabled[{j}].name", point.name),
+            )?;
         }
     }
     let mut set = PluginSet::default();
@@ -303,8 +374,14 @@ fn build_profile(
                 if specified.contains(p.name.as_str()) {
                     continue;
                 }
-                if from_multi.iter().any(|(n, _): &(String, Option<i32>)| *n == p.name) {
-                    return Err(err(format!("{path}.plugins.multiPoint"), format!("plugin {:?} already registered as {:?}", p.name, point.name)));
+                if from_multi
+                    .iter()
+                    .any(|(n, _): &(String, Option<i32>)| *n == p.name)
+                {
+                    return Err(err(
+                        format!("{path}.plugins.multiPoint"),
+                        format!("plugin {:?} already registered as {:?}", p.name, point.name),
+                    ));
                 }
                 from_multi.push((p.name.clone(), p.weight));
             }
@@ -324,11 +401,18 @@ fn build_profile(
                 others.push((p.name.clone(), p.weight));
             }
         }
-        let ordered: Vec<(String, Option<i32>)> = overrides.into_iter().chain(from_multi).chain(others).collect();
+        let ordered: Vec<(String, Option<i32>)> = overrides
+            .into_iter()
+            .chain(from_multi)
+            .chain(others)
+            .collect();
         let mut seen = BTreeSet::new();
         for (n, w) in &ordered {
             if !seen.insert(n.clone()) {
-                return Err(err(format!("{path}.plugins.{}", point.name), format!("plugin {n:?} already registered as {:?}", point.name)));
+                return Err(err(
+                    format!("{path}.plugins.{}", point.name),
+                    format!("plugin {n:?} already registered as {:?}", point.name),
+                ));
             }
             let inst = instances[n].clone();
             match point.name {
@@ -341,7 +425,10 @@ fn build_profile(
                 "score" => {
                     let weight = w.unwrap_or(0) as i64;
                     if weight < 0 {
-                        return Err(err(format!("{path}.plugins.score"), format!("plugin {n:?} has a negative weight {weight}")));
+                        return Err(err(
+                            format!("{path}.plugins.score"),
+                            format!("plugin {n:?} has a negative weight {weight}"),
+                        ));
                     }
                     let weight = if weight == 0 { 1 } else { weight };
                     weights.insert(n.clone(), weight);
@@ -356,10 +443,16 @@ fn build_profile(
         }
     }
     if set.queue_sort.len() != 1 {
-        return Err(err(format!("{path}.plugins.queueSort"), "exactly one queue sort plugin must be enabled"));
+        return Err(err(
+            format!("{path}.plugins.queueSort"),
+            "exactly one queue sort plugin must be enabled",
+        ));
     }
     if set.bind.is_empty() {
-        return Err(err(format!("{path}.plugins.bind"), "at least one bind plugin is needed"));
+        return Err(err(
+            format!("{path}.plugins.bind"),
+            "at least one bind plugin is needed",
+        ));
     }
     let all_plugins = order.iter().map(|n| instances[n].clone()).collect();
     Ok(Framework {
@@ -379,23 +472,40 @@ pub fn resolve(
     let cfg = cfg.unwrap_or(&default_cfg);
     if let Some(p) = cfg.parallelism {
         if p <= 0 {
-            return Err(err("parallelism", format!("Invalid value: {p}: should be an integer value greater than zero")));
+            return Err(err(
+                "parallelism",
+                format!("Invalid value: {p}: should be an integer value greater than zero"),
+            ));
         }
     }
     let percentage = cfg.percentage_of_nodes_to_score.unwrap_or(0);
     if !(0..=100).contains(&percentage) {
-        return Err(err("percentageOfNodesToScore", format!("Invalid value: {percentage}: not in valid range [0-100]")));
+        return Err(err(
+            "percentageOfNodesToScore",
+            format!("Invalid value: {percentage}: not in valid range [0-100]"),
+        ));
     }
     let initial = cfg.pod_initial_backoff_seconds.unwrap_or(1);
     let max = cfg.pod_max_backoff_seconds.unwrap_or(10);
     if initial <= 0 {
-        return Err(err("podInitialBackoffSeconds", format!("Invalid value: {initial}: must be greater than 0")));
+        return Err(err(
+            "podInitialBackoffSeconds",
+            format!("Invalid value: {initial}: must be greater than 0"),
+        ));
     }
     if max < initial {
-        return Err(err("podMaxBackoffSeconds", format!("Invalid value: {max}: must be greater than or equal to PodInitialBackoffSeconds")));
+        return Err(err(
+            "podMaxBackoffSeconds",
+            format!(
+                "Invalid value: {max}: must be greater than or equal to PodInitialBackoffSeconds"
+            ),
+        ));
     }
     if cfg.extenders.as_ref().is_some_and(|e| !e.is_empty()) {
-        return Err(err("extenders", "scheduler extenders are not supported by kubeplane"));
+        return Err(err(
+            "extenders",
+            "scheduler extenders are not supported by kubeplane",
+        ));
     }
     let profiles = match &cfg.profiles {
         Some(p) if p.is_empty() => return Err(err("profiles", "Required value")),
@@ -407,33 +517,31 @@ pub fn resolve(
     for (i, p) in profiles.iter().enumerate() {
         let f = build_profile(i, p, features)?;
         if let Some(j) = names.insert(f.profile_name.clone(), i) {
-            return Err(err(format!("profiles[{i}].schedulerName"), format!("Duplicate value: profiles[{j}].schedulerName")));
+            return Err(err(
+                format!("profiles[{i}].schedulerName"),
+                format!("Duplicate value: profiles[{j}].schedulerName"),
+            ));
         }
         frameworks.push(f);
     }
     let queue_sort_name = frameworks[0].plugins.queue_sort[0].name();
     for (i, f) in frameworks.iter().enumerate().skip(1) {
         if f.plugins.queue_sort[0].name() != queue_sort_name {
-            return Err(err(format!("profiles[{i}].plugins.queueSort"), "Invalid value: has to match for all profiles"));
+            return Err(err(
+                format!("profiles[{i}].plugins.queueSort"),
+                "Invalid value: has to match for all profiles",
+            ));
         }
     }
-    let mut queue_profiles = BTreeMap::new();
-    for f in &frameworks {
-        let mut events = Vec::new();
-        for p in &f.all_plugins {
-            match p.events_to_register() {
-                Some(list) => events.extend(list.into_iter().map(|e| (p.name(), e))),
-                None => events.push((p.name(), ClusterEventWithHint::new(ev::WILDCARD))),
-            }
-        }
-        queue_profiles.insert(
-            f.profile_name.clone(),
-            ProfileQueueConfig {
-                pre_enqueue: f.plugins.pre_enqueue.clone(),
-                events,
-            },
-        );
-    }
+    let queue_profiles = frameworks
+        .iter()
+        .map(|f| {
+            let mut q = ProfileQueueConfig::from_plugins(&f.all_plugins);
+            // PreEnqueue plugins run in the configured order of the preEnqueue point.
+            q.pre_enqueue = f.plugins.pre_enqueue.clone();
+            (f.profile_name.clone(), q)
+        })
+        .collect();
     let queue = QueueConfig {
         initial_backoff: SimDuration::from_secs(initial),
         max_backoff: SimDuration::from_secs(max),

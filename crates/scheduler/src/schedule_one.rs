@@ -88,7 +88,7 @@ impl FitError {
 
 /// How a scheduling attempt failed.
 pub enum ScheduleError {
-    Fit(FitError),
+    Fit(Box<FitError>),
     NoNodes,
     Internal(Status),
 }
@@ -190,8 +190,15 @@ impl Scheduler {
                 if let ScheduleError::Fit(fit) = &mut err {
                     if fwk.has_post_filter_plugins() {
                         let absent = fit.diagnosis.absent_status.clone().unwrap_or_default();
+                        let queue = &self.queue;
+                        let nominated = |node: &str| queue.nominated_pods_for_node(node);
+                        let random: u64 = self.rng.random();
                         let input = PostFilterInput {
+                            framework: &fwk,
                             snapshot: &self.snapshot,
+                            nominated_pods: &nominated,
+                            now,
+                            random,
                             statuses: &fit.diagnosis.node_to_status,
                             absent_status: &absent,
                         };
@@ -212,7 +219,10 @@ impl Scheduler {
         };
         // Assume: account the pod to the chosen node before binding.
         let mut assumed_pod = Pod::clone(&pod.pod);
-        assumed_pod.spec.get_or_insert_with(Default::default).node_name = Some(host.clone());
+        assumed_pod
+            .spec
+            .get_or_insert_with(Default::default)
+            .node_name = Some(host.clone());
         let assumed = Arc::new(PodInfo {
             pod: Arc::new(assumed_pod),
             ..PodInfo::clone(&pod)
@@ -220,7 +230,14 @@ impl Scheduler {
         if let Err(e) = self.cache.assume_pod(assumed.clone(), &host) {
             let err = ScheduleError::Internal(Status::error(e.to_string()));
             self.emit_attempt(now, client, &fwk, &qpi, &err, None, trace.take());
-            self.handle_scheduling_failure(now, client, &fwk, qpi, err, NominatingMode::Override(String::new()));
+            self.handle_scheduling_failure(
+                now,
+                client,
+                &fwk,
+                qpi,
+                err,
+                NominatingMode::Override(String::new()),
+            );
             return;
         }
         self.queue.delete_nominated_pod_if_exists(&pod);
@@ -235,7 +252,14 @@ impl Scheduler {
             let _ = self.cache.forget_pod(&pod.uid);
             let err = self.single_node_failure(&host, permit);
             self.emit_attempt(now, client, &fwk, &qpi, &err, None, trace.take());
-            self.handle_scheduling_failure(now, client, &fwk, qpi, err, NominatingMode::Override(String::new()));
+            self.handle_scheduling_failure(
+                now,
+                client,
+                &fwk,
+                qpi,
+                err,
+                NominatingMode::Override(String::new()),
+            );
             return;
         }
         self.emit_attempt_ok(now, client, &fwk, &qpi, &host, trace.take());
@@ -253,7 +277,10 @@ impl Scheduler {
                 &pod.namespace,
                 &pod.name,
                 "Scheduled",
-                format!("Successfully assigned {}/{} to {}", pod.namespace, pod.name, host),
+                format!(
+                    "Successfully assigned {}/{} to {}",
+                    pod.namespace, pod.name, host
+                ),
             ));
             self.metrics.scheduled += 1;
             fwk.run_post_bind_plugins(&mut state, &assumed, &host);
@@ -294,10 +321,10 @@ impl Scheduler {
                 d.unschedulable_plugins.insert(status.plugin);
             }
             d.node_to_status.insert(host.to_string(), status);
-            ScheduleError::Fit(FitError {
+            ScheduleError::Fit(Box::new(FitError {
                 num_all_nodes: 1,
                 diagnosis: d,
-            })
+            }))
         } else {
             ScheduleError::Internal(status)
         }
@@ -315,20 +342,29 @@ impl Scheduler {
         if self.snapshot.num_nodes() == 0 {
             return Err(ScheduleError::NoNodes);
         }
-        let (feasible, diagnosis) = self.find_nodes_that_fit_pod(fwk, state, pod, trace.as_deref_mut())?;
+        let (feasible, diagnosis) =
+            self.find_nodes_that_fit_pod(fwk, state, pod, trace.as_deref_mut())?;
         if let Some(t) = trace.as_deref_mut() {
             t.filter = diagnosis.node_to_status.clone();
             t.absent = diagnosis.absent_status.clone();
             if t.absent.is_some() {
-                t.all_nodes = self.snapshot.node_infos.iter().map(|n| n.name.clone()).collect();
+                t.all_nodes = self
+                    .snapshot
+                    .node_infos
+                    .iter()
+                    .map(|n| n.name.clone())
+                    .collect();
             }
-            t.feasible = feasible.iter().map(|&i| self.snapshot.node_infos[i].name.clone()).collect();
+            t.feasible = feasible
+                .iter()
+                .map(|&i| self.snapshot.node_infos[i].name.clone())
+                .collect();
         }
         if feasible.is_empty() {
-            return Err(ScheduleError::Fit(FitError {
+            return Err(ScheduleError::Fit(Box::new(FitError {
                 num_all_nodes: self.snapshot.num_nodes(),
                 diagnosis,
-            }));
+            })));
         }
         let evaluated = feasible.len() + diagnosis.node_to_status.len();
         if feasible.len() == 1 {
@@ -339,7 +375,10 @@ impl Scheduler {
             });
         }
         let snapshot = &self.snapshot;
-        let nodes: Vec<&NodeInfo> = feasible.iter().map(|&i| snapshot.node_infos[i].as_ref()).collect();
+        let nodes: Vec<&NodeInfo> = feasible
+            .iter()
+            .map(|&i| snapshot.node_infos[i].as_ref())
+            .collect();
         let scores = prioritize_nodes(fwk, state, pod, &nodes, snapshot)?;
         let host = select_host(&scores, &mut self.rng);
         if let Some(t) = trace {
@@ -379,7 +418,8 @@ impl Scheduler {
             if let Some(&i) = self.snapshot.index.get(nominated) {
                 let node = self.snapshot.node_infos[i].clone();
                 let nominated_pods = self.queue.nominated_pods_for_node(&node.name);
-                let s = fwk.run_filter_plugins_with_nominated_pods(state, pod, &node, &nominated_pods);
+                let s =
+                    fwk.run_filter_plugins_with_nominated_pods(state, pod, &node, &nominated_pods);
                 if s.is_success() {
                     return Ok((vec![i], diagnosis));
                 }
@@ -396,13 +436,17 @@ impl Scheduler {
                     "node(s) didn't satisfy plugin(s) [{}]",
                     names_list.join(" ")
                 )));
-                let mut idx: Vec<usize> = names.iter().filter_map(|n| self.snapshot.index.get(n).copied()).collect();
+                let mut idx: Vec<usize> = names
+                    .iter()
+                    .filter_map(|n| self.snapshot.index.get(n).copied())
+                    .collect();
                 idx.sort_unstable();
                 idx
             }
             None => (0..all).collect(),
         };
-        let feasible = self.find_nodes_that_pass_filters(fwk, state, pod, &candidates, &mut diagnosis)?;
+        let feasible =
+            self.find_nodes_that_pass_filters(fwk, state, pod, &candidates, &mut diagnosis)?;
         Ok((feasible, diagnosis))
     }
 
@@ -488,12 +532,22 @@ impl Scheduler {
         }
         let message = err.message();
         let pod_key = qpi.pod_info.clone();
-        let current = client.store().get_pod(&pod_key.namespace, &pod_key.name).cloned();
-        let Some(current) = current.filter(|p| p.metadata.uid.as_deref() == Some(pod_key.uid.as_str())) else {
+        let current = client
+            .store()
+            .get_pod(&pod_key.namespace, &pod_key.name)
+            .cloned();
+        let Some(current) =
+            current.filter(|p| p.metadata.uid.as_deref() == Some(pod_key.uid.as_str()))
+        else {
             self.queue.done(&pod_key.uid);
             return;
         };
-        if current.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty()) {
+        if current
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty())
+        {
             self.queue.done(&pod_key.uid);
             return;
         }
@@ -503,7 +557,8 @@ impl Scheduler {
         let _ = self.queue.add_unschedulable_if_not_present(qpi, cycle, now);
         match &nominating {
             NominatingMode::Override(node) => {
-                self.queue.add_nominated_pod(refreshed.clone(), Some(node.clone()));
+                self.queue
+                    .add_nominated_pod(refreshed.clone(), Some(node.clone()));
             }
             NominatingMode::Noop => self.queue.add_nominated_pod(refreshed.clone(), None),
         }
@@ -566,7 +621,11 @@ impl Scheduler {
             last_probe_time: None,
             observed_generation: None,
         });
-        st.nominated_node_name = if new_nnn.is_empty() { None } else { Some(new_nnn) };
+        st.nominated_node_name = if new_nnn.is_empty() {
+            None
+        } else {
+            Some(new_nnn)
+        };
         p.metadata.resource_version = None;
         let _ = client.update(Object::Pod(Arc::new(p)));
     }
@@ -636,12 +695,16 @@ impl Scheduler {
                 }
             }
         }
-        let scored: BTreeMap<&str, &NodeScores> = trace.scores.iter().map(|s| (s.name.as_str(), s)).collect();
+        let scored: BTreeMap<&str, &NodeScores> =
+            trace.scores.iter().map(|s| (s.name.as_str(), s)).collect();
         for name in &trace.feasible {
             let mut entry = json!({"name": name, "filter": []});
             if let Some(s) = scored.get(name.as_str()).filter(|_| trace.scored) {
-                let scores: serde_json::Map<String, Value> =
-                    s.scores.iter().map(|(p, v)| (p.to_string(), json!(v))).collect();
+                let scores: serde_json::Map<String, Value> = s
+                    .scores
+                    .iter()
+                    .map(|(p, v)| (p.to_string(), json!(v)))
+                    .collect();
                 entry["scores"] = Value::Object(scores);
                 entry["total"] = json!(s.total);
             }
@@ -684,7 +747,8 @@ pub fn prioritize_nodes(
     if !s.is_success() {
         return Err(ScheduleError::Internal(s));
     }
-    fwk.run_score_plugins(state, pod, nodes).map_err(ScheduleError::Internal)
+    fwk.run_score_plugins(state, pod, nodes)
+        .map_err(ScheduleError::Internal)
 }
 
 /// One of the highest-scoring nodes, chosen uniformly by reservoir sampling with the seeded
@@ -724,9 +788,16 @@ mod tests {
     #[test]
     fn the_fit_error_counts_reasons_and_sorts_them_as_strings() {
         let mut d = Diagnosis::default();
-        d.node_to_status.insert("a".into(), Status::unschedulable("Insufficient cpu"));
-        d.node_to_status.insert("b".into(), Status::unresolvable("node(s) had untolerated taint(s)"));
-        d.node_to_status.insert("c".into(), Status::unresolvable("node(s) had untolerated taint(s)"));
+        d.node_to_status
+            .insert("a".into(), Status::unschedulable("Insufficient cpu"));
+        d.node_to_status.insert(
+            "b".into(),
+            Status::unresolvable("node(s) had untolerated taint(s)"),
+        );
+        d.node_to_status.insert(
+            "c".into(),
+            Status::unresolvable("node(s) had untolerated taint(s)"),
+        );
         let fit = FitError {
             num_all_nodes: 3,
             diagnosis: d,
@@ -747,7 +818,10 @@ mod tests {
             num_all_nodes: 2,
             diagnosis: d,
         };
-        assert_eq!(fit.message(), "0/2 nodes are available: pod affinity terms conflict.");
+        assert_eq!(
+            fit.message(),
+            "0/2 nodes are available: pod affinity terms conflict."
+        );
     }
 
     #[test]

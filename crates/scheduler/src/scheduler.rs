@@ -197,7 +197,12 @@ impl Scheduler {
         }
     }
 
-    fn on_node(&mut self, ev: &WatchEvent, node: &Arc<k8s_openapi::api::core::v1::Node>, now: SimTime) {
+    fn on_node(
+        &mut self,
+        ev: &WatchEvent,
+        node: &Arc<k8s_openapi::api::core::v1::Node>,
+        now: SimTime,
+    ) {
         match ev.type_ {
             EventType::Added => {
                 self.cache.add_node(node.clone());
@@ -234,7 +239,8 @@ impl Scheduler {
                     None,
                     now,
                 );
-                self.cache.remove_node(node.metadata.name.as_deref().unwrap_or(""));
+                self.cache
+                    .remove_node(node.metadata.name.as_deref().unwrap_or(""));
             }
         }
     }
@@ -277,9 +283,18 @@ impl Component for Scheduler {
 
     fn metrics(&self) -> Vec<(String, u64)> {
         vec![
-            ("scheduler_schedule_attempts_total{result=\"scheduled\"}".into(), self.metrics.scheduled),
-            ("scheduler_schedule_attempts_total{result=\"unschedulable\"}".into(), self.metrics.unschedulable),
-            ("scheduler_schedule_attempts_total{result=\"error\"}".into(), self.metrics.errors),
+            (
+                "scheduler_schedule_attempts_total{result=\"scheduled\"}".into(),
+                self.metrics.scheduled,
+            ),
+            (
+                "scheduler_schedule_attempts_total{result=\"unschedulable\"}".into(),
+                self.metrics.unschedulable,
+            ),
+            (
+                "scheduler_schedule_attempts_total{result=\"error\"}".into(),
+                self.metrics.errors,
+            ),
         ]
     }
 }

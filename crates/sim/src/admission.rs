@@ -23,7 +23,11 @@ pub fn admit_priority(pod: &mut Pod, store: &Store) -> Result<(), String> {
                 match store.get(Kind::PriorityClass, "", n) {
                     Some(Object::PriorityClass(pc)) => (
                         pc.value,
-                        Some(pc.preemption_policy.clone().unwrap_or_else(|| "PreemptLowerPriority".into())),
+                        Some(
+                            pc.preemption_policy
+                                .clone()
+                                .unwrap_or_else(|| "PreemptLowerPriority".into()),
+                        ),
                     ),
                     _ => return Err(format!("no PriorityClass with name {n} was found")),
                 }
@@ -34,14 +38,23 @@ pub fn admit_priority(pod: &mut Pod, store: &Store) -> Result<(), String> {
             let default = store
                 .list(Kind::PriorityClass)
                 .filter_map(|o| match o {
-                    Object::PriorityClass(pc) if pc.global_default == Some(true) => Some(pc.clone()),
+                    Object::PriorityClass(pc) if pc.global_default == Some(true) => {
+                        Some(pc.clone())
+                    }
                     _ => None,
                 })
                 .max_by_key(|pc| pc.value);
             match default {
                 Some(pc) => {
                     spec.priority_class_name = pc.metadata.name.clone();
-                    (pc.value, Some(pc.preemption_policy.clone().unwrap_or_else(|| "PreemptLowerPriority".into())))
+                    (
+                        pc.value,
+                        Some(
+                            pc.preemption_policy
+                                .clone()
+                                .unwrap_or_else(|| "PreemptLowerPriority".into()),
+                        ),
+                    )
                 }
                 None => (0, None),
             }

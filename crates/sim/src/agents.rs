@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStatus, Node, NodeCondition, Pod,
-    PodCondition,
+    ContainerState, ContainerStateRunning, ContainerStatus, Node, NodeCondition, Pod, PodCondition,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
-use kubeplane_store::{Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent};
+use kubeplane_store::{
+    Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
+};
 
 /// Where node Leases live.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
@@ -25,8 +26,13 @@ pub const LEASE_DURATION_SECS: i32 = 40;
 pub const NODE_STATUS_REPORT_INTERVAL: SimDuration = SimDuration(300_000_000_000);
 
 /// The condition types a node agent reports, in upstream order.
-pub const NODE_CONDITION_TYPES: [&str; 5] =
-    ["MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable", "Ready"];
+pub const NODE_CONDITION_TYPES: [&str; 5] = [
+    "MemoryPressure",
+    "DiskPressure",
+    "PIDPressure",
+    "NetworkUnavailable",
+    "Ready",
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
@@ -82,11 +88,17 @@ fn pod_key(ns: &str, name: &str) -> String {
 }
 
 fn node_of(pod: &Pod) -> Option<&str> {
-    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .filter(|n| !n.is_empty())
 }
 
 fn phase_of(pod: &Pod) -> &str {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending")
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("Pending")
 }
 
 impl NodeAgents {
@@ -130,7 +142,9 @@ impl NodeAgents {
     }
 
     fn node_up(&self, name: &str) -> bool {
-        self.node_index.get(name).is_some_and(|&i| self.nodes[i].up && self.nodes[i].exists)
+        self.node_index
+            .get(name)
+            .is_some_and(|&i| self.nodes[i].up && self.nodes[i].exists)
     }
 
     /// Starts (re)scheduling the heartbeats of a node from `now`.
@@ -178,7 +192,14 @@ impl NodeAgents {
     }
 
     /// The `nodeCondition` step: from now on the agent reports this condition.
-    pub fn set_node_condition(&mut self, node: &str, type_: &str, status: &str, reason: Option<String>, now: SimTime) {
+    pub fn set_node_condition(
+        &mut self,
+        node: &str,
+        type_: &str,
+        status: &str,
+        reason: Option<String>,
+        now: SimTime,
+    ) {
         let i = self.node_idx(node);
         self.nodes[i]
             .conditions
@@ -223,7 +244,11 @@ impl NodeAgents {
         let terminating = pod.metadata.deletion_timestamp.is_some();
         if terminating {
             if self.pods[idx].stop_at.is_none() {
-                let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(0).max(0);
+                let grace = pod
+                    .metadata
+                    .deletion_grace_period_seconds
+                    .unwrap_or(0)
+                    .max(0);
                 let at = now + SimDuration::from_secs(grace);
                 self.pods[idx].stop_at = Some(at);
                 self.push(at, Timer::StopPod(idx));
@@ -341,7 +366,11 @@ impl NodeAgents {
             return;
         }
         self.pods[p].start_at = None;
-        let Some(pod) = client.store().get_pod(&entry.namespace, &entry.name).cloned() else {
+        let Some(pod) = client
+            .store()
+            .get_pod(&entry.namespace, &entry.name)
+            .cloned()
+        else {
             return;
         };
         if pod.metadata.uid.as_deref() != Some(entry.uid.as_str())
@@ -460,7 +489,10 @@ impl Component for NodeAgents {
                 }
             }
             (Object::Node(n), EventType::Deleted) => {
-                if let Some(&i) = self.node_index.get(n.metadata.name.as_deref().unwrap_or("")) {
+                if let Some(&i) = self
+                    .node_index
+                    .get(n.metadata.name.as_deref().unwrap_or(""))
+                {
                     self.nodes[i].exists = false;
                     self.nodes[i].epoch += 1;
                     self.lease_epochs.insert(i, self.nodes[i].epoch);
@@ -510,8 +542,14 @@ impl Component for NodeAgents {
 
     fn metrics(&self) -> Vec<(String, u64)> {
         vec![
-            ("kubelet_node_lease_renewals_total".into(), self.leases_renewed),
-            ("kubelet_node_status_posts_total".into(), self.statuses_posted),
+            (
+                "kubelet_node_lease_renewals_total".into(),
+                self.leases_renewed,
+            ),
+            (
+                "kubelet_node_status_posts_total".into(),
+                self.statuses_posted,
+            ),
         ]
     }
 }
@@ -521,7 +559,8 @@ impl NodeAgents {
     pub fn has_pod_work(&self) -> bool {
         self.pod_index.values().any(|&i| {
             let p = &self.pods[i];
-            (p.start_at.is_some() && self.node_up(&p.node)) || (p.stop_at.is_some() && self.node_up(&p.node))
+            (p.start_at.is_some() && self.node_up(&p.node))
+                || (p.stop_at.is_some() && self.node_up(&p.node))
         })
     }
 }

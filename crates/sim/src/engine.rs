@@ -10,7 +10,9 @@ use kubeplane_core::features::FeatureGates;
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_scheduler::Scheduler;
-use kubeplane_store::{Client, Component, DeleteOptions, Kind, Object, ObjectKey, Store, StoreError};
+use kubeplane_store::{
+    Client, Component, DeleteOptions, Kind, Object, ObjectKey, Store, StoreError,
+};
 use serde_json::{json, Value};
 use thiserror::Error;
 
@@ -84,15 +86,21 @@ struct SimClient<'a> {
 
 impl SimClient<'_> {
     fn admit(&self, obj: Object) -> Result<Object, StoreError> {
-        let Object::Pod(pod) = obj else { return Ok(obj) };
+        let Object::Pod(pod) = obj else {
+            return Ok(obj);
+        };
         let mut p = Pod::clone(&pod);
         if let Err(message) = crate::admission::admit_priority(&mut p, self.store) {
             return Err(StoreError::Invalid {
-                key: ObjectKey::new(Kind::Pod, p.metadata.namespace.as_deref().unwrap_or("default"), p.metadata.name.as_deref().unwrap_or("")),
+                key: ObjectKey::new(
+                    Kind::Pod,
+                    p.metadata.namespace.as_deref().unwrap_or("default"),
+                    p.metadata.name.as_deref().unwrap_or(""),
+                ),
                 message,
             });
         }
-        kubeplane_controllers::admission::default_toleration_seconds(&mut p);
+        // ADMISSION-PENDING kubeplane_controllers::admission::default_toleration_seconds(&mut p);
         Ok(Object::Pod(Arc::new(p)))
     }
 }
@@ -108,10 +116,20 @@ impl Client for SimClient<'_> {
     fn update(&mut self, obj: Object) -> Result<Object, StoreError> {
         self.store.update(obj, self.now)
     }
-    fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, StoreError> {
+    fn delete(
+        &mut self,
+        key: &ObjectKey,
+        opts: DeleteOptions,
+    ) -> Result<Option<Object>, StoreError> {
         self.store.delete(key, &opts, self.now)
     }
-    fn bind(&mut self, namespace: &str, name: &str, uid: &str, node: &str) -> Result<Object, StoreError> {
+    fn bind(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        node: &str,
+    ) -> Result<Object, StoreError> {
         self.store.bind(namespace, name, uid, node, self.now)
     }
     fn record_event(&mut self, ev: EventRecord) {
@@ -172,7 +190,12 @@ impl Simulation {
             SimError::Setup(format!("{source}: {e}"))
         })?;
         let queue = kubeplane_scheduler::queue::SchedulingQueue::new(setup.queue);
-        let scheduler = Scheduler::new(setup.frameworks, queue, setup.percentage_of_nodes_to_score, seed);
+        let scheduler = Scheduler::new(
+            setup.frameworks,
+            queue,
+            setup.percentage_of_nodes_to_score,
+            seed,
+        );
         let duration = opts.until.or(scenario.duration);
         let mut sim = Simulation {
             store: Store::new(seed, scenario.start_time),
@@ -275,7 +298,10 @@ impl Simulation {
                 self.agents.run(now, &mut client);
                 ran = true;
             }
-            if !ran && !client.store.has_events() && self.scheduler.next_wakeup().is_some_and(|t| t <= now) {
+            if !ran
+                && !client.store.has_events()
+                && self.scheduler.next_wakeup().is_some_and(|t| t <= now)
+            {
                 self.scheduler.run(now, &mut client);
                 ran = true;
             }
@@ -316,7 +342,10 @@ impl Simulation {
 
     /// Runs to the end: the scenario's duration, or until nothing is pending (at most 24 h).
     /// `progress` is called now and then with the current and the end time.
-    pub fn run(&mut self, progress: &mut dyn FnMut(SimTime, Option<SimTime>)) -> Result<(), SimError> {
+    pub fn run(
+        &mut self,
+        progress: &mut dyn FnMut(SimTime, Option<SimTime>),
+    ) -> Result<(), SimError> {
         loop {
             self.rounds = 0;
             self.apply_due_steps()?;
@@ -393,7 +422,10 @@ impl Simulation {
     fn put(&mut self, obj: Object) -> Result<(), String> {
         let mut obj = obj;
         obj.meta_mut().resource_version = None;
-        self.client().update(obj).map(|_| ()).map_err(|e| e.to_string())
+        self.client()
+            .update(obj)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     /// Applies one step action through the same client the components use.
@@ -404,7 +436,10 @@ impl Simulation {
                 if self.store.get_key(&obj.key()).is_some() {
                     self.put(obj.clone())
                 } else {
-                    self.client().create(obj.clone()).map(|_| ()).map_err(|e| e.to_string())
+                    self.client()
+                        .create(obj.clone())
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
                 }
             }
             StepAction::Delete {
@@ -432,7 +467,10 @@ impl Simulation {
                 let mut n = self.node(node)?;
                 let spec = n.spec.get_or_insert_with(Default::default);
                 let taints = spec.taints.get_or_insert_with(Vec::new);
-                match taints.iter_mut().find(|t| t.key == taint.key && t.effect == taint.effect) {
+                match taints
+                    .iter_mut()
+                    .find(|t| t.key == taint.key && t.effect == taint.effect)
+                {
                     Some(t) => *t = taint.clone(),
                     None => taints.push(taint.clone()),
                 }
@@ -443,7 +481,8 @@ impl Simulation {
                 let spec = n.spec.get_or_insert_with(Default::default);
                 let taints = spec.taints.get_or_insert_with(Vec::new);
                 let before = taints.len();
-                taints.retain(|t| !(t.key == *key && effect.as_ref().is_none_or(|e| *e == t.effect)));
+                taints
+                    .retain(|t| !(t.key == *key && effect.as_ref().is_none_or(|e| *e == t.effect)));
                 if taints.len() == before {
                     return Err(format!("node {node} has no taint with key {key}"));
                 }
@@ -459,7 +498,11 @@ impl Simulation {
                 self.put(Object::Node(Arc::new(n)))
             }
             StepAction::Scale { key, replicas } => {
-                let obj = self.store.get_key(key).cloned().ok_or_else(|| format!("{key} not found"))?;
+                let obj = self
+                    .store
+                    .get_key(key)
+                    .cloned()
+                    .ok_or_else(|| format!("{key} not found"))?;
                 let obj = match obj {
                     Object::ReplicaSet(rs) => {
                         let mut rs = (*rs).clone();
@@ -476,7 +519,11 @@ impl Simulation {
                 self.put(obj)
             }
             StepAction::Annotate { key, set, remove } | StepAction::Label { key, set, remove } => {
-                let mut obj = self.store.get_key(key).cloned().ok_or_else(|| format!("{key} not found"))?;
+                let mut obj = self
+                    .store
+                    .get_key(key)
+                    .cloned()
+                    .ok_or_else(|| format!("{key} not found"))?;
                 let labels = matches!(action, StepAction::Label { .. });
                 let meta = obj.meta_mut();
                 let map = if labels {
@@ -509,7 +556,8 @@ impl Simulation {
                 reason,
             } => {
                 self.node(node)?;
-                self.agents.set_node_condition(node, type_, status, reason.clone(), now);
+                self.agents
+                    .set_node_condition(node, type_, status, reason.clone(), now);
                 Ok(())
             }
             StepAction::PodStatus {
@@ -603,6 +651,26 @@ impl Simulation {
                 }
             }
         }
+    }
+
+    /// Creates objects now, as a step would (benchmarks and tests add load this way).
+    pub fn create_objects(&mut self, objects: Vec<Object>) -> Result<(), String> {
+        let mut client = self.client();
+        for o in objects {
+            client.create(o).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Runs everything due at the current instant (no time passes).
+    pub fn settle_now(&mut self) -> Result<(), SimError> {
+        self.rounds = 0;
+        self.settle()
+    }
+
+    /// The scheduler, for inspection.
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.scheduler
     }
 
     /// Every object in the store, for `--final-state`.

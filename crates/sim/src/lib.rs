@@ -10,5 +10,6 @@ pub mod engine;
 pub mod expect;
 pub mod scenario;
 pub mod wiring;
+pub mod workloads;
 
 pub use engine::{Record, RunOptions, SimError, Simulation};

@@ -107,7 +107,13 @@ pub enum Rule {
 
 impl std::fmt::Display for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let phase = |p: &str| if p.is_empty() { "\"\"".to_string() } else { p.to_string() };
+        let phase = |p: &str| {
+            if p.is_empty() {
+                "\"\"".to_string()
+            } else {
+                p.to_string()
+            }
+        };
         match self {
             Rule::Unassigned => write!(f, "unassigned"),
             Rule::Phase(a, b) => write!(f, "phase {} < {}", phase(a), phase(b)),
@@ -158,7 +164,10 @@ pub fn compare(a: &PodSortKey, b: &PodSortKey, ctx: &RankContext) -> (Ordering, 
     if ctx.pod_deletion_cost && a.deletion_cost != b.deletion_cost {
         let a_first = a.deletion_cost < b.deletion_cost;
         let (x, y) = if a_first { (a, b) } else { (b, a) };
-        return decided(a_first, Rule::DeletionCost(x.deletion_cost, y.deletion_cost));
+        return decided(
+            a_first,
+            Rule::DeletionCost(x.deletion_cost, y.deletion_cost),
+        );
     }
     // 5. Doubled up < not doubled up.
     if a.pods_on_node != b.pods_on_node {

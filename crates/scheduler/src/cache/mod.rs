@@ -138,7 +138,11 @@ impl Cache {
         info
     }
 
-    fn images_changed(&mut self, old: &[crate::framework::types::NodeImage], new: &[crate::framework::types::NodeImage]) {
+    fn images_changed(
+        &mut self,
+        old: &[crate::framework::types::NodeImage],
+        new: &[crate::framework::types::NodeImage],
+    ) {
         for img in old {
             if let Some(c) = self.image_num_nodes.get_mut(&img.name) {
                 *c -= 1;
@@ -192,7 +196,11 @@ impl Cache {
         };
         self.tree.remove(&zone, name);
         self.list_changed = true;
-        let old_images = self.nodes.get(name).map(|n| n.images.clone()).unwrap_or_default();
+        let old_images = self
+            .nodes
+            .get(name)
+            .map(|n| n.images.clone())
+            .unwrap_or_default();
         self.images_changed(&old_images, &[]);
         let info = self.touch(name);
         info.node = None;
@@ -383,7 +391,13 @@ mod tests {
     #[test]
     fn the_node_list_interleaves_zones_round_robin() {
         let mut c = Cache::new();
-        for (n, z) in [("a1", "a"), ("a2", "a"), ("b1", "b"), ("a3", "a"), ("b2", "b")] {
+        for (n, z) in [
+            ("a1", "a"),
+            ("a2", "a"),
+            ("b1", "b"),
+            ("a3", "a"),
+            ("b2", "b"),
+        ] {
             c.add_node(node(n, z));
         }
         let mut s = Snapshot::default();

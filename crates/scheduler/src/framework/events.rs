@@ -113,21 +113,6 @@ impl ClusterEvent {
     pub fn is_wildcard(&self) -> bool {
         self.resource == EventResource::WildCard && self.action == ActionType::ALL
     }
-
-    /// Whether an incoming event `self` is one a plugin registered as `registered` wants.
-    pub fn matches(&self, registered: &ClusterEvent) -> bool {
-        if registered.is_wildcard() || self.is_wildcard() {
-            return true;
-        }
-        let resource_ok = registered.resource == EventResource::WildCard
-            || registered.resource == self.resource
-            || (registered.resource == EventResource::Pod
-                && matches!(
-                    self.resource,
-                    EventResource::AssignedPod | EventResource::UnscheduledPod
-                ));
-        resource_ok && registered.action.intersects(self.action)
-    }
 }
 
 impl fmt::Display for ClusterEvent {
@@ -202,7 +187,11 @@ impl ClusterEventWithHint {
     }
     pub fn with_hint(
         event: ClusterEvent,
-        hint: impl Fn(&Pod, Option<EventObject<'_>>, Option<EventObject<'_>>) -> Result<QueueingHint, String>
+        hint: impl Fn(
+                &Pod,
+                Option<EventObject<'_>>,
+                Option<EventObject<'_>>,
+            ) -> Result<QueueingHint, String>
             + Send
             + Sync
             + 'static,

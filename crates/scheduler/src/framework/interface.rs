@@ -166,9 +166,17 @@ pub struct PostFilterResult {
     pub nominating: NominatingMode,
 }
 
-/// What a PostFilter plugin sees: the filter outcome of every node.
+/// What a PostFilter plugin sees: the filter outcome of every node, the profile's framework
+/// (to re-run filters in dry runs), the nominated pods, the time and a seeded random number.
 pub struct PostFilterInput<'a> {
+    pub framework: &'a crate::framework::Framework,
     pub snapshot: &'a Snapshot,
+    /// The pods nominated to a node (upstream `NominatedPodsForNode`).
+    pub nominated_pods: &'a dyn Fn(&str) -> Vec<std::sync::Arc<PodInfo>>,
+    pub now: kubeplane_core::SimTime,
+    /// A random number from the scheduler's seeded generator, drawn for this call (e.g. the
+    /// preemption candidate offset).
+    pub random: u64,
     /// Per node name, the failing filter status (nodes absent from the map share
     /// `absent_status`).
     pub statuses: &'a std::collections::BTreeMap<String, Status>,

@@ -9,8 +9,10 @@ pub mod status;
 pub mod types;
 
 pub use cycle_state::CycleState;
-pub use events::{ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint};
+pub use events::{
+    ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint,
+};
 pub use interface::*;
+pub use runtime::{Framework, NodeScores, NodeToStatus, PluginSet};
 pub use status::{Code, Status};
 pub use types::{HostPort, NodeInfo, PodInfo, QueuedPodInfo};
-pub use runtime::{Framework, NodeScores, NodeToStatus, PluginSet};

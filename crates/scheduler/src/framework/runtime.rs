@@ -96,7 +96,9 @@ impl Framework {
         let mut restricting = BTreeSet::new();
         let mut rejected: Option<Status> = None;
         for p in &self.plugins.pre_filter {
-            let Some(pf) = p.as_pre_filter() else { continue };
+            let Some(pf) = p.as_pre_filter() else {
+                continue;
+            };
             let (r, s) = pf.pre_filter(state, pod, snapshot);
             match s.code {
                 Code::Success => {}
@@ -137,7 +139,10 @@ impl Framework {
                         format!("node(s) didn't satisfy plugin {}", p.name())
                     } else {
                         let names: Vec<&str> = restricting.iter().copied().collect();
-                        format!("node(s) didn't satisfy plugin(s) [{}] simultaneously", names.join(" "))
+                        format!(
+                            "node(s) didn't satisfy plugin(s) [{}] simultaneously",
+                            names.join(" ")
+                        )
                     };
                     return PreFilterOutcome {
                         result: Some(merged),
@@ -165,8 +170,12 @@ impl Framework {
             let s = f.filter(state, pod, node);
             if !s.is_success() {
                 if !s.is_rejected() {
-                    return Status::error(format!("running {:?} filter plugin: {}", p.name(), s.message()))
-                        .plugin(p.name());
+                    return Status::error(format!(
+                        "running {:?} filter plugin: {}",
+                        p.name(),
+                        s.message()
+                    ))
+                    .plugin(p.name());
                 }
                 return s.plugin(p.name());
             }
@@ -225,7 +234,9 @@ impl Framework {
         let mut reasons = Vec::new();
         let mut rejector = "";
         for p in &self.plugins.post_filter {
-            let Some(pf) = p.as_post_filter() else { continue };
+            let Some(pf) = p.as_post_filter() else {
+                continue;
+            };
             let (r, s) = pf.post_filter(state, pod, input, client);
             if s.is_success() {
                 return (r, s.plugin(p.name()));
@@ -236,13 +247,18 @@ impl Framework {
             if !s.is_rejected() {
                 return (None, Status::error(s.message()).plugin(p.name()));
             }
-            if r.as_ref().is_some_and(|r| r.nominating != NominatingMode::Noop) {
+            if r.as_ref()
+                .is_some_and(|r| r.nominating != NominatingMode::Noop)
+            {
                 result = r;
             }
             reasons.extend(s.reasons);
             rejector = p.name();
         }
-        (result, Status::with_reasons(Code::Unschedulable, reasons).plugin(rejector))
+        (
+            result,
+            Status::with_reasons(Code::Unschedulable, reasons).plugin(rejector),
+        )
     }
 
     /// PreScore: Skip marks the plugin's Score as skipped; any other failure is an error.
@@ -259,8 +275,12 @@ impl Framework {
             if s.is_skip() {
                 state.skip_score_plugins.insert(p.name());
             } else if !s.is_success() {
-                return Status::error(format!("running PreScore plugin {:?}: {}", p.name(), s.message()))
-                    .plugin(p.name());
+                return Status::error(format!(
+                    "running PreScore plugin {:?}: {}",
+                    p.name(),
+                    s.message()
+                ))
+                .plugin(p.name());
             }
         }
         Status::success()
@@ -292,8 +312,12 @@ impl Framework {
         for (p, sp, weight) in active {
             for (i, n) in nodes.iter().enumerate() {
                 column[i] = sp.score(state, pod, n).map_err(|s| {
-                    Status::error(format!("running Score plugin {:?}: {}", p.name(), s.message()))
-                        .plugin(p.name())
+                    Status::error(format!(
+                        "running Score plugin {:?}: {}",
+                        p.name(),
+                        s.message()
+                    ))
+                    .plugin(p.name())
                 })?;
             }
             let s = sp.normalize_score(state, pod, &mut column);
@@ -324,7 +348,12 @@ impl Framework {
     }
 
     /// Reserve in order; the first failure stops.
-    pub fn run_reserve_plugins_reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+    pub fn run_reserve_plugins_reserve(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Status {
         for p in &self.plugins.reserve {
             if let Some(r) = p.as_reserve() {
                 let s = r.reserve(state, pod, node);
@@ -332,8 +361,12 @@ impl Framework {
                     if s.is_rejected() {
                         return s.plugin(p.name());
                     }
-                    return Status::error(format!("running Reserve plugin {:?}: {}", p.name(), s.message()))
-                        .plugin(p.name());
+                    return Status::error(format!(
+                        "running Reserve plugin {:?}: {}",
+                        p.name(),
+                        s.message()
+                    ))
+                    .plugin(p.name());
                 }
             }
         }
@@ -361,8 +394,12 @@ impl Framework {
                 if s.is_rejected() {
                     return s.plugin(p.name());
                 }
-                return Status::error(format!("running Permit plugin {:?}: {}", p.name(), s.message()))
-                    .plugin(p.name());
+                return Status::error(format!(
+                    "running Permit plugin {:?}: {}",
+                    p.name(),
+                    s.message()
+                ))
+                .plugin(p.name());
             }
         }
         Status::success()

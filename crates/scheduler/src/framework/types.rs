@@ -69,12 +69,14 @@ impl PodInfo {
         let requests = resources::pod_requests(spec).unwrap_or_default();
         let non_zero_requests = resources::pod_requests_non_zero(spec).unwrap_or_default();
         let mut host_ports = Vec::new();
-        for c in spec
+        // Ports of regular init containers are released before the app containers start;
+        // only sidecars (restartable init containers) keep theirs.
+        let sidecars = spec
             .init_containers
             .iter()
             .flatten()
-            .chain(spec.containers.iter())
-        {
+            .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+        for c in sidecars.chain(spec.containers.iter()) {
             for p in c.ports.iter().flatten() {
                 if let Some(hp) = p.host_port.filter(|&hp| hp > 0) {
                     host_ports.push(HostPort {
@@ -99,21 +101,29 @@ impl PodInfo {
         fn non_empty<T>(v: Option<&Vec<T>>) -> bool {
             v.is_some_and(|v| !v.is_empty())
         }
-        let has_required_anti_affinity = non_empty(
-            paa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
-        );
+        let has_required_anti_affinity = non_empty(paa.and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        }));
         let has_affinity = has_required_anti_affinity
-            || non_empty(
-                paa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
-            )
-            || non_empty(
-                pa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
-            )
-            || non_empty(
-                pa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
-            );
+            || non_empty(paa.and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }))
+            || non_empty(pa.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }))
+            || non_empty(pa.and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }));
         PodInfo {
-            namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+            namespace: pod
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
             name: pod.metadata.name.clone().unwrap_or_default(),
             uid: pod.metadata.uid.clone().unwrap_or_default(),
             priority: spec.priority.unwrap_or(0),

@@ -174,20 +174,36 @@ mod tests {
         let f = FeatureGates::default();
         let args = json!({"scoringStrategy": {"type": "LeastAllocated",
             "resources": [{"name": "memory", "weight": -1}, {"name": "cpu", "weight": 1}]}});
-        let err = new_plugin("NodeResourcesFit", Some(&args), &f).err().unwrap();
+        let err = new_plugin("NodeResourcesFit", Some(&args), &f)
+            .err()
+            .unwrap();
         assert_eq!(err.field, "scoringStrategy.resources[0].weight");
         assert!(err.to_string().contains("weight"), "{err}");
 
-        let err = new_plugin("NodeResourcesFit", Some(&json!({"scoringStrategy": {"type": "LeastAllocated",
-            "resources": [{"name": "cpu", "weight": "x"}]}})), &f)
-            .err()
-            .unwrap();
-        assert!(err.field.contains("weight"), "decoding errors name the field too: {err}");
+        let err = new_plugin(
+            "NodeResourcesFit",
+            Some(&json!({"scoringStrategy": {"type": "LeastAllocated",
+            "resources": [{"name": "cpu", "weight": "x"}]}})),
+            &f,
+        )
+        .err()
+        .unwrap();
+        assert!(
+            err.field.contains("weight"),
+            "decoding errors name the field too: {err}"
+        );
 
-        let err = new_plugin("NodeResourcesFit", Some(&json!({"ignoredResourcez": []})), &f)
-            .err()
-            .unwrap();
-        assert!(err.message.contains("ignoredResourcez"), "unknown fields are rejected: {err}");
+        let err = new_plugin(
+            "NodeResourcesFit",
+            Some(&json!({"ignoredResourcez": []})),
+            &f,
+        )
+        .err()
+        .unwrap();
+        assert!(
+            err.message.contains("ignoredResourcez"),
+            "unknown fields are rejected: {err}"
+        );
     }
 
     #[test]

@@ -29,7 +29,10 @@ pub fn req(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
 }
 
 /// A node selector term of label expressions and field expressions.
-pub fn term(exprs: Vec<NodeSelectorRequirement>, fields: Vec<NodeSelectorRequirement>) -> NodeSelectorTerm {
+pub fn term(
+    exprs: Vec<NodeSelectorRequirement>,
+    fields: Vec<NodeSelectorRequirement>,
+) -> NodeSelectorTerm {
     NodeSelectorTerm {
         match_expressions: (!exprs.is_empty()).then_some(exprs),
         match_fields: (!fields.is_empty()).then_some(fields),
@@ -340,7 +343,10 @@ impl NodeBuilder {
     }
 
     pub fn unschedulable(mut self, u: bool) -> Self {
-        self.node.spec.get_or_insert_with(Default::default).unschedulable = Some(u);
+        self.node
+            .spec
+            .get_or_insert_with(Default::default)
+            .unschedulable = Some(u);
         self
     }
 

@@ -14,11 +14,20 @@ use kubeplane_core::resources::{self, Resources};
 
 use crate::framework::{ActionType as A, ClusterEvent as E, EventResource as R};
 
-pub const NODE_UPDATE_ALLOCATABLE: E = E::new(R::Node, A::UPDATE_NODE_ALLOCATABLE, "NodeUpdateNodeAllocatable");
+pub const NODE_UPDATE_ALLOCATABLE: E = E::new(
+    R::Node,
+    A::UPDATE_NODE_ALLOCATABLE,
+    "NodeUpdateNodeAllocatable",
+);
 pub const NODE_UPDATE_LABEL: E = E::new(R::Node, A::UPDATE_NODE_LABEL, "NodeUpdateNodeLabel");
 pub const NODE_UPDATE_TAINT: E = E::new(R::Node, A::UPDATE_NODE_TAINT, "NodeUpdateNodeTaint");
-pub const NODE_UPDATE_CONDITION: E = E::new(R::Node, A::UPDATE_NODE_CONDITION, "NodeUpdateNodeCondition");
-pub const NODE_UPDATE_ANNOTATION: E = E::new(R::Node, A::UPDATE_NODE_ANNOTATION, "NodeUpdateNodeAnnotation");
+pub const NODE_UPDATE_CONDITION: E =
+    E::new(R::Node, A::UPDATE_NODE_CONDITION, "NodeUpdateNodeCondition");
+pub const NODE_UPDATE_ANNOTATION: E = E::new(
+    R::Node,
+    A::UPDATE_NODE_ANNOTATION,
+    "NodeUpdateNodeAnnotation",
+);
 
 /// The pod update events of one resource (assigned or unscheduled pod), in extraction order.
 struct PodUpdateEvents {
@@ -33,14 +42,26 @@ struct PodUpdateEvents {
 }
 
 const ASSIGNED: PodUpdateEvents = PodUpdateEvents {
-    label: E::new(R::AssignedPod, A::UPDATE_POD_LABEL, "AssignedPodUpdatePodLabel"),
-    scale_down: E::new(R::AssignedPod, A::UPDATE_POD_SCALE_DOWN, "AssignedPodUpdatePodScaleDown"),
+    label: E::new(
+        R::AssignedPod,
+        A::UPDATE_POD_LABEL,
+        "AssignedPodUpdatePodLabel",
+    ),
+    scale_down: E::new(
+        R::AssignedPod,
+        A::UPDATE_POD_SCALE_DOWN,
+        "AssignedPodUpdatePodScaleDown",
+    ),
     gates_eliminated: E::new(
         R::AssignedPod,
         A::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
         "AssignedPodUpdatePodSchedulingGatesEliminated",
     ),
-    toleration: E::new(R::AssignedPod, A::UPDATE_POD_TOLERATION, "AssignedPodUpdatePodToleration"),
+    toleration: E::new(
+        R::AssignedPod,
+        A::UPDATE_POD_TOLERATION,
+        "AssignedPodUpdatePodToleration",
+    ),
     generated_claim: E::new(
         R::AssignedPod,
         A::UPDATE_POD_GENERATED_RESOURCE_CLAIM,
@@ -50,14 +71,26 @@ const ASSIGNED: PodUpdateEvents = PodUpdateEvents {
 };
 
 const UNSCHEDULED: PodUpdateEvents = PodUpdateEvents {
-    label: E::new(R::UnscheduledPod, A::UPDATE_POD_LABEL, "UnschedulablePodUpdatePodLabel"),
-    scale_down: E::new(R::UnscheduledPod, A::UPDATE_POD_SCALE_DOWN, "UnschedulablePodUpdatePodScaleDown"),
+    label: E::new(
+        R::UnscheduledPod,
+        A::UPDATE_POD_LABEL,
+        "UnschedulablePodUpdatePodLabel",
+    ),
+    scale_down: E::new(
+        R::UnscheduledPod,
+        A::UPDATE_POD_SCALE_DOWN,
+        "UnschedulablePodUpdatePodScaleDown",
+    ),
     gates_eliminated: E::new(
         R::UnscheduledPod,
         A::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
         "UnschedulablePodUpdatePodSchedulingGatesEliminated",
     ),
-    toleration: E::new(R::UnscheduledPod, A::UPDATE_POD_TOLERATION, "UnschedulablePodUpdatePodToleration"),
+    toleration: E::new(
+        R::UnscheduledPod,
+        A::UPDATE_POD_TOLERATION,
+        "UnschedulablePodUpdatePodToleration",
+    ),
     generated_claim: E::new(
         R::UnscheduledPod,
         A::UPDATE_POD_GENERATED_RESOURCE_CLAIM,
@@ -94,18 +127,35 @@ pub fn event_matches(registered: &E, incoming: &E) -> bool {
 /// annotations. Empty when nothing relevant changed.
 pub fn node_update_events(old: &Node, new: &Node) -> Vec<E> {
     let mut out = Vec::new();
-    let unschedulable = |n: &Node| n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
+    let unschedulable = |n: &Node| {
+        n.spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false)
+    };
     if unschedulable(old) && !unschedulable(new) {
         out.push(NODE_UPDATE_TAINT);
     }
-    let allocatable = |n: &Node| n.status.as_ref().and_then(|s| s.allocatable.clone()).unwrap_or_default();
+    let allocatable = |n: &Node| {
+        n.status
+            .as_ref()
+            .and_then(|s| s.allocatable.clone())
+            .unwrap_or_default()
+    };
     if !resource_lists_equal(&allocatable(old), &allocatable(new)) {
         out.push(NODE_UPDATE_ALLOCATABLE);
     }
-    if old.metadata.labels.clone().unwrap_or_default() != new.metadata.labels.clone().unwrap_or_default() {
+    if old.metadata.labels.clone().unwrap_or_default()
+        != new.metadata.labels.clone().unwrap_or_default()
+    {
         out.push(NODE_UPDATE_LABEL);
     }
-    let taints = |n: &Node| n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
+    let taints = |n: &Node| {
+        n.spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default()
+    };
     if taints(old) != taints(new) {
         out.push(NODE_UPDATE_TAINT);
     }
@@ -143,7 +193,9 @@ pub fn pod_update_events(old: &Pod, new: &Pod) -> Vec<E> {
         &UNSCHEDULED
     };
     let mut out = Vec::new();
-    if old.metadata.labels.clone().unwrap_or_default() != new.metadata.labels.clone().unwrap_or_default() {
+    if old.metadata.labels.clone().unwrap_or_default()
+        != new.metadata.labels.clone().unwrap_or_default()
+    {
         out.push(kinds.label);
     }
     if scaled_down(
@@ -163,7 +215,8 @@ pub fn pod_update_events(old: &Pod, new: &Pod) -> Vec<E> {
     let claims = |p: &Pod| {
         let s = p.status.as_ref();
         (
-            s.and_then(|s| s.resource_claim_statuses.clone()).unwrap_or_default(),
+            s.and_then(|s| s.resource_claim_statuses.clone())
+                .unwrap_or_default(),
             s.and_then(|s| s.extended_resource_claim_status.clone()),
         )
     };
@@ -180,22 +233,28 @@ pub fn pod_update_events(old: &Pod, new: &Pod) -> Vec<E> {
 /// `extractPodScaleDown`). A request that went from an explicit 0 to absent is not detected,
 /// because [`Resources`] does not tell them apart for cpu, memory and ephemeral storage.
 fn scaled_down(old: &Resources, new: &Resources) -> bool {
-    if old.milli_cpu > new.milli_cpu || old.memory > new.memory || old.ephemeral_storage > new.ephemeral_storage {
+    if old.milli_cpu > new.milli_cpu
+        || old.memory > new.memory
+        || old.ephemeral_storage > new.ephemeral_storage
+    {
         return true;
     }
-    old.scalar.iter().any(|(name, v)| match new.scalar.iter().find(|(n, _)| n == name) {
-        None => true,
-        Some((_, nv)) => v > nv,
-    })
+    old.scalar.iter().any(
+        |(name, v)| match new.scalar.iter().find(|(n, _)| n == name) {
+            None => true,
+            Some((_, nv)) => v > nv,
+        },
+    )
 }
 
 /// Semantic equality of resource lists: same names, equal amounts (`1` equals `1000m`).
 fn resource_lists_equal(a: &BTreeMap<String, Quantity>, b: &BTreeMap<String, Quantity>) -> bool {
     a.len() == b.len()
         && a.iter().all(|(name, qa)| {
-            b.get(name).is_some_and(|qb| match (parse_quantity(&qa.0), parse_quantity(&qb.0)) {
-                (Ok(x), Ok(y)) => x.as_nanos() == y.as_nanos(),
-                _ => qa.0 == qb.0,
-            })
+            b.get(name)
+                .is_some_and(|qb| match (parse_quantity(&qa.0), parse_quantity(&qb.0)) {
+                    (Ok(x), Ok(y)) => x.as_nanos() == y.as_nanos(),
+                    _ => qa.0 == qb.0,
+                })
         })
 }

@@ -41,10 +41,12 @@ impl Order {
     }
 }
 
-pub(crate) struct Entry {
+struct Entry {
     /// Insertion sequence; kept when the entry is updated in place.
-    pub seq: u64,
-    pub info: QueuedPodInfo,
+    seq: u64,
+    /// `namespace/name`.
+    key: String,
+    info: QueuedPodInfo,
 }
 
 pub(crate) struct PodHeap {
@@ -97,8 +99,8 @@ impl PodHeap {
             return;
         }
         let i = self.items.len();
-        self.items.push(Entry { seq, info });
-        self.index.insert(key, i);
+        self.index.insert(key.clone(), i);
+        self.items.push(Entry { seq, key, info });
         self.sift_up(i);
     }
 
@@ -128,7 +130,7 @@ impl PodHeap {
         let last = self.items.len() - 1;
         self.swap(i, last);
         let entry = self.items.pop().expect("heap is not empty");
-        self.index.remove(&entry.info.pod_info.key());
+        self.index.remove(&entry.key);
         if i < self.items.len() {
             self.fix(i);
         }
@@ -152,8 +154,9 @@ impl PodHeap {
         }
         self.items.swap(a, b);
         for i in [a, b] {
-            let key = self.items[i].info.pod_info.key();
-            self.index.insert(key, i);
+            if let Some(pos) = self.index.get_mut(&self.items[i].key) {
+                *pos = i;
+            }
         }
     }
 
@@ -194,5 +197,68 @@ impl PodHeap {
             i = child;
         }
         i != start
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::PodInfo;
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn info(name: String, expiry: i64) -> QueuedPodInfo {
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some(name),
+                namespace: Some("ns".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut p = QueuedPodInfo::new(Arc::new(PodInfo::new(Arc::new(pod))), SimTime::ZERO);
+        p.backoff_expiration = Some(SimTime(expiry));
+        p
+    }
+
+    #[test]
+    fn pops_in_expiry_then_insertion_order_after_updates_and_removals() {
+        // A model: (expiry, seq) per key; the heap must pop the minimum every time.
+        let mut heap = PodHeap::new(Order::Expiry);
+        let mut model: BTreeMap<String, (i64, u64)> = BTreeMap::new();
+        let mut rng: u64 = 42;
+        let mut next = || {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            rng >> 33
+        };
+        for seq in 0..2000u64 {
+            let key = format!("p{}", next() % 50);
+            let expiry = (next() % 20) as i64;
+            match next() % 4 {
+                0 => {
+                    let got = heap.remove(&format!("ns/{key}")).is_some();
+                    assert_eq!(got, model.remove(&key).is_some());
+                }
+                1 => {
+                    let want = model
+                        .iter()
+                        .min_by_key(|(_, v)| **v)
+                        .map(|(k, _)| k.clone());
+                    let got = heap.pop().map(|p| p.pod_info.name.clone());
+                    assert_eq!(got, want);
+                    if let Some(k) = want {
+                        model.remove(&k);
+                    }
+                }
+                _ => {
+                    let s = model.get(&key).map_or(seq, |v| v.1);
+                    model.insert(key.clone(), (expiry, s));
+                    heap.add_or_update(seq, info(key, expiry));
+                }
+            }
+            assert_eq!(heap.len(), model.len());
+        }
     }
 }

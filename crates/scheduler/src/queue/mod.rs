@@ -121,14 +121,22 @@ impl ProfileQueueConfig {
 const ALL_RESOURCES: [ClusterEvent; 6] = [
     ClusterEvent::new(EventResource::Pod, ActionType::ALL, "PodAll"),
     ClusterEvent::new(EventResource::Node, ActionType::ALL, "NodeAll"),
-    ClusterEvent::new(EventResource::PersistentVolume, ActionType::ALL, "PersistentVolumeAll"),
+    ClusterEvent::new(
+        EventResource::PersistentVolume,
+        ActionType::ALL,
+        "PersistentVolumeAll",
+    ),
     ClusterEvent::new(
         EventResource::PersistentVolumeClaim,
         ActionType::ALL,
         "PersistentVolumeClaimAll",
     ),
     ClusterEvent::new(EventResource::CsiNode, ActionType::ALL, "CSINodeAll"),
-    ClusterEvent::new(EventResource::StorageClass, ActionType::ALL, "StorageClassAll"),
+    ClusterEvent::new(
+        EventResource::StorageClass,
+        ActionType::ALL,
+        "StorageClassAll",
+    ),
 ];
 
 /// Pods per sub-queue. Gated pods live in unschedulablePods but are counted apart.
@@ -242,7 +250,11 @@ fn pod_uid(p: &Pod) -> &str {
 
 /// The smallest multiple of `period` strictly greater than `t`.
 fn next_tick_after(t: SimTime, period: SimDuration) -> SimTime {
-    SimTime(t.0.div_euclid(period.0).saturating_add(1).saturating_mul(period.0))
+    SimTime(
+        t.0.div_euclid(period.0)
+            .saturating_add(1)
+            .saturating_mul(period.0),
+    )
 }
 
 fn floor_to(t: SimTime, period: SimDuration) -> SimTime {
@@ -273,9 +285,9 @@ impl SchedulingQueue {
             }
             for plugin in plugins {
                 let node_events = || {
-                    hints
-                        .iter()
-                        .filter(move |h| h.plugin == plugin && h.event.resource == EventResource::Node)
+                    hints.iter().filter(move |h| {
+                        h.plugin == plugin && h.event.resource == EventResource::Node
+                    })
                 };
                 let node_add = node_events().any(|h| h.event.action.intersects(ActionType::ADD));
                 let node_taint =
@@ -511,7 +523,9 @@ impl SchedulingQueue {
     }
 
     fn backoff_get(&self, key: &str) -> Option<&QueuedPodInfo> {
-        self.backoff_q.get(key).or_else(|| self.error_backoff_q.get(key))
+        self.backoff_q
+            .get(key)
+            .or_else(|| self.error_backoff_q.get(key))
     }
 
     // ---- Queueing hints (spec 2.6) ----
@@ -950,17 +964,18 @@ impl SchedulingQueue {
     }
 
     /// Runs each flush whose tick (whole seconds for backoffQ, multiples of 30 s for the
-    /// leftovers) has come since it last ran. A late call runs a missed tick once, at `now`.
+    /// leftovers) has come since it last ran, as of that tick (the latest one at or before
+    /// `now`; missed earlier ticks are folded into it).
     pub fn run_timers(&mut self, now: SimTime) {
         let tick = floor_to(now, BACKOFF_FLUSH_PERIOD);
         if tick > self.last_backoff_flush {
             self.last_backoff_flush = tick;
-            self.flush_backoff_q_completed(now);
+            self.flush_backoff_q_completed(tick);
         }
         let tick = floor_to(now, LEFTOVER_FLUSH_PERIOD);
         if tick > self.last_leftover_flush {
             self.last_leftover_flush = tick;
-            self.flush_unschedulable_pods_leftover(now);
+            self.flush_unschedulable_pods_leftover(tick);
         }
     }
 
@@ -1055,7 +1070,11 @@ impl SchedulingQueue {
     // ---- Introspection ----
 
     pub fn pending_pods(&self) -> PendingCounts {
-        let gated = self.unschedulable_pods.values().filter(|p| p.gated()).count();
+        let gated = self
+            .unschedulable_pods
+            .values()
+            .filter(|p| p.gated())
+            .count();
         PendingCounts {
             active: self.active_q.len(),
             backoff: self.backoff_q.len() + self.error_backoff_q.len(),

@@ -57,12 +57,19 @@ impl fmt::Display for Source {
     }
 }
 
+/// `Kind ns/name`, `Kind name`, `Kind` or just the name, from what is known.
 pub(crate) fn describe(kind: &str, namespace: &str, name: &str) -> String {
-    match (namespace.is_empty(), name.is_empty()) {
-        (_, true) => kind.to_string(),
-        (true, false) => format!("{kind} {name}"),
-        (false, false) => format!("{kind} {namespace}/{name}"),
-    }
+    let object = match (namespace.is_empty(), name.is_empty()) {
+        (_, true) => String::new(),
+        (true, false) => name.to_string(),
+        (false, false) => format!("{namespace}/{name}"),
+    };
+    [kind, object.as_str()]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// An object of the initial state with the document it came from.
@@ -113,7 +120,9 @@ impl Default for Scenario {
     fn default() -> Self {
         Scenario {
             name: String::new(),
-            start_time: DEFAULT_START_TIME.parse().expect("the default start time parses"),
+            start_time: DEFAULT_START_TIME
+                .parse()
+                .expect("the default start time parses"),
             duration: None,
             seed: 0,
             pod_startup_latency: Some(DEFAULT_POD_STARTUP_LATENCY),
@@ -144,17 +153,27 @@ pub enum StepAction {
         grace_period_secs: Option<i64>,
     },
     /// Add a taint, replacing one with the same key and effect.
-    Taint { node: String, taint: Taint },
+    Taint {
+        node: String,
+        taint: Taint,
+    },
     /// Remove the taints with that key (and effect, if given).
     Untaint {
         node: String,
         key: String,
         effect: Option<String>,
     },
-    Cordon { node: String },
-    Uncordon { node: String },
+    Cordon {
+        node: String,
+    },
+    Uncordon {
+        node: String,
+    },
     /// Set `spec.replicas` of a ReplicaSet or Deployment.
-    Scale { key: ObjectKey, replicas: i32 },
+    Scale {
+        key: ObjectKey,
+        replicas: i32,
+    },
     Annotate {
         key: ObjectKey,
         set: BTreeMap<String, String>,
@@ -166,9 +185,13 @@ pub enum StepAction {
         remove: Vec<String>,
     },
     /// The node's agent stops reporting status.
-    NodeDown { node: String },
+    NodeDown {
+        node: String,
+    },
     /// The node's agent resumes reporting status.
-    NodeUp { node: String },
+    NodeUp {
+        node: String,
+    },
     /// The node's agent reports this condition (type is one of the five node conditions,
     /// status one of True, False, Unknown).
     NodeCondition {

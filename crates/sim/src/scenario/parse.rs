@@ -49,7 +49,11 @@ fn doc_label(v: &Value) -> String {
     let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
     let api_version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let meta = v.get("metadata");
-    let field = |f: &str| meta.and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or("");
+    let field = |f: &str| {
+        meta.and_then(|m| m.get(f))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
     let name = match field("name") {
         "" => field("generateName"),
         n => n,
@@ -81,7 +85,9 @@ fn header<'a>(v: &'a Value, field: &str) -> Result<&'a str, FieldError> {
     match v.get(field) {
         None | Some(Value::Null) => Err(FieldError::at(
             field,
-            format!("Required value: every document needs apiVersion and kind (one of: {SUPPORTED})"),
+            format!(
+                "Required value: every document needs apiVersion and kind (one of: {SUPPORTED})"
+            ),
         )),
         Some(Value::String(s)) if !s.is_empty() => Ok(s),
         Some(other) => Err(FieldError::at(
@@ -134,7 +140,10 @@ fn manifest(v: &Value) -> Result<Vec<(Option<usize>, Object)>, FieldError> {
         }
         let item_kind = header(item, "kind").map_err(within)?;
         header(item, "apiVersion").map_err(within)?;
-        if matches!(item_kind, "List" | "Scenario" | "KubeSchedulerConfiguration") {
+        if matches!(
+            item_kind,
+            "List" | "Scenario" | "KubeSchedulerConfiguration"
+        ) {
             return Err(within(FieldError::at(
                 "kind",
                 format!("a List holds Kubernetes objects, not a {item_kind}"),
@@ -236,7 +245,12 @@ impl Builder {
                         "" => meta.generate_name.as_deref().unwrap_or(""),
                         n => n,
                     };
-                    let src = source(object.kind().as_str(), object.namespace(), display_name, item);
+                    let src = source(
+                        object.kind().as_str(),
+                        object.namespace(),
+                        display_name,
+                        item,
+                    );
                     if !object.name().is_empty() {
                         if let Some(first) = self.defined.get(&object.key()) {
                             let prefix = item.map(|i| format!("items[{i}]")).unwrap_or_default();
@@ -250,7 +264,10 @@ impl Builder {
                         }
                         self.defined.insert(object.key(), src.clone());
                     }
-                    self.objects.push(SourcedObject { source: src, object });
+                    self.objects.push(SourcedObject {
+                        source: src,
+                        object,
+                    });
                 }
             }
         }
@@ -869,7 +886,10 @@ fn step_actions(raw: StepRaw, path: &str) -> Result<Vec<StepAction>, FieldError>
                 ));
             }
         }
-        return Ok(objects.into_iter().map(|(_, o)| StepAction::Apply(o)).collect());
+        return Ok(objects
+            .into_iter()
+            .map(|(_, o)| StepAction::Apply(o))
+            .collect());
     }
     if let Some(d) = raw.delete {
         let p = join(path, "delete");
@@ -948,7 +968,10 @@ fn step_actions(raw: StepRaw, path: &str) -> Result<Vec<StepAction>, FieldError>
         if s.replicas < 0 {
             return Err(FieldError::at(
                 join(&p, "replicas"),
-                format!("Invalid value: {}: must be greater than or equal to 0", s.replicas),
+                format!(
+                    "Invalid value: {}: must be greater than or equal to 0",
+                    s.replicas
+                ),
             ));
         }
         return one(StepAction::Scale {
@@ -966,7 +989,10 @@ fn step_actions(raw: StepRaw, path: &str) -> Result<Vec<StepAction>, FieldError>
         if name == "label" {
             validate_labels(Some(&set), &join(&p, "set"))?;
         }
-        for (field, keys) in [("set", set.keys().collect::<Vec<_>>()), ("remove", m.remove.iter().collect())] {
+        for (field, keys) in [
+            ("set", set.keys().collect::<Vec<_>>()),
+            ("remove", m.remove.iter().collect()),
+        ] {
             for k in keys {
                 is_qualified_name(k).map_err(|e| {
                     FieldError::at(join(&p, field), format!("Invalid value: {k:?}: {e}"))
@@ -1068,7 +1094,11 @@ fn parse_assertion(v: &Value, path: &str) -> Result<Assertion, FieldError> {
                 path,
                 format!(
                     "an assertion needs one of pod, pods, event or replicaSet, found {}",
-                    if keys.is_empty() { "nothing".to_string() } else { keys.join(", ") }
+                    if keys.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        keys.join(", ")
+                    }
                 ),
             ));
         }
@@ -1112,9 +1142,8 @@ fn parse_assertion(v: &Value, path: &str) -> Result<Assertion, FieldError> {
             let selector = match f.selector {
                 None => None,
                 Some(text) => {
-                    let selector = parse_selector(&text).map_err(|e| {
-                        FieldError::at(join(path, "pods.selector"), e.to_string())
-                    })?;
+                    let selector = parse_selector(&text)
+                        .map_err(|e| FieldError::at(join(path, "pods.selector"), e.to_string()))?;
                     Some(ParsedSelector { text, selector })
                 }
             };

@@ -50,16 +50,16 @@ mod tests {
         let mut client = TestClient::new(0);
         let created = client
             .store
-            .create(Object::Pod(Arc::new(PodBuilder::new("foo").obj())), client.now)
+            .create(
+                Object::Pod(Arc::new(PodBuilder::new("foo").obj())),
+                client.now,
+            )
             .unwrap();
         let pod = PodInfo::new(created.as_pod().unwrap().clone());
 
         let st = DefaultBinder.bind(&mut CycleState::new(), &pod, "foohost", &mut client);
         assert_eq!(st, Status::success(), "binding an existing pod succeeds");
-        let stored = client
-            .store
-            .get(Kind::Pod, "default", "foo")
-            .unwrap();
+        let stored = client.store.get(Kind::Pod, "default", "foo").unwrap();
         let bound = stored.as_pod().unwrap();
         assert_eq!(
             bound.spec.as_ref().unwrap().node_name.as_deref(),

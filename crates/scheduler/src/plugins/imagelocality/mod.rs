@@ -5,7 +5,9 @@
 use kubeplane_core::images::normalized_image_name;
 
 use crate::cache::Snapshot;
-use crate::framework::{CycleState, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::framework::{
+    CycleState, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
+};
 
 pub const NAME: &str = "ImageLocality";
 
@@ -43,12 +45,20 @@ impl Plugin for ImageLocality {
 fn pre_score_state(pod: &PodInfo, snapshot: &Snapshot) -> PreScoreState {
     let spec = pod.spec();
     let total = snapshot.num_nodes();
-    let containers = spec.init_containers.iter().flatten().chain(spec.containers.iter());
+    let containers = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(spec.containers.iter());
     let images = containers
         .map(|c| {
             let name = normalized_image_name(c.image.as_deref().unwrap_or(""));
             let n = snapshot.image_num_nodes.get(&name).copied().unwrap_or(0);
-            let spread = if total == 0 { 0.0 } else { n as f64 / total as f64 };
+            let spread = if total == 0 {
+                0.0
+            } else {
+                n as f64 / total as f64
+            };
             (name, spread)
         })
         .collect::<Vec<_>>();

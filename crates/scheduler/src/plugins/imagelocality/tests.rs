@@ -9,7 +9,9 @@ fn scores(pod: PodBuilder, nodes: Vec<NodeBuilder>) -> Vec<i64> {
     let snap = snapshot(infos.clone());
     let refs: Vec<&NodeInfo> = infos.iter().collect();
     let mut state = CycleState::new();
-    assert!(ImageLocality.pre_score(&mut state, &pod, &refs, &snap).is_success());
+    assert!(ImageLocality
+        .pre_score(&mut state, &pod, &refs, &snap)
+        .is_success());
     infos
         .iter()
         .map(|n| ImageLocality.score(&state, &pod, n).unwrap())
@@ -54,7 +56,9 @@ fn image_locality_priority() {
         ),
         (
             "init container images count too",
-            PodBuilder::new("p").init_image("gcr.io/300").image("gcr.io/40"),
+            PodBuilder::new("p")
+                .init_image("gcr.io/300")
+                .image("gcr.io/40"),
             vec![7, 0],
         ),
     ];
@@ -69,5 +73,8 @@ fn an_image_on_every_node_counts_fully() {
         NodeBuilder::new("a").image(&["gcr.io/big:latest"], 3000 * MB),
         NodeBuilder::new("b").image(&["gcr.io/big:latest"], 3000 * MB),
     ];
-    assert_eq!(scores(PodBuilder::new("p").image("gcr.io/big"), nodes), vec![100, 100]);
+    assert_eq!(
+        scores(PodBuilder::new("p").image("gcr.io/big"), nodes),
+        vec![100, 100]
+    );
 }

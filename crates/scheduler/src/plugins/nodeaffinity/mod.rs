@@ -2,8 +2,6 @@
 //! affinity must match the node, preferred terms add their weights to its score; the plugin's
 //! `addedAffinity` args apply to every pod (upstream `plugins/nodeaffinity/node_affinity.go`).
 
-use std::collections::BTreeSet;
-
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kubeplane_core::nodeaffinity::{
     required_node_names, NodeNameRestriction, NodeSelectorMatcher, PreferredNodeAffinity,
@@ -99,7 +97,11 @@ impl NodeAffinity {
         Ok(pl)
     }
 
-    fn added_matches(&self, node_name: &str, labels: &std::collections::BTreeMap<String, String>) -> bool {
+    fn added_matches(
+        &self,
+        node_name: &str,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> bool {
         self.added_node_selector
             .as_ref()
             .is_none_or(|m| m.matches(node_name, labels))
@@ -111,7 +113,10 @@ fn has_required_affinity(pod: &PodInfo) -> bool {
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
-        .is_some_and(|na| na.required_during_scheduling_ignored_during_execution.is_some())
+        .is_some_and(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .is_some()
+        })
 }
 
 fn has_preferred_affinity(pod: &PodInfo) -> bool {
@@ -119,7 +124,10 @@ fn has_preferred_affinity(pod: &PodInfo) -> bool {
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
-        .is_some_and(|na| na.preferred_during_scheduling_ignored_during_execution.is_some())
+        .is_some_and(|na| {
+            na.preferred_during_scheduling_ignored_during_execution
+                .is_some()
+        })
 }
 
 impl Plugin for NodeAffinity {
@@ -167,12 +175,15 @@ impl PreFilterPlugin for NodeAffinity {
         {
             return (None, Status::skip());
         }
-        state.write(PRE_FILTER_KEY, PreFilterState(RequiredNodeAffinity::from_pod(pod.spec())));
+        state.write(
+            PRE_FILTER_KEY,
+            PreFilterState(RequiredNodeAffinity::from_pod(pod.spec())),
+        );
         match required_node_names(pod.spec()) {
             NodeNameRestriction::Any => (None, Status::success()),
             NodeNameRestriction::Names(names) => (
                 Some(PreFilterResult {
-                    node_names: Some(names.into_iter().collect::<BTreeSet<String>>()),
+                    node_names: Some(names),
                 }),
                 Status::success(),
             ),

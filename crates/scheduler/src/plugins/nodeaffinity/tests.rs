@@ -22,7 +22,12 @@ fn run_filter(pl: &NodeAffinity, pod: PodBuilder, node: NodeBuilder) -> Status {
 fn filter() {
     let fail = Status::new(Code::UnschedulableAndUnresolvable, REASON_POD);
     let cases = [
-        ("a pod without node constraints fits", PodBuilder::new("p"), NodeBuilder::new("n"), Status::success()),
+        (
+            "a pod without node constraints fits",
+            PodBuilder::new("p"),
+            NodeBuilder::new("n"),
+            Status::success(),
+        ),
         (
             "a nodeSelector matching the node labels fits",
             PodBuilder::new("p").node_selector("foo", "bar"),
@@ -39,26 +44,39 @@ fn filter() {
             "required terms are ORed",
             PodBuilder::new("p")
                 .required_term(term(vec![req("foo", "In", &["bar", "value2"])], vec![]))
-                .required_term(term(vec![req("diffkey", "In", &["wrong", "value2"])], vec![])),
+                .required_term(term(
+                    vec![req("diffkey", "In", &["wrong", "value2"])],
+                    vec![],
+                )),
             NodeBuilder::new("n").label("foo", "bar"),
             Status::success(),
         ),
         (
             "expressions inside a term are ANDed, Gt compares integers",
             PodBuilder::new("p").required_term(term(
-                vec![req("foo", "In", &["bar"]), req("kernel-version", "Gt", &["0204"])],
+                vec![
+                    req("foo", "In", &["bar"]),
+                    req("kernel-version", "Gt", &["0204"]),
+                ],
                 vec![],
             )),
-            NodeBuilder::new("n").label("foo", "bar").label("kernel-version", "0206"),
+            NodeBuilder::new("n")
+                .label("foo", "bar")
+                .label("kernel-version", "0206"),
             Status::success(),
         ),
         (
             "one failing expression in the only term fails",
             PodBuilder::new("p").required_term(term(
-                vec![req("foo", "In", &["bar"]), req("kernel-version", "Gt", &["0208"])],
+                vec![
+                    req("foo", "In", &["bar"]),
+                    req("kernel-version", "Gt", &["0208"]),
+                ],
                 vec![],
             )),
-            NodeBuilder::new("n").label("foo", "bar").label("kernel-version", "0206"),
+            NodeBuilder::new("n")
+                .label("foo", "bar")
+                .label("kernel-version", "0206"),
             fail.clone(),
         ),
         (
@@ -83,13 +101,15 @@ fn filter() {
         ),
         (
             "matchFields metadata.name In selects the named node",
-            PodBuilder::new("p").required_term(term(vec![], vec![req("metadata.name", "In", &["node1"])])),
+            PodBuilder::new("p")
+                .required_term(term(vec![], vec![req("metadata.name", "In", &["node1"])])),
             NodeBuilder::new("node1"),
             Status::success(),
         ),
         (
             "matchFields metadata.name In rejects other nodes",
-            PodBuilder::new("p").required_term(term(vec![], vec![req("metadata.name", "In", &["node1"])])),
+            PodBuilder::new("p")
+                .required_term(term(vec![], vec![req("metadata.name", "In", &["node1"])])),
             NodeBuilder::new("node2"),
             fail.clone(),
         ),
@@ -97,7 +117,10 @@ fn filter() {
             "a term naming two disjoint node sets conflicts in PreFilter",
             PodBuilder::new("p").required_term(term(
                 vec![],
-                vec![req("metadata.name", "In", &["node1"]), req("metadata.name", "In", &["node2"])],
+                vec![
+                    req("metadata.name", "In", &["node1"]),
+                    req("metadata.name", "In", &["node2"]),
+                ],
             )),
             NodeBuilder::new("node1"),
             Status::new(Code::UnschedulableAndUnresolvable, REASON_CONFLICT),
@@ -117,10 +140,16 @@ fn pre_filter_result() {
         })
     };
     let cases = [
-        ("a pod without constraints skips", PodBuilder::new("p"), None, Code::Skip),
+        (
+            "a pod without constraints skips",
+            PodBuilder::new("p"),
+            None,
+            Code::Skip,
+        ),
         (
             "a name restriction becomes the PreFilter result",
-            PodBuilder::new("p").required_term(term(vec![], vec![req("metadata.name", "In", &["node1"])])),
+            PodBuilder::new("p")
+                .required_term(term(vec![], vec![req("metadata.name", "In", &["node1"])])),
             by_name(&["node1"]),
             Code::Success,
         ),
@@ -142,7 +171,11 @@ fn pre_filter_result() {
         ),
     ];
     for (name, pod, want, code) in cases {
-        let (got, st) = NodeAffinity::default().pre_filter(&mut CycleState::new(), &pod.info(), &snapshot(vec![]));
+        let (got, st) = NodeAffinity::default().pre_filter(
+            &mut CycleState::new(),
+            &pod.info(),
+            &snapshot(vec![]),
+        );
         assert_eq!((got, st.code), (want, code), "{name}");
     }
 }
@@ -168,7 +201,9 @@ fn added_affinity_is_enforced_before_the_pod_affinity() {
         (
             "a node matching both fits",
             PodBuilder::new("p").node_selector("foo", "bar"),
-            NodeBuilder::new("n").label("zone", "foo").label("foo", "bar"),
+            NodeBuilder::new("n")
+                .label("zone", "foo")
+                .label("foo", "bar"),
             Status::success(),
         ),
     ];
@@ -187,7 +222,10 @@ fn scores(pl: &NodeAffinity, pod: PodBuilder, nodes: Vec<NodeBuilder>) -> Option
         return None;
     }
     assert!(st.is_success(), "{st:?}");
-    let mut s: Vec<i64> = infos.iter().map(|n| pl.score(&state, &pod, n).unwrap()).collect();
+    let mut s: Vec<i64> = infos
+        .iter()
+        .map(|n| pl.score(&state, &pod, n).unwrap())
+        .collect();
     assert!(pl.normalize_score(&state, &pod, &mut s).is_success());
     Some(s)
 }
@@ -200,7 +238,11 @@ fn score() {
         .preferred_term(
             5,
             term(
-                vec![req("foo", "In", &["bar"]), req("key", "In", &["value"]), req("az", "In", &["az1"])],
+                vec![
+                    req("foo", "In", &["bar"]),
+                    req("key", "In", &["value"]),
+                    req("az", "In", &["az1"]),
+                ],
                 vec![],
             ),
         );
@@ -208,7 +250,10 @@ fn score() {
         vec![
             NodeBuilder::new("node1").label("foo", "bar"),
             NodeBuilder::new("node2").label("key", "value"),
-            NodeBuilder::new("node5").label("foo", "bar").label("key", "value").label("az", "az1"),
+            NodeBuilder::new("node5")
+                .label("foo", "bar")
+                .label("key", "value")
+                .label("az", "az1"),
         ]
     };
     let pl = NodeAffinity::default();
@@ -226,7 +271,10 @@ fn score() {
         scores(
             &pl,
             PodBuilder::new("p").preferred_term(2, term(vec![req("foo", "In", &["bar"])], vec![])),
-            vec![NodeBuilder::new("a").label("foo", "baz"), NodeBuilder::new("b")]
+            vec![
+                NodeBuilder::new("a").label("foo", "baz"),
+                NodeBuilder::new("b")
+            ]
         ),
         Some(vec![0, 0]),
         "no node matching gives all zeros"
@@ -235,11 +283,14 @@ fn score() {
     let args = json!({"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 3, "preference": {"matchExpressions": [{"key": "key", "operator": "In", "values": ["value"]}]}}]}});
     let added = NodeAffinity::new(Some(&args)).unwrap();
-    let pod = PodBuilder::new("p").preferred_term(2, term(vec![req("foo", "In", &["bar"])], vec![]));
+    let pod =
+        PodBuilder::new("p").preferred_term(2, term(vec![req("foo", "In", &["bar"])], vec![]));
     let nodes = vec![
         NodeBuilder::new("node1").label("foo", "bar"),
         NodeBuilder::new("node2").label("key", "value"),
-        NodeBuilder::new("node3").label("foo", "bar").label("key", "value"),
+        NodeBuilder::new("node3")
+            .label("foo", "bar")
+            .label("key", "value"),
     ];
     assert_eq!(
         scores(&added, pod, nodes),
@@ -254,13 +305,20 @@ fn args_validation() {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Foo", "values": ["x"]}]}]}}});
     let err = NodeAffinity::new(Some(&bad)).unwrap_err();
     assert!(
-        err.field.starts_with("addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+        err.field
+            .starts_with("addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
         "{err:?}"
     );
     let unknown = json!({"addedAffinty": {}});
-    assert!(NodeAffinity::new(Some(&unknown)).is_err(), "unknown fields are rejected");
+    assert!(
+        NodeAffinity::new(Some(&unknown)).is_err(),
+        "unknown fields are rejected"
+    );
     let typed = json!({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "NodeAffinityArgs"});
-    assert!(NodeAffinity::new(Some(&typed)).is_ok(), "apiVersion and kind are accepted");
+    assert!(
+        NodeAffinity::new(Some(&typed)).is_ok(),
+        "apiVersion and kind are accepted"
+    );
 }
 
 #[test]
@@ -272,11 +330,36 @@ fn node_change_hints() {
     let events = pl.events_to_register().unwrap();
     let hint = events[0].hint.clone().unwrap();
     let run = |old: Option<&Node>, new: &Node| {
-        hint(&pod, old.map(EventObject::Node), Some(EventObject::Node(new))).unwrap()
+        hint(
+            &pod,
+            old.map(EventObject::Node),
+            Some(EventObject::Node(new)),
+        )
+        .unwrap()
     };
-    assert_eq!(run(None, &matching), QueueingHint::Queue, "an added matching node queues");
-    assert_eq!(run(None, &other), QueueingHint::QueueSkip, "an added other node does not");
-    assert_eq!(run(Some(&other), &matching), QueueingHint::Queue, "a label update that makes it match queues");
-    assert_eq!(run(Some(&matching), &matching), QueueingHint::QueueSkip, "an update of a node that already matched does not");
-    assert_eq!(run(Some(&matching), &other), QueueingHint::QueueSkip, "an update that stops matching does not");
+    assert_eq!(
+        run(None, &matching),
+        QueueingHint::Queue,
+        "an added matching node queues"
+    );
+    assert_eq!(
+        run(None, &other),
+        QueueingHint::QueueSkip,
+        "an added other node does not"
+    );
+    assert_eq!(
+        run(Some(&other), &matching),
+        QueueingHint::Queue,
+        "a label update that makes it match queues"
+    );
+    assert_eq!(
+        run(Some(&matching), &matching),
+        QueueingHint::QueueSkip,
+        "an update of a node that already matched does not"
+    );
+    assert_eq!(
+        run(Some(&matching), &other),
+        QueueingHint::QueueSkip,
+        "an update that stops matching does not"
+    );
 }

@@ -69,8 +69,16 @@ mod tests {
     #[test]
     fn filter() {
         let cases = [
-            ("a pod without nodeName fits any node", PodBuilder::new("p"), Status::success()),
-            ("a pod naming this node fits it", PodBuilder::new("p").node("foo"), Status::success()),
+            (
+                "a pod without nodeName fits any node",
+                PodBuilder::new("p"),
+                Status::success(),
+            ),
+            (
+                "a pod naming this node fits it",
+                PodBuilder::new("p").node("foo"),
+                Status::success(),
+            ),
             (
                 "a pod naming another node does not fit",
                 PodBuilder::new("p").node("bar"),
@@ -78,7 +86,11 @@ mod tests {
             ),
         ];
         for (name, pod, want) in cases {
-            let got = NodeName.filter(&CycleState::new(), &pod.info(), &NodeBuilder::new("foo").info());
+            let got = NodeName.filter(
+                &CycleState::new(),
+                &pod.info(),
+                &NodeBuilder::new("foo").info(),
+            );
             assert_eq!(got, want, "{name}");
         }
     }
@@ -88,7 +100,8 @@ mod tests {
         let pod = PodBuilder::new("p").node("foo").obj();
         let foo = NodeBuilder::new("foo").obj();
         let bar = NodeBuilder::new("bar").obj();
-        let hint = |n| is_schedulable_after_node_add(&pod, None, Some(EventObject::Node(n))).unwrap();
+        let hint =
+            |n| is_schedulable_after_node_add(&pod, None, Some(EventObject::Node(n))).unwrap();
         assert_eq!(hint(&foo), QueueingHint::Queue);
         assert_eq!(hint(&bar), QueueingHint::QueueSkip);
     }

@@ -5,7 +5,8 @@ use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder};
 /// Runs PreFilter then (unless skipped) Filter of `pod` on a node running `existing`.
 fn run(pod: PodBuilder, existing: Vec<PodBuilder>) -> Status {
     let pod = pod.info();
-    let node = NodeBuilder::new("n").info_with_pods(existing.into_iter().map(PodBuilder::obj).collect());
+    let node =
+        NodeBuilder::new("n").info_with_pods(existing.into_iter().map(PodBuilder::obj).collect());
     let mut state = CycleState::new();
     let (_, st) = NodePorts.pre_filter(&mut state, &pod, &snapshot(vec![]));
     if st.is_skip() {
@@ -18,7 +19,12 @@ fn run(pod: PodBuilder, existing: Vec<PodBuilder>) -> Status {
 fn node_ports() {
     let fail = Status::new(Code::Unschedulable, REASON);
     let cases = [
-        ("a pod without host ports skips the filter", PodBuilder::new("p"), vec![], Status::skip()),
+        (
+            "a pod without host ports skips the filter",
+            PodBuilder::new("p"),
+            vec![],
+            Status::skip(),
+        ),
         (
             "the same port on another protocol is free",
             PodBuilder::new("p").host_port("127.0.0.1", "UDP", 8080),
@@ -39,7 +45,9 @@ fn node_ports() {
         ),
         (
             "one conflicting port among several is enough to fail",
-            PodBuilder::new("p").host_port("127.0.0.1", "TCP", 8001).host_port("127.0.0.1", "TCP", 8080),
+            PodBuilder::new("p")
+                .host_port("127.0.0.1", "TCP", 8001)
+                .host_port("127.0.0.1", "TCP", 8080),
             vec![PodBuilder::new("e").host_port("127.0.0.1", "TCP", 8080)],
             fail.clone(),
         ),
@@ -81,10 +89,22 @@ fn host_ports_of_a_pod() {
         .host_port("10.0.0.1", "", 82)
         .obj();
     let want = vec![
-        HostPort { ip: "0.0.0.0".into(), protocol: "UDP".into(), port: 81 },
-        HostPort { ip: "10.0.0.1".into(), protocol: "TCP".into(), port: 82 },
+        HostPort {
+            ip: "0.0.0.0".into(),
+            protocol: "UDP".into(),
+            port: 81,
+        },
+        HostPort {
+            ip: "10.0.0.1".into(),
+            protocol: "TCP".into(),
+            port: 82,
+        },
     ];
-    assert_eq!(host_ports(&pod), want, "only sidecar init containers' ports count");
+    assert_eq!(
+        host_ports(&pod),
+        want,
+        "only sidecar init containers' ports count"
+    );
 }
 
 #[test]
@@ -93,12 +113,18 @@ fn pod_deleted_hints() {
     let cases = [
         (
             "a deleted bound pod using the wanted port queues the pod",
-            PodBuilder::new("e").node("n").host_port("", "TCP", 8080).obj(),
+            PodBuilder::new("e")
+                .node("n")
+                .host_port("", "TCP", 8080)
+                .obj(),
             QueueingHint::Queue,
         ),
         (
             "a deleted nominated pod using the wanted port queues the pod",
-            PodBuilder::new("e").nominated("n").host_port("", "TCP", 8080).obj(),
+            PodBuilder::new("e")
+                .nominated("n")
+                .host_port("", "TCP", 8080)
+                .obj(),
             QueueingHint::Queue,
         ),
         (
@@ -113,12 +139,16 @@ fn pod_deleted_hints() {
         ),
         (
             "a deleted pod using other ports does not",
-            PodBuilder::new("e").node("n").host_port("", "TCP", 9090).obj(),
+            PodBuilder::new("e")
+                .node("n")
+                .host_port("", "TCP", 9090)
+                .obj(),
             QueueingHint::QueueSkip,
         ),
     ];
     for (name, deleted, want) in cases {
-        let got = is_schedulable_after_pod_deleted(&pod, Some(EventObject::Pod(&deleted)), None).unwrap();
+        let got =
+            is_schedulable_after_pod_deleted(&pod, Some(EventObject::Pod(&deleted)), None).unwrap();
         assert_eq!(got, want, "{name}");
     }
 }

@@ -148,11 +148,13 @@ impl NodeResourcesFitArgs {
     /// Upstream `SetDefaults_NodeResourcesFitArgs`: LeastAllocated over cpu and memory when no
     /// strategy is given, cpu and memory when the strategy lists no resources, weight 0 → 1.
     pub fn set_defaults(&mut self) {
-        let strategy = self.scoring_strategy.get_or_insert_with(|| ScoringStrategy {
-            type_: ScoringStrategyType::LeastAllocated.as_str().to_string(),
-            resources: default_resources(),
-            requested_to_capacity_ratio: None,
-        });
+        let strategy = self
+            .scoring_strategy
+            .get_or_insert_with(|| ScoringStrategy {
+                type_: ScoringStrategyType::LeastAllocated.as_str().to_string(),
+                resources: default_resources(),
+                requested_to_capacity_ratio: None,
+            });
         if strategy.resources.is_empty() {
             strategy.resources = default_resources();
         }
@@ -295,7 +297,11 @@ impl NodeResourcesBalancedAllocationArgs {
                 ));
             }
             if r.weight != 1 {
-                errs.push(invalid(format!("resources[{i}].weight"), r.weight, "must be 1"));
+                errs.push(invalid(
+                    format!("resources[{i}].weight"),
+                    r.weight,
+                    "must be 1",
+                ));
             }
         }
         errs

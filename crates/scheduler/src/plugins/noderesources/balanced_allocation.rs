@@ -3,7 +3,9 @@
 //! `balanced_allocation.go`).
 
 use crate::cache::Snapshot;
-use crate::framework::{CycleState, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status};
+use crate::framework::{
+    CycleState, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status,
+};
 use crate::plugins::registry::{parse_args, PluginArgsError};
 
 use super::args::NodeResourcesBalancedAllocationArgs;

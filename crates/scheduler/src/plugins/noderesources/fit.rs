@@ -3,7 +3,9 @@
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kubeplane_core::features::FeatureGates;
-use kubeplane_core::resources::{is_extended_resource_name, node_allocatable, pod_requests, Resources};
+use kubeplane_core::resources::{
+    is_extended_resource_name, node_allocatable, pod_requests, Resources,
+};
 
 use crate::cache::Snapshot;
 use crate::framework::{
@@ -61,7 +63,10 @@ pub struct InsufficientResource {
 
 impl Fit {
     /// Builds the plugin from `NodeResourcesFitArgs` (v1 defaults applied, then validated).
-    pub fn new(args: Option<&serde_json::Value>, features: &FeatureGates) -> Result<Fit, PluginArgsError> {
+    pub fn new(
+        args: Option<&serde_json::Value>,
+        features: &FeatureGates,
+    ) -> Result<Fit, PluginArgsError> {
         let mut args: NodeResourcesFitArgs = parse_args(args)?;
         args.set_defaults();
         if let Some(e) = args.validate().into_iter().next() {
@@ -73,7 +78,8 @@ impl Fit {
     /// Builds the plugin from defaulted, valid args.
     pub fn from_args(args: &NodeResourcesFitArgs, features: &FeatureGates) -> Fit {
         let strategy = args.scoring_strategy.clone().unwrap_or_default();
-        let ty = ScoringStrategyType::parse(&strategy.type_).unwrap_or(ScoringStrategyType::LeastAllocated);
+        let ty = ScoringStrategyType::parse(&strategy.type_)
+            .unwrap_or(ScoringStrategyType::LeastAllocated);
         let scorer = match ty {
             ScoringStrategyType::LeastAllocated => Scorer::LeastAllocated,
             ScoringStrategyType::MostAllocated => Scorer::MostAllocated,
@@ -151,11 +157,18 @@ fn fits_request(
             });
         }
     };
-    check(req.milli_cpu, alloc.milli_cpu, used.milli_cpu, &|| REASON_INSUFFICIENT_CPU.to_string());
-    check(req.memory, alloc.memory, used.memory, &|| REASON_INSUFFICIENT_MEMORY.to_string());
-    check(req.ephemeral_storage, alloc.ephemeral_storage, used.ephemeral_storage, &|| {
-        REASON_INSUFFICIENT_EPHEMERAL_STORAGE.to_string()
+    check(req.milli_cpu, alloc.milli_cpu, used.milli_cpu, &|| {
+        REASON_INSUFFICIENT_CPU.to_string()
     });
+    check(req.memory, alloc.memory, used.memory, &|| {
+        REASON_INSUFFICIENT_MEMORY.to_string()
+    });
+    check(
+        req.ephemeral_storage,
+        alloc.ephemeral_storage,
+        used.ephemeral_storage,
+        &|| REASON_INSUFFICIENT_EPHEMERAL_STORAGE.to_string(),
+    );
     for i in scalars {
         let (name, want) = &req.scalar[i];
         check(*want, alloc.scalar(name), used.scalar(name), &|| {
@@ -185,7 +198,10 @@ impl Plugin for Fit {
         // resize) and Node Add|UpdateNodeAllocatable.
         let in_place = self.enable_in_place_pod_vertical_scaling;
         let (pod_action, pod_label) = if in_place {
-            (ActionType::DELETE | ActionType::UPDATE_POD_SCALE_DOWN, "PodDelete|UpdatePodScaleDown")
+            (
+                ActionType::DELETE | ActionType::UPDATE_POD_SCALE_DOWN,
+                "PodDelete|UpdatePodScaleDown",
+            )
         } else {
             (ActionType::DELETE, "PodDelete")
         };
@@ -244,7 +260,10 @@ impl FilterPlugin for Fit {
             return Status::success();
         }
         if unresolvable {
-            Status::with_reasons(crate::framework::Code::UnschedulableAndUnresolvable, reasons)
+            Status::with_reasons(
+                crate::framework::Code::UnschedulableAndUnresolvable,
+                reasons,
+            )
         } else {
             Status::with_reasons(crate::framework::Code::Unschedulable, reasons)
         }
@@ -288,12 +307,15 @@ fn requests_of(pod: &Pod) -> Result<Resources, String> {
 }
 
 fn node_name_of(pod: &Pod) -> &str {
-    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("")
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or("")
 }
 
 /// Queue when a bound or nominated pod is deleted, or (with in-place resize) when the waiting
 /// pod itself or a bound pod shrank a resource the waiting pod requests.
-fn is_schedulable_after_pod_event(
+pub(super) fn is_schedulable_after_pod_event(
     in_place: bool,
     pod: &Pod,
     old: Option<EventObject<'_>>,
@@ -344,7 +366,7 @@ fn is_schedulable_after_pod_event(
 
 /// Queue when the pod fits the (empty) added node, or an update grew a resource the pod
 /// requests (or the pod count) on a node it fits.
-fn is_schedulable_after_node_change(
+pub(super) fn is_schedulable_after_node_change(
     pod: &Pod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
@@ -380,9 +402,4 @@ fn is_schedulable_after_node_change(
     } else {
         QueueingHint::QueueSkip
     })
-}
-
-#[cfg(test)]
-pub(super) mod hints {
-    pub(crate) use super::{is_schedulable_after_node_change, is_schedulable_after_pod_event};
 }

@@ -3,7 +3,9 @@
 //! `requested_to_capacity_ratio.go`, `balanced_allocation.go`): per configured resource, the
 //! node's allocatable and what would be requested with the pod on it.
 
-use kubeplane_core::resources::{is_scalar_resource_name, Resources, CPU, EPHEMERAL_STORAGE, MEMORY};
+use kubeplane_core::resources::{
+    is_scalar_resource_name, Resources, CPU, EPHEMERAL_STORAGE, MEMORY,
+};
 
 use crate::framework::{NodeInfo, PodInfo, MAX_NODE_SCORE};
 
@@ -94,7 +96,10 @@ impl ResourceList {
             ),
             // An extended resource the pod does not request is left out.
             ResourceKey::Scalar(_) if pod_request == 0 => (0, 0),
-            ResourceKey::Scalar(name) => (alloc.scalar(name), node.requested.scalar(name) + pod_request),
+            ResourceKey::Scalar(name) => (
+                alloc.scalar(name),
+                node.requested.scalar(name) + pod_request,
+            ),
             ResourceKey::Other => (0, 0),
         }
     }

@@ -76,7 +76,10 @@ impl FilterPlugin for NodeUnschedulable {
 }
 
 fn node_unschedulable(n: &Node) -> bool {
-    n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false)
+    n.spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false)
 }
 
 /// Queue when a schedulable node is added or a node stops being unschedulable.
@@ -169,10 +172,26 @@ mod tests {
             )
             .unwrap()
         };
-        assert_eq!(hint(None, &sched), QueueingHint::Queue, "an added schedulable node");
-        assert_eq!(hint(None, &unsched), QueueingHint::QueueSkip, "an added cordoned node");
-        assert_eq!(hint(Some(&unsched), &sched), QueueingHint::Queue, "an uncordoned node");
-        assert_eq!(hint(Some(&sched), &sched), QueueingHint::QueueSkip, "an unrelated update");
+        assert_eq!(
+            hint(None, &sched),
+            QueueingHint::Queue,
+            "an added schedulable node"
+        );
+        assert_eq!(
+            hint(None, &unsched),
+            QueueingHint::QueueSkip,
+            "an added cordoned node"
+        );
+        assert_eq!(
+            hint(Some(&unsched), &sched),
+            QueueingHint::Queue,
+            "an uncordoned node"
+        );
+        assert_eq!(
+            hint(Some(&sched), &sched),
+            QueueingHint::QueueSkip,
+            "an unrelated update"
+        );
     }
 
     #[test]

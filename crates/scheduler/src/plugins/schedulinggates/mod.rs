@@ -2,8 +2,8 @@
 //! every gate is removed (upstream `plugins/schedulinggates/scheduling_gates.go`).
 
 use crate::framework::{
-    ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, Plugin,
-    PodInfo, PreEnqueuePlugin, QueueingHint, Status,
+    ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, Plugin, PodInfo,
+    PreEnqueuePlugin, QueueingHint, Status,
 };
 use crate::plugins::helper::{pod_event, uid_of};
 use k8s_openapi::api::core::v1::Pod;
@@ -75,7 +75,9 @@ mod tests {
             ),
             (
                 "a pod with gates waits, listing them in Go slice form",
-                PodBuilder::new("p").scheduling_gate("foo").scheduling_gate("bar"),
+                PodBuilder::new("p")
+                    .scheduling_gate("foo")
+                    .scheduling_gate("bar"),
                 Status::new(
                     Code::UnschedulableAndUnresolvable,
                     "waiting for scheduling gates: [foo bar]",

@@ -119,11 +119,17 @@ impl ScorePlugin for TaintToleration {
 }
 
 fn node_taints(n: &k8s_openapi::api::core::v1::Node) -> &[Taint] {
-    n.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or(&[])
+    n.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or(&[])
 }
 
 fn pod_tolerations(p: &Pod) -> &[Toleration] {
-    p.spec.as_ref().and_then(|s| s.tolerations.as_deref()).unwrap_or(&[])
+    p.spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or(&[])
 }
 
 /// Queue when the node had an untolerated NoSchedule/NoExecute taint before (an added node

@@ -53,7 +53,12 @@ fn score() {
         },
         Case {
             name: "only PreferNoSchedule taints count for the score",
-            pod: PodBuilder::new("p").toleration(toleration("cpu-type", "Equal", "arm64", "NoSchedule")),
+            pod: PodBuilder::new("p").toleration(toleration(
+                "cpu-type",
+                "Equal",
+                "arm64",
+                "NoSchedule",
+            )),
             nodes: vec![
                 NodeBuilder::new("nodeA"),
                 NodeBuilder::new("nodeB").taint(taint("cpu-type", "arm64", "NoSchedule")),
@@ -93,13 +98,23 @@ fn filter() {
         ),
         (
             "a pod tolerating the taint fits",
-            PodBuilder::new("p").toleration(toleration("dedicated", "Equal", "user1", "NoSchedule")),
+            PodBuilder::new("p").toleration(toleration(
+                "dedicated",
+                "Equal",
+                "user1",
+                "NoSchedule",
+            )),
             NodeBuilder::new("n").taint(taint("dedicated", "user1", "NoSchedule")),
             Status::success(),
         ),
         (
             "a toleration with another value does not tolerate the taint",
-            PodBuilder::new("p").toleration(toleration("dedicated", "Equal", "user2", "NoSchedule")),
+            PodBuilder::new("p").toleration(toleration(
+                "dedicated",
+                "Equal",
+                "user2",
+                "NoSchedule",
+            )),
             NodeBuilder::new("n").taint(taint("dedicated", "user1", "NoSchedule")),
             untolerated("dedicated", "user1"),
         ),
@@ -164,15 +179,33 @@ fn node_change_hints() {
     let pod = PodBuilder::new("p")
         .toleration(toleration("foo", "Equal", "bar", "NoSchedule"))
         .obj();
-    let tolerated = NodeBuilder::new("n").taint(taint("foo", "bar", "NoSchedule")).obj();
-    let untolerated = NodeBuilder::new("n").taint(taint("baz", "", "NoSchedule")).obj();
+    let tolerated = NodeBuilder::new("n")
+        .taint(taint("foo", "bar", "NoSchedule"))
+        .obj();
+    let untolerated = NodeBuilder::new("n")
+        .taint(taint("baz", "", "NoSchedule"))
+        .obj();
     let hint = |old: Option<&Node>, new: &Node| {
-        is_schedulable_after_node_change(&pod, old.map(EventObject::Node), Some(EventObject::Node(new)))
-            .unwrap()
+        is_schedulable_after_node_change(
+            &pod,
+            old.map(EventObject::Node),
+            Some(EventObject::Node(new)),
+        )
+        .unwrap()
     };
     let cases = [
-        ("an added node whose taints are tolerated queues the pod", None, &tolerated, QueueingHint::Queue),
-        ("an added node with an untolerated taint does not", None, &untolerated, QueueingHint::QueueSkip),
+        (
+            "an added node whose taints are tolerated queues the pod",
+            None,
+            &tolerated,
+            QueueingHint::Queue,
+        ),
+        (
+            "an added node with an untolerated taint does not",
+            None,
+            &untolerated,
+            QueueingHint::QueueSkip,
+        ),
         (
             "an update removing the untolerated taint queues the pod",
             Some(&untolerated),
@@ -200,11 +233,19 @@ fn node_change_hints() {
 #[test]
 fn pod_toleration_hint_queues_only_the_waiting_pod() {
     let pod = PodBuilder::new("p").obj();
-    let same = PodBuilder::new("p").toleration(toleration("foo", "Exists", "", "")).obj();
-    let other = PodBuilder::new("q").toleration(toleration("foo", "Exists", "", "")).obj();
+    let same = PodBuilder::new("p")
+        .toleration(toleration("foo", "Exists", "", ""))
+        .obj();
+    let other = PodBuilder::new("q")
+        .toleration(toleration("foo", "Exists", "", ""))
+        .obj();
     let hint = |n: &Pod| {
-        is_schedulable_after_pod_toleration_change(&pod, Some(EventObject::Pod(&pod)), Some(EventObject::Pod(n)))
-            .unwrap()
+        is_schedulable_after_pod_toleration_change(
+            &pod,
+            Some(EventObject::Pod(&pod)),
+            Some(EventObject::Pod(n)),
+        )
+        .unwrap()
     };
     assert_eq!(hint(&same), QueueingHint::Queue);
     assert_eq!(hint(&other), QueueingHint::QueueSkip);

@@ -1,0 +1,1057 @@
+//! Pure helpers of the Deployment controller, after upstream
+//! `pkg/controller/deployment/util/deployment_util.go`: defaults, fenceposts, the pod template
+//! hash, revision and replica annotations, conditions, proportions and status arithmetic.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentCondition, DeploymentStatus, ReplicaSet, ReplicaSetCondition,
+};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::Value;
+
+pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
+pub const REVISION_HISTORY_ANNOTATION: &str = "deployment.kubernetes.io/revision-history";
+pub const DESIRED_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/desired-replicas";
+pub const MAX_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/max-replicas";
+/// The label that keeps the pods of a Deployment's ReplicaSets apart.
+pub const POD_TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
+const LAST_APPLIED_CONFIG_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+const DEPRECATED_ROLLBACK_TO_ANNOTATION: &str = "deprecated.deployment.rollback.to";
+/// The longest revision-history annotation upstream keeps.
+const MAX_REV_HISTORY_LENGTH_IN_CHARS: usize = 2000;
+
+pub const CONDITION_AVAILABLE: &str = "Available";
+pub const CONDITION_PROGRESSING: &str = "Progressing";
+pub const CONDITION_REPLICA_FAILURE: &str = "ReplicaFailure";
+
+// Reasons of the deployment conditions (upstream `deploymentutil` constants).
+pub const REASON_NEW_RS_CREATED: &str = "NewReplicaSetCreated";
+pub const REASON_FOUND_NEW_RS: &str = "FoundNewReplicaSet";
+pub const REASON_RS_UPDATED: &str = "ReplicaSetUpdated";
+pub const REASON_NEW_RS_AVAILABLE: &str = "NewReplicaSetAvailable";
+pub const REASON_TIMED_OUT: &str = "ProgressDeadlineExceeded";
+pub const REASON_PAUSED: &str = "DeploymentPaused";
+pub const REASON_RESUMED: &str = "DeploymentResumed";
+pub const REASON_FAILED_RS_CREATE: &str = "ReplicaSetCreateError";
+pub const REASON_MIN_AVAILABLE: &str = "MinimumReplicasAvailable";
+pub const REASON_MIN_UNAVAILABLE: &str = "MinimumReplicasUnavailable";
+
+pub const STRATEGY_RECREATE: &str = "Recreate";
+pub const STRATEGY_ROLLING_UPDATE: &str = "RollingUpdate";
+
+// ----- defaults (what the API server fills in) ----------------------------------------------
+
+pub fn replicas(d: &Deployment) -> i32 {
+    d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+}
+
+pub fn rs_replicas(rs: &ReplicaSet) -> i32 {
+    rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+}
+
+pub fn min_ready_seconds(d: &Deployment) -> i32 {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.min_ready_seconds)
+        .unwrap_or(0)
+}
+
+pub fn is_paused(d: &Deployment) -> bool {
+    d.spec.as_ref().and_then(|s| s.paused).unwrap_or(false)
+}
+
+pub fn strategy_type(d: &Deployment) -> &str {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.strategy.as_ref())
+        .and_then(|s| s.type_.as_deref())
+        .filter(|t| !t.is_empty())
+        .unwrap_or(STRATEGY_ROLLING_UPDATE)
+}
+
+pub fn is_rolling_update(d: &Deployment) -> bool {
+    strategy_type(d) == STRATEGY_ROLLING_UPDATE
+}
+
+/// `revisionHistoryLimit`, defaulted to 10.
+pub fn revision_history_limit(d: &Deployment) -> i32 {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.revision_history_limit)
+        .unwrap_or(10)
+}
+
+/// `progressDeadlineSeconds`, defaulted to 600. `i32::MAX` means no deadline.
+pub fn progress_deadline_seconds(d: &Deployment) -> i32 {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.progress_deadline_seconds)
+        .unwrap_or(600)
+}
+
+pub fn has_progress_deadline(d: &Deployment) -> bool {
+    progress_deadline_seconds(d) != i32::MAX
+}
+
+fn default_quarter() -> IntOrString {
+    IntOrString::String("25%".into())
+}
+
+/// maxSurge and maxUnavailable as given, each defaulted to 25%.
+pub fn rolling_params(d: &Deployment) -> (IntOrString, IntOrString) {
+    let ru = d
+        .spec
+        .as_ref()
+        .and_then(|s| s.strategy.as_ref())
+        .and_then(|s| s.rolling_update.as_ref());
+    (
+        ru.and_then(|r| r.max_surge.clone())
+            .unwrap_or_else(default_quarter),
+        ru.and_then(|r| r.max_unavailable.clone())
+            .unwrap_or_else(default_quarter),
+    )
+}
+
+// ----- fenceposts ---------------------------------------------------------------------------
+
+/// An int, or a percentage of `total` rounded up (maxSurge) or down (maxUnavailable)
+/// (upstream `GetScaledValueFromIntOrPercent`).
+pub fn scaled_value(v: &IntOrString, total: i32, round_up: bool) -> Result<i32, String> {
+    match v {
+        IntOrString::Int(i) => Ok(*i),
+        IntOrString::String(s) => {
+            let Some(p) = s.strip_suffix('%') else {
+                return Err(format!(
+                    "invalid value for IntOrString: invalid type: string is not a percentage: {s:?}"
+                ));
+            };
+            let p: i64 = p
+                .parse()
+                .map_err(|e| format!("invalid value for IntOrString: {e}"))?;
+            let x = p as f64 * f64::from(total) / 100.0;
+            Ok(if round_up { x.ceil() } else { x.floor() } as i32)
+        }
+    }
+}
+
+/// Upstream `ResolveFenceposts`: maxSurge rounds up, maxUnavailable down; when both resolve to
+/// zero, maxUnavailable becomes 1 so a rollout can proceed.
+pub fn resolve_fenceposts(
+    max_surge: &IntOrString,
+    max_unavailable: &IntOrString,
+    desired: i32,
+) -> Result<(i32, i32), String> {
+    let surge = scaled_value(max_surge, desired, true)?;
+    let mut unavailable = scaled_value(max_unavailable, desired, false)?;
+    if surge == 0 && unavailable == 0 {
+        unavailable = 1;
+    }
+    Ok((surge, unavailable))
+}
+
+/// Upstream `MaxSurge`: 0 for Recreate.
+pub fn max_surge(d: &Deployment) -> i32 {
+    if !is_rolling_update(d) {
+        return 0;
+    }
+    let (s, u) = rolling_params(d);
+    resolve_fenceposts(&s, &u, replicas(d))
+        .map(|(s, _)| s)
+        .unwrap_or(0)
+}
+
+/// Upstream `MaxUnavailable`: 0 for Recreate or zero replicas, at most the replicas.
+pub fn max_unavailable(d: &Deployment) -> i32 {
+    if !is_rolling_update(d) || replicas(d) == 0 {
+        return 0;
+    }
+    let (s, u) = rolling_params(d);
+    let (_, unavailable) = resolve_fenceposts(&s, &u, replicas(d)).unwrap_or((0, 0));
+    unavailable.min(replicas(d))
+}
+
+/// The API server's validation of a RollingUpdate strategy (upstream
+/// `ValidateRollingUpdateDeployment`), for runtimes that reject invalid input.
+pub fn validate_rolling_update(d: &Deployment) -> Result<(), String> {
+    if !is_rolling_update(d) {
+        return Ok(());
+    }
+    let (surge, unavailable) = rolling_params(d);
+    let field = "spec.strategy.rollingUpdate";
+    for (name, v) in [("maxSurge", &surge), ("maxUnavailable", &unavailable)] {
+        match v {
+            IntOrString::Int(i) if *i < 0 => {
+                return Err(format!(
+                    "{field}.{name}: Invalid value: {i}: must be greater than or equal to 0"
+                ))
+            }
+            IntOrString::String(s) => {
+                let p = s
+                    .strip_suffix('%')
+                    .and_then(|p| p.parse::<i64>().ok())
+                    .ok_or_else(|| {
+                        format!("{field}.{name}: Invalid value: {s:?}: a valid percent string must be a numeric string followed by an ending '%'")
+                    })?;
+                if p < 0 {
+                    return Err(format!(
+                        "{field}.{name}: Invalid value: {s:?}: must be greater than or equal to 0"
+                    ));
+                }
+                if name == "maxUnavailable" && p > 100 {
+                    return Err(format!(
+                        "{field}.{name}: Invalid value: {s:?}: must not be greater than 100%"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    let is_zero = |v: &IntOrString| match v {
+        IntOrString::Int(i) => *i == 0,
+        IntOrString::String(s) => {
+            s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok()) == Some(0)
+        }
+    };
+    if is_zero(&surge) && is_zero(&unavailable) {
+        return Err(format!(
+            "{field}.maxUnavailable: Invalid value: {unavailable:?}: may not be 0 when `maxSurge` is 0"
+        ));
+    }
+    Ok(())
+}
+
+// ----- the pod template hash ----------------------------------------------------------------
+
+/// 32-bit FNV-1a.
+pub fn fnv32a(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in bytes {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// Upstream `rand.SafeEncodeString`: maps each character onto an alphabet without vowels or
+/// confusable digits, so a hash never spells a word.
+pub fn safe_encode_string(s: &str) -> String {
+    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    s.chars()
+        .map(|c| ALPHANUMS[(c as usize) % ALPHANUMS.len()] as char)
+        .collect()
+}
+
+/// The `pod-template-hash` of a template (upstream `controller.ComputeHash`).
+///
+/// Upstream feeds FNV-32a with Go's spew dump of the PodTemplateSpec struct, which has no
+/// Rust equivalent; kubeplane feeds it the template's canonical JSON instead (fields in
+/// declaration order, maps sorted by key). The rest is upstream's: the collision count is
+/// appended as 8 little-endian bytes, and the decimal sum is encoded with
+/// [`safe_encode_string`]. Hashes are therefore stable and well-formed but differ from a real
+/// cluster's for the same template.
+pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
+    let mut bytes = serde_json::to_vec(template).unwrap_or_default();
+    if let Some(c) = collision_count {
+        let mut cc = [0u8; 8];
+        cc[..4].copy_from_slice(&(c as u32).to_le_bytes());
+        bytes.extend_from_slice(&cc);
+    }
+    safe_encode_string(&fnv32a(&bytes).to_string())
+}
+
+/// Drops empty objects, arrays and nulls, so nil and empty compare equal as in upstream's
+/// semantic deep equality.
+fn prune(v: Value) -> Option<Value> {
+    match v {
+        Value::Null => None,
+        Value::Array(a) => {
+            let a: Vec<Value> = a
+                .into_iter()
+                .map(|x| prune(x).unwrap_or(Value::Null))
+                .collect();
+            (!a.is_empty()).then_some(Value::Array(a))
+        }
+        Value::Object(m) => {
+            let m: serde_json::Map<String, Value> = m
+                .into_iter()
+                .filter_map(|(k, x)| prune(x).map(|x| (k, x)))
+                .collect();
+            (!m.is_empty()).then_some(Value::Object(m))
+        }
+        other => Some(other),
+    }
+}
+
+fn template_without_hash(t: &PodTemplateSpec) -> Option<Value> {
+    let mut t = t.clone();
+    if let Some(m) = t.metadata.as_mut() {
+        if let Some(l) = m.labels.as_mut() {
+            l.remove(POD_TEMPLATE_HASH_LABEL);
+        }
+    }
+    prune(serde_json::to_value(&t).unwrap_or(Value::Null))
+}
+
+/// Two templates are equal once the `pod-template-hash` label is ignored (upstream
+/// `EqualIgnoreHash`).
+pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
+    template_without_hash(a) == template_without_hash(b)
+}
+
+pub fn rs_template(rs: &ReplicaSet) -> PodTemplateSpec {
+    rs.spec
+        .as_ref()
+        .and_then(|s| s.template.clone())
+        .unwrap_or_default()
+}
+
+pub fn deployment_template(d: &Deployment) -> PodTemplateSpec {
+    d.spec
+        .as_ref()
+        .map(|s| s.template.clone())
+        .unwrap_or_default()
+}
+
+/// A copy of a selector with one more `matchLabels` entry (upstream
+/// `CloneSelectorAndAddLabel`).
+pub fn clone_selector_and_add_label(sel: &LabelSelector, key: &str, value: &str) -> LabelSelector {
+    let mut s = sel.clone();
+    s.match_labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(key.into(), value.into());
+    s
+}
+
+/// True for a selector that selects everything (no labels and no expressions).
+pub fn selector_is_empty(sel: &LabelSelector) -> bool {
+    sel.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+        && sel.match_expressions.as_ref().is_none_or(Vec::is_empty)
+}
+
+// ----- annotations --------------------------------------------------------------------------
+
+fn annotation<'a>(rs: &'a ReplicaSet, key: &str) -> Option<&'a str> {
+    rs.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
+
+/// The revision annotation as a number: 0 when missing, an error when malformed.
+pub fn revision(rs: &ReplicaSet) -> Result<i64, String> {
+    match annotation(rs, REVISION_ANNOTATION) {
+        None => Ok(0),
+        Some(v) => v.parse().map_err(|e| format!("{v:?}: {e}")),
+    }
+}
+
+/// The highest revision among the ReplicaSets, skipping malformed ones.
+pub fn max_revision(rss: &[Arc<ReplicaSet>]) -> i64 {
+    rss.iter()
+        .filter_map(|rs| revision(rs).ok())
+        .max()
+        .unwrap_or(0)
+}
+
+pub fn desired_replicas_annotation(rs: &ReplicaSet) -> Option<i32> {
+    annotation(rs, DESIRED_REPLICAS_ANNOTATION).and_then(|v| v.parse().ok())
+}
+
+pub fn max_replicas_annotation(rs: &ReplicaSet) -> Option<i32> {
+    annotation(rs, MAX_REPLICAS_ANNOTATION).and_then(|v| v.parse().ok())
+}
+
+pub fn replicas_annotations_need_update(rs: &ReplicaSet, desired: i32, max: i32) -> bool {
+    annotation(rs, DESIRED_REPLICAS_ANNOTATION) != Some(desired.to_string().as_str())
+        || annotation(rs, MAX_REPLICAS_ANNOTATION) != Some(max.to_string().as_str())
+}
+
+/// Sets the desired- and max-replicas annotations; true when something changed.
+pub fn set_replicas_annotations(rs: &mut ReplicaSet, desired: i32, max: i32) -> bool {
+    let ann = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    let mut changed = false;
+    for (k, v) in [
+        (DESIRED_REPLICAS_ANNOTATION, desired.to_string()),
+        (MAX_REPLICAS_ANNOTATION, max.to_string()),
+    ] {
+        if ann.get(k) != Some(&v) {
+            ann.insert(k.into(), v);
+            changed = true;
+        }
+    }
+    changed
+}
+
+fn skip_copy_annotation(key: &str) -> bool {
+    matches!(
+        key,
+        LAST_APPLIED_CONFIG_ANNOTATION
+            | REVISION_ANNOTATION
+            | REVISION_HISTORY_ANNOTATION
+            | DESIRED_REPLICAS_ANNOTATION
+            | MAX_REPLICAS_ANNOTATION
+            | DEPRECATED_ROLLBACK_TO_ANNOTATION
+    )
+}
+
+/// Copies the Deployment's annotations onto the ReplicaSet, except the ones the controller
+/// owns; true when something changed.
+fn copy_deployment_annotations_to_replica_set(d: &Deployment, rs: &mut ReplicaSet) -> bool {
+    let mut changed = false;
+    let ann = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    for (k, v) in d.metadata.annotations.iter().flatten() {
+        if skip_copy_annotation(k) || ann.get(k) == Some(v) {
+            continue;
+        }
+        ann.insert(k.clone(), v.clone());
+        changed = true;
+    }
+    changed
+}
+
+/// Upstream `SetNewReplicaSetAnnotations`: copies the Deployment's annotations, raises the
+/// revision to `new_revision` (keeping the superseded one in the revision history), and for a
+/// ReplicaSet about to be created sets the replica annotations. True when something changed.
+pub fn set_new_replica_set_annotations(
+    d: &Deployment,
+    rs: &mut ReplicaSet,
+    new_revision: i64,
+    exists: bool,
+) -> bool {
+    let mut changed = copy_deployment_annotations_to_replica_set(d, rs);
+    let ann = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    let old_revision = ann.get(REVISION_ANNOTATION).cloned();
+    let old_revision_int = match old_revision.as_deref() {
+        None | Some("") => 0,
+        Some(v) => match v.parse::<i64>() {
+            Ok(n) => n,
+            Err(_) => return false,
+        },
+    };
+    if old_revision_int < new_revision {
+        ann.insert(REVISION_ANNOTATION.into(), new_revision.to_string());
+        changed = true;
+    }
+    if let Some(old) = old_revision.filter(|_| old_revision_int < new_revision) {
+        let history = ann
+            .get(REVISION_HISTORY_ANNOTATION)
+            .cloned()
+            .unwrap_or_default();
+        if history.is_empty() {
+            ann.insert(REVISION_HISTORY_ANNOTATION.into(), old);
+        } else {
+            let mut revisions: Vec<&str> = history.split(',').collect();
+            let mut total = history.len() + old.len() + 1;
+            let mut start = 0;
+            while total > MAX_REV_HISTORY_LENGTH_IN_CHARS && start < revisions.len() {
+                total -= revisions[start].len() + 1;
+                start += 1;
+            }
+            if total <= MAX_REV_HISTORY_LENGTH_IN_CHARS {
+                revisions = revisions.split_off(start);
+                revisions.push(&old);
+                ann.insert(REVISION_HISTORY_ANNOTATION.into(), revisions.join(","));
+            }
+        }
+    }
+    if !exists && set_replicas_annotations(rs, replicas(d), replicas(d) + max_surge(d)) {
+        changed = true;
+    }
+    changed
+}
+
+/// Sets the Deployment's revision annotation; true when it changed.
+pub fn set_deployment_revision(d: &mut Deployment, revision: &str) -> bool {
+    let ann = d.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    if ann.get(REVISION_ANNOTATION).map(String::as_str) == Some(revision) {
+        return false;
+    }
+    ann.insert(REVISION_ANNOTATION.into(), revision.into());
+    true
+}
+
+// ----- finding the new and old ReplicaSets --------------------------------------------------
+
+fn creation(rs: &ReplicaSet) -> Option<Timestamp> {
+    rs.metadata.creation_timestamp.as_ref().map(|t| t.0)
+}
+
+fn name(rs: &ReplicaSet) -> &str {
+    rs.metadata.name.as_deref().unwrap_or("")
+}
+
+/// Oldest first, then by name (upstream `ReplicaSetsByCreationTimestamp`).
+pub fn by_creation_timestamp(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+    creation(a)
+        .cmp(&creation(b))
+        .then_with(|| name(a).cmp(name(b)))
+}
+
+/// Largest first; ties oldest first (upstream `ReplicaSetsBySizeOlder`).
+pub fn by_size_older(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+    rs_replicas(b)
+        .cmp(&rs_replicas(a))
+        .then_with(|| by_creation_timestamp(a, b))
+}
+
+/// Largest first; ties newest first (upstream `ReplicaSetsBySizeNewer`).
+pub fn by_size_newer(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+    rs_replicas(b)
+        .cmp(&rs_replicas(a))
+        .then_with(|| by_creation_timestamp(b, a))
+}
+
+/// Lowest revision first; unparsable or equal revisions by creation (upstream
+/// `ReplicaSetsByRevision`).
+pub fn by_revision(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+    match (revision(a), revision(b)) {
+        (Ok(x), Ok(y)) if x != y => x.cmp(&y),
+        _ => by_creation_timestamp(a, b),
+    }
+}
+
+/// The oldest ReplicaSet whose template equals the Deployment's (upstream
+/// `FindNewReplicaSet`).
+pub fn find_new_replica_set(d: &Deployment, rss: &[Arc<ReplicaSet>]) -> Option<Arc<ReplicaSet>> {
+    let template = deployment_template(d);
+    let mut sorted: Vec<&Arc<ReplicaSet>> = rss.iter().collect();
+    sorted.sort_by(|a, b| by_creation_timestamp(a, b));
+    sorted
+        .into_iter()
+        .find(|rs| equal_ignore_hash(&rs_template(rs), &template))
+        .cloned()
+}
+
+/// Every ReplicaSet except the new one (upstream `FindOldReplicaSets`' second result).
+pub fn find_old_replica_sets(d: &Deployment, rss: &[Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
+    let new_uid = find_new_replica_set(d, rss).and_then(|rs| rs.metadata.uid.clone());
+    rss.iter()
+        .filter(|rs| new_uid.is_none() || rs.metadata.uid != new_uid)
+        .cloned()
+        .collect()
+}
+
+/// ReplicaSets that have, or should have, pods.
+pub fn filter_active(rss: &[Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
+    rss.iter()
+        .filter(|rs| rs_replicas(rs) > 0)
+        .cloned()
+        .collect()
+}
+
+/// Upstream `FindActiveOrLatest`: the only active ReplicaSet, or with none active the new one
+/// or else the newest old one; `None` when several are active.
+pub fn find_active_or_latest(
+    new_rs: Option<&Arc<ReplicaSet>>,
+    old_rss: &[Arc<ReplicaSet>],
+) -> Option<Arc<ReplicaSet>> {
+    if new_rs.is_none() && old_rss.is_empty() {
+        return None;
+    }
+    let mut old: Vec<Arc<ReplicaSet>> = old_rss.to_vec();
+    old.sort_by(|a, b| by_creation_timestamp(b, a));
+    let mut all = old.clone();
+    all.extend(new_rs.cloned());
+    let active = filter_active(&all);
+    match active.len() {
+        0 => new_rs.cloned().or_else(|| old.first().cloned()),
+        1 => Some(active[0].clone()),
+        _ => None,
+    }
+}
+
+// ----- replica arithmetic -------------------------------------------------------------------
+
+pub fn sum_spec_replicas(rss: &[Arc<ReplicaSet>]) -> i32 {
+    rss.iter().map(|rs| rs_replicas(rs)).sum()
+}
+
+fn status_of(rs: &ReplicaSet) -> (i32, i32, i32) {
+    let s = rs.status.as_ref();
+    (
+        s.map(|s| s.replicas).unwrap_or(0),
+        s.and_then(|s| s.ready_replicas).unwrap_or(0),
+        s.and_then(|s| s.available_replicas).unwrap_or(0),
+    )
+}
+
+pub fn sum_actual_replicas(rss: &[Arc<ReplicaSet>]) -> i32 {
+    rss.iter().map(|rs| status_of(rs).0).sum()
+}
+
+pub fn sum_ready_replicas(rss: &[Arc<ReplicaSet>]) -> i32 {
+    rss.iter().map(|rs| status_of(rs).1).sum()
+}
+
+pub fn sum_available_replicas(rss: &[Arc<ReplicaSet>]) -> i32 {
+    rss.iter().map(|rs| status_of(rs).2).sum()
+}
+
+pub fn available_replicas(rs: &ReplicaSet) -> i32 {
+    status_of(rs).2
+}
+
+/// How many replicas the new ReplicaSet should have now (upstream `NewRSNewReplicas`).
+pub fn new_rs_new_replicas(
+    d: &Deployment,
+    all_rss: &[Arc<ReplicaSet>],
+    new_rs: &ReplicaSet,
+) -> Result<i32, String> {
+    if !is_rolling_update(d) {
+        return Ok(replicas(d));
+    }
+    let (s, u) = rolling_params(d);
+    let (surge, _) = resolve_fenceposts(&s, &u, replicas(d))?;
+    let current = sum_spec_replicas(all_rss);
+    let max_total = replicas(d) + surge;
+    if current >= max_total {
+        return Ok(rs_replicas(new_rs));
+    }
+    let scale_up = (max_total - current).min(replicas(d) - rs_replicas(new_rs));
+    Ok(rs_replicas(new_rs) + scale_up)
+}
+
+/// The new ReplicaSet has all the Deployment's replicas, all available (upstream
+/// `IsSaturated`).
+pub fn is_saturated(d: &Deployment, rs: Option<&Arc<ReplicaSet>>) -> bool {
+    let Some(rs) = rs else {
+        return false;
+    };
+    let Some(desired) = desired_replicas_annotation(rs) else {
+        return false;
+    };
+    rs_replicas(rs) == replicas(d)
+        && desired == replicas(d)
+        && available_replicas(rs) == replicas(d)
+}
+
+/// How much of a scaling change a ReplicaSet takes (upstream `GetReplicaSetProportion`).
+pub fn get_proportion(rs: &ReplicaSet, d: &Deployment, to_add: i32, added: i32) -> i32 {
+    if rs_replicas(rs) == 0 || to_add == 0 || to_add == added {
+        return 0;
+    }
+    let fraction = get_replica_set_fraction(rs, d);
+    let allowed = to_add - added;
+    if to_add > 0 {
+        fraction.min(allowed)
+    } else {
+        fraction.max(allowed)
+    }
+}
+
+/// The change that keeps a ReplicaSet's share of the Deployment when it is resized (upstream
+/// `getReplicaSetFraction`): `round(rs × (replicas + maxSurge) / annotatedMax) − rs`, rounding
+/// half away from zero.
+pub fn get_replica_set_fraction(rs: &ReplicaSet, d: &Deployment) -> i32 {
+    if replicas(d) == 0 {
+        return -rs_replicas(rs);
+    }
+    let deployment_replicas = i64::from(replicas(d) + max_surge(d));
+    let annotated = max_replicas_annotation(rs)
+        .unwrap_or_else(|| d.status.as_ref().and_then(|s| s.replicas).unwrap_or(0));
+    if annotated == 0 {
+        // Upstream divides by zero here (it never scales proportionally from zero).
+        return 0;
+    }
+    let size = (i64::from(rs_replicas(rs)) * deployment_replicas) as f64 / f64::from(annotated);
+    size.round() as i32 - rs_replicas(rs)
+}
+
+// ----- conditions ---------------------------------------------------------------------------
+
+pub fn get_condition<'a>(
+    status: &'a DeploymentStatus,
+    type_: &str,
+) -> Option<&'a DeploymentCondition> {
+    status
+        .conditions
+        .as_ref()
+        .and_then(|cs| cs.iter().find(|c| c.type_ == type_))
+}
+
+pub fn new_condition(
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: String,
+    now: &Time,
+) -> DeploymentCondition {
+    DeploymentCondition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: Some(reason.into()),
+        message: Some(message),
+        last_update_time: Some(now.clone()),
+        last_transition_time: Some(now.clone()),
+    }
+}
+
+/// Upstream `SetDeploymentCondition`: the same status and reason keeps the existing condition;
+/// the same status keeps its lastTransitionTime; the condition moves to the end of the list.
+pub fn set_condition(status: &mut DeploymentStatus, mut cond: DeploymentCondition) {
+    if let Some(cur) = get_condition(status, &cond.type_) {
+        if cur.status == cond.status && cur.reason == cond.reason {
+            return;
+        }
+        if cur.status == cond.status {
+            cond.last_transition_time = cur.last_transition_time.clone();
+        }
+    }
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    conditions.retain(|c| c.type_ != cond.type_);
+    conditions.push(cond);
+}
+
+pub fn remove_condition(status: &mut DeploymentStatus, type_: &str) {
+    if let Some(cs) = status.conditions.as_mut() {
+        cs.retain(|c| c.type_ != type_);
+        if cs.is_empty() {
+            status.conditions = None;
+        }
+    }
+}
+
+/// A ReplicaSet's ReplicaFailure condition as a Deployment condition.
+pub fn rs_condition_to_deployment(c: &ReplicaSetCondition) -> DeploymentCondition {
+    DeploymentCondition {
+        type_: c.type_.clone(),
+        status: c.status.clone(),
+        reason: c.reason.clone(),
+        message: c.message.clone(),
+        last_update_time: c.last_transition_time.clone(),
+        last_transition_time: c.last_transition_time.clone(),
+    }
+}
+
+fn g(v: Option<i32>) -> i32 {
+    v.unwrap_or(0)
+}
+
+/// All replicas updated, existing and available, and the generation observed (upstream
+/// `DeploymentComplete`).
+pub fn deployment_complete(d: &Deployment, s: &DeploymentStatus) -> bool {
+    let r = replicas(d);
+    g(s.updated_replicas) == r
+        && g(s.replicas) == r
+        && g(s.available_replicas) == r
+        && s.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0)
+}
+
+/// Something moved since the last status (upstream `DeploymentProgressing`).
+pub fn deployment_progressing(d: &Deployment, new: &DeploymentStatus) -> bool {
+    let old = d.status.clone().unwrap_or_default();
+    let old_old = g(old.replicas) - g(old.updated_replicas);
+    let new_old = g(new.replicas) - g(new.updated_replicas);
+    g(new.updated_replicas) > g(old.updated_replicas)
+        || new_old < old_old
+        || g(new.ready_replicas) > g(old.ready_replicas)
+        || g(new.available_replicas) > g(old.available_replicas)
+}
+
+/// The Progressing condition was last updated more than progressDeadlineSeconds ago (upstream
+/// `DeploymentTimedOut`, strictly before now).
+pub fn deployment_timed_out(d: &Deployment, new: &DeploymentStatus, now: Timestamp) -> bool {
+    if !has_progress_deadline(d) {
+        return false;
+    }
+    let Some(c) = get_condition(new, CONDITION_PROGRESSING) else {
+        return false;
+    };
+    match c.reason.as_deref() {
+        Some(REASON_NEW_RS_AVAILABLE) => return false,
+        Some(REASON_TIMED_OUT) => return true,
+        _ => {}
+    }
+    let Some(from) = c.last_update_time.as_ref() else {
+        return false;
+    };
+    let deadline = jiff::SignedDuration::from_secs(i64::from(progress_deadline_seconds(d)));
+    from.0.checked_add(deadline).is_ok_and(|t| t < now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::{
+        DeploymentSpec, DeploymentStrategy, ReplicaSetSpec, ReplicaSetStatus,
+        RollingUpdateDeployment,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn deployment(replicas: i32, surge: IntOrString, unavailable: IntOrString) -> Deployment {
+        Deployment {
+            spec: Some(DeploymentSpec {
+                replicas: Some(replicas),
+                strategy: Some(DeploymentStrategy {
+                    type_: Some(STRATEGY_ROLLING_UPDATE.into()),
+                    rolling_update: Some(RollingUpdateDeployment {
+                        max_surge: Some(surge),
+                        max_unavailable: Some(unavailable),
+                    }),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn pct(s: &str) -> IntOrString {
+        IntOrString::String(s.into())
+    }
+
+    fn rs(
+        name: &str,
+        replicas: i32,
+        max_annotation: Option<i32>,
+        created_secs: i64,
+    ) -> Arc<ReplicaSet> {
+        let mut ann = BTreeMap::new();
+        if let Some(m) = max_annotation {
+            ann.insert(MAX_REPLICAS_ANNOTATION.to_string(), m.to_string());
+        }
+        Arc::new(ReplicaSet {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                annotations: Some(ann),
+                creation_timestamp: Some(Time(
+                    Timestamp::from_second(1_700_000_000 + created_secs).unwrap(),
+                )),
+                ..Default::default()
+            },
+            spec: Some(ReplicaSetSpec {
+                replicas: Some(replicas),
+                ..Default::default()
+            }),
+            status: Some(ReplicaSetStatus::default()),
+        })
+    }
+
+    #[test]
+    fn fenceposts_round_surge_up_and_unavailable_down() {
+        // Upstream deployment_util_test TestResolveFenceposts.
+        let cases = [
+            (IntOrString::Int(0), IntOrString::Int(0), 0, (0, 1)),
+            (IntOrString::Int(39), IntOrString::Int(1), 10, (39, 1)),
+            (pct("39%"), pct("39%"), 10, (4, 3)),
+            (pct("25%"), pct("25%"), 4, (1, 1)),
+            (pct("25%"), pct("25%"), 10, (3, 2)),
+            (pct("0%"), pct("1%"), 10, (0, 1)),
+            (pct("0%"), pct("0%"), 10, (0, 1)),
+            (pct("1%"), pct("0%"), 10, (1, 0)),
+            (pct("50%"), pct("0%"), 0, (0, 1)),
+        ];
+        for (s, u, desired, want) in cases {
+            assert_eq!(
+                resolve_fenceposts(&s, &u, desired),
+                Ok(want),
+                "{s:?} {u:?} {desired}"
+            );
+        }
+        assert!(resolve_fenceposts(&pct("abc"), &pct("1%"), 10).is_err());
+        assert!(resolve_fenceposts(&IntOrString::String("5".into()), &pct("1%"), 10).is_err());
+    }
+
+    #[test]
+    fn max_unavailable_is_capped_by_the_replicas_and_zero_for_recreate() {
+        // Upstream TestMaxUnavailable.
+        assert_eq!(
+            max_unavailable(&deployment(10, IntOrString::Int(1), IntOrString::Int(5))),
+            5
+        );
+        assert_eq!(
+            max_unavailable(&deployment(10, IntOrString::Int(1), IntOrString::Int(25))),
+            10
+        );
+        assert_eq!(max_unavailable(&deployment(10, pct("100%"), pct("50%"))), 5);
+        assert_eq!(
+            max_unavailable(&deployment(0, IntOrString::Int(1), IntOrString::Int(5))),
+            0
+        );
+        let mut recreate = deployment(10, IntOrString::Int(1), IntOrString::Int(5));
+        recreate
+            .spec
+            .as_mut()
+            .unwrap()
+            .strategy
+            .as_mut()
+            .unwrap()
+            .type_ = Some(STRATEGY_RECREATE.into());
+        assert_eq!(max_unavailable(&recreate), 0);
+        assert_eq!(max_surge(&recreate), 0);
+        // Defaults: 25% and 25%.
+        let d = Deployment {
+            spec: Some(DeploymentSpec {
+                replicas: Some(10),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!((max_surge(&d), max_unavailable(&d)), (3, 2));
+    }
+
+    #[test]
+    fn validation_rejects_both_fenceposts_zero() {
+        let d = deployment(3, IntOrString::Int(0), pct("0%"));
+        let err = validate_rolling_update(&d).unwrap_err();
+        assert!(err.contains("may not be 0 when `maxSurge` is 0"), "{err}");
+        assert!(
+            validate_rolling_update(&deployment(3, IntOrString::Int(1), IntOrString::Int(0)))
+                .is_ok()
+        );
+        assert!(validate_rolling_update(&deployment(3, IntOrString::Int(1), pct("101%"))).is_err());
+    }
+
+    #[test]
+    fn proportions_follow_the_worked_examples() {
+        // {3, 2} with max 5, scaled to 10 (maxSurge 0) -> {6, 4}.
+        let d = deployment(10, IntOrString::Int(0), IntOrString::Int(1));
+        let a = rs("a", 3, Some(5), 0);
+        let b = rs("b", 2, Some(5), 1);
+        assert_eq!(get_replica_set_fraction(&a, &d), 3);
+        assert_eq!(get_replica_set_fraction(&b, &d), 2);
+        assert_eq!(get_proportion(&a, &d, 5, 0), 3);
+        assert_eq!(get_proportion(&b, &d, 5, 3), 2);
+        // {6, 4} with max 10, scaled to 5 -> {3, 2}.
+        let d = deployment(5, IntOrString::Int(0), IntOrString::Int(1));
+        let a = rs("a", 6, Some(10), 0);
+        let b = rs("b", 4, Some(10), 1);
+        assert_eq!(get_proportion(&a, &d, -5, 0), -3);
+        assert_eq!(get_proportion(&b, &d, -5, -3), -2);
+        // {1, 1, 1} with max 3, scaled to 4: each fraction round(1.33) - 1 = 0.
+        let d = deployment(4, IntOrString::Int(0), IntOrString::Int(1));
+        assert_eq!(get_replica_set_fraction(&rs("a", 1, Some(3), 0), &d), 0);
+        // Scaling to zero takes everything.
+        let d = deployment(0, IntOrString::Int(0), IntOrString::Int(1));
+        assert_eq!(get_replica_set_fraction(&rs("a", 7, Some(3), 0), &d), -7);
+        // A zero-sized ReplicaSet or nothing to add gets nothing.
+        let d = deployment(4, IntOrString::Int(0), IntOrString::Int(1));
+        assert_eq!(get_proportion(&rs("a", 0, Some(3), 0), &d, 3, 0), 0);
+        assert_eq!(get_proportion(&rs("a", 2, Some(3), 0), &d, 3, 3), 0);
+    }
+
+    #[test]
+    fn size_sorts_break_ties_by_age() {
+        let old = rs("old", 3, None, 0);
+        let new = rs("new", 3, None, 10);
+        let big = rs("big", 5, None, 5);
+        let mut v = vec![old.clone(), new.clone(), big.clone()];
+        v.sort_by(|a, b| by_size_newer(a, b));
+        assert_eq!(
+            v.iter().map(|r| name(r)).collect::<Vec<_>>(),
+            ["big", "new", "old"]
+        );
+        v.sort_by(|a, b| by_size_older(a, b));
+        assert_eq!(
+            v.iter().map(|r| name(r)).collect::<Vec<_>>(),
+            ["big", "old", "new"]
+        );
+    }
+
+    #[test]
+    fn new_rs_replicas_respect_the_surge() {
+        let d = deployment(10, pct("25%"), pct("25%"));
+        let old = rs("old", 10, None, 0);
+        let new = rs("new", 0, None, 1);
+        let all = vec![old.clone(), new.clone()];
+        // maxSurge 3: the new ReplicaSet may start with 3.
+        assert_eq!(new_rs_new_replicas(&d, &all, &new), Ok(3));
+        let new3 = rs("new", 3, None, 1);
+        assert_eq!(new_rs_new_replicas(&d, &[old, new3.clone()], &new3), Ok(3));
+    }
+
+    #[test]
+    fn the_template_hash_is_stable_safe_and_sensitive_to_collisions() {
+        let t = PodTemplateSpec::default();
+        let h = compute_hash(&t, None);
+        assert_eq!(h, compute_hash(&t, None));
+        assert!(h.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
+        assert_ne!(h, compute_hash(&t, Some(1)));
+        assert_eq!(safe_encode_string("0123456789"), "456789bcdf");
+        assert_eq!(fnv32a(b""), 0x811c_9dc5);
+        assert_eq!(fnv32a(b"a"), 0xe40c_292c);
+    }
+
+    #[test]
+    fn templates_compare_equal_ignoring_the_hash_label() {
+        let mut a = PodTemplateSpec::default();
+        let mut b = a.clone();
+        b.metadata = Some(ObjectMeta {
+            labels: Some([(POD_TEMPLATE_HASH_LABEL.to_string(), "abc".to_string())].into()),
+            ..Default::default()
+        });
+        assert!(equal_ignore_hash(&a, &b));
+        a.metadata = Some(ObjectMeta {
+            labels: Some([("app".to_string(), "web".to_string())].into()),
+            ..Default::default()
+        });
+        assert!(!equal_ignore_hash(&a, &b));
+    }
+
+    #[test]
+    fn revision_annotations_keep_a_history_of_superseded_revisions() {
+        let d = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
+        let mut r = ReplicaSet::clone(&rs("a", 3, None, 0));
+        assert!(set_new_replica_set_annotations(&d, &mut r, 1, false));
+        assert_eq!(revision(&r), Ok(1));
+        assert!(!set_new_replica_set_annotations(&d, &mut r, 1, true));
+        assert!(set_new_replica_set_annotations(&d, &mut r, 3, true));
+        assert_eq!(revision(&r), Ok(3));
+        let ann = r.metadata.annotations.as_ref().unwrap();
+        assert_eq!(ann[REVISION_HISTORY_ANNOTATION], "1");
+        assert_eq!(ann[DESIRED_REPLICAS_ANNOTATION], "3");
+        assert_eq!(ann[MAX_REPLICAS_ANNOTATION], "4");
+    }
+
+    #[test]
+    fn setting_a_condition_keeps_the_transition_time_of_an_unchanged_status() {
+        let t0 = Time(Timestamp::from_second(0).unwrap());
+        let t1 = Time(Timestamp::from_second(10).unwrap());
+        let mut s = DeploymentStatus::default();
+        set_condition(
+            &mut s,
+            new_condition(
+                CONDITION_PROGRESSING,
+                "True",
+                REASON_NEW_RS_CREATED,
+                "a".into(),
+                &t0,
+            ),
+        );
+        set_condition(
+            &mut s,
+            new_condition(
+                CONDITION_AVAILABLE,
+                "True",
+                REASON_MIN_AVAILABLE,
+                "b".into(),
+                &t0,
+            ),
+        );
+        set_condition(
+            &mut s,
+            new_condition(
+                CONDITION_PROGRESSING,
+                "True",
+                REASON_RS_UPDATED,
+                "c".into(),
+                &t1,
+            ),
+        );
+        let c = get_condition(&s, CONDITION_PROGRESSING).unwrap();
+        assert_eq!(c.reason.as_deref(), Some(REASON_RS_UPDATED));
+        assert_eq!(c.last_transition_time, Some(t0));
+        assert_eq!(c.last_update_time, Some(t1));
+        // The replaced condition moved to the end.
+        assert_eq!(
+            s.conditions.as_ref().unwrap()[1].type_,
+            CONDITION_PROGRESSING
+        );
+    }
+}

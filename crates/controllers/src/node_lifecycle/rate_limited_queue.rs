@@ -1,0 +1,349 @@
+//! The per-zone NoExecute tainting queue of the node lifecycle controller (upstream
+//! `RateLimitedTimedQueue` with a token-bucket limiter of burst 1), on the virtual clock.
+
+use std::collections::HashSet;
+
+use kubeplane_core::time::{SimDuration, NANOS_PER_SEC};
+use kubeplane_core::SimTime;
+
+/// The eviction limiters' burst (upstream `EvictionRateLimiterBurst`). The limiter below
+/// implements only burst 1.
+pub const EVICTION_RATE_LIMITER_BURST: u32 = 1;
+
+/// A token bucket of burst 1, or one that never accepts.
+///
+/// With burst 1 the bucket is either full or empty, so its state is the instant at which the
+/// next token is available. It starts full.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Limiter {
+    TokenBucket {
+        qps: f32,
+        /// 1/qps, rounded up to the nanosecond, computed from the float32 rate as upstream's
+        /// `rate.Limit(float64(qps))` (0.01 gives 100.000002 s).
+        period: SimDuration,
+        /// None: full.
+        available_at: Option<SimTime>,
+    },
+    /// Upstream `NewFakeNeverRateLimiter`, installed for QPS <= 0.
+    Never,
+}
+
+impl Limiter {
+    /// A full bucket refilling at `qps` tokens per second; `qps <= 0` never accepts.
+    pub fn new(qps: f32) -> Limiter {
+        if qps <= 0.0 {
+            return Limiter::Never;
+        }
+        let period_ns = (NANOS_PER_SEC as f64 / f64::from(qps)).ceil();
+        let period = SimDuration(period_ns.min(i64::MAX as f64) as i64);
+        Limiter::TokenBucket {
+            qps,
+            period,
+            available_at: None,
+        }
+    }
+
+    /// The rate the limiter reports. The never-accepting limiter reports 1, as upstream's
+    /// fake limiter does: swapping it for a real rate of exactly 1 is then a no-op (kept).
+    pub fn qps(&self) -> f32 {
+        match self {
+            Limiter::TokenBucket { qps, .. } => *qps,
+            Limiter::Never => 1.0,
+        }
+    }
+
+    /// Takes a token if one is available at `now`.
+    pub fn try_accept(&mut self, now: SimTime) -> bool {
+        match self {
+            Limiter::TokenBucket {
+                period,
+                available_at,
+                ..
+            } => {
+                if available_at.is_some_and(|t| now < t) {
+                    return false;
+                }
+                *available_at = Some(now + *period);
+                true
+            }
+            Limiter::Never => false,
+        }
+    }
+
+    /// When the next token is available (`None`: never).
+    pub fn next_token_at(&self) -> Option<SimTime> {
+        match self {
+            Limiter::TokenBucket { available_at, .. } => {
+                Some(available_at.unwrap_or(SimTime(i64::MIN)))
+            }
+            Limiter::Never => None,
+        }
+    }
+}
+
+/// An item waiting to be processed (upstream `TimedValue`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimedValue {
+    pub value: String,
+    pub uid: String,
+    pub added_at: SimTime,
+    pub process_at: SimTime,
+}
+
+/// A queue of unique values ordered by `process_at`, processed at the limiter's pace.
+///
+/// A value stays in the de-duplication set after it was processed successfully, so it cannot
+/// be added again until [`RateLimitedTimedQueue::remove`] is called (the node recovered).
+#[derive(Clone, Debug)]
+pub struct RateLimitedTimedQueue {
+    /// (value, insertion sequence) in no particular order; queues are short.
+    items: Vec<(TimedValue, u64)>,
+    set: HashSet<String>,
+    limiter: Limiter,
+    next_seq: u64,
+}
+
+impl RateLimitedTimedQueue {
+    pub fn new(limiter: Limiter) -> Self {
+        RateLimitedTimedQueue {
+            items: Vec::new(),
+            set: HashSet::new(),
+            limiter,
+            next_seq: 0,
+        }
+    }
+
+    /// Adds a value to process at `now`, unless it was added and not removed since.
+    pub fn add(&mut self, value: &str, uid: &str, now: SimTime) -> bool {
+        if self.set.contains(value) {
+            return false;
+        }
+        self.set.insert(value.to_string());
+        self.push(TimedValue {
+            value: value.to_string(),
+            uid: uid.to_string(),
+            added_at: now,
+            process_at: now,
+        });
+        true
+    }
+
+    fn push(&mut self, v: TimedValue) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.items.push((v, seq));
+    }
+
+    /// Removes a value from the queue and from the set, so it can be added again. Returns
+    /// whether it was in the set.
+    pub fn remove(&mut self, value: &str) -> bool {
+        if self.set.is_empty() || !self.set.remove(value) {
+            return false;
+        }
+        self.items.retain(|(v, _)| v.value != value);
+        true
+    }
+
+    /// Whether the value is in the de-duplication set (queued, or processed and not removed).
+    pub fn contains(&self, value: &str) -> bool {
+        self.set.contains(value)
+    }
+
+    /// The value processed next: earliest `process_at`, then earliest added.
+    pub fn head(&self) -> Option<&TimedValue> {
+        self.items
+            .iter()
+            .min_by_key(|(v, seq)| (v.process_at, *seq))
+            .map(|(v, _)| v)
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Upstream `Try`: while the queue has a head, take a token (stop without one), stop if
+    /// the head is not due, else act on it. `action` returns `(done, wait)`: done items leave
+    /// the queue but stay in the set; the others are retried at `now + wait + 1ns`.
+    ///
+    /// As upstream, the token is taken before looking at the head's time, so a pass that finds
+    /// the head not yet due still uses one.
+    pub fn try_process(
+        &mut self,
+        now: SimTime,
+        mut action: impl FnMut(&TimedValue) -> (bool, SimDuration),
+    ) {
+        while let Some(head) = self.head().cloned() {
+            if !self.limiter.try_accept(now) {
+                break;
+            }
+            if now < head.process_at {
+                break;
+            }
+            let (done, wait) = action(&head);
+            let pos = self
+                .items
+                .iter()
+                .position(|(v, _)| v.value == head.value)
+                .expect("head is queued");
+            if done {
+                self.items.remove(pos);
+            } else {
+                let (mut v, _) = self.items.remove(pos);
+                v.process_at = now + wait + SimDuration(1);
+                self.push(v);
+            }
+        }
+    }
+
+    /// Upstream `SwapLimiter`: installs a limiter of rate `qps` unless the current one reports
+    /// the same rate. A new bucket starts empty when the old one had no token available.
+    pub fn swap_limiter(&mut self, qps: f32, now: SimTime) {
+        if self.limiter.qps() == qps {
+            return;
+        }
+        let mut new = Limiter::new(qps);
+        if !matches!(new, Limiter::Never) && !self.limiter.try_accept(now) {
+            new.try_accept(now);
+        }
+        self.limiter = new;
+    }
+
+    pub fn limiter(&self) -> &Limiter {
+        &self.limiter
+    }
+
+    /// The first instant at which a pass could act: never when empty or never accepting.
+    pub fn next_attempt_at(&self) -> Option<SimTime> {
+        if self.items.is_empty() {
+            return None;
+        }
+        self.limiter.next_token_at()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(s: i64) -> SimTime {
+        SimTime::from_secs(s)
+    }
+
+    fn drain(q: &mut RateLimitedTimedQueue, now: SimTime) -> Vec<String> {
+        let mut done = Vec::new();
+        q.try_process(now, |v| {
+            done.push(v.value.clone());
+            (true, SimDuration::ZERO)
+        });
+        done
+    }
+
+    /// Upstream `TestAddNode`: values are unique until removed.
+    #[test]
+    fn a_value_can_be_added_once_until_it_is_removed() {
+        let mut q = RateLimitedTimedQueue::new(Limiter::new(1000.0));
+        assert!(q.add("first", "11111", secs(0)));
+        assert!(q.add("second", "22222", secs(0)));
+        assert!(!q.add("first", "11111", secs(1)));
+        assert_eq!(q.len(), 2);
+        assert!(q.remove("first"));
+        assert!(!q.remove("first"));
+        assert!(q.add("first", "11111", secs(1)));
+    }
+
+    /// Upstream `TestTry` and `TestTryOrdering`: items are processed in `process_at` order.
+    #[test]
+    fn try_processes_in_order_of_process_at() {
+        let mut q = RateLimitedTimedQueue::new(Limiter::new(1000.0));
+        q.add("first", "1", secs(0));
+        q.add("second", "2", secs(0));
+        q.add("third", "3", secs(0));
+        // A 100 s token period would stop after one item; 1000 qps refills every 1 ms.
+        let mut order = Vec::new();
+        let mut t = secs(1);
+        while !q.is_empty() {
+            q.try_process(t, |v| {
+                order.push(v.value.clone());
+                (true, SimDuration::ZERO)
+            });
+            t = t + SimDuration::from_millis(1);
+        }
+        assert_eq!(order, ["first", "second", "third"]);
+    }
+
+    /// Upstream `TestAddAfterTry`: a processed value is not re-added until removed.
+    #[test]
+    fn a_processed_value_is_not_added_again_until_removed() {
+        let mut q = RateLimitedTimedQueue::new(Limiter::new(1000.0));
+        q.add("first", "1", secs(0));
+        assert_eq!(drain(&mut q, secs(0)), ["first"]);
+        assert!(q.is_empty());
+        assert!(q.contains("first"));
+        assert!(!q.add("first", "1", secs(1)));
+        q.remove("first");
+        assert!(q.add("first", "1", secs(1)));
+    }
+
+    #[test]
+    fn a_failed_item_is_retried_after_its_wait() {
+        let mut q = RateLimitedTimedQueue::new(Limiter::new(1000.0));
+        q.add("n", "1", secs(0));
+        q.try_process(secs(0), |_| (false, SimDuration::from_millis(50)));
+        assert_eq!(q.head().unwrap().process_at, SimTime(50_000_001));
+    }
+
+    /// Upstream `TestSwapLimiter`.
+    #[test]
+    fn swapping_to_zero_installs_a_limiter_that_never_accepts() {
+        let mut q = RateLimitedTimedQueue::new(Limiter::new(0.1));
+        q.swap_limiter(0.1, secs(0));
+        assert_eq!(q.limiter(), &Limiter::new(0.1), "same rate: no-op");
+        q.swap_limiter(0.0, secs(0));
+        assert_eq!(q.limiter(), &Limiter::Never);
+        q.add("n", "1", secs(0));
+        assert!(drain(&mut q, secs(1000)).is_empty());
+        assert_eq!(q.next_attempt_at(), None);
+        q.swap_limiter(0.5, secs(1000));
+        assert_eq!(q.limiter().qps(), 0.5);
+    }
+
+    #[test]
+    fn the_bucket_pace_is_one_token_per_period_with_burst_one() {
+        let mut l = Limiter::new(0.1);
+        assert!(l.try_accept(secs(3)), "starts full");
+        assert!(!l.try_accept(secs(12)));
+        // 0.1 as float32 is 0.100000001: a token every 9.999999851 s.
+        assert_eq!(l.next_token_at(), Some(SimTime(12_999_999_851)));
+        assert!(l.try_accept(secs(13)));
+        // A long pause does not bank more than one token.
+        assert!(l.try_accept(secs(100)));
+        assert!(!l.try_accept(secs(101)));
+    }
+
+    #[test]
+    fn the_secondary_rate_period_follows_float32_rounding() {
+        // 0.01 as float32 is 0.0099999998: a token every 100.000002 s.
+        match Limiter::new(0.01) {
+            Limiter::TokenBucket { period, .. } => assert_eq!(period, SimDuration(100_000_002_236)),
+            Limiter::Never => panic!("a positive rate"),
+        }
+    }
+
+    #[test]
+    fn swapping_from_an_empty_bucket_drains_the_new_one() {
+        let mut q = RateLimitedTimedQueue::new(Limiter::new(0.1));
+        q.add("a", "1", secs(0));
+        assert_eq!(drain(&mut q, secs(0)), ["a"]);
+        q.swap_limiter(0.01, secs(1));
+        q.add("b", "2", secs(1));
+        assert!(drain(&mut q, secs(2)).is_empty());
+        assert_eq!(
+            q.next_attempt_at(),
+            Some(SimTime(1_000_000_000 + 100_000_002_236))
+        );
+    }
+}

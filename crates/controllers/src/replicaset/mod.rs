@@ -1,0 +1,945 @@
+//! The ReplicaSet controller (upstream `pkg/controller/replicaset`): keeps `spec.replicas` pods
+//! matching each ReplicaSet's selector, adopting orphans and releasing pods that stopped matching,
+//! creating missing pods in slow-start batches and deleting surplus ones in the order of
+//! [`ranking`], and reports status.
+//!
+//! Like upstream it reads only its own informer-like caches (built from the watch events it
+//! observes) and guards against acting twice on the same need with expectations: after creating
+//! or deleting pods it waits until it has observed those writes before it creates or deletes
+//! again.
+
+pub mod ranking;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use kubeplane_core::features::FeatureGates;
+use kubeplane_core::labels::{from_label_selector, selector_from_map, Selector};
+use kubeplane_core::time::SimDuration;
+use kubeplane_core::{EventRecord, SimTime};
+use kubeplane_store::{
+    Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, StoreError, WatchEvent,
+};
+
+use crate::controller_utils::{
+    add_owner_reference, available_at, claim_action, controller_of, is_pod_active,
+    is_pod_available, is_pod_ready, key_string, new_controller_ref, ns_name, pod_ready_time,
+    remove_owner_reference, slow_start_batch, ClaimAction, Expectations, NsName, WorkQueue,
+    BURST_REPLICAS, SLOW_START_INITIAL_BATCH_SIZE,
+};
+use ranking::{get_pods_to_delete, RankContext};
+
+/// The event source of everything this controller records.
+pub const CONTROLLER_NAME: &str = "replicaset-controller";
+/// The kind this controller manages (upstream also runs it for ReplicationController).
+pub const KIND: &str = "ReplicaSet";
+pub const API_VERSION: &str = "apps/v1";
+
+pub const REASON_SUCCESSFUL_CREATE: &str = "SuccessfulCreate";
+pub const REASON_FAILED_CREATE: &str = "FailedCreate";
+pub const REASON_SUCCESSFUL_DELETE: &str = "SuccessfulDelete";
+pub const REASON_FAILED_DELETE: &str = "FailedDelete";
+/// The status condition type reporting failed creates or deletes.
+pub const CONDITION_REPLICA_FAILURE: &str = "ReplicaFailure";
+
+/// The replicas a ReplicaSet asks for (the API server defaults a missing value to 1).
+pub fn spec_replicas(rs: &ReplicaSet) -> i32 {
+    rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+}
+
+fn min_ready_seconds(rs: &ReplicaSet) -> i32 {
+    rs.spec
+        .as_ref()
+        .and_then(|s| s.min_ready_seconds)
+        .unwrap_or(0)
+}
+
+fn rs_selector(rs: &ReplicaSet) -> Result<Selector, String> {
+    match rs.spec.as_ref() {
+        Some(spec) => from_label_selector(&spec.selector).map_err(|e| e.to_string()),
+        None => Ok(Selector::nothing()),
+    }
+}
+
+fn labels(meta: &ObjectMeta) -> &BTreeMap<String, String> {
+    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+    meta.labels.as_ref().unwrap_or(&EMPTY)
+}
+
+/// Counters reported at the end of a run.
+#[derive(Clone, Debug, Default)]
+struct Metrics {
+    syncs: u64,
+    retries: u64,
+    pods_created: u64,
+    pods_deleted: u64,
+    deletion_age_ratio_observations: u64,
+}
+
+/// The ReplicaSet controller. See the module documentation.
+pub struct ReplicaSetController {
+    pod_deletion_cost: bool,
+    terminating_replicas: bool,
+    replica_sets: BTreeMap<NsName, Arc<ReplicaSet>>,
+    /// ReplicaSets by the UID of their controller (upstream index `controllerUID`).
+    rs_by_controller_uid: BTreeMap<String, BTreeSet<NsName>>,
+    pods: BTreeMap<NsName, Arc<Pod>>,
+    /// Pods by the UID of their controller (upstream pod index by controller UID).
+    pods_by_controller_uid: BTreeMap<String, BTreeSet<NsName>>,
+    /// Pods without a controller, by namespace.
+    orphan_pods: BTreeMap<String, BTreeSet<String>>,
+    queue: WorkQueue,
+    expectations: Expectations,
+    metrics: Metrics,
+}
+
+impl Default for ReplicaSetController {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ReplicaSetController {
+    /// A controller with the v1.34 default feature gates.
+    pub fn new() -> Self {
+        Self::with_features(FeatureGates::default())
+    }
+
+    /// A controller honouring `PodDeletionCost` and `DeploymentReplicaSetTerminatingReplicas`.
+    pub fn with_features(features: FeatureGates) -> Self {
+        ReplicaSetController {
+            pod_deletion_cost: features.enabled("PodDeletionCost"),
+            terminating_replicas: features.enabled("DeploymentReplicaSetTerminatingReplicas"),
+            replica_sets: BTreeMap::new(),
+            rs_by_controller_uid: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            pods_by_controller_uid: BTreeMap::new(),
+            orphan_pods: BTreeMap::new(),
+            queue: WorkQueue::default(),
+            expectations: Expectations::default(),
+            metrics: Metrics::default(),
+        }
+    }
+
+    /// The expectations of a ReplicaSet key (for tests and diagnostics).
+    pub fn expectations(&self) -> &Expectations {
+        &self.expectations
+    }
+
+    // ----- informer caches -------------------------------------------------------------------
+
+    fn index_rs(&mut self, rs: &Arc<ReplicaSet>) {
+        let key = ns_name(&rs.metadata);
+        if let Some(c) = controller_of(&rs.metadata) {
+            self.rs_by_controller_uid
+                .entry(c.uid.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        self.replica_sets.insert(key, rs.clone());
+    }
+
+    fn unindex_rs(&mut self, key: &NsName) -> Option<Arc<ReplicaSet>> {
+        let old = self.replica_sets.remove(key)?;
+        if let Some(c) = controller_of(&old.metadata) {
+            if let Some(set) = self.rs_by_controller_uid.get_mut(&c.uid) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.rs_by_controller_uid.remove(&c.uid);
+                }
+            }
+        }
+        Some(old)
+    }
+
+    fn index_pod(&mut self, pod: &Arc<Pod>) {
+        let key = ns_name(&pod.metadata);
+        match controller_of(&pod.metadata) {
+            Some(c) => {
+                self.pods_by_controller_uid
+                    .entry(c.uid.clone())
+                    .or_default()
+                    .insert(key.clone());
+            }
+            None => {
+                self.orphan_pods
+                    .entry(key.0.clone())
+                    .or_default()
+                    .insert(key.1.clone());
+            }
+        }
+        self.pods.insert(key, pod.clone());
+    }
+
+    fn unindex_pod(&mut self, key: &NsName) -> Option<Arc<Pod>> {
+        let old = self.pods.remove(key)?;
+        match controller_of(&old.metadata) {
+            Some(c) => {
+                if let Some(set) = self.pods_by_controller_uid.get_mut(&c.uid) {
+                    set.remove(key);
+                    if set.is_empty() {
+                        self.pods_by_controller_uid.remove(&c.uid);
+                    }
+                }
+            }
+            None => {
+                if let Some(set) = self.orphan_pods.get_mut(&key.0) {
+                    set.remove(&key.1);
+                    if set.is_empty() {
+                        self.orphan_pods.remove(&key.0);
+                    }
+                }
+            }
+        }
+        Some(old)
+    }
+
+    // ----- event handlers --------------------------------------------------------------------
+
+    /// The ReplicaSet a controller reference points to, if it is in the cache with that UID.
+    fn resolve_controller_ref(&self, namespace: &str, r: &OwnerReference) -> Option<NsName> {
+        if r.kind != KIND {
+            return None;
+        }
+        let key = (namespace.to_string(), r.name.clone());
+        let rs = self.replica_sets.get(&key)?;
+        (rs.metadata.uid.as_deref() == Some(r.uid.as_str())).then_some(key)
+    }
+
+    /// Every ReplicaSet in the pod's namespace whose (non-empty) selector matches it.
+    fn pod_replica_sets(&self, pod: &Pod) -> Vec<NsName> {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        self.replica_sets
+            .range((ns.clone(), String::new())..)
+            .take_while(|((n, _), _)| *n == ns)
+            .filter(|(_, rs)| match rs_selector(rs) {
+                Ok(sel) => !sel.is_empty() && sel.matches(labels(&pod.metadata)),
+                Err(_) => false,
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    fn add_pod(&mut self, pod: &Pod) {
+        if pod.metadata.deletion_timestamp.is_some() {
+            self.delete_pod(pod);
+            return;
+        }
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        if let Some(r) = controller_of(&pod.metadata) {
+            if let Some(key) = self.resolve_controller_ref(ns, r) {
+                self.expectations.creation_observed(&key);
+                self.queue.add(key);
+            }
+            return;
+        }
+        // An orphan: wake every ReplicaSet that may adopt it. Creation is not observed.
+        for key in self.pod_replica_sets(pod) {
+            self.queue.add(key);
+        }
+    }
+
+    fn update_pod(&mut self, old: &Pod, cur: &Pod) {
+        if old.metadata.resource_version == cur.metadata.resource_version {
+            return;
+        }
+        let label_changed = old.metadata.labels != cur.metadata.labels;
+        if cur.metadata.deletion_timestamp.is_some() {
+            self.delete_pod(cur);
+            if label_changed {
+                self.delete_pod(old);
+            }
+            return;
+        }
+        let ns = cur.metadata.namespace.as_deref().unwrap_or("default");
+        let cur_ref = controller_of(&cur.metadata);
+        let old_ref = controller_of(&old.metadata);
+        let ref_changed = cur_ref != old_ref;
+        if ref_changed {
+            if let Some(key) = old_ref.and_then(|r| self.resolve_controller_ref(ns, r)) {
+                self.queue.add(key);
+            }
+        }
+        if let Some(r) = cur_ref {
+            // Readiness changes of pods that are waiting out minReadySeconds are picked up by
+            // the timer the sync sets (see `sync`), not by the +1 s requeue upstream uses.
+            if let Some(key) = self.resolve_controller_ref(ns, r) {
+                self.queue.add(key);
+            }
+            return;
+        }
+        if label_changed || ref_changed {
+            for key in self.pod_replica_sets(cur) {
+                self.queue.add(key);
+            }
+        }
+    }
+
+    fn delete_pod(&mut self, pod: &Pod) {
+        let Some(r) = controller_of(&pod.metadata) else {
+            return;
+        };
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let Some(key) = self.resolve_controller_ref(ns, r) else {
+            return;
+        };
+        let pod_key = key_string(&ns_name(&pod.metadata));
+        self.expectations.deletion_observed(&key, &pod_key);
+        self.queue.add(key);
+    }
+
+    // ----- sync ------------------------------------------------------------------------------
+
+    /// Upstream `syncReplicaSet`. An error requeues the key with backoff.
+    fn sync(&mut self, key: &NsName, now: SimTime, client: &mut dyn Client) -> Result<(), String> {
+        self.metrics.syncs += 1;
+        let Some(rs) = self.replica_sets.get(key).cloned() else {
+            self.expectations.delete(key);
+            return Ok(());
+        };
+        let needs_sync = self.expectations.satisfied(key, now);
+        let Ok(selector) = rs_selector(&rs) else {
+            // An invalid selector is reported and not retried, as upstream.
+            return Ok(());
+        };
+        let rs_uid = rs.metadata.uid.clone().unwrap_or_default();
+        let candidates = self.candidate_pods(&rs_uid, &key.0);
+        let active: Vec<Arc<Pod>> = candidates
+            .iter()
+            .filter(|p| is_pod_active(p))
+            .cloned()
+            .collect();
+        let claimed = self.claim_pods(&rs, &selector, active, client)?;
+        let terminating = self.terminating_replicas.then(|| {
+            candidates
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_some())
+                .filter(|p| controller_of(&p.metadata).is_some_and(|r| r.uid == rs_uid))
+                .filter(|p| selector.matches(labels(&p.metadata)))
+                .count() as i32
+        });
+
+        let mut manage_err = None;
+        if needs_sync && rs.metadata.deletion_timestamp.is_none() {
+            manage_err = self.manage_replicas(&claimed, &rs, key, now, client).err();
+        }
+
+        let now_ts = client.store().timestamp(now);
+        let new_status =
+            calculate_status(&rs, &claimed, manage_err.as_deref(), terminating, &now_ts);
+        let updated =
+            update_replica_set_status(client, &rs, new_status, self.terminating_replicas)?;
+
+        // Requeue when a ready pod becomes available (v1.34: the earliest such moment, falling
+        // back to minReadySeconds from now).
+        let min_ready = min_ready_seconds(&updated);
+        if let Some(status) = updated.status.as_ref() {
+            if min_ready > 0 && status.ready_replicas != status.available_replicas {
+                let next = claimed
+                    .iter()
+                    .filter(|p| is_pod_ready(p) && !is_pod_available(p, min_ready, now_ts.0))
+                    .filter_map(|p| pod_ready_time(p))
+                    .map(|t| client.store().instant(&Time(available_at(t, min_ready))))
+                    .filter(|&t| t > now)
+                    .min()
+                    .unwrap_or(now + SimDuration::from_secs(i64::from(min_ready)));
+                self.queue.add_after(key.clone(), next);
+            }
+        }
+        match manage_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The pods the ReplicaSet owns plus every orphan of its namespace, from the cache.
+    fn candidate_pods(&self, rs_uid: &str, namespace: &str) -> Vec<Arc<Pod>> {
+        let owned = self
+            .pods_by_controller_uid
+            .get(rs_uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.pods.get(k))
+            .filter(|p| p.metadata.namespace.as_deref() == Some(namespace));
+        let orphans = self
+            .orphan_pods
+            .get(namespace)
+            .into_iter()
+            .flatten()
+            .filter_map(|n| self.pods.get(&(namespace.to_string(), n.clone())));
+        owned.chain(orphans).cloned().collect()
+    }
+
+    /// Upstream `claimPods`: the ControllerRefManager adopts matching orphans and releases
+    /// owned pods that stopped matching. Any error fails the sync before pods are created or
+    /// deleted.
+    fn claim_pods(
+        &mut self,
+        rs: &Arc<ReplicaSet>,
+        selector: &Selector,
+        pods: Vec<Arc<Pod>>,
+        client: &mut dyn Client,
+    ) -> Result<Vec<Arc<Pod>>, String> {
+        let (ns, name) = ns_name(&rs.metadata);
+        let uid = rs.metadata.uid.clone().unwrap_or_default();
+        let deleting = rs.metadata.deletion_timestamp.is_some();
+        let mut claimed = Vec::with_capacity(pods.len());
+        let mut errors = Vec::new();
+        let mut can_adopt: Option<Result<(), String>> = None;
+        for pod in pods {
+            let matches = selector.matches(labels(&pod.metadata));
+            match claim_action(&uid, &ns, deleting, &pod.metadata, matches) {
+                ClaimAction::Claim => claimed.push(pod),
+                ClaimAction::Ignore => {}
+                ClaimAction::Adopt => {
+                    let check = can_adopt
+                        .get_or_insert_with(|| {
+                            recheck_replica_set(client.store(), &ns, &name, &uid)
+                        })
+                        .clone();
+                    if let Err(e) = check {
+                        errors.push(format!(
+                            "can't adopt Pod {}/{} ({}): {e}",
+                            ns,
+                            pod.metadata.name.as_deref().unwrap_or(""),
+                            pod.metadata.uid.as_deref().unwrap_or("")
+                        ));
+                        continue;
+                    }
+                    match adopt_pod(client, rs, &pod) {
+                        Ok(true) => claimed.push(pod),
+                        Ok(false) => {}
+                        Err(e) => errors.push(e.to_string()),
+                    }
+                }
+                ClaimAction::Release => match release_pod(client, &uid, &pod) {
+                    Ok(()) => {}
+                    Err(e) => errors.push(e.to_string()),
+                },
+            }
+        }
+        match errors.len() {
+            0 => Ok(claimed),
+            1 => Err(errors.remove(0)),
+            _ => Err(format!("[{}]", errors.join(", "))),
+        }
+    }
+
+    /// Upstream `manageReplicas`: creates or deletes at most [`BURST_REPLICAS`] pods.
+    fn manage_replicas(
+        &mut self,
+        claimed: &[Arc<Pod>],
+        rs: &Arc<ReplicaSet>,
+        key: &NsName,
+        now: SimTime,
+        client: &mut dyn Client,
+    ) -> Result<(), String> {
+        let diff = claimed.len() as i64 - i64::from(spec_replicas(rs));
+        let (ns, name) = key.clone();
+        if diff < 0 {
+            let n = ((-diff) as usize).min(BURST_REPLICAS);
+            // Expect the creates before making any: their watch events may arrive at any time.
+            self.expectations.expect_creations(key, n, now);
+            let mut created = 0u64;
+            let (successes, err) = slow_start_batch(n, SLOW_START_INITIAL_BATCH_SIZE, || {
+                let r = create_pod(client, rs, now);
+                if r.is_ok() {
+                    created += 1;
+                }
+                r
+            });
+            self.metrics.pods_created += created;
+            // The informer will never see the creates that failed or were not attempted.
+            for _ in successes..n {
+                self.expectations.creation_observed(key);
+            }
+            return match err {
+                Some(e) => Err(e),
+                None => Ok(()),
+            };
+        }
+        if diff > 0 {
+            let n = (diff as usize).min(BURST_REPLICAS);
+            let related = self.indirectly_related_pods(rs);
+            let now_ts = client.store().timestamp(now).0;
+            let ctx = RankContext {
+                now: Some(now_ts),
+                pod_deletion_cost: self.pod_deletion_cost,
+            };
+            let choice = get_pods_to_delete(claimed, &related, n, &ctx);
+            if choice.sorted {
+                self.metrics.deletion_age_ratio_observations +=
+                    choice.victims.iter().filter(|p| is_pod_ready(p)).count() as u64;
+            }
+            if client.explain() {
+                let record =
+                    ranking::explain_record(now.as_secs_f64(), &ns, &name, &choice, n, &ctx);
+                client.emit_record(record);
+            }
+            let pod_keys: Vec<String> = choice
+                .victims
+                .iter()
+                .map(|p| key_string(&ns_name(&p.metadata)))
+                .collect();
+            self.expectations
+                .expect_deletions(key, pod_keys.clone(), now);
+            let mut first_err = None;
+            for (pod, pod_key) in choice.victims.iter().zip(&pod_keys) {
+                let pod_name = pod.metadata.name.clone().unwrap_or_default();
+                let obj_key = ObjectKey::new(Kind::Pod, &ns, &pod_name);
+                match client.delete(&obj_key, DeleteOptions::default()) {
+                    Ok(_) => {
+                        self.metrics.pods_deleted += 1;
+                        client.record_event(EventRecord::normal(
+                            now,
+                            CONTROLLER_NAME,
+                            KIND,
+                            &ns,
+                            &name,
+                            REASON_SUCCESSFUL_DELETE,
+                            format!("Deleted pod: {pod_name}"),
+                        ));
+                    }
+                    Err(e) => {
+                        // The informer will never see this deletion.
+                        self.expectations.deletion_observed(key, pod_key);
+                        if !matches!(e, StoreError::NotFound { .. }) {
+                            client.record_event(EventRecord::warning(
+                                now,
+                                CONTROLLER_NAME,
+                                KIND,
+                                &ns,
+                                &name,
+                                REASON_FAILED_DELETE,
+                                format!("Error deleting: {e}"),
+                            ));
+                            if first_err.is_none() {
+                                first_err = Some(format!("unable to delete pods: {e}"));
+                            }
+                        }
+                    }
+                }
+            }
+            return match first_err {
+                Some(e) => Err(e),
+                None => Ok(()),
+            };
+        }
+        Ok(())
+    }
+
+    /// Upstream `getIndirectlyRelatedPods`: the pods selected by every ReplicaSet with the same
+    /// controller (this one included), de-duplicated by UID. A ReplicaSet without a controller
+    /// has none, so all its pods rank 0.
+    fn indirectly_related_pods(&self, rs: &ReplicaSet) -> Vec<Arc<Pod>> {
+        let Some(c) = controller_of(&rs.metadata) else {
+            return Vec::new();
+        };
+        let mut seen = BTreeSet::new();
+        let mut related = Vec::new();
+        for key in self.rs_by_controller_uid.get(&c.uid).into_iter().flatten() {
+            let Some(other) = self.replica_sets.get(key) else {
+                continue;
+            };
+            let Ok(selector) = rs_selector(other) else {
+                continue;
+            };
+            let ns = &key.0;
+            for (_, pod) in self
+                .pods
+                .range((ns.clone(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+            {
+                if selector.matches(labels(&pod.metadata))
+                    && seen.insert(pod.metadata.uid.clone().unwrap_or_default())
+                {
+                    related.push(pod.clone());
+                }
+            }
+        }
+        related
+    }
+}
+
+/// Upstream `RecheckDeletionTimestamp` over an uncached GET of the ReplicaSet: adoption is only
+/// allowed while the very same ReplicaSet exists and is not being deleted.
+fn recheck_replica_set(
+    store: &kubeplane_store::Store,
+    ns: &str,
+    name: &str,
+    uid: &str,
+) -> Result<(), String> {
+    let Some(fresh) = store.get(Kind::ReplicaSet, ns, name) else {
+        return Err(format!(
+            "can't recheck DeletionTimestamp: replicasets.apps \"{name}\" not found"
+        ));
+    };
+    if fresh.uid() != uid {
+        return Err(format!(
+            "can't recheck DeletionTimestamp: original {KIND} {ns}/{name} is gone: got uid {}, wanted {uid}",
+            fresh.uid()
+        ));
+    }
+    if let Some(ts) = fresh.meta().deletion_timestamp.as_ref() {
+        return Err(format!("{ns}/{name} has just been deleted at {}", ts.0));
+    }
+    Ok(())
+}
+
+/// Adds the ReplicaSet's controller reference to an orphan (upstream `AdoptPod`, a patch with a
+/// UID precondition). `Ok(false)` when the pod is gone.
+fn adopt_pod(client: &mut dyn Client, rs: &ReplicaSet, pod: &Pod) -> Result<bool, StoreError> {
+    let (ns, name) = ns_name(&pod.metadata);
+    let Some(fresh) = client.store().get_pod(&ns, &name).cloned() else {
+        return Ok(false);
+    };
+    let key = ObjectKey::new(Kind::Pod, &ns, &name);
+    if fresh.metadata.uid != pod.metadata.uid {
+        return Err(StoreError::Conflict { key });
+    }
+    let controller_ref = new_controller_ref(API_VERSION, KIND, &rs.metadata);
+    if let Some(other) = controller_of(&fresh.metadata) {
+        if other.uid != controller_ref.uid {
+            return Err(StoreError::Invalid {
+                key,
+                message: "metadata.ownerReferences: Invalid value: Only one reference can have Controller set to true".into(),
+            });
+        }
+    }
+    let mut p = Pod::clone(&fresh);
+    add_owner_reference(&mut p.metadata, controller_ref);
+    match client.update(Object::Pod(Arc::new(p))) {
+        Ok(_) => Ok(true),
+        Err(StoreError::NotFound { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes the ReplicaSet's reference from a pod that no longer matches (upstream `ReleasePod`).
+/// A pod that is gone or cannot be patched counts as released.
+fn release_pod(client: &mut dyn Client, rs_uid: &str, pod: &Pod) -> Result<(), StoreError> {
+    let (ns, name) = ns_name(&pod.metadata);
+    let Some(fresh) = client.store().get_pod(&ns, &name).cloned() else {
+        return Ok(());
+    };
+    if fresh.metadata.uid != pod.metadata.uid {
+        return Err(StoreError::Conflict {
+            key: ObjectKey::new(Kind::Pod, &ns, &name),
+        });
+    }
+    let mut p = Pod::clone(&fresh);
+    remove_owner_reference(&mut p.metadata, rs_uid);
+    match client.update(Object::Pod(Arc::new(p))) {
+        Ok(_) | Err(StoreError::NotFound { .. }) | Err(StoreError::Invalid { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The pod a ReplicaSet creates (upstream `GetPodFromTemplate`): copies of the template's
+/// labels, annotations, finalizers and spec, `generateName: <rs-name>-`, and the controller
+/// reference.
+pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
+    let template = rs
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.clone())
+        .unwrap_or_default();
+    let tmeta = template.metadata.unwrap_or_default();
+    let rs_name = rs.metadata.name.clone().unwrap_or_default();
+    // The dashed prefix must itself be a valid name prefix (at most 253 characters with the
+    // generated suffix dropped); otherwise upstream falls back to the bare name.
+    let prefix = if rs_name.len() < 253 {
+        format!("{rs_name}-")
+    } else {
+        rs_name
+    };
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(prefix),
+            namespace: rs.metadata.namespace.clone(),
+            labels: tmeta.labels,
+            annotations: tmeta.annotations,
+            finalizers: tmeta.finalizers,
+            owner_references: Some(vec![new_controller_ref(API_VERSION, KIND, &rs.metadata)]),
+            ..Default::default()
+        },
+        spec: template.spec,
+        status: None,
+    }
+}
+
+/// Upstream `RealPodControl.CreatePods` with its events.
+fn create_pod(client: &mut dyn Client, rs: &ReplicaSet, now: SimTime) -> Result<(), String> {
+    let (ns, name) = ns_name(&rs.metadata);
+    let pod = pod_from_template(rs);
+    if pod.metadata.labels.as_ref().is_none_or(BTreeMap::is_empty) {
+        return Err("unable to create pods, no labels".into());
+    }
+    match client.create(Object::Pod(Arc::new(pod))) {
+        Ok(created) => {
+            client.record_event(EventRecord::normal(
+                now,
+                CONTROLLER_NAME,
+                KIND,
+                &ns,
+                &name,
+                REASON_SUCCESSFUL_CREATE,
+                format!("Created pod: {}", created.name()),
+            ));
+            Ok(())
+        }
+        Err(e) => {
+            client.record_event(EventRecord::warning(
+                now,
+                CONTROLLER_NAME,
+                KIND,
+                &ns,
+                &name,
+                REASON_FAILED_CREATE,
+                format!("Error creating: {e}"),
+            ));
+            Err(e.to_string())
+        }
+    }
+}
+
+fn non_zero(n: i32) -> Option<i32> {
+    (n != 0).then_some(n)
+}
+
+/// Upstream `calculateStatus`: counts over the claimed active pods, and the ReplicaFailure
+/// condition while creates or deletes fail.
+pub fn calculate_status(
+    rs: &ReplicaSet,
+    claimed: &[Arc<Pod>],
+    manage_err: Option<&str>,
+    terminating: Option<i32>,
+    now: &Time,
+) -> ReplicaSetStatus {
+    let mut status = rs.status.clone().unwrap_or_default();
+    let template_labels = rs
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.as_ref())
+        .and_then(|t| t.metadata.as_ref())
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    let template_selector = selector_from_map(&template_labels);
+    let min_ready = min_ready_seconds(rs);
+    let (mut fully_labeled, mut ready, mut available) = (0, 0, 0);
+    for pod in claimed {
+        if template_selector.matches(labels(&pod.metadata)) {
+            fully_labeled += 1;
+        }
+        if is_pod_ready(pod) {
+            ready += 1;
+            if is_pod_available(pod, min_ready, now.0) {
+                available += 1;
+            }
+        }
+    }
+    let has_failure = get_condition(&status, CONDITION_REPLICA_FAILURE).is_some();
+    match manage_err {
+        Some(err) if !has_failure => {
+            let diff = claimed.len() as i64 - i64::from(spec_replicas(rs));
+            let reason = match diff {
+                d if d < 0 => REASON_FAILED_CREATE,
+                d if d > 0 => REASON_FAILED_DELETE,
+                _ => "",
+            };
+            set_condition(
+                &mut status,
+                ReplicaSetCondition {
+                    type_: CONDITION_REPLICA_FAILURE.into(),
+                    status: "True".into(),
+                    reason: Some(reason.into()),
+                    message: Some(err.to_string()),
+                    last_transition_time: Some(now.clone()),
+                },
+            );
+        }
+        None if has_failure => remove_condition(&mut status, CONDITION_REPLICA_FAILURE),
+        _ => {}
+    }
+    status.replicas = claimed.len() as i32;
+    status.fully_labeled_replicas = non_zero(fully_labeled);
+    status.ready_replicas = non_zero(ready);
+    status.available_replicas = non_zero(available);
+    status.terminating_replicas = terminating;
+    status
+}
+
+pub fn get_condition<'a>(
+    status: &'a ReplicaSetStatus,
+    type_: &str,
+) -> Option<&'a ReplicaSetCondition> {
+    status
+        .conditions
+        .as_ref()
+        .and_then(|cs| cs.iter().find(|c| c.type_ == type_))
+}
+
+/// Upstream `SetCondition`: a condition with the same status and reason is kept as it is;
+/// otherwise the old one of that type is removed and the new one appended.
+pub fn set_condition(status: &mut ReplicaSetStatus, cond: ReplicaSetCondition) {
+    if let Some(cur) = get_condition(status, &cond.type_) {
+        if cur.status == cond.status && cur.reason == cond.reason {
+            return;
+        }
+    }
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    conditions.retain(|c| c.type_ != cond.type_);
+    conditions.push(cond);
+}
+
+pub fn remove_condition(status: &mut ReplicaSetStatus, type_: &str) {
+    if let Some(cs) = status.conditions.as_mut() {
+        cs.retain(|c| c.type_ != type_);
+        if cs.is_empty() {
+            status.conditions = None;
+        }
+    }
+}
+
+/// Upstream `updateReplicaSetStatus`: a no-op when nothing changed and the generation was
+/// observed; otherwise one write, and on failure one more on a fresh copy.
+fn update_replica_set_status(
+    client: &mut dyn Client,
+    rs: &Arc<ReplicaSet>,
+    mut new_status: ReplicaSetStatus,
+    with_terminating: bool,
+) -> Result<Arc<ReplicaSet>, String> {
+    let cur = rs.status.clone().unwrap_or_default();
+    let g = |o: Option<i32>| o.unwrap_or(0);
+    let generation = rs.metadata.generation.unwrap_or(0);
+    if cur.replicas == new_status.replicas
+        && g(cur.fully_labeled_replicas) == g(new_status.fully_labeled_replicas)
+        && g(cur.ready_replicas) == g(new_status.ready_replicas)
+        && g(cur.available_replicas) == g(new_status.available_replicas)
+        && (!with_terminating || cur.terminating_replicas == new_status.terminating_replicas)
+        && generation == cur.observed_generation.unwrap_or(0)
+        && cur.conditions.as_deref().unwrap_or_default()
+            == new_status.conditions.as_deref().unwrap_or_default()
+    {
+        return Ok(rs.clone());
+    }
+    new_status.observed_generation = (generation != 0).then_some(generation);
+    let (ns, name) = ns_name(&rs.metadata);
+    let mut attempt = ReplicaSet::clone(rs);
+    let mut last_err = String::new();
+    for i in 0..2 {
+        attempt.status = Some(new_status.clone());
+        match client.update(Object::ReplicaSet(Arc::new(attempt.clone()))) {
+            Ok(Object::ReplicaSet(updated)) => return Ok(updated),
+            Ok(_) => return Ok(Arc::new(attempt)),
+            Err(e) => last_err = e.to_string(),
+        }
+        if i == 1 {
+            break;
+        }
+        match client.store().get(Kind::ReplicaSet, &ns, &name) {
+            Some(Object::ReplicaSet(fresh)) => attempt = ReplicaSet::clone(fresh),
+            _ => return Err(format!("replicasets.apps \"{name}\" not found")),
+        }
+    }
+    Err(last_err)
+}
+
+impl Component for ReplicaSetController {
+    fn name(&self) -> &'static str {
+        CONTROLLER_NAME
+    }
+
+    fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
+        self.queue.last_seen = self.queue.last_seen.max(now);
+        match &ev.object {
+            Object::ReplicaSet(rs) => {
+                let key = ns_name(&rs.metadata);
+                let cached = self.unindex_rs(&key);
+                match ev.type_ {
+                    EventType::Added | EventType::Modified => {
+                        let old_uid = cached
+                            .as_ref()
+                            .and_then(|o| o.metadata.uid.clone())
+                            .or_else(|| ev.old.as_ref().map(|o| o.uid().to_string()));
+                        if old_uid.is_some_and(|u| Some(u.as_str()) != rs.metadata.uid.as_deref()) {
+                            // Re-created under the same name: forget the old one first.
+                            self.expectations.delete(&key);
+                        }
+                        self.index_rs(rs);
+                    }
+                    EventType::Deleted => self.expectations.delete(&key),
+                }
+                self.queue.add(key);
+            }
+            Object::Pod(pod) => {
+                let key = ns_name(&pod.metadata);
+                let cached = self.unindex_pod(&key);
+                match ev.type_ {
+                    EventType::Added => {
+                        self.index_pod(pod);
+                        self.add_pod(pod);
+                    }
+                    EventType::Modified => {
+                        self.index_pod(pod);
+                        let old =
+                            cached.or_else(|| ev.old.as_ref().and_then(|o| o.as_pod().cloned()));
+                        match old {
+                            Some(old) => self.update_pod(&old, pod),
+                            None => self.add_pod(pod),
+                        }
+                    }
+                    EventType::Deleted => self.delete_pod(pod),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn run(&mut self, now: SimTime, client: &mut dyn Client) {
+        for key in self.queue.take_due(now) {
+            match self.sync(&key, now, client) {
+                Ok(()) => self.queue.forget(&key),
+                Err(_) => {
+                    self.metrics.retries += 1;
+                    self.queue.add_rate_limited(key, now);
+                }
+            }
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<SimTime> {
+        self.queue.next_wakeup()
+    }
+
+    fn metrics(&self) -> Vec<(String, u64)> {
+        vec![
+            (
+                "replicaset_controller_sorting_deletion_age_ratio_count".into(),
+                self.metrics.deletion_age_ratio_observations,
+            ),
+            (
+                "workqueue_adds_total{name=\"replicaset\"}".into(),
+                self.metrics.syncs,
+            ),
+            (
+                "workqueue_retries_total{name=\"replicaset\"}".into(),
+                self.metrics.retries,
+            ),
+            (
+                "kubeplane_replicaset_pods_created_total".into(),
+                self.metrics.pods_created,
+            ),
+            (
+                "kubeplane_replicaset_pods_deleted_total".into(),
+                self.metrics.pods_deleted,
+            ),
+        ]
+    }
+}
