@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use crate::framework::events::labels as ev;
 use crate::framework::{
-    Code, CycleState, Framework, NodeInfo, NodeScores, NodeToStatus, NominatingMode, PodInfo,
-    PostFilterInput, QueuedPodInfo, Status,
+    run_filters, Code, CycleState, Framework, NodeInfo, NodeToStatus, NominatingMode, PodInfo,
+    PostFilterInput, QueuedPodInfo, ScoreTable, Status,
 };
 use crate::scheduler::Scheduler;
 
@@ -146,7 +146,9 @@ struct AttemptTrace {
     /// The status of every node not listed in `filter` nor feasible (PreFilter outcomes).
     absent: Option<Status>,
     all_nodes: Vec<String>,
-    scores: Vec<NodeScores>,
+    scores: ScoreTable,
+    /// Names of the scored nodes, in the order of `scores`.
+    scored_nodes: Vec<String>,
     scored: bool,
     feasible: Vec<String>,
 }
@@ -380,9 +382,11 @@ impl Scheduler {
             .map(|&i| snapshot.node_infos[i].as_ref())
             .collect();
         let scores = prioritize_nodes(fwk, state, pod, &nodes, snapshot)?;
-        let host = select_host(&scores, &mut self.rng);
+        let best = select_host(&scores.totals, &mut self.rng);
+        let host = nodes[best].name.clone();
         if let Some(t) = trace {
             t.scored = fwk.has_score_plugins();
+            t.scored_nodes = nodes.iter().map(|n| n.name.clone()).collect();
             t.scores = scores;
         }
         Ok(ScheduleResult {
@@ -473,6 +477,7 @@ impl Scheduler {
         let mut feasible = Vec::with_capacity(to_find.min(n));
         let mut processed = 0;
         let has_nominated = self.queue.has_nominated_pods();
+        let filters = fwk.active_filters(state);
         for i in 0..n {
             if feasible.len() >= to_find {
                 break;
@@ -484,7 +489,7 @@ impl Scheduler {
                 let nominated = self.queue.nominated_pods_for_node(&node.name);
                 fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &nominated)
             } else {
-                fwk.run_filter_plugins(state, pod, node)
+                run_filters(&filters, state, pod, node)
             };
             if status.is_success() {
                 feasible.push(idx);
@@ -695,18 +700,22 @@ impl Scheduler {
                 }
             }
         }
-        let scored: BTreeMap<&str, &NodeScores> =
-            trace.scores.iter().map(|s| (s.name.as_str(), s)).collect();
+        let scored: BTreeMap<&str, usize> = trace
+            .scored_nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
         for name in &trace.feasible {
             let mut entry = json!({"name": name, "filter": []});
-            if let Some(s) = scored.get(name.as_str()).filter(|_| trace.scored) {
-                let scores: serde_json::Map<String, Value> = s
+            if let Some(&i) = scored.get(name.as_str()).filter(|_| trace.scored) {
+                let scores: serde_json::Map<String, Value> = trace
                     .scores
-                    .iter()
+                    .node_scores(i)
                     .map(|(p, v)| (p.to_string(), json!(v)))
                     .collect();
                 entry["scores"] = Value::Object(scores);
-                entry["total"] = json!(s.total);
+                entry["total"] = json!(trace.scores.totals[i]);
             }
             nodes.push(entry);
         }
@@ -732,16 +741,9 @@ pub fn prioritize_nodes(
     pod: &PodInfo,
     nodes: &[&NodeInfo],
     snapshot: &crate::cache::Snapshot,
-) -> Result<Vec<NodeScores>, ScheduleError> {
+) -> Result<ScoreTable, ScheduleError> {
     if !fwk.has_score_plugins() {
-        return Ok(nodes
-            .iter()
-            .map(|n| NodeScores {
-                name: n.name.clone(),
-                scores: Vec::new(),
-                total: 1,
-            })
-            .collect());
+        return Ok(ScoreTable::uniform(nodes.len()));
     }
     let s = fwk.run_pre_score_plugins(state, pod, nodes, snapshot);
     if !s.is_success() {
@@ -751,23 +753,23 @@ pub fn prioritize_nodes(
         .map_err(ScheduleError::Internal)
 }
 
-/// One of the highest-scoring nodes, chosen uniformly by reservoir sampling with the seeded
-/// generator (upstream `selectHost`).
-pub fn select_host(scores: &[NodeScores], rng: &mut impl Rng) -> String {
+/// The index of one of the highest totals, chosen uniformly among ties by reservoir sampling
+/// with the seeded generator (upstream `selectHost`). `totals` must not be empty.
+pub fn select_host(totals: &[i64], rng: &mut impl Rng) -> usize {
     let mut best = 0;
     let mut ties = 0u32;
-    for (i, s) in scores.iter().enumerate() {
-        if i == 0 || s.total > scores[best].total {
+    for (i, &t) in totals.iter().enumerate() {
+        if i == 0 || t > totals[best] {
             best = i;
             ties = 1;
-        } else if s.total == scores[best].total {
+        } else if t == totals[best] {
             ties += 1;
             if rng.random_range(0..ties) == 0 {
                 best = i;
             }
         }
     }
-    scores[best].name.clone()
+    best
 }
 
 #[cfg(test)]
@@ -827,20 +829,13 @@ mod tests {
     #[test]
     fn select_host_only_picks_among_the_best_scores() {
         use rand::SeedableRng;
-        let scores: Vec<NodeScores> = [("n1", 3), ("n2", 3), ("n3", 1)]
-            .iter()
-            .map(|(n, t)| NodeScores {
-                name: n.to_string(),
-                scores: vec![],
-                total: *t,
-            })
-            .collect();
+        let totals = [3, 3, 1];
         let mut seen = BTreeSet::new();
         for seed in 0..64 {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-            seen.insert(select_host(&scores, &mut rng));
+            seen.insert(select_host(&totals, &mut rng));
         }
-        assert_eq!(seen, BTreeSet::from(["n1".to_string(), "n2".to_string()]));
+        assert_eq!(seen, BTreeSet::from([0, 1]));
     }
 
     #[test]

@@ -108,7 +108,12 @@ impl Scheduler {
                 let old = old.expect("a Modified event carries the old object");
                 match (is_assigned(old), is_assigned(pod)) {
                     (true, true) => {
-                        self.cache.update_pod(Arc::new(PodInfo::new(pod.clone())));
+                        let uid = pod.metadata.uid.as_deref().unwrap_or("");
+                        let info = match self.cache.pod(uid) {
+                            Some(known) => known.updated(pod.clone()),
+                            None => PodInfo::new(pod.clone()),
+                        };
+                        self.cache.update_pod(Arc::new(info));
                         for e in pod_update_events(old, pod) {
                             self.queue.move_all_to_active_or_backoff_queue(
                                 e,
@@ -121,7 +126,11 @@ impl Scheduler {
                     }
                     (false, true) => {
                         // Bound: it leaves the unscheduled informer and enters the cache.
-                        let info = Arc::new(PodInfo::new(pod.clone()));
+                        let uid = pod.metadata.uid.as_deref().unwrap_or("");
+                        let info = Arc::new(match self.cache.pod(uid) {
+                            Some(assumed) => assumed.updated(pod.clone()),
+                            None => PodInfo::new(pod.clone()),
+                        });
                         self.queue.delete(&info);
                         let _ = self.cache.add_pod(info);
                         self.queue.move_all_to_active_or_backoff_queue(

@@ -941,7 +941,7 @@ mod tests {
         let old = rs("old", 3, None, 0);
         let new = rs("new", 3, None, 10);
         let big = rs("big", 5, None, 5);
-        let mut v = vec![old.clone(), new.clone(), big.clone()];
+        let mut v = [old.clone(), new.clone(), big.clone()];
         v.sort_by(|a, b| by_size_newer(a, b));
         assert_eq!(
             v.iter().map(|r| name(r)).collect::<Vec<_>>(),

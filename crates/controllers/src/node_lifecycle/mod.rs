@@ -295,6 +295,124 @@ impl NodeEntry {
     }
 }
 
+/// FNV-1a, for the node-name index: short keys hashed millions of times a simulated day.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FnvBuild = std::hash::BuildHasherDefault<Fnv>;
+
+/// The node records, kept in name order for deterministic passes, with a name index.
+#[derive(Debug, Default)]
+struct NodeTable {
+    names: Vec<String>,
+    entries: Vec<NodeEntry>,
+    index: HashMap<String, usize, FnvBuild>,
+    /// Entries were appended or moved since the last sort.
+    unsorted: bool,
+}
+
+impl NodeTable {
+    fn get(&self, name: &str) -> Option<&NodeEntry> {
+        self.index.get(name).map(|&i| &self.entries[i])
+    }
+
+    fn get_mut(&mut self, name: &str) -> Option<&mut NodeEntry> {
+        self.index.get(name).map(|&i| &mut self.entries[i])
+    }
+
+    fn get_or_insert_with(
+        &mut self,
+        name: &str,
+        make: impl FnOnce() -> NodeEntry,
+    ) -> &mut NodeEntry {
+        let i = match self.index.get(name) {
+            Some(&i) => i,
+            None => {
+                let i = self.entries.len();
+                self.names.push(name.to_string());
+                self.entries.push(make());
+                self.index.insert(name.to_string(), i);
+                self.unsorted = true;
+                i
+            }
+        };
+        &mut self.entries[i]
+    }
+
+    fn remove(&mut self, name: &str) -> Option<NodeEntry> {
+        let i = self.index.remove(name)?;
+        self.names.swap_remove(i);
+        let entry = self.entries.swap_remove(i);
+        if i < self.entries.len() {
+            self.index.insert(self.names[i].clone(), i);
+            self.unsorted = true;
+        }
+        Some(entry)
+    }
+
+    fn sort(&mut self) {
+        if !self.unsorted {
+            return;
+        }
+        let mut order: Vec<usize> = (0..self.names.len()).collect();
+        order.sort_by(|&a, &b| self.names[a].cmp(&self.names[b]));
+        let mut names = Vec::with_capacity(order.len());
+        let mut entries = Vec::with_capacity(order.len());
+        let mut old_names: Vec<Option<String>> = std::mem::take(&mut self.names)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut old_entries: Vec<Option<NodeEntry>> = std::mem::take(&mut self.entries)
+            .into_iter()
+            .map(Some)
+            .collect();
+        for i in order {
+            names.push(old_names[i].take().expect("each once"));
+            entries.push(old_entries[i].take().expect("each once"));
+        }
+        self.index = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        self.names = names;
+        self.entries = entries;
+        self.unsorted = false;
+    }
+
+    /// (name, entry) pairs in name order (after [`NodeTable::sort`]).
+    fn iter(&self) -> impl Iterator<Item = (&String, &NodeEntry)> {
+        self.names.iter().zip(self.entries.iter())
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut NodeEntry)> {
+        self.sort();
+        self.names.iter().zip(self.entries.iter_mut())
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut NodeEntry> {
+        self.entries.iter_mut()
+    }
+}
+
 /// One zone: its state, its NoExecute tainting queue and its metrics.
 #[derive(Clone, Debug)]
 struct Zone {
@@ -357,7 +475,7 @@ impl Zones {
 #[derive(Debug)]
 pub struct NodeLifecycleController {
     config: NodeLifecycleConfig,
-    nodes: BTreeMap<String, NodeEntry>,
+    nodes: NodeTable,
     /// Leases whose node is not (yet) known.
     pending_leases: HashMap<String, Option<Timestamp>>,
     zones: Zones,
@@ -378,7 +496,7 @@ impl NodeLifecycleController {
     pub fn new(config: NodeLifecycleConfig) -> Self {
         NodeLifecycleController {
             config,
-            nodes: BTreeMap::new(),
+            nodes: NodeTable::default(),
             pending_leases: HashMap::new(),
             zones: Zones::default(),
             pods: PodsByNode::default(),
@@ -445,7 +563,7 @@ impl NodeLifecycleController {
             return;
         }
         let pending = &mut self.pending_leases;
-        let entry = self.nodes.entry(name.clone()).or_insert_with(|| {
+        let entry = self.nodes.get_or_insert_with(&name, || {
             let mut e = NodeEntry::new();
             e.lease = pending.remove(&name);
             e
@@ -524,6 +642,7 @@ impl NodeLifecycleController {
     fn monitor_node_health(&mut self, now: SimTime, client: &mut dyn Client) {
         self.monitor_passes += 1;
         let rate = self.config.node_eviction_rate;
+        self.nodes.sort();
         if self.classify_dirty {
             self.classify_dirty = false;
             self.classify_nodes(now, client);
@@ -545,7 +664,9 @@ impl NodeLifecycleController {
                 continue;
             }
             // A known node in a zone that lost its state (it was empty at some pass).
-            zones.ensure_evictor(entry.zone, rate);
+            if zones.list[entry.zone].state.is_none() {
+                zones.ensure_evictor(entry.zone, rate);
+            }
             let mut outcome = None;
             for _ in 0..NODE_HEALTH_UPDATE_RETRY {
                 match try_update_node_health(name, entry, config, start, now, client) {

@@ -256,6 +256,11 @@ impl Cache {
         }
     }
 
+    /// The pod as the cache knows it (assumed or added).
+    pub fn pod(&self, uid: &str) -> Option<&Arc<PodInfo>> {
+        self.pods.get(uid).map(|s| &s.pod)
+    }
+
     pub fn is_assumed(&self, uid: &str) -> bool {
         self.pods.get(uid).is_some_and(|s| s.assumed)
     }

@@ -24,6 +24,13 @@ impl<T: Any + Clone + Send + Sync> StateData for T {
     }
 }
 
+/// Keys are plugin constants, so comparing addresses first avoids string comparisons on the
+/// per-node hot path.
+#[inline]
+fn same_key(a: &str, b: &str) -> bool {
+    (a.as_ptr() == b.as_ptr() && a.len() == b.len()) || a == b
+}
+
 #[derive(Default)]
 pub struct CycleState {
     entries: Vec<(&'static str, Box<dyn StateData>)>,
@@ -63,14 +70,14 @@ impl CycleState {
     pub fn read<T: 'static>(&self, key: &'static str) -> Option<&T> {
         self.entries
             .iter()
-            .find(|(k, _)| *k == key)
+            .find(|(k, _)| same_key(k, key))
             .and_then(|(_, v)| v.as_ref().as_any().downcast_ref::<T>())
     }
 
     pub fn read_mut<T: 'static>(&mut self, key: &'static str) -> Option<&mut T> {
         self.entries
             .iter_mut()
-            .find(|(k, _)| *k == key)
+            .find(|(k, _)| same_key(k, key))
             .and_then(|(_, v)| v.as_mut().as_any_mut().downcast_mut::<T>())
     }
 }

@@ -13,6 +13,6 @@ pub use events::{
     ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint,
 };
 pub use interface::*;
-pub use runtime::{Framework, NodeScores, NodeToStatus, PluginSet};
+pub use runtime::{run_filters, Framework, NodeToStatus, PluginSet, ScoreTable};
 pub use status::{Code, Status};
 pub use types::{HostPort, NodeInfo, PodInfo, QueuedPodInfo};

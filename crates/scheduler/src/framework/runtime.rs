@@ -40,13 +40,33 @@ pub struct Framework {
     pub percentage_of_nodes_to_score: Option<i32>,
 }
 
-/// A node's raw and final scores in one cycle.
+/// The normalized scores of one cycle: `scores[k * n + i]` is plugin `k`'s score (before
+/// weight) of node `i`, and `totals[i]` the weighted sum.
 #[derive(Clone, Debug, Default)]
-pub struct NodeScores {
-    pub name: String,
-    /// Per score plugin: (plugin, normalized score before weight).
-    pub scores: Vec<(&'static str, i64)>,
-    pub total: i64,
+pub struct ScoreTable {
+    pub plugins: Vec<&'static str>,
+    pub scores: Vec<i64>,
+    pub totals: Vec<i64>,
+}
+
+impl ScoreTable {
+    /// Every node scores 1 (no score plugins).
+    pub fn uniform(n: usize) -> ScoreTable {
+        ScoreTable {
+            plugins: Vec::new(),
+            scores: Vec::new(),
+            totals: vec![1; n],
+        }
+    }
+
+    /// `(plugin, score)` of node `i`.
+    pub fn node_scores(&self, i: usize) -> impl Iterator<Item = (&'static str, i64)> + '_ {
+        let n = self.totals.len();
+        self.plugins
+            .iter()
+            .enumerate()
+            .map(move |(k, p)| (*p, self.scores[k * n + i]))
+    }
 }
 
 /// The outcome of PreFilter.
@@ -160,27 +180,20 @@ impl Framework {
         }
     }
 
+    /// The Filter plugins that run in this cycle (those whose PreFilter did not Skip), computed
+    /// once per cycle so the per-node loop does no lookups.
+    pub fn active_filters(&self, state: &CycleState) -> Vec<(&'static str, &dyn FilterPlugin)> {
+        self.plugins
+            .filter
+            .iter()
+            .filter(|p| !state.skip_filter_plugins.contains(p.name()))
+            .filter_map(|p| p.as_filter().map(|f| (p.name(), f)))
+            .collect()
+    }
+
     /// Filter: the first plugin that does not succeed decides the node's status.
     pub fn run_filter_plugins(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        for p in &self.plugins.filter {
-            if state.skip_filter_plugins.contains(p.name()) {
-                continue;
-            }
-            let Some(f) = p.as_filter() else { continue };
-            let s = f.filter(state, pod, node);
-            if !s.is_success() {
-                if !s.is_rejected() {
-                    return Status::error(format!(
-                        "running {:?} filter plugin: {}",
-                        p.name(),
-                        s.message()
-                    ))
-                    .plugin(p.name());
-                }
-                return s.plugin(p.name());
-            }
-        }
-        Status::success()
+        run_filters(&self.active_filters(state), state, pod, node)
     }
 
     /// Filter with the pods nominated to the node (upstream two-pass rule): pass 1 adds the
@@ -286,13 +299,13 @@ impl Framework {
         Status::success()
     }
 
-    /// Score, NormalizeScore and weights: one entry per node, in `nodes` order.
+    /// Score, NormalizeScore and weights over `nodes`, in that order.
     pub fn run_score_plugins(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&NodeInfo],
-    ) -> Result<Vec<NodeScores>, Status> {
+    ) -> Result<ScoreTable, Status> {
         let active: Vec<(&Arc<dyn Plugin>, &dyn ScorePlugin, i64)> = self
             .plugins
             .score
@@ -300,18 +313,16 @@ impl Framework {
             .filter(|(p, _)| !state.skip_score_plugins.contains(p.name()))
             .filter_map(|(p, w)| p.as_score().map(|s| (p, s, *w)))
             .collect();
-        let mut out: Vec<NodeScores> = nodes
-            .iter()
-            .map(|n| NodeScores {
-                name: n.name.clone(),
-                scores: Vec::with_capacity(active.len()),
-                total: 0,
-            })
-            .collect();
-        let mut column = vec![0i64; nodes.len()];
-        for (p, sp, weight) in active {
-            for (i, n) in nodes.iter().enumerate() {
-                column[i] = sp.score(state, pod, n).map_err(|s| {
+        let n = nodes.len();
+        let mut table = ScoreTable {
+            plugins: active.iter().map(|(p, _, _)| p.name()).collect(),
+            scores: vec![0; active.len() * n],
+            totals: vec![0; n],
+        };
+        for (k, (p, sp, weight)) in active.into_iter().enumerate() {
+            let column = &mut table.scores[k * n..(k + 1) * n];
+            for (i, node) in nodes.iter().enumerate() {
+                column[i] = sp.score(state, pod, node).map_err(|s| {
                     Status::error(format!(
                         "running Score plugin {:?}: {}",
                         p.name(),
@@ -320,7 +331,7 @@ impl Framework {
                     .plugin(p.name())
                 })?;
             }
-            let s = sp.normalize_score(state, pod, &mut column);
+            let s = sp.normalize_score(state, pod, column);
             if !s.is_success() {
                 return Err(Status::error(format!(
                     "running Normalize on Score plugins: plugin {:?} failed with: {}",
@@ -340,11 +351,10 @@ impl Framework {
                     ))
                     .plugin(p.name()));
                 }
-                out[i].scores.push((p.name(), score));
-                out[i].total += score * weight;
+                table.totals[i] += score * weight;
             }
         }
-        Ok(out)
+        Ok(table)
     }
 
     /// Reserve in order; the first failure stops.
@@ -450,6 +460,27 @@ impl Framework {
             }
         }
     }
+}
+
+/// Runs a precomputed list of Filter plugins on one node; the first that does not succeed
+/// decides the node's status.
+pub fn run_filters(
+    filters: &[(&'static str, &dyn FilterPlugin)],
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+) -> Status {
+    for &(name, f) in filters {
+        let s = f.filter(state, pod, node);
+        if !s.is_success() {
+            if !s.is_rejected() {
+                return Status::error(format!("running {name:?} filter plugin: {}", s.message()))
+                    .plugin(name);
+            }
+            return s.plugin(name);
+        }
+    }
+    Status::success()
 }
 
 /// Per node name, the status with which it failed filtering.

@@ -136,6 +136,34 @@ impl PodInfo {
         }
     }
 
+    /// The same pod after an update: reuses the derived data when nothing it depends on
+    /// changed (a binding or a status change), so watch events do not re-parse quantities.
+    pub fn updated(&self, pod: Arc<Pod>) -> PodInfo {
+        let (a, b) = (self.spec(), spec_of(&pod));
+        let same = a.containers == b.containers
+            && a.init_containers == b.init_containers
+            && a.overhead == b.overhead
+            && a.resources == b.resources
+            && a.priority == b.priority
+            && a.affinity == b.affinity
+            && self.pod.metadata.uid == pod.metadata.uid;
+        if !same {
+            return PodInfo::new(pod);
+        }
+        PodInfo {
+            pod,
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+            priority: self.priority,
+            requests: self.requests.clone(),
+            non_zero_requests: self.non_zero_requests.clone(),
+            host_ports: self.host_ports.clone(),
+            has_affinity: self.has_affinity,
+            has_required_anti_affinity: self.has_required_anti_affinity,
+        }
+    }
+
     pub fn spec(&self) -> &PodSpec {
         spec_of(&self.pod)
     }
@@ -197,6 +225,10 @@ pub struct NodeInfo {
     pub pods: Vec<Arc<PodInfo>>,
     pub used_ports: Vec<HostPort>,
     pub images: Vec<NodeImage>,
+    /// `spec.unschedulable`, copied out of the Node for the hot path.
+    pub unschedulable: bool,
+    /// `spec.taints`, copied out of the Node for the hot path.
+    pub taints: Vec<Taint>,
     pub n_pods_with_affinity: usize,
     pub n_pods_with_required_anti_affinity: usize,
     /// Bumped on every change; the snapshot copies nodes whose generation moved.
@@ -233,6 +265,9 @@ impl NodeInfo {
                 out
             })
             .unwrap_or_default();
+        let spec = node.spec.as_ref();
+        self.unschedulable = spec.and_then(|s| s.unschedulable).unwrap_or(false);
+        self.taints = spec.and_then(|s| s.taints.clone()).unwrap_or_default();
         self.node = Some(node);
     }
 
@@ -244,19 +279,11 @@ impl NodeInfo {
     }
 
     pub fn taints(&self) -> &[Taint] {
-        self.node
-            .as_ref()
-            .and_then(|n| n.spec.as_ref())
-            .and_then(|s| s.taints.as_deref())
-            .unwrap_or(&[])
+        &self.taints
     }
 
     pub fn unschedulable(&self) -> bool {
-        self.node
-            .as_ref()
-            .and_then(|n| n.spec.as_ref())
-            .and_then(|s| s.unschedulable)
-            .unwrap_or(false)
+        self.unschedulable
     }
 
     pub fn add_pod(&mut self, pod: Arc<PodInfo>) {

@@ -844,3 +844,67 @@ spec: {duration: 90, podStartupLatency: 0.25}
     )
     .unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// the examples of docs/scenario-format.md
+
+/// The fenced code blocks of a markdown file: (info string, content).
+fn code_blocks(markdown: &str) -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    for line in markdown.lines() {
+        match (&mut current, line.strip_prefix("```")) {
+            (None, Some(info)) => current = Some((info.trim().to_string(), String::new())),
+            (Some(_), Some(_)) => blocks.extend(current.take()),
+            (Some((_, body)), None) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    blocks
+}
+
+#[test]
+fn the_examples_of_the_format_reference_are_what_they_say() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario-format.md");
+    let Ok(markdown) = std::fs::read_to_string(&path) else {
+        eprintln!("note: {} is absent; skipping its examples", path.display());
+        return;
+    };
+    let blocks = code_blocks(&markdown);
+    let mut n_checked = 0;
+    for (i, (info, body)) in blocks.iter().enumerate() {
+        let parse = |content: &str| parse_files(&[("example.yaml".into(), content.into())]);
+        match info.as_str() {
+            "yaml" if body.starts_with("- ") => {
+                // An assertion fragment: valid inside an expect step.
+                let indented: String = body.lines().map(|l| format!("    {l}\n")).collect();
+                let doc = format!(
+                    "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec:\n  steps:\n  - at: 1s\n    expect:\n{indented}"
+                );
+                if let Err(e) = parse(&doc) {
+                    panic!("the fragment\n{body}is invalid: {e}");
+                }
+            }
+            "yaml" => {
+                if let Err(e) = parse(body) {
+                    panic!("the example\n{body}is invalid: {e}");
+                }
+            }
+            "yaml invalid" => {
+                let e = parse(body).expect_err("an invalid example is rejected");
+                let (_, shown) = &blocks[i + 1];
+                assert_eq!(
+                    e.to_string(),
+                    shown.trim_end(),
+                    "the message shown after\n{body}"
+                );
+            }
+            _ => continue,
+        }
+        n_checked += 1;
+    }
+    assert!(n_checked >= 8, "only {n_checked} examples found");
+}
