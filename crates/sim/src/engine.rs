@@ -100,7 +100,7 @@ impl SimClient<'_> {
                 message,
             });
         }
-        // ADMISSION-PENDING kubeplane_controllers::admission::default_toleration_seconds(&mut p);
+        kubeplane_controllers::admission::default_toleration_seconds(&mut p);
         Ok(Object::Pod(Arc::new(p)))
     }
 }

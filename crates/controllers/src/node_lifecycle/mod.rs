@@ -841,18 +841,16 @@ impl NodeLifecycleController {
                     h.ready_transition = now;
                 }
             }
-            for i in 0..self.zones.list.len() {
-                if self.zones.list[i].state.is_some() {
-                    if let Some(state) = new_states[i] {
-                        self.set_limiter_in_zone(i, state, now);
-                        self.zones.list[i].state = Some(state);
-                    }
+            for (i, new) in new_states.iter().enumerate() {
+                if let (Some(_), Some(state)) = (self.zones.list[i].state, *new) {
+                    self.set_limiter_in_zone(i, state, now);
+                    self.zones.list[i].state = Some(state);
                 }
             }
             return;
         }
-        for i in 0..self.zones.list.len() {
-            let (Some(old), Some(new)) = (self.zones.list[i].state, new_states[i]) else {
+        for (i, new) in new_states.iter().enumerate() {
+            let (Some(old), Some(new)) = (self.zones.list[i].state, *new) else {
                 continue;
             };
             if old != new {

@@ -296,7 +296,9 @@ fn monitor_passes_compute_zone_states() {
 /// Upstream `TestTaintsNodeByCondition`.
 #[test]
 fn conditions_give_no_schedule_taints() {
-    let cases: Vec<(&str, Vec<(&str, &str)>, bool, Vec<&str>)> = vec![
+    // (name, conditions, cordoned, expected NoSchedule taints)
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, bool, Vec<&'a str>);
+    let cases: Vec<Case> = vec![
         (
             "ready and network unavailable",
             vec![("Ready", "True"), ("NetworkUnavailable", "True")],
