@@ -270,6 +270,32 @@ impl Component for Scheduler {
                 let node = node.clone();
                 self.on_node(ev, &node, now);
             }
+            // Namespace labels (InterPodAffinity's namespaceSelector) and ReplicaSet selectors
+            // (PodTopologySpread's default constraints), as upstream's listers.
+            Object::Namespace(ns) => {
+                let name = ns.metadata.name.as_deref().unwrap_or("");
+                if ev.type_ == EventType::Deleted {
+                    self.cache.remove_namespace(name);
+                } else {
+                    self.cache
+                        .update_namespace(name, ns.metadata.labels.as_ref());
+                }
+            }
+            Object::ReplicaSet(rs) => {
+                let key = format!(
+                    "{}/{}",
+                    rs.metadata.namespace.as_deref().unwrap_or("default"),
+                    rs.metadata.name.as_deref().unwrap_or("")
+                );
+                if ev.type_ == EventType::Deleted {
+                    self.cache.remove_replica_set(&key);
+                } else {
+                    let selector = rs.spec.as_ref().and_then(|s| {
+                        kubeplane_core::labels::from_label_selector(&s.selector).ok()
+                    });
+                    self.cache.update_replica_set(&key, selector);
+                }
+            }
             _ => {}
         }
     }

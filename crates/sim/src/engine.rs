@@ -165,6 +165,8 @@ pub struct Simulation {
     pub n_failed: usize,
     pub n_step_errors: usize,
     rounds: u64,
+    /// Reused buffer for dispatching watch events.
+    event_buf: Vec<kubeplane_store::WatchEvent>,
 }
 
 impl Simulation {
@@ -215,6 +217,7 @@ impl Simulation {
             n_failed: 0,
             n_step_errors: 0,
             rounds: 0,
+            event_buf: Vec::new(),
         };
         for o in input.objects {
             let mut client = sim.client();
@@ -260,8 +263,9 @@ impl Simulation {
 
     /// Delivers pending store events to every component, in resourceVersion order.
     fn dispatch(&mut self) {
+        let mut events = std::mem::take(&mut self.event_buf);
         while self.store.has_events() {
-            let events = self.store.take_events();
+            self.store.swap_events(&mut events);
             for ev in &events {
                 for c in self.periodic.iter_mut() {
                     c.observe(ev, self.now);
@@ -273,6 +277,8 @@ impl Simulation {
                 self.agents.observe(ev, self.now);
             }
         }
+        events.clear();
+        self.event_buf = events;
     }
 
     /// Runs every component with work due now, until none has any.

@@ -36,7 +36,56 @@ pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECS: i64 = 30;
 /// The characters upstream uses for generated name suffixes (no vowels, no confusable digits).
 const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
-type Bucket = BTreeMap<(String, String), Object>;
+/// Objects of one kind: namespace → name → object ("" namespace for cluster-scoped kinds).
+/// Nested maps let lookups borrow `&str` keys without allocating.
+#[derive(Default)]
+struct Bucket {
+    namespaces: BTreeMap<String, BTreeMap<String, Object>>,
+    len: usize,
+}
+
+impl Bucket {
+    fn get(&self, ns: &str, name: &str) -> Option<&Object> {
+        self.namespaces.get(ns).and_then(|m| m.get(name))
+    }
+
+    fn contains(&self, ns: &str, name: &str) -> bool {
+        self.get(ns, name).is_some()
+    }
+
+    /// Inserts or replaces; returns whether the object is new.
+    fn insert(&mut self, ns: &str, name: &str, obj: Object) -> bool {
+        let names = match self.namespaces.get_mut(ns) {
+            Some(m) => m,
+            None => self.namespaces.entry(ns.to_string()).or_default(),
+        };
+        match names.get_mut(name) {
+            Some(slot) => {
+                *slot = obj;
+                false
+            }
+            None => {
+                names.insert(name.to_string(), obj);
+                self.len += 1;
+                true
+            }
+        }
+    }
+
+    fn remove(&mut self, ns: &str, name: &str) -> Option<Object> {
+        let names = self.namespaces.get_mut(ns)?;
+        let removed = names.remove(name)?;
+        if names.is_empty() {
+            self.namespaces.remove(ns);
+        }
+        self.len -= 1;
+        Some(removed)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Object> {
+        self.namespaces.values().flat_map(|m| m.values())
+    }
+}
 
 /// The versioned object store. Objects of each kind are kept sorted by namespace and name, so
 /// listing order is deterministic.
@@ -57,7 +106,7 @@ impl Store {
     /// `start` plus the virtual time of each write.
     pub fn new(seed: u64, start: Timestamp) -> Store {
         Store {
-            buckets: (0..Kind::ALL.len()).map(|_| Bucket::new()).collect(),
+            buckets: (0..Kind::ALL.len()).map(|_| Bucket::default()).collect(),
             resource_version: 0,
             log: Vec::new(),
             // A distinct stream from the other seeded sources of the run.
@@ -86,12 +135,11 @@ impl Store {
 
     pub fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<&Object> {
         let ns = if kind.is_namespaced() { namespace } else { "" };
-        // Avoid allocating a key for the lookup in the common case by probing a range.
-        self.buckets[idx(kind)].get(&(ns.to_string(), name.to_string()))
+        self.buckets[idx(kind)].get(ns, name)
     }
 
     pub fn get_key(&self, key: &ObjectKey) -> Option<&Object> {
-        self.buckets[idx(key.kind)].get(&(key.namespace.clone(), key.name.clone()))
+        self.buckets[idx(key.kind)].get(&key.namespace, &key.name)
     }
 
     pub fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<Pod>> {
@@ -115,13 +163,14 @@ impl Store {
         namespace: &'a str,
     ) -> impl Iterator<Item = &'a Object> + 'a {
         self.buckets[idx(kind)]
-            .range((namespace.to_string(), String::new())..)
-            .take_while(move |((ns, _), _)| ns == namespace)
-            .map(|(_, o)| o)
+            .namespaces
+            .get(namespace)
+            .into_iter()
+            .flat_map(|m| m.values())
     }
 
     pub fn count(&self, kind: Kind) -> usize {
-        self.buckets[idx(kind)].len()
+        self.buckets[idx(kind)].len
     }
 
     pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
@@ -135,6 +184,12 @@ impl Store {
     /// Takes the watch events appended since the last call, in resourceVersion order.
     pub fn take_events(&mut self) -> Vec<WatchEvent> {
         std::mem::take(&mut self.log)
+    }
+
+    /// Moves the pending watch events into `buf` (cleared first), keeping both allocations.
+    pub fn swap_events(&mut self, buf: &mut Vec<WatchEvent>) {
+        buf.clear();
+        std::mem::swap(&mut self.log, buf);
     }
 
     pub fn has_events(&self) -> bool {
@@ -219,8 +274,7 @@ impl Store {
             obj.meta_mut().namespace = None;
         }
         let key = obj.key();
-        let bucket_key = (key.namespace.clone(), key.name.clone());
-        if self.buckets[idx(kind)].contains_key(&bucket_key) {
+        if self.buckets[idx(kind)].contains(&key.namespace, &key.name) {
             return Err(StoreError::AlreadyExists { key });
         }
         let rv = self.next_rv();
@@ -249,7 +303,7 @@ impl Store {
                 .entry("kubernetes.io/metadata.name".into())
                 .or_insert(name);
         }
-        self.buckets[idx(kind)].insert(bucket_key, obj.clone());
+        self.buckets[idx(kind)].insert(&key.namespace, &key.name, obj.clone());
         self.push(EventType::Added, obj.clone(), None, rv);
         Ok(obj)
     }
@@ -258,25 +312,23 @@ impl Store {
     /// uid and creationTimestamp are kept; a spec change of a Deployment or ReplicaSet bumps
     /// metadata.generation.
     pub fn update(&mut self, mut obj: Object, _now: SimTime) -> Result<Object, StoreError> {
-        let key = obj.key();
-        let kind = key.kind;
-        let bucket_key = (key.namespace.clone(), key.name.clone());
-        let Some(old) = self.buckets[idx(kind)].get(&bucket_key).cloned() else {
-            return Err(StoreError::NotFound { key });
+        let kind = obj.kind();
+        let Some(old) = self.buckets[idx(kind)].get(obj.namespace(), obj.name()).cloned() else {
+            return Err(StoreError::NotFound { key: obj.key() });
         };
         let given_rv = obj.resource_version();
         if !given_rv.is_empty() && given_rv != old.resource_version() {
-            return Err(StoreError::Conflict { key });
+            return Err(StoreError::Conflict { key: obj.key() });
         }
         if !obj.uid().is_empty() && obj.uid() != old.uid() {
-            return Err(StoreError::Conflict { key });
+            return Err(StoreError::Conflict { key: obj.key() });
         }
         if let (Object::Pod(new_pod), Object::Pod(old_pod)) = (&obj, &old) {
             let old_node = old_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
             let new_node = new_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
             if old_node.is_some() && old_node != new_node {
                 return Err(StoreError::Invalid {
-                    key,
+                    key: obj.key(),
                     message: "spec.nodeName: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.schedulingGates` and `spec.terminationGracePeriodSeconds`".into(),
                 });
             }
@@ -287,12 +339,16 @@ impl Store {
             _ => false,
         };
         let rv = self.next_rv();
-        let old_meta = old.meta().clone();
+        let old_meta = old.meta();
         let meta = obj.meta_mut();
-        meta.uid = old_meta.uid;
-        meta.creation_timestamp = old_meta.creation_timestamp;
+        if meta.uid != old_meta.uid {
+            meta.uid.clone_from(&old_meta.uid);
+        }
+        if meta.creation_timestamp != old_meta.creation_timestamp {
+            meta.creation_timestamp.clone_from(&old_meta.creation_timestamp);
+        }
         if meta.deletion_timestamp.is_none() {
-            meta.deletion_timestamp = old_meta.deletion_timestamp;
+            meta.deletion_timestamp.clone_from(&old_meta.deletion_timestamp);
             meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds;
         }
         meta.resource_version = Some(rv.to_string());
@@ -302,7 +358,8 @@ impl Store {
         } else if meta.generation.is_none() {
             meta.generation = old_gen;
         }
-        self.buckets[idx(kind)].insert(bucket_key, obj.clone());
+        let (ns, name) = (obj.namespace().to_string(), obj.name().to_string());
+        self.buckets[idx(kind)].insert(&ns, &name, obj.clone());
         self.push(EventType::Modified, obj.clone(), Some(old), rv);
         Ok(obj)
     }
@@ -317,8 +374,7 @@ impl Store {
         opts: &DeleteOptions,
         now: SimTime,
     ) -> Result<Option<Object>, StoreError> {
-        let bucket_key = (key.namespace.clone(), key.name.clone());
-        let Some(old) = self.buckets[idx(key.kind)].get(&bucket_key).cloned() else {
+        let Some(old) = self.buckets[idx(key.kind)].get(&key.namespace, &key.name).cloned() else {
             return Err(StoreError::NotFound { key: key.clone() });
         };
         if let Some(uid) = &opts.precondition_uid {
@@ -352,12 +408,12 @@ impl Store {
                 let rv = self.next_rv();
                 p.metadata.resource_version = Some(rv.to_string());
                 let obj = Object::Pod(Arc::new(p));
-                self.buckets[idx(key.kind)].insert(bucket_key, obj.clone());
+                self.buckets[idx(key.kind)].insert(&key.namespace, &key.name, obj.clone());
                 self.push(EventType::Modified, obj.clone(), Some(old), rv);
                 return Ok(Some(obj));
             }
         }
-        self.buckets[idx(key.kind)].remove(&bucket_key);
+        self.buckets[idx(key.kind)].remove(&key.namespace, &key.name);
         let rv = self.next_rv();
         let mut gone = old.clone();
         gone.meta_mut().resource_version = Some(rv.to_string());

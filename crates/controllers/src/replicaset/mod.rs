@@ -91,9 +91,9 @@ pub struct ReplicaSetController {
     rs_by_controller_uid: BTreeMap<String, BTreeSet<NsName>>,
     pods: BTreeMap<NsName, Arc<Pod>>,
     /// Pods by the UID of their controller (upstream pod index by controller UID).
-    pods_by_controller_uid: BTreeMap<String, BTreeSet<NsName>>,
+    pods_by_controller_uid: BTreeMap<String, BTreeMap<NsName, Arc<Pod>>>,
     /// Pods without a controller, by namespace.
-    orphan_pods: BTreeMap<String, BTreeSet<String>>,
+    orphan_pods: BTreeMap<String, BTreeMap<String, Arc<Pod>>>,
     queue: WorkQueue,
     expectations: Expectations,
     metrics: Metrics,
@@ -165,13 +165,13 @@ impl ReplicaSetController {
                 self.pods_by_controller_uid
                     .entry(c.uid.clone())
                     .or_default()
-                    .insert(key.clone());
+                    .insert(key.clone(), pod.clone());
             }
             None => {
                 self.orphan_pods
                     .entry(key.0.clone())
                     .or_default()
-                    .insert(key.1.clone());
+                    .insert(key.1.clone(), pod.clone());
             }
         }
         self.pods.insert(key, pod.clone());
@@ -181,17 +181,17 @@ impl ReplicaSetController {
         let old = self.pods.remove(key)?;
         match controller_of(&old.metadata) {
             Some(c) => {
-                if let Some(set) = self.pods_by_controller_uid.get_mut(&c.uid) {
-                    set.remove(key);
-                    if set.is_empty() {
+                if let Some(m) = self.pods_by_controller_uid.get_mut(&c.uid) {
+                    m.remove(key);
+                    if m.is_empty() {
                         self.pods_by_controller_uid.remove(&c.uid);
                     }
                 }
             }
             None => {
-                if let Some(set) = self.orphan_pods.get_mut(&key.0) {
-                    set.remove(&key.1);
-                    if set.is_empty() {
+                if let Some(m) = self.orphan_pods.get_mut(&key.0) {
+                    m.remove(&key.1);
+                    if m.is_empty() {
                         self.orphan_pods.remove(&key.0);
                     }
                 }
@@ -247,6 +247,11 @@ impl ReplicaSetController {
 
     fn update_pod(&mut self, old: &Pod, cur: &Pod) {
         if old.metadata.resource_version == cur.metadata.resource_version {
+            return;
+        }
+        if !status_relevant_change(old, cur) {
+            // Upstream syncs on every pod update; a sync after a change like a binding would
+            // find nothing to do, so kubeplane skips it (it matters with 10,000 pods).
             return;
         }
         let label_changed = old.metadata.labels != cur.metadata.labels;
@@ -364,15 +369,13 @@ impl ReplicaSetController {
             .pods_by_controller_uid
             .get(rs_uid)
             .into_iter()
-            .flatten()
-            .filter_map(|k| self.pods.get(k))
+            .flat_map(|m| m.values())
             .filter(|p| p.metadata.namespace.as_deref() == Some(namespace));
         let orphans = self
             .orphan_pods
             .get(namespace)
             .into_iter()
-            .flatten()
-            .filter_map(|n| self.pods.get(&(namespace.to_string(), n.clone())));
+            .flat_map(|m| m.values());
         owned.chain(orphans).cloned().collect()
     }
 
@@ -565,6 +568,21 @@ impl ReplicaSetController {
         }
         related
     }
+}
+
+/// Whether a pod update can change what a sync of its ReplicaSet does: which ReplicaSet may
+/// claim it, whether it is active, its readiness or availability. Node, restarts and deletion
+/// cost matter only when pods are ranked, which reads them at that moment.
+fn status_relevant_change(old: &Pod, cur: &Pod) -> bool {
+    let ready = |p: &Pod| {
+        crate::controller_utils::pod_ready_condition(p)
+            .map(|c| (c.status.clone(), c.last_transition_time.clone()))
+    };
+    old.metadata.labels != cur.metadata.labels
+        || old.metadata.owner_references != cur.metadata.owner_references
+        || old.metadata.deletion_timestamp != cur.metadata.deletion_timestamp
+        || crate::controller_utils::pod_phase(old) != crate::controller_utils::pod_phase(cur)
+        || ready(old) != ready(cur)
 }
 
 /// Upstream `RecheckDeletionTimestamp` over an uncached GET of the ReplicaSet: adoption is only

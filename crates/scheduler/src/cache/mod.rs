@@ -7,9 +7,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
+use kubeplane_core::labels::Selector;
 
 use crate::framework::{NodeInfo, PodInfo};
-pub use snapshot::Snapshot;
+pub use snapshot::{NamespaceLabels, ReplicaSetSelectors, Snapshot};
 
 const ZONE_LABELS: [&str; 2] = [
     "topology.kubernetes.io/zone",
@@ -118,6 +119,9 @@ pub struct Cache {
     dirty: BTreeSet<String>,
     /// The node list itself changed (a node added, removed or re-zoned).
     list_changed: bool,
+    /// Namespace labels and ReplicaSet selectors, shared with the snapshot copy-on-write.
+    namespace_labels: Arc<NamespaceLabels>,
+    replica_sets: Arc<ReplicaSetSelectors>,
 }
 
 impl Cache {
@@ -314,6 +318,33 @@ impl Cache {
         }
     }
 
+    /// A namespace was added or changed: remembers its labels (if they changed).
+    pub fn update_namespace(&mut self, name: &str, labels: Option<&BTreeMap<String, String>>) {
+        let labels = labels.cloned().unwrap_or_default();
+        if self.namespace_labels.get(name) != Some(&labels) {
+            Arc::make_mut(&mut self.namespace_labels).insert(name.to_string(), labels);
+        }
+    }
+
+    pub fn remove_namespace(&mut self, name: &str) {
+        if self.namespace_labels.contains_key(name) {
+            Arc::make_mut(&mut self.namespace_labels).remove(name);
+        }
+    }
+
+    /// A ReplicaSet was added or changed: remembers its selector (if it changed).
+    pub fn update_replica_set(&mut self, key: &str, selector: Option<Selector>) {
+        if self.replica_sets.get(key) != Some(&selector) {
+            Arc::make_mut(&mut self.replica_sets).insert(key.to_string(), selector);
+        }
+    }
+
+    pub fn remove_replica_set(&mut self, key: &str) {
+        if self.replica_sets.contains_key(key) {
+            Arc::make_mut(&mut self.replica_sets).remove(key);
+        }
+    }
+
     pub fn node_count(&self) -> usize {
         self.tree.num_nodes
     }
@@ -354,6 +385,12 @@ impl Cache {
             snapshot.image_num_nodes = self.image_num_nodes.clone();
         }
         snapshot.generation = self.generation;
+        if !Arc::ptr_eq(&snapshot.namespace_labels, &self.namespace_labels) {
+            snapshot.namespace_labels = self.namespace_labels.clone();
+        }
+        if !Arc::ptr_eq(&snapshot.replica_sets, &self.replica_sets) {
+            snapshot.replica_sets = self.replica_sets.clone();
+        }
     }
 }
 

@@ -1,9 +1,18 @@
 //! A consistent view of the cache for one scheduling cycle (upstream `Snapshot`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use kubeplane_core::labels::Selector;
+
 use crate::framework::NodeInfo;
+
+/// Namespace name → its labels (InterPodAffinity's namespaceSelector).
+pub type NamespaceLabels = BTreeMap<String, BTreeMap<String, String>>;
+
+/// `namespace/name` → the ReplicaSet's selector, `None` when it does not parse
+/// (PodTopologySpread's system default constraints).
+pub type ReplicaSetSelectors = HashMap<String, Option<Selector>>;
 
 /// The nodes in upstream's nodeTree order (zones round-robin), shared copy-on-write with the
 /// cache: updating the snapshot replaces only the nodes that changed.
@@ -15,6 +24,10 @@ pub struct Snapshot {
     /// Normalized image name → number of nodes that have it.
     pub image_num_nodes: HashMap<String, usize>,
     pub generation: u64,
+    /// The labels of every namespace the scheduler has seen.
+    pub namespace_labels: Arc<NamespaceLabels>,
+    /// The selector of every ReplicaSet.
+    pub replica_sets: Arc<ReplicaSetSelectors>,
 }
 
 impl Snapshot {
@@ -44,6 +57,8 @@ impl Snapshot {
             index,
             image_num_nodes,
             generation: 0,
+            namespace_labels: Arc::default(),
+            replica_sets: Arc::default(),
         }
     }
 }

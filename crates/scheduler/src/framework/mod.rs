@@ -1,6 +1,7 @@
 //! The scheduling framework: plugin contract, statuses, cycle state, events, and the runner
 //! that calls the plugins of a profile at each extension point.
 
+pub mod affinity;
 pub mod cycle_state;
 pub mod events;
 pub mod interface;
@@ -8,6 +9,7 @@ pub mod runtime;
 pub mod status;
 pub mod types;
 
+pub use affinity::{AffinityTerm, PodAffinityTerms, WeightedAffinityTerm};
 pub use cycle_state::CycleState;
 pub use events::{
     ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint,

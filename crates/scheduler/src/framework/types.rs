@@ -9,6 +9,8 @@ use kubeplane_core::images::normalized_image_name;
 use kubeplane_core::resources::{self, Resources};
 use kubeplane_core::SimTime;
 
+use crate::framework::affinity::PodAffinityTerms;
+
 static EMPTY_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
 /// A host port a container asks for; empty IP means 0.0.0.0 and empty protocol TCP.
@@ -52,6 +54,8 @@ pub struct PodInfo {
     pub has_affinity: bool,
     /// Whether the pod has a required pod anti-affinity term.
     pub has_required_anti_affinity: bool,
+    /// The pod's (anti-)affinity terms, parsed once; `None` when it has none.
+    pub affinity_terms: Option<Arc<PodAffinityTerms>>,
 }
 
 fn spec_of(pod: &Pod) -> &PodSpec {
@@ -118,12 +122,12 @@ impl PodInfo {
                 a.preferred_during_scheduling_ignored_during_execution
                     .as_ref()
             }));
+        let namespace = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
         PodInfo {
-            namespace: pod
-                .metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
             name: pod.metadata.name.clone().unwrap_or_default(),
             uid: pod.metadata.uid.clone().unwrap_or_default(),
             priority: spec.priority.unwrap_or(0),
@@ -132,6 +136,9 @@ impl PodInfo {
             host_ports,
             has_affinity,
             has_required_anti_affinity,
+            affinity_terms: PodAffinityTerms::parse(&namespace, spec.affinity.as_ref())
+                .map(Arc::new),
+            namespace,
             pod,
         }
     }
@@ -161,6 +168,7 @@ impl PodInfo {
             host_ports: self.host_ports.clone(),
             has_affinity: self.has_affinity,
             has_required_anti_affinity: self.has_required_anti_affinity,
+            affinity_terms: self.affinity_terms.clone(),
         }
     }
 

@@ -1,0 +1,315 @@
+//! InterPodAffinity (PreFilter with AddPod/RemovePod, Filter, PreScore, Score): a pod's required
+//! pod affinity must be satisfied by pods already in the node's topology domain, its required
+//! anti-affinity must not match any of them, and no existing pod's required anti-affinity may
+//! match it; preferred terms (and existing pods' terms) score nodes (upstream
+//! `plugins/interpodaffinity/`).
+
+mod filtering;
+mod scoring;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use serde::Deserialize;
+
+use crate::cache::Snapshot;
+use crate::framework::affinity::matches_all_terms;
+use crate::framework::{
+    ActionType, AffinityTerm, ClusterEvent, ClusterEventWithHint, EventObject, EventResource,
+    FilterPlugin, Plugin, PodAffinityTerms, PreFilterPlugin, PreScorePlugin, QueueingHint,
+    ScorePlugin,
+};
+use crate::plugins::helper::{node_event, pod_event, FxHashMap};
+use crate::plugins::registry::{parse_args, PluginArgsError};
+
+pub const NAME: &str = "InterPodAffinity";
+
+/// Filter reason: an existing pod's required anti-affinity matches the incoming pod.
+pub const REASON_EXISTING_ANTI_AFFINITY: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+/// Filter reason: the incoming pod's required affinity is not satisfied.
+pub const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
+/// Filter reason: the incoming pod's required anti-affinity matches a pod in the domain.
+pub const REASON_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
+
+/// The highest `hardPodAffinityWeight` accepted.
+pub const MAX_HARD_POD_AFFINITY_WEIGHT: i32 = 100;
+
+/// `InterPodAffinityArgs` (kubescheduler.config.k8s.io/v1).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InterPodAffinityArgs {
+    /// The score an existing pod's required affinity term adds when the incoming pod matches
+    /// it; default 1.
+    #[serde(default)]
+    pub hard_pod_affinity_weight: Option<i32>,
+    /// Skip scoring with existing pods' preferred terms when the incoming pod has no preferred
+    /// terms of its own.
+    #[serde(default)]
+    pub ignore_preferred_terms_of_existing_pods: Option<bool>,
+}
+
+#[derive(Clone, Debug)]
+pub struct InterPodAffinity {
+    hard_pod_affinity_weight: i32,
+    ignore_preferred_terms_of_existing_pods: bool,
+}
+
+impl Default for InterPodAffinity {
+    fn default() -> Self {
+        InterPodAffinity {
+            hard_pod_affinity_weight: 1,
+            ignore_preferred_terms_of_existing_pods: false,
+        }
+    }
+}
+
+impl InterPodAffinity {
+    /// Builds the plugin from its args, defaulted and validated as upstream
+    /// (`ValidateInterPodAffinityArgs`: the weight must be in [0, 100]).
+    pub fn new(args: Option<&serde_json::Value>) -> Result<InterPodAffinity, PluginArgsError> {
+        let args: InterPodAffinityArgs = parse_args(args)?;
+        let w = args.hard_pod_affinity_weight.unwrap_or(1);
+        if !(0..=MAX_HARD_POD_AFFINITY_WEIGHT).contains(&w) {
+            return Err(PluginArgsError::new(
+                "hardPodAffinityWeight",
+                format!("Invalid value: {w}: not in valid range [0, {MAX_HARD_POD_AFFINITY_WEIGHT}]"),
+            ));
+        }
+        Ok(InterPodAffinity {
+            hard_pod_affinity_weight: w,
+            ignore_preferred_terms_of_existing_pods: args
+                .ignore_preferred_terms_of_existing_pods
+                .unwrap_or(false),
+        })
+    }
+}
+
+/// Counts per topology pair `(key, value)`; a pair whose count drops to 0 is removed, so the
+/// number of pairs says whether anything matched (upstream `topologyToMatchedTermCount`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TopologyCounts {
+    by_key: FxHashMap<String, FxHashMap<String, i64>>,
+    n_pairs: usize,
+}
+
+impl TopologyCounts {
+    fn add(&mut self, key: &str, value: &str, delta: i64) {
+        let values = match self.by_key.get_mut(key) {
+            Some(v) => v,
+            None => self.by_key.entry(key.to_string()).or_default(),
+        };
+        match values.get_mut(value) {
+            Some(c) => {
+                *c += delta;
+                if *c == 0 {
+                    values.remove(value);
+                    self.n_pairs -= 1;
+                }
+            }
+            None if delta != 0 => {
+                values.insert(value.to_string(), delta);
+                self.n_pairs += 1;
+            }
+            None => {}
+        }
+    }
+
+    /// Adds `delta` to the pair of `key` and the node's value of that label, if it has one.
+    fn add_for_node(&mut self, labels: &BTreeMap<String, String>, key: &str, delta: i64) {
+        if let Some(v) = labels.get(key) {
+            self.add(key, v, delta);
+        }
+    }
+
+    fn get(&self, key: &str, value: &str) -> i64 {
+        self.by_key
+            .get(key)
+            .and_then(|v| v.get(value))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.n_pairs == 0
+    }
+}
+
+/// The incoming pod's terms with each term's namespace selector replaced by the namespaces it
+/// selects now (upstream `mergeAffinityTermNamespacesIfNotEmpty`), so matching existing pods
+/// needs no namespace lookup. An empty selector (all namespaces) is kept as it is.
+fn merge_namespaces(terms: &Arc<PodAffinityTerms>, snapshot: &Snapshot) -> Arc<PodAffinityTerms> {
+    let needs = |t: &AffinityTerm| {
+        !t.namespace_selector.is_empty() && !t.namespace_selector.matches_nothing()
+    };
+    let any = terms.required_affinity.iter().any(needs)
+        || terms.required_anti_affinity.iter().any(needs)
+        || terms.preferred_affinity.iter().any(|w| needs(&w.term))
+        || terms.preferred_anti_affinity.iter().any(|w| needs(&w.term));
+    if !any {
+        return terms.clone();
+    }
+    let merge = |t: &mut AffinityTerm| {
+        if !needs(t) {
+            return;
+        }
+        for (name, labels) in snapshot.namespace_labels.iter() {
+            if t.namespace_selector.matches(labels) {
+                t.namespaces.insert(name.clone());
+            }
+        }
+        t.namespace_selector = kubeplane_core::labels::Selector::nothing();
+    };
+    let mut out = PodAffinityTerms::clone(terms);
+    out.required_affinity.iter_mut().for_each(merge);
+    out.required_anti_affinity.iter_mut().for_each(merge);
+    out.preferred_affinity
+        .iter_mut()
+        .for_each(|w| merge(&mut w.term));
+    out.preferred_anti_affinity
+        .iter_mut()
+        .for_each(|w| merge(&mut w.term));
+    Arc::new(out)
+}
+
+fn namespace_labels(snapshot: &Snapshot, namespace: &str) -> Option<BTreeMap<String, String>> {
+    snapshot.namespace_labels.get(namespace).cloned()
+}
+
+impl Plugin for InterPodAffinity {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        // With queueing hints (GA in v1.34): Pod Add|UpdatePodLabel|Delete and
+        // Node Add|UpdateNodeLabel.
+        Some(vec![
+            ClusterEventWithHint::with_hint(
+                ClusterEvent::new(
+                    EventResource::Pod,
+                    ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
+                    "PodAdd|UpdatePodLabel|Delete",
+                ),
+                is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint::with_hint(
+                ClusterEvent::new(
+                    EventResource::Node,
+                    ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+                    "NodeAdd|UpdateNodeLabel",
+                ),
+                is_schedulable_after_node_change,
+            ),
+        ])
+    }
+}
+
+fn terms_of(pod: &Pod) -> PodAffinityTerms {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    PodAffinityTerms::parse(ns, pod.spec.as_ref().and_then(|s| s.affinity.as_ref()))
+        .unwrap_or_default()
+}
+
+fn matches_all(terms: &[AffinityTerm], pod: &Pod) -> bool {
+    static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+    matches_all_terms(
+        terms,
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS),
+    )
+}
+
+fn is_assigned(p: &Pod) -> bool {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
+}
+
+/// Queue when an assigned pod starts matching all the pod's affinity terms (added, or updated
+/// to match), stops matching its anti-affinity terms (updated), or was deleted while matching
+/// them. Changes of unscheduled pods never help.
+fn is_schedulable_after_pod_change(
+    pod: &Pod,
+    old: Option<EventObject<'_>>,
+    new: Option<EventObject<'_>>,
+) -> Result<QueueingHint, String> {
+    let (old, new) = pod_event(old, new)?;
+    if new.is_some_and(|p| !is_assigned(p)) || old.is_some_and(|p| !is_assigned(p)) {
+        return Ok(QueueingHint::QueueSkip);
+    }
+    if let Some(e) = terms_of(pod).parse_error {
+        return Err(e);
+    }
+    let terms = terms_of(pod);
+    let (affinity, anti) = (&terms.required_affinity, &terms.required_anti_affinity);
+    let hint = match (old, new) {
+        (Some(old), Some(new)) => {
+            if !matches_all(affinity, old) && matches_all(affinity, new) {
+                QueueingHint::Queue
+            } else if matches_all(anti, old) && !matches_all(anti, new) {
+                QueueingHint::Queue
+            } else {
+                QueueingHint::QueueSkip
+            }
+        }
+        (None, Some(new)) => {
+            if matches_all(affinity, new) {
+                QueueingHint::Queue
+            } else {
+                QueueingHint::QueueSkip
+            }
+        }
+        (Some(old), None) => {
+            if matches_all(anti, old) {
+                QueueingHint::Queue
+            } else {
+                QueueingHint::QueueSkip
+            }
+        }
+        (None, None) => QueueingHint::Queue,
+    };
+    Ok(hint)
+}
+
+/// Queue when the added or updated node has the topology key of one of the pod's required
+/// (anti-)affinity terms.
+fn is_schedulable_after_node_change(
+    pod: &Pod,
+    old: Option<EventObject<'_>>,
+    new: Option<EventObject<'_>>,
+) -> Result<QueueingHint, String> {
+    let (_, node) = node_event(old, new)?;
+    let terms = terms_of(pod);
+    if let Some(e) = terms.parse_error {
+        return Err(e);
+    }
+    let labels = node.metadata.labels.as_ref();
+    let has_key = |t: &AffinityTerm| labels.is_some_and(|l| l.contains_key(&t.topology_key));
+    if terms.required_affinity.iter().any(has_key) || terms.required_anti_affinity.iter().any(has_key)
+    {
+        return Ok(QueueingHint::Queue);
+    }
+    Ok(QueueingHint::QueueSkip)
+}
+
+/// The distinct topology keys of terms (for tests and explain output).
+#[allow(dead_code)]
+fn topology_keys(terms: &[AffinityTerm]) -> BTreeSet<&str> {
+    terms.iter().map(|t| t.topology_key.as_str()).collect()
+}
