@@ -9,6 +9,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// mimalloc: the simulator allocates many small short-lived objects (one per store write).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,

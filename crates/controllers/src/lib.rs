@@ -7,7 +7,7 @@ pub mod replicaset;
 
 pub mod admission;
 pub mod node_lifecycle;
-pub mod taint_eviction;
 #[cfg(test)]
-mod testutil;
-mod util;
+mod node_testutil;
+mod node_util;
+pub mod taint_eviction;

@@ -72,3 +72,77 @@ pub fn admit_priority(pod: &mut Pod, store: &Store) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// What the API server does on pod creation for `matchLabelKeys` / `mismatchLabelKeys` of pod
+/// (anti-)affinity terms (upstream pod strategy `mutatePodAffinity`, gate
+/// MatchLabelKeysInPodAffinity, locked on since v1.33): for each key the pod has a label for,
+/// `key in (value)` (resp. `key notin (value)`) is added to the term's `labelSelector`. A term
+/// without a selector is left alone (it selects nothing anyway).
+pub fn apply_match_label_keys(pod: &mut Pod) {
+    use k8s_openapi::api::core::v1::PodAffinityTerm;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let apply = |term: &mut PodAffinityTerm| {
+        let keys_given = term
+            .match_label_keys
+            .as_ref()
+            .is_some_and(|k| !k.is_empty())
+            || term
+                .mismatch_label_keys
+                .as_ref()
+                .is_some_and(|k| !k.is_empty());
+        let Some(sel) = term.label_selector.as_mut().filter(|_| keys_given) else {
+            return;
+        };
+        let exprs = sel.match_expressions.get_or_insert_with(Vec::new);
+        for (keys, op) in [
+            (&term.match_label_keys, "In"),
+            (&term.mismatch_label_keys, "NotIn"),
+        ] {
+            for key in keys.iter().flatten() {
+                if let Some(v) = labels.get(key) {
+                    exprs.push(LabelSelectorRequirement {
+                        key: key.clone(),
+                        operator: op.to_string(),
+                        values: Some(vec![v.clone()]),
+                    });
+                }
+            }
+        }
+    };
+    let Some(affinity) = pod.spec.as_mut().and_then(|s| s.affinity.as_mut()) else {
+        return;
+    };
+    if let Some(a) = affinity.pod_affinity.as_mut() {
+        for t in a
+            .preferred_during_scheduling_ignored_during_execution
+            .iter_mut()
+            .flatten()
+        {
+            apply(&mut t.pod_affinity_term);
+        }
+        for t in a
+            .required_during_scheduling_ignored_during_execution
+            .iter_mut()
+            .flatten()
+        {
+            apply(t);
+        }
+    }
+    if let Some(a) = affinity.pod_anti_affinity.as_mut() {
+        for t in a
+            .preferred_during_scheduling_ignored_during_execution
+            .iter_mut()
+            .flatten()
+        {
+            apply(&mut t.pod_affinity_term);
+        }
+        for t in a
+            .required_during_scheduling_ignored_during_execution
+            .iter_mut()
+            .flatten()
+        {
+            apply(t);
+        }
+    }
+}

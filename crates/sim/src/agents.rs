@@ -79,6 +79,8 @@ pub struct NodeAgents {
     startup_latency: Option<SimDuration>,
     /// The epoch each timer entry belongs to: (kind, index) → epoch at scheduling.
     lease_epochs: HashMap<usize, u64>,
+    /// The Lease each node agent last wrote.
+    leases: HashMap<usize, Arc<Lease>>,
     pub leases_renewed: u64,
     pub statuses_posted: u64,
 }
@@ -115,6 +117,7 @@ impl NodeAgents {
             seq: 0,
             startup_latency,
             lease_epochs: HashMap::new(),
+            leases: HashMap::new(),
             leases_renewed: 0,
             statuses_posted: 0,
         }
@@ -273,16 +276,9 @@ impl NodeAgents {
     }
 
     fn renew_lease(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
-        let name = self.nodes[i].name.clone();
         let renew = MicroTime(now.to_timestamp(client.store().start_time()));
-        let existing = client
-            .store()
-            .get(Kind::Lease, NODE_LEASE_NAMESPACE, &name)
-            .and_then(|o| match o {
-                Object::Lease(l) => Some(l.clone()),
-                _ => None,
-            });
-        let result = match existing {
+        // The agent owns its Lease: it renews the version it last wrote, without reading it.
+        let result = match self.leases.get(&i).cloned() {
             Some(l) => {
                 let mut l = Lease::clone(&l);
                 let spec = l.spec.get_or_insert_with(Default::default);
@@ -290,23 +286,45 @@ impl NodeAgents {
                 l.metadata.resource_version = None;
                 client.update(Object::Lease(Arc::new(l)))
             }
-            None => client.create(Object::Lease(Arc::new(Lease {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    namespace: Some(NODE_LEASE_NAMESPACE.to_string()),
-                    ..Default::default()
-                },
-                spec: Some(LeaseSpec {
-                    holder_identity: Some(name),
-                    lease_duration_seconds: Some(LEASE_DURATION_SECS),
-                    renew_time: Some(renew.clone()),
-                    acquire_time: Some(renew),
-                    ..Default::default()
-                }),
-            }))),
+            None => {
+                let name = self.nodes[i].name.clone();
+                let existing = client
+                    .store()
+                    .get(Kind::Lease, NODE_LEASE_NAMESPACE, &name)
+                    .cloned();
+                match existing {
+                    Some(Object::Lease(l)) => {
+                        let mut l = Lease::clone(&l);
+                        l.spec.get_or_insert_with(Default::default).renew_time = Some(renew);
+                        l.metadata.resource_version = None;
+                        client.update(Object::Lease(Arc::new(l)))
+                    }
+                    _ => client.create(Object::Lease(Arc::new(Lease {
+                        metadata: ObjectMeta {
+                            name: Some(name.clone()),
+                            namespace: Some(NODE_LEASE_NAMESPACE.to_string()),
+                            ..Default::default()
+                        },
+                        spec: Some(LeaseSpec {
+                            holder_identity: Some(name),
+                            lease_duration_seconds: Some(LEASE_DURATION_SECS),
+                            renew_time: Some(renew.clone()),
+                            acquire_time: Some(renew),
+                            ..Default::default()
+                        }),
+                    }))),
+                }
+            }
         };
-        if result.is_ok() {
-            self.leases_renewed += 1;
+        match result {
+            Ok(Object::Lease(l)) => {
+                self.leases.insert(i, l);
+                self.leases_renewed += 1;
+            }
+            // Deleted or replaced by someone else: read it again next time.
+            _ => {
+                self.leases.remove(&i);
+            }
         }
     }
 

@@ -101,6 +101,7 @@ impl SimClient<'_> {
             });
         }
         kubeplane_controllers::admission::default_toleration_seconds(&mut p);
+        crate::admission::apply_match_label_keys(&mut p);
         Ok(Object::Pod(Arc::new(p)))
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod admission;
 pub mod agents;
+pub mod disruption;
 pub mod engine;
 pub mod expect;
 pub mod scenario;

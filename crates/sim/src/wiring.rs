@@ -13,10 +13,13 @@ pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component>> {
         Box::new(TaintEvictionController::new()),
         Box::new(DeploymentController::new()),
         Box::new(ReplicaSetController::with_features(features.clone())),
+        Box::new(crate::disruption::DisruptionController::new()),
     ]
 }
 
 /// Controllers that run periodically for as long as the cluster exists.
 pub fn periodic_controllers(_features: &FeatureGates) -> Vec<Box<dyn Component>> {
-    vec![Box::new(NodeLifecycleController::new(NodeLifecycleConfig::default()))]
+    vec![Box::new(NodeLifecycleController::new(
+        NodeLifecycleConfig::default(),
+    ))]
 }

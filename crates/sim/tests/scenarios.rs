@@ -24,7 +24,10 @@ fn run(files: &[(String, String)], opts: &RunOptions) -> (String, usize, usize) 
 
 fn read(rel: &str) -> (String, String) {
     let path = repo_root().join(rel);
-    (rel.to_string(), std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+    (
+        rel.to_string(),
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
 }
 
 /// A scenario with many random choices: generated names, UIDs and score ties.
@@ -118,11 +121,17 @@ fn scheduling_basic_at_small_size_schedules_every_pod_within_capacity() {
         pod_startup_latency: None,
         ..Scenario::default()
     };
-    let mut sim = Simulation::new(workloads::input(objects, scenario), &RunOptions::default()).unwrap();
+    let mut sim =
+        Simulation::new(workloads::input(objects, scenario), &RunOptions::default()).unwrap();
     sim.settle_now().unwrap();
-    sim.create_objects(workloads::pods("sched-1", "pod", 100)).unwrap();
+    sim.create_objects(workloads::pods("sched-1", "pod", 100))
+        .unwrap();
     sim.settle_now().unwrap();
-    let scheduled = sim.events().iter().filter(|e| e.reason == "Scheduled").count();
+    let scheduled = sim
+        .events()
+        .iter()
+        .filter(|e| e.reason == "Scheduled")
+        .count();
     assert_eq!(scheduled, 110);
     // LeastAllocated and BalancedAllocation spread identical pods: no node gets more than
     // its share plus one.
@@ -143,7 +152,8 @@ fn a_day_of_heartbeats_renews_every_lease_every_ten_seconds() {
         duration: Some(kubeplane_core::time::SimDuration::from_secs(3600)),
         ..Scenario::default()
     };
-    let mut sim = Simulation::new(workloads::input(objects, scenario), &RunOptions::default()).unwrap();
+    let mut sim =
+        Simulation::new(workloads::input(objects, scenario), &RunOptions::default()).unwrap();
     sim.run(&mut |_, _| {}).unwrap();
     let renewals = sim
         .metrics()
@@ -153,5 +163,9 @@ fn a_day_of_heartbeats_renews_every_lease_every_ten_seconds() {
         .1;
     assert_eq!(renewals, 3 * 361);
     // Healthy nodes are never tainted.
-    assert!(sim.store.nodes().all(|n| n.spec.as_ref().and_then(|s| s.taints.as_ref()).is_none_or(|t| t.is_empty())));
+    assert!(sim.store.nodes().all(|n| n
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_none_or(|t| t.is_empty())));
 }

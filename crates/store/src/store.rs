@@ -49,6 +49,10 @@ impl Bucket {
         self.namespaces.get(ns).and_then(|m| m.get(name))
     }
 
+    fn get_mut(&mut self, ns: &str, name: &str) -> Option<&mut Object> {
+        self.namespaces.get_mut(ns).and_then(|m| m.get_mut(name))
+    }
+
     fn contains(&self, ns: &str, name: &str) -> bool {
         self.get(ns, name).is_some()
     }
@@ -313,9 +317,14 @@ impl Store {
     /// metadata.generation.
     pub fn update(&mut self, mut obj: Object, _now: SimTime) -> Result<Object, StoreError> {
         let kind = obj.kind();
-        let Some(old) = self.buckets[idx(kind)].get(obj.namespace(), obj.name()).cloned() else {
+        let rv = self.resource_version + 1;
+        // One lookup: check against the stored version and replace it in place.
+        let bucket = &mut self.buckets[idx(kind)];
+        let (ns, name) = (obj.namespace(), obj.name());
+        let Some(slot) = bucket.get_mut(ns, name) else {
             return Err(StoreError::NotFound { key: obj.key() });
         };
+        let old = &*slot;
         let given_rv = obj.resource_version();
         if !given_rv.is_empty() && given_rv != old.resource_version() {
             return Err(StoreError::Conflict { key: obj.key() });
@@ -323,7 +332,7 @@ impl Store {
         if !obj.uid().is_empty() && obj.uid() != old.uid() {
             return Err(StoreError::Conflict { key: obj.key() });
         }
-        if let (Object::Pod(new_pod), Object::Pod(old_pod)) = (&obj, &old) {
+        if let (Object::Pod(new_pod), Object::Pod(old_pod)) = (&obj, old) {
             let old_node = old_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
             let new_node = new_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
             if old_node.is_some() && old_node != new_node {
@@ -333,22 +342,23 @@ impl Store {
                 });
             }
         }
-        let generation_bump = match (&obj, &old) {
+        let generation_bump = match (&obj, old) {
             (Object::Deployment(n), Object::Deployment(o)) => n.spec != o.spec,
             (Object::ReplicaSet(n), Object::ReplicaSet(o)) => n.spec != o.spec,
             _ => false,
         };
-        let rv = self.next_rv();
         let old_meta = old.meta();
         let meta = obj.meta_mut();
         if meta.uid != old_meta.uid {
             meta.uid.clone_from(&old_meta.uid);
         }
         if meta.creation_timestamp != old_meta.creation_timestamp {
-            meta.creation_timestamp.clone_from(&old_meta.creation_timestamp);
+            meta.creation_timestamp
+                .clone_from(&old_meta.creation_timestamp);
         }
         if meta.deletion_timestamp.is_none() {
-            meta.deletion_timestamp.clone_from(&old_meta.deletion_timestamp);
+            meta.deletion_timestamp
+                .clone_from(&old_meta.deletion_timestamp);
             meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds;
         }
         meta.resource_version = Some(rv.to_string());
@@ -358,8 +368,8 @@ impl Store {
         } else if meta.generation.is_none() {
             meta.generation = old_gen;
         }
-        let (ns, name) = (obj.namespace().to_string(), obj.name().to_string());
-        self.buckets[idx(kind)].insert(&ns, &name, obj.clone());
+        let old = std::mem::replace(slot, obj.clone());
+        self.resource_version = rv;
         self.push(EventType::Modified, obj.clone(), Some(old), rv);
         Ok(obj)
     }
@@ -374,7 +384,10 @@ impl Store {
         opts: &DeleteOptions,
         now: SimTime,
     ) -> Result<Option<Object>, StoreError> {
-        let Some(old) = self.buckets[idx(key.kind)].get(&key.namespace, &key.name).cloned() else {
+        let Some(old) = self.buckets[idx(key.kind)]
+            .get(&key.namespace, &key.name)
+            .cloned()
+        else {
             return Err(StoreError::NotFound { key: key.clone() });
         };
         if let Some(uid) = &opts.precondition_uid {

@@ -806,3 +806,90 @@ fn scaling_during_rollouts_converges_within_the_surge() {
         );
     }
 }
+
+/// The conformance convention: a paused Recreate Deployment owns the tested ReplicaSet and an
+/// auxiliary one (so ranks count both). Scaling the tested ReplicaSet directly must not make
+/// the Deployment resize either of them.
+#[test]
+fn a_paused_recreate_deployment_leaves_its_replica_sets_alone() {
+    let mut w = World::new(8, (1, 1));
+    w.kubelet.enabled = false;
+    let mut d = deployment(3, recreate(), "v0");
+    d.spec.as_mut().unwrap().paused = Some(true);
+    w.create(d);
+    w.settle();
+    let owner = w.deployment();
+    for (name, role, replicas) in [("web-main", "main", 2), ("web-aux", "aux", 1)] {
+        let mut t = template("v-other");
+        t.metadata
+            .as_mut()
+            .unwrap()
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("role".into(), role.into());
+        let rs = ReplicaSet {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                labels: t.metadata.as_ref().unwrap().labels.clone(),
+                owner_references: Some(vec![new_controller_ref(
+                    API_VERSION,
+                    KIND,
+                    &owner.metadata,
+                )]),
+                ..Default::default()
+            },
+            spec: Some(k8s_openapi::api::apps::v1::ReplicaSetSpec {
+                replicas: Some(replicas),
+                selector: LabelSelector {
+                    match_labels: t.metadata.as_ref().unwrap().labels.clone(),
+                    ..Default::default()
+                },
+                template: Some(t),
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let now = w.client.now;
+        w.client
+            .store
+            .create(Object::ReplicaSet(Arc::new(rs)), now)
+            .unwrap();
+    }
+    w.run_until(5);
+    let scale = |w: &mut World, replicas: i32| {
+        let rs = w
+            .replica_sets()
+            .into_iter()
+            .find(|r| name(r) == "web-main")
+            .unwrap();
+        let mut rs = ReplicaSet::clone(&rs);
+        rs.spec.as_mut().unwrap().replicas = Some(replicas);
+        let now = w.client.now;
+        w.client
+            .store
+            .update(Object::ReplicaSet(Arc::new(rs)), now)
+            .unwrap();
+    };
+    scale(&mut w, 1);
+    w.run_until(10);
+    assert!(w.events(REASON_SCALING_REPLICA_SET).is_empty());
+    let sizes: Vec<(String, i32)> = w
+        .replica_sets()
+        .iter()
+        .map(|rs| (name(rs), rs_replicas(rs)))
+        .collect();
+    assert_eq!(
+        sizes,
+        [("web-aux".to_string(), 1), ("web-main".to_string(), 1)]
+    );
+    assert_eq!(w.active_pods().len(), 2);
+    assert_eq!(
+        w.condition(CONDITION_PROGRESSING)
+            .unwrap()
+            .reason
+            .as_deref(),
+        Some(REASON_PAUSED)
+    );
+}

@@ -45,7 +45,7 @@ pub use rate_limited_queue::{
     Limiter, RateLimitedTimedQueue, TimedValue, EVICTION_RATE_LIMITER_BURST,
 };
 
-use crate::util::{pod_node_name, update_pod_condition, PodRef, PodsByNode, UniqueQueue};
+use crate::node_util::{pod_node_name, update_pod_condition, PodRef, PodsByNode, UniqueQueue};
 
 /// The controller's name in kube-controller-manager.
 pub const CONTROLLER_NAME: &str = "node-lifecycle-controller";

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use kubeplane_store::testing::TestClient;
 
 use super::*;
+use crate::node_testutil::*;
 use crate::taint_eviction::TaintEvictionController;
-use crate::testutil::*;
 
 struct Harness {
     client: TestClient,

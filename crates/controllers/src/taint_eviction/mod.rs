@@ -43,7 +43,7 @@ use serde_json::json;
 
 pub use timed_workers::{TimedWorker, TimedWorkerQueue};
 
-use crate::util::{
+use crate::node_util::{
     format_taint, format_toleration, pod_node_name, pod_tolerations, update_pod_condition,
     PodsByNode, UniqueQueue,
 };

@@ -6,7 +6,7 @@ use kubeplane_store::testing::TestClient;
 use kubeplane_store::{Client, Kind};
 
 use super::*;
-use crate::testutil::*;
+use crate::node_testutil::*;
 
 struct Harness {
     client: TestClient,

@@ -85,7 +85,10 @@ pub struct PodAffinityTerms {
     pub parse_error: Option<String>,
 }
 
-fn terms(namespace: &str, list: Option<&Vec<PodAffinityTerm>>) -> Result<Vec<AffinityTerm>, String> {
+fn terms(
+    namespace: &str,
+    list: Option<&Vec<PodAffinityTerm>>,
+) -> Result<Vec<AffinityTerm>, String> {
     list.into_iter()
         .flatten()
         .map(|t| AffinityTerm::parse(namespace, t))
@@ -127,7 +130,10 @@ impl PodAffinityTerms {
             "requiredAffinityTerms",
             terms(
                 namespace,
-                pa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
+                pa.and_then(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
             )
             .map(|t| out.required_affinity = t),
         );
@@ -135,7 +141,10 @@ impl PodAffinityTerms {
             "requiredAntiAffinityTerms",
             terms(
                 namespace,
-                paa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
+                paa.and_then(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
             )
             .map(|t| out.required_anti_affinity = t),
         );
@@ -143,7 +152,10 @@ impl PodAffinityTerms {
             "preferredAffinityTerms",
             weighted(
                 namespace,
-                pa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
+                pa.and_then(|a| {
+                    a.preferred_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
             )
             .map(|t| out.preferred_affinity = t),
         );
@@ -151,7 +163,10 @@ impl PodAffinityTerms {
             "preferredAntiAffinityTerms",
             weighted(
                 namespace,
-                paa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
+                paa.and_then(|a| {
+                    a.preferred_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
             )
             .map(|t| out.preferred_anti_affinity = t),
         );

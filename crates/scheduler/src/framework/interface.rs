@@ -181,6 +181,27 @@ pub struct PostFilterInput<'a> {
     /// `absent_status`).
     pub statuses: &'a std::collections::BTreeMap<String, Status>,
     pub absent_status: &'a Status,
+    /// Where a preemption plugin reports what it considered (explain output), when wanted.
+    pub preemption_trace: Option<&'a std::cell::RefCell<Option<PreemptionTrace>>>,
+}
+
+/// What one preemption attempt considered, for the explain record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreemptionTrace {
+    /// The candidate nodes the dry runs found, in the order they were found (those that
+    /// violate no PodDisruptionBudget first).
+    pub candidates: Vec<PreemptionCandidateTrace>,
+    /// The node chosen, if any.
+    pub chosen: Option<String>,
+}
+
+/// One candidate node of a preemption attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreemptionCandidateTrace {
+    pub node: String,
+    /// `namespace/name` of each victim, most important first.
+    pub victims: Vec<String>,
+    pub pdb_violations: i64,
 }
 
 /// Runs when no node fits (preemption).
@@ -192,6 +213,17 @@ pub trait PostFilterPlugin {
         input: &PostFilterInput<'_>,
         client: &mut dyn Client,
     ) -> (Option<PostFilterResult>, Status);
+
+    /// Work started by `post_filter` that upstream finishes in a goroutine after the cycle
+    /// (asynchronous preemption). The scheduler runs it once the failure handler has requeued
+    /// the pod; it returns the pods (`namespace/name`) to move to activeQ (after an error).
+    fn finish_async_work(
+        &self,
+        _now: kubeplane_core::SimTime,
+        _client: &mut dyn Client,
+    ) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Computes per-pod scoring state over the feasible nodes.

@@ -235,6 +235,79 @@ impl Framework {
         self.run_filter_plugins(state, pod, node)
     }
 
+    /// The PreFilter `add_pod` extensions (upstream `RunPreFilterExtensionAddPod`): tells the
+    /// plugins whose Filter runs in this cycle that `to_add` now runs on `node`.
+    pub fn run_pre_filter_extension_add_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_add: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        for p in &self.plugins.pre_filter {
+            let Some(pf) = p.as_pre_filter() else {
+                continue;
+            };
+            if !pf.has_extensions() || state.skip_filter_plugins.contains(p.name()) {
+                continue;
+            }
+            let s = pf.add_pod(state, pod, to_add, node);
+            if !s.is_success() {
+                return Status::error(format!(
+                    "running AddPod on PreFilter plugin {:?}: {}",
+                    p.name(),
+                    s.message()
+                ))
+                .plugin(p.name());
+            }
+        }
+        Status::success()
+    }
+
+    /// The PreFilter `remove_pod` extensions (upstream `RunPreFilterExtensionRemovePod`).
+    pub fn run_pre_filter_extension_remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_remove: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        for p in &self.plugins.pre_filter {
+            let Some(pf) = p.as_pre_filter() else {
+                continue;
+            };
+            if !pf.has_extensions() || state.skip_filter_plugins.contains(p.name()) {
+                continue;
+            }
+            let s = pf.remove_pod(state, pod, to_remove, node);
+            if !s.is_success() {
+                return Status::error(format!(
+                    "running RemovePod on PreFilter plugin {:?}: {}",
+                    p.name(),
+                    s.message()
+                ))
+                .plugin(p.name());
+            }
+        }
+        Status::success()
+    }
+
+    /// Finishes the work PostFilter plugins left for after the cycle (asynchronous
+    /// preemption); returns the pods (`namespace/name`) to move to activeQ.
+    pub fn run_post_filter_async_work(
+        &self,
+        now: kubeplane_core::SimTime,
+        client: &mut dyn Client,
+    ) -> Vec<String> {
+        let mut activate = Vec::new();
+        for p in &self.plugins.post_filter {
+            if let Some(pf) = p.as_post_filter() {
+                activate.extend(pf.finish_async_work(now, client));
+            }
+        }
+        activate
+    }
+
     /// PostFilter: plugins in order until one succeeds, is unresolvable or errors.
     pub fn run_post_filter_plugins(
         &self,

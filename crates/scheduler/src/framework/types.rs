@@ -252,6 +252,17 @@ impl NodeInfo {
     }
 
     pub fn set_node(&mut self, node: Arc<Node>) {
+        // Heartbeats change only conditions: keep what was derived from the rest.
+        if let Some(old) = &self.node {
+            let (os, ns) = (old.status.as_ref(), node.status.as_ref());
+            if old.spec == node.spec
+                && os.map(|s| (&s.allocatable, &s.images))
+                    == ns.map(|s| (&s.allocatable, &s.images))
+            {
+                self.node = Some(node);
+                return;
+            }
+        }
         self.allocatable = resources::node_allocatable(&node).unwrap_or_default();
         self.images = node
             .status
