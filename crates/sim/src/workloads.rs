@@ -82,6 +82,40 @@ pub fn perf_pod(namespace: &str, name: &str, node: Option<&str>) -> Object {
     }))
 }
 
+/// A Deployment of default pods (100m cpu, 500Mi memory) with `replicas` replicas.
+pub fn deployment(namespace: &str, name: &str, replicas: i32) -> Object {
+    use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+    use k8s_openapi::api::core::v1::PodTemplateSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    let labels: BTreeMap<String, String> = [("app".to_string(), name.to_string())].into();
+    let Object::Pod(pod) = perf_pod(namespace, name, None) else {
+        unreachable!("perf_pod builds a pod")
+    };
+    Object::Deployment(Arc::new(Deployment {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            ..Default::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..Default::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: pod.spec.clone(),
+            },
+            ..Default::default()
+        }),
+        status: None,
+    }))
+}
+
 fn sourced(object: Object) -> SourcedObject {
     SourcedObject {
         source: Source {
@@ -132,4 +166,186 @@ pub fn bound_pods(namespace: &str, n_nodes: usize, per_node: usize) -> Vec<Objec
         }
     }
     out
+}
+
+// ---- Scheduler plugin and preemption workloads (scheduler_perf `misc`, `affinity`,
+// `topology_spreading`) ----
+
+/// A pod like [`perf_pod`] with other requests, changed by `f`.
+fn pod_with(
+    namespace: &str,
+    name: &str,
+    cpu: &str,
+    memory: &str,
+    f: impl FnOnce(&mut Pod),
+) -> Object {
+    let Object::Pod(p) = perf_pod(namespace, name, None) else {
+        unreachable!("perf_pod builds a pod")
+    };
+    let mut pod = Pod::clone(&p);
+    let requests: BTreeMap<String, Quantity> = [("cpu", cpu), ("memory", memory)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), q(v)))
+        .collect();
+    if let Some(r) = pod
+        .spec
+        .as_mut()
+        .and_then(|s| s.containers[0].resources.as_mut())
+    {
+        r.requests = Some(requests.clone());
+        r.limits = Some(requests);
+    }
+    f(&mut pod);
+    Object::Pod(Arc::new(pod))
+}
+
+/// `n` default nodes labelled `topology.kubernetes.io/zone` with `zones` in turn (upstream
+/// `labelNodePrepareStrategy`).
+pub fn zoned_nodes(n: usize, zones: &[&str]) -> Vec<Object> {
+    (0..n)
+        .map(|i| {
+            let mut obj = perf_node(&format!("node-{i}"));
+            obj.meta_mut()
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert(
+                    "topology.kubernetes.io/zone".to_string(),
+                    zones[i % zones.len()].to_string(),
+                );
+            obj
+        })
+        .collect()
+}
+
+/// A PriorityClass.
+pub fn priority_class(name: &str, value: i32) -> Object {
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+    Object::PriorityClass(Arc::new(PriorityClass {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        value,
+        ..Default::default()
+    }))
+}
+
+/// The PriorityClass the high-priority pods use (upstream sets `priority: 10` directly; the
+/// API server's Priority admission needs a class).
+pub const HIGH_PRIORITY_CLASS: &str = "high-priority";
+
+/// `pod-low-priority.yaml`: 900m cpu, 500Mi, no priority, terminationGracePeriodSeconds 0.
+pub fn low_priority_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object> {
+    (0..n)
+        .map(|i| {
+            pod_with(namespace, &format!("{prefix}-{i}"), "900m", "500Mi", |p| {
+                p.spec
+                    .get_or_insert_with(Default::default)
+                    .termination_grace_period_seconds = Some(0);
+            })
+        })
+        .collect()
+}
+
+/// `pod-high-priority.yaml`: priority 10 (class [`HIGH_PRIORITY_CLASS`]), 3000m cpu, 500Mi.
+pub fn high_priority_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object> {
+    (0..n)
+        .map(|i| {
+            pod_with(namespace, &format!("{prefix}-{i}"), "3000m", "500Mi", |p| {
+                p.spec
+                    .get_or_insert_with(Default::default)
+                    .priority_class_name = Some(HIGH_PRIORITY_CLASS.to_string());
+            })
+        })
+        .collect()
+}
+
+fn label_pod(p: &mut Pod, key: &str, value: &str) {
+    p.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(key.to_string(), value.to_string());
+}
+
+fn color_term(color: &str, topology_key: &str) -> k8s_openapi::api::core::v1::PodAffinityTerm {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    k8s_openapi::api::core::v1::PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_labels: Some([("color".to_string(), color.to_string())].into()),
+            ..Default::default()
+        }),
+        topology_key: topology_key.to_string(),
+        namespaces: Some(vec!["sched-1".into(), "sched-0".into()]),
+        ..Default::default()
+    }
+}
+
+/// `pod-with-pod-anti-affinity.yaml`: labelled `color: green`, required anti-affinity to
+/// green pods (namespaces sched-0 and sched-1) on `kubernetes.io/hostname`.
+pub fn anti_affinity_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object> {
+    use k8s_openapi::api::core::v1::{Affinity, PodAntiAffinity};
+    (0..n)
+        .map(|i| {
+            pod_with(namespace, &format!("{prefix}-{i}"), "100m", "500Mi", |p| {
+                label_pod(p, "color", "green");
+                p.spec.get_or_insert_with(Default::default).affinity = Some(Affinity {
+                    pod_anti_affinity: Some(PodAntiAffinity {
+                        required_during_scheduling_ignored_during_execution: Some(vec![
+                            color_term("green", "kubernetes.io/hostname"),
+                        ]),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                });
+            })
+        })
+        .collect()
+}
+
+/// `pod-with-pod-affinity.yaml`: labelled `color: blue`, required affinity to blue pods
+/// (namespaces sched-0 and sched-1) on `topology.kubernetes.io/zone`.
+pub fn affinity_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object> {
+    use k8s_openapi::api::core::v1::{Affinity, PodAffinity};
+    (0..n)
+        .map(|i| {
+            pod_with(namespace, &format!("{prefix}-{i}"), "100m", "500Mi", |p| {
+                label_pod(p, "color", "blue");
+                p.spec.get_or_insert_with(Default::default).affinity = Some(Affinity {
+                    pod_affinity: Some(PodAffinity {
+                        required_during_scheduling_ignored_during_execution: Some(vec![
+                            color_term("blue", "topology.kubernetes.io/zone"),
+                        ]),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                });
+            })
+        })
+        .collect()
+}
+
+/// `pod-with-topology-spreading.yaml`: labelled `color: blue`, a DoNotSchedule constraint of
+/// maxSkew 5 on `topology.kubernetes.io/zone` selecting blue pods.
+pub fn spreading_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object> {
+    use k8s_openapi::api::core::v1::TopologySpreadConstraint;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    (0..n)
+        .map(|i| {
+            pod_with(namespace, &format!("{prefix}-{i}"), "100m", "500Mi", |p| {
+                label_pod(p, "color", "blue");
+                p.spec
+                    .get_or_insert_with(Default::default)
+                    .topology_spread_constraints = Some(vec![TopologySpreadConstraint {
+                    max_skew: 5,
+                    topology_key: "topology.kubernetes.io/zone".into(),
+                    when_unsatisfiable: "DoNotSchedule".into(),
+                    label_selector: Some(LabelSelector {
+                        match_labels: Some([("color".to_string(), "blue".to_string())].into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]);
+            })
+        })
+        .collect()
 }
