@@ -40,6 +40,8 @@ enum Timer {
     PostStatus(usize),
     StartPod(usize),
     StopPod(usize),
+    /// After `nodeUp`: report the node's pods as the agent sees them again.
+    ResyncPods(usize),
 }
 
 /// A node agent's state.
@@ -79,6 +81,8 @@ pub struct NodeAgents {
     startup_latency: Option<SimDuration>,
     /// The epoch each timer entry belongs to: (kind, index) → epoch at scheduling.
     lease_epochs: HashMap<usize, u64>,
+    /// Pods the scenario reported not ready (`podStatus` with `ready: false`).
+    reported_not_ready: std::collections::HashSet<String>,
     /// The Lease each node agent last wrote.
     leases: HashMap<usize, Arc<Lease>>,
     pub leases_renewed: u64,
@@ -118,6 +122,7 @@ impl NodeAgents {
             startup_latency,
             lease_epochs: HashMap::new(),
             leases: HashMap::new(),
+            reported_not_ready: Default::default(),
             leases_renewed: 0,
             statuses_posted: 0,
         }
@@ -176,6 +181,7 @@ impl NodeAgents {
         self.nodes[i].up = true;
         if self.nodes[i].exists {
             self.schedule_heartbeats(i, now);
+            self.push(now, Timer::ResyncPods(i));
         }
         let pods: Vec<usize> = self
             .pod_index
@@ -191,6 +197,58 @@ impl NodeAgents {
             } else if self.pods[p].start_at.is_some() {
                 self.push(now, Timer::StartPod(p));
             }
+        }
+    }
+
+    /// A `podStatus` step set the pod's readiness: the agent keeps reporting it.
+    pub fn set_pod_ready_report(&mut self, namespace: &str, name: &str, ready: bool) {
+        let key = pod_key(namespace, name);
+        if ready {
+            self.reported_not_ready.remove(&key);
+        } else {
+            self.reported_not_ready.insert(key);
+        }
+    }
+
+    /// The kubelet's status sync after it comes back: Running pods it considers ready that the
+    /// node lifecycle controller marked not ready become Ready again.
+    fn resync_pods(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
+        let node = self.nodes[i].name.clone();
+        let stale: Vec<Arc<Pod>> = client
+            .store()
+            .pods()
+            .filter(|p| node_of(p) == Some(node.as_str()) && phase_of(p) == "Running")
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter(|p| {
+                let key = pod_key(
+                    p.metadata.namespace.as_deref().unwrap_or("default"),
+                    p.metadata.name.as_deref().unwrap_or(""),
+                );
+                !self.reported_not_ready.contains(&key)
+            })
+            .filter(|p| {
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status != "True"))
+            })
+            .cloned()
+            .collect();
+        let ts = client.store().timestamp(now);
+        for pod in stale {
+            let mut p = Pod::clone(&pod);
+            if let Some(conditions) = p.status.as_mut().and_then(|s| s.conditions.as_mut()) {
+                for c in conditions.iter_mut().filter(|c| c.type_ == "Ready" || c.type_ == "ContainersReady") {
+                    if c.status != "True" {
+                        c.status = "True".into();
+                        c.reason = None;
+                        c.message = None;
+                        c.last_transition_time = Some(ts.clone());
+                    }
+                }
+            }
+            p.metadata.resource_version = None;
+            let _ = client.update(Object::Pod(Arc::new(p)));
         }
     }
 
@@ -550,6 +608,11 @@ impl Component for NodeAgents {
                 }
                 Timer::StartPod(p) => self.start_pod(p, now, client),
                 Timer::StopPod(p) => self.stop_pod(p, now, client),
+                Timer::ResyncPods(i) => {
+                    if self.nodes[i].up && self.nodes[i].exists {
+                        self.resync_pods(i, now, client);
+                    }
+                }
             }
         }
     }

@@ -579,6 +579,9 @@ impl Simulation {
                     .get_pod(namespace, name)
                     .cloned()
                     .ok_or_else(|| format!("pod {namespace}/{name} not found"))?;
+                if let Some(r) = ready {
+                    self.agents.set_pod_ready_report(namespace, name, *r);
+                }
                 let mut p = Pod::clone(&pod);
                 let ts = self.store.timestamp(now);
                 let containers: Vec<String> = p
