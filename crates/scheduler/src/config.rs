@@ -555,3 +555,120 @@ pub fn resolve(
         percentage_of_nodes_to_score: percentage,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(yaml: &str) -> Result<SchedulerSetup, ConfigError> {
+        let value: serde_json::Value = serde_yaml_ng::from_str(yaml).expect("test YAML parses");
+        let cfg = decode(&value)?;
+        resolve(Some(&cfg), &FeatureGates::default())
+    }
+
+    fn names(list: &[Arc<dyn Plugin>]) -> Vec<&'static str> {
+        list.iter().map(|p| p.name()).collect()
+    }
+
+    fn scores(f: &Framework) -> Vec<(&'static str, i64)> {
+        f.plugins
+            .score
+            .iter()
+            .map(|(p, w)| (p.name(), *w))
+            .collect()
+    }
+
+    #[test]
+    fn the_default_profile_has_the_upstream_filter_order_and_score_weights() {
+        let s = resolve(None, &FeatureGates::default()).unwrap();
+        let f = &s.frameworks[0];
+        assert_eq!(f.profile_name, "default-scheduler");
+        let filters = names(&f.plugins.filter);
+        let pos = |n: &str| filters.iter().position(|p| *p == n).unwrap();
+        assert!(pos("NodeUnschedulable") < pos("NodeName"));
+        assert!(pos("NodeName") < pos("TaintToleration"));
+        assert!(pos("TaintToleration") < pos("NodeAffinity"));
+        assert!(pos("NodeAffinity") < pos("NodePorts"));
+        assert!(pos("NodePorts") < pos("NodeResourcesFit"));
+        let weights: BTreeMap<_, _> = scores(f).into_iter().collect();
+        assert_eq!(weights["TaintToleration"], 3);
+        assert_eq!(weights["NodeAffinity"], 2);
+        assert_eq!(weights["NodeResourcesFit"], 1);
+        assert_eq!(weights["NodeResourcesBalancedAllocation"], 1);
+        assert_eq!(weights["ImageLocality"], 1);
+        assert_eq!(names(&f.plugins.queue_sort), ["PrioritySort"]);
+        assert_eq!(names(&f.plugins.bind), ["DefaultBinder"]);
+        assert_eq!(s.queue.initial_backoff, SimDuration::from_secs(1));
+        assert_eq!(s.queue.max_backoff, SimDuration::from_secs(10));
+    }
+
+    #[test]
+    fn disabling_a_plugin_in_multi_point_removes_it_from_every_extension_point() {
+        let s = setup(
+            "profiles:\n- plugins:\n    multiPoint:\n      disabled: [{name: TaintToleration}]\n",
+        )
+        .unwrap();
+        let f = &s.frameworks[0];
+        assert!(!names(&f.plugins.filter).contains(&"TaintToleration"));
+        assert!(!scores(f).iter().any(|(n, _)| *n == "TaintToleration"));
+    }
+
+    #[test]
+    fn disabling_all_score_plugins_keeps_the_filters_and_enables_the_listed_ones_only() {
+        let s = setup(
+            "profiles:\n- schedulerName: packer\n  plugins:\n    score:\n      disabled: [{name: '*'}]\n      enabled: [{name: ImageLocality, weight: 5}]\n",
+        )
+        .unwrap();
+        let f = &s.frameworks[0];
+        assert_eq!(f.profile_name, "packer");
+        assert_eq!(scores(f), [("ImageLocality", 5)]);
+        assert!(names(&f.plugins.filter).contains(&"NodeResourcesFit"));
+    }
+
+    #[test]
+    fn a_multi_point_weight_overrides_the_default_weight_in_place() {
+        let s = setup(
+            "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: ImageLocality, weight: 7}]\n",
+        )
+        .unwrap();
+        let weights: BTreeMap<_, _> = scores(&s.frameworks[0]).into_iter().collect();
+        assert_eq!(weights["ImageLocality"], 7);
+        assert_eq!(weights["TaintToleration"], 3);
+    }
+
+    #[test]
+    fn two_profiles_schedule_pods_by_scheduler_name() {
+        let s = setup("profiles:\n- schedulerName: a\n- schedulerName: b\n").unwrap();
+        let profiles: Vec<&str> = s
+            .frameworks
+            .iter()
+            .map(|f| f.profile_name.as_str())
+            .collect();
+        assert_eq!(profiles, ["a", "b"]);
+        assert!(s.queue.profiles.contains_key("a") && s.queue.profiles.contains_key("b"));
+    }
+
+    #[test]
+    fn invalid_configurations_name_the_field_at_fault() {
+        let cases = [
+            ("an unknown plugin", "profiles:\n- plugins:\n    filter:\n      enabled: [{name: NoSuchPlugin}]\n", "profiles[0].plugins.filter.enabled[0].name"),
+            ("a duplicate scheduler name", "profiles:\n- schedulerName: a\n- schedulerName: a\n", "profiles[1].schedulerName"),
+            ("a percentage above 100", "percentageOfNodesToScore: 101\n", "percentageOfNodesToScore"),
+            ("a max backoff below the initial one", "podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\n", "podMaxBackoffSeconds"),
+            ("an unknown field", "profiles:\n- schedulerName: a\n  bogus: 1\n", "profiles[0]"),
+            (
+                "a negative resource weight",
+                "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: LeastAllocated\n        resources: [{name: cpu, weight: -1}]\n",
+                "profiles[0].pluginConfig[0].args.scoringStrategy.resources[0].weight",
+            ),
+            ("a duplicate plugin config", "profiles:\n- pluginConfig:\n  - name: NodeAffinity\n  - name: NodeAffinity\n", "profiles[0].pluginConfig[1]"),
+            ("an empty profile list", "profiles: []\n", "profiles"),
+        ];
+        for (what, yaml, field) in cases {
+            let err = setup(yaml)
+                .err()
+                .unwrap_or_else(|| panic!("{what}: accepted"));
+            assert!(err.field.starts_with(field), "{what}: {err}");
+        }
+    }
+}
