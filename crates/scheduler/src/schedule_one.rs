@@ -1,6 +1,7 @@
 //! One scheduling cycle and its binding cycle (upstream `schedule_one.go`), plus the failure
 //! handler. Scheduling takes no virtual time; binding completes at the same instant.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -8,12 +9,14 @@ use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_store::{Client, Object};
 use rand::Rng;
+use rayon::prelude::*;
 use serde_json::{json, Value};
 
 use crate::framework::events::labels as ev;
+use crate::framework::runtime::PARALLEL_CHUNK_NODES;
 use crate::framework::{
     run_filters, Code, CycleState, Framework, NodeInfo, NodeToStatus, NominatingMode, PodInfo,
-    PostFilterInput, QueuedPodInfo, ScoreTable, Status,
+    PostFilterInput, PreemptionTrace, QueuedPodInfo, ScoreTable, Status,
 };
 use crate::scheduler::Scheduler;
 
@@ -151,6 +154,17 @@ struct AttemptTrace {
     scored_nodes: Vec<String>,
     scored: bool,
     feasible: Vec<String>,
+    /// Set when PostFilter (preemption) ran.
+    preemption: Option<PreemptionRecord>,
+}
+
+/// The preemption part of an attempt's explain record.
+struct PreemptionRecord {
+    trace: PreemptionTrace,
+    /// The PostFilter status message ("preemption: ...").
+    message: String,
+    /// The pod's nominated node after the attempt.
+    nominated_node: Option<String>,
 }
 
 impl Scheduler {
@@ -195,6 +209,7 @@ impl Scheduler {
                         let queue = &self.queue;
                         let nominated = |node: &str| queue.nominated_pods_for_node(node);
                         let random: u64 = self.rng.random();
+                        let preemption = RefCell::new(None);
                         let input = PostFilterInput {
                             framework: &fwk,
                             snapshot: &self.snapshot,
@@ -203,9 +218,24 @@ impl Scheduler {
                             random,
                             statuses: &fit.diagnosis.node_to_status,
                             absent_status: &absent,
+                            preemption_trace: trace.is_some().then_some(&preemption),
                         };
                         let (r, s) = fwk.run_post_filter_plugins(&state, &pod, &input, client);
                         nominating = r.map(|r| r.nominating).unwrap_or(NominatingMode::Noop);
+                        if let Some(t) = trace.as_mut() {
+                            t.preemption = Some(PreemptionRecord {
+                                trace: preemption.into_inner().unwrap_or_default(),
+                                message: s.message(),
+                                nominated_node: match &nominating {
+                                    NominatingMode::Override(n) => {
+                                        Some(n.clone()).filter(|n| !n.is_empty())
+                                    }
+                                    NominatingMode::Noop => {
+                                        pod.nominated_node_name().map(str::to_string)
+                                    }
+                                },
+                            });
+                        }
                         if s.code == Code::Unschedulable || s.is_success() {
                             fit.diagnosis.post_filter_msg = s.message();
                         }
@@ -216,6 +246,11 @@ impl Scheduler {
                 }
                 self.emit_attempt(now, client, &fwk, &qpi, &err, None, trace.take());
                 self.handle_scheduling_failure(now, client, &fwk, qpi, err, nominating);
+                // What upstream's PostFilter goroutines do after the cycle (async preemption).
+                let activate = fwk.run_post_filter_async_work(now, client);
+                if !activate.is_empty() {
+                    self.queue.activate(&activate, now);
+                }
                 return;
             }
         };
@@ -478,31 +513,57 @@ impl Scheduler {
         let mut processed = 0;
         let has_nominated = self.queue.has_nominated_pods();
         let filters = fwk.active_filters(state);
-        for i in 0..n {
-            if feasible.len() >= to_find {
-                break;
-            }
-            let idx = candidates[(start + i) % n];
-            let node = &self.snapshot.node_infos[idx];
-            processed += 1;
-            let status = if has_nominated {
-                let nominated = self.queue.nominated_pods_for_node(&node.name);
-                fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &nominated)
+        let snapshot = &self.snapshot;
+        let node_at = |i: usize| &snapshot.node_infos[candidates[(start + i) % n]];
+        let mut i = 0;
+        while i < n && feasible.len() < to_find {
+            // Check a window of nodes (in parallel when it is large), then take the results in
+            // node order exactly as a one-by-one scan would: the outcome does not depend on
+            // the number of threads.
+            let window = (to_find - feasible.len())
+                .max(PARALLEL_CHUNK_NODES)
+                .min(n - i);
+            let statuses: Vec<Status> = if has_nominated {
+                (i..i + window)
+                    .map(|j| {
+                        let node = node_at(j);
+                        let nominated = self.queue.nominated_pods_for_node(&node.name);
+                        fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &nominated)
+                    })
+                    .collect()
+            } else if window >= 2 * PARALLEL_CHUNK_NODES {
+                (i..i + window)
+                    .into_par_iter()
+                    .with_min_len(PARALLEL_CHUNK_NODES)
+                    .map(|j| run_filters(&filters, state, pod, node_at(j)))
+                    .collect()
             } else {
-                run_filters(&filters, state, pod, node)
+                (i..i + window)
+                    .map(|j| run_filters(&filters, state, pod, node_at(j)))
+                    .collect()
             };
-            if status.is_success() {
-                feasible.push(idx);
-            } else if status.code == Code::Error {
-                return Err(ScheduleError::Internal(status));
-            } else {
-                if status.code == Code::Pending {
-                    diagnosis.pending_plugins.insert(status.plugin);
-                } else if !status.plugin.is_empty() {
-                    diagnosis.unschedulable_plugins.insert(status.plugin);
+            for (offset, status) in statuses.into_iter().enumerate() {
+                if feasible.len() >= to_find {
+                    break;
                 }
-                diagnosis.node_to_status.insert(node.name.clone(), status);
+                let idx = candidates[(start + i + offset) % n];
+                processed += 1;
+                if status.is_success() {
+                    feasible.push(idx);
+                } else if status.code == Code::Error {
+                    return Err(ScheduleError::Internal(status));
+                } else {
+                    if status.code == Code::Pending {
+                        diagnosis.pending_plugins.insert(status.plugin);
+                    } else if !status.plugin.is_empty() {
+                        diagnosis.unschedulable_plugins.insert(status.plugin);
+                    }
+                    diagnosis
+                        .node_to_status
+                        .insert(snapshot.node_infos[idx].name.clone(), status);
+                }
             }
+            i += window;
         }
         let all = self.snapshot.num_nodes().max(1);
         self.next_start_node_index = (self.next_start_node_index + processed) % all;
@@ -720,7 +781,7 @@ impl Scheduler {
             nodes.push(entry);
         }
         nodes.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-        json!({
+        let mut rec = json!({
             "time": now.as_secs_f64(),
             "kind": "SchedulingAttempt",
             "namespace": qpi.pod_info.namespace,
@@ -730,7 +791,24 @@ impl Scheduler {
             "result": result,
             "node": node,
             "nodes": nodes,
-        })
+        });
+        if let Some(p) = &trace.preemption {
+            let candidates: Vec<Value> = p
+                .trace
+                .candidates
+                .iter()
+                .map(|c| {
+                    json!({"node": c.node, "victims": c.victims, "pdbViolations": c.pdb_violations})
+                })
+                .collect();
+            rec["nominatedNode"] = json!(p.nominated_node);
+            rec["preemption"] = json!({
+                "candidates": candidates,
+                "chosen": p.trace.chosen,
+                "message": p.message,
+            });
+        }
+        rec
     }
 }
 

@@ -79,12 +79,12 @@ pub trait Plugin: Send + Sync {
 }
 
 /// Decides whether a pod may enter activeQ at all (e.g. scheduling gates).
-pub trait PreEnqueuePlugin {
+pub trait PreEnqueuePlugin: Send + Sync {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status;
 }
 
 /// Orders activeQ.
-pub trait QueueSortPlugin {
+pub trait QueueSortPlugin: Send + Sync {
     fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
 }
 
@@ -113,7 +113,7 @@ impl PreFilterResult {
 }
 
 /// Computes per-pod state once per cycle; may restrict the node set or reject the pod outright.
-pub trait PreFilterPlugin {
+pub trait PreFilterPlugin: Send + Sync {
     fn pre_filter(
         &self,
         state: &mut CycleState,
@@ -148,7 +148,7 @@ pub trait PreFilterPlugin {
 }
 
 /// Says whether the pod can run on one node.
-pub trait FilterPlugin {
+pub trait FilterPlugin: Send + Sync {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
 }
 
@@ -205,7 +205,7 @@ pub struct PreemptionCandidateTrace {
 }
 
 /// Runs when no node fits (preemption).
-pub trait PostFilterPlugin {
+pub trait PostFilterPlugin: Send + Sync {
     fn post_filter(
         &self,
         state: &CycleState,
@@ -227,7 +227,7 @@ pub trait PostFilterPlugin {
 }
 
 /// Computes per-pod scoring state over the feasible nodes.
-pub trait PreScorePlugin {
+pub trait PreScorePlugin: Send + Sync {
     fn pre_score(
         &self,
         state: &mut CycleState,
@@ -238,7 +238,7 @@ pub trait PreScorePlugin {
 }
 
 /// Ranks feasible nodes.
-pub trait ScorePlugin {
+pub trait ScorePlugin: Send + Sync {
     /// The raw score of one node (any integer before normalization).
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
     /// Rewrites the raw scores of all nodes into [0, 100]; the default leaves them as they are.
@@ -248,18 +248,18 @@ pub trait ScorePlugin {
 }
 
 /// Reserves resources for a pod on its chosen node before binding.
-pub trait ReservePlugin {
+pub trait ReservePlugin: Send + Sync {
     fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
     fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str);
 }
 
 /// Approves, rejects or delays binding.
-pub trait PermitPlugin {
+pub trait PermitPlugin: Send + Sync {
     /// `Wait` with the timeout to wait for.
     fn permit(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> (Status, SimDuration);
 }
 
-pub trait PreBindPlugin {
+pub trait PreBindPlugin: Send + Sync {
     fn pre_bind(
         &self,
         state: &mut CycleState,
@@ -270,7 +270,7 @@ pub trait PreBindPlugin {
 }
 
 /// Binds the pod; `Skip` hands it to the next bind plugin.
-pub trait BindPlugin {
+pub trait BindPlugin: Send + Sync {
     fn bind(
         &self,
         state: &mut CycleState,
@@ -280,6 +280,6 @@ pub trait BindPlugin {
     ) -> Status;
 }
 
-pub trait PostBindPlugin {
+pub trait PostBindPlugin: Send + Sync {
     fn post_bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str);
 }

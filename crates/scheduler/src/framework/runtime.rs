@@ -5,12 +5,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use kubeplane_store::Client;
+use rayon::prelude::*;
 
 use crate::cache::Snapshot;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::*;
 use crate::framework::status::{Code, Status};
 use crate::framework::types::{NodeInfo, PodInfo};
+
+/// Below this many nodes per task, filtering and scoring run on one thread.
+pub const PARALLEL_CHUNK_NODES: usize = 64;
 
 /// The plugins of a profile per extension point, in configured order.
 #[derive(Clone, Default)]
@@ -387,22 +391,52 @@ impl Framework {
             .filter_map(|(p, w)| p.as_score().map(|s| (p, s, *w)))
             .collect();
         let n = nodes.len();
+        let k_plugins = active.len();
         let mut table = ScoreTable {
             plugins: active.iter().map(|(p, _, _)| p.name()).collect(),
-            scores: vec![0; active.len() * n],
+            scores: vec![0; k_plugins * n],
             totals: vec![0; n],
         };
+        // Raw scores, node-major, computed in parallel over chunks of nodes (upstream scores
+        // nodes in parallel too); every cell is written by exactly one task, so the result does
+        // not depend on scheduling.
+        let mut raw = vec![0i64; k_plugins * n];
+        let chunk_nodes =
+            PARALLEL_CHUNK_NODES.max(n.div_ceil(rayon::current_num_threads().max(1) * 2));
+        let first_error = raw
+            .par_chunks_mut(chunk_nodes * k_plugins.max(1))
+            .enumerate()
+            .map(|(c, out)| {
+                for (j, cell) in out.chunks_mut(k_plugins.max(1)).enumerate() {
+                    let node = nodes[c * chunk_nodes + j];
+                    for (k, (p, sp, _)) in active.iter().enumerate() {
+                        match sp.score(state, pod, node) {
+                            Ok(v) => cell[k] = v,
+                            Err(s) => {
+                                return Some((
+                                    c * chunk_nodes + j,
+                                    Status::error(format!(
+                                        "running Score plugin {:?}: {}",
+                                        p.name(),
+                                        s.message()
+                                    ))
+                                    .plugin(p.name()),
+                                ))
+                            }
+                        }
+                    }
+                }
+                None
+            })
+            .filter_map(|e| e)
+            .min_by_key(|(i, _)| *i);
+        if let Some((_, status)) = first_error {
+            return Err(status);
+        }
         for (k, (p, sp, weight)) in active.into_iter().enumerate() {
             let column = &mut table.scores[k * n..(k + 1) * n];
-            for (i, node) in nodes.iter().enumerate() {
-                column[i] = sp.score(state, pod, node).map_err(|s| {
-                    Status::error(format!(
-                        "running Score plugin {:?}: {}",
-                        p.name(),
-                        s.message()
-                    ))
-                    .plugin(p.name())
-                })?;
+            for (i, cell) in column.iter_mut().enumerate() {
+                *cell = raw[i * k_plugins + k];
             }
             let s = sp.normalize_score(state, pod, column);
             if !s.is_success() {
