@@ -238,7 +238,10 @@ impl NodeAgents {
         for pod in stale {
             let mut p = Pod::clone(&pod);
             if let Some(conditions) = p.status.as_mut().and_then(|s| s.conditions.as_mut()) {
-                for c in conditions.iter_mut().filter(|c| c.type_ == "Ready" || c.type_ == "ContainersReady") {
+                for c in conditions
+                    .iter_mut()
+                    .filter(|c| c.type_ == "Ready" || c.type_ == "ContainersReady")
+                {
                     if c.status != "True" {
                         c.status = "True".into();
                         c.reason = None;

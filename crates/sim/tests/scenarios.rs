@@ -169,3 +169,29 @@ fn a_day_of_heartbeats_renews_every_lease_every_ten_seconds() {
         .and_then(|s| s.taints.as_ref())
         .is_none_or(|t| t.is_empty())));
 }
+
+#[test]
+fn the_number_of_threads_does_not_change_where_pods_land() {
+    // 300 nodes: windows of filtering and scoring are large enough to run in parallel.
+    let run_in = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let mut objects = workloads::nodes(300);
+            objects.extend(workloads::pods("default", "p", 400));
+            let scenario = Scenario {
+                pod_startup_latency: None,
+                ..Scenario::default()
+            };
+            let mut sim = Simulation::new(workloads::input(objects, scenario), &RunOptions::default()).unwrap();
+            sim.settle_now().unwrap();
+            sim.take_records()
+                .iter()
+                .map(|r| r.to_json().to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    };
+    let one = run_in(1);
+    assert_eq!(one.matches("\"Scheduled\"").count(), 400);
+    assert_eq!(one, run_in(4));
+}
