@@ -18,6 +18,15 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run scenarios and check their expectations (exit 0: all held; 1: one failed; 2: invalid input).
+    #[command(
+        long_about = "Run scenarios on a virtual clock and check their expectations.\n\n\
+The input is a YAML stream of Kubernetes manifests, an optional KubeSchedulerConfiguration and \
+one kubeplane.io/v1alpha1 Scenario (see docs/scenario-format.md).\n\n\
+Output: one record per line in order of virtual time: Kubernetes events, Expectation records, \
+and with --explain SchedulingAttempt, EvictionDecision and ScaleDownDecision records.\n\n\
+Exit status: 0 every expectation held; 1 at least one failed or a step could not be applied; \
+2 the input or the command line is invalid (nothing is simulated)."
+    )]
     Simulate(SimulateArgs),
     /// Run the performance benchmarks and print their figures.
     Bench(BenchArgs),
