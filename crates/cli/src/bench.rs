@@ -114,8 +114,13 @@ fn heartbeats(name: &str, n_nodes: usize, per_node: usize, hours: i64) -> Result
 /// Upstream-style NoExecute storm: every node tainted at once; how long the taint-eviction
 /// controller takes to decide for every pod, and whether the virtual timeline is right.
 fn noexecute_eviction(n_nodes: usize, per_node: usize) -> Result<(), String> {
-    let r = kubeplane_controllers::taint_eviction::bench::bench_noexecute_eviction(n_nodes, per_node);
-    println!("NoExecuteEviction/{n_nodes}Nodes_{}Pods: {}", n_nodes * per_node, r.summary());
+    let r =
+        kubeplane_controllers::taint_eviction::bench::bench_noexecute_eviction(n_nodes, per_node);
+    println!(
+        "NoExecuteEviction/{n_nodes}Nodes_{}Pods: {}",
+        n_nodes * per_node,
+        r.summary()
+    );
     if !r.timeline_ok {
         return Err("NoExecuteEviction: the eviction timeline is wrong".into());
     }
@@ -140,17 +145,40 @@ fn deployment_scale(n_nodes: usize, up: i32, down: i32) -> Result<(), String> {
     let scenario = Scenario {
         duration: Some(SimDuration::from_secs(120)),
         steps: vec![
-            Step { at: kubeplane_core::SimTime::from_secs(1), index: 0, action: StepAction::Scale { key: key.clone(), replicas: up } },
-            Step { at: kubeplane_core::SimTime::from_secs(60), index: 1, action: StepAction::Scale { key, replicas: down } },
+            Step {
+                at: kubeplane_core::SimTime::from_secs(1),
+                index: 0,
+                action: StepAction::Scale {
+                    key: key.clone(),
+                    replicas: up,
+                },
+            },
+            Step {
+                at: kubeplane_core::SimTime::from_secs(60),
+                index: 1,
+                action: StepAction::Scale {
+                    key,
+                    replicas: down,
+                },
+            },
         ],
         ..Scenario::default()
     };
     let started = Instant::now();
-    let mut sim = Simulation::new(workloads::input(objects, scenario), &RunOptions::default()).map_err(|e| e.to_string())?;
+    let mut sim = Simulation::new(workloads::input(objects, scenario), &RunOptions::default())
+        .map_err(|e| e.to_string())?;
     sim.run(&mut |_, _| {}).map_err(|e| e.to_string())?;
     let wall = started.elapsed().as_secs_f64();
-    let scheduled = sim.events().iter().filter(|e| e.reason == "Scheduled").count();
-    let running = sim.store.pods().filter(|p| p.metadata.deletion_timestamp.is_none()).count();
+    let scheduled = sim
+        .events()
+        .iter()
+        .filter(|e| e.reason == "Scheduled")
+        .count();
+    let running = sim
+        .store
+        .pods()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .count();
     println!(
         "DeploymentScale/{n_nodes}Nodes_0_{up}_{down}: {wall:.2} s wall for 120 s of virtual time, {scheduled} pods scheduled, {running} pods at the end, peak memory {:.0} MiB",
         peak_memory_mib().unwrap_or(0.0)
@@ -163,7 +191,7 @@ fn deployment_scale(n_nodes: usize, up: i32, down: i32) -> Result<(), String> {
 
 pub fn run(args: BenchArgs) -> ExitCode {
     let s = args.scale_down.max(1);
-    let all: Vec<(&str, Box<dyn Fn() -> Result<(), String>>)> = vec![
+    let all: Vec<crate::bench_scheduler::Workload> = vec![
         (
             "scheduling-basic-10k",
             Box::new(move || {
@@ -190,8 +218,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
             "heartbeats-24h",
             Box::new(move || heartbeats("Heartbeats/1000Nodes_30000Pods_24h", 1000 / s, 30, 24)),
         ),
-        ("noexecute-eviction", Box::new(move || noexecute_eviction(1000 / s, 30))),
-        ("node-monitor-24h", Box::new(move || node_monitor(1000 / s, 24))),
+        (
+            "noexecute-eviction",
+            Box::new(move || noexecute_eviction(1000 / s, 30)),
+        ),
+        (
+            "node-monitor-24h",
+            Box::new(move || node_monitor(1000 / s, 24)),
+        ),
         (
             "deployment-scale",
             Box::new(move || deployment_scale(1000 / s, (10000 / s) as i32, (1000 / s) as i32)),

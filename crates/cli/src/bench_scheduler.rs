@@ -32,7 +32,10 @@ fn measured_workload(
     n_measured: usize,
     expected_scheduled: usize,
 ) -> Result<(), String> {
-    let n_nodes = setup.iter().filter(|o| o.kind() == kubeplane_store::Kind::Node).count();
+    let n_nodes = setup
+        .iter()
+        .filter(|o| o.kind() == kubeplane_store::Kind::Node)
+        .count();
     let mut sim = Simulation::new(
         workloads::input(setup, scenario_without_kubelets()),
         &RunOptions::default(),
@@ -70,7 +73,10 @@ fn measured_workload(
 /// high-priority pod (3 cpu) preempts three of them.
 fn preemption_basic(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<(), String> {
     let mut setup = workloads::nodes(n_nodes);
-    setup.push(workloads::priority_class(workloads::HIGH_PRIORITY_CLASS, 10));
+    setup.push(workloads::priority_class(
+        workloads::HIGH_PRIORITY_CLASS,
+        10,
+    ));
     setup.extend(workloads::low_priority_pods("sched-0", "low", n_init));
     let measured = workloads::high_priority_pods("sched-1", "high", n_measured);
     measured_workload(
@@ -88,7 +94,10 @@ fn preemption_basic(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<
 /// of the 570 pods/s threshold) is created with the measured pods.
 fn preemption_async(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<(), String> {
     let mut setup = workloads::nodes(n_nodes);
-    setup.push(workloads::priority_class(workloads::HIGH_PRIORITY_CLASS, 10));
+    setup.push(workloads::priority_class(
+        workloads::HIGH_PRIORITY_CLASS,
+        10,
+    ));
     setup.extend(workloads::low_priority_pods("sched-0", "low", n_init));
     let n_high = (n_measured * 5).div_ceil(570);
     let mut measured = workloads::pods("sched-1", "pod", n_measured);

@@ -524,13 +524,28 @@ impl Scheduler {
                 .max(PARALLEL_CHUNK_NODES)
                 .min(n - i);
             let statuses: Vec<Status> = if has_nominated {
-                (i..i + window)
-                    .map(|j| {
-                        let node = node_at(j);
-                        let nominated = self.queue.nominated_pods_for_node(&node.name);
-                        fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &nominated)
-                    })
-                    .collect()
+                // Only the nodes with nominated pods need the two-pass check; looking them up
+                // first keeps the others on the plain (parallel) path.
+                let nominated: Vec<Vec<Arc<PodInfo>>> = (i..i + window)
+                    .map(|j| self.queue.nominated_pods_for_node(&node_at(j).name))
+                    .collect();
+                let check = |k: usize| {
+                    let node = node_at(i + k);
+                    if nominated[k].is_empty() {
+                        run_filters(&filters, state, pod, node)
+                    } else {
+                        fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &nominated[k])
+                    }
+                };
+                if window >= 2 * PARALLEL_CHUNK_NODES {
+                    (0..window)
+                        .into_par_iter()
+                        .with_min_len(PARALLEL_CHUNK_NODES)
+                        .map(check)
+                        .collect()
+                } else {
+                    (0..window).map(check).collect()
+                }
             } else if window >= 2 * PARALLEL_CHUNK_NODES {
                 (i..i + window)
                     .into_par_iter()

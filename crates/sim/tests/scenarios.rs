@@ -174,7 +174,10 @@ fn a_day_of_heartbeats_renews_every_lease_every_ten_seconds() {
 fn the_number_of_threads_does_not_change_where_pods_land() {
     // 300 nodes: windows of filtering and scoring are large enough to run in parallel.
     let run_in = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
         pool.install(|| {
             let mut objects = workloads::nodes(300);
             objects.extend(workloads::pods("default", "p", 400));
@@ -182,7 +185,9 @@ fn the_number_of_threads_does_not_change_where_pods_land() {
                 pod_startup_latency: None,
                 ..Scenario::default()
             };
-            let mut sim = Simulation::new(workloads::input(objects, scenario), &RunOptions::default()).unwrap();
+            let mut sim =
+                Simulation::new(workloads::input(objects, scenario), &RunOptions::default())
+                    .unwrap();
             sim.settle_now().unwrap();
             sim.take_records()
                 .iter()

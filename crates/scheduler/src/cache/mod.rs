@@ -372,11 +372,12 @@ impl Cache {
                 .enumerate()
                 .map(|(i, n)| (n.name.clone(), i))
                 .collect();
+            snapshot.count_affinity_nodes();
             self.list_changed = false;
         } else {
             for name in &self.dirty {
                 if let (Some(&i), Some(info)) = (snapshot.index.get(name), self.nodes.get(name)) {
-                    snapshot.node_infos[i] = info.clone();
+                    snapshot.replace_node(i, info.clone());
                 }
             }
         }

@@ -28,9 +28,41 @@ pub struct Snapshot {
     pub namespace_labels: Arc<NamespaceLabels>,
     /// The selector of every ReplicaSet.
     pub replica_sets: Arc<ReplicaSetSelectors>,
+    /// How many nodes host a pod with pod (anti-)affinity (upstream
+    /// `HavePodsWithAffinityList`'s length).
+    pub n_nodes_with_affinity_pods: usize,
+    /// How many nodes host a pod with required pod anti-affinity (upstream
+    /// `HavePodsWithRequiredAntiAffinityList`'s length).
+    pub n_nodes_with_required_anti_affinity_pods: usize,
 }
 
 impl Snapshot {
+    /// Recounts the nodes hosting pods with affinity.
+    pub fn count_affinity_nodes(&mut self) {
+        self.n_nodes_with_affinity_pods = self
+            .node_infos
+            .iter()
+            .filter(|n| n.n_pods_with_affinity > 0)
+            .count();
+        self.n_nodes_with_required_anti_affinity_pods = self
+            .node_infos
+            .iter()
+            .filter(|n| n.n_pods_with_required_anti_affinity > 0)
+            .count();
+    }
+
+    /// Replaces the node at index `i`, keeping the affinity counts up to date.
+    pub fn replace_node(&mut self, i: usize, info: Arc<NodeInfo>) {
+        let old = &self.node_infos[i];
+        self.n_nodes_with_affinity_pods -= usize::from(old.n_pods_with_affinity > 0);
+        self.n_nodes_with_required_anti_affinity_pods -=
+            usize::from(old.n_pods_with_required_anti_affinity > 0);
+        self.n_nodes_with_affinity_pods += usize::from(info.n_pods_with_affinity > 0);
+        self.n_nodes_with_required_anti_affinity_pods +=
+            usize::from(info.n_pods_with_required_anti_affinity > 0);
+        self.node_infos[i] = info;
+    }
+
     pub fn num_nodes(&self) -> usize {
         self.node_infos.len()
     }
@@ -52,13 +84,17 @@ impl Snapshot {
             .enumerate()
             .map(|(i, n)| (n.name.clone(), i))
             .collect();
-        Snapshot {
+        let mut s = Snapshot {
             node_infos: nodes.into_iter().map(Arc::new).collect(),
             index,
             image_num_nodes,
             generation: 0,
             namespace_labels: Arc::default(),
             replica_sets: Arc::default(),
-        }
+            n_nodes_with_affinity_pods: 0,
+            n_nodes_with_required_anti_affinity_pods: 0,
+        };
+        s.count_affinity_nodes();
+        s
     }
 }

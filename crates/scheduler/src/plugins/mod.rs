@@ -5,13 +5,17 @@
 //! [`registry`] builds plugins by name from their (JSON) args and lists the default profile.
 
 pub mod defaultbinder;
+pub mod defaultpreemption;
 pub mod helper;
 pub mod imagelocality;
+pub mod interpodaffinity;
+pub mod memo;
 pub mod nodeaffinity;
 pub mod nodename;
 pub mod nodeports;
 pub mod noderesources;
 pub mod nodeunschedulable;
+pub mod podtopologyspread;
 pub mod queuesort;
 pub mod registry;
 pub mod schedulinggates;

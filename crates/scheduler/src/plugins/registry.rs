@@ -10,8 +10,9 @@ use serde::de::DeserializeOwned;
 
 use crate::framework::Plugin;
 use crate::plugins::{
-    defaultbinder, imagelocality, nodeaffinity, nodename, nodeports, noderesources,
-    nodeunschedulable, queuesort, schedulinggates, tainttoleration,
+    defaultbinder, defaultpreemption, imagelocality, interpodaffinity, nodeaffinity, nodename,
+    nodeports, noderesources, nodeunschedulable, podtopologyspread, queuesort, schedulinggates,
+    tainttoleration,
 };
 
 /// Invalid plugin args: the field (a path relative to the args, e.g.
@@ -81,6 +82,9 @@ const KNOWN: &[&str] = &[
     noderesources::fit::NAME,
     noderesources::balanced_allocation::NAME,
     imagelocality::NAME,
+    podtopologyspread::NAME,
+    interpodaffinity::NAME,
+    defaultpreemption::NAME,
     defaultbinder::NAME,
 ];
 
@@ -109,6 +113,13 @@ pub fn new_plugin(
             Arc::new(noderesources::BalancedAllocation::new(args)?)
         }
         imagelocality::NAME => Arc::new(imagelocality::ImageLocality),
+        podtopologyspread::NAME => {
+            Arc::new(podtopologyspread::PodTopologySpread::new(args, features)?)
+        }
+        interpodaffinity::NAME => Arc::new(interpodaffinity::InterPodAffinity::new(args)?),
+        defaultpreemption::NAME => {
+            Arc::new(defaultpreemption::DefaultPreemption::new(args, features)?)
+        }
         defaultbinder::NAME => Arc::new(defaultbinder::DefaultBinder),
         other => {
             return Err(PluginArgsError::new(
@@ -137,10 +148,10 @@ pub fn default_multi_point() -> Vec<(&'static str, Option<i32>)> {
         (noderesources::fit::NAME, Some(1)),
         // VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone: not implemented
         // (kubeplane simulates no volumes).
-        // TODO(PodTopologySpread): ("PodTopologySpread", Some(2)) goes here.
-        // TODO(InterPodAffinity): ("InterPodAffinity", Some(2)) goes here.
+        (podtopologyspread::NAME, Some(2)),
+        (interpodaffinity::NAME, Some(2)),
         // DynamicResources (DRA, on by default in v1.34) would go here: not implemented.
-        // TODO(DefaultPreemption): ("DefaultPreemption", None) goes here.
+        (defaultpreemption::NAME, None),
         (noderesources::balanced_allocation::NAME, Some(1)),
         (imagelocality::NAME, Some(1)),
         (defaultbinder::NAME, None),
@@ -218,6 +229,8 @@ mod tests {
                 ("TaintToleration", Some(3)),
                 ("NodeAffinity", Some(2)),
                 ("NodeResourcesFit", Some(1)),
+                ("PodTopologySpread", Some(2)),
+                ("InterPodAffinity", Some(2)),
                 ("NodeResourcesBalancedAllocation", Some(1)),
                 ("ImageLocality", Some(1)),
             ]

@@ -6,11 +6,14 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerImage, ContainerPort, Node, NodeAffinity, NodeSelector,
-    NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod, PodSchedulingGate,
-    PodSpec, PodStatus, PreferredSchedulingTerm, ResourceRequirements, Taint, Toleration,
+    NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod, PodAffinityTerm,
+    PodCondition, PodSchedulingGate, PodSpec, PodStatus, PreferredSchedulingTerm,
+    ResourceRequirements, Taint, Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta, OwnerReference, Time,
+};
 
 use crate::cache::Snapshot;
 use crate::framework::{NodeInfo, PodInfo};
@@ -59,6 +62,55 @@ pub fn taint(key: &str, value: &str, effect: &str) -> Taint {
         effect: effect.to_string(),
         time_added: None,
     }
+}
+
+/// A label selector requirement `key op values` (for pod affinity terms and spread
+/// constraints).
+pub fn expr(key: &str, op: &str, values: &[&str]) -> LabelSelectorRequirement {
+    LabelSelectorRequirement {
+        key: key.to_string(),
+        operator: op.to_string(),
+        values: (!values.is_empty()).then(|| values.iter().map(|v| v.to_string()).collect()),
+    }
+}
+
+/// A label selector of expressions.
+pub fn selector(exprs: Vec<LabelSelectorRequirement>) -> LabelSelector {
+    LabelSelector {
+        match_expressions: Some(exprs),
+        match_labels: None,
+    }
+}
+
+/// A pod affinity term selecting pods with these expressions, over `topology_key`, in the
+/// pod's own namespace.
+pub fn pod_term(exprs: Vec<LabelSelectorRequirement>, topology_key: &str) -> PodAffinityTerm {
+    PodAffinityTerm {
+        label_selector: Some(selector(exprs)),
+        topology_key: topology_key.to_string(),
+        ..Default::default()
+    }
+}
+
+/// A topology spread constraint with a selector of these expressions.
+pub fn spread(
+    max_skew: i32,
+    topology_key: &str,
+    when_unsatisfiable: &str,
+    exprs: Vec<LabelSelectorRequirement>,
+) -> TopologySpreadConstraint {
+    TopologySpreadConstraint {
+        max_skew,
+        topology_key: topology_key.to_string(),
+        when_unsatisfiable: when_unsatisfiable.to_string(),
+        label_selector: Some(selector(exprs)),
+        ..Default::default()
+    }
+}
+
+/// A timestamp from its RFC 3339 form.
+pub fn time(rfc3339: &str) -> Time {
+    Time(rfc3339.parse().expect("a valid RFC 3339 timestamp"))
 }
 
 fn quantities(list: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
@@ -271,6 +323,122 @@ impl PodBuilder {
             .push(PreferredSchedulingTerm {
                 weight,
                 preference: t,
+            });
+        self
+    }
+
+    fn pod_affinity(&mut self) -> &mut k8s_openapi::api::core::v1::PodAffinity {
+        self.spec()
+            .affinity
+            .get_or_insert_with(Affinity::default)
+            .pod_affinity
+            .get_or_insert_with(Default::default)
+    }
+
+    fn pod_anti_affinity(&mut self) -> &mut k8s_openapi::api::core::v1::PodAntiAffinity {
+        self.spec()
+            .affinity
+            .get_or_insert_with(Affinity::default)
+            .pod_anti_affinity
+            .get_or_insert_with(Default::default)
+    }
+
+    /// Adds a required pod affinity term.
+    pub fn pod_affinity_required(mut self, t: PodAffinityTerm) -> Self {
+        self.pod_affinity()
+            .required_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Default::default)
+            .push(t);
+        self
+    }
+
+    /// Adds a required pod anti-affinity term.
+    pub fn pod_anti_affinity_required(mut self, t: PodAffinityTerm) -> Self {
+        self.pod_anti_affinity()
+            .required_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Default::default)
+            .push(t);
+        self
+    }
+
+    /// Adds a preferred pod affinity term.
+    pub fn pod_affinity_preferred(mut self, weight: i32, t: PodAffinityTerm) -> Self {
+        self.pod_affinity()
+            .preferred_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Default::default)
+            .push(WeightedPodAffinityTerm {
+                weight,
+                pod_affinity_term: t,
+            });
+        self
+    }
+
+    /// Adds a preferred pod anti-affinity term.
+    pub fn pod_anti_affinity_preferred(mut self, weight: i32, t: PodAffinityTerm) -> Self {
+        self.pod_anti_affinity()
+            .preferred_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Default::default)
+            .push(WeightedPodAffinityTerm {
+                weight,
+                pod_affinity_term: t,
+            });
+        self
+    }
+
+    /// Adds a topology spread constraint.
+    pub fn spread(mut self, c: TopologySpreadConstraint) -> Self {
+        self.spec()
+            .topology_spread_constraints
+            .get_or_insert_with(Default::default)
+            .push(c);
+        self
+    }
+
+    /// Sets `status.startTime`.
+    pub fn start_time(mut self, rfc3339: &str) -> Self {
+        self.pod
+            .status
+            .get_or_insert_with(Default::default)
+            .start_time = Some(time(rfc3339));
+        self
+    }
+
+    pub fn preemption_policy(mut self, policy: &str) -> Self {
+        self.spec().preemption_policy = Some(policy.to_string());
+        self
+    }
+
+    /// Marks the pod Terminating because the scheduler preempted it (deletionTimestamp and
+    /// the DisruptionTarget condition).
+    pub fn terminating_by_preemption(mut self) -> Self {
+        self.pod.metadata.deletion_timestamp = Some(time("2025-01-01T00:00:30Z"));
+        self.pod
+            .status
+            .get_or_insert_with(Default::default)
+            .conditions
+            .get_or_insert_with(Default::default)
+            .push(PodCondition {
+                type_: "DisruptionTarget".into(),
+                status: "True".into(),
+                reason: Some("PreemptionByScheduler".into()),
+                ..Default::default()
+            });
+        self
+    }
+
+    /// Sets a controller owner reference.
+    pub fn owner(mut self, api_version: &str, kind: &str, name: &str) -> Self {
+        self.pod
+            .metadata
+            .owner_references
+            .get_or_insert_with(Default::default)
+            .push(OwnerReference {
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
+                name: name.to_string(),
+                uid: format!("uid-{name}"),
+                controller: Some(true),
+                ..Default::default()
             });
         self
     }

@@ -12,21 +12,24 @@ use crate::framework::{
 };
 
 use super::{
-    merge_namespaces, namespace_labels, InterPodAffinity, TopologyCounts, NAME, REASON_AFFINITY,
-    REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY,
+    merge_namespaces, namespace_labels, push_pair, InterPodAffinity, PairCounts, TopologyCounts,
+    NAME, REASON_AFFINITY, REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY,
 };
+use crate::framework::AffinityTerm;
+use crate::plugins::memo::NodeMemo;
 
 pub(crate) const PRE_FILTER_KEY: &str = "PreFilterInterPodAffinity";
 
-/// What PreFilter computes for Filter.
+/// What PreFilter computes for Filter. The counts are shared with the plugin's memo and
+/// copied only when AddPod/RemovePod change them.
 #[derive(Clone, Debug)]
 pub(crate) struct PreFilterState {
     /// Pairs where existing pods have a required anti-affinity term matching the incoming pod.
-    pub existing_anti_affinity_counts: TopologyCounts,
+    pub existing_anti_affinity_counts: Arc<TopologyCounts>,
     /// Pairs holding pods that match all of the incoming pod's required affinity terms.
-    pub affinity_counts: TopologyCounts,
+    pub affinity_counts: Arc<TopologyCounts>,
     /// Pairs holding pods that match one of the incoming pod's required anti-affinity terms.
-    pub anti_affinity_counts: TopologyCounts,
+    pub anti_affinity_counts: Arc<TopologyCounts>,
     /// The incoming pod's terms, namespace selectors merged into namespaces.
     pub terms: Arc<PodAffinityTerms>,
     /// The labels of the incoming pod's namespace.
@@ -36,93 +39,191 @@ pub(crate) struct PreFilterState {
 impl PreFilterState {
     /// Accounts `other` (added with `multiplier` 1, removed with -1) on `node` (upstream
     /// `updateWithPod`).
-    fn update_with_pod(&mut self, pod: &PodInfo, other: &PodInfo, node: &NodeInfo, multiplier: i64) {
+    fn update_with_pod(
+        &mut self,
+        pod: &PodInfo,
+        other: &PodInfo,
+        node: &NodeInfo,
+        multiplier: i64,
+    ) {
         let Some(n) = node.node.as_ref() else { return };
         static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
         let labels = n.metadata.labels.as_ref().unwrap_or(&NO_LABELS);
         if let Some(t) = &other.affinity_terms {
             for term in &t.required_anti_affinity {
                 if term.matches(&pod.namespace, pod.labels(), self.namespace_labels.as_ref()) {
-                    self.existing_anti_affinity_counts
-                        .add_for_node(labels, &term.topology_key, multiplier);
+                    Arc::make_mut(&mut self.existing_anti_affinity_counts).add_for_node(
+                        labels,
+                        &term.topology_key,
+                        multiplier,
+                    );
                 }
             }
         }
-        if matches_all_terms(&self.terms.required_affinity, &other.namespace, other.labels()) {
+        if matches_all_terms(
+            &self.terms.required_affinity,
+            &other.namespace,
+            other.labels(),
+        ) {
             for term in &self.terms.required_affinity {
-                self.affinity_counts
-                    .add_for_node(labels, &term.topology_key, multiplier);
+                Arc::make_mut(&mut self.affinity_counts).add_for_node(
+                    labels,
+                    &term.topology_key,
+                    multiplier,
+                );
             }
         }
         for term in &self.terms.required_anti_affinity {
             if term.matches(&other.namespace, other.labels(), None) {
-                self.anti_affinity_counts
-                    .add_for_node(labels, &term.topology_key, multiplier);
+                Arc::make_mut(&mut self.anti_affinity_counts).add_for_node(
+                    labels,
+                    &term.topology_key,
+                    multiplier,
+                );
             }
         }
     }
 }
 
-/// Existing pods' required anti-affinity terms that match the incoming pod, counted per pair
-/// over the nodes that host pods with required anti-affinity.
-fn existing_anti_affinity_counts(
+/// What the existing-anti-affinity counts depend on besides the nodes: the incoming pod's
+/// namespace, labels and namespace labels.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ExistingKey {
+    namespace: String,
+    labels: BTreeMap<String, String>,
+    namespace_labels: Option<BTreeMap<String, String>>,
+}
+
+pub(crate) type ExistingAntiAffinityMemo = NodeMemo<ExistingKey, PairCounts, Arc<TopologyCounts>>;
+
+/// What the incoming pod's counts depend on besides the nodes: its required terms.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct IncomingKey {
+    affinity: Vec<AffinityTerm>,
+    anti_affinity: Vec<AffinityTerm>,
+}
+
+pub(crate) type IncomingMemo =
+    NodeMemo<IncomingKey, (PairCounts, PairCounts), (Arc<TopologyCounts>, Arc<TopologyCounts>)>;
+
+/// One node's existing pods with a required anti-affinity term matching the incoming pod.
+fn existing_anti_affinity_of_node(
     pod: &PodInfo,
     ns_labels: Option<&BTreeMap<String, String>>,
-    snapshot: &Snapshot,
-) -> TopologyCounts {
-    let mut counts = TopologyCounts::default();
-    for node in &snapshot.node_infos {
-        if node.n_pods_with_required_anti_affinity == 0 {
+    node: &NodeInfo,
+) -> PairCounts {
+    let mut out = Vec::new();
+    if node.n_pods_with_required_anti_affinity == 0 {
+        return out;
+    }
+    let Some(labels) = node.node.as_ref().and_then(|n| n.metadata.labels.as_ref()) else {
+        return out;
+    };
+    for existing in &node.pods {
+        if !existing.has_required_anti_affinity {
             continue;
         }
-        let Some(n) = node.node.as_ref() else { continue };
-        let Some(labels) = n.metadata.labels.as_ref() else {
+        let Some(t) = &existing.affinity_terms else {
             continue;
         };
-        for existing in &node.pods {
-            if !existing.has_required_anti_affinity {
-                continue;
-            }
-            let Some(t) = &existing.affinity_terms else {
-                continue;
-            };
-            for term in &t.required_anti_affinity {
-                if term.matches(&pod.namespace, pod.labels(), ns_labels) {
-                    counts.add_for_node(labels, &term.topology_key, 1);
-                }
+        for term in &t.required_anti_affinity {
+            if term.matches(&pod.namespace, pod.labels(), ns_labels) {
+                push_pair(&mut out, labels, &term.topology_key, 1);
             }
         }
     }
-    counts
+    out
 }
 
-/// Existing pods matching the incoming pod's required affinity (all terms) and anti-affinity
-/// (each term), counted per pair over all nodes.
-fn incoming_counts(terms: &PodAffinityTerms, snapshot: &Snapshot) -> (TopologyCounts, TopologyCounts) {
-    let mut affinity = TopologyCounts::default();
-    let mut anti = TopologyCounts::default();
-    if !terms.has_required() {
+/// One node's pods matching all the incoming pod's required affinity terms (counted per
+/// term's pair), and each of its anti-affinity terms.
+fn incoming_of_node(terms: &PodAffinityTerms, node: &NodeInfo) -> (PairCounts, PairCounts) {
+    let mut affinity = Vec::new();
+    let mut anti = Vec::new();
+    let Some(labels) = node.node.as_ref().and_then(|n| n.metadata.labels.as_ref()) else {
         return (affinity, anti);
+    };
+    let mut n_affinity = 0;
+    let mut n_anti = vec![0i64; terms.required_anti_affinity.len()];
+    for existing in &node.pods {
+        if matches_all_terms(
+            &terms.required_affinity,
+            &existing.namespace,
+            existing.labels(),
+        ) {
+            n_affinity += 1;
+        }
+        for (i, term) in terms.required_anti_affinity.iter().enumerate() {
+            if term.matches(&existing.namespace, existing.labels(), None) {
+                n_anti[i] += 1;
+            }
+        }
     }
-    for node in &snapshot.node_infos {
-        let Some(n) = node.node.as_ref() else { continue };
-        let Some(labels) = n.metadata.labels.as_ref() else {
-            continue;
-        };
-        for existing in &node.pods {
-            if matches_all_terms(&terms.required_affinity, &existing.namespace, existing.labels()) {
-                for term in &terms.required_affinity {
-                    affinity.add_for_node(labels, &term.topology_key, 1);
-                }
-            }
-            for term in &terms.required_anti_affinity {
-                if term.matches(&existing.namespace, existing.labels(), None) {
-                    anti.add_for_node(labels, &term.topology_key, 1);
-                }
-            }
+    if n_affinity > 0 {
+        for term in &terms.required_affinity {
+            push_pair(&mut affinity, labels, &term.topology_key, n_affinity);
+        }
+    }
+    for (i, term) in terms.required_anti_affinity.iter().enumerate() {
+        if n_anti[i] > 0 {
+            push_pair(&mut anti, labels, &term.topology_key, n_anti[i]);
         }
     }
     (affinity, anti)
+}
+
+impl InterPodAffinity {
+    /// Existing pods' required anti-affinity terms that match the incoming pod, counted per
+    /// pair over the nodes that host pods with required anti-affinity.
+    fn existing_anti_affinity_counts(
+        &self,
+        pod: &PodInfo,
+        ns_labels: Option<&BTreeMap<String, String>>,
+        snapshot: &Snapshot,
+    ) -> Arc<TopologyCounts> {
+        let key = ExistingKey {
+            namespace: pod.namespace.clone(),
+            labels: pod.labels().clone(),
+            namespace_labels: ns_labels.cloned(),
+        };
+        let mut memos = self.memos.lock().expect("memo lock");
+        let memo = &mut memos.existing_anti_affinity;
+        memo.update(
+            key,
+            &snapshot.node_infos,
+            |n| existing_anti_affinity_of_node(pod, ns_labels, n),
+            |agg, c, sign| Arc::make_mut(agg).apply(c, sign),
+        );
+        memo.agg.clone()
+    }
+
+    /// Existing pods matching the incoming pod's required affinity (all terms) and
+    /// anti-affinity (each term), counted per pair over all nodes.
+    fn incoming_counts(
+        &self,
+        terms: &PodAffinityTerms,
+        snapshot: &Snapshot,
+    ) -> (Arc<TopologyCounts>, Arc<TopologyCounts>) {
+        if !terms.has_required() {
+            return Default::default();
+        }
+        let key = IncomingKey {
+            affinity: terms.required_affinity.clone(),
+            anti_affinity: terms.required_anti_affinity.clone(),
+        };
+        let mut memos = self.memos.lock().expect("memo lock");
+        let memo = &mut memos.incoming;
+        memo.update(
+            key,
+            &snapshot.node_infos,
+            |n| incoming_of_node(terms, n),
+            |agg, (a, b), sign| {
+                Arc::make_mut(&mut agg.0).apply(a, sign);
+                Arc::make_mut(&mut agg.1).apply(b, sign);
+            },
+        );
+        memo.agg.clone()
+    }
 }
 
 impl PreFilterPlugin for InterPodAffinity {
@@ -136,13 +237,17 @@ impl PreFilterPlugin for InterPodAffinity {
         if let Some(e) = &own.parse_error {
             return (None, Status::unresolvable(format!("parsing pod: {e}")));
         }
+        // Nothing to check: no required terms, and no pod anywhere with required anti-affinity.
+        if !own.has_required() && snapshot.n_nodes_with_required_anti_affinity_pods == 0 {
+            return (None, Status::skip());
+        }
         let terms = merge_namespaces(&own, snapshot);
         let ns_labels = namespace_labels(snapshot, &pod.namespace);
-        let existing = existing_anti_affinity_counts(pod, ns_labels.as_ref(), snapshot);
+        let existing = self.existing_anti_affinity_counts(pod, ns_labels.as_ref(), snapshot);
         if existing.is_empty() && !terms.has_required() {
             return (None, Status::skip());
         }
-        let (affinity, anti) = incoming_counts(&terms, snapshot);
+        let (affinity, anti) = self.incoming_counts(&terms, snapshot);
         state.write(
             PRE_FILTER_KEY,
             PreFilterState {
@@ -202,7 +307,11 @@ fn missing_state() -> Status {
 /// The node must have every required affinity term's key, and each pair must hold a matching
 /// pod, unless no pod matches anywhere and the pod matches its own terms (the first pod of a
 /// group with affinity to itself).
-fn satisfies_pod_affinity(s: &PreFilterState, pod: &PodInfo, labels: &BTreeMap<String, String>) -> bool {
+fn satisfies_pod_affinity(
+    s: &PreFilterState,
+    pod: &PodInfo,
+    labels: &BTreeMap<String, String>,
+) -> bool {
     let mut pods_exist = true;
     for term in &s.terms.required_affinity {
         let Some(v) = labels.get(&term.topology_key) else {
@@ -230,7 +339,10 @@ fn satisfies_pod_anti_affinity(s: &PreFilterState, labels: &BTreeMap<String, Str
     })
 }
 
-fn satisfies_existing_pods_anti_affinity(s: &PreFilterState, labels: &BTreeMap<String, String>) -> bool {
+fn satisfies_existing_pods_anti_affinity(
+    s: &PreFilterState,
+    labels: &BTreeMap<String, String>,
+) -> bool {
     if s.existing_anti_affinity_counts.is_empty() {
         return true;
     }

@@ -9,8 +9,8 @@ mod scoring;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
@@ -52,10 +52,18 @@ pub struct InterPodAffinityArgs {
     pub ignore_preferred_terms_of_existing_pods: Option<bool>,
 }
 
-#[derive(Clone, Debug)]
 pub struct InterPodAffinity {
     hard_pod_affinity_weight: i32,
     ignore_preferred_terms_of_existing_pods: bool,
+    /// Per-node results kept across cycles (see [`crate::plugins::memo`]).
+    memos: Mutex<Memos>,
+}
+
+#[derive(Default)]
+struct Memos {
+    existing_anti_affinity: filtering::ExistingAntiAffinityMemo,
+    incoming: filtering::IncomingMemo,
+    score: scoring::ScoreMemo,
 }
 
 impl Default for InterPodAffinity {
@@ -63,7 +71,20 @@ impl Default for InterPodAffinity {
         InterPodAffinity {
             hard_pod_affinity_weight: 1,
             ignore_preferred_terms_of_existing_pods: false,
+            memos: Mutex::default(),
         }
+    }
+}
+
+impl std::fmt::Debug for InterPodAffinity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterPodAffinity")
+            .field("hard_pod_affinity_weight", &self.hard_pod_affinity_weight)
+            .field(
+                "ignore_preferred_terms_of_existing_pods",
+                &self.ignore_preferred_terms_of_existing_pods,
+            )
+            .finish_non_exhaustive()
     }
 }
 
@@ -76,7 +97,9 @@ impl InterPodAffinity {
         if !(0..=MAX_HARD_POD_AFFINITY_WEIGHT).contains(&w) {
             return Err(PluginArgsError::new(
                 "hardPodAffinityWeight",
-                format!("Invalid value: {w}: not in valid range [0, {MAX_HARD_POD_AFFINITY_WEIGHT}]"),
+                format!(
+                    "Invalid value: {w}: not in valid range [0, {MAX_HARD_POD_AFFINITY_WEIGHT}]"
+                ),
             ));
         }
         Ok(InterPodAffinity {
@@ -84,6 +107,7 @@ impl InterPodAffinity {
             ignore_preferred_terms_of_existing_pods: args
                 .ignore_preferred_terms_of_existing_pods
                 .unwrap_or(false),
+            memos: Mutex::default(),
         })
     }
 }
@@ -135,6 +159,30 @@ impl TopologyCounts {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.n_pairs == 0
+    }
+
+    /// Adds (`sign` 1) or takes away (-1) one node's contribution.
+    pub(crate) fn apply(&mut self, c: &PairCounts, sign: i64) {
+        for (key, value, n) in c {
+            self.add(key, value, sign * n);
+        }
+    }
+}
+
+/// Counts per topology pair of one node: `(key, value, count)`.
+pub(crate) type PairCounts = Vec<(String, String, i64)>;
+
+/// Adds `n` to the pair of `key` and the node's value for it, if the node has that label.
+pub(crate) fn push_pair(
+    out: &mut PairCounts,
+    labels: &BTreeMap<String, String>,
+    key: &str,
+    n: i64,
+) {
+    let Some(v) = labels.get(key) else { return };
+    match out.iter_mut().find(|(k, val, _)| k == key && val == v) {
+        Some(e) => e.2 += n,
+        None => out.push((key.to_string(), v.clone(), n)),
     }
 }
 
@@ -260,9 +308,10 @@ fn is_schedulable_after_pod_change(
     let (affinity, anti) = (&terms.required_affinity, &terms.required_anti_affinity);
     let hint = match (old, new) {
         (Some(old), Some(new)) => {
-            if !matches_all(affinity, old) && matches_all(affinity, new) {
-                QueueingHint::Queue
-            } else if matches_all(anti, old) && !matches_all(anti, new) {
+            // Now matching the affinity, or no longer matching the anti-affinity.
+            let helps = (!matches_all(affinity, old) && matches_all(affinity, new))
+                || (matches_all(anti, old) && !matches_all(anti, new));
+            if helps {
                 QueueingHint::Queue
             } else {
                 QueueingHint::QueueSkip
@@ -301,15 +350,10 @@ fn is_schedulable_after_node_change(
     }
     let labels = node.metadata.labels.as_ref();
     let has_key = |t: &AffinityTerm| labels.is_some_and(|l| l.contains_key(&t.topology_key));
-    if terms.required_affinity.iter().any(has_key) || terms.required_anti_affinity.iter().any(has_key)
+    if terms.required_affinity.iter().any(has_key)
+        || terms.required_anti_affinity.iter().any(has_key)
     {
         return Ok(QueueingHint::Queue);
     }
     Ok(QueueingHint::QueueSkip)
-}
-
-/// The distinct topology keys of terms (for tests and explain output).
-#[allow(dead_code)]
-fn topology_keys(terms: &[AffinityTerm]) -> BTreeSet<&str> {
-    terms.iter().map(|t| t.topology_key.as_str()).collect()
 }

@@ -2,6 +2,7 @@
 //! `interpodaffinity/scoring.go`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::framework::{
@@ -9,8 +10,9 @@ use crate::framework::{
     WeightedAffinityTerm, MAX_NODE_SCORE,
 };
 
-use super::{merge_namespaces, namespace_labels, InterPodAffinity};
+use super::{merge_namespaces, namespace_labels, push_pair, InterPodAffinity, PairCounts};
 use crate::plugins::helper::FxHashMap;
+use crate::plugins::memo::NodeMemo;
 
 pub(crate) const PRE_SCORE_KEY: &str = "PreScoreInterPodAffinity";
 
@@ -19,60 +21,20 @@ pub(crate) const PRE_SCORE_KEY: &str = "PreScoreInterPodAffinity";
 pub(crate) struct TopologyScore(FxHashMap<String, FxHashMap<String, i64>>);
 
 impl TopologyScore {
-    /// Adds `weight * multiplier` to the node's pair of the term's key when the term selects
-    /// the pod; returns whether anything was recorded.
-    #[allow(clippy::too_many_arguments)]
-    fn process_term(
-        &mut self,
-        term: &AffinityTerm,
-        weight: i64,
-        namespace: &str,
-        labels: &BTreeMap<String, String>,
-        ns_labels: Option<&BTreeMap<String, String>>,
-        node_labels: &BTreeMap<String, String>,
-        multiplier: i64,
-    ) -> bool {
-        if !term.matches(namespace, labels, ns_labels) {
-            return false;
-        }
-        let Some(v) = node_labels.get(&term.topology_key) else {
-            return false;
-        };
-        let values = match self.0.get_mut(&term.topology_key) {
-            Some(m) => m,
-            None => self.0.entry(term.topology_key.clone()).or_default(),
-        };
-        match values.get_mut(v) {
-            Some(s) => *s += weight * multiplier,
-            None => {
-                values.insert(v.clone(), weight * multiplier);
+    /// Adds (`sign` 1) or takes away (-1) one node's contribution.
+    fn apply(&mut self, c: &PairCounts, sign: i64) {
+        for (key, value, n) in c {
+            let values = match self.0.get_mut(key.as_str()) {
+                Some(m) => m,
+                None => self.0.entry(key.clone()).or_default(),
+            };
+            match values.get_mut(value.as_str()) {
+                Some(s) => *s += sign * n,
+                None => {
+                    values.insert(value.clone(), sign * n);
+                }
             }
         }
-        true
-    }
-
-    fn process_terms(
-        &mut self,
-        terms: &[WeightedAffinityTerm],
-        namespace: &str,
-        labels: &BTreeMap<String, String>,
-        ns_labels: Option<&BTreeMap<String, String>>,
-        node_labels: &BTreeMap<String, String>,
-        multiplier: i64,
-    ) -> bool {
-        let mut any = false;
-        for w in terms {
-            any |= self.process_term(
-                &w.term,
-                w.weight as i64,
-                namespace,
-                labels,
-                ns_labels,
-                node_labels,
-                multiplier,
-            );
-        }
-        any
     }
 
     fn score(&self, node_labels: &BTreeMap<String, String>) -> i64 {
@@ -83,6 +45,149 @@ impl TopologyScore {
             }
         }
         score
+    }
+}
+
+/// Adds `weight * multiplier` to the node's pair of the term's key when the term selects the
+/// pod; returns whether anything was recorded.
+#[allow(clippy::too_many_arguments)]
+fn process_term(
+    out: &mut PairCounts,
+    term: &AffinityTerm,
+    weight: i64,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    ns_labels: Option<&BTreeMap<String, String>>,
+    node_labels: &BTreeMap<String, String>,
+    multiplier: i64,
+) -> bool {
+    if !term.matches(namespace, labels, ns_labels) || !node_labels.contains_key(&term.topology_key)
+    {
+        return false;
+    }
+    push_pair(out, node_labels, &term.topology_key, weight * multiplier);
+    true
+}
+
+fn process_terms(
+    out: &mut PairCounts,
+    terms: &[WeightedAffinityTerm],
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    ns_labels: Option<&BTreeMap<String, String>>,
+    node_labels: &BTreeMap<String, String>,
+    multiplier: i64,
+) -> u32 {
+    let mut n = 0;
+    for w in terms {
+        n += u32::from(process_term(
+            out,
+            &w.term,
+            w.weight as i64,
+            namespace,
+            labels,
+            ns_labels,
+            node_labels,
+            multiplier,
+        ));
+    }
+    n
+}
+
+/// What the scores depend on besides the nodes.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ScoreKey {
+    preferred_affinity: Vec<WeightedAffinityTerm>,
+    preferred_anti_affinity: Vec<WeightedAffinityTerm>,
+    namespace: String,
+    labels: BTreeMap<String, String>,
+    namespace_labels: Option<BTreeMap<String, String>>,
+    has_constraints: bool,
+}
+
+/// One node's contribution: per pair, the score; and how many terms matched.
+pub(crate) type NodeScore = (PairCounts, u32);
+
+pub(crate) type ScoreMemo = NodeMemo<ScoreKey, NodeScore, (Arc<TopologyScore>, i64)>;
+
+impl InterPodAffinity {
+    /// One node's contribution (upstream `processExistingPod` over the node's pods).
+    fn node_score(&self, key: &ScoreKey, pod: &PodInfo, node: &NodeInfo) -> NodeScore {
+        let mut out = Vec::new();
+        let mut matched = 0;
+        // Unless the pod has preferred terms, only pods with affinity can contribute.
+        if !key.has_constraints && node.n_pods_with_affinity == 0 {
+            return (out, matched);
+        }
+        let Some(node_labels) = node
+            .node
+            .as_ref()
+            .and_then(|n| n.metadata.labels.as_ref())
+            .filter(|l| !l.is_empty())
+        else {
+            return (out, matched);
+        };
+        let ns_labels = key.namespace_labels.as_ref();
+        for existing in &node.pods {
+            if !key.has_constraints && !existing.has_affinity {
+                continue;
+            }
+            let (ens, elabels) = (&existing.namespace, existing.labels());
+            matched += process_terms(
+                &mut out,
+                &key.preferred_affinity,
+                ens,
+                elabels,
+                None,
+                node_labels,
+                1,
+            );
+            matched += process_terms(
+                &mut out,
+                &key.preferred_anti_affinity,
+                ens,
+                elabels,
+                None,
+                node_labels,
+                -1,
+            );
+            let Some(et) = &existing.affinity_terms else {
+                continue;
+            };
+            if self.hard_pod_affinity_weight > 0 {
+                for term in &et.required_affinity {
+                    matched += u32::from(process_term(
+                        &mut out,
+                        term,
+                        self.hard_pod_affinity_weight as i64,
+                        &pod.namespace,
+                        pod.labels(),
+                        ns_labels,
+                        node_labels,
+                        1,
+                    ));
+                }
+            }
+            matched += process_terms(
+                &mut out,
+                &et.preferred_affinity,
+                &pod.namespace,
+                pod.labels(),
+                ns_labels,
+                node_labels,
+                1,
+            );
+            matched += process_terms(
+                &mut out,
+                &et.preferred_anti_affinity,
+                &pod.namespace,
+                pod.labels(),
+                ns_labels,
+                node_labels,
+                -1,
+            );
+        }
+        (out, matched)
     }
 }
 
@@ -103,77 +208,36 @@ impl PreScorePlugin for InterPodAffinity {
         if let Some(e) = &own.parse_error {
             return Status::error(format!("failed to parse pod: {e}"));
         }
-        let terms = merge_namespaces(&own, snapshot);
-        let ns_labels = namespace_labels(snapshot, &pod.namespace);
-        let mut topology_score = TopologyScore::default();
-        let mut any = false;
-        for node in &snapshot.node_infos {
-            // Unless the pod has preferred terms, only pods with affinity can contribute.
-            if !has_constraints && node.n_pods_with_affinity == 0 {
-                continue;
-            }
-            let Some(n) = node.node.as_ref() else { continue };
-            let Some(node_labels) = n.metadata.labels.as_ref().filter(|l| !l.is_empty()) else {
-                continue;
-            };
-            for existing in &node.pods {
-                if !has_constraints && !existing.has_affinity {
-                    continue;
-                }
-                let (ens, elabels) = (&existing.namespace, existing.labels());
-                any |= topology_score.process_terms(
-                    &terms.preferred_affinity,
-                    ens,
-                    elabels,
-                    None,
-                    node_labels,
-                    1,
-                );
-                any |= topology_score.process_terms(
-                    &terms.preferred_anti_affinity,
-                    ens,
-                    elabels,
-                    None,
-                    node_labels,
-                    -1,
-                );
-                let Some(et) = &existing.affinity_terms else {
-                    continue;
-                };
-                if self.hard_pod_affinity_weight > 0 {
-                    for term in &et.required_affinity {
-                        any |= topology_score.process_term(
-                            term,
-                            self.hard_pod_affinity_weight as i64,
-                            &pod.namespace,
-                            pod.labels(),
-                            ns_labels.as_ref(),
-                            node_labels,
-                            1,
-                        );
-                    }
-                }
-                any |= topology_score.process_terms(
-                    &et.preferred_affinity,
-                    &pod.namespace,
-                    pod.labels(),
-                    ns_labels.as_ref(),
-                    node_labels,
-                    1,
-                );
-                any |= topology_score.process_terms(
-                    &et.preferred_anti_affinity,
-                    &pod.namespace,
-                    pod.labels(),
-                    ns_labels.as_ref(),
-                    node_labels,
-                    -1,
-                );
-            }
-        }
-        if !any {
+        // Without preferred terms of its own, only pods with affinity can score the pod.
+        if !has_constraints && snapshot.n_nodes_with_affinity_pods == 0 {
             return Status::skip();
         }
+        let terms = merge_namespaces(&own, snapshot);
+        let key = ScoreKey {
+            preferred_affinity: terms.preferred_affinity.clone(),
+            preferred_anti_affinity: terms.preferred_anti_affinity.clone(),
+            namespace: pod.namespace.clone(),
+            labels: pod.labels().clone(),
+            namespace_labels: namespace_labels(snapshot, &pod.namespace),
+            has_constraints,
+        };
+        let mut memos = self.memos.lock().expect("memo lock");
+        let memo = &mut memos.score;
+        let k = key.clone();
+        memo.update(
+            key,
+            &snapshot.node_infos,
+            |n| self.node_score(&k, pod, n),
+            |agg, (c, matched), sign| {
+                Arc::make_mut(&mut agg.0).apply(c, sign);
+                agg.1 += sign * *matched as i64;
+            },
+        );
+        if memo.agg.1 == 0 {
+            return Status::skip();
+        }
+        let topology_score = memo.agg.0.clone();
+        drop(memos);
         state.write(PRE_SCORE_KEY, topology_score);
         Status::success()
     }
@@ -182,7 +246,7 @@ impl PreScorePlugin for InterPodAffinity {
 impl ScorePlugin for InterPodAffinity {
     /// The sum of the scores of the node's topology pairs (negative for anti-affinity).
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let Some(s) = state.read::<TopologyScore>(PRE_SCORE_KEY) else {
+        let Some(s) = state.read::<Arc<TopologyScore>>(PRE_SCORE_KEY) else {
             return Err(Status::error(format!(
                 "failed to read {PRE_SCORE_KEY:?} from cycleState"
             )));
@@ -193,7 +257,7 @@ impl ScorePlugin for InterPodAffinity {
     /// Min-max normalization to [0, 100]: `100 * (s - min) / (max - min)` in floating point,
     /// truncated; all 0 when every node scores the same.
     fn normalize_score(&self, state: &CycleState, _pod: &PodInfo, scores: &mut [i64]) -> Status {
-        let Some(s) = state.read::<TopologyScore>(PRE_SCORE_KEY) else {
+        let Some(s) = state.read::<Arc<TopologyScore>>(PRE_SCORE_KEY) else {
             return Status::error(format!("failed to read {PRE_SCORE_KEY:?} from cycleState"));
         };
         if s.0.is_empty() {

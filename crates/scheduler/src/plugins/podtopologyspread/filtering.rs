@@ -10,6 +10,7 @@ use crate::framework::{
     CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin, PreFilterResult, Status,
 };
 use crate::plugins::helper::FxHashMap;
+use crate::plugins::memo::NodeMemo;
 
 use super::{
     count_pods_match_selector, node_labels_match_constraints, Constraint, PodTopologySpread,
@@ -38,6 +39,32 @@ impl CriticalPaths {
             match_num: i32::MAX,
         };
         CriticalPaths([p(), p()])
+    }
+
+    /// The critical paths of these domain counts: the two smallest counts, as upstream's
+    /// `update` over the map gives in any order; among equal counts upstream keeps whichever
+    /// it saw first (map order), kubeplane the smaller value, so that runs repeat.
+    pub fn of(counts: &FxHashMap<String, i32>) -> CriticalPaths {
+        let mut p = CriticalPaths::new();
+        let mut best: [Option<(i32, &str)>; 2] = [None, None];
+        for (v, &n) in counts {
+            let cand = (n, v.as_str());
+            if best[0].is_none_or(|b| cand < b) {
+                best[1] = best[0];
+                best[0] = Some(cand);
+            } else if best[1].is_none_or(|b| cand < b) {
+                best[1] = Some(cand);
+            }
+        }
+        for (slot, b) in p.0.iter_mut().zip(best) {
+            if let Some((n, v)) = b {
+                *slot = CriticalPath {
+                    topology_value: v.to_string(),
+                    match_num: n,
+                };
+            }
+        }
+        p
     }
 
     pub fn update(&mut self, value: &str, num: i32) {
@@ -81,9 +108,12 @@ pub(crate) struct PreFilterState {
     /// Per constraint: the critical paths.
     pub critical_paths: Vec<CriticalPaths>,
     /// Per constraint: topology value → matching pods, over the eligible nodes.
-    pub tp_value_to_match_num: Vec<FxHashMap<String, i32>>,
+    pub tp_value_to_match_num: Vec<Arc<FxHashMap<String, i32>>>,
     /// The incoming pod's required node affinity (for the inclusion policies).
     pub required: Arc<RequiredNodeAffinity>,
+    /// Per constraint: 1 when the incoming pod matches its selector (counted once, not per
+    /// node).
+    pub self_match: Vec<i32>,
 }
 
 impl PreFilterState {
@@ -114,7 +144,9 @@ impl PreFilterState {
                 continue;
             }
             let v = &labels[&c.topology_key];
-            let count = self.tp_value_to_match_num[i].entry(v.clone()).or_insert(0);
+            let count = Arc::make_mut(&mut self.tp_value_to_match_num[i])
+                .entry(v.clone())
+                .or_insert(0);
             *count += delta;
             let count = *count;
             self.critical_paths[i].update(v, count);
@@ -122,52 +154,135 @@ impl PreFilterState {
     }
 }
 
-/// Counts the matching pods per domain over the nodes that have every topology key and pass
-/// each constraint's inclusion policies (upstream `calPreFilterState`).
-pub(crate) fn pre_filter_state(
-    pod: &PodInfo,
+/// What the PreFilter memo is valid for: everything the per-node counts depend on besides
+/// the node itself.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct FilterMemoKey {
+    namespace: String,
     constraints: Vec<Constraint>,
-    snapshot: &Snapshot,
-) -> PreFilterState {
-    let required = Arc::new(RequiredNodeAffinity::from_pod(pod.spec()));
-    let mut counts: Vec<FxHashMap<String, i32>> = vec![FxHashMap::default(); constraints.len()];
-    for node in &snapshot.node_infos {
-        let Some(n) = node.node.as_ref() else { continue };
-        let labels = node.labels();
-        if !node_labels_match_constraints(labels, &constraints) {
+    required: RequiredNodeAffinity,
+    /// Only when some constraint honors taints.
+    tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
+}
+
+/// One node's contribution: per eligible constraint, its domain and matching pods.
+pub(crate) type NodeCounts = Vec<(usize, String, i32)>;
+
+/// Per constraint: domain → (matching pods, eligible nodes), and the domains that have an
+/// eligible node with their counts (shared with the cycle state).
+#[derive(Default)]
+pub(crate) struct DomainCounts(Vec<(DomainTotals, Arc<FxHashMap<String, i32>>)>);
+
+/// Domain → (matching pods, eligible nodes).
+type DomainTotals = FxHashMap<String, (i32, u32)>;
+
+impl DomainCounts {
+    fn apply(&mut self, c: &NodeCounts, sign: i64) {
+        for (i, value, count) in c {
+            if self.0.len() <= *i {
+                self.0.resize_with(i + 1, Default::default);
+            }
+            let (totals, map) = &mut self.0[*i];
+            let t = match totals.get_mut(value.as_str()) {
+                Some(t) => t,
+                None => totals.entry(value.clone()).or_insert((0, 0)),
+            };
+            t.0 += sign as i32 * count;
+            t.1 = (t.1 as i64 + sign) as u32;
+            let (total, nodes) = *t;
+            let map = Arc::make_mut(map);
+            if nodes == 0 {
+                totals.remove(value.as_str());
+                map.remove(value.as_str());
+            } else if let Some(m) = map.get_mut(value.as_str()) {
+                *m = total;
+            } else {
+                map.insert(value.clone(), total);
+            }
+        }
+    }
+}
+
+pub(crate) type FilterMemo = NodeMemo<FilterMemoKey, NodeCounts, DomainCounts>;
+
+/// One node's counts: none unless it has every topology key; per constraint whose inclusion
+/// policies it passes, its domain and the matching pods on it.
+fn node_counts(
+    pod: &PodInfo,
+    constraints: &[Constraint],
+    required: &RequiredNodeAffinity,
+    node: &NodeInfo,
+) -> NodeCounts {
+    let mut out = Vec::new();
+    let Some(n) = node.node.as_ref() else {
+        return out;
+    };
+    let labels = node.labels();
+    if !node_labels_match_constraints(labels, constraints) {
+        return out;
+    }
+    for (i, c) in constraints.iter().enumerate() {
+        if !c.matches_node_inclusion_policies(pod.spec(), n, required) {
             continue;
         }
-        for (i, c) in constraints.iter().enumerate() {
-            if !c.matches_node_inclusion_policies(pod.spec(), n, &required) {
-                continue;
-            }
-            let value = &labels[&c.topology_key];
-            let count = count_pods_match_selector(&node.pods, &c.selector, &pod.namespace);
-            match counts[i].get_mut(value.as_str()) {
-                Some(v) => *v += count,
-                None => {
-                    counts[i].insert(value.clone(), count);
-                }
-            }
-        }
+        let value = labels[&c.topology_key].clone();
+        let count = count_pods_match_selector(&node.pods, &c.selector, &pod.namespace);
+        out.push((i, value, count));
     }
-    let mut critical_paths = Vec::with_capacity(constraints.len());
-    for m in &counts {
-        let mut p = CriticalPaths::new();
-        // Sorted, so that which of several equal domains becomes a critical path does not
-        // depend on map order.
-        let mut entries: Vec<(&String, &i32)> = m.iter().collect();
-        entries.sort();
-        for (value, &num) in entries {
-            p.update(value, num);
+    out
+}
+
+impl PodTopologySpread {
+    /// Counts the matching pods per domain over the nodes that have every topology key and
+    /// pass each constraint's inclusion policies (upstream `calPreFilterState`), reusing the
+    /// counts of unchanged nodes from earlier cycles.
+    pub(crate) fn pre_filter_state(
+        &self,
+        pod: &PodInfo,
+        constraints: Vec<Constraint>,
+        snapshot: &Snapshot,
+    ) -> PreFilterState {
+        let required = Arc::new(RequiredNodeAffinity::from_pod(pod.spec()));
+        let key = FilterMemoKey {
+            namespace: pod.namespace.clone(),
+            tolerations: if constraints.iter().any(|c| c.honor_node_taints) {
+                pod.tolerations().to_vec()
+            } else {
+                Vec::new()
+            },
+            constraints,
+            required: RequiredNodeAffinity::clone(&required),
+        };
+        let mut memo = self.filter_memo.lock().expect("memo lock");
+        let constraints = key.constraints.clone();
+        memo.update(
+            key,
+            &snapshot.node_infos,
+            |n| node_counts(pod, &constraints, &required, n),
+            |agg, c, sign| agg.apply(c, sign),
+        );
+        let counts: Vec<Arc<FxHashMap<String, i32>>> = (0..constraints.len())
+            .map(|i| {
+                memo.agg
+                    .0
+                    .get(i)
+                    .map(|(_, m)| m.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        drop(memo);
+        let critical_paths = counts.iter().map(|m| CriticalPaths::of(m)).collect();
+        let self_match = constraints
+            .iter()
+            .map(|c| i32::from(c.selector.matches(pod.labels())))
+            .collect();
+        PreFilterState {
+            constraints: Arc::new(constraints),
+            critical_paths,
+            tp_value_to_match_num: counts,
+            required,
+            self_match,
         }
-        critical_paths.push(p);
-    }
-    PreFilterState {
-        constraints: Arc::new(constraints),
-        critical_paths,
-        tp_value_to_match_num: counts,
-        required,
     }
 }
 
@@ -190,7 +305,10 @@ impl PreFilterPlugin for PodTopologySpread {
         if constraints.is_empty() {
             return (None, Status::skip());
         }
-        state.write(PRE_FILTER_KEY, pre_filter_state(pod, constraints, snapshot));
+        state.write(
+            PRE_FILTER_KEY,
+            self.pre_filter_state(pod, constraints, snapshot),
+        );
         (None, Status::success())
     }
 
@@ -240,7 +358,7 @@ fn missing_state() -> Status {
 impl FilterPlugin for PodTopologySpread {
     /// For each hard constraint: the node must have the key, and
     /// `matching pods in its domain + self-match − global minimum` must not exceed maxSkew.
-    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let Some(s) = state.read::<PreFilterState>(PRE_FILTER_KEY) else {
             return missing_state();
         };
@@ -250,7 +368,7 @@ impl FilterPlugin for PodTopologySpread {
                 return Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH);
             };
             let min_match = s.min_match_num(i, c.min_domains);
-            let self_match = i32::from(c.selector.matches(pod.labels()));
+            let self_match = s.self_match[i];
             let match_num = s.tp_value_to_match_num[i]
                 .get(value.as_str())
                 .copied()

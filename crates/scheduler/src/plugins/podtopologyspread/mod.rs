@@ -9,6 +9,7 @@ mod scoring;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodSpec, TopologySpreadConstraint};
 use kubeplane_core::features::FeatureGates;
@@ -28,7 +29,8 @@ use crate::plugins::registry::{parse_args, PluginArgsError};
 pub const NAME: &str = "PodTopologySpread";
 
 /// Filter reason when placing the pod would exceed a constraint's maxSkew.
-pub const REASON_CONSTRAINTS_NOT_MATCH: &str = "node(s) didn't match pod topology spread constraints";
+pub const REASON_CONSTRAINTS_NOT_MATCH: &str =
+    "node(s) didn't match pod topology spread constraints";
 /// Filter reason when the node lacks a constraint's topology key.
 pub const REASON_NODE_LABEL_NOT_MATCH: &str =
     "node(s) didn't match pod topology spread constraints (missing required label)";
@@ -134,11 +136,33 @@ pub(crate) fn node_labels_match_constraints(
         .all(|c| labels.contains_key(&c.topology_key))
 }
 
-#[derive(Clone, Debug)]
 pub struct PodTopologySpread {
     default_constraints: Vec<TopologySpreadConstraint>,
     system_defaulted: bool,
     enable_match_label_keys: bool,
+    /// PreFilter's per-node counts, kept across cycles (see [`crate::plugins::memo`]).
+    filter_memo: Mutex<filtering::FilterMemo>,
+}
+
+impl Clone for PodTopologySpread {
+    /// The configuration; the copy starts with an empty memo.
+    fn clone(&self) -> Self {
+        PodTopologySpread {
+            default_constraints: self.default_constraints.clone(),
+            system_defaulted: self.system_defaulted,
+            enable_match_label_keys: self.enable_match_label_keys,
+            filter_memo: Mutex::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for PodTopologySpread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodTopologySpread")
+            .field("default_constraints", &self.default_constraints)
+            .field("system_defaulted", &self.system_defaulted)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PodTopologySpread {
@@ -150,7 +174,8 @@ impl PodTopologySpread {
     ) -> Result<PodTopologySpread, PluginArgsError> {
         let args: PodTopologySpreadArgs = parse_args(args)?;
         validate_args(&args)?;
-        let system = args.defaulting_type.as_deref().unwrap_or(SYSTEM_DEFAULTING) == SYSTEM_DEFAULTING;
+        let system =
+            args.defaulting_type.as_deref().unwrap_or(SYSTEM_DEFAULTING) == SYSTEM_DEFAULTING;
         Ok(PodTopologySpread {
             default_constraints: if system {
                 system_default_constraints()
@@ -159,6 +184,7 @@ impl PodTopologySpread {
             },
             system_defaulted: system,
             enable_match_label_keys: features.enabled("MatchLabelKeysInPodTopologySpread"),
+            filter_memo: Mutex::default(),
         })
     }
 
@@ -171,7 +197,10 @@ impl PodTopologySpread {
         action: &str,
     ) -> Result<Vec<Constraint>, String> {
         let mut out = Vec::new();
-        for c in constraints.iter().filter(|c| c.when_unsatisfiable == action) {
+        for c in constraints
+            .iter()
+            .filter(|c| c.when_unsatisfiable == action)
+        {
             let mut selector =
                 from_optional(c.label_selector.as_ref()).map_err(|e| e.to_string())?;
             if self.enable_match_label_keys {
@@ -209,18 +238,23 @@ impl PodTopologySpread {
         snapshot: Option<&Snapshot>,
     ) -> Result<Vec<Constraint>, String> {
         static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
-        let labels = pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS);
-        let mut constraints = self.filter_constraints(&self.default_constraints, labels, action)?;
-        if constraints.is_empty() {
-            return Ok(constraints);
+        if !self
+            .default_constraints
+            .iter()
+            .any(|c| c.when_unsatisfiable == action)
+        {
+            return Ok(Vec::new());
         }
         let Some(snapshot) = snapshot else {
             return Err("the default constraints' selector needs the ReplicaSets".into());
         };
+        // The selector first: most pods have none, and then nothing else is needed.
         let selector = default_selector(pod, snapshot);
         if selector.is_empty() {
             return Ok(Vec::new());
         }
+        let labels = pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS);
+        let mut constraints = self.filter_constraints(&self.default_constraints, labels, action)?;
         for c in &mut constraints {
             c.selector = selector.clone();
         }
@@ -425,7 +459,10 @@ fn labels_of(p: &Pod) -> &BTreeMap<String, String> {
 }
 
 fn taints_of(n: &Node) -> &[k8s_openapi::api::core::v1::Taint] {
-    n.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or(&[])
+    n.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or(&[])
 }
 
 fn node_labels_of(n: &Node) -> &BTreeMap<String, String> {
@@ -462,13 +499,18 @@ impl PodTopologySpread {
             return Ok(QueueingHint::QueueSkip);
         }
         let constraints = self.constraints(pod, DO_NOT_SCHEDULE, None)?;
-        let any_selects =
-            |labels: &BTreeMap<String, String>| constraints.iter().any(|c| c.selector.matches(labels));
+        let any_selects = |labels: &BTreeMap<String, String>| {
+            constraints.iter().any(|c| c.selector.matches(labels))
+        };
         match (old, new) {
             (Some(old), Some(new)) => {
                 // Semantic equality: an absent list equals an empty one.
-                let tolerations =
-                    |p: &Pod| p.spec.as_ref().and_then(|s| s.tolerations.as_deref()).unwrap_or(&[]);
+                fn tolerations(p: &Pod) -> &[k8s_openapi::api::core::v1::Toleration] {
+                    p.spec
+                        .as_ref()
+                        .and_then(|s| s.tolerations.as_deref())
+                        .unwrap_or(&[])
+                }
                 if uid_of(new) == uid_of(pod)
                     && tolerations(new) != tolerations(old)
                     && constraints.iter().any(|c| c.honor_node_taints)
@@ -478,9 +520,9 @@ impl PodTopologySpread {
                 if labels_of(old) == labels_of(new) {
                     return Ok(QueueingHint::QueueSkip);
                 }
-                let changed = constraints
-                    .iter()
-                    .any(|c| c.selector.matches(labels_of(old)) != c.selector.matches(labels_of(new)));
+                let changed = constraints.iter().any(|c| {
+                    c.selector.matches(labels_of(old)) != c.selector.matches(labels_of(new))
+                });
                 Ok(if changed {
                     QueueingHint::Queue
                 } else {
@@ -522,13 +564,11 @@ impl PodTopologySpread {
         let hint = match (old, new) {
             (Some(o), Some(n)) => {
                 let (om, nm) = (matching(o), matching(n));
-                if om != nm {
-                    QueueingHint::Queue
-                } else if nm
-                    && (constraints.iter().any(|c| {
-                        node_labels_of(o).get(&c.topology_key) != node_labels_of(n).get(&c.topology_key)
-                    }) || taints_of(o) != taints_of(n))
-                {
+                let key_changed = constraints.iter().any(|c| {
+                    node_labels_of(o).get(&c.topology_key) != node_labels_of(n).get(&c.topology_key)
+                });
+                // Starts or stops matching, or still matches with other values or taints.
+                if om != nm || (nm && (key_changed || taints_of(o) != taints_of(n))) {
                     QueueingHint::Queue
                 } else {
                     QueueingHint::QueueSkip

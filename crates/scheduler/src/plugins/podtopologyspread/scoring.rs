@@ -1,8 +1,6 @@
 //! PodTopologySpread PreScore, Score and NormalizeScore (upstream
 //! `podtopologyspread/scoring.go`).
 
-use std::collections::BTreeSet;
-
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
 
 use crate::cache::Snapshot;
@@ -22,8 +20,11 @@ pub(crate) const PRE_SCORE_KEY: &str = "PreScorePodTopologySpread";
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PreScoreState {
     pub constraints: Vec<Constraint>,
-    /// Filtered nodes that lack some topology key: they score 0.
-    pub ignored_nodes: BTreeSet<String>,
+    /// Whether nodes must have every topology key (else they are ignored: score 0).
+    pub require_all: bool,
+    /// Per filtered node, in the order PreScore saw them (the order of Score and
+    /// NormalizeScore): whether it is ignored.
+    pub ignored: Vec<bool>,
     /// Per constraint (hostname constraints excluded): topology value → matching pods.
     pub topology_value_to_pod_counts: Vec<FxHashMap<String, i64>>,
     /// Per constraint: `ln(number of domains among the filtered nodes + 2)`.
@@ -75,13 +76,18 @@ impl PreScorePlugin for PodTopologySpread {
         let require_all = has_own || !self.system_defaulted;
         let mut s = PreScoreState {
             topology_value_to_pod_counts: vec![FxHashMap::default(); constraints.len()],
+            require_all,
+            ignored: Vec::with_capacity(nodes.len()),
             ..Default::default()
         };
         let mut topo_size = vec![0usize; constraints.len()];
+        let mut n_ignored = 0;
         for node in nodes {
             let labels = node.labels();
-            if require_all && !node_labels_match_constraints(labels, &constraints) {
-                s.ignored_nodes.insert(node.name.clone());
+            let ignored = require_all && !node_labels_match_constraints(labels, &constraints);
+            s.ignored.push(ignored);
+            if ignored {
+                n_ignored += 1;
                 continue;
             }
             for (i, c) in constraints.iter().enumerate() {
@@ -100,7 +106,7 @@ impl PreScorePlugin for PodTopologySpread {
             .enumerate()
             .map(|(i, c)| {
                 let size = if c.topology_key == LABEL_HOSTNAME {
-                    nodes.len() - s.ignored_nodes.len()
+                    nodes.len() - n_ignored
                 } else {
                     topo_size[i]
                 };
@@ -109,7 +115,9 @@ impl PreScorePlugin for PodTopologySpread {
             .collect();
         let required = RequiredNodeAffinity::from_pod(pod.spec());
         for node in &snapshot.node_infos {
-            let Some(n) = node.node.as_ref() else { continue };
+            let Some(n) = node.node.as_ref() else {
+                continue;
+            };
             let labels = node.labels();
             if require_all && !node_labels_match_constraints(labels, &constraints) {
                 continue;
@@ -140,10 +148,10 @@ impl ScorePlugin for PodTopologySpread {
                 "error reading {PRE_SCORE_KEY:?} from cycleState"
             )));
         };
-        if s.ignored_nodes.contains(&node.name) {
+        let labels = node.labels();
+        if s.require_all && !node_labels_match_constraints(labels, &s.constraints) {
             return Ok(0);
         }
-        let labels = node.labels();
         let mut score = 0.0;
         for (i, c) in s.constraints.iter().enumerate() {
             let Some(value) = labels.get(&c.topology_key) else {
@@ -168,12 +176,7 @@ impl ScorePlugin for PodTopologySpread {
         let Some(s) = state.read::<PreScoreState>(PRE_SCORE_KEY) else {
             return Status::error(format!("error reading {PRE_SCORE_KEY:?} from cycleState"));
         };
-        // The scores come in node order; ignored nodes scored 0 in Score, but upstream keys
-        // them by name, so they are marked through the ignored set.
-        let ignored: Vec<bool> = match state.read::<ScoredNodes>(SCORED_NODES_KEY) {
-            Some(names) => names.0.iter().map(|n| s.ignored_nodes.contains(n)).collect(),
-            None => vec![false; scores.len()],
-        };
+        let ignored = &s.ignored;
         let mut min = i64::MAX;
         let mut max = 0;
         for (i, &score) in scores.iter().enumerate() {
@@ -197,10 +200,3 @@ impl ScorePlugin for PodTopologySpread {
         Status::success()
     }
 }
-
-/// The names of the nodes being scored, in score order (written by PreScore so that
-/// NormalizeScore can tell ignored nodes apart).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ScoredNodes(pub Vec<String>);
-
-pub(crate) const SCORED_NODES_KEY: &str = "PreScorePodTopologySpreadNodes";

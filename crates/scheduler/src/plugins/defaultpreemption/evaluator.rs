@@ -1,0 +1,535 @@
+//! The preemption evaluator (upstream `framework/preemption/preemption.go` and the
+//! DefaultPreemption methods it calls): eligibility, candidates by dry run, victim selection
+//! with PodDisruptionBudgets, the choice of one node, and the evictions.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kubeplane_core::labels::{from_optional, Selector};
+use kubeplane_store::{Client, Kind, Object};
+
+use crate::framework::{
+    Code, CycleState, NodeInfo, NominatingMode, PodInfo, PostFilterInput, PostFilterResult,
+    PreemptionCandidateTrace, PreemptionTrace, Status,
+};
+use crate::schedule_one::{Diagnosis, FitError};
+
+use super::{
+    clear_nominated_node_name, pod_terminating_by_preemption, preempt_pod, DefaultPreemption,
+    PendingPreemption, REASON_NOT_ELIGIBLE_NEVER, REASON_NOT_ELIGIBLE_TERMINATING,
+    REASON_NOT_HELPFUL, REASON_NO_VICTIMS,
+};
+
+/// A node where the preemptor would fit after evicting `victims`.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub node: String,
+    /// Most important first.
+    pub victims: Vec<Arc<PodInfo>>,
+    pub num_pdb_violations: i64,
+}
+
+/// A PodDisruptionBudget as preemption reads it.
+#[derive(Clone, Debug)]
+pub struct PdbInfo {
+    pub namespace: String,
+    /// `None` when the selector does not parse (it then matches no pod).
+    pub selector: Option<Selector>,
+    pub disruptions_allowed: i32,
+    /// `status.disruptedPods`: pods already counted as disrupted.
+    pub disrupted_pods: BTreeSet<String>,
+}
+
+impl PdbInfo {
+    pub fn from_pdb(pdb: &PodDisruptionBudget) -> PdbInfo {
+        let status = pdb.status.as_ref();
+        PdbInfo {
+            namespace: pdb
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+            selector: from_optional(pdb.spec.as_ref().and_then(|s| s.selector.as_ref())).ok(),
+            disruptions_allowed: status.map_or(0, |s| s.disruptions_allowed),
+            disrupted_pods: status
+                .and_then(|s| s.disrupted_pods.as_ref())
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// How many candidates to find among `n` potential nodes: `n × percentage / 100`, at least
+/// `absolute`, at most `n` (upstream `calculateNumCandidates`).
+pub fn calculate_num_candidates(n: i32, percentage: i32, absolute: i32) -> i32 {
+    let mut c = n * percentage / 100;
+    if c < absolute {
+        c = absolute;
+    }
+    if c > n {
+        c = n;
+    }
+    c
+}
+
+/// The pod's start time (`status.startTime`), or `now` for a pod that has not started.
+fn start_time(pod: &PodInfo, now: jiff::Timestamp) -> jiff::Timestamp {
+    pod.pod
+        .status
+        .as_ref()
+        .and_then(|s| s.start_time.as_ref())
+        .map_or(now, |t| t.0)
+}
+
+/// Whether `a` is more important than `b`: higher priority, or equal priority and started
+/// earlier (upstream `MoreImportantPod`).
+pub fn more_important_pod(a: &PodInfo, b: &PodInfo, now: jiff::Timestamp) -> bool {
+    if a.priority != b.priority {
+        return a.priority > b.priority;
+    }
+    start_time(a, now) < start_time(b, now)
+}
+
+/// Sorts by decreasing importance; equal pods keep their order.
+fn sort_by_importance(pods: &mut [Arc<PodInfo>], now: jiff::Timestamp) {
+    pods.sort_by(|a, b| {
+        if more_important_pod(a, b, now) {
+            Ordering::Less
+        } else if more_important_pod(b, a, now) {
+            Ordering::Greater
+        } else {
+            Ordering::Equal
+        }
+    });
+}
+
+/// Splits pods (in order) into those whose eviction would exceed a PodDisruptionBudget
+/// (counting the earlier pods' evictions) and the others (upstream
+/// `filterPodsWithPDBViolation`). A budget with an empty selector matches nothing.
+pub fn filter_pods_with_pdb_violation(
+    pods: &[Arc<PodInfo>],
+    pdbs: &[PdbInfo],
+) -> (Vec<Arc<PodInfo>>, Vec<Arc<PodInfo>>) {
+    let mut allowed: Vec<i32> = pdbs.iter().map(|p| p.disruptions_allowed).collect();
+    let mut violating = Vec::new();
+    let mut non_violating = Vec::new();
+    for pod in pods {
+        let mut violated = false;
+        if !pod.labels().is_empty() {
+            for (i, pdb) in pdbs.iter().enumerate() {
+                if pdb.namespace != pod.namespace {
+                    continue;
+                }
+                let Some(sel) = &pdb.selector else { continue };
+                if sel.is_empty() || !sel.matches(pod.labels()) {
+                    continue;
+                }
+                if pdb.disrupted_pods.contains(&pod.name) {
+                    continue;
+                }
+                allowed[i] -= 1;
+                if allowed[i] < 0 {
+                    violated = true;
+                }
+            }
+        }
+        if violated {
+            violating.push(pod.clone());
+        } else {
+            non_violating.push(pod.clone());
+        }
+    }
+    (violating, non_violating)
+}
+
+/// The earliest start time among the victims with the highest priority.
+fn earliest_start_time_of_highest(victims: &[Arc<PodInfo>], now: jiff::Timestamp) -> i128 {
+    let Some(first) = victims.first() else {
+        return i128::MIN;
+    };
+    let mut earliest = start_time(first, now);
+    let mut max_priority = first.priority;
+    for p in victims {
+        if p.priority == max_priority {
+            let t = start_time(p, now);
+            if t < earliest {
+                earliest = t;
+            }
+        } else if p.priority > max_priority {
+            max_priority = p.priority;
+            earliest = start_time(p, now);
+        }
+    }
+    earliest.as_nanosecond()
+}
+
+/// Picks one candidate (upstream `pickOneNodeForPreemption`): fewest PDB violations, then the
+/// lowest highest-priority victim, the smallest sum of priorities (each offset by 2³¹), the
+/// fewest victims, the latest earliest start time of the highest-priority victims; then the
+/// first remaining. Returns the index of the chosen candidate.
+pub fn pick_one_node_for_preemption(
+    candidates: &[Candidate],
+    now: jiff::Timestamp,
+) -> Option<usize> {
+    if candidates.is_empty() {
+        return None;
+    }
+    type ScoreFn<'a> = Box<dyn Fn(&Candidate) -> i128 + 'a>;
+    let funcs: Vec<ScoreFn> = vec![
+        Box::new(|c| -(c.num_pdb_violations as i128)),
+        Box::new(|c| -(c.victims.first().map_or(0, |p| p.priority) as i128)),
+        Box::new(|c| {
+            -c.victims
+                .iter()
+                .map(|p| p.priority as i128 + (i32::MAX as i128 + 1))
+                .sum::<i128>()
+        }),
+        Box::new(|c| -(c.victims.len() as i128)),
+        Box::new(move |c| earliest_start_time_of_highest(&c.victims, now)),
+    ];
+    let mut remaining: Vec<usize> = (0..candidates.len()).collect();
+    for f in &funcs {
+        let mut best = i128::MIN;
+        let mut selected = Vec::new();
+        for &i in &remaining {
+            let score = f(&candidates[i]);
+            if score > best {
+                best = score;
+                selected.clear();
+            }
+            if score == best {
+                selected.push(i);
+            }
+        }
+        if selected.len() == 1 {
+            return Some(selected[0]);
+        }
+        remaining = selected;
+    }
+    remaining.first().copied()
+}
+
+/// What a dry run on one node found.
+enum DryRun {
+    Candidate(Candidate),
+    Failed(Status),
+}
+
+impl DefaultPreemption {
+    /// Upstream `Evaluator.Preempt`, before the "preemption: " prefix.
+    pub(super) fn preempt(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        input: &PostFilterInput<'_>,
+        client: &mut dyn Client,
+    ) -> (Option<PostFilterResult>, Status) {
+        // 0) The latest version of the preemptor.
+        let Some(latest) = client.store().get_pod(&pod.namespace, &pod.name).cloned() else {
+            return (
+                None,
+                Status::error(format!("pods {:?} not found", pod.name)),
+            );
+        };
+        let preemptor = Arc::new(PodInfo::new(latest));
+        let now = client.store().timestamp(input.now).0;
+
+        // 1) Eligibility.
+        if let Some(msg) = self.not_eligible_reason(&preemptor, input) {
+            return (None, Status::unschedulable(msg));
+        }
+
+        // 2) Candidates.
+        let snapshot = input.snapshot;
+        let all = snapshot.num_nodes();
+        if all == 0 {
+            return (None, Status::error("no nodes available"));
+        }
+        let unschedulable = |name: &str| {
+            let s = input.statuses.get(name).unwrap_or(input.absent_status);
+            s.code == Code::Unschedulable
+        };
+        let potential: Vec<&Arc<NodeInfo>> = snapshot
+            .node_infos
+            .iter()
+            .filter(|n| unschedulable(&n.name))
+            .collect();
+        let mut node_statuses: BTreeMap<String, Status> = BTreeMap::new();
+        let mut candidates = Vec::new();
+        let mut errors = Vec::new();
+        if !potential.is_empty() {
+            let pdbs: Vec<PdbInfo> = client
+                .store()
+                .list(Kind::PodDisruptionBudget)
+                .filter_map(|o| match o {
+                    Object::PodDisruptionBudget(p) => Some(PdbInfo::from_pdb(p)),
+                    _ => None,
+                })
+                .collect();
+            let n = potential.len() as i32;
+            let offset = (input.random % potential.len() as u64) as usize;
+            let num_candidates = self.num_candidates(n) as usize;
+            let mut non_violating: Vec<Candidate> = Vec::new();
+            let mut violating: Vec<Candidate> = Vec::new();
+            for i in 0..potential.len() {
+                let node = potential[(offset + i) % potential.len()];
+                match self.dry_run(state, &preemptor, node, &pdbs, input, now) {
+                    DryRun::Candidate(c) => {
+                        let list = if c.num_pdb_violations == 0 {
+                            &mut non_violating
+                        } else {
+                            &mut violating
+                        };
+                        if list.len() < num_candidates {
+                            list.push(c);
+                        }
+                        if !non_violating.is_empty()
+                            && non_violating.len() + violating.len() >= num_candidates
+                        {
+                            break;
+                        }
+                    }
+                    DryRun::Failed(s) => {
+                        if s.code == Code::Error {
+                            errors.push(s.message());
+                        }
+                        node_statuses.insert(node.name.clone(), s);
+                    }
+                }
+            }
+            candidates = non_violating;
+            candidates.extend(violating);
+        }
+        if let Some(trace) = input.preemption_trace {
+            *trace.borrow_mut() = Some(PreemptionTrace {
+                candidates: candidates
+                    .iter()
+                    .map(|c| PreemptionCandidateTrace {
+                        node: c.node.clone(),
+                        victims: c.victims.iter().map(|v| v.key()).collect(),
+                        pdb_violations: c.num_pdb_violations,
+                    })
+                    .collect(),
+                chosen: None,
+            });
+        }
+        if !errors.is_empty() && candidates.is_empty() {
+            let msg = if errors.len() == 1 {
+                errors.remove(0)
+            } else {
+                format!("[{}]", errors.join(", "))
+            };
+            return (None, Status::error(msg));
+        }
+        if candidates.is_empty() {
+            let fit = FitError {
+                num_all_nodes: all,
+                diagnosis: Diagnosis {
+                    node_to_status: node_statuses,
+                    absent_status: Some(Status::unresolvable(REASON_NOT_HELPFUL)),
+                    ..Default::default()
+                },
+            };
+            // Clears the pod's nomination, if it has one.
+            return (
+                Some(PostFilterResult {
+                    nominating: NominatingMode::Override(String::new()),
+                }),
+                Status::unschedulable(fit.message()),
+            );
+        }
+
+        // 4) The best candidate.
+        let best = if candidates.len() == 1 {
+            0
+        } else {
+            pick_one_node_for_preemption(&candidates, now).unwrap_or(0)
+        };
+        let chosen = candidates.swap_remove(best);
+        if let Some(trace) = input.preemption_trace {
+            if let Some(t) = trace.borrow_mut().as_mut() {
+                t.chosen = Some(chosen.node.clone());
+            }
+        }
+
+        // 5) Evict the victims and clear lower-priority nominations to the node.
+        let lower_nominated: Vec<Arc<PodInfo>> = (input.nominated_pods)(&chosen.node)
+            .into_iter()
+            .filter(|p| p.priority < preemptor.priority)
+            .collect();
+        let victims: Vec<Arc<PodInfo>> = chosen
+            .victims
+            .iter()
+            .filter(|v| !v.is_terminating())
+            .cloned()
+            .collect();
+        if self.async_preemption {
+            if !victims.is_empty() {
+                self.preempting
+                    .lock()
+                    .expect("preempting lock")
+                    .insert(preemptor.uid.clone());
+                self.pending
+                    .lock()
+                    .expect("pending lock")
+                    .push(PendingPreemption {
+                        preemptor: preemptor.clone(),
+                        node: chosen.node.clone(),
+                        victims,
+                        lower_nominated,
+                    });
+            }
+        } else {
+            for v in &victims {
+                if let Err(e) = preempt_pod(input.now, client, &preemptor, v, &chosen.node) {
+                    return (None, Status::error(e.to_string()));
+                }
+            }
+            // Not critical: a failure is ignored, as upstream.
+            for np in &lower_nominated {
+                let _ = clear_nominated_node_name(client, np);
+            }
+        }
+        (
+            Some(PostFilterResult {
+                nominating: NominatingMode::Override(chosen.node),
+            }),
+            Status::success(),
+        )
+    }
+
+    /// Why the pod may not preempt (upstream `PodEligibleToPreemptOthers`), or `None`.
+    fn not_eligible_reason(
+        &self,
+        pod: &PodInfo,
+        input: &PostFilterInput<'_>,
+    ) -> Option<&'static str> {
+        if pod.spec().preemption_policy.as_deref() == Some("Never") {
+            return Some(REASON_NOT_ELIGIBLE_NEVER);
+        }
+        let nominated = pod.nominated_node_name()?;
+        let status = input.statuses.get(nominated).unwrap_or(input.absent_status);
+        // Filters say the nominated node cannot work anyway: preempt again.
+        if status.code == Code::UnschedulableAndUnresolvable {
+            return None;
+        }
+        let node = input.snapshot.get(nominated)?;
+        let terminating = node
+            .pods
+            .iter()
+            .any(|p| p.priority < pod.priority && pod_terminating_by_preemption(&p.pod));
+        terminating.then_some(REASON_NOT_ELIGIBLE_TERMINATING)
+    }
+
+    /// Dry-runs preemption on a copy of the node and the cycle state.
+    fn dry_run(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        pdbs: &[PdbInfo],
+        input: &PostFilterInput<'_>,
+        now: jiff::Timestamp,
+    ) -> DryRun {
+        let mut node = node.clone();
+        let mut state = state.clone();
+        match select_victims_on_node(&mut state, pod, &mut node, pdbs, input, now) {
+            Ok((victims, violations)) if !victims.is_empty() => DryRun::Candidate(Candidate {
+                node: node.name.clone(),
+                victims,
+                num_pdb_violations: violations,
+            }),
+            Ok(_) => DryRun::Failed(Status::error(format!(
+                "expected at least one victim pod on node {:?}",
+                node.name
+            ))),
+            Err(s) => DryRun::Failed(s),
+        }
+    }
+}
+
+/// The fewest lower-priority pods to evict from `node` for `pod` to fit (upstream
+/// `SelectVictimsOnNode`): remove every lower-priority pod; if the pod fits then, add them
+/// back one by one, most important first (those whose eviction would violate a
+/// PodDisruptionBudget before the others), keeping out only those without which it does not
+/// fit. Returns the victims (most important first) and how many violate a budget.
+fn select_victims_on_node(
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &mut NodeInfo,
+    pdbs: &[PdbInfo],
+    input: &PostFilterInput<'_>,
+    now: jiff::Timestamp,
+) -> Result<(Vec<Arc<PodInfo>>, i64), Status> {
+    let fwk = input.framework;
+    let mut potential: Vec<Arc<PodInfo>> = node
+        .pods
+        .iter()
+        .filter(|p| p.priority < pod.priority)
+        .cloned()
+        .collect();
+    for p in &potential {
+        remove_pod(fwk, state, pod, p, node)?;
+    }
+    if potential.is_empty() {
+        return Err(Status::unresolvable(REASON_NO_VICTIMS));
+    }
+    let nominated = (input.nominated_pods)(&node.name);
+    let s = fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &nominated);
+    if !s.is_success() {
+        return Err(s);
+    }
+    sort_by_importance(&mut potential, now);
+    let (violating, non_violating) = filter_pods_with_pdb_violation(&potential, pdbs);
+    let mut victims: Vec<Arc<PodInfo>> = Vec::new();
+    let mut num_violating = 0;
+    let reprieve = |p: &Arc<PodInfo>,
+                    state: &mut CycleState,
+                    node: &mut NodeInfo,
+                    victims: &mut Vec<Arc<PodInfo>>|
+     -> Result<bool, Status> {
+        node.add_pod(p.clone());
+        let s = fwk.run_pre_filter_extension_add_pod(state, pod, p, node);
+        if !s.is_success() {
+            return Err(s);
+        }
+        let fits = fwk
+            .run_filter_plugins_with_nominated_pods(state, pod, node, &nominated)
+            .is_success();
+        if !fits {
+            remove_pod(fwk, state, pod, p, node)?;
+            victims.push(p.clone());
+        }
+        Ok(fits)
+    };
+    for p in &violating {
+        if !reprieve(p, state, node, &mut victims)? {
+            num_violating += 1;
+        }
+    }
+    for p in &non_violating {
+        reprieve(p, state, node, &mut victims)?;
+    }
+    if !violating.is_empty() && !non_violating.is_empty() {
+        sort_by_importance(&mut victims, now);
+    }
+    Ok((victims, num_violating))
+}
+
+fn remove_pod(
+    fwk: &crate::framework::Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    victim: &PodInfo,
+    node: &mut NodeInfo,
+) -> Result<(), Status> {
+    node.remove_pod(&victim.uid);
+    let s = fwk.run_pre_filter_extension_remove_pod(state, pod, victim, node);
+    if s.is_success() {
+        Ok(())
+    } else {
+        Err(s)
+    }
+}
