@@ -200,3 +200,22 @@ fn the_number_of_threads_does_not_change_where_pods_land() {
     assert_eq!(one.matches("\"Scheduled\"").count(), 400);
     assert_eq!(one, run_in(4));
 }
+
+#[test]
+fn every_regression_scenario_holds_its_expectations() {
+    // tests/scenarios/*.yaml: upstream regressions and timelines as whole-simulator runs.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let (out, failed, passed) = run(&[(name.clone(), text)], &RunOptions::default());
+            assert_eq!(failed, 0, "{name}:\n{out}");
+            assert!(passed > 0, "{name} checks something");
+            n += 1;
+        }
+    }
+    assert!(n >= 3);
+}
