@@ -353,10 +353,19 @@ impl Simulation {
         &mut self,
         progress: &mut dyn FnMut(SimTime, Option<SimTime>),
     ) -> Result<(), SimError> {
+        self.run_observed(&mut |_, now, end| progress(now, end))
+    }
+
+    /// Like [`Simulation::run`], calling `observe` with the settled state after every instant
+    /// (invariant checks in tests).
+    pub fn run_observed(
+        &mut self,
+        observe: &mut dyn FnMut(&Store, SimTime, Option<SimTime>),
+    ) -> Result<(), SimError> {
         loop {
             self.rounds = 0;
             self.apply_due_steps()?;
-            progress(self.now, self.end);
+            observe(&self.store, self.now, self.end);
             if self.end.is_none() && !self.has_pending_work() {
                 return Ok(());
             }
@@ -368,6 +377,7 @@ impl Simulation {
                         self.now = limit;
                         self.rounds = 0;
                         self.apply_due_steps()?;
+                        observe(&self.store, self.now, self.end);
                     }
                     return Ok(());
                 }

@@ -219,3 +219,106 @@ fn every_regression_scenario_holds_its_expectations() {
     }
     assert!(n >= 3);
 }
+
+/// A 10-replica Deployment rolled to a new template with the default 25% maxSurge (3) and
+/// maxUnavailable (2).
+const ROLLOUT: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}, conditions: [{type: Ready, status: "True"}]}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2}, status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}, conditions: [{type: Ready, status: "True"}]}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 10
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: app, image: "nginx:1.26", resources: {requests: {cpu: 100m}}}]
+---
+apiVersion: kubeplane.io/v1alpha1
+kind: Scenario
+metadata: {name: rollout-bounds}
+spec:
+  duration: 5m
+  podStartupLatency: 3s
+  steps:
+  - at: 30s
+    apply:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: web}
+      spec:
+        replicas: 10
+        selector: {matchLabels: {app: web}}
+        template:
+          metadata: {labels: {app: web}}
+          spec:
+            containers: [{name: app, image: "nginx:1.27", resources: {requests: {cpu: 100m}}}]
+  - at: 5m
+    expect:
+    - pods: {selector: app=web, phase: Running}
+      count: 10
+"#;
+
+#[test]
+fn a_rolling_update_keeps_the_surge_and_unavailability_bounds_at_every_instant() {
+    let input = parse_files(&[("rollout.yaml".into(), ROLLOUT.into())]).unwrap();
+    let mut sim = Simulation::new(input, &RunOptions::default()).unwrap();
+    let (max_surge, max_unavailable) = (3, 2);
+    let mut rolled = false;
+    let mut max_total = 0;
+    let mut min_available = usize::MAX;
+    sim.run_observed(&mut |store, now, _| {
+        let pods: Vec<_> = store
+            .pods()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect();
+        let available = pods
+            .iter()
+            .filter(|p| {
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .count();
+        if now >= kubeplane_core::SimTime::from_secs(30) {
+            rolled = true;
+            max_total = max_total.max(pods.len());
+            min_available = min_available.min(available);
+            assert!(
+                pods.len() <= 10 + max_surge,
+                "at {now}: {} pods",
+                pods.len()
+            );
+            assert!(
+                available >= 10 - max_unavailable,
+                "at {now}: {available} available"
+            );
+        }
+    })
+    .unwrap();
+    assert!(rolled);
+    assert_eq!(sim.n_failed, 0);
+    // The rollout used its room: it surged and went below full availability.
+    assert_eq!(max_total, 10 + max_surge);
+    assert_eq!(min_available, 10 - max_unavailable);
+    let images: std::collections::BTreeSet<String> = sim
+        .store
+        .pods()
+        .flat_map(|p| {
+            p.spec
+                .as_ref()
+                .unwrap()
+                .containers
+                .iter()
+                .map(|c| c.image.clone().unwrap())
+        })
+        .collect();
+    assert_eq!(images, ["nginx:1.27".to_string()].into());
+}
