@@ -245,7 +245,7 @@ impl Scheduler {
                     }
                 }
                 self.emit_attempt(now, client, &fwk, &qpi, &err, None, trace.take());
-                self.handle_scheduling_failure(now, client, &fwk, qpi, err, nominating);
+                self.handle_scheduling_failure(now, client, qpi, err, nominating);
                 // What upstream's PostFilter goroutines do after the cycle (async preemption).
                 let activate = fwk.run_post_filter_async_work(now, client);
                 if !activate.is_empty() {
@@ -270,7 +270,6 @@ impl Scheduler {
             self.handle_scheduling_failure(
                 now,
                 client,
-                &fwk,
                 qpi,
                 err,
                 NominatingMode::Override(String::new()),
@@ -292,7 +291,6 @@ impl Scheduler {
             self.handle_scheduling_failure(
                 now,
                 client,
-                &fwk,
                 qpi,
                 err,
                 NominatingMode::Override(String::new()),
@@ -344,7 +342,6 @@ impl Scheduler {
         self.handle_scheduling_failure(
             now,
             client,
-            &fwk,
             qpi,
             ScheduleError::Internal(status),
             NominatingMode::Override(String::new()),
@@ -590,18 +587,15 @@ impl Scheduler {
         &mut self,
         now: SimTime,
         client: &mut dyn Client,
-        fwk: &Framework,
         mut qpi: QueuedPodInfo,
         err: ScheduleError,
         nominating: NominatingMode,
     ) {
-        let (reason, unresolvable) = match &err {
-            ScheduleError::Fit(_) => ("Unschedulable", false),
-            ScheduleError::NoNodes => ("Unschedulable", true),
-            ScheduleError::Internal(s) if s.is_rejected() => ("Unschedulable", false),
-            ScheduleError::Internal(_) => ("SchedulerError", false),
+        let reason = match &err {
+            ScheduleError::Fit(_) | ScheduleError::NoNodes => "Unschedulable",
+            ScheduleError::Internal(s) if s.is_rejected() => "Unschedulable",
+            ScheduleError::Internal(_) => "SchedulerError",
         };
-        let _ = unresolvable;
         if reason == "Unschedulable" {
             self.metrics.unschedulable += 1;
         } else {
@@ -652,7 +646,6 @@ impl Scheduler {
             "FailedScheduling",
             truncate_message(&message),
         ));
-        let _ = fwk;
         self.patch_scheduled_condition(now, client, &current, reason, &message, &nominating);
     }
 

@@ -189,8 +189,7 @@ impl Scheduler {
                     );
                 } else {
                     self.queue.delete(&info);
-                    if let Some(nnn) = info.nominated_node_name() {
-                        let _ = nnn;
+                    if info.nominated_node_name().is_some() {
                         let prio = info.priority;
                         let check = move |p: &PodInfo| p.priority <= prio;
                         self.queue.move_all_to_active_or_backoff_queue(
