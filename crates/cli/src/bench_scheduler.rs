@@ -165,6 +165,10 @@ pub fn workloads(s: usize) -> Vec<Workload> {
             Box::new(move || preemption_basic(1000 / s, 4000 / s, 1000 / s)),
         ),
         (
+            "preemption-basic-5000",
+            Box::new(move || preemption_basic(5000 / s, 20000 / s, 1000 / s)),
+        ),
+        (
             "preemption-async",
             Box::new(move || preemption_async(5000 / s, 20000 / s, 5000 / s)),
         ),
