@@ -34,7 +34,7 @@ pub const GATES_V1_34: &[GateSpec] = &[
     ),
     gate("DynamicResourceAllocation", true, false, "GA"),
     gate("InPlacePodVerticalScaling", true, false, "Beta"),
-    gate("MatchLabelKeysInPodAffinity", true, false, "Beta"),
+    gate("MatchLabelKeysInPodAffinity", true, true, "GA"),
     gate("MatchLabelKeysInPodTopologySpread", true, false, "Beta"),
     gate("MinDomainsInPodTopologySpread", true, true, "GA"),
     gate("NodeInclusionPolicyInPodTopologySpread", true, true, "GA"),

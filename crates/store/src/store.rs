@@ -297,7 +297,11 @@ impl Store {
         if meta.creation_timestamp.is_none() {
             meta.creation_timestamp = Some(ts);
         }
-        if matches!(kind, Kind::Deployment | Kind::ReplicaSet) && meta.generation.is_none() {
+        if matches!(
+            kind,
+            Kind::Deployment | Kind::ReplicaSet | Kind::PodDisruptionBudget
+        ) && meta.generation.is_none()
+        {
             meta.generation = Some(1);
         }
         if kind == Kind::Namespace {
@@ -313,8 +317,8 @@ impl Store {
     }
 
     /// Replaces an object. A non-empty resourceVersion on `obj` must equal the stored one.
-    /// uid and creationTimestamp are kept; a spec change of a Deployment or ReplicaSet bumps
-    /// metadata.generation.
+    /// uid and creationTimestamp are kept; a spec change of a Deployment, ReplicaSet or
+    /// PodDisruptionBudget bumps metadata.generation.
     pub fn update(&mut self, mut obj: Object, _now: SimTime) -> Result<Object, StoreError> {
         let kind = obj.kind();
         let rv = self.resource_version + 1;
@@ -345,6 +349,7 @@ impl Store {
         let generation_bump = match (&obj, old) {
             (Object::Deployment(n), Object::Deployment(o)) => n.spec != o.spec,
             (Object::ReplicaSet(n), Object::ReplicaSet(o)) => n.spec != o.spec,
+            (Object::PodDisruptionBudget(n), Object::PodDisruptionBudget(o)) => n.spec != o.spec,
             _ => false,
         };
         let old_meta = old.meta();
@@ -593,5 +598,36 @@ mod tests {
         );
         // A second bind fails: the pod is already assigned.
         assert!(s.bind("default", "a", "", "n2", SimTime::ZERO).is_err());
+    }
+
+    #[test]
+    fn pod_disruption_budgets_get_a_generation_bumped_by_spec_changes() {
+        use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+        use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+        let mut s = store();
+        let pdb = |min: i32| {
+            Object::PodDisruptionBudget(Arc::new(PodDisruptionBudget {
+                metadata: ObjectMeta {
+                    name: Some("web".into()),
+                    namespace: Some("default".into()),
+                    ..Default::default()
+                },
+                spec: Some(PodDisruptionBudgetSpec {
+                    min_available: Some(IntOrString::Int(min)),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }))
+        };
+        let generation = |o: &Object| o.meta().generation;
+        let created = s.create(pdb(1), SimTime::ZERO).unwrap();
+        assert_eq!(generation(&created), Some(1));
+        // The same spec (a status-only write, say) keeps the generation.
+        let same = s.update(pdb(1), SimTime::ZERO).unwrap();
+        assert_eq!(generation(&same), Some(1));
+        let changed = s.update(pdb(2), SimTime::ZERO).unwrap();
+        assert_eq!(generation(&changed), Some(2));
+        let again = s.update(pdb(3), SimTime::ZERO).unwrap();
+        assert_eq!(generation(&again), Some(3));
     }
 }

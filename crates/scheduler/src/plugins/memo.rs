@@ -33,12 +33,13 @@ impl<K, C, A: Default> Default for NodeMemo<K, C, A> {
 impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
     /// Brings the aggregate up to date with `nodes` for `key`: a new key starts over from an
     /// empty aggregate; otherwise only changed nodes are recomputed. `apply(agg, c, sign)`
-    /// adds (`sign` 1) or takes away (-1) one node's contribution.
+    /// adds (`sign` 1) or takes away (-1) one node's contribution. A node's contribution is
+    /// taken away before its replacement's is added.
     pub fn update(
         &mut self,
         key: K,
         nodes: &[Arc<NodeInfo>],
-        mut compute: impl FnMut(&NodeInfo) -> C,
+        mut compute: impl FnMut(&Arc<NodeInfo>) -> C,
         mut apply: impl FnMut(&mut A, &C, i64),
     ) {
         if self.key.as_ref() != Some(&key) {

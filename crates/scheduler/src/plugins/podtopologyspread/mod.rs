@@ -142,16 +142,19 @@ pub struct PodTopologySpread {
     enable_match_label_keys: bool,
     /// PreFilter's per-node counts, kept across cycles (see [`crate::plugins::memo`]).
     filter_memo: Mutex<filtering::FilterMemo>,
+    /// PreScore's per-node entries and domain counts, kept across cycles.
+    score_memo: Mutex<scoring::ScoreMemo>,
 }
 
 impl Clone for PodTopologySpread {
-    /// The configuration; the copy starts with an empty memo.
+    /// The configuration; the copy starts with empty memos.
     fn clone(&self) -> Self {
         PodTopologySpread {
             default_constraints: self.default_constraints.clone(),
             system_defaulted: self.system_defaulted,
             enable_match_label_keys: self.enable_match_label_keys,
             filter_memo: Mutex::default(),
+            score_memo: Mutex::default(),
         }
     }
 }
@@ -185,6 +188,7 @@ impl PodTopologySpread {
             system_defaulted: system,
             enable_match_label_keys: features.enabled("MatchLabelKeysInPodTopologySpread"),
             filter_memo: Mutex::default(),
+            score_memo: Mutex::default(),
         })
     }
 

@@ -1,6 +1,9 @@
 //! PodTopologySpread PreScore, Score and NormalizeScore (upstream
 //! `podtopologyspread/scoring.go`).
 
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Toleration;
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
 
 use crate::cache::Snapshot;
@@ -8,6 +11,7 @@ use crate::framework::{
     CycleState, NodeInfo, PodInfo, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::plugins::helper::FxHashMap;
+use crate::plugins::memo::NodeMemo;
 
 use super::{
     count_pods_match_selector, node_labels_match_constraints, Constraint, PodTopologySpread,
@@ -29,6 +33,141 @@ pub(crate) struct PreScoreState {
     pub topology_value_to_pod_counts: Vec<FxHashMap<String, i64>>,
     /// Per constraint: `ln(number of domains among the filtered nodes + 2)`.
     pub topology_normalizing_weight: Vec<f64>,
+    /// The snapshot's nodes with what Score needs of them (see [`NodeEntries`]); Score
+    /// counts directly on a node that is not among them.
+    pub(crate) entries: Arc<NodeEntries>,
+}
+
+/// What PreScore and Score read of one node for one memo key.
+#[derive(Debug)]
+pub(crate) struct NodeEntry {
+    /// Whether the node has every constraint's topology key.
+    pub all_keys: bool,
+    /// Per constraint: the node's value of the topology key.
+    pub values: Vec<Option<String>>,
+    /// Per constraint: whether the node's pods count (it has a Node and passes the
+    /// constraint's inclusion policies).
+    pub counted: Vec<bool>,
+    /// Per constraint: the matching pods on the node (namespace, selector, not terminating).
+    pub counts: Vec<i64>,
+}
+
+/// The entries of the snapshot's nodes by the address of their NodeInfo, each with the `Arc`
+/// that keeps the address from being reused and how many memo slots hold it.
+pub(crate) type NodeEntries = FxHashMap<usize, (Arc<NodeInfo>, Arc<NodeEntry>, u32)>;
+
+fn node_address(node: &NodeInfo) -> usize {
+    node as *const NodeInfo as usize
+}
+
+/// The entry of `node`, unless `entries` does not know it.
+fn lookup<'a>(entries: &'a NodeEntries, node: &NodeInfo) -> Option<&'a NodeEntry> {
+    entries
+        .get(&node_address(node))
+        .filter(|(n, _, _)| std::ptr::eq(&**n, node))
+        .map(|(_, e, _)| &**e)
+}
+
+/// What the PreScore memo is valid for: everything a node's entry and contribution depend on
+/// besides the node itself.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ScoreMemoKey {
+    namespace: String,
+    constraints: Vec<Constraint>,
+    require_all: bool,
+    required: RequiredNodeAffinity,
+    /// Only when some constraint honors taints.
+    tolerations: Vec<Toleration>,
+}
+
+/// Per constraint (hostname ones stay empty): domain → matching pods over the counted nodes
+/// of the snapshot (those that have every key when required); and the nodes' entries.
+#[derive(Default)]
+pub(crate) struct ScoreAgg {
+    domain_counts: Vec<FxHashMap<String, i64>>,
+    entries: Arc<NodeEntries>,
+}
+
+impl ScoreAgg {
+    /// How many nodes have an entry.
+    #[cfg(test)]
+    pub(crate) fn entries_len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn apply(
+        &mut self,
+        constraints: &[Constraint],
+        require_all: bool,
+        c: &(Arc<NodeInfo>, Arc<NodeEntry>),
+        sign: i64,
+    ) {
+        let (node, e) = c;
+        let entries = Arc::make_mut(&mut self.entries);
+        let addr = node_address(node);
+        if sign > 0 {
+            entries
+                .entry(addr)
+                .or_insert_with(|| (node.clone(), e.clone(), 0))
+                .2 += 1;
+        } else if let Some(slot) = entries.get_mut(&addr) {
+            slot.2 -= 1;
+            if slot.2 == 0 {
+                entries.remove(&addr);
+            }
+        }
+        if require_all && !e.all_keys {
+            return;
+        }
+        if self.domain_counts.len() < constraints.len() {
+            self.domain_counts
+                .resize_with(constraints.len(), Default::default);
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            if c.topology_key == LABEL_HOSTNAME || !e.counted[i] {
+                continue;
+            }
+            let value = e.values[i].as_deref().unwrap_or("");
+            let counts = &mut self.domain_counts[i];
+            match counts.get_mut(value) {
+                Some(n) => *n += sign * e.counts[i],
+                None => {
+                    counts.insert(value.to_string(), sign * e.counts[i]);
+                }
+            }
+        }
+    }
+}
+
+pub(crate) type ScoreMemo = NodeMemo<ScoreMemoKey, (Arc<NodeInfo>, Arc<NodeEntry>), ScoreAgg>;
+
+/// One node's entry.
+fn node_entry(
+    pod: &PodInfo,
+    constraints: &[Constraint],
+    required: &RequiredNodeAffinity,
+    node: &NodeInfo,
+) -> NodeEntry {
+    let labels = node.labels();
+    NodeEntry {
+        all_keys: node_labels_match_constraints(labels, constraints),
+        values: constraints
+            .iter()
+            .map(|c| labels.get(&c.topology_key).cloned())
+            .collect(),
+        counted: constraints
+            .iter()
+            .map(|c| {
+                node.node
+                    .as_ref()
+                    .is_some_and(|n| c.matches_node_inclusion_policies(pod.spec(), n, required))
+            })
+            .collect(),
+        counts: constraints
+            .iter()
+            .map(|c| count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64)
+            .collect(),
+    }
 }
 
 /// The weight of a topology with `size` domains.
@@ -42,6 +181,9 @@ fn score_for_count(count: i64, max_skew: i32, weight: f64) -> f64 {
 }
 
 impl PreScorePlugin for PodTopologySpread {
+    /// Counts the matching pods per domain of the filtered nodes over the snapshot's nodes
+    /// (upstream `initPreScoreState`), reusing the entries of unchanged nodes from earlier
+    /// cycles (see [`crate::plugins::memo`]).
     fn pre_score(
         &self,
         state: &mut CycleState,
@@ -74,6 +216,30 @@ impl PreScorePlugin for PodTopologySpread {
         // Only user-given or non-system constraints require nodes to have every key, so nodes
         // without a zone label still spread by hostname under the system defaults.
         let require_all = has_own || !self.system_defaulted;
+        let required = RequiredNodeAffinity::from_pod(pod.spec());
+        let key = ScoreMemoKey {
+            namespace: pod.namespace.clone(),
+            tolerations: if constraints.iter().any(|c| c.honor_node_taints) {
+                pod.tolerations().to_vec()
+            } else {
+                Vec::new()
+            },
+            constraints,
+            require_all,
+            required,
+        };
+        let mut memo = self.score_memo.lock().expect("memo lock");
+        let (constraints, required) = (key.constraints.clone(), key.required.clone());
+        memo.update(
+            key,
+            &snapshot.node_infos,
+            |n| {
+                let e = node_entry(pod, &constraints, &required, n);
+                (n.clone(), Arc::new(e))
+            },
+            |agg, c, sign| agg.apply(&constraints, require_all, c, sign),
+        );
+        let entries = memo.agg.entries.clone();
         let mut s = PreScoreState {
             topology_value_to_pod_counts: vec![FxHashMap::default(); constraints.len()],
             require_all,
@@ -82,9 +248,16 @@ impl PreScorePlugin for PodTopologySpread {
         };
         let mut topo_size = vec![0usize; constraints.len()];
         let mut n_ignored = 0;
-        for node in nodes {
-            let labels = node.labels();
-            let ignored = require_all && !node_labels_match_constraints(labels, &constraints);
+        let mut fresh;
+        for &node in nodes {
+            let e = match lookup(&entries, node) {
+                Some(e) => e,
+                None => {
+                    fresh = node_entry(pod, &constraints, &required, node);
+                    &fresh
+                }
+            };
+            let ignored = require_all && !e.all_keys;
             s.ignored.push(ignored);
             if ignored {
                 n_ignored += 1;
@@ -94,13 +267,23 @@ impl PreScorePlugin for PodTopologySpread {
                 if c.topology_key == LABEL_HOSTNAME {
                     continue;
                 }
-                let value = labels.get(&c.topology_key).map_or("", String::as_str);
-                if !s.topology_value_to_pod_counts[i].contains_key(value) {
-                    s.topology_value_to_pod_counts[i].insert(value.to_string(), 0);
+                let value = e.values[i].as_deref().unwrap_or("");
+                let counts = &mut s.topology_value_to_pod_counts[i];
+                if !counts.contains_key(value) {
+                    // Domains of no filtered node do not matter; hostname counts are per node.
+                    let total = memo
+                        .agg
+                        .domain_counts
+                        .get(i)
+                        .and_then(|m| m.get(value))
+                        .copied()
+                        .unwrap_or(0);
+                    counts.insert(value.to_string(), total);
                     topo_size[i] += 1;
                 }
             }
         }
+        drop(memo);
         s.topology_normalizing_weight = constraints
             .iter()
             .enumerate()
@@ -113,31 +296,94 @@ impl PreScorePlugin for PodTopologySpread {
                 topology_normalizing_weight(size)
             })
             .collect();
-        let required = RequiredNodeAffinity::from_pod(pod.spec());
-        for node in &snapshot.node_infos {
-            let Some(n) = node.node.as_ref() else {
-                continue;
-            };
-            let labels = node.labels();
-            if require_all && !node_labels_match_constraints(labels, &constraints) {
-                continue;
-            }
-            for (i, c) in constraints.iter().enumerate() {
-                if !c.matches_node_inclusion_policies(pod.spec(), n, &required) {
-                    continue;
-                }
-                let value = labels.get(&c.topology_key).map_or("", String::as_str);
-                // Domains of no filtered node do not matter; hostname counts are per node.
-                let Some(count) = s.topology_value_to_pod_counts[i].get_mut(value) else {
-                    continue;
-                };
-                *count += count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64;
-            }
-        }
         s.constraints = constraints;
+        s.entries = entries;
         state.write(PRE_SCORE_KEY, s);
         Status::success()
     }
+}
+
+/// PreScore without the memo: the full count over every node of the snapshot, to check the
+/// memo against.
+#[cfg(test)]
+pub(crate) fn pre_score_recount(
+    pl: &PodTopologySpread,
+    pod: &PodInfo,
+    nodes: &[&NodeInfo],
+    snapshot: &Snapshot,
+) -> Option<PreScoreState> {
+    let constraints = pl
+        .constraints(&pod.pod, SCHEDULE_ANYWAY, Some(snapshot))
+        .ok()?;
+    if snapshot.node_infos.is_empty() || constraints.is_empty() {
+        return None;
+    }
+    let has_own = pod
+        .spec()
+        .topology_spread_constraints
+        .as_ref()
+        .is_some_and(|c| !c.is_empty());
+    let require_all = has_own || !pl.system_defaulted;
+    let mut s = PreScoreState {
+        topology_value_to_pod_counts: vec![FxHashMap::default(); constraints.len()],
+        require_all,
+        ..Default::default()
+    };
+    let mut topo_size = vec![0usize; constraints.len()];
+    let mut n_ignored = 0;
+    for node in nodes {
+        let labels = node.labels();
+        let ignored = require_all && !node_labels_match_constraints(labels, &constraints);
+        s.ignored.push(ignored);
+        if ignored {
+            n_ignored += 1;
+            continue;
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            if c.topology_key == LABEL_HOSTNAME {
+                continue;
+            }
+            let value = labels.get(&c.topology_key).map_or("", String::as_str);
+            if !s.topology_value_to_pod_counts[i].contains_key(value) {
+                s.topology_value_to_pod_counts[i].insert(value.to_string(), 0);
+                topo_size[i] += 1;
+            }
+        }
+    }
+    s.topology_normalizing_weight = constraints
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let size = if c.topology_key == LABEL_HOSTNAME {
+                nodes.len() - n_ignored
+            } else {
+                topo_size[i]
+            };
+            topology_normalizing_weight(size)
+        })
+        .collect();
+    let required = RequiredNodeAffinity::from_pod(pod.spec());
+    for node in &snapshot.node_infos {
+        let Some(n) = node.node.as_ref() else {
+            continue;
+        };
+        let labels = node.labels();
+        if require_all && !node_labels_match_constraints(labels, &constraints) {
+            continue;
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            if !c.matches_node_inclusion_policies(pod.spec(), n, &required) {
+                continue;
+            }
+            let value = labels.get(&c.topology_key).map_or("", String::as_str);
+            let Some(count) = s.topology_value_to_pod_counts[i].get_mut(value) else {
+                continue;
+            };
+            *count += count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64;
+        }
+    }
+    s.constraints = constraints;
+    Some(s)
 }
 
 impl ScorePlugin for PodTopologySpread {
@@ -148,11 +394,31 @@ impl ScorePlugin for PodTopologySpread {
                 "error reading {PRE_SCORE_KEY:?} from cycleState"
             )));
         };
+        let mut score = 0.0;
+        if let Some(e) = lookup(&s.entries, node) {
+            if s.require_all && !e.all_keys {
+                return Ok(0);
+            }
+            for (i, c) in s.constraints.iter().enumerate() {
+                let Some(value) = e.values[i].as_deref() else {
+                    continue;
+                };
+                let count = if c.topology_key == LABEL_HOSTNAME {
+                    e.counts[i]
+                } else {
+                    s.topology_value_to_pod_counts[i]
+                        .get(value)
+                        .copied()
+                        .unwrap_or(0)
+                };
+                score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
+            }
+            return Ok(score.round() as i64);
+        }
         let labels = node.labels();
         if s.require_all && !node_labels_match_constraints(labels, &s.constraints) {
             return Ok(0);
         }
-        let mut score = 0.0;
         for (i, c) in s.constraints.iter().enumerate() {
             let Some(value) = labels.get(&c.topology_key) else {
                 continue;
