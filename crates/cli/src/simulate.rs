@@ -108,7 +108,8 @@ pub fn run(args: SimulateArgs) -> ExitCode {
                 );
             }
         };
-        let r = sim.run(&mut progress);
+        // On a thread of the pool: parallel filtering keeps part of the work on this thread.
+        let r = rayon::scope(|_| sim.run(&mut progress));
         pending.extend(sim.take_records());
         r
     };

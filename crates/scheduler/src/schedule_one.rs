@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use serde_json::{json, Value};
 
 use crate::framework::events::labels as ev;
-use crate::framework::runtime::PARALLEL_CHUNK_NODES;
+use crate::framework::runtime::{use_parallel, PARALLEL_CHUNK_NODES};
 use crate::framework::{
     run_filters, Code, CycleState, Framework, NodeInfo, NodeToStatus, NominatingMode, PodInfo,
     PostFilterInput, PreemptionTrace, QueuedPodInfo, ScoreTable, Status,
@@ -534,7 +534,7 @@ impl Scheduler {
                         fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &nominated[k])
                     }
                 };
-                if window >= 2 * PARALLEL_CHUNK_NODES {
+                if use_parallel(window) {
                     (0..window)
                         .into_par_iter()
                         .with_min_len(PARALLEL_CHUNK_NODES)
@@ -543,7 +543,7 @@ impl Scheduler {
                 } else {
                     (0..window).map(check).collect()
                 }
-            } else if window >= 2 * PARALLEL_CHUNK_NODES {
+            } else if use_parallel(window) {
                 (i..i + window)
                     .into_par_iter()
                     .with_min_len(PARALLEL_CHUNK_NODES)

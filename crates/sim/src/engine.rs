@@ -152,9 +152,9 @@ pub struct Simulation {
     scheduler: Scheduler,
     agents: NodeAgents,
     /// Controllers whose timers mean pending work (not periodic housekeeping).
-    controllers: Vec<Box<dyn Component>>,
+    controllers: Vec<Box<dyn Component + Send>>,
     /// Controllers that run periodically for ever (node lifecycle).
-    periodic: Vec<Box<dyn Component>>,
+    periodic: Vec<Box<dyn Component + Send>>,
     steps: VecDeque<Step>,
     end: Option<SimTime>,
     cap: SimTime,

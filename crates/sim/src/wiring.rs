@@ -8,7 +8,7 @@ use kubeplane_core::features::FeatureGates;
 use kubeplane_store::Component;
 
 /// Controllers whose timers are pending work (a run without `duration` waits for them).
-pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component>> {
+pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
     vec![
         Box::new(TaintEvictionController::new()),
         Box::new(DeploymentController::new()),
@@ -18,7 +18,7 @@ pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component>> {
 }
 
 /// Controllers that run periodically for as long as the cluster exists.
-pub fn periodic_controllers(_features: &FeatureGates) -> Vec<Box<dyn Component>> {
+pub fn periodic_controllers(_features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
     vec![Box::new(NodeLifecycleController::new(
         NodeLifecycleConfig::default(),
     ))]
