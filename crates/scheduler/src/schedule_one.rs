@@ -379,7 +379,11 @@ impl Scheduler {
         let (feasible, diagnosis) =
             self.find_nodes_that_fit_pod(fwk, state, pod, trace.as_deref_mut())?;
         if let Some(t) = trace.as_deref_mut() {
-            t.filter = diagnosis.node_to_status.clone();
+            t.filter = diagnosis
+                .node_to_status
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             t.absent = diagnosis.absent_status.clone();
             if t.absent.is_some() {
                 t.all_nodes = self
@@ -508,10 +512,23 @@ impl Scheduler {
         let start = self.next_start_node_index % n;
         let mut feasible = Vec::with_capacity(to_find.min(n));
         let mut processed = 0;
-        let has_nominated = self.queue.has_nominated_pods();
         let filters = fwk.active_filters(state);
+        // The pods nominated to each node, looked up once per cycle: usually few nodes have
+        // any, and the others take the plain filter path.
+        let nominated: BTreeMap<&str, Vec<Arc<PodInfo>>> = self
+            .queue
+            .nominated_node_names()
+            .map(|n| (n, self.queue.nominated_pods_for_node(n)))
+            .collect();
         let snapshot = &self.snapshot;
         let node_at = |i: usize| &snapshot.node_infos[candidates[(start + i) % n]];
+        let check = |j: usize| {
+            let node = node_at(j);
+            match nominated.get(node.name.as_str()) {
+                Some(pods) => fwk.run_filter_plugins_with_nominated_pods(state, pod, node, pods),
+                None => run_filters(&filters, state, pod, node),
+            }
+        };
         let mut i = 0;
         while i < n && feasible.len() < to_find {
             // Check a window of nodes (in parallel when it is large), then take the results in
@@ -520,39 +537,14 @@ impl Scheduler {
             let window = (to_find - feasible.len())
                 .max(PARALLEL_CHUNK_NODES)
                 .min(n - i);
-            let statuses: Vec<Status> = if has_nominated {
-                // Only the nodes with nominated pods need the two-pass check; looking them up
-                // first keeps the others on the plain (parallel) path.
-                let nominated: Vec<Vec<Arc<PodInfo>>> = (i..i + window)
-                    .map(|j| self.queue.nominated_pods_for_node(&node_at(j).name))
-                    .collect();
-                let check = |k: usize| {
-                    let node = node_at(i + k);
-                    if nominated[k].is_empty() {
-                        run_filters(&filters, state, pod, node)
-                    } else {
-                        fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &nominated[k])
-                    }
-                };
-                if use_parallel(window) {
-                    (0..window)
-                        .into_par_iter()
-                        .with_min_len(PARALLEL_CHUNK_NODES)
-                        .map(check)
-                        .collect()
-                } else {
-                    (0..window).map(check).collect()
-                }
-            } else if use_parallel(window) {
+            let statuses: Vec<Status> = if use_parallel(window) {
                 (i..i + window)
                     .into_par_iter()
                     .with_min_len(PARALLEL_CHUNK_NODES)
-                    .map(|j| run_filters(&filters, state, pod, node_at(j)))
+                    .map(check)
                     .collect()
             } else {
-                (i..i + window)
-                    .map(|j| run_filters(&filters, state, pod, node_at(j)))
-                    .collect()
+                (i..i + window).map(check).collect()
             };
             for (offset, status) in statuses.into_iter().enumerate() {
                 if feasible.len() >= to_find {

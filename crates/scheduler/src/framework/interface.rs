@@ -179,7 +179,7 @@ pub struct PostFilterInput<'a> {
     pub random: u64,
     /// Per node name, the failing filter status (nodes absent from the map share
     /// `absent_status`).
-    pub statuses: &'a std::collections::BTreeMap<String, Status>,
+    pub statuses: &'a crate::framework::NodeToStatus,
     pub absent_status: &'a Status,
     /// Where a preemption plugin reports what it considered (explain output), when wanted.
     pub preemption_trace: Option<&'a std::cell::RefCell<Option<PreemptionTrace>>>,

@@ -1043,6 +1043,11 @@ impl SchedulingQueue {
         self.nominator.has_any()
     }
 
+    /// The nodes that have nominated pods.
+    pub fn nominated_node_names(&self) -> impl Iterator<Item = &str> {
+        self.nominator.node_names()
+    }
+
     /// The node a pod is nominated to, by UID.
     pub fn nominated_node_of(&self, uid: &str) -> Option<&str> {
         self.nominator.node_of(uid)

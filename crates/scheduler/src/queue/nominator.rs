@@ -93,6 +93,10 @@ impl Nominator {
         self.by_node.get(node).map_or(&[], Vec::as_slice)
     }
 
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
+        self.by_node.keys().map(String::as_str)
+    }
+
     pub fn has_any(&self) -> bool {
         !self.node_of.is_empty()
     }

@@ -3,7 +3,7 @@
 //! with PodDisruptionBudgets, the choice of one node, and the evictions.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -256,7 +256,7 @@ impl DefaultPreemption {
             .iter()
             .filter(|n| unschedulable(&n.name))
             .collect();
-        let mut node_statuses: BTreeMap<String, Status> = BTreeMap::new();
+        let mut node_statuses = crate::framework::NodeToStatus::default();
         let mut candidates = Vec::new();
         let mut errors = Vec::new();
         if !potential.is_empty() {

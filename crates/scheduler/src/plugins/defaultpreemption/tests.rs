@@ -118,7 +118,7 @@ impl Env {
         let snap = snapshot(self.nodes.clone());
         let mut state = CycleState::new();
         let pre = self.fwk.run_pre_filter_plugins(&mut state, &pod, &snap);
-        let mut statuses = BTreeMap::new();
+        let mut statuses = crate::framework::NodeToStatus::default();
         let absent = if pre.status.is_success() {
             for n in &self.nodes {
                 let s = self.fwk.run_filter_plugins(&state, &pod, n);
