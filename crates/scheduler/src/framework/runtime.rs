@@ -15,10 +15,12 @@ use crate::framework::types::{NodeInfo, PodInfo};
 
 /// Filtering checks nodes in windows of at least this many.
 pub const PARALLEL_CHUNK_NODES: usize = 64;
-/// Filtering and scoring use the thread pool only from this many nodes on: handing work to
-/// another thread and waking it costs more than checking a few hundred nodes (measured with the
-/// SchedulingBasic benchmark: 500 nodes per cycle ran faster on one thread).
-pub const PARALLEL_MIN_NODES: usize = 256;
+/// Filtering and scoring use the thread pool only from this many nodes on: below it, handing
+/// work to another thread and waking it costs more than it saves. Measured on the 2-core
+/// development machine: SchedulingBasic (500 nodes per cycle) runs 10-15% faster in parallel,
+/// the Deployment scale benchmark (420 nodes per cycle, other components running between
+/// cycles so the pool's threads go to sleep) about 10% slower.
+pub const PARALLEL_MIN_NODES: usize = 500;
 
 /// Whether a pass over `n` nodes is worth running on the thread pool.
 pub fn use_parallel(n: usize) -> bool {
