@@ -805,6 +805,7 @@ impl Scheduler {
             rec["preemption"] = json!({
                 "candidates": candidates,
                 "chosen": p.trace.chosen,
+                "why": p.trace.why,
                 "message": p.message,
             });
         }

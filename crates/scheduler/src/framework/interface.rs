@@ -193,6 +193,8 @@ pub struct PreemptionTrace {
     pub candidates: Vec<PreemptionCandidateTrace>,
     /// The node chosen, if any.
     pub chosen: Option<String>,
+    /// Why the chosen node won (the pickOneNodeForPreemption criterion that decided).
+    pub why: Option<String>,
 }
 
 /// One candidate node of a preemption attempt.

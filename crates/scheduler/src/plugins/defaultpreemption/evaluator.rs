@@ -173,8 +173,29 @@ pub fn pick_one_node_for_preemption(
     candidates: &[Candidate],
     now: jiff::Timestamp,
 ) -> Option<usize> {
+    pick_one_node_for_preemption_explained(candidates, now).map(|(i, _)| i)
+}
+
+/// The criteria of [`pick_one_node_for_preemption`], in order, as the explain record names them.
+pub const PICK_ONE_CRITERIA: [&str; 5] = [
+    "fewest PodDisruptionBudget violations",
+    "lowest priority of its most important victim",
+    "smallest sum of victim priorities",
+    "fewest victims",
+    "latest start time of its most important victims",
+];
+
+/// [`pick_one_node_for_preemption`] with the reason the chosen candidate won: the criterion
+/// that left it alone, or that every criterion tied and it was found first.
+pub fn pick_one_node_for_preemption_explained(
+    candidates: &[Candidate],
+    now: jiff::Timestamp,
+) -> Option<(usize, String)> {
     if candidates.is_empty() {
         return None;
+    }
+    if candidates.len() == 1 {
+        return Some((0, "the only candidate".to_string()));
     }
     type ScoreFn<'a> = Box<dyn Fn(&Candidate) -> i128 + 'a>;
     let funcs: Vec<ScoreFn> = vec![
@@ -190,7 +211,7 @@ pub fn pick_one_node_for_preemption(
         Box::new(move |c| earliest_start_time_of_highest(&c.victims, now)),
     ];
     let mut remaining: Vec<usize> = (0..candidates.len()).collect();
-    for f in &funcs {
+    for (k, f) in funcs.iter().enumerate() {
         let mut best = i128::MIN;
         let mut selected = Vec::new();
         for &i in &remaining {
@@ -204,11 +225,28 @@ pub fn pick_one_node_for_preemption(
             }
         }
         if selected.len() == 1 {
-            return Some(selected[0]);
+            let tied = if k == 0 {
+                String::new()
+            } else {
+                format!(
+                    " (tied with {} other(s) on: {})",
+                    remaining.len() - 1,
+                    PICK_ONE_CRITERIA[..k].join(", ")
+                )
+            };
+            return Some((selected[0], format!("{}{tied}", PICK_ONE_CRITERIA[k])));
         }
         remaining = selected;
     }
-    remaining.first().copied()
+    remaining.first().map(|&i| {
+        (
+            i,
+            format!(
+                "tied with {} other(s) on every criterion; the first candidate found",
+                remaining.len() - 1
+            ),
+        )
+    })
 }
 
 /// What a dry run on one node found.
@@ -313,6 +351,7 @@ impl DefaultPreemption {
                     })
                     .collect(),
                 chosen: None,
+                why: None,
             });
         }
         if !errors.is_empty() && candidates.is_empty() {
@@ -342,15 +381,13 @@ impl DefaultPreemption {
         }
 
         // 4) The best candidate.
-        let best = if candidates.len() == 1 {
-            0
-        } else {
-            pick_one_node_for_preemption(&candidates, now).unwrap_or(0)
-        };
+        let (best, why) =
+            pick_one_node_for_preemption_explained(&candidates, now).unwrap_or((0, String::new()));
         let chosen = candidates.swap_remove(best);
         if let Some(trace) = input.preemption_trace {
             if let Some(t) = trace.borrow_mut().as_mut() {
                 t.chosen = Some(chosen.node.clone());
+                t.why = Some(why);
             }
         }
 

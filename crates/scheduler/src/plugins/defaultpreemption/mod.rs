@@ -28,7 +28,7 @@ use crate::plugins::registry::{parse_args, PluginArgsError};
 
 pub use evaluator::{
     calculate_num_candidates, filter_pods_with_pdb_violation, more_important_pod,
-    pick_one_node_for_preemption, Candidate, PdbInfo,
+    pick_one_node_for_preemption, pick_one_node_for_preemption_explained, Candidate, PdbInfo,
 };
 
 pub const NAME: &str = "DefaultPreemption";

@@ -576,3 +576,31 @@ fn only_potential_nodes_from_the_offset_are_dry_run_until_enough_candidates() {
     let nodes: Vec<&str> = trace.candidates.iter().map(|c| c.node.as_str()).collect();
     assert_eq!(nodes, vec!["node2", "node3"]);
 }
+
+#[test]
+fn the_explained_choice_names_the_criterion_that_decided() {
+    let p = |name: &str, prio: i32| pod(name, prio, "100m");
+    let pick = |c: Vec<Candidate>| {
+        let (i, why) = pick_one_node_for_preemption_explained(&c, now()).unwrap();
+        (c[i].node.clone(), why)
+    };
+    let (node, why) = pick(vec![
+        candidate("node1", vec![p("a", 1)], 1),
+        candidate("node2", vec![p("b", 100)], 0),
+    ]);
+    assert_eq!(
+        (node.as_str(), why.as_str()),
+        ("node2", "fewest PodDisruptionBudget violations")
+    );
+    let (node, why) = pick(vec![
+        candidate("node1", vec![p("a", 5), p("b", 5)], 0),
+        candidate("node2", vec![p("c", 5)], 0),
+    ]);
+    assert_eq!(node, "node2");
+    assert_eq!(
+        why,
+        "smallest sum of victim priorities (tied with 1 other(s) on: fewest PodDisruptionBudget violations, lowest priority of its most important victim)"
+    );
+    let (_, why) = pick(vec![candidate("node1", vec![p("a", 1)], 0)]);
+    assert_eq!(why, "the only candidate");
+}
