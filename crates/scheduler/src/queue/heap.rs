@@ -2,12 +2,12 @@
 //! a less function, with lookup, in-place update and removal by key. Ties under the less
 //! function are broken by insertion sequence, so the order is total and deterministic.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kubeplane_core::SimTime;
 
 use crate::framework::{Plugin, QueuedPodInfo};
+use crate::plugins::helper::FxHashMap;
 
 /// How a heap orders its pods.
 pub(crate) enum Order {
@@ -52,8 +52,8 @@ struct Entry {
 pub(crate) struct PodHeap {
     order: Order,
     items: Vec<Entry>,
-    /// key → position in `items`.
-    index: BTreeMap<String, usize>,
+    /// key → position in `items` (never iterated, so its order does not matter).
+    index: FxHashMap<String, usize>,
 }
 
 impl PodHeap {
@@ -61,7 +61,7 @@ impl PodHeap {
         PodHeap {
             order,
             items: Vec::new(),
-            index: BTreeMap::new(),
+            index: FxHashMap::default(),
         }
     }
 
@@ -206,6 +206,7 @@ mod tests {
     use crate::framework::PodInfo;
     use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use std::collections::BTreeMap;
 
     fn info(name: String, expiry: i64) -> QueuedPodInfo {
         let pod = Pod {

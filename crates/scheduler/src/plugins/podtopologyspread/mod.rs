@@ -144,6 +144,8 @@ pub struct PodTopologySpread {
     filter_memo: Mutex<filtering::FilterMemo>,
     /// PreScore's per-node entries and domain counts, kept across cycles.
     score_memo: Mutex<scoring::ScoreMemo>,
+    /// Ids of the domains (topology values) the score memo's entries know.
+    score_domains: Mutex<scoring::DomainIds>,
 }
 
 impl Clone for PodTopologySpread {
@@ -155,6 +157,7 @@ impl Clone for PodTopologySpread {
             enable_match_label_keys: self.enable_match_label_keys,
             filter_memo: Mutex::default(),
             score_memo: Mutex::default(),
+            score_domains: Mutex::default(),
         }
     }
 }
@@ -189,6 +192,7 @@ impl PodTopologySpread {
             enable_match_label_keys: features.enabled("MatchLabelKeysInPodTopologySpread"),
             filter_memo: Mutex::default(),
             score_memo: Mutex::default(),
+            score_domains: Mutex::default(),
         })
     }
 

@@ -31,6 +31,10 @@ pub(crate) struct PreScoreState {
     pub ignored: Vec<bool>,
     /// Per constraint (hostname constraints excluded): topology value → matching pods.
     pub topology_value_to_pod_counts: Vec<FxHashMap<String, i64>>,
+    /// The same by domain id (see [`DomainIds`]), for the nodes with an entry.
+    pub(crate) domain_counts: Vec<Vec<Option<i64>>>,
+    /// Per constraint: whether its topology key is the hostname label.
+    pub(crate) hostname: Vec<bool>,
     /// Per constraint: `ln(number of domains among the filtered nodes + 2)`.
     pub topology_normalizing_weight: Vec<f64>,
     /// The snapshot's nodes with what Score needs of them (see [`NodeEntries`]); Score
@@ -45,6 +49,9 @@ pub(crate) struct NodeEntry {
     pub all_keys: bool,
     /// Per constraint: the node's value of the topology key.
     pub values: Vec<Option<String>>,
+    /// Per constraint: the id of the node's domain (its value, or "" without one); unused
+    /// for hostname constraints.
+    pub ids: Vec<u32>,
     /// Per constraint: whether the node's pods count (it has a Node and passes the
     /// constraint's inclusion policies).
     pub counted: Vec<bool>,
@@ -68,6 +75,27 @@ fn lookup<'a>(entries: &'a NodeEntries, node: &NodeInfo) -> Option<&'a NodeEntry
         .map(|(_, e, _)| &**e)
 }
 
+/// Dense ids of topology values, so that PreScore and Score index domains instead of hashing
+/// strings. The memo's entries hold ids; both are reset together when it grows too large.
+#[derive(Debug, Default)]
+pub(crate) struct DomainIds {
+    ids: FxHashMap<String, u32>,
+}
+
+impl DomainIds {
+    /// Past this many ids the memo and the ids start over.
+    const LIMIT: usize = 1 << 16;
+
+    fn id(&mut self, value: &str) -> u32 {
+        if let Some(&id) = self.ids.get(value) {
+            return id;
+        }
+        let id = self.ids.len() as u32;
+        self.ids.insert(value.to_string(), id);
+        id
+    }
+}
+
 /// What the PreScore memo is valid for: everything a node's entry and contribution depend on
 /// besides the node itself.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,7 +112,7 @@ pub(crate) struct ScoreMemoKey {
 /// of the snapshot (those that have every key when required); and the nodes' entries.
 #[derive(Default)]
 pub(crate) struct ScoreAgg {
-    domain_counts: Vec<FxHashMap<String, i64>>,
+    domain_counts: Vec<Vec<i64>>,
     entries: Arc<NodeEntries>,
 }
 
@@ -127,14 +155,12 @@ impl ScoreAgg {
             if c.topology_key == LABEL_HOSTNAME || !e.counted[i] {
                 continue;
             }
-            let value = e.values[i].as_deref().unwrap_or("");
+            let id = e.ids[i] as usize;
             let counts = &mut self.domain_counts[i];
-            match counts.get_mut(value) {
-                Some(n) => *n += sign * e.counts[i],
-                None => {
-                    counts.insert(value.to_string(), sign * e.counts[i]);
-                }
+            if counts.len() <= id {
+                counts.resize(id + 1, 0);
             }
+            counts[id] += sign * e.counts[i];
         }
     }
 }
@@ -147,14 +173,27 @@ fn node_entry(
     constraints: &[Constraint],
     required: &RequiredNodeAffinity,
     node: &NodeInfo,
+    domains: &mut DomainIds,
 ) -> NodeEntry {
     let labels = node.labels();
+    let values: Vec<Option<String>> = constraints
+        .iter()
+        .map(|c| labels.get(&c.topology_key).cloned())
+        .collect();
     NodeEntry {
         all_keys: node_labels_match_constraints(labels, constraints),
-        values: constraints
+        ids: constraints
             .iter()
-            .map(|c| labels.get(&c.topology_key).cloned())
+            .zip(&values)
+            .map(|(c, v)| {
+                if c.topology_key == LABEL_HOSTNAME {
+                    u32::MAX
+                } else {
+                    domains.id(v.as_deref().unwrap_or(""))
+                }
+            })
             .collect(),
+        values,
         counted: constraints
             .iter()
             .map(|c| {
@@ -229,12 +268,22 @@ impl PreScorePlugin for PodTopologySpread {
             required,
         };
         let mut memo = self.score_memo.lock().expect("memo lock");
+        let mut domains = self.score_domains.lock().expect("domains lock");
+        if domains.ids.len() > DomainIds::LIMIT {
+            *memo = ScoreMemo::default();
+            *domains = DomainIds::default();
+        }
+        let domains = &mut *domains;
         let (constraints, required) = (key.constraints.clone(), key.required.clone());
+        let hostname: Vec<bool> = constraints
+            .iter()
+            .map(|c| c.topology_key == LABEL_HOSTNAME)
+            .collect();
         memo.update(
             key,
             &snapshot.node_infos,
             |n| {
-                let e = node_entry(pod, &constraints, &required, n);
+                let e = node_entry(pod, &constraints, &required, n, domains);
                 (n.clone(), Arc::new(e))
             },
             |agg, c, sign| agg.apply(&constraints, require_all, c, sign),
@@ -242,6 +291,7 @@ impl PreScorePlugin for PodTopologySpread {
         let entries = memo.agg.entries.clone();
         let mut s = PreScoreState {
             topology_value_to_pod_counts: vec![FxHashMap::default(); constraints.len()],
+            domain_counts: vec![Vec::new(); constraints.len()],
             require_all,
             ignored: Vec::with_capacity(nodes.len()),
             ..Default::default()
@@ -253,7 +303,7 @@ impl PreScorePlugin for PodTopologySpread {
             let e = match lookup(&entries, node) {
                 Some(e) => e,
                 None => {
-                    fresh = node_entry(pod, &constraints, &required, node);
+                    fresh = node_entry(pod, &constraints, &required, node, domains);
                     &fresh
                 }
             };
@@ -263,22 +313,27 @@ impl PreScorePlugin for PodTopologySpread {
                 n_ignored += 1;
                 continue;
             }
-            for (i, c) in constraints.iter().enumerate() {
-                if c.topology_key == LABEL_HOSTNAME {
+            for (i, &is_hostname) in hostname.iter().enumerate() {
+                if is_hostname {
                     continue;
                 }
-                let value = e.values[i].as_deref().unwrap_or("");
-                let counts = &mut s.topology_value_to_pod_counts[i];
-                if !counts.contains_key(value) {
+                let id = e.ids[i] as usize;
+                let seen = &mut s.domain_counts[i];
+                if seen.len() <= id {
+                    seen.resize(id + 1, None);
+                }
+                if seen[id].is_none() {
                     // Domains of no filtered node do not matter; hostname counts are per node.
                     let total = memo
                         .agg
                         .domain_counts
                         .get(i)
-                        .and_then(|m| m.get(value))
+                        .and_then(|m| m.get(id))
                         .copied()
                         .unwrap_or(0);
-                    counts.insert(value.to_string(), total);
+                    seen[id] = Some(total);
+                    let value = e.values[i].as_deref().unwrap_or("");
+                    s.topology_value_to_pod_counts[i].insert(value.to_string(), total);
                     topo_size[i] += 1;
                 }
             }
@@ -297,6 +352,7 @@ impl PreScorePlugin for PodTopologySpread {
             })
             .collect();
         s.constraints = constraints;
+        s.hostname = hostname;
         s.entries = entries;
         state.write(PRE_SCORE_KEY, s);
         Status::success()
@@ -400,15 +456,16 @@ impl ScorePlugin for PodTopologySpread {
                 return Ok(0);
             }
             for (i, c) in s.constraints.iter().enumerate() {
-                let Some(value) = e.values[i].as_deref() else {
+                if e.values[i].is_none() {
                     continue;
-                };
-                let count = if c.topology_key == LABEL_HOSTNAME {
+                }
+                let count = if s.hostname[i] {
                     e.counts[i]
                 } else {
-                    s.topology_value_to_pod_counts[i]
-                        .get(value)
+                    s.domain_counts[i]
+                        .get(e.ids[i] as usize)
                         .copied()
+                        .flatten()
                         .unwrap_or(0)
                 };
                 score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
