@@ -410,6 +410,57 @@ impl WorkQueue {
     }
 }
 
+// ----- informer-cache lookups shared by the ReplicaSet and Deployment controllers -----------
+
+/// An object's labels (none when unset).
+pub fn labels(meta: &ObjectMeta) -> &BTreeMap<String, String> {
+    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+    meta.labels.as_ref().unwrap_or(&EMPTY)
+}
+
+/// The cached objects of one namespace, in name order.
+pub fn in_namespace<'a, T>(
+    cache: &'a BTreeMap<NsName, T>,
+    namespace: &'a str,
+) -> impl Iterator<Item = (&'a NsName, &'a T)> + 'a {
+    cache
+        .range((namespace.to_string(), String::new())..)
+        .take_while(move |((n, _), _)| n == namespace)
+}
+
+/// The cached controller a controller reference points to: same kind, and the object of that
+/// name in `namespace` has the reference's UID.
+pub fn resolve_controller_ref<T>(
+    cache: &BTreeMap<NsName, std::sync::Arc<T>>,
+    kind: &str,
+    namespace: &str,
+    r: &OwnerReference,
+    meta: impl Fn(&T) -> &ObjectMeta,
+) -> Option<NsName> {
+    if r.kind != kind {
+        return None;
+    }
+    let key = (namespace.to_string(), r.name.clone());
+    let obj = cache.get(&key)?;
+    (meta(obj).uid.as_deref() == Some(r.uid.as_str())).then_some(key)
+}
+
+/// The cached objects in `namespace` whose valid, non-empty selector matches `target`.
+pub fn selecting<T>(
+    cache: &BTreeMap<NsName, std::sync::Arc<T>>,
+    namespace: &str,
+    target: &BTreeMap<String, String>,
+    selector: impl Fn(&T) -> Result<kubeplane_core::labels::Selector, String>,
+) -> Vec<NsName> {
+    in_namespace(cache, namespace)
+        .filter(|(_, obj)| match selector(obj) {
+            Ok(sel) => !sel.is_empty() && sel.matches(target),
+            Err(_) => false,
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

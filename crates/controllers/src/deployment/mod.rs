@@ -33,8 +33,9 @@ use kubeplane_store::{
 };
 
 use crate::controller_utils::{
-    add_owner_reference, claim_action, controller_of, key_string, new_controller_ref, ns_name,
-    pod_phase, remove_owner_reference, ClaimAction, NsName, WorkQueue,
+    add_owner_reference, claim_action, controller_of, in_namespace, key_string, labels,
+    new_controller_ref, ns_name, pod_phase, remove_owner_reference, resolve_controller_ref,
+    selecting, ClaimAction, NsName, WorkQueue,
 };
 use util::*;
 
@@ -47,11 +48,6 @@ pub const REASON_SCALING_REPLICA_SET: &str = "ScalingReplicaSet";
 pub const REASON_SELECTING_ALL: &str = "SelectingAll";
 
 type RsList = Vec<Arc<ReplicaSet>>;
-
-fn labels(meta: &ObjectMeta) -> &BTreeMap<String, String> {
-    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
-    meta.labels.as_ref().unwrap_or(&EMPTY)
-}
 
 fn deployment_selector(d: &Deployment) -> Result<Selector, String> {
     let sel = d
@@ -123,26 +119,18 @@ impl DeploymentController {
     // ----- event handlers --------------------------------------------------------------------
 
     fn resolve_controller_ref(&self, namespace: &str, r: &OwnerReference) -> Option<NsName> {
-        if r.kind != KIND {
-            return None;
-        }
-        let key = (namespace.to_string(), r.name.clone());
-        let d = self.deployments.get(&key)?;
-        (d.metadata.uid.as_deref() == Some(r.uid.as_str())).then_some(key)
+        resolve_controller_ref(&self.deployments, KIND, namespace, r, |d| &d.metadata)
     }
 
     /// Deployments in the ReplicaSet's namespace whose non-empty selector matches its labels.
     fn deployments_for_replica_set(&self, rs: &ReplicaSet) -> Vec<NsName> {
-        let ns = rs.metadata.namespace.clone().unwrap_or_default();
-        self.deployments
-            .range((ns.clone(), String::new())..)
-            .take_while(|((n, _), _)| *n == ns)
-            .filter(|(_, d)| match deployment_selector(d) {
-                Ok(sel) => !sel.is_empty() && sel.matches(labels(&rs.metadata)),
-                Err(_) => false,
-            })
-            .map(|(k, _)| k.clone())
-            .collect()
+        let ns = rs.metadata.namespace.as_deref().unwrap_or_default();
+        selecting(
+            &self.deployments,
+            ns,
+            labels(&rs.metadata),
+            deployment_selector,
+        )
     }
 
     fn on_replica_set(&mut self, ev: &WatchEvent, rs: &Arc<ReplicaSet>) {
@@ -325,10 +313,7 @@ impl DeploymentController {
         let selector = deployment_selector(d)?;
         let uid = d.metadata.uid.clone().unwrap_or_default();
         let deleting = d.metadata.deletion_timestamp.is_some();
-        let candidates: RsList = self
-            .replica_sets
-            .range((ns.clone(), String::new())..)
-            .take_while(|((n, _), _)| *n == ns)
+        let candidates: RsList = in_namespace(&self.replica_sets, &ns)
             .map(|(_, rs)| rs.clone())
             .collect();
         let mut claimed = Vec::new();

@@ -28,10 +28,10 @@ use kubeplane_store::{
 };
 
 use crate::controller_utils::{
-    add_owner_reference, available_at, claim_action, controller_of, is_pod_active,
-    is_pod_available, is_pod_ready, key_string, new_controller_ref, ns_name, pod_ready_time,
-    remove_owner_reference, slow_start_batch, ClaimAction, Expectations, NsName, WorkQueue,
-    BURST_REPLICAS, SLOW_START_INITIAL_BATCH_SIZE,
+    add_owner_reference, available_at, claim_action, controller_of, in_namespace, is_pod_active,
+    is_pod_available, is_pod_ready, key_string, labels, new_controller_ref, ns_name,
+    pod_ready_time, remove_owner_reference, resolve_controller_ref, selecting, slow_start_batch,
+    ClaimAction, Expectations, NsName, WorkQueue, BURST_REPLICAS, SLOW_START_INITIAL_BATCH_SIZE,
 };
 use ranking::{get_pods_to_delete, RankContext};
 
@@ -65,11 +65,6 @@ fn rs_selector(rs: &ReplicaSet) -> Result<Selector, String> {
         Some(spec) => from_label_selector(&spec.selector).map_err(|e| e.to_string()),
         None => Ok(Selector::nothing()),
     }
-}
-
-fn labels(meta: &ObjectMeta) -> &BTreeMap<String, String> {
-    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
-    meta.labels.as_ref().unwrap_or(&EMPTY)
 }
 
 /// Counters reported at the end of a run.
@@ -204,26 +199,13 @@ impl ReplicaSetController {
 
     /// The ReplicaSet a controller reference points to, if it is in the cache with that UID.
     fn resolve_controller_ref(&self, namespace: &str, r: &OwnerReference) -> Option<NsName> {
-        if r.kind != KIND {
-            return None;
-        }
-        let key = (namespace.to_string(), r.name.clone());
-        let rs = self.replica_sets.get(&key)?;
-        (rs.metadata.uid.as_deref() == Some(r.uid.as_str())).then_some(key)
+        resolve_controller_ref(&self.replica_sets, KIND, namespace, r, |rs| &rs.metadata)
     }
 
     /// Every ReplicaSet in the pod's namespace whose (non-empty) selector matches it.
     fn pod_replica_sets(&self, pod: &Pod) -> Vec<NsName> {
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        self.replica_sets
-            .range((ns.clone(), String::new())..)
-            .take_while(|((n, _), _)| *n == ns)
-            .filter(|(_, rs)| match rs_selector(rs) {
-                Ok(sel) => !sel.is_empty() && sel.matches(labels(&pod.metadata)),
-                Err(_) => false,
-            })
-            .map(|(k, _)| k.clone())
-            .collect()
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        selecting(&self.replica_sets, ns, labels(&pod.metadata), rs_selector)
     }
 
     fn add_pod(&mut self, pod: &Pod) {
@@ -554,11 +536,7 @@ impl ReplicaSetController {
                 continue;
             };
             let ns = &key.0;
-            for (_, pod) in self
-                .pods
-                .range((ns.clone(), String::new())..)
-                .take_while(|((n, _), _)| n == ns)
-            {
+            for (_, pod) in in_namespace(&self.pods, ns) {
                 if selector.matches(labels(&pod.metadata))
                     && seen.insert(pod.metadata.uid.clone().unwrap_or_default())
                 {

@@ -232,15 +232,9 @@ impl Framework {
         let mut state_with = state.clone();
         for np in &relevant {
             node_with.add_pod(Arc::clone(np));
-            for p in &self.plugins.pre_filter {
-                if let Some(pf) = p.as_pre_filter() {
-                    if pf.has_extensions() && !state_with.skip_filter_plugins.contains(p.name()) {
-                        let s = pf.add_pod(&mut state_with, pod, np, &node_with);
-                        if !s.is_success() {
-                            return Status::error(s.message()).plugin(p.name());
-                        }
-                    }
-                }
+            let s = self.run_pre_filter_extension_add_pod(&mut state_with, pod, np, &node_with);
+            if !s.is_success() {
+                return s;
             }
         }
         let s = self.run_filter_plugins(&state_with, pod, &node_with);
@@ -259,24 +253,9 @@ impl Framework {
         to_add: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
-        for p in &self.plugins.pre_filter {
-            let Some(pf) = p.as_pre_filter() else {
-                continue;
-            };
-            if !pf.has_extensions() || state.skip_filter_plugins.contains(p.name()) {
-                continue;
-            }
-            let s = pf.add_pod(state, pod, to_add, node);
-            if !s.is_success() {
-                return Status::error(format!(
-                    "running AddPod on PreFilter plugin {:?}: {}",
-                    p.name(),
-                    s.message()
-                ))
-                .plugin(p.name());
-            }
-        }
-        Status::success()
+        self.run_pre_filter_extension(state, "AddPod", |pf, state| {
+            pf.add_pod(state, pod, to_add, node)
+        })
     }
 
     /// The PreFilter `remove_pod` extensions (upstream `RunPreFilterExtensionRemovePod`).
@@ -287,6 +266,19 @@ impl Framework {
         to_remove: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
+        self.run_pre_filter_extension(state, "RemovePod", |pf, state| {
+            pf.remove_pod(state, pod, to_remove, node)
+        })
+    }
+
+    /// Runs one PreFilter extension on every plugin that has extensions and whose Filter runs in
+    /// this cycle; the first failure is wrapped as an error naming the extension and plugin.
+    fn run_pre_filter_extension(
+        &self,
+        state: &mut CycleState,
+        extension: &str,
+        call: impl Fn(&dyn PreFilterPlugin, &mut CycleState) -> Status,
+    ) -> Status {
         for p in &self.plugins.pre_filter {
             let Some(pf) = p.as_pre_filter() else {
                 continue;
@@ -294,10 +286,10 @@ impl Framework {
             if !pf.has_extensions() || state.skip_filter_plugins.contains(p.name()) {
                 continue;
             }
-            let s = pf.remove_pod(state, pod, to_remove, node);
+            let s = call(pf, state);
             if !s.is_success() {
                 return Status::error(format!(
-                    "running RemovePod on PreFilter plugin {:?}: {}",
+                    "running {extension} on PreFilter plugin {:?}: {}",
                     p.name(),
                     s.message()
                 ))

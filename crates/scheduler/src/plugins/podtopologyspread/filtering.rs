@@ -323,13 +323,7 @@ impl PreFilterPlugin for PodTopologySpread {
         to_add: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
-        match state.read_mut::<PreFilterState>(PRE_FILTER_KEY) {
-            Some(s) => {
-                s.update_with_pod(pod, to_add, node, 1);
-                Status::success()
-            }
-            None => missing_state(),
-        }
+        update_state(state, pod, to_add, node, 1)
     }
 
     fn remove_pod(
@@ -339,13 +333,24 @@ impl PreFilterPlugin for PodTopologySpread {
         to_remove: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
-        match state.read_mut::<PreFilterState>(PRE_FILTER_KEY) {
-            Some(s) => {
-                s.update_with_pod(pod, to_remove, node, -1);
-                Status::success()
-            }
-            None => missing_state(),
+        update_state(state, pod, to_remove, node, -1)
+    }
+}
+
+/// Counts `other` in (+1) or out (-1) of the PreFilter state as running on `node`.
+fn update_state(
+    state: &mut CycleState,
+    pod: &PodInfo,
+    other: &PodInfo,
+    node: &NodeInfo,
+    delta: i32,
+) -> Status {
+    match state.read_mut::<PreFilterState>(PRE_FILTER_KEY) {
+        Some(s) => {
+            s.update_with_pod(pod, other, node, delta);
+            Status::success()
         }
+        None => missing_state(),
     }
 }
 
