@@ -143,7 +143,7 @@ fn node_monitor(n_nodes: usize, hours: i64) -> Result<(), String> {
 
 /// A Deployment scaled from 0 to `up` replicas on `n_nodes` nodes, then down to `down`:
 /// ReplicaSet slow start, scheduling, kubelets, and the scale-down victim order.
-fn deployment_scale(n_nodes: usize, up: i32, down: i32) -> Result<(), String> {
+fn deployment_scale(n_nodes: usize, up: i32, down: i32, metrics: bool) -> Result<(), String> {
     use kubeplane_sim::scenario::{Step, StepAction};
     use kubeplane_store::{Kind, ObjectKey};
     let mut objects = workloads::nodes(n_nodes);
@@ -190,6 +190,11 @@ fn deployment_scale(n_nodes: usize, up: i32, down: i32) -> Result<(), String> {
         "DeploymentScale/{n_nodes}Nodes_0_{up}_{down}: {wall:.2} s wall for 120 s of virtual time, {scheduled} pods scheduled, {running} pods at the end, peak memory {:.0} MiB",
         peak_memory_mib().unwrap_or(0.0)
     );
+    if metrics {
+        for (name, value) in sim.metrics() {
+            println!("  {name} {value}");
+        }
+    }
     if running != down as usize || scheduled < up as usize {
         return Err(format!("DeploymentScale: expected {down} pods at the end and {up} scheduled, saw {running} and {scheduled}"));
     }
@@ -198,6 +203,7 @@ fn deployment_scale(n_nodes: usize, up: i32, down: i32) -> Result<(), String> {
 
 pub fn run(args: BenchArgs) -> ExitCode {
     let s = args.scale_down.max(1);
+    let metrics = args.metrics;
     let all: Vec<crate::bench_scheduler::Workload> = vec![
         (
             "scheduling-basic-10k",
@@ -235,7 +241,9 @@ pub fn run(args: BenchArgs) -> ExitCode {
         ),
         (
             "deployment-scale",
-            Box::new(move || deployment_scale(1000 / s, (10000 / s) as i32, (1000 / s) as i32)),
+            Box::new(move || {
+                deployment_scale(1000 / s, (10000 / s) as i32, (1000 / s) as i32, metrics)
+            }),
         ),
     ];
     // The scheduler plugin and preemption workloads.

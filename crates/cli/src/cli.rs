@@ -76,4 +76,8 @@ pub struct BenchArgs {
     /// Scale every workload down by this factor (for a quick check).
     #[arg(long, default_value_t = 1)]
     pub scale_down: usize,
+    /// After each simulator-driven benchmark, print the components' counters (scheduling
+    /// attempts, controller syncs, pods created and deleted, ...).
+    #[arg(long)]
+    pub metrics: bool,
 }

@@ -89,7 +89,7 @@ impl SimClient<'_> {
         let Object::Pod(pod) = obj else {
             return Ok(obj);
         };
-        let mut p = Pod::clone(&pod);
+        let mut p = Arc::unwrap_or_clone(pod);
         if let Err(message) = crate::admission::admit_priority(&mut p, self.store) {
             return Err(StoreError::Invalid {
                 key: ObjectKey::new(

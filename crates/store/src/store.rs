@@ -22,6 +22,10 @@ pub enum EventType {
 }
 
 /// One change, as a watcher receives it. `old` is the previous version for Modified and Deleted.
+/// `resource_version` is the change's own version. For Deleted, `object` is the last stored
+/// state, shared rather than copied (a pod is several kilobytes and scale-downs delete
+/// thousands at once), so its `metadata.resourceVersion` is that state's; an API server
+/// serving the watch stamps the event's version on it.
 #[derive(Clone, Debug)]
 pub struct WatchEvent {
     pub type_: EventType,
@@ -433,9 +437,7 @@ impl Store {
         }
         self.buckets[idx(key.kind)].remove(&key.namespace, &key.name);
         let rv = self.next_rv();
-        let mut gone = old.clone();
-        gone.meta_mut().resource_version = Some(rv.to_string());
-        self.push(EventType::Deleted, gone, Some(old), rv);
+        self.push(EventType::Deleted, old.clone(), Some(old), rv);
         Ok(None)
     }
 
@@ -566,8 +568,12 @@ mod tests {
             .delete(&key, &DeleteOptions::default(), SimTime::ZERO)
             .unwrap()
             .is_none());
-        let last = s.take_events().pop().unwrap();
+        let events = s.take_events();
+        let last = events.last().unwrap();
         assert_eq!(last.type_, EventType::Deleted);
+        // The deletion has its own version, after the creation's; the object is the last state.
+        assert!(last.resource_version > events[0].resource_version);
+        assert_eq!(last.object.resource_version(), events[0].object.resource_version());
     }
 
     #[test]

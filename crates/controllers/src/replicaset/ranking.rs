@@ -15,7 +15,7 @@
 //! 8. creation times differ [the newer, in log2 buckets, UID for equal buckets].
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -27,14 +27,15 @@ use crate::controller_utils::{
     pod_phase_ordinal, pod_ready_time,
 };
 
-/// Everything the comparator looks at, computed once per pod.
+/// Everything the comparator looks at, computed once per pod; the strings are borrowed from
+/// the pod (a scale-down ranks thousands of pods, several times over).
 #[derive(Clone, Debug)]
-pub struct PodSortKey {
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
-    pub node: String,
-    pub phase: String,
+pub struct PodSortKey<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
+    pub node: &'a str,
+    pub phase: &'a str,
     pub phase_ordinal: u8,
     pub ready: bool,
     /// The parsed deletion cost (0 when missing or invalid).
@@ -48,15 +49,15 @@ pub struct PodSortKey {
     pub created: Option<Timestamp>,
 }
 
-impl PodSortKey {
-    pub fn new(pod: &Pod, pods_on_node: usize) -> PodSortKey {
+impl<'a> PodSortKey<'a> {
+    pub fn new(pod: &'a Pod, pods_on_node: usize) -> PodSortKey<'a> {
         let ready = is_pod_ready(pod);
         PodSortKey {
-            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-            name: pod.metadata.name.clone().unwrap_or_default(),
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
-            node: pod_node(pod).to_string(),
-            phase: pod_phase(pod).to_string(),
+            namespace: pod.metadata.namespace.as_deref().unwrap_or_default(),
+            name: pod.metadata.name.as_deref().unwrap_or_default(),
+            uid: pod.metadata.uid.as_deref().unwrap_or_default(),
+            node: pod_node(pod),
+            phase: pod_phase(pod),
             phase_ordinal: pod_phase_ordinal(pod_phase(pod)),
             ready,
             deletion_cost: deletion_cost(pod.metadata.annotations.as_ref()).unwrap_or(0),
@@ -90,22 +91,22 @@ pub fn log2_bucket(t: Timestamp, now: Timestamp) -> i64 {
 /// The rule that separated two pods, described from the point of view of the pod that goes
 /// first.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Rule {
+pub enum Rule<'a> {
     Unassigned,
-    Phase(String, String),
+    Phase(&'a str, &'a str),
     NotReady,
     DeletionCost(i32, i32),
     PodsOnNode(usize, usize),
     ReadyTimeZero,
     ReadyMoreRecently(Option<(i64, i64)>),
-    ReadyBucketUid(i64, String, String),
+    ReadyBucketUid(i64, &'a str, &'a str),
     Restarts(i32, i32),
     CreatedZero,
     CreatedMoreRecently(Option<(i64, i64)>),
-    CreatedBucketUid(i64, String, String),
+    CreatedBucketUid(i64, &'a str, &'a str),
 }
 
-impl std::fmt::Display for Rule {
+impl std::fmt::Display for Rule<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let phase = |p: &str| {
             if p.is_empty() {
@@ -143,9 +144,13 @@ impl std::fmt::Display for Rule {
 
 /// Which of two pods goes first, and by which rule. `Less` means `a` is deleted before `b`.
 /// `Equal` means no rule separates them (upstream `Less` is false both ways).
-pub fn compare(a: &PodSortKey, b: &PodSortKey, ctx: &RankContext) -> (Ordering, Option<Rule>) {
+pub fn compare<'a>(
+    a: &PodSortKey<'a>,
+    b: &PodSortKey<'a>,
+    ctx: &RankContext,
+) -> (Ordering, Option<Rule<'a>>) {
     use Ordering::{Equal, Greater, Less};
-    let decided = |a_first: bool, rule: Rule| (if a_first { Less } else { Greater }, Some(rule));
+    let decided = |a_first: bool, rule: Rule<'a>| (if a_first { Less } else { Greater }, Some(rule));
     // 1. Unassigned < assigned.
     if a.node != b.node && (a.node.is_empty() || b.node.is_empty()) {
         return decided(a.node.is_empty(), Rule::Unassigned);
@@ -154,7 +159,7 @@ pub fn compare(a: &PodSortKey, b: &PodSortKey, ctx: &RankContext) -> (Ordering, 
     if a.phase_ordinal != b.phase_ordinal {
         let a_first = a.phase_ordinal < b.phase_ordinal;
         let (x, y) = if a_first { (a, b) } else { (b, a) };
-        return decided(a_first, Rule::Phase(x.phase.clone(), y.phase.clone()));
+        return decided(a_first, Rule::Phase(x.phase, y.phase));
     }
     // 3. Not ready < ready.
     if a.ready != b.ready {
@@ -198,16 +203,16 @@ pub fn compare(a: &PodSortKey, b: &PodSortKey, ctx: &RankContext) -> (Ordering, 
 
 /// Rules 6 and 8 for two different timestamps. `None` when the UIDs are equal too (upstream
 /// `Less` is false both ways and the comparison ends there).
-fn time_rule(
-    a: &PodSortKey,
-    b: &PodSortKey,
+fn time_rule<'a>(
+    a: &PodSortKey<'a>,
+    b: &PodSortKey<'a>,
     ta: Option<Timestamp>,
     tb: Option<Timestamp>,
     ctx: &RankContext,
     ready: bool,
-) -> Option<(Ordering, Option<Rule>)> {
+) -> Option<(Ordering, Option<Rule<'a>>)> {
     use Ordering::{Equal, Greater, Less};
-    let decided = |a_first: bool, rule: Rule| (if a_first { Less } else { Greater }, Some(rule));
+    let decided = |a_first: bool, rule: Rule<'a>| (if a_first { Less } else { Greater }, Some(rule));
     let zero_rule = if ready {
         Rule::ReadyTimeZero
     } else {
@@ -230,15 +235,15 @@ fn time_rule(
     let (ka, kb) = (log2_bucket(ta, now), log2_bucket(tb, now));
     if ka == kb {
         // Upstream returns `UID_i < UID_j` here and never consults a later rule.
-        return match a.uid.cmp(&b.uid) {
+        return match a.uid.cmp(b.uid) {
             Equal => Some((Equal, None)),
             o => {
                 let a_first = o == Less;
                 let (x, y) = if a_first { (a, b) } else { (b, a) };
                 let rule = if ready {
-                    Rule::ReadyBucketUid(ka, x.uid.clone(), y.uid.clone())
+                    Rule::ReadyBucketUid(ka, x.uid, y.uid)
                 } else {
-                    Rule::CreatedBucketUid(ka, x.uid.clone(), y.uid.clone())
+                    Rule::CreatedBucketUid(ka, x.uid, y.uid)
                 };
                 Some(decided(a_first, rule))
             }
@@ -296,21 +301,21 @@ fn merge_pass<T: Copy>(src: &[T], dst: &mut [T], width: usize, less: &impl Fn(&T
 
 /// The outcome of a scale-down choice, with what `--explain` reports about it.
 #[derive(Clone, Debug)]
-pub struct ScaleDownChoice {
+pub struct ScaleDownChoice<'a> {
     /// The pods to delete, first to go first.
     pub victims: Vec<Arc<Pod>>,
     /// Every candidate in the order the choice put them (input order when all go).
-    pub ordered: Vec<PodSortKey>,
+    pub ordered: Vec<PodSortKey<'a>>,
     /// Whether the candidates were sorted (false when every pod goes).
     pub sorted: bool,
 }
 
 /// Counts active related pods per node name (the empty name included).
-pub fn pods_per_node<'a>(related: impl IntoIterator<Item = &'a Pod>) -> BTreeMap<String, usize> {
-    let mut counts = BTreeMap::new();
+pub fn pods_per_node<'a>(related: impl IntoIterator<Item = &'a Pod>) -> HashMap<&'a str, usize> {
+    let mut counts = HashMap::new();
     for p in related {
         if is_pod_active(p) {
-            *counts.entry(pod_node(p).to_string()).or_insert(0) += 1;
+            *counts.entry(pod_node(p)).or_insert(0) += 1;
         }
     }
     counts
@@ -318,15 +323,15 @@ pub fn pods_per_node<'a>(related: impl IntoIterator<Item = &'a Pod>) -> BTreeMap
 
 /// Upstream `getPodsToDelete(filtered, related, diff)`: when fewer than all pods go, rank them by
 /// active related pods on the same node and sort; otherwise keep the input order.
-pub fn get_pods_to_delete(
-    filtered: &[Arc<Pod>],
+pub fn get_pods_to_delete<'a>(
+    filtered: &'a [Arc<Pod>],
     related: &[Arc<Pod>],
     diff: usize,
     ctx: &RankContext,
-) -> ScaleDownChoice {
+) -> ScaleDownChoice<'a> {
     let diff = diff.min(filtered.len());
     let counts = pods_per_node(related.iter().map(|p| p.as_ref()));
-    let keys: Vec<PodSortKey> = filtered
+    let keys: Vec<PodSortKey<'a>> = filtered
         .iter()
         .map(|p| PodSortKey::new(p, counts.get(pod_node(p)).copied().unwrap_or(0)))
         .collect();
@@ -337,7 +342,10 @@ pub fn get_pods_to_delete(
     }
     ScaleDownChoice {
         victims: order[..diff].iter().map(|&i| filtered[i].clone()).collect(),
-        ordered: order.iter().map(|&i| keys[i].clone()).collect(),
+        ordered: {
+            let mut keys: Vec<Option<PodSortKey<'a>>> = keys.into_iter().map(Some).collect();
+            order.iter().filter_map(|&i| keys[i].take()).collect()
+        },
         sorted,
     }
 }

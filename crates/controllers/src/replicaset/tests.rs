@@ -290,7 +290,7 @@ fn active_pods_sort_in_the_full_upstream_order_whatever_the_input_order() {
         let mut shuffled = pods.clone();
         shuffled.shuffle(&mut rng);
         let choice = get_pods_to_delete(&shuffled, &[], pods.len() - 1, &ctx);
-        let order: Vec<String> = choice.ordered.iter().map(|k| k.name.clone()).collect();
+        let order: Vec<String> = choice.ordered.iter().map(|k| k.name.to_string()).collect();
         assert_eq!(order, names);
     }
 }

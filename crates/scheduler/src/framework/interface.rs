@@ -243,6 +243,25 @@ pub trait PreScorePlugin: Send + Sync {
 pub trait ScorePlugin: Send + Sync {
     /// The raw score of one node (any integer before normalization).
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
+    /// The raw scores of a run of nodes: `nodes` are the nodes `first..first + nodes.len()` of
+    /// the list PreScore saw, `out` has a cell per node. The same results as [`Self::score`]
+    /// per node (the default does just that); a plugin overrides it to read its cycle state
+    /// once per run, or to use what PreScore computed per node. On failure: the position in
+    /// `nodes` of the first node that failed, and its status.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        first: usize,
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        let _ = first;
+        for (i, (node, cell)) in nodes.iter().zip(out.iter_mut()).enumerate() {
+            *cell = self.score(state, pod, node).map_err(|s| (i, s))?;
+        }
+        Ok(())
+    }
     /// Rewrites the raw scores of all nodes into [0, 100]; the default leaves them as they are.
     fn normalize_score(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [i64]) -> Status {
         Status::success()

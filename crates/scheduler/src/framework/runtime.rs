@@ -400,45 +400,63 @@ impl Framework {
             scores: vec![0; k_plugins * n],
             totals: vec![0; n],
         };
-        // Raw scores, node-major, computed in parallel over chunks of nodes (upstream scores
-        // nodes in parallel too); every cell is written by exactly one task, so the result does
-        // not depend on scheduling.
-        let mut raw = vec![0i64; k_plugins * n];
-        let kp = k_plugins.max(1);
-        let score_chunk = |first_node: usize, out: &mut [i64]| -> Option<(usize, Status)> {
-            for (j, cell) in out.chunks_mut(kp).enumerate() {
-                let node = nodes[first_node + j];
-                for (k, (p, sp, _)) in active.iter().enumerate() {
-                    match sp.score(state, pod, node) {
-                        Ok(v) => cell[k] = v,
-                        Err(s) => {
-                            let msg =
-                                format!("running Score plugin {:?}: {}", p.name(), s.message());
-                            return Some((first_node + j, Status::error(msg).plugin(p.name())));
-                        }
+        // Raw scores, plugin-major like the table, computed in parallel over chunks of nodes
+        // (upstream scores nodes in parallel too); every cell is written by exactly one task,
+        // so the result does not depend on scheduling. A failure is reported for the first
+        // failing node, and for that node the first failing plugin, as a node-by-node pass
+        // would.
+        let score_run = |start: usize, out: &mut [i64]| -> Option<(usize, Status)> {
+            let len = out.len() / k_plugins.max(1);
+            let run = &nodes[start..start + len];
+            let mut first_err: Option<(usize, Status)> = None;
+            for (k, (p, sp, _)) in active.iter().enumerate() {
+                let column = &mut out[k * len..(k + 1) * len];
+                if let Err((i, s)) = sp.score_nodes(state, pod, run, start, column) {
+                    if first_err.as_ref().is_none_or(|(j, _)| start + i < *j) {
+                        let msg = format!("running Score plugin {:?}: {}", p.name(), s.message());
+                        first_err = Some((start + i, Status::error(msg).plugin(p.name())));
                     }
                 }
             }
-            None
+            first_err
         };
-        let first_error = if use_parallel(n) {
+        let first_error = if k_plugins == 0 {
+            None
+        } else if use_parallel(n) {
             let chunk_nodes =
                 PARALLEL_CHUNK_NODES.max(n.div_ceil(rayon::current_num_threads() * 2));
-            raw.par_chunks_mut(chunk_nodes * kp)
-                .enumerate()
-                .filter_map(|(c, out)| score_chunk(c * chunk_nodes, out))
-                .min_by_key(|(i, _)| *i)
+            let chunks: Vec<(usize, Vec<i64>, Option<(usize, Status)>)> = (0..n.div_ceil(chunk_nodes))
+                .into_par_iter()
+                .map(|c| {
+                    let start = c * chunk_nodes;
+                    let len = chunk_nodes.min(n - start);
+                    let mut out = vec![0i64; k_plugins * len];
+                    let err = score_run(start, &mut out);
+                    (start, out, err)
+                })
+                .collect();
+            let mut first_error: Option<(usize, Status)> = None;
+            for (start, out, err) in chunks {
+                let len = out.len() / k_plugins;
+                for k in 0..k_plugins {
+                    table.scores[k * n + start..k * n + start + len]
+                        .copy_from_slice(&out[k * len..(k + 1) * len]);
+                }
+                if let Some((i, s)) = err {
+                    if first_error.as_ref().is_none_or(|(j, _)| i < *j) {
+                        first_error = Some((i, s));
+                    }
+                }
+            }
+            first_error
         } else {
-            score_chunk(0, &mut raw)
+            score_run(0, &mut table.scores)
         };
         if let Some((_, status)) = first_error {
             return Err(status);
         }
         for (k, (p, sp, weight)) in active.into_iter().enumerate() {
             let column = &mut table.scores[k * n..(k + 1) * n];
-            for (i, cell) in column.iter_mut().enumerate() {
-                *cell = raw[i * k_plugins + k];
-            }
             let s = sp.normalize_score(state, pod, column);
             if !s.is_success() {
                 return Err(Status::error(format!(
@@ -594,3 +612,109 @@ pub fn run_filters(
 /// Per node name, the status with which it failed filtering. A hash map: thousands of nodes
 /// are inserted per cycle; every reader either looks nodes up or sorts what it reports.
 pub type NodeToStatus = std::collections::HashMap<String, Status>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testing::{NodeBuilder, PodBuilder};
+
+    /// Scores node `i` (by its name's number) as `i * factor`, failing on the nodes listed.
+    struct Numbered {
+        name: &'static str,
+        factor: i64,
+        fail_on: Vec<usize>,
+    }
+
+    fn index_of(node: &NodeInfo) -> usize {
+        node.name.trim_start_matches("n").parse().unwrap()
+    }
+
+    impl Plugin for Numbered {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn as_score(&self) -> Option<&dyn ScorePlugin> {
+            Some(self)
+        }
+    }
+
+    impl ScorePlugin for Numbered {
+        fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+            let i = index_of(node);
+            if self.fail_on.contains(&i) {
+                return Err(Status::error(format!("node {i}")));
+            }
+            Ok((i as i64 * self.factor) % 101)
+        }
+    }
+
+    fn framework(plugins: Vec<Numbered>) -> Framework {
+        let mut set = PluginSet::default();
+        for (k, p) in plugins.into_iter().enumerate() {
+            set.score.push((Arc::new(p) as Arc<dyn Plugin>, k as i64 + 1));
+        }
+        Framework {
+            profile_name: "default-scheduler".into(),
+            plugins: set,
+            all_plugins: Vec::new(),
+            percentage_of_nodes_to_score: None,
+        }
+    }
+
+    fn run(fw: &Framework, n: usize) -> Result<ScoreTable, Status> {
+        let nodes: Vec<NodeInfo> = (0..n)
+            .map(|i| NodeBuilder::new(&format!("n{i}")).info())
+            .collect();
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let pod = PodBuilder::new("p").info();
+        fw.run_score_plugins(&CycleState::new(), &pod, &refs)
+    }
+
+    fn two(fail_a: Vec<usize>, fail_b: Vec<usize>) -> Framework {
+        framework(vec![
+            Numbered {
+                name: "A",
+                factor: 3,
+                fail_on: fail_a,
+            },
+            Numbered {
+                name: "B",
+                factor: 7,
+                fail_on: fail_b,
+            },
+        ])
+    }
+
+    #[test]
+    fn scores_are_plugin_major_and_weighted() {
+        for n in [5, PARALLEL_MIN_NODES + 37] {
+            let table = run(&two(vec![], vec![]), n).unwrap();
+            assert_eq!(table.plugins, vec!["A", "B"]);
+            for i in 0..n {
+                let (a, b) = ((i as i64 * 3) % 101, (i as i64 * 7) % 101);
+                assert_eq!(table.scores[i], a, "A of node {i}");
+                assert_eq!(table.scores[n + i], b, "B of node {i}");
+                assert_eq!(table.totals[i], a + 2 * b, "total of node {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_failing_node_is_reported_then_the_first_plugin() {
+        for n in [10, PARALLEL_MIN_NODES + 37] {
+            // B fails on an earlier node than A: B's failure is reported.
+            let err = run(&two(vec![7, 9], vec![4, 8]), n).unwrap_err();
+            assert_eq!(err.message(), "running Score plugin \"B\": node 4");
+            // The failing nodes of a plugin need not be listed in order.
+            let err = run(&two(vec![6], vec![6, 2]), n).unwrap_err();
+            assert_eq!(err.message(), "running Score plugin \"B\": node 2");
+            // Both fail on the same node first: the first plugin wins.
+            let err = run(&two(vec![3], vec![3]), n).unwrap_err();
+            assert_eq!(err.message(), "running Score plugin \"A\": node 3");
+        }
+        // A failure in a later chunk of a parallel pass loses to an earlier one.
+        let n = PARALLEL_MIN_NODES + 37;
+        let err = run(&two(vec![n - 1], vec![n - 2, 1]), n).unwrap_err();
+        assert_eq!(err.message(), "running Score plugin \"B\": node 1");
+    }
+}

@@ -86,4 +86,27 @@ impl ScorePlugin for BalancedAllocation {
             )),
         }
     }
+
+    /// As [`Self::score`] per node, with the pod's requests read once.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        _first: usize,
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        let computed;
+        let requests = match state.read::<PreScoreState>(PRE_SCORE_KEY) {
+            Some(s) => &s.pod_requests,
+            None => {
+                computed = self.resources.pod_requests(pod);
+                &computed
+            }
+        };
+        for (node, cell) in nodes.iter().zip(out.iter_mut()) {
+            *cell = balanced_score(&self.resources, node, requests);
+        }
+        Ok(())
+    }
 }

@@ -230,10 +230,14 @@ fn fit_scores(args: serde_json::Value) -> Vec<i64> {
     assert!(pl
         .pre_score(&mut state, &pod, &refs, &snapshot(vec![]))
         .is_success());
-    nodes
+    let per_node: Vec<i64> = nodes
         .iter()
         .map(|n| pl.score(&state, &pod, n).unwrap())
-        .collect()
+        .collect();
+    let mut batch = vec![-1; nodes.len()];
+    pl.score_nodes(&state, &pod, &refs, 0, &mut batch).unwrap();
+    assert_eq!(batch, per_node, "score_nodes must agree with score");
+    per_node
 }
 
 #[test]
@@ -314,12 +318,14 @@ fn balanced_scores(
     if st.is_skip() {
         return None;
     }
-    Some(
-        nodes
-            .iter()
-            .map(|n| pl.score(&state, &pod, n).unwrap())
-            .collect(),
-    )
+    let per_node: Vec<i64> = nodes
+        .iter()
+        .map(|n| pl.score(&state, &pod, n).unwrap())
+        .collect();
+    let mut batch = vec![-1; nodes.len()];
+    pl.score_nodes(&state, &pod, &refs, 0, &mut batch).unwrap();
+    assert_eq!(batch, per_node, "score_nodes must agree with score");
+    Some(per_node)
 }
 
 #[test]

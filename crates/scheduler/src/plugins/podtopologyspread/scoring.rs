@@ -40,6 +40,20 @@ pub(crate) struct PreScoreState {
     /// The snapshot's nodes with what Score needs of them (see [`NodeEntries`]); Score
     /// counts directly on a node that is not among them.
     pub(crate) entries: Arc<NodeEntries>,
+    /// Per filtered node, in PreScore's order: its address and raw score, computed by
+    /// PreScore so that scoring a run of nodes (see [`ScorePlugin::score_nodes`]) is a copy.
+    pub(crate) raw: Vec<(usize, i64)>,
+}
+
+/// What PreScore keeps of one constraint for one filtered node to compute its raw score.
+#[derive(Clone, Copy)]
+enum Cell {
+    /// The node has no value for the topology key: the constraint does not count.
+    NoValue,
+    /// The node's own count (hostname constraints).
+    Count(i64),
+    /// The node's domain (other constraints): its count is known once every node is seen.
+    Domain(usize),
 }
 
 /// What PreScore and Score read of one node for one memo key.
@@ -299,6 +313,8 @@ impl PreScorePlugin for PodTopologySpread {
         let mut topo_size = vec![0usize; constraints.len()];
         let mut n_ignored = 0;
         let mut fresh;
+        let n_constraints = constraints.len();
+        let mut cells: Vec<Cell> = Vec::with_capacity(nodes.len() * n_constraints);
         for &node in nodes {
             let e = match lookup(&entries, node) {
                 Some(e) => e,
@@ -309,6 +325,15 @@ impl PreScorePlugin for PodTopologySpread {
             };
             let ignored = require_all && !e.all_keys;
             s.ignored.push(ignored);
+            for (i, &is_hostname) in hostname.iter().enumerate() {
+                cells.push(if ignored || e.values[i].is_none() {
+                    Cell::NoValue
+                } else if is_hostname {
+                    Cell::Count(e.counts[i])
+                } else {
+                    Cell::Domain(e.ids[i] as usize)
+                });
+            }
             if ignored {
                 n_ignored += 1;
                 continue;
@@ -349,6 +374,29 @@ impl PreScorePlugin for PodTopologySpread {
                     topo_size[i]
                 };
                 topology_normalizing_weight(size)
+            })
+            .collect();
+        s.raw = nodes
+            .iter()
+            .enumerate()
+            .map(|(j, node)| {
+                if s.ignored[j] {
+                    return (node_address(node), 0);
+                }
+                let mut score = 0.0;
+                for (i, c) in constraints.iter().enumerate() {
+                    let count = match cells[j * n_constraints + i] {
+                        Cell::NoValue => continue,
+                        Cell::Count(count) => count,
+                        Cell::Domain(id) => s.domain_counts[i]
+                            .get(id)
+                            .copied()
+                            .flatten()
+                            .unwrap_or(0),
+                    };
+                    score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
+                }
+                (node_address(node), score.round() as i64)
             })
             .collect();
         s.constraints = constraints;
@@ -442,55 +490,36 @@ pub(crate) fn pre_score_recount(
     Some(s)
 }
 
+fn read_pre_score_state(state: &CycleState) -> Result<&PreScoreState, Status> {
+    state
+        .read::<PreScoreState>(PRE_SCORE_KEY)
+        .ok_or_else(|| Status::error(format!("error reading {PRE_SCORE_KEY:?} from cycleState")))
+}
+
 impl ScorePlugin for PodTopologySpread {
     /// The sum over constraints of the node's domain score, rounded; ignored nodes score 0.
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let Some(s) = state.read::<PreScoreState>(PRE_SCORE_KEY) else {
-            return Err(Status::error(format!(
-                "error reading {PRE_SCORE_KEY:?} from cycleState"
-            )));
-        };
-        let mut score = 0.0;
-        if let Some(e) = lookup(&s.entries, node) {
-            if s.require_all && !e.all_keys {
-                return Ok(0);
-            }
-            for (i, c) in s.constraints.iter().enumerate() {
-                if e.values[i].is_none() {
-                    continue;
-                }
-                let count = if s.hostname[i] {
-                    e.counts[i]
-                } else {
-                    s.domain_counts[i]
-                        .get(e.ids[i] as usize)
-                        .copied()
-                        .flatten()
-                        .unwrap_or(0)
-                };
-                score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
-            }
-            return Ok(score.round() as i64);
-        }
-        let labels = node.labels();
-        if s.require_all && !node_labels_match_constraints(labels, &s.constraints) {
-            return Ok(0);
-        }
-        for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = labels.get(&c.topology_key) else {
-                continue;
+        Ok(score_node(read_pre_score_state(state)?, pod, node))
+    }
+
+    /// The scores PreScore computed for these nodes (any node it did not see is scored as
+    /// [`Self::score`] does).
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        first: usize,
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        let s = read_pre_score_state(state).map_err(|e| (0, e))?;
+        for (j, (node, cell)) in nodes.iter().zip(out.iter_mut()).enumerate() {
+            *cell = match s.raw.get(first + j) {
+                Some(&(addr, score)) if addr == node_address(node) => score,
+                _ => score_node(s, pod, node),
             };
-            let count = if c.topology_key == LABEL_HOSTNAME {
-                count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64
-            } else {
-                s.topology_value_to_pod_counts[i]
-                    .get(value.as_str())
-                    .copied()
-                    .unwrap_or(0)
-            };
-            score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
         }
-        Ok(score.round() as i64)
+        Ok(())
     }
 
     /// Fewer matching pods is better: `100 × (max + min − score) / max` over the nodes that
@@ -522,4 +551,49 @@ impl ScorePlugin for PodTopologySpread {
         }
         Status::success()
     }
+}
+
+/// One node's raw score from the PreScore state.
+fn score_node(s: &PreScoreState, pod: &PodInfo, node: &NodeInfo) -> i64 {
+    let mut score = 0.0;
+    if let Some(e) = lookup(&s.entries, node) {
+        if s.require_all && !e.all_keys {
+            return 0;
+        }
+        for (i, c) in s.constraints.iter().enumerate() {
+            if e.values[i].is_none() {
+                continue;
+            }
+            let count = if s.hostname[i] {
+                e.counts[i]
+            } else {
+                s.domain_counts[i]
+                    .get(e.ids[i] as usize)
+                    .copied()
+                    .flatten()
+                    .unwrap_or(0)
+            };
+            score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
+        }
+        return score.round() as i64;
+    }
+    let labels = node.labels();
+    if s.require_all && !node_labels_match_constraints(labels, &s.constraints) {
+        return 0;
+    }
+    for (i, c) in s.constraints.iter().enumerate() {
+        let Some(value) = labels.get(&c.topology_key) else {
+            continue;
+        };
+        let count = if c.topology_key == LABEL_HOSTNAME {
+            count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64
+        } else {
+            s.topology_value_to_pod_counts[i]
+                .get(value.as_str())
+                .copied()
+                .unwrap_or(0)
+        };
+        score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
+    }
+    score.round() as i64
 }

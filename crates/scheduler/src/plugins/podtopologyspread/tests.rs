@@ -313,7 +313,24 @@ fn scores(
         .iter()
         .map(|n| pl.score(&state, &pod, n).unwrap())
         .collect();
+    assert_eq!(batch_scores(pl, &state, &pod, &refs), out);
     assert!(pl.normalize_score(&state, &pod, &mut out).is_success());
+    out
+}
+
+/// The raw scores through `score_nodes`, in two runs (the second starting mid-list), which
+/// must equal the per-node scores.
+fn batch_scores(
+    pl: &PodTopologySpread,
+    state: &CycleState,
+    pod: &crate::framework::PodInfo,
+    nodes: &[&NodeInfo],
+) -> Vec<i64> {
+    let mut out = vec![-1; nodes.len()];
+    let mid = nodes.len() / 2;
+    let (a, b) = out.split_at_mut(mid);
+    pl.score_nodes(state, pod, &nodes[..mid], 0, a).unwrap();
+    pl.score_nodes(state, pod, &nodes[mid..], mid, b).unwrap();
     out
 }
 
@@ -605,6 +622,7 @@ fn scores_of(
         .iter()
         .map(|n| pl.score(&state, pod, n).unwrap())
         .collect();
+    assert_eq!(batch_scores(pl, &state, pod, &refs), out);
     assert!(pl.normalize_score(&state, pod, &mut out).is_success());
     let s = state
         .read::<super::scoring::PreScoreState>(PRE_SCORE_KEY)
