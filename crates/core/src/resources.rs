@@ -224,9 +224,15 @@ pub fn pod_requests(spec: &PodSpec) -> Result<Resources, ResourceError> {
 /// as `0` is present, so it stays 0. When pod-level requests are set, defaults apply only to a
 /// resource that neither the pod level nor any container (nor the overhead) mentions, as upstream.
 pub fn pod_requests_non_zero(spec: &PodSpec) -> Result<Resources, ResourceError> {
+    pod_requests_and_non_zero(spec).map(|(_, non_zero)| non_zero)
+}
+
+/// [`pod_requests`] and [`pod_requests_non_zero`] together, parsing the quantities once.
+pub fn pod_requests_and_non_zero(spec: &PodSpec) -> Result<(Resources, Resources), ResourceError> {
     let lists = PodLists::parse(spec)?;
     let requests = lists.requests(None);
-    let mut out = to_resources(&requests);
+    let plain = to_resources(&requests);
+    let mut out = plain.clone();
     let defaults_all = !lists.pod_level_requests_set();
     let want_cpu = defaults_all || !requests.contains_key(CPU);
     let want_mem = defaults_all || !requests.contains_key(MEMORY);
@@ -248,7 +254,7 @@ pub fn pod_requests_non_zero(spec: &PodSpec) -> Result<Resources, ResourceError>
         out.milli_cpu = non_zero.get(CPU).map_or(0, ParsedQuantity::milli_value);
         out.memory = non_zero.get(MEMORY).map_or(0, ParsedQuantity::value);
     }
-    Ok(out)
+    Ok((plain, out))
 }
 
 /// The resource lists of one pod, parsed once.

@@ -70,8 +70,8 @@ impl PodInfo {
     /// that still fails to parse counts as zero.
     pub fn new(pod: Arc<Pod>) -> PodInfo {
         let spec = spec_of(&pod);
-        let requests = resources::pod_requests(spec).unwrap_or_default();
-        let non_zero_requests = resources::pod_requests_non_zero(spec).unwrap_or_default();
+        let (requests, non_zero_requests) =
+            resources::pod_requests_and_non_zero(spec).unwrap_or_default();
         let mut host_ports = Vec::new();
         // Ports of regular init containers are released before the app containers start;
         // only sidecars (restartable init containers) keep theirs.

@@ -56,21 +56,33 @@ enum Cell {
     Domain(usize),
 }
 
-/// What PreScore and Score read of one node for one memo key.
+/// What PreScore and Score read of one node for one memo key: a header and one cell per
+/// constraint in a single array, so reading a node touches two allocations (PreScore reads
+/// every filtered node of every cycle).
 #[derive(Debug)]
 pub(crate) struct NodeEntry {
     /// Whether the node has every constraint's topology key.
     pub all_keys: bool,
-    /// Per constraint: the node's value of the topology key.
+    /// Per constraint.
+    pub cells: Box<[EntryCell]>,
+    /// Per constraint: the node's value of the topology key (read only when a domain is
+    /// first seen in a cycle).
     pub values: Vec<Option<String>>,
-    /// Per constraint: the id of the node's domain (its value, or "" without one); unused
-    /// for hostname constraints.
-    pub ids: Vec<u32>,
-    /// Per constraint: whether the node's pods count (it has a Node and passes the
-    /// constraint's inclusion policies).
-    pub counted: Vec<bool>,
-    /// Per constraint: the matching pods on the node (namespace, selector, not terminating).
-    pub counts: Vec<i64>,
+}
+
+/// One constraint's part of a [`NodeEntry`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EntryCell {
+    /// The id of the node's domain (its value, or "" without one); unused for hostname
+    /// constraints.
+    pub id: u32,
+    /// Whether the node has a value for the topology key.
+    pub has_value: bool,
+    /// Whether the node's pods count (it has a Node and passes the constraint's inclusion
+    /// policies).
+    pub counted: bool,
+    /// The matching pods on the node (namespace, selector, not terminating).
+    pub count: i64,
 }
 
 /// The entries of the snapshot's nodes by the address of their NodeInfo, each with the `Arc`
@@ -165,16 +177,16 @@ impl ScoreAgg {
             self.domain_counts
                 .resize_with(constraints.len(), Default::default);
         }
-        for (i, c) in constraints.iter().enumerate() {
-            if c.topology_key == LABEL_HOSTNAME || !e.counted[i] {
+        for (i, (c, cell)) in constraints.iter().zip(e.cells.iter()).enumerate() {
+            if c.topology_key == LABEL_HOSTNAME || !cell.counted {
                 continue;
             }
-            let id = e.ids[i] as usize;
+            let id = cell.id as usize;
             let counts = &mut self.domain_counts[i];
             if counts.len() <= id {
                 counts.resize(id + 1, 0);
             }
-            counts[id] += sign * e.counts[i];
+            counts[id] += sign * cell.count;
         }
     }
 }
@@ -194,32 +206,27 @@ fn node_entry(
         .iter()
         .map(|c| labels.get(&c.topology_key).cloned())
         .collect();
+    let cells = constraints
+        .iter()
+        .zip(&values)
+        .map(|(c, v)| EntryCell {
+            id: if c.topology_key == LABEL_HOSTNAME {
+                u32::MAX
+            } else {
+                domains.id(v.as_deref().unwrap_or(""))
+            },
+            has_value: v.is_some(),
+            counted: node
+                .node
+                .as_ref()
+                .is_some_and(|n| c.matches_node_inclusion_policies(pod.spec(), n, required)),
+            count: count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64,
+        })
+        .collect();
     NodeEntry {
         all_keys: node_labels_match_constraints(labels, constraints),
-        ids: constraints
-            .iter()
-            .zip(&values)
-            .map(|(c, v)| {
-                if c.topology_key == LABEL_HOSTNAME {
-                    u32::MAX
-                } else {
-                    domains.id(v.as_deref().unwrap_or(""))
-                }
-            })
-            .collect(),
+        cells,
         values,
-        counted: constraints
-            .iter()
-            .map(|c| {
-                node.node
-                    .as_ref()
-                    .is_some_and(|n| c.matches_node_inclusion_policies(pod.spec(), n, required))
-            })
-            .collect(),
-        counts: constraints
-            .iter()
-            .map(|c| count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64)
-            .collect(),
     }
 }
 
@@ -325,13 +332,13 @@ impl PreScorePlugin for PodTopologySpread {
             };
             let ignored = require_all && !e.all_keys;
             s.ignored.push(ignored);
-            for (i, &is_hostname) in hostname.iter().enumerate() {
-                cells.push(if ignored || e.values[i].is_none() {
+            for (&is_hostname, cell) in hostname.iter().zip(e.cells.iter()) {
+                cells.push(if ignored || !cell.has_value {
                     Cell::NoValue
                 } else if is_hostname {
-                    Cell::Count(e.counts[i])
+                    Cell::Count(cell.count)
                 } else {
-                    Cell::Domain(e.ids[i] as usize)
+                    Cell::Domain(cell.id as usize)
                 });
             }
             if ignored {
@@ -342,7 +349,7 @@ impl PreScorePlugin for PodTopologySpread {
                 if is_hostname {
                     continue;
                 }
-                let id = e.ids[i] as usize;
+                let id = e.cells[i].id as usize;
                 let seen = &mut s.domain_counts[i];
                 if seen.len() <= id {
                     seen.resize(id + 1, None);
@@ -560,15 +567,15 @@ fn score_node(s: &PreScoreState, pod: &PodInfo, node: &NodeInfo) -> i64 {
         if s.require_all && !e.all_keys {
             return 0;
         }
-        for (i, c) in s.constraints.iter().enumerate() {
-            if e.values[i].is_none() {
+        for (i, (c, cell)) in s.constraints.iter().zip(e.cells.iter()).enumerate() {
+            if !cell.has_value {
                 continue;
             }
             let count = if s.hostname[i] {
-                e.counts[i]
+                cell.count
             } else {
                 s.domain_counts[i]
-                    .get(e.ids[i] as usize)
+                    .get(cell.id as usize)
                     .copied()
                     .flatten()
                     .unwrap_or(0)
