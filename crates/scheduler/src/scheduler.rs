@@ -114,6 +114,9 @@ impl Scheduler {
                             None => PodInfo::new(pod.clone()),
                         };
                         self.cache.update_pod(Arc::new(info));
+                        if !self.queue.wants_cluster_events() {
+                            return;
+                        }
                         for e in pod_update_events(old, pod) {
                             self.queue.move_all_to_active_or_backoff_queue(
                                 e,
@@ -177,9 +180,9 @@ impl Scheduler {
                 }
             }
             EventType::Deleted => {
-                let info = PodInfo::new(pod.clone());
                 if is_assigned(pod) {
-                    self.cache.remove_pod(&info.uid);
+                    self.cache
+                        .remove_pod(pod.metadata.uid.as_deref().unwrap_or_default());
                     self.queue.move_all_to_active_or_backoff_queue(
                         ev::ASSIGNED_POD_DELETE,
                         Some(EventObject::Pod(pod)),
@@ -188,6 +191,7 @@ impl Scheduler {
                         now,
                     );
                 } else {
+                    let info = PodInfo::new(pod.clone());
                     self.queue.delete(&info);
                     if info.nominated_node_name().is_some() {
                         let prio = info.priority;
@@ -229,6 +233,9 @@ impl Scheduler {
                     .and_then(Object::as_node)
                     .expect("a Modified event carries the old object");
                 self.cache.update_node(node.clone());
+                if !self.queue.wants_cluster_events() {
+                    return;
+                }
                 for e in node_update_events(old, node) {
                     self.queue.move_all_to_active_or_backoff_queue(
                         e,

@@ -842,6 +842,13 @@ impl SchedulingQueue {
     /// A cluster event: moves the unschedulable pods (passing `pre_check`) that the event may
     /// help, per the hints, and records the event for in-flight pods. An event no plugin
     /// registered for does nothing.
+    /// Whether a cluster event can change anything: some pod waits in unschedulablePods or
+    /// is in flight (its events are recorded). When not, callers may skip working out which
+    /// events an update is (a scale-up binds and starts thousands of pods, each an update).
+    pub fn wants_cluster_events(&self) -> bool {
+        !self.unschedulable_pods.is_empty() || !self.in_flight_pods.is_empty()
+    }
+
     pub fn move_all_to_active_or_backoff_queue(
         &mut self,
         event: ClusterEvent,
