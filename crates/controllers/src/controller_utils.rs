@@ -87,13 +87,20 @@ pub fn pod_ready_time(pod: &Pod) -> Option<Timestamp> {
 /// virtual clock that would make a pod available only an instant *after* the moment it is due.
 /// kubeplane counts it available at that moment (`<=`), which no real clock can tell apart.
 pub fn is_pod_available(pod: &Pod, min_ready_secs: i32, now: Timestamp) -> bool {
-    if !is_pod_ready(pod) {
-        return false;
-    }
+    is_pod_ready(pod) && ready_long_enough(pod_ready_time(pod), min_ready_secs, now)
+}
+
+/// Whether a pod whose Ready condition is True, since `ready_time` ([`pod_ready_time`]), counts
+/// as available: the rest of [`is_pod_available`], for callers that cached the pod's readiness.
+pub fn ready_long_enough(
+    ready_time: Option<Timestamp>,
+    min_ready_secs: i32,
+    now: Timestamp,
+) -> bool {
     if min_ready_secs <= 0 {
         return true;
     }
-    match pod_ready_time(pod) {
+    match ready_time {
         None => false,
         Some(t) => available_at(t, min_ready_secs) <= now,
     }
@@ -187,23 +194,30 @@ pub fn claim_action(
     obj: &ObjectMeta,
     matches: bool,
 ) -> ClaimAction {
-    if let Some(r) = controller_of(obj) {
-        if r.uid != owner_uid {
-            return ClaimAction::Ignore;
-        }
-        if matches {
-            return ClaimAction::Claim;
-        }
-        if owner_deleting {
-            return ClaimAction::Ignore;
-        }
-        return ClaimAction::Release;
+    let controlled_by_owner = controller_of(obj).map(|r| r.uid == owner_uid);
+    let adoptable = obj.deletion_timestamp.is_none()
+        && obj.namespace.as_deref().unwrap_or("default") == owner_namespace;
+    claim_rule(controlled_by_owner, adoptable, owner_deleting, matches)
+}
+
+/// The ControllerRefManager rules over the facts they read of an object, for callers that know
+/// them without reading the object (an informer index by controller UID, say).
+/// `controlled_by_owner`: `None` for an object without a controller, else whether its controller
+/// is the owner; `adoptable`: it is not being deleted and is in the owner's namespace.
+pub fn claim_rule(
+    controlled_by_owner: Option<bool>,
+    adoptable: bool,
+    owner_deleting: bool,
+    matches: bool,
+) -> ClaimAction {
+    match controlled_by_owner {
+        Some(false) => ClaimAction::Ignore,
+        Some(true) if matches => ClaimAction::Claim,
+        Some(true) if owner_deleting => ClaimAction::Ignore,
+        Some(true) => ClaimAction::Release,
+        None if owner_deleting || !matches || !adoptable => ClaimAction::Ignore,
+        None => ClaimAction::Adopt,
     }
-    let obj_ns = obj.namespace.as_deref().unwrap_or("default");
-    if owner_deleting || !matches || obj.deletion_timestamp.is_some() || obj_ns != owner_namespace {
-        return ClaimAction::Ignore;
-    }
-    ClaimAction::Adopt
 }
 
 /// Adds `controller_ref` to the object's owner references, replacing one with the same UID (the

@@ -572,8 +572,15 @@ mod tests {
         let last = events.last().unwrap();
         assert_eq!(last.type_, EventType::Deleted);
         // The deletion has its own version, after the creation's; the object is the last state.
-        assert!(last.resource_version > events[0].resource_version);
-        assert_eq!(last.object.resource_version(), events[0].object.resource_version());
+        let created = events
+            .iter()
+            .find(|e| e.type_ == EventType::Added && e.object.kind() == Kind::Pod)
+            .unwrap();
+        assert!(last.resource_version > created.resource_version);
+        assert_eq!(
+            last.object.resource_version(),
+            created.object.resource_version()
+        );
     }
 
     #[test]

@@ -7,15 +7,22 @@
 //! observes) and guards against acting twice on the same need with expectations: after creating
 //! or deleting pods it waits until it has observed those writes before it creates or deletes
 //! again.
+//!
+//! A sync reads every pod of its ReplicaSet, which may have 10,000 of them, several times over.
+//! So the cache keeps, next to each pod, what syncs read of it ([`CachedPod`], computed once per
+//! observed version), and numbers the distinct label maps of the pods ([`LabelSets`]) so that a
+//! sync evaluates a selector once per distinct map rather than once per pod.
 
 pub mod ranking;
 
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
@@ -26,14 +33,15 @@ use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_store::{
     Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, StoreError, WatchEvent,
 };
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::controller_utils::{
-    add_owner_reference, available_at, claim_action, controller_of, in_namespace, is_pod_active,
-    is_pod_available, is_pod_ready, key_string, labels, new_controller_ref, ns_name,
-    pod_ready_time, remove_owner_reference, resolve_controller_ref, selecting, slow_start_batch,
-    ClaimAction, Expectations, NsName, WorkQueue, BURST_REPLICAS, SLOW_START_INITIAL_BATCH_SIZE,
+    add_owner_reference, available_at, claim_rule, controller_of, is_pod_active, is_pod_available,
+    is_pod_ready, key_string, labels, new_controller_ref, ns_name, pod_node, ready_long_enough,
+    remove_owner_reference, resolve_controller_ref, selecting, slow_start_batch, ClaimAction,
+    Expectations, NsName, WorkQueue, BURST_REPLICAS, SLOW_START_INITIAL_BATCH_SIZE,
 };
-use ranking::{get_pods_to_delete, RankContext};
+use ranking::{get_pods_to_delete_with_counts, Candidate, RankContext, SortFacts};
 
 /// The event source of everything this controller records.
 pub const CONTROLLER_NAME: &str = "replicaset-controller";
@@ -67,6 +75,21 @@ fn rs_selector(rs: &ReplicaSet) -> Result<Selector, String> {
     }
 }
 
+/// The selector of the labels a ReplicaSet's template gives its pods (what status calls "fully
+/// labeled").
+fn template_selector(rs: &ReplicaSet) -> Selector {
+    let template_labels = rs
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.as_ref())
+        .and_then(|t| t.metadata.as_ref())
+        .and_then(|m| m.labels.as_ref());
+    match template_labels {
+        Some(l) => selector_from_map(l),
+        None => selector_from_map(&BTreeMap::new()),
+    }
+}
+
 /// Counters reported at the end of a run.
 #[derive(Clone, Debug, Default)]
 struct Metrics {
@@ -77,18 +100,258 @@ struct Metrics {
     deletion_age_ratio_observations: u64,
 }
 
+// ----- label sets and cached pods ----------------------------------------------------------------
+
+/// The number [`LabelSets`] gives a distinct label map.
+type LabelSetId = usize;
+
+/// The distinct label maps of the cached pods, numbered. The pods of one ReplicaSet nearly all
+/// carry the same map, so a selector evaluated once per number ([`SelectorMemo`]) is evaluated a
+/// handful of times per sync instead of once per pod.
+///
+/// A map is counted once for each cached pod carrying it; when the last one goes, the map is
+/// forgotten and its number reused, so the table holds no more maps than the cache has pods
+/// (pods with labels of their own coming and going do not grow it).
+#[derive(Debug, Default)]
+struct LabelSets {
+    ids: FxHashMap<Arc<BTreeMap<String, String>>, LabelSetId>,
+    /// By number; `None` for a free number.
+    slots: Vec<Option<LabelSet>>,
+    /// Free numbers, reused before new ones.
+    free: Vec<LabelSetId>,
+}
+
+/// A numbered label map and how many cached pods carry it.
+#[derive(Debug)]
+struct LabelSet {
+    labels: Arc<BTreeMap<String, String>>,
+    users: usize,
+}
+
+impl LabelSets {
+    /// The number of `labels`, counting one more pod carrying them.
+    fn acquire(&mut self, labels: &BTreeMap<String, String>) -> LabelSetId {
+        if let Some(&id) = self.ids.get(labels) {
+            if let Some(Some(set)) = self.slots.get_mut(id) {
+                set.users += 1;
+            }
+            return id;
+        }
+        let map = Arc::new(labels.clone());
+        let slot = Some(LabelSet {
+            labels: map.clone(),
+            users: 1,
+        });
+        let id = match self.free.pop() {
+            Some(id) if id < self.slots.len() => {
+                self.slots[id] = slot;
+                id
+            }
+            _ => {
+                self.slots.push(slot);
+                self.slots.len() - 1
+            }
+        };
+        self.ids.insert(map, id);
+        id
+    }
+
+    /// One pod carrying the map numbered `id` is gone; the last one frees the number.
+    fn release(&mut self, id: LabelSetId) {
+        let Some(slot) = self.slots.get_mut(id) else {
+            return;
+        };
+        let Some(set) = slot.as_mut() else {
+            return;
+        };
+        set.users -= 1;
+        if set.users == 0 {
+            self.ids.remove(set.labels.as_ref());
+            *slot = None;
+            self.free.push(id);
+        }
+    }
+
+    /// The map numbered `id` (`None` for a free or unknown number).
+    fn get(&self, id: LabelSetId) -> Option<&BTreeMap<String, String>> {
+        match self.slots.get(id) {
+            Some(Some(set)) => Some(&set.labels),
+            _ => None,
+        }
+    }
+
+    /// One more than the highest number in use or free: the size of a table indexed by number.
+    fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+/// One selector's verdicts on numbered label maps, each computed the first time a sync asks.
+struct SelectorMemo<'a> {
+    selector: &'a Selector,
+    sets: &'a LabelSets,
+    /// By label-set number: `None` until evaluated.
+    verdicts: Vec<Option<bool>>,
+}
+
+impl<'a> SelectorMemo<'a> {
+    fn new(selector: &'a Selector, sets: &'a LabelSets) -> Self {
+        SelectorMemo {
+            selector,
+            sets,
+            verdicts: vec![None; sets.capacity()],
+        }
+    }
+
+    /// Whether the selector matches the label map numbered `id` (a free or unknown number is
+    /// an empty map; the cache never hands one out).
+    fn matches(&mut self, id: LabelSetId) -> bool {
+        let (selector, sets) = (self.selector, self.sets);
+        let eval = || match sets.get(id) {
+            Some(m) => selector.matches(m),
+            None => selector.matches(&BTreeMap::new()),
+        };
+        match self.verdicts.get_mut(id) {
+            Some(Some(v)) => *v,
+            Some(slot) => *slot.insert(eval()),
+            None => eval(),
+        }
+    }
+}
+
+/// A cached pod with what syncs read of it, computed once per observed version: a sync reads
+/// these compact records rather than the pods (several kilobytes each, spread over many cache
+/// lines and heap allocations), which only adoption, release and scale-down ranking look at.
+#[derive(Clone, Debug)]
+struct CachedPod {
+    pod: Arc<Pod>,
+    /// The number of its label map in [`LabelSets`].
+    labels: LabelSetId,
+    /// `metadata.namespace` is set: the cache files a pod without one under `default`, where it
+    /// is nevertheless no ReplicaSet's candidate.
+    namespaced: bool,
+    /// [`is_pod_active`].
+    active: bool,
+    /// A deletion was requested (`metadata.deletionTimestamp` is set).
+    deleting: bool,
+    /// A hash of the UID, for [`ByUid`].
+    uid_hash: u64,
+    /// Readiness for the status, and everything a scale-down ranks pods by.
+    facts: SortFacts,
+}
+
+impl CachedPod {
+    fn new(pod: Arc<Pod>, sets: &mut LabelSets) -> CachedPod {
+        CachedPod {
+            labels: sets.acquire(labels(&pod.metadata)),
+            namespaced: pod.metadata.namespace.is_some(),
+            active: is_pod_active(&pod),
+            deleting: pod.metadata.deletion_timestamp.is_some(),
+            facts: SortFacts::of(&pod),
+            uid_hash: FxBuildHasher.hash_one(pod.metadata.uid.as_deref().unwrap_or_default()),
+            pod,
+        }
+    }
+
+    fn uid(&self) -> &str {
+        self.pod.metadata.uid.as_deref().unwrap_or_default()
+    }
+}
+
+impl Candidate for CachedPod {
+    fn pod(&self) -> &Pod {
+        &self.pod
+    }
+
+    fn facts(&self) -> SortFacts {
+        self.facts
+    }
+}
+
+/// A cached pod as a member of a set of UIDs. It hashes as the UID hash the cache computed, and
+/// its UID is read only to tell apart pods whose hashes look alike: de-duplicating 10,000 pods
+/// by UID then hardly reads a pod.
+#[derive(Clone, Copy)]
+struct ByUid<'a>(&'a CachedPod);
+
+impl Hash for ByUid<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0.uid_hash);
+    }
+}
+
+impl PartialEq for ByUid<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.uid() == other.0.uid()
+    }
+}
+
+impl Eq for ByUid<'_> {}
+
+// ----- the controller ----------------------------------------------------------------------------
+
+/// Cached pods by namespace, then name. The pods of a namespace are one lookup away and come in
+/// name order without comparing namespaces pod by pod (each a string of its own to read).
+#[derive(Debug, Default)]
+struct PodsByNamespace(BTreeMap<String, BTreeMap<String, CachedPod>>);
+
+impl PodsByNamespace {
+    /// The pods of one namespace, by name.
+    fn namespace(&self, namespace: &str) -> Option<&BTreeMap<String, CachedPod>> {
+        self.0.get(namespace)
+    }
+
+    fn get_mut(&mut self, (namespace, name): &NsName) -> Option<&mut CachedPod> {
+        self.0.get_mut(namespace)?.get_mut(name)
+    }
+
+    fn insert(&mut self, (namespace, name): &NsName, pod: CachedPod) {
+        match self.0.get_mut(namespace) {
+            Some(pods) => {
+                pods.insert(name.clone(), pod);
+            }
+            None => {
+                self.0
+                    .insert(namespace.clone(), BTreeMap::from([(name.clone(), pod)]));
+            }
+        }
+    }
+
+    /// Removes a pod, and its namespace with the last one.
+    fn remove(&mut self, (namespace, name): &NsName) -> Option<CachedPod> {
+        let pods = self.0.get_mut(namespace)?;
+        let old = pods.remove(name);
+        if pods.is_empty() {
+            self.0.remove(namespace);
+        }
+        old
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The informer caches: every ReplicaSet and pod the controller has observed, indexed.
+#[derive(Debug, Default)]
+struct Cache {
+    replica_sets: BTreeMap<NsName, Arc<ReplicaSet>>,
+    /// ReplicaSets by the UID of their controller (upstream index `controllerUID`).
+    rs_by_controller_uid: BTreeMap<String, BTreeSet<NsName>>,
+    pods: PodsByNamespace,
+    /// Pods by the UID of their controller (upstream pod index by controller UID).
+    pods_by_controller_uid: BTreeMap<String, PodsByNamespace>,
+    /// Pods without a controller.
+    orphan_pods: PodsByNamespace,
+    /// The label maps of the cached pods.
+    label_sets: LabelSets,
+}
+
 /// The ReplicaSet controller. See the module documentation.
 pub struct ReplicaSetController {
     pod_deletion_cost: bool,
     terminating_replicas: bool,
-    replica_sets: BTreeMap<NsName, Arc<ReplicaSet>>,
-    /// ReplicaSets by the UID of their controller (upstream index `controllerUID`).
-    rs_by_controller_uid: BTreeMap<String, BTreeSet<NsName>>,
-    pods: BTreeMap<NsName, Arc<Pod>>,
-    /// Pods by the UID of their controller (upstream pod index by controller UID).
-    pods_by_controller_uid: BTreeMap<String, BTreeMap<NsName, Arc<Pod>>>,
-    /// Pods without a controller, by namespace.
-    orphan_pods: BTreeMap<String, BTreeMap<String, Arc<Pod>>>,
+    cache: Cache,
     queue: WorkQueue,
     expectations: Expectations,
     metrics: Metrics,
@@ -100,35 +363,7 @@ impl Default for ReplicaSetController {
     }
 }
 
-impl ReplicaSetController {
-    /// A controller with the v1.34 default feature gates.
-    pub fn new() -> Self {
-        Self::with_features(FeatureGates::default())
-    }
-
-    /// A controller honouring `PodDeletionCost` and `DeploymentReplicaSetTerminatingReplicas`.
-    pub fn with_features(features: FeatureGates) -> Self {
-        ReplicaSetController {
-            pod_deletion_cost: features.enabled("PodDeletionCost"),
-            terminating_replicas: features.enabled("DeploymentReplicaSetTerminatingReplicas"),
-            replica_sets: BTreeMap::new(),
-            rs_by_controller_uid: BTreeMap::new(),
-            pods: BTreeMap::new(),
-            pods_by_controller_uid: BTreeMap::new(),
-            orphan_pods: BTreeMap::new(),
-            queue: WorkQueue::default(),
-            expectations: Expectations::default(),
-            metrics: Metrics::default(),
-        }
-    }
-
-    /// The expectations of a ReplicaSet key (for tests and diagnostics).
-    pub fn expectations(&self) -> &Expectations {
-        &self.expectations
-    }
-
-    // ----- informer caches -------------------------------------------------------------------
-
+impl Cache {
     fn index_rs(&mut self, rs: &Arc<ReplicaSet>) {
         let key = ns_name(&rs.metadata);
         if let Some(c) = controller_of(&rs.metadata) {
@@ -153,28 +388,61 @@ impl ReplicaSetController {
         Some(old)
     }
 
-    fn index_pod(&mut self, pod: &Arc<Pod>) {
-        let key = ns_name(&pod.metadata);
-        match controller_of(&pod.metadata) {
-            Some(c) => {
-                self.pods_by_controller_uid
-                    .entry(c.uid.clone())
-                    .or_default()
-                    .insert(key.clone(), pod.clone());
-            }
-            None => {
-                self.orphan_pods
-                    .entry(key.0.clone())
-                    .or_default()
-                    .insert(key.1.clone(), pod.clone());
-            }
-        }
-        self.pods.insert(key, pod.clone());
+    /// Caches `pod` as the current version of the pod `key` (`None`: forgets the pod) and
+    /// returns the version cached before.
+    fn replace_pod(&mut self, key: &NsName, pod: Option<&Arc<Pod>>) -> Option<Arc<Pod>> {
+        // The new version takes its label map before the old one lets go of it, so that a map
+        // that did not change keeps its number.
+        let cur = pod.map(|p| CachedPod::new(p.clone(), &mut self.label_sets));
+        let old = match cur {
+            None => self.unindex_pod(key),
+            Some(cur) => match self.update_in_place(key, &cur) {
+                Some(old) => Some(old),
+                None => {
+                    let old = self.unindex_pod(key);
+                    self.index_pod(key, cur);
+                    old
+                }
+            },
+        };
+        let old = old?;
+        self.label_sets.release(old.labels);
+        Some(old.pod)
     }
 
-    fn unindex_pod(&mut self, key: &NsName) -> Option<Arc<Pod>> {
+    /// Replaces a cached pod whose controller did not change where its entries are, and
+    /// returns the version cached before; `None`, changing nothing, when the pod is not cached
+    /// or changed controller. Most updates (a binding, a status change) take this path, which
+    /// neither removes nor inserts tree entries.
+    fn update_in_place(&mut self, key: &NsName, cur: &CachedPod) -> Option<CachedPod> {
+        let controller = controller_of(&cur.pod.metadata).map(|c| c.uid.as_str());
+        let cached = self.pods.get_mut(key)?;
+        if controller_of(&cached.pod.metadata).map(|c| c.uid.as_str()) != controller {
+            return None;
+        }
+        let indexed = match controller {
+            Some(uid) => self.pods_by_controller_uid.get_mut(uid)?.get_mut(key),
+            None => self.orphan_pods.get_mut(key),
+        }?;
+        *indexed = cur.clone();
+        Some(std::mem::replace(cached, cur.clone()))
+    }
+
+    fn index_pod(&mut self, key: &NsName, pod: CachedPod) {
+        match controller_of(&pod.pod.metadata) {
+            Some(c) => self
+                .pods_by_controller_uid
+                .entry(c.uid.clone())
+                .or_default()
+                .insert(key, pod.clone()),
+            None => self.orphan_pods.insert(key, pod.clone()),
+        }
+        self.pods.insert(key, pod);
+    }
+
+    fn unindex_pod(&mut self, key: &NsName) -> Option<CachedPod> {
         let old = self.pods.remove(key)?;
-        match controller_of(&old.metadata) {
+        match controller_of(&old.pod.metadata) {
             Some(c) => {
                 if let Some(m) = self.pods_by_controller_uid.get_mut(&c.uid) {
                     m.remove(key);
@@ -184,18 +452,11 @@ impl ReplicaSetController {
                 }
             }
             None => {
-                if let Some(m) = self.orphan_pods.get_mut(&key.0) {
-                    m.remove(&key.1);
-                    if m.is_empty() {
-                        self.orphan_pods.remove(&key.0);
-                    }
-                }
+                self.orphan_pods.remove(key);
             }
         }
         Some(old)
     }
-
-    // ----- event handlers --------------------------------------------------------------------
 
     /// The ReplicaSet a controller reference points to, if it is in the cache with that UID.
     fn resolve_controller_ref(&self, namespace: &str, r: &OwnerReference) -> Option<NsName> {
@@ -208,6 +469,86 @@ impl ReplicaSetController {
         selecting(&self.replica_sets, ns, labels(&pod.metadata), rs_selector)
     }
 
+    /// Upstream `getIndirectlyRelatedPods` reduced to what the ranking reads of it
+    /// ([`ranking::pods_per_node`]): per node name, the active pods among those selected by
+    /// every ReplicaSet with the same controller (this one included), de-duplicated by UID. A
+    /// ReplicaSet without a controller has none, so all its pods rank 0.
+    fn related_active_pods_per_node(&self, rs: &ReplicaSet) -> HashMap<&str, usize> {
+        let mut counts = HashMap::new();
+        let Some(c) = controller_of(&rs.metadata) else {
+            return counts;
+        };
+        let mut seen: FxHashSet<ByUid> = FxHashSet::default();
+        for key in self.rs_by_controller_uid.get(&c.uid).into_iter().flatten() {
+            let Some(other) = self.replica_sets.get(key) else {
+                continue;
+            };
+            let Ok(selector) = rs_selector(other) else {
+                continue;
+            };
+            let mut selects = SelectorMemo::new(&selector, &self.label_sets);
+            for pod in self
+                .pods
+                .namespace(&key.0)
+                .into_iter()
+                .flat_map(|m| m.values())
+            {
+                // A pod counts once however many ReplicaSets select it, inactive or not.
+                if selects.matches(pod.labels) && seen.insert(ByUid(pod)) && pod.active {
+                    *counts.entry(pod_node(&pod.pod)).or_insert(0) += 1;
+                }
+            }
+        }
+        counts
+    }
+}
+
+/// The pods a sync claimed, and the terminating ones it counted on the way.
+struct Claimed<'a> {
+    /// The active pods the ReplicaSet owns and that match its selector, adopted ones included,
+    /// owned ones in key order then adopted ones in name order.
+    pods: Vec<&'a CachedPod>,
+    /// Owned pods that are terminating and match the selector.
+    terminating: i32,
+}
+
+/// A sync's view of the controller: the caches it reads, from which the claimed pods are
+/// borrowed for the whole sync, and apart from them the queue, expectations and counters it
+/// updates.
+struct SyncCx<'a> {
+    cache: &'a Cache,
+    queue: &'a mut WorkQueue,
+    expectations: &'a mut Expectations,
+    metrics: &'a mut Metrics,
+    pod_deletion_cost: bool,
+    terminating_replicas: bool,
+}
+
+impl ReplicaSetController {
+    /// A controller with the v1.34 default feature gates.
+    pub fn new() -> Self {
+        Self::with_features(FeatureGates::default())
+    }
+
+    /// A controller honouring `PodDeletionCost` and `DeploymentReplicaSetTerminatingReplicas`.
+    pub fn with_features(features: FeatureGates) -> Self {
+        ReplicaSetController {
+            pod_deletion_cost: features.enabled("PodDeletionCost"),
+            terminating_replicas: features.enabled("DeploymentReplicaSetTerminatingReplicas"),
+            cache: Cache::default(),
+            queue: WorkQueue::default(),
+            expectations: Expectations::default(),
+            metrics: Metrics::default(),
+        }
+    }
+
+    /// The expectations of a ReplicaSet key (for tests and diagnostics).
+    pub fn expectations(&self) -> &Expectations {
+        &self.expectations
+    }
+
+    // ----- event handlers --------------------------------------------------------------------
+
     fn add_pod(&mut self, pod: &Pod) {
         if pod.metadata.deletion_timestamp.is_some() {
             self.delete_pod(pod);
@@ -215,14 +556,14 @@ impl ReplicaSetController {
         }
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         if let Some(r) = controller_of(&pod.metadata) {
-            if let Some(key) = self.resolve_controller_ref(ns, r) {
+            if let Some(key) = self.cache.resolve_controller_ref(ns, r) {
                 self.expectations.creation_observed(&key);
                 self.queue.add(key);
             }
             return;
         }
         // An orphan: wake every ReplicaSet that may adopt it. Creation is not observed.
-        for key in self.pod_replica_sets(pod) {
+        for key in self.cache.pod_replica_sets(pod) {
             self.queue.add(key);
         }
     }
@@ -249,20 +590,20 @@ impl ReplicaSetController {
         let old_ref = controller_of(&old.metadata);
         let ref_changed = cur_ref != old_ref;
         if ref_changed {
-            if let Some(key) = old_ref.and_then(|r| self.resolve_controller_ref(ns, r)) {
+            if let Some(key) = old_ref.and_then(|r| self.cache.resolve_controller_ref(ns, r)) {
                 self.queue.add(key);
             }
         }
         if let Some(r) = cur_ref {
             // Readiness changes of pods that are waiting out minReadySeconds are picked up by
             // the timer the sync sets (see `sync`), not by the +1 s requeue upstream uses.
-            if let Some(key) = self.resolve_controller_ref(ns, r) {
+            if let Some(key) = self.cache.resolve_controller_ref(ns, r) {
                 self.queue.add(key);
             }
             return;
         }
         if label_changed || ref_changed {
-            for key in self.pod_replica_sets(cur) {
+            for key in self.cache.pod_replica_sets(cur) {
                 self.queue.add(key);
             }
         }
@@ -273,7 +614,7 @@ impl ReplicaSetController {
             return;
         };
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        let Some(key) = self.resolve_controller_ref(ns, r) else {
+        let Some(key) = self.cache.resolve_controller_ref(ns, r) else {
             return;
         };
         let pod_key = key_string(&ns_name(&pod.metadata));
@@ -283,10 +624,25 @@ impl ReplicaSetController {
 
     // ----- sync ------------------------------------------------------------------------------
 
+    /// Syncs one key ([`SyncCx::sync`]).
+    fn sync(&mut self, key: &NsName, now: SimTime, client: &mut dyn Client) -> Result<(), String> {
+        SyncCx {
+            cache: &self.cache,
+            queue: &mut self.queue,
+            expectations: &mut self.expectations,
+            metrics: &mut self.metrics,
+            pod_deletion_cost: self.pod_deletion_cost,
+            terminating_replicas: self.terminating_replicas,
+        }
+        .sync(key, now, client)
+    }
+}
+
+impl<'a> SyncCx<'a> {
     /// Upstream `syncReplicaSet`. An error requeues the key with backoff.
     fn sync(&mut self, key: &NsName, now: SimTime, client: &mut dyn Client) -> Result<(), String> {
         self.metrics.syncs += 1;
-        let Some(rs) = self.replica_sets.get(key).cloned() else {
+        let Some(rs) = self.cache.replica_sets.get(key).cloned() else {
             self.expectations.delete(key);
             return Ok(());
         };
@@ -295,22 +651,9 @@ impl ReplicaSetController {
             // An invalid selector is reported and not retried, as upstream.
             return Ok(());
         };
-        let rs_uid = rs.metadata.uid.clone().unwrap_or_default();
-        let candidates = self.candidate_pods(&rs_uid, &key.0);
-        let active: Vec<Arc<Pod>> = candidates
-            .iter()
-            .filter(|p| is_pod_active(p))
-            .cloned()
-            .collect();
-        let claimed = self.claim_pods(&rs, &selector, active, client)?;
-        let terminating = self.terminating_replicas.then(|| {
-            candidates
-                .iter()
-                .filter(|p| p.metadata.deletion_timestamp.is_some())
-                .filter(|p| controller_of(&p.metadata).is_some_and(|r| r.uid == rs_uid))
-                .filter(|p| selector.matches(labels(&p.metadata)))
-                .count() as i32
-        });
+        let claimed = self.claim_pods(&rs, &selector, client)?;
+        let terminating = self.terminating_replicas.then_some(claimed.terminating);
+        let claimed = claimed.pods;
 
         let mut manage_err = None;
         if needs_sync && rs.metadata.deletion_timestamp.is_none() {
@@ -318,8 +661,9 @@ impl ReplicaSetController {
         }
 
         let now_ts = client.store().timestamp(now);
+        let counts = StatusCounts::of_cached(&rs, &claimed, &self.cache.label_sets, now_ts.0);
         let new_status =
-            calculate_status(&rs, &claimed, manage_err.as_deref(), terminating, &now_ts);
+            status_with_counts(&rs, counts, manage_err.as_deref(), terminating, &now_ts);
         let updated =
             update_replica_set_status(client, &rs, new_status, self.terminating_replicas)?;
 
@@ -330,8 +674,10 @@ impl ReplicaSetController {
             if min_ready > 0 && status.ready_replicas != status.available_replicas {
                 let next = claimed
                     .iter()
-                    .filter(|p| is_pod_ready(p) && !is_pod_available(p, min_ready, now_ts.0))
-                    .filter_map(|p| pod_ready_time(p))
+                    .filter(|p| {
+                        p.facts.ready && !ready_long_enough(p.facts.ready_time, min_ready, now_ts.0)
+                    })
+                    .filter_map(|p| p.facts.ready_time)
                     .map(|t| client.store().instant(&Time(available_at(t, min_ready))))
                     .filter(|&t| t > now)
                     .min()
@@ -345,41 +691,53 @@ impl ReplicaSetController {
         }
     }
 
-    /// The pods the ReplicaSet owns plus every orphan of its namespace, from the cache.
-    fn candidate_pods(&self, rs_uid: &str, namespace: &str) -> Vec<Arc<Pod>> {
-        let owned = self
-            .pods_by_controller_uid
-            .get(rs_uid)
-            .into_iter()
-            .flat_map(|m| m.values())
-            .filter(|p| p.metadata.namespace.as_deref() == Some(namespace));
-        let orphans = self
-            .orphan_pods
-            .get(namespace)
-            .into_iter()
-            .flat_map(|m| m.values());
-        owned.chain(orphans).cloned().collect()
-    }
-
-    /// Upstream `claimPods`: the ControllerRefManager adopts matching orphans and releases
-    /// owned pods that stopped matching. Any error fails the sync before pods are created or
-    /// deleted.
+    /// Upstream `claimPods` over the active pods the ReplicaSet owns and the orphans of its
+    /// namespace: the ControllerRefManager adopts matching orphans and releases owned pods that
+    /// stopped matching. Any error fails the sync before pods are created or deleted. On the way
+    /// it counts the owned terminating pods that match: one pass, one selector evaluation per
+    /// distinct label map.
     fn claim_pods(
-        &mut self,
+        &self,
         rs: &Arc<ReplicaSet>,
         selector: &Selector,
-        pods: Vec<Arc<Pod>>,
         client: &mut dyn Client,
-    ) -> Result<Vec<Arc<Pod>>, String> {
+    ) -> Result<Claimed<'a>, String> {
+        let cache: &'a Cache = self.cache;
         let (ns, name) = ns_name(&rs.metadata);
         let uid = rs.metadata.uid.clone().unwrap_or_default();
         let deleting = rs.metadata.deletion_timestamp.is_some();
-        let mut claimed = Vec::with_capacity(pods.len());
+        // The index by controller UID has the owned pods; like the orphans, they must be in
+        // the ReplicaSet's namespace.
+        let owned = cache
+            .pods_by_controller_uid
+            .get(&uid)
+            .and_then(|m| m.namespace(&ns));
+        let orphans = cache.orphan_pods.namespace(&ns);
+        let mut claimed =
+            Vec::with_capacity(owned.map_or(0, BTreeMap::len) + orphans.map_or(0, BTreeMap::len));
+        let owned = owned
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter(|p| p.namespaced)
+            .map(|p| (p, true));
+        let orphans = orphans
+            .into_iter()
+            .flat_map(|m| m.values())
+            .map(|p| (p, false));
+        let mut selects = SelectorMemo::new(selector, &cache.label_sets);
+        let mut terminating = 0;
         let mut errors = Vec::new();
         let mut can_adopt: Option<Result<(), String>> = None;
-        for pod in pods {
-            let matches = selector.matches(labels(&pod.metadata));
-            match claim_action(&uid, &ns, deleting, &pod.metadata, matches) {
+        for (pod, owned) in owned.chain(orphans) {
+            if !pod.active {
+                if pod.deleting && owned && selects.matches(pod.labels) {
+                    terminating += 1;
+                }
+                continue;
+            }
+            let matches = selects.matches(pod.labels);
+            // An active orphan of the namespace is not being deleted: it is adoptable.
+            match claim_rule(owned.then_some(true), true, deleting, matches) {
                 ClaimAction::Claim => claimed.push(pod),
                 ClaimAction::Ignore => {}
                 ClaimAction::Adopt => {
@@ -392,25 +750,28 @@ impl ReplicaSetController {
                         errors.push(format!(
                             "can't adopt Pod {}/{} ({}): {e}",
                             ns,
-                            pod.metadata.name.as_deref().unwrap_or(""),
-                            pod.metadata.uid.as_deref().unwrap_or("")
+                            pod.pod.metadata.name.as_deref().unwrap_or(""),
+                            pod.uid()
                         ));
                         continue;
                     }
-                    match adopt_pod(client, rs, &pod) {
+                    match adopt_pod(client, rs, &pod.pod) {
                         Ok(true) => claimed.push(pod),
                         Ok(false) => {}
                         Err(e) => errors.push(e.to_string()),
                     }
                 }
-                ClaimAction::Release => match release_pod(client, &uid, &pod) {
+                ClaimAction::Release => match release_pod(client, &uid, &pod.pod) {
                     Ok(()) => {}
                     Err(e) => errors.push(e.to_string()),
                 },
             }
         }
         match errors.len() {
-            0 => Ok(claimed),
+            0 => Ok(Claimed {
+                pods: claimed,
+                terminating,
+            }),
             1 => Err(errors.remove(0)),
             _ => Err(format!("[{}]", errors.join(", "))),
         }
@@ -419,7 +780,7 @@ impl ReplicaSetController {
     /// Upstream `manageReplicas`: creates or deletes at most [`BURST_REPLICAS`] pods.
     fn manage_replicas(
         &mut self,
-        claimed: &[Arc<Pod>],
+        claimed: &[&CachedPod],
         rs: &Arc<ReplicaSet>,
         key: &NsName,
         now: SimTime,
@@ -451,13 +812,13 @@ impl ReplicaSetController {
         }
         if diff > 0 {
             let n = (diff as usize).min(BURST_REPLICAS);
-            let related = self.indirectly_related_pods(rs);
+            let pods_on_node = self.cache.related_active_pods_per_node(rs);
             let now_ts = client.store().timestamp(now).0;
             let ctx = RankContext {
                 now: Some(now_ts),
                 pod_deletion_cost: self.pod_deletion_cost,
             };
-            let choice = get_pods_to_delete(claimed, &related, n, &ctx);
+            let choice = get_pods_to_delete_with_counts(claimed, &pods_on_node, n, &ctx);
             if choice.sorted {
                 self.metrics.deletion_age_ratio_observations +=
                     choice.victims.iter().filter(|p| is_pod_ready(p)).count() as u64;
@@ -517,34 +878,6 @@ impl ReplicaSetController {
             };
         }
         Ok(())
-    }
-
-    /// Upstream `getIndirectlyRelatedPods`: the pods selected by every ReplicaSet with the same
-    /// controller (this one included), de-duplicated by UID. A ReplicaSet without a controller
-    /// has none, so all its pods rank 0.
-    fn indirectly_related_pods(&self, rs: &ReplicaSet) -> Vec<Arc<Pod>> {
-        let Some(c) = controller_of(&rs.metadata) else {
-            return Vec::new();
-        };
-        let mut seen = BTreeSet::new();
-        let mut related = Vec::new();
-        for key in self.rs_by_controller_uid.get(&c.uid).into_iter().flatten() {
-            let Some(other) = self.replica_sets.get(key) else {
-                continue;
-            };
-            let Ok(selector) = rs_selector(other) else {
-                continue;
-            };
-            let ns = &key.0;
-            for (_, pod) in in_namespace(&self.pods, ns) {
-                if selector.matches(labels(&pod.metadata))
-                    && seen.insert(pod.metadata.uid.clone().unwrap_or_default())
-                {
-                    related.push(pod.clone());
-                }
-            }
-        }
-        related
     }
 }
 
@@ -709,6 +1042,68 @@ fn non_zero(n: i32) -> Option<i32> {
     (n != 0).then_some(n)
 }
 
+/// The pod counts of a ReplicaSet's status, over its claimed pods.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct StatusCounts {
+    replicas: usize,
+    fully_labeled: i32,
+    ready: i32,
+    available: i32,
+}
+
+impl StatusCounts {
+    /// The counts over pods as they are.
+    fn of_pods(rs: &ReplicaSet, claimed: &[Arc<Pod>], now: Timestamp) -> StatusCounts {
+        let template_selector = template_selector(rs);
+        let min_ready = min_ready_seconds(rs);
+        let mut counts = StatusCounts {
+            replicas: claimed.len(),
+            ..StatusCounts::default()
+        };
+        for pod in claimed {
+            if template_selector.matches(labels(&pod.metadata)) {
+                counts.fully_labeled += 1;
+            }
+            if is_pod_ready(pod) {
+                counts.ready += 1;
+                if is_pod_available(pod, min_ready, now) {
+                    counts.available += 1;
+                }
+            }
+        }
+        counts
+    }
+
+    /// The same counts over cached pods, from what the cache computed of them; the template
+    /// selector is evaluated once per label map.
+    fn of_cached(
+        rs: &ReplicaSet,
+        claimed: &[&CachedPod],
+        sets: &LabelSets,
+        now: Timestamp,
+    ) -> StatusCounts {
+        let template_selector = template_selector(rs);
+        let mut fully_labeled = SelectorMemo::new(&template_selector, sets);
+        let min_ready = min_ready_seconds(rs);
+        let mut counts = StatusCounts {
+            replicas: claimed.len(),
+            ..StatusCounts::default()
+        };
+        for pod in claimed {
+            if fully_labeled.matches(pod.labels) {
+                counts.fully_labeled += 1;
+            }
+            if pod.facts.ready {
+                counts.ready += 1;
+                if ready_long_enough(pod.facts.ready_time, min_ready, now) {
+                    counts.available += 1;
+                }
+            }
+        }
+        counts
+    }
+}
+
 /// Upstream `calculateStatus`: counts over the claimed active pods, and the ReplicaFailure
 /// condition while creates or deletes fail.
 pub fn calculate_status(
@@ -718,32 +1113,23 @@ pub fn calculate_status(
     terminating: Option<i32>,
     now: &Time,
 ) -> ReplicaSetStatus {
+    let counts = StatusCounts::of_pods(rs, claimed, now.0);
+    status_with_counts(rs, counts, manage_err, terminating, now)
+}
+
+/// [`calculate_status`] given the pod counts.
+fn status_with_counts(
+    rs: &ReplicaSet,
+    counts: StatusCounts,
+    manage_err: Option<&str>,
+    terminating: Option<i32>,
+    now: &Time,
+) -> ReplicaSetStatus {
     let mut status = rs.status.clone().unwrap_or_default();
-    let template_labels = rs
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.as_ref())
-        .and_then(|t| t.metadata.as_ref())
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
-    let template_selector = selector_from_map(&template_labels);
-    let min_ready = min_ready_seconds(rs);
-    let (mut fully_labeled, mut ready, mut available) = (0, 0, 0);
-    for pod in claimed {
-        if template_selector.matches(labels(&pod.metadata)) {
-            fully_labeled += 1;
-        }
-        if is_pod_ready(pod) {
-            ready += 1;
-            if is_pod_available(pod, min_ready, now.0) {
-                available += 1;
-            }
-        }
-    }
     let has_failure = get_condition(&status, CONDITION_REPLICA_FAILURE).is_some();
     match manage_err {
         Some(err) if !has_failure => {
-            let diff = claimed.len() as i64 - i64::from(spec_replicas(rs));
+            let diff = counts.replicas as i64 - i64::from(spec_replicas(rs));
             let reason = match diff {
                 d if d < 0 => REASON_FAILED_CREATE,
                 d if d > 0 => REASON_FAILED_DELETE,
@@ -763,10 +1149,10 @@ pub fn calculate_status(
         None if has_failure => remove_condition(&mut status, CONDITION_REPLICA_FAILURE),
         _ => {}
     }
-    status.replicas = claimed.len() as i32;
-    status.fully_labeled_replicas = non_zero(fully_labeled);
-    status.ready_replicas = non_zero(ready);
-    status.available_replicas = non_zero(available);
+    status.replicas = counts.replicas as i32;
+    status.fully_labeled_replicas = non_zero(counts.fully_labeled);
+    status.ready_replicas = non_zero(counts.ready);
+    status.available_replicas = non_zero(counts.available);
     status.terminating_replicas = terminating;
     status
 }
@@ -857,7 +1243,7 @@ impl Component for ReplicaSetController {
         match &ev.object {
             Object::ReplicaSet(rs) => {
                 let key = ns_name(&rs.metadata);
-                let cached = self.unindex_rs(&key);
+                let cached = self.cache.unindex_rs(&key);
                 match ev.type_ {
                     EventType::Added | EventType::Modified => {
                         let old_uid = cached
@@ -868,7 +1254,7 @@ impl Component for ReplicaSetController {
                             // Re-created under the same name: forget the old one first.
                             self.expectations.delete(&key);
                         }
-                        self.index_rs(rs);
+                        self.cache.index_rs(rs);
                     }
                     EventType::Deleted => self.expectations.delete(&key),
                 }
@@ -876,14 +1262,11 @@ impl Component for ReplicaSetController {
             }
             Object::Pod(pod) => {
                 let key = ns_name(&pod.metadata);
-                let cached = self.unindex_pod(&key);
+                let current = (ev.type_ != EventType::Deleted).then_some(pod);
+                let cached = self.cache.replace_pod(&key, current);
                 match ev.type_ {
-                    EventType::Added => {
-                        self.index_pod(pod);
-                        self.add_pod(pod);
-                    }
+                    EventType::Added => self.add_pod(pod),
                     EventType::Modified => {
-                        self.index_pod(pod);
                         let old =
                             cached.or_else(|| ev.old.as_ref().and_then(|o| o.as_pod().cloned()));
                         match old {

@@ -51,21 +51,81 @@ pub struct PodSortKey<'a> {
 
 impl<'a> PodSortKey<'a> {
     pub fn new(pod: &'a Pod, pods_on_node: usize) -> PodSortKey<'a> {
-        let ready = is_pod_ready(pod);
+        PodSortKey::with_facts(pod, &SortFacts::of(pod), pods_on_node)
+    }
+
+    /// The key of a pod whose [`SortFacts`] were computed before.
+    pub fn with_facts(pod: &'a Pod, facts: &SortFacts, pods_on_node: usize) -> PodSortKey<'a> {
         PodSortKey {
             namespace: pod.metadata.namespace.as_deref().unwrap_or_default(),
             name: pod.metadata.name.as_deref().unwrap_or_default(),
             uid: pod.metadata.uid.as_deref().unwrap_or_default(),
             node: pod_node(pod),
             phase: pod_phase(pod),
+            phase_ordinal: facts.phase_ordinal,
+            ready: facts.ready,
+            deletion_cost: facts.deletion_cost,
+            pods_on_node,
+            ready_time: facts.ready_time,
+            restarts: facts.restarts,
+            created: facts.created,
+        }
+    }
+}
+
+/// What the comparator reads of a pod apart from its names and rank: the fields of
+/// [`PodSortKey`] that take looking through conditions, annotations and container statuses.
+/// A controller can compute them once per pod version instead of once per scale-down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SortFacts {
+    pub phase_ordinal: u8,
+    /// [`is_pod_ready`].
+    pub ready: bool,
+    /// The parsed deletion cost (0 when missing or invalid).
+    pub deletion_cost: i32,
+    /// [`pod_ready_time`]: `lastTransitionTime` of a True Ready condition.
+    pub ready_time: Option<Timestamp>,
+    pub restarts: i32,
+    /// `None` is Go's zero time.
+    pub created: Option<Timestamp>,
+}
+
+impl SortFacts {
+    pub fn of(pod: &Pod) -> SortFacts {
+        let ready = is_pod_ready(pod);
+        SortFacts {
             phase_ordinal: pod_phase_ordinal(pod_phase(pod)),
             ready,
             deletion_cost: deletion_cost(pod.metadata.annotations.as_ref()).unwrap_or(0),
-            pods_on_node,
             ready_time: if ready { pod_ready_time(pod) } else { None },
             restarts: max_container_restarts(pod),
             created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
         }
+    }
+}
+
+/// A pod to rank, with its [`SortFacts`] if the caller computed them before.
+pub trait Candidate {
+    fn pod(&self) -> &Pod;
+
+    fn facts(&self) -> SortFacts {
+        SortFacts::of(self.pod())
+    }
+}
+
+impl Candidate for Arc<Pod> {
+    fn pod(&self) -> &Pod {
+        self
+    }
+}
+
+impl<T: Candidate> Candidate for &T {
+    fn pod(&self) -> &Pod {
+        (**self).pod()
+    }
+
+    fn facts(&self) -> SortFacts {
+        (**self).facts()
     }
 }
 
@@ -150,9 +210,10 @@ pub fn compare<'a>(
     ctx: &RankContext,
 ) -> (Ordering, Option<Rule<'a>>) {
     use Ordering::{Equal, Greater, Less};
-    let decided = |a_first: bool, rule: Rule<'a>| (if a_first { Less } else { Greater }, Some(rule));
+    let decided =
+        |a_first: bool, rule: Rule<'a>| (if a_first { Less } else { Greater }, Some(rule));
     // 1. Unassigned < assigned.
-    if a.node != b.node && (a.node.is_empty() || b.node.is_empty()) {
+    if a.node.is_empty() != b.node.is_empty() {
         return decided(a.node.is_empty(), Rule::Unassigned);
     }
     // 2. Pending < Unknown < Running.
@@ -212,7 +273,8 @@ fn time_rule<'a>(
     ready: bool,
 ) -> Option<(Ordering, Option<Rule<'a>>)> {
     use Ordering::{Equal, Greater, Less};
-    let decided = |a_first: bool, rule: Rule<'a>| (if a_first { Less } else { Greater }, Some(rule));
+    let decided =
+        |a_first: bool, rule: Rule<'a>| (if a_first { Less } else { Greater }, Some(rule));
     let zero_rule = if ready {
         Rule::ReadyTimeZero
     } else {
@@ -303,11 +365,21 @@ fn merge_pass<T: Copy>(src: &[T], dst: &mut [T], width: usize, less: &impl Fn(&T
 #[derive(Clone, Debug)]
 pub struct ScaleDownChoice<'a> {
     /// The pods to delete, first to go first.
-    pub victims: Vec<Arc<Pod>>,
-    /// Every candidate in the order the choice put them (input order when all go).
-    pub ordered: Vec<PodSortKey<'a>>,
+    pub victims: Vec<&'a Pod>,
     /// Whether the candidates were sorted (false when every pod goes).
     pub sorted: bool,
+    /// The candidates' sort keys in input order. Only `--explain` and tests read them in the
+    /// order of the choice, so that order is kept as indices rather than a reordered copy.
+    keys: Vec<PodSortKey<'a>>,
+    /// Indices into `keys`, in the order the choice put the candidates.
+    order: Vec<usize>,
+}
+
+impl<'a> ScaleDownChoice<'a> {
+    /// Every candidate in the order the choice put them (input order when all go).
+    pub fn ordered(&self) -> impl Iterator<Item = &PodSortKey<'a>> + '_ {
+        self.order.iter().filter_map(|&i| self.keys.get(i))
+    }
 }
 
 /// Counts active related pods per node name (the empty name included).
@@ -329,11 +401,26 @@ pub fn get_pods_to_delete<'a>(
     diff: usize,
     ctx: &RankContext,
 ) -> ScaleDownChoice<'a> {
-    let diff = diff.min(filtered.len());
     let counts = pods_per_node(related.iter().map(|p| p.as_ref()));
+    get_pods_to_delete_with_counts(filtered, &counts, diff, ctx)
+}
+
+/// [`get_pods_to_delete`] given what it reads of the related pods: the active ones per node name
+/// ([`pods_per_node`]). A controller can count them without gathering the related pods.
+pub fn get_pods_to_delete_with_counts<'a, P: Candidate>(
+    filtered: &'a [P],
+    pods_on_node: &HashMap<&str, usize>,
+    diff: usize,
+    ctx: &RankContext,
+) -> ScaleDownChoice<'a> {
+    let diff = diff.min(filtered.len());
     let keys: Vec<PodSortKey<'a>> = filtered
         .iter()
-        .map(|p| PodSortKey::new(p, counts.get(pod_node(p)).copied().unwrap_or(0)))
+        .map(|p| {
+            let pod = p.pod();
+            let rank = pods_on_node.get(pod_node(pod)).copied().unwrap_or(0);
+            PodSortKey::with_facts(pod, &p.facts(), rank)
+        })
         .collect();
     let mut order: Vec<usize> = (0..keys.len()).collect();
     let sorted = diff < keys.len();
@@ -341,12 +428,14 @@ pub fn get_pods_to_delete<'a>(
         merge_sort_by_less(&mut order, &|&a, &b| less(&keys[a], &keys[b], ctx));
     }
     ScaleDownChoice {
-        victims: order[..diff].iter().map(|&i| filtered[i].clone()).collect(),
-        ordered: {
-            let mut keys: Vec<Option<PodSortKey<'a>>> = keys.into_iter().map(Some).collect();
-            order.iter().filter_map(|&i| keys[i].take()).collect()
-        },
+        victims: order[..diff]
+            .iter()
+            .filter_map(|&i| filtered.get(i))
+            .map(Candidate::pod)
+            .collect(),
         sorted,
+        keys,
+        order,
     }
 }
 
@@ -373,8 +462,9 @@ pub fn explain_record(
         (Some(t), Some(now)) => json!(log2_bucket(t, now)),
         _ => Value::Null,
     };
-    let candidates: Vec<Value> = choice
-        .ordered
+    let ordered: Vec<&PodSortKey> = choice.ordered().collect();
+    let n_victims = n_victims.min(ordered.len());
+    let candidates: Vec<Value> = ordered
         .iter()
         .enumerate()
         .map(|(i, k)| {
@@ -395,13 +485,10 @@ pub fn explain_record(
             })
         })
         .collect();
-    let victims: Vec<Value> = choice.ordered[..n_victims]
-        .iter()
-        .map(|k| json!(key(k)))
-        .collect();
+    let victims: Vec<Value> = ordered[..n_victims].iter().map(|k| json!(key(k))).collect();
     let mut why = serde_json::Map::new();
-    let survivor = choice.ordered.get(n_victims);
-    for v in &choice.ordered[..n_victims] {
+    let survivor = ordered.get(n_victims).copied();
+    for &v in &ordered[..n_victims] {
         let reason = match survivor {
             None => "every pod is deleted (input order, no sort)".to_string(),
             Some(s) => match compare(v, s, ctx) {

@@ -425,7 +425,9 @@ impl Framework {
         } else if use_parallel(n) {
             let chunk_nodes =
                 PARALLEL_CHUNK_NODES.max(n.div_ceil(rayon::current_num_threads() * 2));
-            let chunks: Vec<(usize, Vec<i64>, Option<(usize, Status)>)> = (0..n.div_ceil(chunk_nodes))
+            // Per chunk: its first node, its scores (plugin-major) and its first failure.
+            type Chunk = (usize, Vec<i64>, Option<(usize, Status)>);
+            let chunks: Vec<Chunk> = (0..n.div_ceil(chunk_nodes))
                 .into_par_iter()
                 .map(|c| {
                     let start = c * chunk_nodes;
@@ -651,7 +653,8 @@ mod tests {
     fn framework(plugins: Vec<Numbered>) -> Framework {
         let mut set = PluginSet::default();
         for (k, p) in plugins.into_iter().enumerate() {
-            set.score.push((Arc::new(p) as Arc<dyn Plugin>, k as i64 + 1));
+            set.score
+                .push((Arc::new(p) as Arc<dyn Plugin>, k as i64 + 1));
         }
         Framework {
             profile_name: "default-scheduler".into(),

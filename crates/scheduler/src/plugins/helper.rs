@@ -1,9 +1,6 @@
 //! Helpers shared by the plugins (upstream `plugins/helper`): score normalization and the
 //! unpacking of queueing-hint event objects.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::framework::EventObject;
@@ -71,61 +68,10 @@ pub fn uid_of(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or("")
 }
 
-/// A small, fast, deterministic hasher (the rustc "Fx" hash) for the plugins' per-cycle maps:
-/// hashing short label values with SipHash dominated the topology plugins' hot paths, and a
-/// fixed hasher keeps iteration order the same from run to run.
-#[derive(Clone, Copy, Default)]
-pub struct FxHasher {
-    hash: u64,
-}
-
-const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut buf = [0u8; 8];
-            buf[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(buf));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.hash
-    }
-}
-
-/// A `HashMap` with [`FxHasher`].
-pub type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// The plugins' per-cycle maps hash with rustc's "Fx" hash: hashing short label values with
+/// SipHash dominated the topology plugins' hot paths, and a fixed hasher keeps iteration order
+/// the same from run to run.
+pub use rustc_hash::FxHashMap;
 
 #[cfg(test)]
 mod tests {

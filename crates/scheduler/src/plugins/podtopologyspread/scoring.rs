@@ -395,11 +395,9 @@ impl PreScorePlugin for PodTopologySpread {
                     let count = match cells[j * n_constraints + i] {
                         Cell::NoValue => continue,
                         Cell::Count(count) => count,
-                        Cell::Domain(id) => s.domain_counts[i]
-                            .get(id)
-                            .copied()
-                            .flatten()
-                            .unwrap_or(0),
+                        Cell::Domain(id) => {
+                            s.domain_counts[i].get(id).copied().flatten().unwrap_or(0)
+                        }
                     };
                     score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
                 }
