@@ -440,11 +440,12 @@ impl NodeAgents {
     }
 
     fn start_pod(&mut self, p: usize, now: SimTime, client: &mut dyn Client) {
-        let entry = self.pods[p].clone();
+        let entry = &self.pods[p];
         if entry.start_at.is_none_or(|t| t > now) || !self.node_up(&entry.node) {
             return;
         }
         self.pods[p].start_at = None;
+        let entry = &self.pods[p];
         let Some(pod) = client
             .store()
             .get_pod(&entry.namespace, &entry.name)
@@ -508,7 +509,7 @@ impl NodeAgents {
     }
 
     fn stop_pod(&mut self, p: usize, now: SimTime, client: &mut dyn Client) {
-        let entry = self.pods[p].clone();
+        let entry = &self.pods[p];
         if entry.stop_at.is_none_or(|t| t > now) || !self.node_up(&entry.node) {
             return;
         }
@@ -517,7 +518,7 @@ impl NodeAgents {
             &key,
             DeleteOptions {
                 grace_period_secs: Some(0),
-                precondition_uid: Some(entry.uid),
+                precondition_uid: Some(entry.uid.clone()),
             },
         );
     }

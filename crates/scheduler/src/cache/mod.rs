@@ -132,11 +132,15 @@ impl Cache {
     fn touch(&mut self, name: &str) -> &mut NodeInfo {
         self.generation += 1;
         let generation = self.generation;
-        self.dirty.insert(name.to_string());
-        let entry = self
-            .nodes
-            .entry(name.to_string())
-            .or_insert_with(|| Arc::new(NodeInfo::new(name)));
+        // Names are allocated only for nodes not seen before (touched for every pod bound).
+        if !self.dirty.contains(name) {
+            self.dirty.insert(name.to_string());
+        }
+        if !self.nodes.contains_key(name) {
+            self.nodes
+                .insert(name.to_string(), Arc::new(NodeInfo::new(name)));
+        }
+        let entry = self.nodes.get_mut(name).expect("inserted above");
         let info = Arc::make_mut(entry);
         info.generation = generation;
         info
