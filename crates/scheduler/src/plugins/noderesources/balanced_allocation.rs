@@ -2,6 +2,8 @@
 //! utilizations stay close to each other once the pod is placed (upstream
 //! `balanced_allocation.go`).
 
+use std::borrow::Cow;
+
 use crate::cache::Snapshot;
 use crate::framework::{
     CycleState, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status,
@@ -75,16 +77,21 @@ impl PreScorePlugin for BalancedAllocation {
     }
 }
 
+impl BalancedAllocation {
+    /// The pod's requests of the configured resources: as PreScore stored them, or computed
+    /// now when it did not run.
+    fn requests<'a>(&self, state: &'a CycleState, pod: &PodInfo) -> Cow<'a, [i64]> {
+        match state.read::<PreScoreState>(PRE_SCORE_KEY) {
+            Some(s) => Cow::Borrowed(&s.pod_requests),
+            None => Cow::Owned(self.resources.pod_requests(pod)),
+        }
+    }
+}
+
 impl ScorePlugin for BalancedAllocation {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        match state.read::<PreScoreState>(PRE_SCORE_KEY) {
-            Some(s) => Ok(balanced_score(&self.resources, node, &s.pod_requests)),
-            None => Ok(balanced_score(
-                &self.resources,
-                node,
-                &self.resources.pod_requests(pod),
-            )),
-        }
+        let requests = self.requests(state, pod);
+        Ok(balanced_score(&self.resources, node, &requests))
     }
 
     /// As [`Self::score`] per node, with the pod's requests read once.
@@ -96,16 +103,9 @@ impl ScorePlugin for BalancedAllocation {
         _first: usize,
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
-        let computed;
-        let requests = match state.read::<PreScoreState>(PRE_SCORE_KEY) {
-            Some(s) => &s.pod_requests,
-            None => {
-                computed = self.resources.pod_requests(pod);
-                &computed
-            }
-        };
+        let requests = self.requests(state, pod);
         for (node, cell) in nodes.iter().zip(out.iter_mut()) {
-            *cell = balanced_score(&self.resources, node, requests);
+            *cell = balanced_score(&self.resources, node, &requests);
         }
         Ok(())
     }

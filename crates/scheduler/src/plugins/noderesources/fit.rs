@@ -1,6 +1,8 @@
 //! NodeResourcesFit (PreFilter, Filter, PreScore, Score): the node must have room for the
 //! pod's requests; nodes are scored by the configured strategy (upstream `fit.go`).
 
+use std::borrow::Cow;
+
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::resources::{
@@ -288,14 +290,21 @@ impl PreScorePlugin for Fit {
     }
 }
 
+impl Fit {
+    /// The pod's requests of the configured resources: as PreScore stored them, or computed
+    /// now when it did not run.
+    fn requests<'a>(&self, state: &'a CycleState, pod: &PodInfo) -> Cow<'a, [i64]> {
+        match state.read::<PreScoreState>(PRE_SCORE_KEY) {
+            Some(s) => Cow::Borrowed(&s.pod_requests),
+            None => Cow::Owned(self.resources.pod_requests(pod)),
+        }
+    }
+}
+
 impl ScorePlugin for Fit {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        match state.read::<PreScoreState>(PRE_SCORE_KEY) {
-            Some(s) => Ok(self.scorer.score(&self.resources, node, &s.pod_requests)),
-            None => Ok(self
-                .scorer
-                .score(&self.resources, node, &self.resources.pod_requests(pod))),
-        }
+        let requests = self.requests(state, pod);
+        Ok(self.scorer.score(&self.resources, node, &requests))
     }
 
     /// As [`Self::score`] per node, with the pod's requests read once.
@@ -307,16 +316,9 @@ impl ScorePlugin for Fit {
         _first: usize,
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
-        let computed;
-        let requests = match state.read::<PreScoreState>(PRE_SCORE_KEY) {
-            Some(s) => &s.pod_requests,
-            None => {
-                computed = self.resources.pod_requests(pod);
-                &computed
-            }
-        };
+        let requests = self.requests(state, pod);
         for (node, cell) in nodes.iter().zip(out.iter_mut()) {
-            *cell = self.scorer.score(&self.resources, node, requests);
+            *cell = self.scorer.score(&self.resources, node, &requests);
         }
         Ok(())
     }
