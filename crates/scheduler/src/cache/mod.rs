@@ -122,6 +122,9 @@ pub struct Cache {
     /// Namespace labels and ReplicaSet selectors, shared with the snapshot copy-on-write.
     namespace_labels: Arc<NamespaceLabels>,
     replica_sets: Arc<ReplicaSetSelectors>,
+    /// Node ids ([`NodeInfo::id`]) free for reuse, and the next never-used one.
+    free_ids: Vec<u32>,
+    next_id: u32,
 }
 
 impl Cache {
@@ -137,8 +140,12 @@ impl Cache {
             self.dirty.insert(name.to_string());
         }
         if !self.nodes.contains_key(name) {
-            self.nodes
-                .insert(name.to_string(), Arc::new(NodeInfo::new(name)));
+            let mut info = NodeInfo::new(name);
+            info.id = self.free_ids.pop().unwrap_or_else(|| {
+                self.next_id += 1;
+                self.next_id - 1
+            });
+            self.nodes.insert(name.to_string(), Arc::new(info));
         }
         let entry = self.nodes.get_mut(name).expect("inserted above");
         let info = Arc::make_mut(entry);
@@ -214,7 +221,7 @@ impl Cache {
         info.node = None;
         info.images.clear();
         if info.pods.is_empty() {
-            self.nodes.remove(name);
+            self.forget_node(name);
         }
     }
 
@@ -229,7 +236,14 @@ impl Cache {
         let info = self.touch(node);
         info.remove_pod(uid);
         if info.node.is_none() && info.pods.is_empty() {
-            self.nodes.remove(node);
+            self.forget_node(node);
+        }
+    }
+
+    /// Drops a node's NodeInfo, freeing its id.
+    fn forget_node(&mut self, name: &str) {
+        if let Some(info) = self.nodes.remove(name) {
+            self.free_ids.push(info.id);
         }
     }
 
@@ -480,5 +494,33 @@ mod tests {
         c.update_snapshot(&mut s);
         assert_eq!(s.get("n1").unwrap().pods.len(), 1);
         assert!(Arc::ptr_eq(&before, s.get("n2").unwrap()));
+    }
+
+    #[test]
+    fn node_ids_are_distinct_among_known_nodes_kept_across_changes_and_reused_when_freed() {
+        let mut c = Cache::new();
+        for n in ["n1", "n2", "n3"] {
+            c.add_node(node(n, ""));
+        }
+        let id = |c: &Cache, n: &str| c.node(n).unwrap().id;
+        assert_eq!([id(&c, "n1"), id(&c, "n2"), id(&c, "n3")], [0, 1, 2]);
+        // A change keeps the id; a node known only through a pod gets one too.
+        c.assume_pod(pod("p", None), "n2").unwrap();
+        assert_eq!(id(&c, "n2"), 1);
+        c.assume_pod(pod("q", None), "ghost").unwrap();
+        assert_eq!(id(&c, "ghost"), 3);
+        // A node that still has pods keeps its id; one that has none frees it.
+        c.remove_node("n2");
+        assert_eq!(id(&c, "n2"), 1);
+        c.remove_node("n1");
+        assert!(c.node("n1").is_none());
+        c.forget_pod("p").unwrap();
+        assert!(c.node("n2").is_none());
+        c.add_node(node("n4", ""));
+        c.add_node(node("n5", ""));
+        c.add_node(node("n6", ""));
+        let mut ids = vec![id(&c, "n4"), id(&c, "n5"), id(&c, "n3"), id(&c, "ghost")];
+        ids.push(id(&c, "n6"));
+        assert_eq!(ids, [1, 0, 2, 3, 4]);
     }
 }

@@ -241,6 +241,11 @@ pub struct NodeInfo {
     pub n_pods_with_required_anti_affinity: usize,
     /// Bumped on every change; the snapshot copies nodes whose generation moved.
     pub generation: u64,
+    /// A small number the cache gives the node for as long as it knows it (reused after the
+    /// node is gone), so that plugins can keep per-node tables in arrays instead of hash maps.
+    /// Every version of a node's NodeInfo has the same id; NodeInfos built outside the cache
+    /// have 0, so a table indexed by id must still check which NodeInfo it holds.
+    pub id: u32,
 }
 
 impl NodeInfo {

@@ -18,6 +18,8 @@ pub struct NodeMemo<K, C, A> {
     key: Option<K>,
     nodes: Vec<(Arc<NodeInfo>, C)>,
     pub agg: A,
+    /// Scratch: the places whose NodeInfo changed in this update.
+    changed: Vec<usize>,
 }
 
 impl<K, C, A: Default> Default for NodeMemo<K, C, A> {
@@ -26,6 +28,7 @@ impl<K, C, A: Default> Default for NodeMemo<K, C, A> {
             key: None,
             nodes: Vec::new(),
             agg: A::default(),
+            changed: Vec::new(),
         }
     }
 }
@@ -33,8 +36,9 @@ impl<K, C, A: Default> Default for NodeMemo<K, C, A> {
 impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
     /// Brings the aggregate up to date with `nodes` for `key`: a new key starts over from an
     /// empty aggregate; otherwise only changed nodes are recomputed. `apply(agg, c, sign)`
-    /// adds (`sign` 1) or takes away (-1) one node's contribution. A node's contribution is
-    /// taken away before its replacement's is added.
+    /// adds (`sign` 1) or takes away (-1) one node's contribution. Every outdated
+    /// contribution is taken away before any new one is added, so a NodeInfo that moved to
+    /// another place in the list is added after its old place is taken away.
     pub fn update(
         &mut self,
         key: K,
@@ -51,21 +55,29 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
             let (_, c) = self.nodes.pop().expect("longer");
             apply(&mut self.agg, &c, -1);
         }
+        let mut changed = std::mem::take(&mut self.changed);
         for (i, n) in nodes.iter().enumerate() {
-            if let Some(slot) = self.nodes.get_mut(i) {
-                if Arc::ptr_eq(&slot.0, n) {
-                    continue;
+            match self.nodes.get(i) {
+                Some(slot) if Arc::ptr_eq(&slot.0, n) => {}
+                Some(slot) => {
+                    apply(&mut self.agg, &slot.1, -1);
+                    changed.push(i);
                 }
-                let c = compute(n);
-                apply(&mut self.agg, &slot.1, -1);
-                apply(&mut self.agg, &c, 1);
+                None => changed.push(i),
+            }
+        }
+        for &i in &changed {
+            let n = &nodes[i];
+            let c = compute(n);
+            apply(&mut self.agg, &c, 1);
+            if let Some(slot) = self.nodes.get_mut(i) {
                 *slot = (n.clone(), c);
             } else {
-                let c = compute(n);
-                apply(&mut self.agg, &c, 1);
                 self.nodes.push((n.clone(), c));
             }
         }
+        changed.clear();
+        self.changed = changed;
     }
 }
 
@@ -104,5 +116,33 @@ mod tests {
         assert_eq!(run(&mut memo, "k", &changed[..2]), 6);
         assert_eq!(run(&mut memo, "other", &nodes), 6);
         assert_eq!(computed, 3 + 1 + 3);
+    }
+
+    #[test]
+    fn a_node_that_moves_in_the_list_is_taken_away_before_it_is_added_again() {
+        // The aggregate: the names present; adding one already present is a bug.
+        let mut memo: NodeMemo<&str, String, Vec<String>> = NodeMemo::default();
+        let mut run = |memo: &mut NodeMemo<&str, String, Vec<String>>, nodes: &[Arc<NodeInfo>]| {
+            memo.update(
+                "k",
+                nodes,
+                |n| n.name.clone(),
+                |agg, c, sign| {
+                    if sign > 0 {
+                        assert!(!agg.contains(c), "{c} added twice");
+                        agg.push(c.clone());
+                    } else {
+                        agg.retain(|x| x != c);
+                    }
+                },
+            );
+            let mut names = memo.agg.clone();
+            names.sort();
+            names
+        };
+        let nodes = vec![node("a", 1), node("b", 2), node("c", 3)];
+        assert_eq!(run(&mut memo, &nodes), ["a", "b", "c"]);
+        let moved = vec![nodes[2].clone(), nodes[0].clone(), nodes[1].clone()];
+        assert_eq!(run(&mut memo, &moved), ["a", "b", "c"]);
     }
 }

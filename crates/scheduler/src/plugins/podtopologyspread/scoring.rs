@@ -1,8 +1,6 @@
 //! PodTopologySpread PreScore, Score and NormalizeScore (upstream
 //! `podtopologyspread/scoring.go`).
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::Toleration;
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
 
@@ -37,9 +35,6 @@ pub(crate) struct PreScoreState {
     pub(crate) hostname: Vec<bool>,
     /// Per constraint: `ln(number of domains among the filtered nodes + 2)`.
     pub topology_normalizing_weight: Vec<f64>,
-    /// The snapshot's nodes with what Score needs of them (see [`NodeEntries`]); Score
-    /// counts directly on a node that is not among them.
-    pub(crate) entries: Arc<NodeEntries>,
     /// Per filtered node, in PreScore's order: its address and raw score, computed by
     /// PreScore so that scoring a run of nodes (see [`ScorePlugin::score_nodes`]) is a copy.
     pub(crate) raw: Vec<(usize, i64)>,
@@ -56,25 +51,25 @@ enum Cell {
     Domain(usize),
 }
 
-/// What PreScore and Score read of one node for one memo key: a header and one cell per
-/// constraint in a single array, so reading a node touches two allocations (PreScore reads
-/// every filtered node of every cycle).
+/// One node's contribution for one memo key.
 #[derive(Debug)]
 pub(crate) struct NodeEntry {
+    /// The address of the NodeInfo it was computed from (the memo holds that NodeInfo, so
+    /// the address is not reused meanwhile).
+    addr: usize,
+    /// The node's [`NodeInfo::id`].
+    id: u32,
     /// Whether the node has every constraint's topology key.
-    pub all_keys: bool,
+    all_keys: bool,
     /// Per constraint.
-    pub cells: Box<[EntryCell]>,
-    /// Per constraint: the node's value of the topology key (read only when a domain is
-    /// first seen in a cycle).
-    pub values: Vec<Option<String>>,
+    cells: Box<[EntryCell]>,
 }
 
 /// One constraint's part of a [`NodeEntry`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct EntryCell {
-    /// The id of the node's domain (its value, or "" without one); unused for hostname
-    /// constraints.
+    /// The id of the node's domain (its value, or "" without one, see [`DomainIds`]);
+    /// unused for hostname constraints.
     pub id: u32,
     /// Whether the node has a value for the topology key.
     pub has_value: bool,
@@ -85,20 +80,17 @@ pub(crate) struct EntryCell {
     pub count: i64,
 }
 
-/// The entries of the snapshot's nodes by the address of their NodeInfo, each with the `Arc`
-/// that keeps the address from being reused and how many memo slots hold it.
-pub(crate) type NodeEntries = FxHashMap<usize, (Arc<NodeInfo>, Arc<NodeEntry>, u32)>;
+impl EntryCell {
+    const EMPTY: EntryCell = EntryCell {
+        id: 0,
+        has_value: false,
+        counted: false,
+        count: 0,
+    };
+}
 
 fn node_address(node: &NodeInfo) -> usize {
     node as *const NodeInfo as usize
-}
-
-/// The entry of `node`, unless `entries` does not know it.
-fn lookup<'a>(entries: &'a NodeEntries, node: &NodeInfo) -> Option<&'a NodeEntry> {
-    entries
-        .get(&node_address(node))
-        .filter(|(n, _, _)| std::ptr::eq(&**n, node))
-        .map(|(_, e, _)| &**e)
 }
 
 /// Dense ids of topology values, so that PreScore and Score index domains instead of hashing
@@ -106,6 +98,8 @@ fn lookup<'a>(entries: &'a NodeEntries, node: &NodeInfo) -> Option<&'a NodeEntry
 #[derive(Debug, Default)]
 pub(crate) struct DomainIds {
     ids: FxHashMap<String, u32>,
+    /// By id.
+    names: Vec<String>,
 }
 
 impl DomainIds {
@@ -118,6 +112,7 @@ impl DomainIds {
         }
         let id = self.ids.len() as u32;
         self.ids.insert(value.to_string(), id);
+        self.names.push(value.to_string());
         id
     }
 }
@@ -135,47 +130,60 @@ pub(crate) struct ScoreMemoKey {
 }
 
 /// Per constraint (hostname ones stay empty): domain → matching pods over the counted nodes
-/// of the snapshot (those that have every key when required); and the nodes' entries.
+/// of the snapshot (those that have every key when required); and the nodes' entries in
+/// arrays indexed by node id, which PreScore reads for every filtered node of every cycle.
 #[derive(Default)]
 pub(crate) struct ScoreAgg {
     domain_counts: Vec<Vec<i64>>,
-    entries: Arc<NodeEntries>,
+    /// Constraints per entry: the stride of `cells` (fixed by the memo key).
+    stride: usize,
+    /// By node id: the address of the NodeInfo whose entry `cells` holds (0 for none), and
+    /// whether that node has every key.
+    heads: Vec<(usize, bool)>,
+    /// By node id × stride + constraint.
+    cells: Vec<EntryCell>,
 }
 
 impl ScoreAgg {
     /// How many nodes have an entry.
     #[cfg(test)]
     pub(crate) fn entries_len(&self) -> usize {
-        self.entries.len()
+        self.heads.iter().filter(|h| h.0 != 0).count()
     }
 
-    fn apply(
-        &mut self,
-        constraints: &[Constraint],
-        require_all: bool,
-        c: &(Arc<NodeInfo>, Arc<NodeEntry>),
-        sign: i64,
-    ) {
-        let (node, e) = c;
-        let entries = Arc::make_mut(&mut self.entries);
-        let addr = node_address(node);
+    /// The entry of `node` (whether it has every key, and its cells), unless the memo does
+    /// not hold this NodeInfo.
+    fn lookup(&self, node: &NodeInfo) -> Option<(bool, &[EntryCell])> {
+        let id = node.id as usize;
+        match self.heads.get(id) {
+            Some(&(addr, all_keys)) if addr == node_address(node) => Some((
+                all_keys,
+                &self.cells[id * self.stride..(id + 1) * self.stride],
+            )),
+            _ => None,
+        }
+    }
+
+    fn apply(&mut self, constraints: &[Constraint], require_all: bool, e: &NodeEntry, sign: i64) {
+        let (n, id) = (constraints.len(), e.id as usize);
+        self.stride = n;
         if sign > 0 {
-            entries
-                .entry(addr)
-                .or_insert_with(|| (node.clone(), e.clone(), 0))
-                .2 += 1;
-        } else if let Some(slot) = entries.get_mut(&addr) {
-            slot.2 -= 1;
-            if slot.2 == 0 {
-                entries.remove(&addr);
+            if self.heads.len() <= id {
+                self.heads.resize(id + 1, (0, false));
+                self.cells.resize((id + 1) * n, EntryCell::EMPTY);
             }
+            self.heads[id] = (e.addr, e.all_keys);
+            self.cells[id * n..(id + 1) * n].copy_from_slice(&e.cells);
+        } else if self.heads.get(id).is_some_and(|h| h.0 == e.addr) {
+            // Another NodeInfo with the same id (a newer version of the node, or a node that
+            // reused the id) may have been added first: only this one's entry goes.
+            self.heads[id] = (0, false);
         }
         if require_all && !e.all_keys {
             return;
         }
-        if self.domain_counts.len() < constraints.len() {
-            self.domain_counts
-                .resize_with(constraints.len(), Default::default);
+        if self.domain_counts.len() < n {
+            self.domain_counts.resize_with(n, Default::default);
         }
         for (i, (c, cell)) in constraints.iter().zip(e.cells.iter()).enumerate() {
             if c.topology_key == LABEL_HOSTNAME || !cell.counted {
@@ -191,7 +199,7 @@ impl ScoreAgg {
     }
 }
 
-pub(crate) type ScoreMemo = NodeMemo<ScoreMemoKey, (Arc<NodeInfo>, Arc<NodeEntry>), ScoreAgg>;
+pub(crate) type ScoreMemo = NodeMemo<ScoreMemoKey, NodeEntry, ScoreAgg>;
 
 /// One node's entry.
 fn node_entry(
@@ -202,18 +210,14 @@ fn node_entry(
     domains: &mut DomainIds,
 ) -> NodeEntry {
     let labels = node.labels();
-    let values: Vec<Option<String>> = constraints
-        .iter()
-        .map(|c| labels.get(&c.topology_key).cloned())
-        .collect();
     let cells = constraints
         .iter()
-        .zip(&values)
+        .map(|c| (c, labels.get(&c.topology_key)))
         .map(|(c, v)| EntryCell {
             id: if c.topology_key == LABEL_HOSTNAME {
                 u32::MAX
             } else {
-                domains.id(v.as_deref().unwrap_or(""))
+                domains.id(v.map_or("", String::as_str))
             },
             has_value: v.is_some(),
             counted: node
@@ -224,9 +228,10 @@ fn node_entry(
         })
         .collect();
     NodeEntry {
+        addr: node_address(node),
+        id: node.id,
         all_keys: node_labels_match_constraints(labels, constraints),
         cells,
-        values,
     }
 }
 
@@ -303,13 +308,9 @@ impl PreScorePlugin for PodTopologySpread {
         memo.update(
             key,
             &snapshot.node_infos,
-            |n| {
-                let e = node_entry(pod, &constraints, &required, n, domains);
-                (n.clone(), Arc::new(e))
-            },
-            |agg, c, sign| agg.apply(&constraints, require_all, c, sign),
+            |n| node_entry(pod, &constraints, &required, n, domains),
+            |agg, e, sign| agg.apply(&constraints, require_all, e, sign),
         );
-        let entries = memo.agg.entries.clone();
         let mut s = PreScoreState {
             topology_value_to_pod_counts: vec![FxHashMap::default(); constraints.len()],
             domain_counts: vec![Vec::new(); constraints.len()],
@@ -323,16 +324,16 @@ impl PreScorePlugin for PodTopologySpread {
         let n_constraints = constraints.len();
         let mut cells: Vec<Cell> = Vec::with_capacity(nodes.len() * n_constraints);
         for &node in nodes {
-            let e = match lookup(&entries, node) {
+            let (all_keys, entry_cells) = match memo.agg.lookup(node) {
                 Some(e) => e,
                 None => {
                     fresh = node_entry(pod, &constraints, &required, node, domains);
-                    &fresh
+                    (fresh.all_keys, &fresh.cells[..])
                 }
             };
-            let ignored = require_all && !e.all_keys;
+            let ignored = require_all && !all_keys;
             s.ignored.push(ignored);
-            for (&is_hostname, cell) in hostname.iter().zip(e.cells.iter()) {
+            for (&is_hostname, cell) in hostname.iter().zip(entry_cells) {
                 cells.push(if ignored || !cell.has_value {
                     Cell::NoValue
                 } else if is_hostname {
@@ -349,7 +350,7 @@ impl PreScorePlugin for PodTopologySpread {
                 if is_hostname {
                     continue;
                 }
-                let id = e.cells[i].id as usize;
+                let id = entry_cells[i].id as usize;
                 let seen = &mut s.domain_counts[i];
                 if seen.len() <= id {
                     seen.resize(id + 1, None);
@@ -364,8 +365,8 @@ impl PreScorePlugin for PodTopologySpread {
                         .copied()
                         .unwrap_or(0);
                     seen[id] = Some(total);
-                    let value = e.values[i].as_deref().unwrap_or("");
-                    s.topology_value_to_pod_counts[i].insert(value.to_string(), total);
+                    let value = domains.names[id].clone();
+                    s.topology_value_to_pod_counts[i].insert(value, total);
                     topo_size[i] += 1;
                 }
             }
@@ -406,7 +407,6 @@ impl PreScorePlugin for PodTopologySpread {
             .collect();
         s.constraints = constraints;
         s.hostname = hostname;
-        s.entries = entries;
         state.write(PRE_SCORE_KEY, s);
         Status::success()
     }
@@ -561,27 +561,6 @@ impl ScorePlugin for PodTopologySpread {
 /// One node's raw score from the PreScore state.
 fn score_node(s: &PreScoreState, pod: &PodInfo, node: &NodeInfo) -> i64 {
     let mut score = 0.0;
-    if let Some(e) = lookup(&s.entries, node) {
-        if s.require_all && !e.all_keys {
-            return 0;
-        }
-        for (i, (c, cell)) in s.constraints.iter().zip(e.cells.iter()).enumerate() {
-            if !cell.has_value {
-                continue;
-            }
-            let count = if s.hostname[i] {
-                cell.count
-            } else {
-                s.domain_counts[i]
-                    .get(cell.id as usize)
-                    .copied()
-                    .flatten()
-                    .unwrap_or(0)
-            };
-            score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
-        }
-        return score.round() as i64;
-    }
     let labels = node.labels();
     if s.require_all && !node_labels_match_constraints(labels, &s.constraints) {
         return 0;

@@ -660,14 +660,19 @@ fn the_pre_score_memo_gives_the_same_scores_as_a_full_recount() {
         node("n5", None),
     ];
     let mut pods: Vec<Vec<k8s_openapi::api::core::v1::Pod>> = vec![Vec::new(); builders.len()];
-    // The NodeInfos, replaced only when their pods change (as the cache does), so that the
-    // memo recounts only those.
+    // The NodeInfos, replaced only when their pods change and with an id per node (as the
+    // cache does), so that the memo recounts only those.
+    let with_id = |mut info: NodeInfo, id: usize| {
+        info.id = id as u32;
+        Arc::new(info)
+    };
     let mut infos: Vec<Arc<NodeInfo>> = builders
         .iter()
-        .map(|b| Arc::new(b.clone().info()))
+        .enumerate()
+        .map(|(i, b)| with_id(b.clone().info(), i))
         .collect();
     let mut refresh = |pods: &[Vec<k8s_openapi::api::core::v1::Pod>], i: usize| {
-        infos[i] = Arc::new(builders[i].clone().info_with_pods(pods[i].clone()));
+        infos[i] = with_id(builders[i].clone().info_with_pods(pods[i].clone()), i);
         infos.clone()
     };
     let build = |infos: &[Arc<NodeInfo>], order: &[usize]| {
@@ -765,11 +770,19 @@ fn the_pre_score_memo_gives_the_same_scores_as_a_full_recount() {
     check(&current, &order);
     order.swap(0, 3);
     check(&current, &order);
-    order.pop();
+    let left = order.pop().expect("nodes");
     pods[2].clear();
     current = refresh(&pods, 2);
     check(&current, &order);
     // The memo remembers only the nodes of the last snapshot.
+    for pl in &memoized {
+        assert_eq!(pl.score_memo.lock().unwrap().agg.entries_len(), order.len());
+    }
+    // A new node takes the id of the one that left, at another place in the order.
+    let newcomer = node("n6", Some("c")).info_with_pods(vec![web("web-n6", "n6")]);
+    current.push(with_id(newcomer, left));
+    order.insert(1, current.len() - 1);
+    check(&current, &order);
     for pl in &memoized {
         assert_eq!(pl.score_memo.lock().unwrap().agg.entries_len(), order.len());
     }
