@@ -122,7 +122,7 @@ mod tests {
     fn a_node_that_moves_in_the_list_is_taken_away_before_it_is_added_again() {
         // The aggregate: the names present; adding one already present is a bug.
         let mut memo: NodeMemo<&str, String, Vec<String>> = NodeMemo::default();
-        let mut run = |memo: &mut NodeMemo<&str, String, Vec<String>>, nodes: &[Arc<NodeInfo>]| {
+        let run = |memo: &mut NodeMemo<&str, String, Vec<String>>, nodes: &[Arc<NodeInfo>]| {
             memo.update(
                 "k",
                 nodes,
