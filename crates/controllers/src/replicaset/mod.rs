@@ -18,7 +18,7 @@ pub mod ranking;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -473,8 +473,8 @@ impl Cache {
     /// ([`ranking::pods_per_node`]): per node name, the active pods among those selected by
     /// every ReplicaSet with the same controller (this one included), de-duplicated by UID. A
     /// ReplicaSet without a controller has none, so all its pods rank 0.
-    fn related_active_pods_per_node(&self, rs: &ReplicaSet) -> HashMap<&str, usize> {
-        let mut counts = HashMap::new();
+    fn related_active_pods_per_node(&self, rs: &ReplicaSet) -> ranking::PodsOnNode<'_> {
+        let mut counts = ranking::PodsOnNode::default();
         let Some(c) = controller_of(&rs.metadata) else {
             return counts;
         };

@@ -14,8 +14,8 @@
 //! 7. max container restarts differ [more restarts];
 //! 8. creation times differ [the newer, in log2 buckets, UID for equal buckets].
 
+use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -382,9 +382,12 @@ impl<'a> ScaleDownChoice<'a> {
     }
 }
 
+/// Active related pods per node name (the empty name included).
+pub type PodsOnNode<'a> = FxHashMap<&'a str, usize>;
+
 /// Counts active related pods per node name (the empty name included).
-pub fn pods_per_node<'a>(related: impl IntoIterator<Item = &'a Pod>) -> HashMap<&'a str, usize> {
-    let mut counts = HashMap::new();
+pub fn pods_per_node<'a>(related: impl IntoIterator<Item = &'a Pod>) -> PodsOnNode<'a> {
+    let mut counts = PodsOnNode::default();
     for p in related {
         if is_pod_active(p) {
             *counts.entry(pod_node(p)).or_insert(0) += 1;
@@ -409,7 +412,7 @@ pub fn get_pods_to_delete<'a>(
 /// ([`pods_per_node`]). A controller can count them without gathering the related pods.
 pub fn get_pods_to_delete_with_counts<'a, P: Candidate>(
     filtered: &'a [P],
-    pods_on_node: &HashMap<&str, usize>,
+    pods_on_node: &PodsOnNode<'_>,
     diff: usize,
     ctx: &RankContext,
 ) -> ScaleDownChoice<'a> {

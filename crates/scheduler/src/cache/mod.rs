@@ -3,13 +3,14 @@
 
 pub mod snapshot;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 use kubeplane_core::labels::Selector;
 
 use crate::framework::{NodeInfo, PodInfo};
+use crate::plugins::helper::FxHashMap;
 pub use snapshot::{NamespaceLabels, ReplicaSetSelectors, Snapshot};
 
 const ZONE_LABELS: [&str; 2] = [
@@ -110,10 +111,10 @@ pub enum CacheError {
 #[derive(Default)]
 pub struct Cache {
     nodes: BTreeMap<String, Arc<NodeInfo>>,
-    zones: HashMap<String, String>,
+    zones: FxHashMap<String, String>,
     tree: NodeTree,
-    pods: HashMap<String, PodState>,
-    image_num_nodes: HashMap<String, usize>,
+    pods: FxHashMap<String, PodState>,
+    image_num_nodes: FxHashMap<String, usize>,
     generation: u64,
     /// Nodes changed since the last snapshot update.
     dirty: BTreeSet<String>,

@@ -1,18 +1,19 @@
 //! A consistent view of the cache for one scheduling cycle (upstream `Snapshot`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kubeplane_core::labels::Selector;
 
 use crate::framework::NodeInfo;
+use crate::plugins::helper::FxHashMap;
 
 /// Namespace name → its labels (InterPodAffinity's namespaceSelector).
 pub type NamespaceLabels = BTreeMap<String, BTreeMap<String, String>>;
 
 /// `namespace/name` → the ReplicaSet's selector, `None` when it does not parse
 /// (PodTopologySpread's system default constraints).
-pub type ReplicaSetSelectors = HashMap<String, Option<Selector>>;
+pub type ReplicaSetSelectors = FxHashMap<String, Option<Selector>>;
 
 /// The nodes in upstream's nodeTree order (zones round-robin), shared copy-on-write with the
 /// cache: updating the snapshot replaces only the nodes that changed.
@@ -20,9 +21,9 @@ pub type ReplicaSetSelectors = HashMap<String, Option<Selector>>;
 pub struct Snapshot {
     pub node_infos: Vec<Arc<NodeInfo>>,
     /// Node name → index in `node_infos`.
-    pub index: HashMap<String, usize>,
+    pub index: FxHashMap<String, usize>,
     /// Normalized image name → number of nodes that have it.
-    pub image_num_nodes: HashMap<String, usize>,
+    pub image_num_nodes: FxHashMap<String, usize>,
     pub generation: u64,
     /// The labels of every namespace the scheduler has seen.
     pub namespace_labels: Arc<NamespaceLabels>,
@@ -73,7 +74,7 @@ impl Snapshot {
 
     /// Builds a snapshot from nodes in order (tests and benchmarks).
     pub fn from_nodes(nodes: Vec<NodeInfo>) -> Snapshot {
-        let mut image_num_nodes: HashMap<String, usize> = HashMap::new();
+        let mut image_num_nodes: FxHashMap<String, usize> = FxHashMap::default();
         for n in &nodes {
             for img in &n.images {
                 *image_num_nodes.entry(img.name.clone()).or_default() += 1;
