@@ -104,14 +104,33 @@ impl PreScorePlugin for ImageLocality {
     }
 }
 
+fn read_state(state: &CycleState) -> Result<&PreScoreState, Status> {
+    state.read::<PreScoreState>(PRE_SCORE_KEY).ok_or_else(|| {
+        Status::error(format!(
+            "reading {PRE_SCORE_KEY:?} from cycleState: not found"
+        ))
+    })
+}
+
 impl ScorePlugin for ImageLocality {
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        match state.read::<PreScoreState>(PRE_SCORE_KEY) {
-            Some(s) => Ok(score_with(s, node)),
-            None => Err(Status::error(format!(
-                "reading {PRE_SCORE_KEY:?} from cycleState: not found"
-            ))),
+        Ok(score_with(read_state(state)?, node))
+    }
+
+    /// Reads the cycle state once for the whole run.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        _first: usize,
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        let s = read_state(state).map_err(|e| (0, e))?;
+        for (node, cell) in nodes.iter().zip(out.iter_mut()) {
+            *cell = score_with(s, node);
         }
+        Ok(())
     }
 }
 

@@ -12,10 +12,16 @@ fn scores(pod: PodBuilder, nodes: Vec<NodeBuilder>) -> Vec<i64> {
     assert!(ImageLocality
         .pre_score(&mut state, &pod, &refs, &snap)
         .is_success());
-    infos
+    let per_node: Vec<i64> = infos
         .iter()
         .map(|n| ImageLocality.score(&state, &pod, n).unwrap())
-        .collect()
+        .collect();
+    let mut batch = vec![-1; refs.len()];
+    ImageLocality
+        .score_nodes(&state, &pod, &refs, 0, &mut batch)
+        .unwrap();
+    assert_eq!(batch, per_node, "score_nodes must agree with score");
+    per_node
 }
 
 /// node1 has 40 MB, 300 MB and 2000 MB images; node2 has 250 MB and 10 MB ones.
