@@ -46,14 +46,21 @@ struct Entry {
     seq: u64,
     /// `namespace/name`.
     key: String,
+    /// The entry's slot in `PodHeap::positions`.
+    slot: usize,
     info: QueuedPodInfo,
 }
 
 pub(crate) struct PodHeap {
     order: Order,
     items: Vec<Entry>,
-    /// key → position in `items` (never iterated, so its order does not matter).
+    /// key → slot (never iterated, so its order does not matter). An entry keeps its slot
+    /// while it moves, so moving it updates `positions` without hashing its key.
     index: FxHashMap<String, usize>,
+    /// slot → position in `items`.
+    positions: Vec<usize>,
+    /// Slots free for reuse.
+    free: Vec<usize>,
 }
 
 impl PodHeap {
@@ -62,6 +69,8 @@ impl PodHeap {
             order,
             items: Vec::new(),
             index: FxHashMap::default(),
+            positions: Vec::new(),
+            free: Vec::new(),
         }
     }
 
@@ -77,8 +86,13 @@ impl PodHeap {
         self.index.contains_key(key)
     }
 
+    /// The position in `items` of the entry with this key.
+    fn position(&self, key: &str) -> Option<usize> {
+        self.index.get(key).map(|&slot| self.positions[slot])
+    }
+
     pub fn get(&self, key: &str) -> Option<&QueuedPodInfo> {
-        self.index.get(key).map(|&i| &self.items[i].info)
+        self.position(key).map(|i| &self.items[i].info)
     }
 
     pub fn peek(&self) -> Option<&QueuedPodInfo> {
@@ -93,20 +107,35 @@ impl PodHeap {
     /// Adds the pod, or replaces the entry with the same key (keeping its sequence number).
     pub fn add_or_update(&mut self, seq: u64, info: QueuedPodInfo) {
         let key = info.pod_info.key();
-        if let Some(&i) = self.index.get(&key) {
+        if let Some(i) = self.position(&key) {
             self.items[i].info = info;
             self.fix(i);
             return;
         }
         let i = self.items.len();
-        self.index.insert(key.clone(), i);
-        self.items.push(Entry { seq, key, info });
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.positions[slot] = i;
+                slot
+            }
+            None => {
+                self.positions.push(i);
+                self.positions.len() - 1
+            }
+        };
+        self.index.insert(key.clone(), slot);
+        self.items.push(Entry {
+            seq,
+            key,
+            slot,
+            info,
+        });
         self.sift_up(i);
     }
 
     /// Changes the entry with this key in place and restores the heap order.
     pub fn update(&mut self, key: &str, f: impl FnOnce(&mut QueuedPodInfo)) -> bool {
-        let Some(&i) = self.index.get(key) else {
+        let Some(i) = self.position(key) else {
             return false;
         };
         f(&mut self.items[i].info);
@@ -122,7 +151,7 @@ impl PodHeap {
     }
 
     pub fn remove(&mut self, key: &str) -> Option<QueuedPodInfo> {
-        let i = *self.index.get(key)?;
+        let i = self.position(key)?;
         Some(self.remove_at(i))
     }
 
@@ -131,6 +160,7 @@ impl PodHeap {
         self.swap(i, last);
         let entry = self.items.pop().expect("heap is not empty");
         self.index.remove(&entry.key);
+        self.free.push(entry.slot);
         if i < self.items.len() {
             self.fix(i);
         }
@@ -153,11 +183,8 @@ impl PodHeap {
             return;
         }
         self.items.swap(a, b);
-        for i in [a, b] {
-            if let Some(pos) = self.index.get_mut(&self.items[i].key) {
-                *pos = i;
-            }
-        }
+        self.positions[self.items[a].slot] = a;
+        self.positions[self.items[b].slot] = b;
     }
 
     fn fix(&mut self, i: usize) {
@@ -260,6 +287,13 @@ mod tests {
                 }
             }
             assert_eq!(heap.len(), model.len());
+            // Lookups by key find the right entries wherever they moved.
+            for (k, (expiry, _)) in &model {
+                let got = heap
+                    .get(&format!("ns/{k}"))
+                    .and_then(|p| p.backoff_expiration);
+                assert_eq!(got, Some(SimTime(*expiry)), "{k}");
+            }
         }
     }
 }
