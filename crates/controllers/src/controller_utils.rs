@@ -25,6 +25,10 @@ pub const POD_DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-del
 pub const RATE_LIMIT_BASE: SimDuration = SimDuration(5_000_000);
 /// The longest delay of the per-item exponential rate limiter.
 pub const RATE_LIMIT_MAX: SimDuration = SimDuration(1000 * 1_000_000_000);
+/// Upstream `DefaultControllerRateLimiter`'s overall bucket: 10 requeues per second, bursts of
+/// 100, shared by every key of a queue.
+pub const RATE_LIMIT_QPS: i64 = 10;
+pub const RATE_LIMIT_BURST: i64 = 100;
 
 /// A namespaced object's identity as the controllers' caches key it.
 pub type NsName = (String, String);
@@ -353,14 +357,20 @@ impl Expectations {
 }
 
 /// A work queue with upstream's semantics where they matter to a simulation: a key is queued at
-/// most once; `add_after` keeps the earliest due time; failed keys are retried after a per-key
-/// exponential delay (5 ms, 10 ms, ... up to 1000 s) until a sync succeeds.
+/// most once; `add_after` keeps the earliest due time; rate-limited keys are retried after the
+/// longer of a per-key exponential delay (5 ms, 10 ms, ... up to 1000 s, reset by `forget`)
+/// and the queue-wide bucket's delay (10 per second, bursts of 100), as upstream's
+/// `DefaultControllerRateLimiter`.
 #[derive(Clone, Debug, Default)]
 pub struct WorkQueue {
     ready: BTreeSet<NsName>,
     delayed: BTreeSet<(SimTime, NsName)>,
     due_by_key: BTreeMap<NsName, SimTime>,
     failures: BTreeMap<NsName, u32>,
+    /// The bucket as a theoretical arrival time: each requeue moves it one emission interval
+    /// (1/`RATE_LIMIT_QPS` s) past `max(itself, now)`, and waits until it is at most
+    /// `RATE_LIMIT_BURST` intervals ahead of the clock (a token bucket, in integers).
+    bucket_tat: SimTime,
     /// The latest instant the owner has seen; `next_wakeup` answers it while keys are ready.
     pub last_seen: SimTime,
 }
@@ -386,11 +396,14 @@ impl WorkQueue {
         let n = self.failures.entry(key.clone()).or_insert(0);
         let exp = (*n).min(40);
         *n += 1;
-        let delay = RATE_LIMIT_BASE
+        let per_key = RATE_LIMIT_BASE
             .0
             .saturating_mul(1i64 << exp.min(62))
             .min(RATE_LIMIT_MAX.0);
-        self.add_after(key, now + SimDuration(delay));
+        let interval = 1_000_000_000 / RATE_LIMIT_QPS;
+        self.bucket_tat = SimTime(self.bucket_tat.0.max(now.0) + interval);
+        let bucket = (self.bucket_tat.0 - RATE_LIMIT_BURST * interval - now.0).max(0);
+        self.add_after(key, now + SimDuration(per_key.max(bucket)));
     }
 
     /// Clears a key's failure count (upstream `Forget`).
@@ -623,6 +636,37 @@ mod tests {
         q.add_rate_limited(key("b"), SimTime::from_millis(5));
         assert_eq!(q.next_wakeup(), Some(SimTime::from_millis(15)));
         q.forget(&key("b"));
+    }
+
+    #[test]
+    fn rate_limited_requeues_share_a_bucket_of_10_per_second_with_bursts_of_100() {
+        // A key that is forgotten after every sync (upstream's deployment progress check in
+        // its last second) is requeued after 5 ms while the bucket has tokens, then at 10 per
+        // second.
+        let mut q = WorkQueue::default();
+        let mut now = SimTime::from_secs(100);
+        let mut delays = Vec::new();
+        for _ in 0..110 {
+            q.add_rate_limited(key("d"), now);
+            let due = q.next_wakeup().unwrap();
+            delays.push((due - now).0 / 1_000_000);
+            now = due;
+            q.take_due(now);
+            q.forget(&key("d"));
+        }
+        // 5 ms each for the burst (a few more: the bucket refills meanwhile), then 100 ms.
+        assert!(delays[..100].iter().all(|&d| d == 5), "{delays:?}");
+        assert!(delays.iter().all(|&d| d <= 100), "{delays:?}");
+        assert_eq!(delays[106..], [100, 100, 100, 100], "{delays:?}");
+        // An idle second refills 10 tokens.
+        now = now + SimDuration::from_secs(1);
+        for _ in 0..10 {
+            q.add_rate_limited(key("d"), now);
+            assert_eq!(q.next_wakeup(), Some(now + SimDuration::from_millis(5)));
+            now = q.next_wakeup().unwrap();
+            q.take_due(now);
+            q.forget(&key("d"));
+        }
     }
 
     #[test]
