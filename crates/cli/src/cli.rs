@@ -65,6 +65,11 @@ pub struct SimulateArgs {
     /// Print the components' counters (metrics) to stderr at the end of the run.
     #[arg(long)]
     pub metrics: bool,
+    /// Recompute every scheduling cycle's node-local Filter and Score results, as upstream
+    /// does, instead of reusing them for pods with identical specs. The output is the same;
+    /// this checks that, and is slower.
+    #[arg(long)]
+    pub recompute_node_local: bool,
 }
 
 #[derive(Args, Debug)]

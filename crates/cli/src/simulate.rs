@@ -70,6 +70,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         explain: args.explain,
         until,
         seed: args.seed,
+        recompute_node_local: args.recompute_node_local,
     };
     let mut sim = match Simulation::new(input, &opts) {
         Ok(s) => s,

@@ -7,6 +7,7 @@
 pub mod cache;
 pub mod config;
 pub mod framework;
+pub mod node_local;
 pub mod plugins;
 pub mod queue;
 pub mod schedule_one;

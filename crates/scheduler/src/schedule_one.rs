@@ -376,6 +376,9 @@ impl Scheduler {
         if self.snapshot.num_nodes() == 0 {
             return Err(ScheduleError::NoNodes);
         }
+        if self.reuse_node_local {
+            self.node_local.begin(pod, &self.snapshot);
+        }
         let (feasible, diagnosis) =
             self.find_nodes_that_fit_pod(fwk, state, pod, trace.as_deref_mut())?;
         if let Some(t) = trace.as_deref_mut() {
@@ -417,7 +420,15 @@ impl Scheduler {
             .iter()
             .map(|&i| snapshot.node_infos[i].as_ref())
             .collect();
-        let scores = prioritize_nodes(fwk, state, pod, &nodes, snapshot)?;
+        let mut reused = self.reuse_node_local.then(|| {
+            self.node_local
+                .reused_scores(&feasible, &snapshot.node_infos)
+        });
+        let scores = prioritize_nodes(fwk, state, pod, &nodes, snapshot, reused.as_mut())?;
+        if let Some(r) = &reused {
+            self.node_local
+                .record_scores(&feasible, &snapshot.node_infos, r);
+        }
         let best = select_host(&scores.totals, &mut self.rng);
         let host = nodes[best].name.clone();
         if let Some(t) = trace {
@@ -513,6 +524,12 @@ impl Scheduler {
         let mut feasible = Vec::with_capacity(to_find.min(n));
         let mut processed = 0;
         let filters = fwk.active_filters(state);
+        // Verdicts are reused only when every filter that runs is node-local.
+        let reuse = self.reuse_node_local && filters.iter().all(|(_, f)| f.node_local());
+        let memo = &self.node_local;
+        // The places whose verdict to keep, with the verdict; how many verdicts were reused.
+        let mut verdicts: Vec<(usize, bool)> = Vec::new();
+        let mut reused = 0;
         // The pods nominated to each node, looked up once per cycle: usually few nodes have
         // any, and the others take the plain filter path.
         let nominated: BTreeMap<&str, Vec<Arc<PodInfo>>> = self
@@ -526,6 +543,9 @@ impl Scheduler {
             let node = node_at(j);
             match nominated.get(node.name.as_str()) {
                 Some(pods) => fwk.run_filter_plugins_with_nominated_pods(state, pod, node, pods),
+                None if reuse && memo.passed(candidates[(start + j) % n], node) => {
+                    Status::success()
+                }
                 None => run_filters(&filters, state, pod, node),
             }
         };
@@ -552,6 +572,16 @@ impl Scheduler {
                 }
                 let idx = candidates[(start + i + offset) % n];
                 processed += 1;
+                if reuse
+                    && status.code != Code::Error
+                    && !nominated.contains_key(snapshot.node_infos[idx].name.as_str())
+                {
+                    if memo.passed(idx, &snapshot.node_infos[idx]) {
+                        reused += 1;
+                    } else {
+                        verdicts.push((idx, status.is_success()));
+                    }
+                }
                 if status.is_success() {
                     feasible.push(idx);
                 } else if status.code == Code::Error {
@@ -569,6 +599,11 @@ impl Scheduler {
             }
             i += window;
         }
+        for (idx, passed) in verdicts {
+            let node = &self.snapshot.node_infos[idx];
+            self.node_local.record_filter(idx, node, passed);
+        }
+        self.node_local.filters_reused += reused;
         let all = self.snapshot.num_nodes().max(1);
         self.next_start_node_index = (self.next_start_node_index + processed) % all;
         Ok(feasible)
@@ -820,6 +855,7 @@ pub fn prioritize_nodes(
     pod: &PodInfo,
     nodes: &[&NodeInfo],
     snapshot: &crate::cache::Snapshot,
+    reused: Option<&mut crate::framework::ReusedScores>,
 ) -> Result<ScoreTable, ScheduleError> {
     if !fwk.has_score_plugins() {
         return Ok(ScoreTable::uniform(nodes.len()));
@@ -828,7 +864,7 @@ pub fn prioritize_nodes(
     if !s.is_success() {
         return Err(ScheduleError::Internal(s));
     }
-    fwk.run_score_plugins(state, pod, nodes)
+    fwk.run_score_plugins_reusing(state, pod, nodes, reused)
         .map_err(ScheduleError::Internal)
 }
 

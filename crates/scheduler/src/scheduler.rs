@@ -34,6 +34,10 @@ pub struct Scheduler {
     pub(crate) metrics: SchedulerMetrics,
     /// The event source (reporting controller) name.
     pub(crate) source: &'static str,
+    /// Node-local Filter and Score results kept for the next identical pod.
+    pub(crate) node_local: crate::node_local::NodeLocalMemo,
+    /// Whether `node_local` is used (tests compare with and without it).
+    pub(crate) reuse_node_local: bool,
 }
 
 fn is_assigned(pod: &Pod) -> bool {
@@ -65,7 +69,16 @@ impl Scheduler {
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5343_4845_4455_4c45),
             metrics: SchedulerMetrics::default(),
             source: crate::DEFAULT_SCHEDULER_NAME,
+            node_local: Default::default(),
+            reuse_node_local: true,
         }
+    }
+
+    /// Whether node-local Filter and Score results are reused for identical pods (on by
+    /// default; the results are the same either way, see [`crate::node_local`]).
+    pub fn set_reuse_node_local(&mut self, on: bool) {
+        self.reuse_node_local = on;
+        self.node_local = Default::default();
     }
 
     pub fn metrics_snapshot(&self) -> &SchedulerMetrics {
@@ -335,6 +348,14 @@ impl Component for Scheduler {
             (
                 "scheduler_schedule_attempts_total{result=\"error\"}".into(),
                 self.metrics.errors,
+            ),
+            (
+                "kubeplane_scheduler_node_local_filters_reused_total".into(),
+                self.node_local.filters_reused,
+            ),
+            (
+                "kubeplane_scheduler_node_local_scores_reused_total".into(),
+                self.node_local.scores_reused,
             ),
         ]
     }

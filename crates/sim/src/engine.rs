@@ -73,6 +73,9 @@ pub struct RunOptions {
     pub until: Option<SimDuration>,
     /// Overrides the scenario's seed.
     pub seed: Option<u64>,
+    /// Recomputes node-local Filter and Score results every cycle, as upstream does, instead
+    /// of reusing them for identical pods (the results are the same; tests compare the two).
+    pub recompute_node_local: bool,
 }
 
 /// What the simulator's components write through: the store, plus admission and output.
@@ -193,12 +196,15 @@ impl Simulation {
             SimError::Setup(format!("{source}: {e}"))
         })?;
         let queue = kubeplane_scheduler::queue::SchedulingQueue::new(setup.queue);
-        let scheduler = Scheduler::new(
+        let mut scheduler = Scheduler::new(
             setup.frameworks,
             queue,
             setup.percentage_of_nodes_to_score,
             seed,
         );
+        if opts.recompute_node_local {
+            scheduler.set_reuse_node_local(false);
+        }
         let duration = opts.until.or(scenario.duration);
         let mut sim = Simulation {
             store: Store::new(seed, scenario.start_time),

@@ -80,6 +80,148 @@ fn the_same_input_and_seed_give_byte_identical_output() {
     assert_eq!(a, b);
 }
 
+/// A busy cluster for comparing the scheduler with and without reused node-local results:
+/// replicas with identical specs, host ports, preferred affinity, images, taints of every
+/// effect, cordons, a node changing zone, nodes coming and going, and preemption (nominated
+/// pods).
+fn busy_cluster() -> String {
+    let mut y = String::new();
+    for i in 0..12 {
+        let images = if i % 2 == 0 {
+            r#", images: [{names: ["nginx:1.25"], sizeBytes: 600000000}]"#
+        } else {
+            ""
+        };
+        y.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: n{i}, labels: {{kubernetes.io/hostname: n{i}, topology.kubernetes.io/zone: z{}, disk: {}}}}}\nstatus: {{allocatable: {{cpu: \"4\", memory: 8Gi, pods: \"110\"}}, conditions: [{{type: Ready, status: \"True\"}}]{images}}}\n",
+            i % 3,
+            if i % 4 == 0 { "ssd" } else { "hdd" },
+        ));
+    }
+    y.push_str(
+        r#"---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 30
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: app, image: "nginx:1.25", resources: {requests: {cpu: 300m, memory: 256Mi}}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ported}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: ported}}
+  template:
+    metadata: {labels: {app: ported}}
+    spec:
+      tolerations: [{key: soft, operator: Exists, effect: PreferNoSchedule}]
+      affinity:
+        nodeAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - {weight: 10, preference: {matchExpressions: [{key: disk, operator: In, values: [ssd]}]}}
+      containers: [{name: app, image: redis, ports: [{containerPort: 80, hostPort: 8080}], resources: {requests: {cpu: 200m}}}]
+---
+apiVersion: kubeplane.io/v1alpha1
+kind: Scenario
+metadata: {name: busy}
+spec:
+  duration: 8m
+  steps:
+  - {at: 20s, taint: {node: n1, key: soft, effect: PreferNoSchedule}}
+  - {at: 20s, taint: {node: n2, key: hard, effect: NoSchedule}}
+  - {at: 30s, cordon: {node: n3}}
+  - {at: 40s, scale: {kind: Deployment, name: web, replicas: 60}}
+  - {at: 50s, label: {kind: Node, name: n4, set: {topology.kubernetes.io/zone: z9}}}
+  - {at: 60s, uncordon: {node: n3}}
+  - {at: 70s, untaint: {node: n2, key: hard}}
+  - {at: 80s, scale: {kind: Deployment, name: ported, replicas: 14}}
+  - at: 90s
+    apply:
+      apiVersion: v1
+      kind: Node
+      metadata: {name: n12, labels: {kubernetes.io/hostname: n12, topology.kubernetes.io/zone: z0, disk: ssd}}
+      status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}, conditions: [{type: Ready, status: "True"}], images: [{names: ["redis:latest"], sizeBytes: 300000000}]}
+  - {at: 100s, scale: {kind: Deployment, name: web, replicas: 80}}
+  - {at: 2m, delete: {kind: Node, name: n5}}
+  - at: 3m
+    apply:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: urgent}
+      spec:
+        replicas: 8
+        selector: {matchLabels: {app: urgent}}
+        template:
+          metadata: {labels: {app: urgent}}
+          spec:
+            priorityClassName: high
+            containers: [{name: app, image: "nginx:1.25", resources: {requests: {cpu: "3500m"}}}]
+  - {at: 4m, nodeDown: {node: n7}}
+  - {at: 5m, scale: {kind: Deployment, name: web, replicas: 40}}
+"#,
+    );
+    y
+}
+
+#[test]
+fn reusing_node_local_results_changes_nothing() {
+    let mut files = vec![("busy.yaml".to_string(), busy_cluster())];
+    let opts = |recompute| RunOptions {
+        explain: true,
+        recompute_node_local: recompute,
+        ..Default::default()
+    };
+    let (a, _, _) = run(&files, &opts(false));
+    let (b, _, _) = run(&files, &opts(true));
+    // The reuse happens, and only when asked for.
+    let reused = |recompute| {
+        let input = parse_files(&files).expect("the scenario parses");
+        let mut sim = Simulation::new(input, &opts(recompute)).expect("starts");
+        sim.run(&mut |_, _| {}).expect("runs");
+        let m = sim.metrics();
+        let get = |name: &str| m.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+        (
+            get("kubeplane_scheduler_node_local_filters_reused_total").unwrap(),
+            get("kubeplane_scheduler_node_local_scores_reused_total").unwrap(),
+        )
+    };
+    let (filters, scores) = reused(false);
+    assert!(filters > 100 && scores > 100, "{filters} {scores}");
+    assert_eq!(reused(true), (0, 0));
+    assert!(a.contains("\"Preempted\""), "the scenario preempts: {a}");
+    assert!(
+        a.lines()
+            .filter(|l| l.contains("SchedulingAttempt"))
+            .count()
+            > 120
+    );
+    assert_eq!(a, b);
+    // The examples too.
+    for entry in std::fs::read_dir(repo_root().join("examples")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let rel = format!("examples/{}", path.file_name().unwrap().to_string_lossy());
+            files = vec![read(&rel)];
+            assert_eq!(
+                run(&files, &opts(false)).0,
+                run(&files, &opts(true)).0,
+                "{rel}"
+            );
+        }
+    }
+}
+
 #[test]
 fn another_seed_changes_the_random_choices() {
     let files = vec![("determinism.yaml".to_string(), NON_TRIVIAL.to_string())];

@@ -403,6 +403,7 @@ impl Cache {
         self.dirty.clear();
         if snapshot.image_num_nodes != self.image_num_nodes {
             snapshot.image_num_nodes = self.image_num_nodes.clone();
+            snapshot.image_generation += 1;
         }
         snapshot.generation = self.generation;
         if !Arc::ptr_eq(&snapshot.namespace_labels, &self.namespace_labels) {

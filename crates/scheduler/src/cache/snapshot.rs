@@ -24,6 +24,8 @@ pub struct Snapshot {
     pub index: FxHashMap<String, usize>,
     /// Normalized image name → number of nodes that have it.
     pub image_num_nodes: FxHashMap<String, usize>,
+    /// Bumped whenever `image_num_nodes` changes.
+    pub image_generation: u64,
     pub generation: u64,
     /// The labels of every namespace the scheduler has seen.
     pub namespace_labels: Arc<NamespaceLabels>,
@@ -89,6 +91,7 @@ impl Snapshot {
             node_infos: nodes.into_iter().map(Arc::new).collect(),
             index,
             image_num_nodes,
+            image_generation: 0,
             generation: 0,
             namespace_labels: Arc::default(),
             replica_sets: Arc::default(),

@@ -150,6 +150,13 @@ pub trait PreFilterPlugin: Send + Sync {
 /// Says whether the pod can run on one node.
 pub trait FilterPlugin: Send + Sync {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+    /// Whether the verdict depends on nothing but the pod's spec (and what this plugin's
+    /// PreFilter derived from it), the plugin's arguments and the node's NodeInfo. The
+    /// scheduler then reuses a success for the next pod with an identical spec on a node
+    /// that has not changed (see `crate::node_local`).
+    fn node_local(&self) -> bool {
+        false
+    }
 }
 
 /// What a PostFilter plugin asks of the pod's nomination.
@@ -243,6 +250,13 @@ pub trait PreScorePlugin: Send + Sync {
 pub trait ScorePlugin: Send + Sync {
     /// The raw score of one node (any integer before normalization).
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
+    /// Whether the raw score depends on nothing but the pod's spec (and what this plugin's
+    /// PreScore derived from it), the plugin's arguments, the node's NodeInfo, and the
+    /// snapshot's node count and image counts. The scheduler then reuses it for the next pod
+    /// with an identical spec on a node that has not changed (see `crate::node_local`).
+    fn node_local(&self) -> bool {
+        false
+    }
     /// The raw scores of a run of nodes: `nodes` are the nodes `first..first + nodes.len()` of
     /// the list PreScore saw, `out` has a cell per node. The same results as [`Self::score`]
     /// per node (the default does just that); a plugin overrides it to read its cycle state

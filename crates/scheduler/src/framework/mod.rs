@@ -15,6 +15,6 @@ pub use events::{
     ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint,
 };
 pub use interface::*;
-pub use runtime::{run_filters, Framework, NodeToStatus, PluginSet, ScoreTable};
+pub use runtime::{run_filters, Framework, NodeToStatus, PluginSet, ReusedScores, ScoreTable};
 pub use status::{Code, Status};
 pub use types::{HostPort, NodeInfo, PodInfo, QueuedPodInfo};

@@ -57,7 +57,7 @@ pub struct Framework {
 
 /// The normalized scores of one cycle: `scores[k * n + i]` is plugin `k`'s score (before
 /// weight) of node `i`, and `totals[i]` the weighted sum.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ScoreTable {
     pub plugins: Vec<&'static str>,
     pub scores: Vec<i64>,
@@ -386,6 +386,19 @@ impl Framework {
         pod: &PodInfo,
         nodes: &[&NodeInfo],
     ) -> Result<ScoreTable, Status> {
+        self.run_score_plugins_reusing(state, pod, nodes, None)
+    }
+
+    /// [`Self::run_score_plugins`], taking the raw scores of node-local plugins
+    /// ([`ScorePlugin::node_local`]) from `reused` where it knows them, and filling in the
+    /// rest of it (when every score succeeded).
+    pub fn run_score_plugins_reusing(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        mut reused: Option<&mut ReusedScores>,
+    ) -> Result<ScoreTable, Status> {
         let active: Vec<(&Arc<dyn Plugin>, &dyn ScorePlugin, i64)> = self
             .plugins
             .score
@@ -395,6 +408,23 @@ impl Framework {
             .collect();
         let n = nodes.len();
         let k_plugins = active.len();
+        // Per active plugin: its column in `reused`, if it is node-local.
+        let mut slots: Vec<Option<usize>> = vec![None; k_plugins];
+        if let Some(r) = reused.as_deref_mut() {
+            let mut local = Vec::new();
+            for (k, (p, sp, _)) in active.iter().enumerate() {
+                if sp.node_local() {
+                    slots[k] = Some(local.len());
+                    local.push(p.name());
+                }
+            }
+            if r.plugins != local || r.known.len() != n {
+                r.scores = vec![0; n * local.len()];
+                r.known = vec![false; n];
+                r.plugins = local;
+            }
+        }
+        let reused_ro = reused.as_deref();
         let mut table = ScoreTable {
             plugins: active.iter().map(|(p, _, _)| p.name()).collect(),
             scores: vec![0; k_plugins * n],
@@ -411,7 +441,13 @@ impl Framework {
             let mut first_err: Option<(usize, Status)> = None;
             for (k, (p, sp, _)) in active.iter().enumerate() {
                 let column = &mut out[k * len..(k + 1) * len];
-                if let Err((i, s)) = sp.score_nodes(state, pod, run, start, column) {
+                let result = match (slots[k], reused_ro) {
+                    (Some(m), Some(r)) => {
+                        score_reusing(*sp, state, pod, run, start, column, (r, m))
+                    }
+                    _ => sp.score_nodes(state, pod, run, start, column),
+                };
+                if let Err((i, s)) = result {
                     if first_err.as_ref().is_none_or(|(j, _)| start + i < *j) {
                         let msg = format!("running Score plugin {:?}: {}", p.name(), s.message());
                         first_err = Some((start + i, Status::error(msg).plugin(p.name())));
@@ -456,6 +492,16 @@ impl Framework {
         };
         if let Some((_, status)) = first_error {
             return Err(status);
+        }
+        if let Some(r) = reused {
+            let m_plugins = r.plugins.len();
+            for (k, slot) in slots.iter().enumerate() {
+                let Some(m) = *slot else { continue };
+                for i in (0..n).filter(|&i| !r.known[i]) {
+                    r.scores[i * m_plugins + m] = table.scores[k * n + i];
+                }
+            }
+            r.known.iter_mut().for_each(|k| *k = true);
         }
         for (k, (p, sp, weight)) in active.into_iter().enumerate() {
             let column = &mut table.scores[k * n..(k + 1) * n];
@@ -592,6 +638,43 @@ impl Framework {
 
 /// Runs a precomputed list of Filter plugins on one node; the first that does not succeed
 /// decides the node's status.
+/// Raw scores of the node-local Score plugins ([`ScorePlugin::node_local`]) for a list of
+/// nodes, known from earlier cycles or filled in by
+/// [`Framework::run_score_plugins_reusing`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReusedScores {
+    /// The node-local plugins that scored, in the profile's order.
+    pub plugins: Vec<&'static str>,
+    /// Per node: whether its row of `scores` is known.
+    pub known: Vec<bool>,
+    /// Per node, one raw score per plugin of `plugins`.
+    pub scores: Vec<i64>,
+}
+
+/// One node-local plugin's raw scores of a run of nodes: the known ones from `reused`
+/// (its column `m`), the others from the plugin, node by node, stopping at the first failure
+/// as [`ScorePlugin::score_nodes`] does.
+fn score_reusing(
+    sp: &dyn ScorePlugin,
+    state: &CycleState,
+    pod: &PodInfo,
+    run: &[&NodeInfo],
+    start: usize,
+    column: &mut [i64],
+    (reused, m): (&ReusedScores, usize),
+) -> Result<(), (usize, Status)> {
+    let stride = reused.plugins.len();
+    for (j, (node, cell)) in run.iter().zip(column.iter_mut()).enumerate() {
+        let i = start + j;
+        *cell = if reused.known[i] {
+            reused.scores[i * stride + m]
+        } else {
+            sp.score(state, pod, node).map_err(|s| (j, s))?
+        };
+    }
+    Ok(())
+}
+
 pub fn run_filters(
     filters: &[(&'static str, &dyn FilterPlugin)],
     state: &CycleState,
@@ -625,6 +708,27 @@ mod tests {
         name: &'static str,
         factor: i64,
         fail_on: Vec<usize>,
+    }
+
+    /// [`Numbered`], declared node-local.
+    struct Local(Numbered);
+
+    impl Plugin for Local {
+        fn name(&self) -> &'static str {
+            self.0.name
+        }
+        fn as_score(&self) -> Option<&dyn ScorePlugin> {
+            Some(self)
+        }
+    }
+
+    impl ScorePlugin for Local {
+        fn score(&self, s: &CycleState, p: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+            self.0.score(s, p, node)
+        }
+        fn node_local(&self) -> bool {
+            true
+        }
     }
 
     fn index_of(node: &NodeInfo) -> usize {
@@ -686,6 +790,57 @@ mod tests {
                 fail_on: fail_b,
             },
         ])
+    }
+
+    #[test]
+    fn known_raw_scores_of_node_local_plugins_are_taken_and_the_rest_filled_in() {
+        let numbered = |name, factor| Numbered {
+            name,
+            factor,
+            fail_on: vec![],
+        };
+        let mut set = PluginSet::default();
+        set.score
+            .push((Arc::new(Local(numbered("L", 3))) as Arc<dyn Plugin>, 1));
+        set.score
+            .push((Arc::new(numbered("N", 7)) as Arc<dyn Plugin>, 2));
+        let fw = Framework {
+            profile_name: "default-scheduler".into(),
+            plugins: set,
+            all_plugins: Vec::new(),
+            percentage_of_nodes_to_score: None,
+        };
+        for n in [6, PARALLEL_MIN_NODES + 37] {
+            let nodes: Vec<NodeInfo> = (0..n)
+                .map(|i| NodeBuilder::new(&format!("n{i}")).info())
+                .collect();
+            let refs: Vec<&NodeInfo> = nodes.iter().collect();
+            let pod = PodBuilder::new("p").info();
+            let state = CycleState::new();
+            let plain = fw.run_score_plugins(&state, &pod, &refs).unwrap();
+            // Nothing known: the same table, and every row filled in.
+            let mut r = ReusedScores::default();
+            let t = fw
+                .run_score_plugins_reusing(&state, &pod, &refs, Some(&mut r))
+                .unwrap();
+            assert_eq!(t, plain);
+            assert_eq!(r.plugins, ["L"]);
+            assert!(r.known.iter().all(|&k| k));
+            assert_eq!(r.scores, plain.scores[..n]);
+            // Node 1's raw score said to be 50: taken as it is (only L is node-local).
+            r.known = vec![false; n];
+            r.known[1] = true;
+            r.scores[1] = 50;
+            let t = fw
+                .run_score_plugins_reusing(&state, &pod, &refs, Some(&mut r))
+                .unwrap();
+            assert_eq!(t.scores[1], 50);
+            assert_eq!(t.scores[n + 1], plain.scores[n + 1]);
+            assert_eq!(t.totals[1], 50 + 2 * plain.scores[n + 1]);
+            for i in (0..n).filter(|&i| i != 1) {
+                assert_eq!(t.totals[i], plain.totals[i], "node {i}");
+            }
+        }
     }
 
     #[test]

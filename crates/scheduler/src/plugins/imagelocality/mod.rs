@@ -113,6 +113,11 @@ fn read_state(state: &CycleState) -> Result<&PreScoreState, Status> {
 }
 
 impl ScorePlugin for ImageLocality {
+    /// The pod's images against the node's, weighed by the snapshot's image counts over its node count.
+    fn node_local(&self) -> bool {
+        true
+    }
+
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         Ok(score_with(read_state(state)?, node))
     }

@@ -193,6 +193,11 @@ impl PreFilterPlugin for NodeAffinity {
 }
 
 impl FilterPlugin for NodeAffinity {
+    /// The added and the pod's required affinity against the node's name and labels.
+    fn node_local(&self) -> bool {
+        true
+    }
+
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let labels = node.labels();
         if !self.added_matches(&node.name, labels) {
@@ -244,6 +249,11 @@ impl PreScorePlugin for NodeAffinity {
 }
 
 impl ScorePlugin for NodeAffinity {
+    /// The added and the pod's preferred terms against the node's name and labels.
+    fn node_local(&self) -> bool {
+        true
+    }
+
     /// The sum of the weights of the preferred terms (the pod's and the added ones) the node
     /// matches.
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {

@@ -34,6 +34,11 @@ impl Plugin for NodeName {
 }
 
 impl FilterPlugin for NodeName {
+    /// The pod's `spec.nodeName` against the node's name.
+    fn node_local(&self) -> bool {
+        true
+    }
+
     fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         match pod.node_name() {
             Some(wanted) if wanted != node.name => Status::unresolvable(REASON),

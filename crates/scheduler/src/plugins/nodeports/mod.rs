@@ -105,6 +105,11 @@ impl PreFilterPlugin for NodePorts {
 }
 
 impl FilterPlugin for NodePorts {
+    /// The pod's host ports (PreFilter) against the NodeInfo's used ports.
+    fn node_local(&self) -> bool {
+        true
+    }
+
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let Some(PreFilterState(wanted)) = state.read::<PreFilterState>(STATE_KEY) else {
             return Status::error(format!("reading {STATE_KEY:?} from cycleState: not found"));

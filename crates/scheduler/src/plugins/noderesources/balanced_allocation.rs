@@ -89,6 +89,11 @@ impl BalancedAllocation {
 }
 
 impl ScorePlugin for BalancedAllocation {
+    /// The pod's requests (PreScore) against the NodeInfo's allocatable and requested.
+    fn node_local(&self) -> bool {
+        true
+    }
+
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let requests = self.requests(state, pod);
         Ok(balanced_score(&self.resources, node, &requests))

@@ -244,6 +244,11 @@ impl PreFilterPlugin for Fit {
 }
 
 impl FilterPlugin for Fit {
+    /// The pod's requests (PreFilter) against the NodeInfo's allocatable and requested.
+    fn node_local(&self) -> bool {
+        true
+    }
+
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let mut reasons: Vec<String> = Vec::new();
         let mut unresolvable = false;
@@ -302,6 +307,11 @@ impl Fit {
 }
 
 impl ScorePlugin for Fit {
+    /// The pod's requests (PreScore) against the NodeInfo's allocatable and requested.
+    fn node_local(&self) -> bool {
+        true
+    }
+
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let requests = self.requests(state, pod);
         Ok(self.scorer.score(&self.resources, node, &requests))

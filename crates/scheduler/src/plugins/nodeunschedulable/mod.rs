@@ -67,6 +67,11 @@ fn tolerates_unschedulable(tolerations: &[k8s_openapi::api::core::v1::Toleration
 }
 
 impl FilterPlugin for NodeUnschedulable {
+    /// The pod's tolerations against the node's `spec.unschedulable`.
+    fn node_local(&self) -> bool {
+        true
+    }
+
     fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         if !node.unschedulable() || tolerates_unschedulable(pod.tolerations()) {
             return Status::success();

@@ -76,6 +76,11 @@ impl Plugin for TaintToleration {
 }
 
 impl FilterPlugin for TaintToleration {
+    /// The pod's tolerations against the node's taints.
+    fn node_local(&self) -> bool {
+        true
+    }
+
     fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         match untolerated(node.taints(), pod.tolerations()) {
             None => Status::success(),
@@ -101,6 +106,11 @@ impl PreScorePlugin for TaintToleration {
 }
 
 impl ScorePlugin for TaintToleration {
+    /// The pod's tolerations against the node's PreferNoSchedule taints.
+    fn node_local(&self) -> bool {
+        true
+    }
+
     /// The number of PreferNoSchedule taints the pod does not tolerate.
     fn score(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let tolerations = pod.tolerations();
