@@ -4,7 +4,9 @@
 Every scenario must pass, or be listed in the "Known conformance failures" table of
 docs/compatibility.md (a row whose first cell is the scenario path, e.g.
 `preemption/foo.yaml`). A listed scenario that passes is reported, so the list stays honest.
-Also runs the determinism check (each scenario twice, byte-identical output).
+Also runs the determinism check (each scenario twice, byte-identical output), and checks that
+reusing node-local scheduling results changes nothing: each scenario's `--explain` output with
+and without `--recompute-node-local` must be byte-identical.
 """
 import argparse
 import os
@@ -31,6 +33,26 @@ def listed_failures(path):
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     return p.returncode, p.stdout + p.stderr
+
+
+def scenario_files(shared):
+    root = os.path.join(shared, "conformance", "scenarios")
+    for dirpath, _, names in sorted(os.walk(root)):
+        for name in sorted(names):
+            if name.endswith(".yaml"):
+                yield os.path.join(dirpath, name)
+
+
+def node_local_differences(bin_path, files):
+    """The files whose explained output changes with --recompute-node-local."""
+    differ = []
+    for f in files:
+        cmd = [bin_path, "simulate", f, "--output", "jsonl", "--explain"]
+        a = run(cmd)
+        b = run(cmd + ["--recompute-node-local"])
+        if a != b:
+            differ.append(f)
+    return differ
 
 
 def main():
@@ -70,6 +92,16 @@ def main():
         print("scenarios whose output differs between two runs:")
         for s in sorted(det_failed):
             print(f"  {s}")
+    files = list(scenario_files(args.shared))
+    examples = sorted(
+        os.path.join("examples", n) for n in os.listdir("examples") if n.endswith(".yaml")
+    )
+    differ = node_local_differences(args.bin, files + examples)
+    print(f"node-local reuse: {len(files) + len(examples) - len(differ)} identical, {len(differ)} differ")
+    if differ or not files:
+        ok = False
+        for f in differ:
+            print(f"  {f}")
     print("conformance: " + ("OK" if ok else "FAILED"))
     return 0 if ok else 1
 
