@@ -145,6 +145,10 @@ impl NodeLocalMemo {
                 continue;
             }
             let node = &nodes[place];
+            if self.entry(place, node).is_some_and(|e| e.scored) {
+                // Reused in this cycle: the same scores are kept already.
+                continue;
+            }
             if self.entry(place, node).is_none() {
                 // Scored without a filter verdict kept (filters that are not node-local ran).
                 let Some(e) = self.entries.get_mut(place) else {
