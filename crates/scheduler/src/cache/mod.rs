@@ -521,8 +521,7 @@ mod tests {
         c.add_node(node("n4", ""));
         c.add_node(node("n5", ""));
         c.add_node(node("n6", ""));
-        let mut ids = vec![id(&c, "n4"), id(&c, "n5"), id(&c, "n3"), id(&c, "ghost")];
-        ids.push(id(&c, "n6"));
+        let ids = ["n4", "n5", "n3", "ghost", "n6"].map(|n| id(&c, n));
         assert_eq!(ids, [1, 0, 2, 3, 4]);
     }
 }

@@ -636,8 +636,6 @@ impl Framework {
     }
 }
 
-/// Runs a precomputed list of Filter plugins on one node; the first that does not succeed
-/// decides the node's status.
 /// Raw scores of the node-local Score plugins ([`ScorePlugin::node_local`]) for a list of
 /// nodes, known from earlier cycles or filled in by
 /// [`Framework::run_score_plugins_reusing`].
@@ -675,6 +673,8 @@ fn score_reusing(
     Ok(())
 }
 
+/// Runs a precomputed list of Filter plugins on one node; the first that does not succeed
+/// decides the node's status.
 pub fn run_filters(
     filters: &[(&'static str, &dyn FilterPlugin)],
     state: &CycleState,

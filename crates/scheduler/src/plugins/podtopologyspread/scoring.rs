@@ -175,8 +175,8 @@ impl ScoreAgg {
             self.heads[id] = (e.addr, e.all_keys);
             self.cells[id * n..(id + 1) * n].copy_from_slice(&e.cells);
         } else if self.heads.get(id).is_some_and(|h| h.0 == e.addr) {
-            // Another NodeInfo with the same id (a newer version of the node, or a node that
-            // reused the id) may have been added first: only this one's entry goes.
+            // Only this NodeInfo's entry goes: the slot may hold another one with the same id
+            // (NodeInfos built outside the cache all have id 0).
             self.heads[id] = (0, false);
         }
         if require_all && !e.all_keys {
