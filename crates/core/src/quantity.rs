@@ -325,6 +325,46 @@ fn interpret_suffix(suffix: &str) -> Option<Suffix> {
 /// |value| in nano-units, rounded up to a whole nano-unit and saturated at `i128::MAX`, for the
 /// mantissa `num.denom` times 10^exp10 times 2^exp2.
 fn magnitude_nanos(num: &str, denom: &str, exp10: i64, exp2: u32) -> i128 {
+    magnitude_nanos_small(num, denom, exp10, exp2)
+        .unwrap_or_else(|| magnitude_nanos_big(num, denom, exp10, exp2))
+}
+
+/// [`magnitude_nanos`] for the quantities pods and nodes are written with (at most 18
+/// significant digits, a result within i128), in machine integers; `None` for the others.
+fn magnitude_nanos_small(num: &str, denom: &str, exp10: i64, exp2: u32) -> Option<i128> {
+    let mut digits: u64 = 0;
+    let mut significant = 0;
+    for b in num.bytes().chain(denom.bytes()) {
+        let d = u64::from(b.checked_sub(b'0').filter(|d| *d <= 9)?);
+        if digits == 0 && d == 0 {
+            continue;
+        }
+        significant += 1;
+        if significant > 18 {
+            return None;
+        }
+        digits = digits * 10 + d;
+    }
+    if digits == 0 {
+        return Some(0);
+    }
+    if exp2 > 60 {
+        return None;
+    }
+    // Below 10^18 · 2^60 < 2^120.
+    let x = i128::from(digits) << exp2;
+    let e = exp10 - denom.len() as i64 + 9;
+    if e >= 0 {
+        let p = 10i128.checked_pow(u32::try_from(e).ok()?)?;
+        x.checked_mul(p)
+    } else {
+        // Below one nano-unit rounds up, as the big path does.
+        let p = 10i128.checked_pow(u32::try_from(-e).ok()?)?;
+        Some(x / p + i128::from(x % p != 0))
+    }
+}
+
+fn magnitude_nanos_big(num: &str, denom: &str, exp10: i64, exp2: u32) -> i128 {
     // All digits as one integer; the decimal point moves into the exponent.
     let digits_all = format!("{num}{denom}");
     let digits = digits_all.trim_start_matches('0');
@@ -594,6 +634,25 @@ mod tests {
     }
 
     #[test]
+    fn common_quantities_take_the_machine_integer_path() {
+        for (num, denom, exp10, exp2) in [
+            ("100", "", -3, 0),
+            ("64", "", 0, 20),
+            ("1", "5", 0, 0),
+            ("", "001", 0, 0),
+            ("4", "", 9, 0),
+            ("999999999999999999", "", -9, 60),
+        ] {
+            let small = magnitude_nanos_small(num, denom, exp10, exp2);
+            assert_eq!(small, Some(magnitude_nanos_big(num, denom, exp10, exp2)));
+        }
+        // Too many digits, or beyond i128: the big path.
+        assert_eq!(magnitude_nanos_small("1234567890123456789", "", 0, 0), None);
+        assert_eq!(magnitude_nanos_small("1", "", 40, 0), None);
+        assert_eq!(magnitude_nanos("1", "", 40, 0), i128::MAX);
+    }
+
+    #[test]
     fn the_format_error_quotes_upstreams_regular_expression() {
         let err = parse_quantity("abc").unwrap_err().to_string();
         assert!(err.contains(QUANTITY_REGEX), "{err}");
@@ -640,6 +699,19 @@ mod tests {
             fn integers_with_milli_suffix_round_trip(m in -1_000_000_000_000i64..1_000_000_000_000) {
                 let q = parse_quantity(&format!("{m}m")).unwrap();
                 prop_assert_eq!(q.milli_value(), m);
+            }
+
+            #[test]
+            fn the_machine_integer_path_agrees_with_the_big_integer_path(
+                num in "[0-9]{0,22}",
+                denom in "[0-9]{0,22}",
+                exp10 in -60i64..60,
+                exp2 in prop::sample::select(vec![0u32, 10, 20, 30, 40, 50, 60]),
+            ) {
+                let num = num.trim_start_matches('0');
+                if let Some(small) = magnitude_nanos_small(num, &denom, exp10, exp2) {
+                    prop_assert_eq!(small, magnitude_nanos_big(num, &denom, exp10, exp2));
+                }
             }
 
             #[test]
