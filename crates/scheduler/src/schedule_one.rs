@@ -541,7 +541,14 @@ impl Scheduler {
         let node_at = |i: usize| &snapshot.node_infos[candidates[(start + i) % n]];
         let check = |j: usize| {
             let node = node_at(j);
-            match nominated.get(node.name.as_str()) {
+            // Without nominated pods the node's name is not read (reused verdicts then read
+            // nothing of the NodeInfo).
+            let pods = if nominated.is_empty() {
+                None
+            } else {
+                nominated.get(node.name.as_str())
+            };
+            match pods {
                 Some(pods) => fwk.run_filter_plugins_with_nominated_pods(state, pod, node, pods),
                 None if reuse && memo.passed(candidates[(start + j) % n], node) => {
                     Status::success()
@@ -574,7 +581,8 @@ impl Scheduler {
                 processed += 1;
                 if reuse
                     && status.code != Code::Error
-                    && !nominated.contains_key(snapshot.node_infos[idx].name.as_str())
+                    && (nominated.is_empty()
+                        || !nominated.contains_key(snapshot.node_infos[idx].name.as_str()))
                 {
                     if memo.passed(idx, &snapshot.node_infos[idx]) {
                         reused += 1;
