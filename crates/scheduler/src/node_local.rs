@@ -11,9 +11,10 @@
 //! were computed from: the cache replaces a node's NodeInfo whenever it changes, so a
 //! different NodeInfo at a place means "compute again".
 //!
-//! Only successes are reused for Filter (a failure is computed again, with its message).
-//! Plugins that are not node-local (PodTopologySpread, InterPodAffinity) run as usual; when
-//! one of them filters, or the node has nominated pods, nothing is reused for the pod.
+//! Only successes are reused for Filter (a failure is computed again, with its message). No
+//! verdict is reused for a pod when a filter that is not node-local runs (PodTopologySpread
+//! or InterPodAffinity with constraints to check), nor on a node with nominated pods. The
+//! plugins that are not node-local always run as usual.
 //!
 //! The NodeInfos are held weakly: their addresses stay reserved, so a comparison cannot be
 //! fooled by a reused address, but their pods are not kept alive.
