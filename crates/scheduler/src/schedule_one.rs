@@ -113,6 +113,17 @@ pub struct ScheduleResult {
     pub feasible_nodes: usize,
 }
 
+/// How a node's filter verdict came about, for the node-local memo.
+#[derive(Clone, Copy)]
+enum Verdict {
+    /// Taken from the memo.
+    Reused,
+    /// Computed by the filters alone: the memo may keep it.
+    Computed,
+    /// Computed with the node's nominated pods: not the node's own verdict.
+    WithNominatedPods,
+}
+
 /// Upstream `numFeasibleNodesToFind`.
 pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usize {
     if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
@@ -549,11 +560,14 @@ impl Scheduler {
                 nominated.get(node.name.as_str())
             };
             match pods {
-                Some(pods) => fwk.run_filter_plugins_with_nominated_pods(state, pod, node, pods),
+                Some(pods) => (
+                    fwk.run_filter_plugins_with_nominated_pods(state, pod, node, pods),
+                    Verdict::WithNominatedPods,
+                ),
                 None if reuse && memo.passed(candidates[(start + j) % n], node) => {
-                    Status::success()
+                    (Status::success(), Verdict::Reused)
                 }
-                None => run_filters(&filters, state, pod, node),
+                None => (run_filters(&filters, state, pod, node), Verdict::Computed),
             }
         };
         let mut i = 0;
@@ -564,7 +578,7 @@ impl Scheduler {
             let window = (to_find - feasible.len())
                 .max(PARALLEL_CHUNK_NODES)
                 .min(n - i);
-            let statuses: Vec<Status> = if use_parallel(window) {
+            let statuses: Vec<(Status, Verdict)> = if use_parallel(window) {
                 (i..i + window)
                     .into_par_iter()
                     .with_min_len(PARALLEL_CHUNK_NODES)
@@ -573,21 +587,17 @@ impl Scheduler {
             } else {
                 (i..i + window).map(check).collect()
             };
-            for (offset, status) in statuses.into_iter().enumerate() {
+            for (offset, (status, verdict)) in statuses.into_iter().enumerate() {
                 if feasible.len() >= to_find {
                     break;
                 }
                 let idx = candidates[(start + i + offset) % n];
                 processed += 1;
-                if reuse
-                    && status.code != Code::Error
-                    && (nominated.is_empty()
-                        || !nominated.contains_key(snapshot.node_infos[idx].name.as_str()))
-                {
-                    if memo.passed(idx, &snapshot.node_infos[idx]) {
-                        reused += 1;
-                    } else {
-                        verdicts.push((idx, status.is_success()));
+                if reuse && status.code != Code::Error {
+                    match verdict {
+                        Verdict::Reused => reused += 1,
+                        Verdict::Computed => verdicts.push((idx, status.is_success())),
+                        Verdict::WithNominatedPods => {}
                     }
                 }
                 if status.is_success() {

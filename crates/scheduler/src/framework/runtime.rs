@@ -649,9 +649,9 @@ pub struct ReusedScores {
     pub scores: Vec<i64>,
 }
 
-/// One node-local plugin's raw scores of a run of nodes: the known ones from `reused`
-/// (its column `m`), the others from the plugin, node by node, stopping at the first failure
-/// as [`ScorePlugin::score_nodes`] does.
+/// One node-local plugin's raw scores of a run of nodes: the known ones from `reused` (its
+/// column `m`); the others from the plugin's [`ScorePlugin::score_nodes`], one call per run of
+/// unknown nodes. On failure, as `score_nodes`: the first failing node of the run.
 fn score_reusing(
     sp: &dyn ScorePlugin,
     state: &CycleState,
@@ -662,13 +662,18 @@ fn score_reusing(
     (reused, m): (&ReusedScores, usize),
 ) -> Result<(), (usize, Status)> {
     let stride = reused.plugins.len();
-    for (j, (node, cell)) in run.iter().zip(column.iter_mut()).enumerate() {
-        let i = start + j;
-        *cell = if reused.known[i] {
-            reused.scores[i * stride + m]
-        } else {
-            sp.score(state, pod, node).map_err(|s| (j, s))?
-        };
+    let known = |j: usize| reused.known[start + j];
+    let mut j = 0;
+    while j < run.len() {
+        if known(j) {
+            column[j] = reused.scores[(start + j) * stride + m];
+            j += 1;
+            continue;
+        }
+        let end = (j..run.len()).find(|&k| known(k)).unwrap_or(run.len());
+        sp.score_nodes(state, pod, &run[j..end], start + j, &mut column[j..end])
+            .map_err(|(i, s)| (j + i, s))?;
+        j = end;
     }
     Ok(())
 }
