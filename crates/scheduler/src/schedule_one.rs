@@ -570,28 +570,10 @@ impl Scheduler {
                 None => (run_filters(&filters, state, pod, node), Verdict::Computed),
             }
         };
-        let mut i = 0;
-        while i < n && feasible.len() < to_find {
-            // Check a window of nodes (in parallel when it is large), then take the results in
-            // node order exactly as a one-by-one scan would: the outcome does not depend on
-            // the number of threads.
-            let window = (to_find - feasible.len())
-                .max(PARALLEL_CHUNK_NODES)
-                .min(n - i);
-            let statuses: Vec<(Status, Verdict)> = if use_parallel(window) {
-                (i..i + window)
-                    .into_par_iter()
-                    .with_min_len(PARALLEL_CHUNK_NODES)
-                    .map(check)
-                    .collect()
-            } else {
-                (i..i + window).map(check).collect()
-            };
-            for (offset, (status, verdict)) in statuses.into_iter().enumerate() {
-                if feasible.len() >= to_find {
-                    break;
-                }
-                let idx = candidates[(start + i + offset) % n];
+        // Takes one node's result, in node order: how many feasible nodes are found now. An
+        // error ends the search.
+        let mut take =
+            |idx: usize, status: Status, verdict: Verdict| -> Result<usize, ScheduleError> {
                 processed += 1;
                 if reuse && status.code != Code::Error {
                     match verdict {
@@ -613,6 +595,34 @@ impl Scheduler {
                     diagnosis
                         .node_to_status
                         .insert(snapshot.node_infos[idx].name.clone(), status);
+                }
+                Ok(feasible.len())
+            };
+        let (mut i, mut found) = (0, 0);
+        while i < n && found < to_find {
+            // Check a window of nodes (in parallel when it is large), then take the results in
+            // node order exactly as a one-by-one scan would: the outcome does not depend on
+            // the number of threads. Small windows are checked and taken node by node.
+            let window = (to_find - found).max(PARALLEL_CHUNK_NODES).min(n - i);
+            if use_parallel(window) {
+                let statuses: Vec<(Status, Verdict)> = (i..i + window)
+                    .into_par_iter()
+                    .with_min_len(PARALLEL_CHUNK_NODES)
+                    .map(check)
+                    .collect();
+                for (offset, (status, verdict)) in statuses.into_iter().enumerate() {
+                    found = take(candidates[(start + i + offset) % n], status, verdict)?;
+                    if found >= to_find {
+                        break;
+                    }
+                }
+            } else {
+                for j in i..i + window {
+                    let (status, verdict) = check(j);
+                    found = take(candidates[(start + j) % n], status, verdict)?;
+                    if found >= to_find {
+                        break;
+                    }
                 }
             }
             i += window;
