@@ -11,7 +11,7 @@ use kubeplane_core::labels::Selector;
 
 use crate::framework::{NodeInfo, PodInfo};
 use crate::plugins::helper::FxHashMap;
-pub use snapshot::{NamespaceLabels, ReplicaSetSelectors, Snapshot};
+pub use snapshot::{NamespaceLabels, ReplicaSetSelectors, Snapshot, SnapshotCursor};
 
 const ZONE_LABELS: [&str; 2] = [
     "topology.kubernetes.io/zone",
@@ -381,10 +381,12 @@ impl Cache {
     pub fn update_snapshot(&mut self, snapshot: &mut Snapshot) {
         if self.list_changed {
             let order: Vec<String> = self.tree.list().into_iter().map(str::to_string).collect();
-            snapshot.node_infos = order
-                .iter()
-                .filter_map(|n| self.nodes.get(n).cloned())
-                .collect();
+            snapshot.set_nodes(
+                order
+                    .iter()
+                    .filter_map(|n| self.nodes.get(n).cloned())
+                    .collect(),
+            );
             snapshot.index = snapshot
                 .node_infos
                 .iter()

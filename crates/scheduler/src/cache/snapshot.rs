@@ -1,6 +1,7 @@
 //! A consistent view of the cache for one scheduling cycle (upstream `Snapshot`).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use kubeplane_core::labels::Selector;
@@ -15,10 +16,57 @@ pub type NamespaceLabels = BTreeMap<String, BTreeMap<String, String>>;
 /// (PodTopologySpread's system default constraints).
 pub type ReplicaSetSelectors = FxHashMap<String, Option<Selector>>;
 
+/// Where a [`NodeMemo`](crate::plugins::memo::NodeMemo) last read a snapshot's node list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotCursor {
+    epoch: u64,
+    pos: u64,
+}
+
+/// Numbers of node lists, unique in the process, so that a cursor never matches another list.
+static EPOCHS: AtomicU64 = AtomicU64::new(1);
+
+/// Which places of a snapshot's node list were replaced since the list was built, so that
+/// per-node memos revisit only those places instead of comparing every node. Only lists built
+/// by the cache are tracked (epoch 0 is untracked); a copy of a snapshot is untracked, since
+/// its later changes are its own.
+#[derive(Debug, Default)]
+struct ChangeLog {
+    epoch: u64,
+    /// How many places were dropped from the front of `places` (to bound its length).
+    start: u64,
+    places: Vec<usize>,
+}
+
+impl Clone for ChangeLog {
+    fn clone(&self) -> Self {
+        ChangeLog::default()
+    }
+}
+
+impl ChangeLog {
+    /// Past this many entries the log starts over; cursors older than that see `None`.
+    const LIMIT: usize = 1 << 16;
+
+    fn record(&mut self, place: usize) {
+        if self.epoch == 0 {
+            return;
+        }
+        if self.places.len() >= Self::LIMIT {
+            self.start += self.places.len() as u64;
+            self.places.clear();
+        }
+        self.places.push(place);
+    }
+}
+
 /// The nodes in upstream's nodeTree order (zones round-robin), shared copy-on-write with the
 /// cache: updating the snapshot replaces only the nodes that changed.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
+    /// Replace entries with [`Snapshot::replace_node`] and the whole list with
+    /// [`Snapshot::set_nodes`], which keep the change log; writing it directly leaves per-node
+    /// memos with outdated results unless the snapshot is untracked (built by hand).
     pub node_infos: Vec<Arc<NodeInfo>>,
     /// Node name → index in `node_infos`.
     pub index: FxHashMap<String, usize>,
@@ -37,6 +85,7 @@ pub struct Snapshot {
     /// How many nodes host a pod with required pod anti-affinity (upstream
     /// `HavePodsWithRequiredAntiAffinityList`'s length).
     pub n_nodes_with_required_anti_affinity_pods: usize,
+    changes: ChangeLog,
 }
 
 impl Snapshot {
@@ -64,6 +113,35 @@ impl Snapshot {
         self.n_nodes_with_required_anti_affinity_pods +=
             usize::from(info.n_pods_with_required_anti_affinity > 0);
         self.node_infos[i] = info;
+        self.changes.record(i);
+    }
+
+    /// Replaces the whole node list (a node was added or removed): a new tracked list.
+    pub fn set_nodes(&mut self, nodes: Vec<Arc<NodeInfo>>) {
+        self.node_infos = nodes;
+        self.changes = ChangeLog {
+            epoch: EPOCHS.fetch_add(1, Ordering::Relaxed),
+            ..ChangeLog::default()
+        };
+    }
+
+    /// The current position in the change log (`None` for an untracked snapshot).
+    pub fn cursor(&self) -> Option<SnapshotCursor> {
+        (self.changes.epoch != 0).then(|| SnapshotCursor {
+            epoch: self.changes.epoch,
+            pos: self.changes.start + self.changes.places.len() as u64,
+        })
+    }
+
+    /// The places replaced since `cursor` (possibly repeated), or `None` when that is not
+    /// known: another or a rebuilt list, an untracked snapshot, or a log that started over.
+    pub fn changed_since(&self, cursor: Option<SnapshotCursor>) -> Option<&[usize]> {
+        let c = cursor?;
+        let log = &self.changes;
+        if log.epoch == 0 || c.epoch != log.epoch || c.pos < log.start {
+            return None;
+        }
+        log.places.get((c.pos - log.start) as usize..)
     }
 
     pub fn num_nodes(&self) -> usize {
@@ -97,6 +175,7 @@ impl Snapshot {
             replica_sets: Arc::default(),
             n_nodes_with_affinity_pods: 0,
             n_nodes_with_required_anti_affinity_pods: 0,
+            changes: ChangeLog::default(),
         };
         s.count_affinity_nodes();
         s

@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use crate::cache::{Snapshot, SnapshotCursor};
 use crate::framework::NodeInfo;
 
 /// Per-node contributions `C` to an aggregate `A`, valid for one key `K`.
@@ -20,6 +21,8 @@ pub struct NodeMemo<K, C, A> {
     pub agg: A,
     /// Scratch: the places whose NodeInfo changed in this update.
     changed: Vec<usize>,
+    /// Where the last update read the snapshot's change log.
+    seen: Option<SnapshotCursor>,
 }
 
 impl<K, C, A: Default> Default for NodeMemo<K, C, A> {
@@ -29,42 +32,74 @@ impl<K, C, A: Default> Default for NodeMemo<K, C, A> {
             nodes: Vec::new(),
             agg: A::default(),
             changed: Vec::new(),
+            seen: None,
         }
     }
 }
 
 impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
-    /// Brings the aggregate up to date with `nodes` for `key`: a new key starts over from an
-    /// empty aggregate; otherwise only changed nodes are recomputed. `apply(agg, c, sign)`
-    /// adds (`sign` 1) or takes away (-1) one node's contribution. Every outdated
-    /// contribution is taken away before any new one is added, so a NodeInfo that moved to
-    /// another place in the list is added after its old place is taken away.
+    /// Brings the aggregate up to date with the snapshot's node list for `key`: a new key starts
+    /// over from an empty aggregate; otherwise only changed nodes are recomputed, and only the
+    /// places the snapshot's change log names are compared when it can tell.
     pub fn update(
         &mut self,
         key: K,
+        snapshot: &Snapshot,
+        compute: impl FnMut(&Arc<NodeInfo>) -> C,
+        apply: impl FnMut(&mut A, &C, i64),
+    ) {
+        let since = snapshot.changed_since(self.seen);
+        self.update_nodes(key, &snapshot.node_infos, since, compute, apply);
+        self.seen = snapshot.cursor();
+    }
+
+    /// [`Self::update`] with a node list and, when known, the only places that may have changed
+    /// since the last update (`None`: compare every place). `apply(agg, c, sign)` adds (`sign`
+    /// 1) or takes away (-1) one node's contribution. Every outdated contribution is taken
+    /// away before any new one is added, so a NodeInfo that moved to another place in the
+    /// list is added after its old place is taken away.
+    pub fn update_nodes(
+        &mut self,
+        key: K,
         nodes: &[Arc<NodeInfo>],
+        maybe_changed: Option<&[usize]>,
         mut compute: impl FnMut(&Arc<NodeInfo>) -> C,
         mut apply: impl FnMut(&mut A, &C, i64),
     ) {
+        let mut maybe_changed = maybe_changed;
         if self.key.as_ref() != Some(&key) {
             self.key = Some(key);
             self.nodes.clear();
             self.agg = A::default();
+            maybe_changed = None;
+        }
+        if self.nodes.len() != nodes.len() {
+            maybe_changed = None;
         }
         while self.nodes.len() > nodes.len() {
             let (_, c) = self.nodes.pop().expect("longer");
             apply(&mut self.agg, &c, -1);
         }
         let mut changed = std::mem::take(&mut self.changed);
-        for (i, n) in nodes.iter().enumerate() {
-            match self.nodes.get(i) {
-                Some(slot) if Arc::ptr_eq(&slot.0, n) => {}
-                Some(slot) => {
-                    apply(&mut self.agg, &slot.1, -1);
-                    changed.push(i);
-                }
-                None => changed.push(i),
+        let mut visit = |i: usize, changed: &mut Vec<usize>| match self.nodes.get(i) {
+            Some(slot) if Arc::ptr_eq(&slot.0, &nodes[i]) => {}
+            Some(slot) => {
+                apply(&mut self.agg, &slot.1, -1);
+                changed.push(i);
             }
+            None => changed.push(i),
+        };
+        match maybe_changed {
+            Some(places) => {
+                // A place may be logged more than once; it is taken away once.
+                let mut places = places.to_vec();
+                places.sort_unstable();
+                places.dedup();
+                for i in places {
+                    visit(i, &mut changed);
+                }
+            }
+            None => (0..nodes.len()).for_each(|i| visit(i, &mut changed)),
         }
         for &i in &changed {
             let n = &nodes[i];
@@ -97,9 +132,10 @@ mod tests {
         let mut computed = 0;
         let nodes = vec![node("a", 1), node("b", 2), node("c", 3)];
         let mut run = |memo: &mut NodeMemo<&str, i64, i64>, key, nodes: &[Arc<NodeInfo>]| {
-            memo.update(
+            memo.update_nodes(
                 key,
                 nodes,
+                None,
                 |n| {
                     computed += 1;
                     n.generation as i64
@@ -123,9 +159,10 @@ mod tests {
         // The aggregate: the names present; adding one already present is a bug.
         let mut memo: NodeMemo<&str, String, Vec<String>> = NodeMemo::default();
         let run = |memo: &mut NodeMemo<&str, String, Vec<String>>, nodes: &[Arc<NodeInfo>]| {
-            memo.update(
+            memo.update_nodes(
                 "k",
                 nodes,
+                None,
                 |n| n.name.clone(),
                 |agg, c, sign| {
                     if sign > 0 {
@@ -144,5 +181,58 @@ mod tests {
         assert_eq!(run(&mut memo, &nodes), ["a", "b", "c"]);
         let moved = vec![nodes[2].clone(), nodes[0].clone(), nodes[1].clone()];
         assert_eq!(run(&mut memo, &moved), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn with_a_tracked_snapshot_only_the_logged_places_are_compared() {
+        let mut snap = Snapshot::default();
+        snap.set_nodes(vec![node("a", 1), node("b", 2), node("c", 3)]);
+        let mut memo: NodeMemo<&str, i64, i64> = NodeMemo::default();
+        let mut computed = Vec::new();
+        let mut run = |memo: &mut NodeMemo<&str, i64, i64>, snap: &Snapshot| {
+            memo.update(
+                "k",
+                snap,
+                |n| {
+                    computed.push(n.name.clone());
+                    n.generation as i64
+                },
+                |agg, c, sign| *agg += c * sign,
+            );
+            memo.agg
+        };
+        assert_eq!(run(&mut memo, &snap), 6);
+        // The same place replaced twice: its old contribution goes once.
+        snap.replace_node(1, node("b", 5));
+        snap.replace_node(1, node("b", 7));
+        assert_eq!(run(&mut memo, &snap), 11);
+        // Nothing changed: nothing recomputed.
+        assert_eq!(run(&mut memo, &snap), 11);
+        // A copy is untracked: every place is compared, and still only changes recomputed.
+        let mut copy = snap.clone();
+        assert_eq!(copy.cursor(), None);
+        copy.node_infos[2] = node("c", 1);
+        assert_eq!(run(&mut memo, &copy), 9);
+        // A rebuilt list: a new epoch, compared in full.
+        let rebuilt = vec![node("x", 10), copy.node_infos[0].clone()];
+        snap.set_nodes(rebuilt);
+        assert_eq!(run(&mut memo, &snap), 11);
+        // "a" moved to place 1, so it is recomputed there.
+        assert_eq!(computed, ["a", "b", "c", "b", "c", "x", "a"]);
+    }
+
+    #[test]
+    fn a_cursor_of_another_list_or_before_the_log_started_over_tells_nothing() {
+        let mut a = Snapshot::default();
+        a.set_nodes(vec![node("a", 1)]);
+        let mut b = Snapshot::default();
+        b.set_nodes(vec![node("a", 1)]);
+        let at_a = a.cursor();
+        assert_eq!(a.changed_since(at_a), Some(&[][..]));
+        assert_eq!(b.changed_since(at_a), None);
+        assert_eq!(a.changed_since(None), None);
+        a.replace_node(0, node("a", 2));
+        assert_eq!(a.changed_since(at_a), Some(&[0][..]));
+        assert_eq!(Snapshot::default().cursor(), None);
     }
 }

@@ -190,7 +190,7 @@ impl InterPodAffinity {
         let memo = &mut memos.existing_anti_affinity;
         memo.update(
             key,
-            &snapshot.node_infos,
+            snapshot,
             |n| existing_anti_affinity_of_node(pod, ns_labels, n),
             |agg, c, sign| Arc::make_mut(agg).apply(c, sign),
         );
@@ -215,7 +215,7 @@ impl InterPodAffinity {
         let memo = &mut memos.incoming;
         memo.update(
             key,
-            &snapshot.node_infos,
+            snapshot,
             |n| incoming_of_node(terms, n),
             |agg, (a, b), sign| {
                 Arc::make_mut(&mut agg.0).apply(a, sign);

@@ -226,7 +226,7 @@ impl PreScorePlugin for InterPodAffinity {
         let k = key.clone();
         memo.update(
             key,
-            &snapshot.node_infos,
+            snapshot,
             |n| self.node_score(&k, pod, n),
             |agg, (c, matched), sign| {
                 Arc::make_mut(&mut agg.0).apply(c, sign);

@@ -257,7 +257,7 @@ impl PodTopologySpread {
         let constraints = key.constraints.clone();
         memo.update(
             key,
-            &snapshot.node_infos,
+            snapshot,
             |n| node_counts(pod, &constraints, &required, n),
             |agg, c, sign| agg.apply(c, sign),
         );

@@ -307,7 +307,7 @@ impl PreScorePlugin for PodTopologySpread {
             .collect();
         memo.update(
             key,
-            &snapshot.node_infos,
+            snapshot,
             |n| node_entry(pod, &constraints, &required, n, domains),
             |agg, e, sign| agg.apply(&constraints, require_all, e, sign),
         );
