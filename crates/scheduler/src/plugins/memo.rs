@@ -54,10 +54,10 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
     }
 
     /// [`Self::update`] with a node list and, when known, the only places that may have changed
-    /// since the last update (`None`: compare every place). `apply(agg, c, sign)` adds (`sign`
-    /// 1) or takes away (-1) one node's contribution. Every outdated contribution is taken
-    /// away before any new one is added, so a NodeInfo that moved to another place in the
-    /// list is added after its old place is taken away.
+    /// since the last update (`None`: compare every place). `apply(agg, c, sign)` adds one
+    /// node's contribution when `sign` is 1 and takes it away when it is -1. Every outdated
+    /// contribution is taken away before any new one is added, so a NodeInfo that moved to
+    /// another place in the list is added after its old place is taken away.
     pub fn update_nodes(
         &mut self,
         key: K,
