@@ -435,7 +435,10 @@ impl Scheduler {
             self.node_local
                 .reused_scores(&feasible, &snapshot.node_infos)
         });
-        let scores = prioritize_nodes(fwk, state, pod, &nodes, snapshot, reused.as_mut())?;
+        state.node_places.clone_from(&feasible);
+        let scores = prioritize_nodes(fwk, state, pod, &nodes, snapshot, reused.as_mut());
+        state.node_places.clear();
+        let scores = scores?;
         if let Some(r) = &reused {
             self.node_local
                 .record_scores(&feasible, &snapshot.node_infos, r);

@@ -38,6 +38,10 @@ pub struct CycleState {
     pub skip_filter_plugins: BTreeSet<&'static str>,
     /// Plugins whose PreScore returned Skip: their Score is not run.
     pub skip_score_plugins: BTreeSet<&'static str>,
+    /// The places in the snapshot's node list of the nodes that PreScore and Score get in
+    /// this cycle, when the scheduler supplies them (otherwise empty). Plugins that keep
+    /// per-place results read these instead of looking into each NodeInfo.
+    pub node_places: Vec<usize>,
 }
 
 impl Clone for CycleState {
@@ -50,6 +54,7 @@ impl Clone for CycleState {
                 .collect(),
             skip_filter_plugins: self.skip_filter_plugins.clone(),
             skip_score_plugins: self.skip_score_plugins.clone(),
+            node_places: self.node_places.clone(),
         }
     }
 }

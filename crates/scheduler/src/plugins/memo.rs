@@ -53,6 +53,12 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
         self.seen = snapshot.cursor();
     }
 
+    /// The contribution of the node at `place` in the list of the last update, and that
+    /// node.
+    pub fn contribution(&self, place: usize) -> Option<(&Arc<NodeInfo>, &C)> {
+        self.nodes.get(place).map(|(n, c)| (n, c))
+    }
+
     /// [`Self::update`] with a node list and, when known, the only places that may have changed
     /// since the last update (`None`: compare every place). `apply(agg, c, sign)` adds one
     /// node's contribution when `sign` is 1 and takes it away when it is -1. Every outdated

@@ -151,6 +151,19 @@ impl ScoreAgg {
         self.heads.iter().filter(|h| h.0 != 0).count()
     }
 
+    /// Whether the node of `e` has every key, and its cells: from the dense arrays when they
+    /// hold this entry (they hold one per id).
+    fn cells_of<'a>(&'a self, e: &'a NodeEntry) -> (bool, &'a [EntryCell]) {
+        let id = e.id as usize;
+        match self.heads.get(id) {
+            Some(&(addr, all_keys)) if addr == e.addr => (
+                all_keys,
+                &self.cells[id * self.stride..(id + 1) * self.stride],
+            ),
+            _ => (e.all_keys, &e.cells),
+        }
+    }
+
     /// The entry of `node` (whether it has every key, and its cells), unless the memo does
     /// not hold this NodeInfo.
     fn lookup(&self, node: &NodeInfo) -> Option<(bool, &[EntryCell])> {
@@ -323,8 +336,19 @@ impl PreScorePlugin for PodTopologySpread {
         let mut fresh;
         let n_constraints = constraints.len();
         let mut cells: Vec<Cell> = Vec::with_capacity(nodes.len() * n_constraints);
-        for &node in nodes {
-            let (all_keys, entry_cells) = match memo.agg.lookup(node) {
+        // With the nodes' places, their entries are read from the memo, which was just brought
+        // up to date with the same snapshot, without reading the NodeInfos.
+        let places = &state.node_places;
+        let places = (places.len() == nodes.len()).then_some(places.as_slice());
+        for (j, &node) in nodes.iter().enumerate() {
+            let known = match places {
+                Some(places) => memo.contribution(places[j]).map(|(info, e)| {
+                    debug_assert!(std::ptr::eq(info.as_ref(), node));
+                    memo.agg.cells_of(e)
+                }),
+                None => memo.agg.lookup(node),
+            };
+            let (all_keys, entry_cells) = match known {
                 Some(e) => e,
                 None => {
                     fresh = node_entry(pod, &constraints, &required, node, domains);
