@@ -575,38 +575,46 @@ impl Scheduler {
         };
         // Takes one node's result, in node order: how many feasible nodes are found now. An
         // error ends the search.
-        let mut take =
-            |idx: usize, status: Status, verdict: Verdict| -> Result<usize, ScheduleError> {
-                processed += 1;
-                if reuse && status.code != Code::Error {
-                    match verdict {
-                        Verdict::Reused => reused += 1,
-                        Verdict::Computed => verdicts.push((idx, status.is_success())),
-                        Verdict::WithNominatedPods => {}
-                    }
+        let mut take = |idx: usize,
+                        status: Status,
+                        verdict: Verdict,
+                        feasible: &mut Vec<usize>|
+         -> Result<usize, ScheduleError> {
+            processed += 1;
+            if reuse && status.code != Code::Error {
+                match verdict {
+                    Verdict::Reused => reused += 1,
+                    Verdict::Computed => verdicts.push((idx, status.is_success())),
+                    Verdict::WithNominatedPods => {}
                 }
-                if status.is_success() {
-                    feasible.push(idx);
-                } else if status.code == Code::Error {
-                    return Err(ScheduleError::Internal(status));
-                } else {
-                    if status.code == Code::Pending {
-                        diagnosis.pending_plugins.insert(status.plugin);
-                    } else if !status.plugin.is_empty() {
-                        diagnosis.unschedulable_plugins.insert(status.plugin);
-                    }
-                    diagnosis
-                        .node_to_status
-                        .insert(snapshot.node_infos[idx].name.clone(), status);
+            }
+            if status.is_success() {
+                feasible.push(idx);
+            } else if status.code == Code::Error {
+                return Err(ScheduleError::Internal(status));
+            } else {
+                if status.code == Code::Pending {
+                    diagnosis.pending_plugins.insert(status.plugin);
+                } else if !status.plugin.is_empty() {
+                    diagnosis.unschedulable_plugins.insert(status.plugin);
                 }
-                Ok(feasible.len())
-            };
-        let (mut i, mut found) = (0, 0);
-        while i < n && found < to_find {
+                diagnosis
+                    .node_to_status
+                    .insert(snapshot.node_infos[idx].name.clone(), status);
+            }
+            Ok(feasible.len())
+        };
+        // Without nominated pods, a reused verdict needs no status: it is counted at once.
+        let quick = reuse && nominated.is_empty();
+        let mut quick_passed: usize = 0;
+        let mut i = 0;
+        while i < n && feasible.len() < to_find {
             // Check a window of nodes (in parallel when it is large), then take the results in
             // node order exactly as a one-by-one scan would: the outcome does not depend on
             // the number of threads. Small windows are checked and taken node by node.
-            let window = (to_find - found).max(PARALLEL_CHUNK_NODES).min(n - i);
+            let window = (to_find - feasible.len())
+                .max(PARALLEL_CHUNK_NODES)
+                .min(n - i);
             if use_parallel(window) {
                 let statuses: Vec<(Status, Verdict)> = (i..i + window)
                     .into_par_iter()
@@ -614,22 +622,32 @@ impl Scheduler {
                     .map(check)
                     .collect();
                 for (offset, (status, verdict)) in statuses.into_iter().enumerate() {
-                    found = take(candidates[(start + i + offset) % n], status, verdict)?;
-                    if found >= to_find {
+                    let idx = candidates[(start + i + offset) % n];
+                    if take(idx, status, verdict, &mut feasible)? >= to_find {
                         break;
                     }
                 }
             } else {
                 for j in i..i + window {
+                    let k = start + j;
+                    let idx = candidates[if k >= n { k - n } else { k }];
+                    if quick && memo.passed(idx, &snapshot.node_infos[idx]) {
+                        feasible.push(idx);
+                        quick_passed += 1;
+                        if feasible.len() >= to_find {
+                            break;
+                        }
+                        continue;
+                    }
                     let (status, verdict) = check(j);
-                    found = take(candidates[(start + j) % n], status, verdict)?;
-                    if found >= to_find {
+                    if take(idx, status, verdict, &mut feasible)? >= to_find {
                         break;
                     }
                 }
             }
             i += window;
         }
+        let (processed, reused) = (processed + quick_passed, reused + quick_passed as u64);
         for (idx, passed) in verdicts {
             let node = &self.snapshot.node_infos[idx];
             self.node_local.record_filter(idx, node, passed);
