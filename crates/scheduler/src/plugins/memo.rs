@@ -63,8 +63,9 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
     /// since the last update (`None`: compare every place). `apply(agg, c, sign)` adds one
     /// node's contribution when `sign` is 1 and takes it away when it is -1. Every outdated
     /// contribution is taken away before any new one is added, so a NodeInfo that moved to
-    /// another place in the list is added after its old place is taken away.
-    pub fn update_nodes(
+    /// another place in the list is added after its old place is taken away. The memo then
+    /// knows no snapshot cursor: [`Self::update`] records one after calling this.
+    fn update_nodes(
         &mut self,
         key: K,
         nodes: &[Arc<NodeInfo>],
@@ -73,6 +74,7 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
         mut apply: impl FnMut(&mut A, &C, i64),
     ) {
         let mut maybe_changed = maybe_changed;
+        self.seen = None;
         if self.key.as_ref() != Some(&key) {
             self.key = Some(key);
             self.nodes.clear();
