@@ -31,6 +31,7 @@ use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_store::{
     Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, StoreError, WatchEvent,
 };
+use rustc_hash::FxHashMap;
 
 use crate::controller_utils::{
     add_owner_reference, claim_action, controller_of, in_namespace, key_string, labels,
@@ -89,12 +90,23 @@ struct Metrics {
     replica_sets_created: u64,
 }
 
+/// Where a pod comes in a namespace/name listing.
+fn pod_listing_key(p: &Pod) -> (&str, &str) {
+    let m = &p.metadata;
+    (
+        m.namespace.as_deref().unwrap_or("default"),
+        m.name.as_deref().unwrap_or_default(),
+    )
+}
+
 /// The Deployment controller. See the module documentation.
 pub struct DeploymentController {
     deployments: BTreeMap<NsName, Arc<Deployment>>,
     replica_sets: BTreeMap<NsName, Arc<ReplicaSet>>,
-    /// Pods with a controller, by the controller's UID (for the Recreate strategy's pod map).
-    pods_by_controller_uid: BTreeMap<String, BTreeMap<NsName, Arc<Pod>>>,
+    /// Pods with a controller, by the controller's UID and then the pod's UID (for the
+    /// Recreate strategy's pod map, which sorts them by namespace and name). Hash maps keyed
+    /// by UIDs: every pod event looks them up with borrowed strings, allocating nothing.
+    pods_by_controller_uid: FxHashMap<String, FxHashMap<String, Arc<Pod>>>,
     queue: WorkQueue,
     metrics: Metrics,
 }
@@ -110,7 +122,7 @@ impl DeploymentController {
         DeploymentController {
             deployments: BTreeMap::new(),
             replica_sets: BTreeMap::new(),
-            pods_by_controller_uid: BTreeMap::new(),
+            pods_by_controller_uid: FxHashMap::default(),
             queue: WorkQueue::default(),
             metrics: Metrics::default(),
         }
@@ -194,15 +206,16 @@ impl DeploymentController {
     }
 
     fn on_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>) {
-        let key = ns_name(&pod.metadata);
+        let uid_of = |p: &Pod| p.metadata.uid.clone().unwrap_or_default();
+        let pod_uid = pod.metadata.uid.as_deref().unwrap_or_default();
         // An update under the same controller replaces the entry in place.
         if ev.type_ == EventType::Modified {
             if let (Some(Object::Pod(old)), Some(r)) = (&ev.old, controller_of(&pod.metadata)) {
                 if controller_of(&old.metadata).is_some_and(|o| o.uid == r.uid) {
                     if let Some(slot) = self
                         .pods_by_controller_uid
-                        .get_mut(&r.uid)
-                        .and_then(|m| m.get_mut(&key))
+                        .get_mut(r.uid.as_str())
+                        .and_then(|m| m.get_mut(pod_uid))
                     {
                         *slot = pod.clone();
                         return;
@@ -213,23 +226,28 @@ impl DeploymentController {
         // Unindex the previous version.
         if let Some(Object::Pod(old)) = &ev.old {
             if let Some(r) = controller_of(&old.metadata) {
-                if let Some(m) = self.pods_by_controller_uid.get_mut(&r.uid) {
-                    m.remove(&key);
+                if let Some(m) = self.pods_by_controller_uid.get_mut(r.uid.as_str()) {
+                    m.remove(old.metadata.uid.as_deref().unwrap_or_default());
                     if m.is_empty() {
-                        self.pods_by_controller_uid.remove(&r.uid);
+                        self.pods_by_controller_uid.remove(r.uid.as_str());
                     }
                 }
             }
         }
         if ev.type_ != EventType::Deleted {
             if let Some(r) = controller_of(&pod.metadata) {
-                self.pods_by_controller_uid
-                    .entry(r.uid.clone())
-                    .or_default()
-                    .insert(key.clone(), pod.clone());
+                let pods = match self.pods_by_controller_uid.get_mut(r.uid.as_str()) {
+                    Some(m) => m,
+                    None => self
+                        .pods_by_controller_uid
+                        .entry(r.uid.clone())
+                        .or_default(),
+                };
+                pods.insert(uid_of(pod), pod.clone());
             }
             return;
         }
+        let key = ns_name(&pod.metadata);
         // A deleted pod may be the last one a Recreate rollout waits for.
         let Some(rs) = controller_of(&pod.metadata)
             .filter(|r| r.kind == "ReplicaSet")
@@ -400,7 +418,7 @@ impl DeploymentController {
         let mut map = BTreeMap::new();
         for rs in rs_list {
             let uid = rs.metadata.uid.clone().unwrap_or_default();
-            let pods: Vec<Arc<Pod>> = self
+            let mut pods: Vec<Arc<Pod>> = self
                 .pods_by_controller_uid
                 .get(&uid)
                 .into_iter()
@@ -408,6 +426,8 @@ impl DeploymentController {
                 .filter(|p| selector.matches(labels(&p.metadata)))
                 .cloned()
                 .collect();
+            // The order of a namespace/name listing, whatever the index's order.
+            pods.sort_by(|a, b| pod_listing_key(a).cmp(&pod_listing_key(b)));
             map.insert(uid, pods);
         }
         map
