@@ -206,7 +206,6 @@ impl DeploymentController {
     }
 
     fn on_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>) {
-        let uid_of = |p: &Pod| p.metadata.uid.clone().unwrap_or_default();
         let pod_uid = pod.metadata.uid.as_deref().unwrap_or_default();
         // An update under the same controller replaces the entry in place.
         if ev.type_ == EventType::Modified {
@@ -243,7 +242,7 @@ impl DeploymentController {
                         .entry(r.uid.clone())
                         .or_default(),
                 };
-                pods.insert(uid_of(pod), pod.clone());
+                pods.insert(pod_uid.to_string(), pod.clone());
             }
             return;
         }
