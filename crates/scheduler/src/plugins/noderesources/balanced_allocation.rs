@@ -2,8 +2,6 @@
 //! utilizations stay close to each other once the pod is placed (upstream
 //! `balanced_allocation.go`).
 
-use std::borrow::Cow;
-
 use crate::cache::Snapshot;
 use crate::framework::{
     CycleState, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status,
@@ -11,7 +9,7 @@ use crate::framework::{
 use crate::plugins::registry::{parse_args, PluginArgsError};
 
 use super::args::NodeResourcesBalancedAllocationArgs;
-use super::resource_allocation::{balanced_score, ResourceList};
+use super::resource_allocation::{balanced_score, PodRequestsState, ResourceList};
 
 pub const NAME: &str = "NodeResourcesBalancedAllocation";
 
@@ -20,11 +18,6 @@ const PRE_SCORE_KEY: &str = "PreScoreNodeResourcesBalancedAllocation";
 #[derive(Debug)]
 pub struct BalancedAllocation {
     resources: ResourceList,
-}
-
-#[derive(Clone, Debug)]
-struct PreScoreState {
-    pod_requests: Vec<i64>,
 }
 
 impl BalancedAllocation {
@@ -72,19 +65,8 @@ impl PreScorePlugin for BalancedAllocation {
         if pod_requests.iter().all(|&r| r == 0) {
             return Status::skip();
         }
-        state.write(PRE_SCORE_KEY, PreScoreState { pod_requests });
+        state.write(PRE_SCORE_KEY, PodRequestsState { pod_requests });
         Status::success()
-    }
-}
-
-impl BalancedAllocation {
-    /// The pod's requests of the configured resources: as PreScore stored them, or computed
-    /// now when it did not run.
-    fn requests<'a>(&self, state: &'a CycleState, pod: &PodInfo) -> Cow<'a, [i64]> {
-        match state.read::<PreScoreState>(PRE_SCORE_KEY) {
-            Some(s) => Cow::Borrowed(&s.pod_requests),
-            None => Cow::Owned(self.resources.pod_requests(pod)),
-        }
     }
 }
 
@@ -95,7 +77,7 @@ impl ScorePlugin for BalancedAllocation {
     }
 
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let requests = self.requests(state, pod);
+        let requests = self.resources.requests_in(state, PRE_SCORE_KEY, pod);
         Ok(balanced_score(&self.resources, node, &requests))
     }
 
@@ -108,7 +90,7 @@ impl ScorePlugin for BalancedAllocation {
         _first: usize,
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
-        let requests = self.requests(state, pod);
+        let requests = self.resources.requests_in(state, PRE_SCORE_KEY, pod);
         for (node, cell) in nodes.iter().zip(out.iter_mut()) {
             *cell = balanced_score(&self.resources, node, &requests);
         }

@@ -1,8 +1,6 @@
 //! NodeResourcesFit (PreFilter, Filter, PreScore, Score): the node must have room for the
 //! pod's requests; nodes are scored by the configured strategy (upstream `fit.go`).
 
-use std::borrow::Cow;
-
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::resources::{
@@ -19,7 +17,7 @@ use crate::plugins::helper::{node_event, pod_event, uid_of};
 use crate::plugins::registry::{parse_args, PluginArgsError};
 
 use super::args::{NodeResourcesFitArgs, ScoringStrategyType};
-use super::resource_allocation::{ResourceList, Scorer};
+use super::resource_allocation::{PodRequestsState, ResourceList, Scorer};
 
 pub const NAME: &str = "NodeResourcesFit";
 
@@ -48,11 +46,6 @@ pub struct Fit {
 #[derive(Clone, Debug)]
 struct PreFilterState {
     scalars: Vec<usize>,
-}
-
-#[derive(Clone, Debug)]
-struct PreScoreState {
-    pod_requests: Vec<i64>,
 }
 
 /// One resource the node lacks.
@@ -287,22 +280,11 @@ impl PreScorePlugin for Fit {
     ) -> Status {
         state.write(
             PRE_SCORE_KEY,
-            PreScoreState {
+            PodRequestsState {
                 pod_requests: self.resources.pod_requests(pod),
             },
         );
         Status::success()
-    }
-}
-
-impl Fit {
-    /// The pod's requests of the configured resources: as PreScore stored them, or computed
-    /// now when it did not run.
-    fn requests<'a>(&self, state: &'a CycleState, pod: &PodInfo) -> Cow<'a, [i64]> {
-        match state.read::<PreScoreState>(PRE_SCORE_KEY) {
-            Some(s) => Cow::Borrowed(&s.pod_requests),
-            None => Cow::Owned(self.resources.pod_requests(pod)),
-        }
     }
 }
 
@@ -313,7 +295,7 @@ impl ScorePlugin for Fit {
     }
 
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let requests = self.requests(state, pod);
+        let requests = self.resources.requests_in(state, PRE_SCORE_KEY, pod);
         Ok(self.scorer.score(&self.resources, node, &requests))
     }
 
@@ -326,7 +308,7 @@ impl ScorePlugin for Fit {
         _first: usize,
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
-        let requests = self.requests(state, pod);
+        let requests = self.resources.requests_in(state, PRE_SCORE_KEY, pod);
         for (node, cell) in nodes.iter().zip(out.iter_mut()) {
             *cell = self.scorer.score(&self.resources, node, &requests);
         }

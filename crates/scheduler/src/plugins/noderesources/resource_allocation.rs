@@ -3,11 +3,13 @@
 //! `requested_to_capacity_ratio.go`, `balanced_allocation.go`): per configured resource, the
 //! node's allocatable and what would be requested with the pod on it.
 
+use std::borrow::Cow;
+
 use kubeplane_core::resources::{
     is_scalar_resource_name, Resources, CPU, EPHEMERAL_STORAGE, MEMORY,
 };
 
-use crate::framework::{NodeInfo, PodInfo, MAX_NODE_SCORE};
+use crate::framework::{CycleState, NodeInfo, PodInfo, MAX_NODE_SCORE};
 
 use super::args::{ResourceSpec, UtilizationShapePoint, MAX_CUSTOM_PRIORITY_SCORE};
 
@@ -45,7 +47,28 @@ pub(crate) struct ResourceList {
     pub use_requested: bool,
 }
 
+/// What the PreScore of NodeResourcesFit and of NodeResourcesBalancedAllocation keeps, each
+/// under its own key: the pod's request of each configured resource.
+#[derive(Clone, Debug)]
+pub(crate) struct PodRequestsState {
+    pub pod_requests: Vec<i64>,
+}
+
 impl ResourceList {
+    /// The pod's requests of these resources as the PreScore that wrote `key` stored them, or
+    /// computed now when it did not run.
+    pub fn requests_in<'a>(
+        &self,
+        state: &'a CycleState,
+        key: &'static str,
+        pod: &PodInfo,
+    ) -> Cow<'a, [i64]> {
+        match state.read::<PodRequestsState>(key) {
+            Some(s) => Cow::Borrowed(&s.pod_requests),
+            None => Cow::Owned(self.pod_requests(pod)),
+        }
+    }
+
     pub fn new(resources: &[ResourceSpec], use_requested: bool) -> ResourceList {
         ResourceList {
             keys: resources
