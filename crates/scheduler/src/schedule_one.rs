@@ -631,15 +631,21 @@ impl Scheduler {
                 for j in i..i + window {
                     let k = start + j;
                     let idx = candidates[if k >= n { k - n } else { k }];
-                    if quick && memo.passed(idx, &snapshot.node_infos[idx]) {
-                        feasible.push(idx);
-                        quick_passed += 1;
-                        if feasible.len() >= to_find {
-                            break;
+                    let (status, verdict) = if quick {
+                        // The memo is asked once: a node it does not know is filtered here.
+                        let node = &snapshot.node_infos[idx];
+                        if memo.passed(idx, node) {
+                            feasible.push(idx);
+                            quick_passed += 1;
+                            if feasible.len() >= to_find {
+                                break;
+                            }
+                            continue;
                         }
-                        continue;
-                    }
-                    let (status, verdict) = check(j);
+                        (run_filters(&filters, state, pod, node), Verdict::Computed)
+                    } else {
+                        check(j)
+                    };
                     if take(idx, status, verdict, &mut feasible)? >= to_find {
                         break;
                     }
