@@ -146,20 +146,21 @@ impl NodeLocalMemo {
                 continue;
             }
             let node = &nodes[place];
-            if self.entry(place, node).is_some_and(|e| e.scored) {
+            match self.entry(place, node).map(|e| e.scored) {
                 // Reused in this cycle: the same scores are kept already.
-                continue;
-            }
-            if self.entry(place, node).is_none() {
-                // Scored without a filter verdict kept (filters that are not node-local ran).
-                let Some(e) = self.entries.get_mut(place) else {
-                    continue;
-                };
-                *e = Entry {
-                    node: Arc::downgrade(node),
-                    passed: false,
-                    scored: false,
-                };
+                Some(true) => continue,
+                Some(false) => {}
+                None => {
+                    // Scored without a filter verdict kept (filters that are not node-local ran).
+                    let Some(e) = self.entries.get_mut(place) else {
+                        continue;
+                    };
+                    *e = Entry {
+                        node: Arc::downgrade(node),
+                        passed: false,
+                        scored: false,
+                    };
+                }
             }
             self.entries[place].scored = true;
             self.scores[place * stride..(place + 1) * stride]
