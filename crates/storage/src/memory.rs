@@ -1,0 +1,441 @@
+//! The in-memory implementation: one MVCC map and one bounded event log behind a lock.
+//!
+//! The log is the history index. It holds the events with revisions in `(oldest, current]`,
+//! one per revision, so the event at revision `r` sits at index `r - oldest - 1`. Each key keeps
+//! its versions from the one visible at `oldest` onwards: at most one version older than the
+//! log (the key's state at `oldest`) plus one version per event of the key still in the log.
+//! Forgetting the oldest event (when the log outgrows its window, or on compaction) therefore
+//! trims exactly one key's history, in constant time, and memory stays proportional to the live
+//! keys plus the window.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use crate::api::{
+    Event, EventKind, ListOptions, ListPage, Result, Revision, Storage, StorageError, Versioned,
+    Watcher,
+};
+use crate::key::{Key, Prefix};
+use crate::watch::{MemoryWatcher, Notifier};
+
+/// One version in a key's history; `value` is `None` for the tombstone a delete leaves.
+struct Ver<V> {
+    mod_revision: Revision,
+    create_revision: Revision,
+    value: Option<V>,
+}
+
+impl<V: Clone> Ver<V> {
+    fn live(&self) -> Option<Versioned<V>> {
+        self.value.as_ref().map(|value| Versioned {
+            value: value.clone(),
+            create_revision: self.create_revision,
+            mod_revision: self.mod_revision,
+        })
+    }
+}
+
+/// The key's live version at revision `at`, if any. Versions are in revision order, so this is
+/// a binary search.
+fn version_at<V: Clone>(history: &VecDeque<Ver<V>>, at: Revision) -> Option<Versioned<V>> {
+    let i = history.partition_point(|v| v.mod_revision <= at);
+    i.checked_sub(1).and_then(|i| history[i].live())
+}
+
+fn live_last<V>(history: &VecDeque<Ver<V>>) -> Option<&Ver<V>> {
+    history.back().filter(|v| v.value.is_some())
+}
+
+pub(crate) struct State<V> {
+    current: Revision,
+    oldest: Revision,
+    window: usize,
+    log: VecDeque<Arc<Event<V>>>,
+    keys: BTreeMap<Key, VecDeque<Ver<V>>>,
+}
+
+impl<V: Clone> State<V> {
+    pub(crate) fn current(&self) -> Revision {
+        self.current
+    }
+
+    pub(crate) fn oldest(&self) -> Revision {
+        self.oldest
+    }
+
+    /// The revision a read at `at` serves, or why it cannot be served.
+    fn resolve(&self, at: Option<Revision>) -> Result<Revision> {
+        match at {
+            None => Ok(self.current),
+            Some(r) if r > self.current => Err(StorageError::FutureRevision {
+                requested: r,
+                current: self.current,
+            }),
+            Some(r) if r < self.oldest => Err(StorageError::Gone {
+                requested: r,
+                oldest: self.oldest,
+            }),
+            Some(r) => Ok(r),
+        }
+    }
+
+    /// Checks where a cursor may start, as [`State::resolve`] checks a read.
+    pub(crate) fn watch_start(&self, from: Option<Revision>) -> Result<Revision> {
+        self.resolve(from)
+    }
+
+    fn get(&self, key: &Key, at: Option<Revision>) -> Result<Option<Versioned<V>>> {
+        let at = self.resolve(at)?;
+        Ok(self.keys.get(key).and_then(|h| version_at(h, at)))
+    }
+
+    fn list(&self, prefix: &Prefix, options: &ListOptions) -> Result<ListPage<V>> {
+        let at = self.resolve(options.at)?;
+        let start = prefix.start_after(options.continue_after.as_ref());
+        let mut items = Vec::new();
+        let mut more = false;
+        for (key, history) in self
+            .keys
+            .range((start, Bound::Unbounded))
+            .take_while(|(k, _)| prefix.contains(k))
+        {
+            let i = history.partition_point(|v| v.mod_revision <= at);
+            let Some(ver) = i.checked_sub(1).map(|i| &history[i]) else {
+                continue;
+            };
+            let Some(live) = ver.live() else { continue };
+            if options.limit != 0 && items.len() == options.limit {
+                more = true;
+                break;
+            }
+            items.push((key.clone(), live));
+        }
+        let continue_after = if more {
+            items.last().map(|(k, _)| k.clone())
+        } else {
+            None
+        };
+        Ok(ListPage {
+            items,
+            revision: at,
+            continue_after,
+        })
+    }
+
+    fn create(&mut self, key: &Key, value: V) -> Result<Arc<Event<V>>> {
+        let revision = self.current + 1;
+        let current = Versioned {
+            value: value.clone(),
+            create_revision: revision,
+            mod_revision: revision,
+        };
+        let ver = Ver {
+            mod_revision: revision,
+            create_revision: revision,
+            value: Some(value),
+        };
+        match self.keys.get_mut(key) {
+            Some(history) => {
+                if live_last(history).is_some() {
+                    return Err(StorageError::AlreadyExists { key: key.clone() });
+                }
+                history.push_back(ver);
+            }
+            None => {
+                self.keys.insert(key.clone(), VecDeque::from([ver]));
+            }
+        }
+        Ok(self.append(Event {
+            kind: EventKind::Added,
+            key: key.clone(),
+            revision,
+            current: Some(current),
+            prev: None,
+        }))
+    }
+
+    /// The key's live version, checked against the expected revision of an update or delete.
+    fn precondition(
+        &mut self,
+        key: &Key,
+        expected: Option<Revision>,
+    ) -> Result<&mut VecDeque<Ver<V>>> {
+        let history = self.keys.get_mut(key);
+        let Some(last) = history.as_deref().and_then(live_last) else {
+            return Err(StorageError::NotFound { key: key.clone() });
+        };
+        if let Some(expected) = expected.filter(|e| *e != last.mod_revision) {
+            return Err(StorageError::Conflict {
+                key: key.clone(),
+                expected,
+                actual: last.mod_revision,
+            });
+        }
+        Ok(history.expect("checked above"))
+    }
+
+    fn update(&mut self, key: &Key, value: V, expected: Option<Revision>) -> Result<Arc<Event<V>>> {
+        let revision = self.current + 1;
+        let history = self.precondition(key, expected)?;
+        let last = history.back().expect("precondition found a live version");
+        let prev = last.live();
+        let create_revision = last.create_revision;
+        let current = Versioned {
+            value: value.clone(),
+            create_revision,
+            mod_revision: revision,
+        };
+        history.push_back(Ver {
+            mod_revision: revision,
+            create_revision,
+            value: Some(value),
+        });
+        Ok(self.append(Event {
+            kind: EventKind::Modified,
+            key: key.clone(),
+            revision,
+            current: Some(current),
+            prev,
+        }))
+    }
+
+    fn delete(&mut self, key: &Key, expected: Option<Revision>) -> Result<Arc<Event<V>>> {
+        let revision = self.current + 1;
+        let history = self.precondition(key, expected)?;
+        let last = history.back().expect("precondition found a live version");
+        let prev = last.live();
+        let create_revision = last.create_revision;
+        history.push_back(Ver {
+            mod_revision: revision,
+            create_revision,
+            value: None,
+        });
+        Ok(self.append(Event {
+            kind: EventKind::Deleted,
+            key: key.clone(),
+            revision,
+            current: None,
+            prev,
+        }))
+    }
+
+    /// Logs a write whose version is already in its key's history, then forgets what falls
+    /// out of the window.
+    fn append(&mut self, event: Event<V>) -> Arc<Event<V>> {
+        let event = Arc::new(event);
+        self.current = event.revision;
+        self.log.push_back(event.clone());
+        while self.log.len() > self.window {
+            self.forget_oldest();
+        }
+        event
+    }
+
+    /// Drops the oldest logged event, which makes its revision the oldest one, and the versions
+    /// of its key that no read at or after that revision can see.
+    fn forget_oldest(&mut self) {
+        let Some(event) = self.log.pop_front() else {
+            return;
+        };
+        let r = event.revision;
+        self.oldest = r;
+        if let Some(history) = self.keys.get_mut(&event.key) {
+            // The key's version at `r` is the one this event wrote: everything before it is
+            // invisible now, and so is a tombstone at `r` (absence needs no record).
+            while history.front().is_some_and(|v| v.mod_revision < r) {
+                history.pop_front();
+            }
+            if history
+                .front()
+                .is_some_and(|v| v.mod_revision == r && v.value.is_none())
+            {
+                history.pop_front();
+            }
+            if history.is_empty() {
+                self.keys.remove(&event.key);
+            }
+        }
+    }
+
+    fn compact(&mut self, revision: Revision) -> Result<()> {
+        if revision > self.current {
+            return Err(StorageError::FutureRevision {
+                requested: revision,
+                current: self.current,
+            });
+        }
+        while self.oldest < revision {
+            self.forget_oldest();
+        }
+        Ok(())
+    }
+
+    /// Moves a cursor at `*position` forward over the logged events, appending the ones in
+    /// `prefix` to `out` until it holds `max` more or the log ends.
+    pub(crate) fn advance(
+        &self,
+        prefix: &Prefix,
+        position: &mut Revision,
+        out: &mut Vec<Arc<Event<V>>>,
+        max: usize,
+    ) -> Result<usize> {
+        if *position < self.oldest {
+            return Err(StorageError::Gone {
+                requested: *position,
+                oldest: self.oldest,
+            });
+        }
+        let mut taken = 0;
+        if max == 0 {
+            return Ok(0);
+        }
+        // The event after the position sits at this index (see the module documentation).
+        let start = (*position - self.oldest) as usize;
+        for event in self.log.range(start.min(self.log.len())..) {
+            *position = event.revision;
+            if prefix.contains(&event.key) {
+                out.push(event.clone());
+                taken += 1;
+                if taken == max {
+                    break;
+                }
+            }
+        }
+        Ok(taken)
+    }
+}
+
+/// The shared part of a [`MemoryStorage`]: what its clones and cursors hold.
+pub(crate) struct Shared<V> {
+    state: RwLock<State<V>>,
+    pub(crate) notifier: Notifier,
+}
+
+impl<V> Shared<V> {
+    // A panic while the lock is held leaves a poisoned lock. Every write checks its
+    // preconditions and clones the values it needs before it changes anything, so the state
+    // behind a poisoned lock is still consistent, and reading on is sound.
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, State<V>> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State<V>> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Storage in memory, usable from many threads: clones share one store. The history and the
+/// event log cover the last `window` revisions (fewer after [`Storage::compact`]); older reads
+/// and watches are [`StorageError::Gone`].
+pub struct MemoryStorage<V> {
+    shared: Arc<Shared<V>>,
+}
+
+impl<V> Clone for MemoryStorage<V> {
+    fn clone(&self) -> Self {
+        MemoryStorage {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
+    /// An empty storage at revision 0 that keeps the last `window` revisions (at least one,
+    /// so that a cursor at the current revision survives the next write).
+    pub fn new(window: usize) -> MemoryStorage<V> {
+        MemoryStorage {
+            shared: Arc::new(Shared {
+                state: RwLock::new(State {
+                    current: 0,
+                    oldest: 0,
+                    window: window.max(1),
+                    log: VecDeque::new(),
+                    keys: BTreeMap::new(),
+                }),
+                notifier: Notifier::default(),
+            }),
+        }
+    }
+
+    /// How many revisions the log keeps.
+    pub fn window(&self) -> usize {
+        self.shared.read().window
+    }
+
+    /// Waits up to `timeout` until the storage reaches `revision`; returns whether it has.
+    /// A server uses it before reading at a revision a client saw elsewhere, as Kubernetes' watch
+    /// cache waits up to 3 s before answering "Too large resource version".
+    pub fn wait_for_revision(&self, revision: Revision, timeout: Duration) -> bool {
+        revision == 0
+            || self
+                .shared
+                .notifier
+                .wait_past(revision - 1, Instant::now() + timeout)
+    }
+
+    /// [`Storage::watch`] without the box: the concrete cursor.
+    pub fn cursor(&self, prefix: &Prefix, from: Option<Revision>) -> Result<MemoryWatcher<V>> {
+        let position = self.shared.read().watch_start(from)?;
+        Ok(MemoryWatcher::new(
+            self.shared.clone(),
+            prefix.clone(),
+            position,
+        ))
+    }
+
+    fn write(
+        &self,
+        f: impl FnOnce(&mut State<V>) -> Result<Arc<Event<V>>>,
+    ) -> Result<Arc<Event<V>>> {
+        let event = {
+            let mut state = self.shared.write();
+            let event = f(&mut state)?;
+            // Published under the lock so that the published revision never goes backwards.
+            self.shared.notifier.publish(state.current());
+            event
+        };
+        // Woken cursors take the read lock, so they are woken after the write lock is released.
+        self.shared.notifier.wake();
+        Ok(event)
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Storage<V> for MemoryStorage<V> {
+    fn current_revision(&self) -> Revision {
+        self.shared.read().current()
+    }
+
+    fn oldest_revision(&self) -> Revision {
+        self.shared.read().oldest()
+    }
+
+    fn get(&self, key: &Key, at: Option<Revision>) -> Result<Option<Versioned<V>>> {
+        self.shared.read().get(key, at)
+    }
+
+    fn list(&self, prefix: &Prefix, options: &ListOptions) -> Result<ListPage<V>> {
+        self.shared.read().list(prefix, options)
+    }
+
+    fn create(&self, key: &Key, value: V) -> Result<Arc<Event<V>>> {
+        self.write(|s| s.create(key, value))
+    }
+
+    fn update(&self, key: &Key, value: V, expected: Option<Revision>) -> Result<Arc<Event<V>>> {
+        self.write(|s| s.update(key, value, expected))
+    }
+
+    fn delete(&self, key: &Key, expected: Option<Revision>) -> Result<Arc<Event<V>>> {
+        self.write(|s| s.delete(key, expected))
+    }
+
+    fn watch(&self, prefix: &Prefix, from: Option<Revision>) -> Result<Box<dyn Watcher<V>>> {
+        Ok(Box::new(self.cursor(prefix, from)?))
+    }
+
+    fn compact(&self, revision: Revision) -> Result<()> {
+        self.shared.write().compact(revision)
+    }
+}
