@@ -37,11 +37,17 @@ impl<V: Clone> Ver<V> {
     }
 }
 
-/// The key's live version at revision `at`, if any. Versions are in revision order, so this is
-/// a binary search.
-fn version_at<V: Clone>(history: &VecDeque<Ver<V>>, at: Revision) -> Option<Versioned<V>> {
-    let i = history.partition_point(|v| v.mod_revision <= at);
-    i.checked_sub(1).and_then(|i| history[i].live())
+/// The key's version at revision `at` (a tombstone when it was deleted then), if any. Versions
+/// are in revision order: the last one answers reads of the current state at once, and a
+/// binary search answers reads of the past.
+fn ver_at<V>(history: &VecDeque<Ver<V>>, at: Revision) -> Option<&Ver<V>> {
+    match history.back() {
+        Some(last) if last.mod_revision <= at => Some(last),
+        _ => {
+            let i = history.partition_point(|v| v.mod_revision <= at);
+            i.checked_sub(1).map(|i| &history[i])
+        }
+    }
 }
 
 fn live_last<V>(history: &VecDeque<Ver<V>>) -> Option<&Ver<V>> {
@@ -88,7 +94,7 @@ impl<V: Clone> State<V> {
 
     fn get(&self, key: &Key, at: Option<Revision>) -> Result<Option<Versioned<V>>> {
         let at = self.resolve(at)?;
-        Ok(self.keys.get(key).and_then(|h| version_at(h, at)))
+        Ok(self.keys.get(key).and_then(|h| ver_at(h, at)?.live()))
     }
 
     fn list(&self, prefix: &Prefix, options: &ListOptions) -> Result<ListPage<V>> {
@@ -101,11 +107,9 @@ impl<V: Clone> State<V> {
             .range((start, Bound::Unbounded))
             .take_while(|(k, _)| prefix.contains(k))
         {
-            let i = history.partition_point(|v| v.mod_revision <= at);
-            let Some(ver) = i.checked_sub(1).map(|i| &history[i]) else {
+            let Some(live) = ver_at(history, at).and_then(Ver::live) else {
                 continue;
             };
-            let Some(live) = ver.live() else { continue };
             if options.limit != 0 && items.len() == options.limit {
                 more = true;
                 break;
@@ -235,9 +239,9 @@ impl<V: Clone> State<V> {
 
     /// Drops the oldest logged event, which makes its revision the oldest one, and the versions
     /// of its key that no read at or after that revision can see.
-    fn forget_oldest(&mut self) {
+    fn forget_oldest(&mut self) -> bool {
         let Some(event) = self.log.pop_front() else {
-            return;
+            return false;
         };
         let r = event.revision;
         self.oldest = r;
@@ -257,6 +261,7 @@ impl<V: Clone> State<V> {
                 self.keys.remove(&event.key);
             }
         }
+        true
     }
 
     fn compact(&mut self, revision: Revision) -> Result<()> {
@@ -266,9 +271,9 @@ impl<V: Clone> State<V> {
                 current: self.current,
             });
         }
-        while self.oldest < revision {
-            self.forget_oldest();
-        }
+        // The log holds the revisions after `oldest` up to the current one, so it runs out
+        // only when `oldest` reaches the current revision.
+        while self.oldest < revision && self.forget_oldest() {}
         Ok(())
     }
 
@@ -372,7 +377,7 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
             || self
                 .shared
                 .notifier
-                .wait_past(revision - 1, Instant::now() + timeout)
+                .wait_past(revision - 1, Instant::now().checked_add(timeout))
     }
 
     /// [`Storage::watch`] without the box: the concrete cursor.

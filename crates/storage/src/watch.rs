@@ -19,7 +19,7 @@ use crate::memory::Shared;
 #[derive(Default)]
 pub(crate) struct Notifier {
     published: AtomicU64,
-    waiters: AtomicUsize,
+    sleepers: AtomicUsize,
     lock: Mutex<()>,
     wakeup: Condvar,
 }
@@ -34,39 +34,48 @@ impl Notifier {
         self.published.store(revision, SeqCst);
     }
 
-    /// Wakes the waiting cursors, if any. A waiter registers (`waiters`) before it checks the
-    /// published revision, and a writer publishes before it checks `waiters`; with sequentially
-    /// consistent operations on both sides, either the waiter sees the new revision or the
-    /// writer sees the waiter. The waiter holds `lock` from its check until it sleeps, so the
-    /// notification cannot fall between the two.
+    /// Wakes the sleeping cursors, if any. A waiter registers (`sleepers`) before it checks
+    /// the published revision, and a writer publishes before it takes the registrations; with
+    /// sequentially consistent operations on both sides, either the waiter sees the new
+    /// revision or the writer sees the waiter. The waiter holds `lock` from its check until it
+    /// sleeps, so the notification cannot fall between the two. The writer takes (zeroes) the
+    /// registrations: a woken waiter registers again before it sleeps again, so the writes
+    /// made while the woken cursors catch up make no system call.
     pub(crate) fn wake(&self) {
-        if self.waiters.load(SeqCst) > 0 {
+        if self.sleepers.swap(0, SeqCst) > 0 {
             let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
             self.wakeup.notify_all();
         }
     }
 
-    /// Waits until a revision after `revision` is published or `deadline` passes; returns
-    /// whether one was.
-    pub(crate) fn wait_past(&self, revision: Revision, deadline: Instant) -> bool {
+    /// Waits until a revision after `revision` is published or `deadline` passes (never, when
+    /// `None`); returns whether one was.
+    pub(crate) fn wait_past(&self, revision: Revision, deadline: Option<Instant>) -> bool {
         let mut guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        self.waiters.fetch_add(1, SeqCst);
-        let reached = loop {
+        loop {
+            // A registration left behind by a timeout costs the next writer one spare
+            // notification, nothing more.
+            self.sleepers.fetch_add(1, SeqCst);
             if self.published.load(SeqCst) > revision {
-                break true;
+                return true;
             }
-            let now = Instant::now();
-            if now >= deadline {
-                break false;
-            }
-            guard = self
-                .wakeup
-                .wait_timeout(guard, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        };
-        self.waiters.fetch_sub(1, SeqCst);
-        reached
+            guard = match deadline {
+                None => self
+                    .wakeup
+                    .wait(guard)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return false;
+                    }
+                    self.wakeup
+                        .wait_timeout(guard, deadline - now)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
+        }
     }
 }
 
@@ -117,7 +126,8 @@ impl<V: Clone + Send + Sync> Watcher<V> for MemoryWatcher<V> {
     }
 
     fn wait_next(&mut self, timeout: Duration) -> Result<Option<Arc<Event<V>>>> {
-        let deadline = Instant::now() + timeout;
+        // A timeout too long to represent (`Duration::MAX`) waits forever.
+        let deadline = Instant::now().checked_add(timeout);
         loop {
             if let Some(event) = self.next_now()? {
                 return Ok(Some(event));

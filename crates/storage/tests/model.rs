@@ -410,7 +410,7 @@ fn run(window: usize, ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(1024))]
 
     #[test]
     fn storage_answers_every_operation_as_the_naive_model_does(
