@@ -71,7 +71,10 @@ pub struct ListOptions {
 /// One page of a list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListPage<V> {
-    /// The live keys of the prefix at `revision`, in key order.
+    /// The live keys of the prefix at `revision`, in key order. The contract needs only an
+    /// order that every page follows: [`Key`]'s (resource, namespace, name) order in memory; an
+    /// etcd-backed implementation on Kubernetes' `/registry/<resource>/<namespace>/<name>`
+    /// layout lists in the byte order of those paths, which differs (`a-b/` sorts before `a/`).
     pub items: Vec<(Key, Versioned<V>)>,
     /// The revision the page was read at. The next page must be read at this same revision for
     /// the pages to form one consistent snapshot (a server's `continue` token carries it).

@@ -53,8 +53,8 @@
 //! [`MemoryStorage`] keeps an ordered map from key to the key's versions since `oldest`, and
 //! the event log as a ring of shared events (see `memory.rs` for the invariant that lets the
 //! log double as the compaction queue). Costs: a write is two ordered-map lookups (its key, and
-//! the key of the event it pushes out of the window) and no copying beyond one clone of the
-//! value; a get is a lookup and a binary search in the key's history; a list is a range of the
+//! the key of the event it pushes out of the window) and at most two clones of a value (for the
+//! event's new and previous versions; cheap when values are `Arc`s); a get is a lookup and a binary search in the key's history; a list is a range of the
 //! map, with a binary search per key when it reads the past; a cursor step is an index into the
 //! log, so a cursor with a narrow prefix still walks every event (Kubernetes keeps one watch
 //! cache per resource for that reason; a server may do the same with one storage per
@@ -62,6 +62,25 @@
 //! window. A lock guards the state, so it is usable from many threads; reads share it. The API
 //! is synchronous: an async server calls [`Watcher::wait_next`] on a blocking thread or polls
 //! [`Watcher::try_next_batch`], and does its I/O outside the lock.
+//!
+//! # Example
+//!
+//! ```
+//! use kubeplane_storage::{EventKind, Key, MemoryStorage, Prefix, Storage, StorageError};
+//!
+//! let storage = MemoryStorage::new(1000);
+//! let key = Key::new("pods", "default", "web");
+//! let created = storage.create(&key, "v1").unwrap();
+//! let mut watch = storage.watch(&Prefix::resource("pods"), Some(created.revision)).unwrap();
+//! storage.update(&key, "v2", Some(created.revision)).unwrap();
+//! // The revision the update expected is stale now.
+//! let stale = storage.update(&key, "v3", Some(created.revision));
+//! assert!(matches!(stale, Err(StorageError::Conflict { expected: 1, actual: 2, .. })));
+//! let event = watch.try_next().unwrap().unwrap();
+//! assert_eq!(event.kind, EventKind::Modified);
+//! assert_eq!(event.prev.as_ref().unwrap().value, "v1");
+//! assert_eq!(storage.get(&key, Some(1)).unwrap().unwrap().value, "v1");
+//! ```
 
 mod api;
 mod key;

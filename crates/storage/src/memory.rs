@@ -338,6 +338,18 @@ pub struct MemoryStorage<V> {
     shared: Arc<Shared<V>>,
 }
 
+impl<V> std::fmt::Debug for MemoryStorage<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.shared.read();
+        f.debug_struct("MemoryStorage")
+            .field("current", &state.current)
+            .field("oldest", &state.oldest)
+            .field("window", &state.window)
+            .field("keys", &state.keys.len())
+            .finish()
+    }
+}
+
 impl<V> Clone for MemoryStorage<V> {
     fn clone(&self) -> Self {
         MemoryStorage {

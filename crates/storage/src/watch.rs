@@ -52,11 +52,16 @@ impl Notifier {
     /// `None`); returns whether one was.
     pub(crate) fn wait_past(&self, revision: Revision, deadline: Option<Instant>) -> bool {
         let mut guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let reached = || self.published.load(SeqCst) > revision;
         loop {
-            // A registration left behind by a timeout costs the next writer one spare
+            if reached() {
+                return true;
+            }
+            // Register, then look again (see `wake`). A registration left behind, when the
+            // second look succeeds or the wait times out, costs the next writer one spare
             // notification, nothing more.
             self.sleepers.fetch_add(1, SeqCst);
-            if self.published.load(SeqCst) > revision {
+            if reached() {
                 return true;
             }
             guard = match deadline {
@@ -84,6 +89,15 @@ pub struct MemoryWatcher<V> {
     shared: Arc<Shared<V>>,
     prefix: Prefix,
     position: Revision,
+}
+
+impl<V> std::fmt::Debug for MemoryWatcher<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryWatcher")
+            .field("prefix", &self.prefix)
+            .field("position", &self.position)
+            .finish()
+    }
 }
 
 impl<V: Clone> MemoryWatcher<V> {

@@ -492,3 +492,18 @@ fn errors_read_as_sentences() {
         "nodes/n not found"
     );
 }
+
+#[test]
+fn debug_output_shows_revisions_not_values() {
+    let s = MemoryStorage::new(10);
+    s.create(&pod("a", "p"), "secret").unwrap();
+    let w = s.cursor(&Prefix::resource("pods"), None).unwrap();
+    assert_eq!(
+        format!("{s:?}"),
+        "MemoryStorage { current: 1, oldest: 0, window: 10, keys: 1 }"
+    );
+    assert_eq!(
+        format!("{w:?}"),
+        "MemoryWatcher { prefix: Resource(\"pods\"), position: 1 }"
+    );
+}
