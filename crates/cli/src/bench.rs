@@ -121,8 +121,7 @@ fn heartbeats(name: &str, n_nodes: usize, per_node: usize, hours: i64) -> Result
 /// Upstream-style NoExecute storm: every node tainted at once; how long the taint-eviction
 /// controller takes to decide for every pod, and whether the virtual timeline is right.
 fn noexecute_eviction(n_nodes: usize, per_node: usize) -> Result<(), String> {
-    let r =
-        kubeplane_controllers::taint_eviction::bench::bench_noexecute_eviction(n_nodes, per_node);
+    let r = crate::bench_controllers::taint_eviction::bench_noexecute_eviction(n_nodes, per_node);
     println!(
         "NoExecuteEviction/{n_nodes}Nodes_{}Pods: {}",
         n_nodes * per_node,
@@ -136,7 +135,7 @@ fn noexecute_eviction(n_nodes: usize, per_node: usize) -> Result<(), String> {
 
 /// The node lifecycle controller's monitor over a day: 1000 nodes, a pass every 5 s.
 fn node_monitor(n_nodes: usize, hours: i64) -> Result<(), String> {
-    let r = kubeplane_controllers::node_lifecycle::bench::bench_node_monitor(n_nodes, hours * 3600);
+    let r = crate::bench_controllers::node_lifecycle::bench_node_monitor(n_nodes, hours * 3600);
     println!("NodeMonitor/{n_nodes}Nodes_{hours}h: {}", r.summary());
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The `kubeplane` command.
 
 mod bench;
+mod bench_controllers;
 mod bench_scheduler;
 mod cli;
 mod output;

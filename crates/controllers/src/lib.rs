@@ -1,11 +1,13 @@
-//! Pure controllers: each observes store changes, decides at a given instant, and writes through
-//! a [`kubeplane_store::Client`]. None reads the wall clock.
+//! Pure controllers: each observes watch events, decides at a given instant, and writes through
+//! a [`kubeplane_api::Client`]. None reads the wall clock. [`manager`] lists them for every
+//! runtime.
 
 pub mod controller_utils;
 pub mod deployment;
+pub mod disruption;
+pub mod manager;
 pub mod replicaset;
 
-pub mod admission;
 pub mod node_lifecycle;
 #[cfg(test)]
 mod node_testutil;

@@ -9,9 +9,9 @@ use k8s_openapi::api::core::v1::{
     Taint, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kubeplane_api::{Client, Kind, Object, ObjectKey};
 use kubeplane_core::SimTime;
-use kubeplane_store::testing::TestClient;
-use kubeplane_store::{Client, Kind, Object, ObjectKey};
+use kubeplane_registry::testing::TestClient;
 
 pub fn secs(s: i64) -> SimTime {
     SimTime::from_secs(s)
@@ -235,7 +235,7 @@ pub fn delete_object(client: &mut TestClient, kind: Kind, ns: &str, name: &str) 
     client
         .delete(
             &ObjectKey::new(kind, ns, name),
-            kubeplane_store::DeleteOptions::now(),
+            kubeplane_api::DeleteOptions::now(),
         )
         .expect("delete");
 }
@@ -310,7 +310,7 @@ pub fn post_condition(client: &mut TestClient, node: &str, type_: &str, status: 
         }),
     }
     client
-        .update(Object::Node(Arc::new(n)))
+        .update_status(Object::Node(Arc::new(n)))
         .expect("post status");
 }
 

@@ -8,7 +8,7 @@ use std::hash::Hash;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kubeplane_store::{EventType, WatchEvent};
+use kubeplane_api::{EventType, WatchEvent};
 
 /// The node a pod is bound to (`spec.nodeName`), `""` when unbound.
 pub(crate) fn pod_node_name(pod: &Pod) -> &str {

@@ -14,6 +14,16 @@ pub const EFFECT_NO_SCHEDULE: &str = "NoSchedule";
 pub const EFFECT_PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
 pub const EFFECT_NO_EXECUTE: &str = "NoExecute";
 
+/// The well-known taint keys (upstream `k8s.io/api/core/v1` well_known_taints.go), defined once
+/// here for the scheduler, the controllers and admission.
+pub const TAINT_NODE_NOT_READY: &str = "node.kubernetes.io/not-ready";
+pub const TAINT_NODE_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+pub const TAINT_NODE_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
+pub const TAINT_NODE_DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
+pub const TAINT_NODE_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+pub const TAINT_NODE_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
+
 pub const OPERATOR_EXISTS: &str = "Exists";
 pub const OPERATOR_EQUAL: &str = "Equal";
 

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use kubeplane_api::Client;
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::{Client, Object};
 use rand::Rng;
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -690,7 +690,7 @@ impl Scheduler {
         let message = err.message();
         let pod_key = qpi.pod_info.clone();
         let current = client
-            .store()
+            .cache()
             .get_pod(&pod_key.namespace, &pod_key.name)
             .cloned();
         let Some(current) =
@@ -759,31 +759,36 @@ impl Scheduler {
         if same_condition && new_nnn == current_nnn {
             return;
         }
-        let mut p = Pod::clone(pod);
-        let ts = client.store().timestamp(now);
-        let st = p.status.get_or_insert_with(Default::default);
-        let conditions = st.conditions.get_or_insert_with(Vec::new);
-        let transition = match conditions.iter().find(|c| c.type_ == "PodScheduled") {
-            Some(c) if c.status == "False" => c.last_transition_time.clone(),
-            _ => Some(ts.clone()),
-        };
-        conditions.retain(|c| c.type_ != "PodScheduled");
-        conditions.push(PodCondition {
-            type_: "PodScheduled".into(),
-            status: "False".into(),
-            reason: Some(reason.to_string()),
-            message: Some(message.to_string()),
-            last_transition_time: transition,
-            last_probe_time: None,
-            observed_generation: None,
-        });
-        st.nominated_node_name = if new_nnn.is_empty() {
-            None
-        } else {
-            Some(new_nnn)
-        };
-        p.metadata.resource_version = None;
-        let _ = client.update(Object::Pod(Arc::new(p)));
+        let ts = client.clock().timestamp(now);
+        // Upstream `updatePod`: a status patch with the pod's UID as precondition. A failure
+        // is only logged there; the pod is requeued either way.
+        let _ = client.patch_pod_status(
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+            pod.metadata.name.as_deref().unwrap_or(""),
+            pod.metadata.uid.as_deref().unwrap_or(""),
+            &mut |st| {
+                let conditions = st.conditions.get_or_insert_with(Vec::new);
+                let transition = match conditions.iter().find(|c| c.type_ == "PodScheduled") {
+                    Some(c) if c.status == "False" => c.last_transition_time.clone(),
+                    _ => Some(ts.clone()),
+                };
+                conditions.retain(|c| c.type_ != "PodScheduled");
+                conditions.push(PodCondition {
+                    type_: "PodScheduled".into(),
+                    status: "False".into(),
+                    reason: Some(reason.to_string()),
+                    message: Some(message.to_string()),
+                    last_transition_time: transition,
+                    last_probe_time: None,
+                    observed_generation: None,
+                });
+                st.nominated_node_name = if new_nnn.is_empty() {
+                    None
+                } else {
+                    Some(new_nnn.clone())
+                };
+            },
+        );
     }
 
     #[allow(clippy::too_many_arguments)]

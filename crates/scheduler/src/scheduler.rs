@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::{Client, Component, EventType, Object, WatchEvent};
 use kubeplane_core::SimTime;
-use kubeplane_store::{Client, Component, EventType, Object, WatchEvent};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

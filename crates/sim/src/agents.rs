@@ -215,8 +215,9 @@ impl NodeAgents {
     fn resync_pods(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
         let node = self.nodes[i].name.clone();
         let stale: Vec<Arc<Pod>> = client
-            .store()
-            .pods()
+            .cache()
+            .list(Kind::Pod)
+            .filter_map(Object::as_pod)
             .filter(|p| node_of(p) == Some(node.as_str()) && phase_of(p) == "Running")
             .filter(|p| p.metadata.deletion_timestamp.is_none())
             .filter(|p| {
@@ -234,7 +235,7 @@ impl NodeAgents {
             })
             .cloned()
             .collect();
-        let ts = client.store().timestamp(now);
+        let ts = client.clock().timestamp(now);
         for pod in stale {
             let mut p = Pod::clone(&pod);
             if let Some(conditions) = p.status.as_mut().and_then(|s| s.conditions.as_mut()) {
@@ -251,7 +252,7 @@ impl NodeAgents {
                 }
             }
             p.metadata.resource_version = None;
-            let _ = client.update(Object::Pod(Arc::new(p)));
+            let _ = client.update_status(Object::Pod(Arc::new(p)));
         }
     }
 
@@ -337,7 +338,7 @@ impl NodeAgents {
     }
 
     fn renew_lease(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
-        let renew = MicroTime(now.to_timestamp(client.store().start_time()));
+        let renew = MicroTime(now.to_timestamp(client.clock().start()));
         // The agent owns its Lease: it renews the version it last wrote, without reading it.
         let result = match self.leases.get(&i).cloned() {
             Some(l) => {
@@ -350,7 +351,7 @@ impl NodeAgents {
             None => {
                 let name = self.nodes[i].name.clone();
                 let existing = client
-                    .store()
+                    .cache()
                     .get(Kind::Lease, NODE_LEASE_NAMESPACE, &name)
                     .cloned();
                 match existing {
@@ -391,10 +392,10 @@ impl NodeAgents {
 
     fn post_status(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
         let name = self.nodes[i].name.clone();
-        let Some(node) = client.store().get_node(&name).cloned() else {
+        let Some(node) = client.cache().get_node(&name).cloned() else {
             return;
         };
-        let ts = client.store().timestamp(now);
+        let ts = client.clock().timestamp(now);
         let mut n = Node::clone(&node);
         let status = n.status.get_or_insert_with(Default::default);
         let conditions = status.conditions.get_or_insert_with(Vec::new);
@@ -434,7 +435,7 @@ impl NodeAgents {
             }
         }
         n.metadata.resource_version = None;
-        if client.update(Object::Node(Arc::new(n))).is_ok() {
+        if client.update_status(Object::Node(Arc::new(n))).is_ok() {
             self.statuses_posted += 1;
         }
     }
@@ -447,7 +448,7 @@ impl NodeAgents {
         self.pods[p].start_at = None;
         let entry = &self.pods[p];
         let Some(pod) = client
-            .store()
+            .cache()
             .get_pod(&entry.namespace, &entry.name)
             .cloned()
         else {
@@ -459,7 +460,7 @@ impl NodeAgents {
         {
             return;
         }
-        let ts = client.store().timestamp(now);
+        let ts = client.clock().timestamp(now);
         let mut np = Pod::clone(&pod);
         let spec_containers: Vec<(String, String)> = np
             .spec
@@ -505,7 +506,7 @@ impl NodeAgents {
                 .collect(),
         );
         np.metadata.resource_version = None;
-        let _ = client.update(Object::Pod(Arc::new(np)));
+        let _ = client.update_status(Object::Pod(Arc::new(np)));
     }
 
     fn stop_pod(&mut self, p: usize, now: SimTime, client: &mut dyn Client) {
@@ -519,6 +520,7 @@ impl NodeAgents {
             DeleteOptions {
                 grace_period_secs: Some(0),
                 precondition_uid: Some(entry.uid.clone()),
+                ..DeleteOptions::default()
             },
         );
     }

@@ -9,10 +9,9 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Node, Pod, PodCondition};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
+use kubeplane_registry::{ApiClient, Sink};
 use kubeplane_scheduler::Scheduler;
-use kubeplane_store::{
-    Client, Component, DeleteOptions, Kind, Object, ObjectKey, Store, StoreError,
-};
+use kubeplane_store::{Client, Component, DeleteOptions, Kind, Object, ObjectKey, Store};
 use serde_json::{json, Value};
 use thiserror::Error;
 
@@ -78,72 +77,19 @@ pub struct RunOptions {
     pub recompute_node_local: bool,
 }
 
-/// What the simulator's components write through: the store, plus admission and output.
-struct SimClient<'a> {
-    store: &'a mut Store,
-    now: SimTime,
+/// Where the components' events and explanation records go: the output records, and the
+/// event list that expectations read.
+struct Output<'a> {
     records: &'a mut Vec<Record>,
     events: &'a mut Vec<EventRecord>,
-    explain: bool,
 }
 
-impl SimClient<'_> {
-    fn admit(&self, obj: Object) -> Result<Object, StoreError> {
-        let Object::Pod(pod) = obj else {
-            return Ok(obj);
-        };
-        let mut p = Arc::unwrap_or_clone(pod);
-        if let Err(message) = crate::admission::admit_priority(&mut p, self.store) {
-            return Err(StoreError::Invalid {
-                key: ObjectKey::new(
-                    Kind::Pod,
-                    p.metadata.namespace.as_deref().unwrap_or("default"),
-                    p.metadata.name.as_deref().unwrap_or(""),
-                ),
-                message,
-            });
-        }
-        kubeplane_controllers::admission::default_toleration_seconds(&mut p);
-        crate::admission::apply_match_label_keys(&mut p);
-        Ok(Object::Pod(Arc::new(p)))
-    }
-}
-
-impl Client for SimClient<'_> {
-    fn store(&self) -> &Store {
-        self.store
-    }
-    fn create(&mut self, obj: Object) -> Result<Object, StoreError> {
-        let obj = self.admit(obj)?;
-        self.store.create(obj, self.now)
-    }
-    fn update(&mut self, obj: Object) -> Result<Object, StoreError> {
-        self.store.update(obj, self.now)
-    }
-    fn delete(
-        &mut self,
-        key: &ObjectKey,
-        opts: DeleteOptions,
-    ) -> Result<Option<Object>, StoreError> {
-        self.store.delete(key, &opts, self.now)
-    }
-    fn bind(
-        &mut self,
-        namespace: &str,
-        name: &str,
-        uid: &str,
-        node: &str,
-    ) -> Result<Object, StoreError> {
-        self.store.bind(namespace, name, uid, node, self.now)
-    }
-    fn record_event(&mut self, ev: EventRecord) {
+impl Sink for Output<'_> {
+    fn event(&mut self, ev: EventRecord) {
         self.events.push(ev.clone());
         self.records.push(Record::Event(ev));
     }
-    fn explain(&self) -> bool {
-        self.explain
-    }
-    fn emit_record(&mut self, record: Value) {
+    fn record(&mut self, record: Value) {
         self.records.push(Record::Json(record));
     }
 }
@@ -211,8 +157,8 @@ impl Simulation {
             now: SimTime::ZERO,
             scheduler,
             agents: NodeAgents::new(scenario.pod_startup_latency),
-            controllers: crate::wiring::controllers(&features),
-            periodic: crate::wiring::periodic_controllers(&features),
+            controllers: kubeplane_controllers::manager::controllers(&features),
+            periodic: kubeplane_controllers::manager::periodic_controllers(&features),
             steps: scenario.steps.into_iter().collect(),
             end: duration.map(|d| SimTime::ZERO + d),
             cap: SimTime::ZERO + DEFAULT_DURATION_CAP,
@@ -227,22 +173,27 @@ impl Simulation {
             event_buf: Vec::new(),
         };
         for o in input.objects {
-            let mut client = sim.client();
-            if let Err(e) = client.create(o.object) {
+            if let Err(e) = sim.with_client(|client| client.create(o.object)) {
                 return Err(SimError::Setup(format!("{}: {e}", o.source)));
             }
         }
         Ok(sim)
     }
 
-    fn client(&mut self) -> SimClient<'_> {
-        SimClient {
-            store: &mut self.store,
-            now: self.now,
+    /// Runs `f` with the API client of the current instant (steps write through it too).
+    fn with_client<T>(&mut self, f: impl FnOnce(&mut ApiClient<'_>) -> T) -> T {
+        let mut output = Output {
             records: &mut self.records,
             events: &mut self.events,
+        };
+        let mut client = ApiClient {
+            store: &mut self.store,
+            now: self.now,
+            sink: &mut output,
             explain: self.explain,
-        }
+            admission: true,
+        };
+        f(&mut client)
     }
 
     pub fn seed(&self) -> u64 {
@@ -294,12 +245,16 @@ impl Simulation {
         loop {
             self.dispatch();
             let mut ran = false;
-            let mut client = SimClient {
-                store: &mut self.store,
-                now,
+            let mut output = Output {
                 records: &mut self.records,
                 events: &mut self.events,
+            };
+            let mut client = ApiClient {
+                store: &mut self.store,
+                now,
+                sink: &mut output,
                 explain: self.explain,
+                admission: true,
             };
             for c in self.periodic.iter_mut().chain(self.controllers.iter_mut()) {
                 if c.next_wakeup().is_some_and(|t| t <= now) {
@@ -442,11 +397,21 @@ impl Simulation {
             .ok_or_else(|| format!("node {name} not found"))
     }
 
+    /// Replaces the main resource of an object, as `kubectl apply` or `edit` would (its status
+    /// is the server's).
     fn put(&mut self, obj: Object) -> Result<(), String> {
         let mut obj = obj;
         obj.meta_mut().resource_version = None;
-        self.client()
-            .update(obj)
+        self.with_client(|c| c.update(obj))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Replaces the status of an object, as its node agent would.
+    fn put_status(&mut self, obj: Object) -> Result<(), String> {
+        let mut obj = obj;
+        obj.meta_mut().resource_version = None;
+        self.with_client(|c| c.update_status(obj))
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
@@ -459,8 +424,7 @@ impl Simulation {
                 if self.store.get_key(&obj.key()).is_some() {
                     self.put(obj.clone())
                 } else {
-                    self.client()
-                        .create(obj.clone())
+                    self.with_client(|c| c.create(obj.clone()))
                         .map(|_| ())
                         .map_err(|e| e.to_string())
                 }
@@ -474,14 +438,11 @@ impl Simulation {
                     .get_key(key)
                     .map(|o| o.uid().to_string())
                     .ok_or_else(|| format!("{key} not found"))?;
-                self.client()
-                    .delete(
-                        key,
-                        DeleteOptions {
-                            grace_period_secs: *grace_period_secs,
-                            precondition_uid: None,
-                        },
-                    )
+                let opts = DeleteOptions {
+                    grace_period_secs: *grace_period_secs,
+                    ..DeleteOptions::default()
+                };
+                self.with_client(|c| c.delete(key, opts))
                     .map_err(|e| e.to_string())?;
                 self.collect_garbage(&uid);
                 Ok(())
@@ -599,7 +560,7 @@ impl Simulation {
                     self.agents.set_pod_ready_report(namespace, name, *r);
                 }
                 let mut p = Pod::clone(&pod);
-                let ts = self.store.timestamp(now);
+                let ts = self.store.clock().timestamp(now);
                 let containers: Vec<String> = p
                     .spec
                     .as_ref()
@@ -648,7 +609,7 @@ impl Simulation {
                         }
                     }
                 }
-                self.put(Object::Pod(Arc::new(p)))
+                self.put_status(Object::Pod(Arc::new(p)))
             }
             StepAction::Expect(_) => Ok(()),
         }
@@ -672,7 +633,10 @@ impl Simulation {
                 .map(|o| (o.key(), o.uid().to_string()))
                 .collect();
             for (key, dep_uid) in dependents {
-                if self.client().delete(&key, DeleteOptions::default()).is_ok() {
+                if self
+                    .with_client(|c| c.delete(&key, DeleteOptions::default()))
+                    .is_ok()
+                {
                     queue.push(dep_uid);
                 }
             }
@@ -681,11 +645,12 @@ impl Simulation {
 
     /// Creates objects now, as a step would (benchmarks and tests add load this way).
     pub fn create_objects(&mut self, objects: Vec<Object>) -> Result<(), String> {
-        let mut client = self.client();
-        for o in objects {
-            client.create(o).map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        self.with_client(|client| {
+            for o in objects {
+                client.create(o).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        })
     }
 
     /// Runs everything due at the current instant (no time passes).

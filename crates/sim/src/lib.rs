@@ -4,13 +4,10 @@
 //! Architecture invariant: nothing here reads the wall clock or an unseeded random source;
 //! the same input and seed produce byte-identical output.
 
-pub mod admission;
 pub mod agents;
-pub mod disruption;
 pub mod engine;
 pub mod expect;
 pub mod scenario;
-pub mod wiring;
 pub mod workloads;
 
 pub use engine::{Record, RunOptions, SimError, Simulation};

@@ -1,4 +1,4 @@
-//! The versioned in-process object store and the interface components use to talk to it.
+//! The versioned in-process object store the simulator's API runs on.
 //!
 //! Architecture invariants:
 //! - one writer ([`Store`] methods taking `&mut self`), many readers (`&Store`, or cloned `Arc`s
@@ -7,14 +7,14 @@
 //!   [`WatchEvent`] to the store's event log, in write order;
 //! - nothing here reads the wall clock: time and the random source come from the caller.
 //!
-//! The [`Client`] and [`Component`] traits are the seam where a kubectl-compatible API server or
-//! an etcd-backed store can later take the simulator's place.
+//! Components never see this crate: they read through [`kubeplane_api::Cache`] (which
+//! [`Store`] implements) and write through a [`kubeplane_api::Client`] that the registry
+//! implements over a store.
 
-pub mod object;
-pub mod runtime;
 pub mod store;
-pub mod testing;
 
-pub use object::{Kind, Object, ObjectKey};
-pub use runtime::{Client, Component, DeleteOptions, StoreError};
-pub use store::{EventType, Store, WatchEvent};
+pub use kubeplane_api::{
+    ApiError, Cache, Client, Clock, Component, DeleteOptions, EventType, Kind, Object, ObjectKey,
+    WatchEvent,
+};
+pub use store::Store;

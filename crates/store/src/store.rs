@@ -6,33 +6,12 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kubeplane_api::{
+    ApiError, Cache, Clock, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
+};
 use kubeplane_core::SimTime;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-use crate::object::{Kind, Object, ObjectKey};
-use crate::runtime::{DeleteOptions, StoreError};
-
-/// The kind of change a watch event reports.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum EventType {
-    Added,
-    Modified,
-    Deleted,
-}
-
-/// One change, as a watcher receives it. `old` is the previous version for Modified and Deleted.
-/// `resource_version` is the change's own version. For Deleted, `object` is the last stored
-/// state, shared rather than copied (a pod is several kilobytes and scale-downs delete
-/// thousands at once), so its `metadata.resourceVersion` is that state's; an API server
-/// serving the watch stamps the event's version on it.
-#[derive(Clone, Debug)]
-pub struct WatchEvent {
-    pub type_: EventType,
-    pub object: Object,
-    pub old: Option<Object>,
-    pub resource_version: u64,
-}
 
 /// The default grace period of a pod without terminationGracePeriodSeconds.
 pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECS: i64 = 30;
@@ -125,6 +104,11 @@ impl Store {
 
     pub fn start_time(&self) -> Timestamp {
         self.start
+    }
+
+    /// The clock whose instant zero is the store's start time.
+    pub fn clock(&self) -> Clock {
+        Clock::new(self.start)
     }
 
     /// The wall-clock timestamp of a virtual instant.
@@ -245,12 +229,12 @@ impl Store {
     /// Creates an object. Fills in what the API server fills in: namespace `default`, a name
     /// from generateName, uid, resourceVersion, creationTimestamp, generation. Namespaces are
     /// created implicitly when first used.
-    pub fn create(&mut self, mut obj: Object, now: SimTime) -> Result<Object, StoreError> {
+    pub fn create(&mut self, mut obj: Object, now: SimTime) -> Result<Object, ApiError> {
         let kind = obj.kind();
         if obj.name().is_empty() {
             let prefix = obj.meta().generate_name.clone().unwrap_or_default();
             if prefix.is_empty() {
-                return Err(StoreError::Invalid {
+                return Err(ApiError::Invalid {
                     key: obj.key(),
                     message: "metadata.name: Required value: name or generateName is required"
                         .into(),
@@ -283,7 +267,7 @@ impl Store {
         }
         let key = obj.key();
         if self.buckets[idx(kind)].contains(&key.namespace, &key.name) {
-            return Err(StoreError::AlreadyExists { key });
+            return Err(ApiError::AlreadyExists { key });
         }
         let rv = self.next_rv();
         let uid_missing = obj.uid().is_empty();
@@ -320,31 +304,53 @@ impl Store {
         Ok(obj)
     }
 
-    /// Replaces an object. A non-empty resourceVersion on `obj` must equal the stored one.
-    /// uid and creationTimestamp are kept; a spec change of a Deployment, ReplicaSet or
-    /// PodDisruptionBudget bumps metadata.generation.
-    pub fn update(&mut self, mut obj: Object, _now: SimTime) -> Result<Object, StoreError> {
+    /// Replaces the main resource, as a PUT does. A non-empty resourceVersion on `obj` must
+    /// equal the stored one. uid and creationTimestamp are kept, and so is the stored status of
+    /// a kind with a status subresource (upstream's strategies reset it); a spec change of a
+    /// Deployment, ReplicaSet or PodDisruptionBudget bumps metadata.generation.
+    pub fn update(&mut self, obj: Object, now: SimTime) -> Result<Object, ApiError> {
+        self.replace(obj, Subresource::Main, now)
+    }
+
+    /// Replaces the status subresource: only `.status` of `obj` is written, the rest of the
+    /// stored object is kept (upstream's status strategies). A non-empty resourceVersion on
+    /// `obj` must equal the stored one.
+    pub fn update_status(&mut self, obj: Object, now: SimTime) -> Result<Object, ApiError> {
+        self.replace(obj, Subresource::Status, now)
+    }
+
+    fn replace(
+        &mut self,
+        mut obj: Object,
+        part: Subresource,
+        _now: SimTime,
+    ) -> Result<Object, ApiError> {
         let kind = obj.kind();
         let rv = self.resource_version + 1;
         // One lookup: check against the stored version and replace it in place.
         let bucket = &mut self.buckets[idx(kind)];
         let (ns, name) = (obj.namespace(), obj.name());
         let Some(slot) = bucket.get_mut(ns, name) else {
-            return Err(StoreError::NotFound { key: obj.key() });
+            return Err(ApiError::NotFound { key: obj.key() });
         };
         let old = &*slot;
         let given_rv = obj.resource_version();
         if !given_rv.is_empty() && given_rv != old.resource_version() {
-            return Err(StoreError::Conflict { key: obj.key() });
+            return Err(ApiError::Conflict { key: obj.key() });
         }
         if !obj.uid().is_empty() && obj.uid() != old.uid() {
-            return Err(StoreError::Conflict { key: obj.key() });
+            return Err(ApiError::Conflict { key: obj.key() });
+        }
+        match part {
+            Subresource::Main => copy_status(old, &mut obj),
+            Subresource::Status => keep_for_status_update(old, &mut obj),
+            Subresource::Whole => {}
         }
         if let (Object::Pod(new_pod), Object::Pod(old_pod)) = (&obj, old) {
             let old_node = old_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
             let new_node = new_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
             if old_node.is_some() && old_node != new_node {
-                return Err(StoreError::Invalid {
+                return Err(ApiError::Invalid {
                     key: obj.key(),
                     message: "spec.nodeName: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.schedulingGates` and `spec.terminationGracePeriodSeconds`".into(),
                 });
@@ -392,16 +398,21 @@ impl Store {
         key: &ObjectKey,
         opts: &DeleteOptions,
         now: SimTime,
-    ) -> Result<Option<Object>, StoreError> {
+    ) -> Result<Option<Object>, ApiError> {
         let Some(old) = self.buckets[idx(key.kind)]
             .get(&key.namespace, &key.name)
             .cloned()
         else {
-            return Err(StoreError::NotFound { key: key.clone() });
+            return Err(ApiError::NotFound { key: key.clone() });
         };
         if let Some(uid) = &opts.precondition_uid {
             if uid != old.uid() {
-                return Err(StoreError::Conflict { key: key.clone() });
+                return Err(ApiError::Conflict { key: key.clone() });
+            }
+        }
+        if let Some(rv) = &opts.precondition_resource_version {
+            if rv != old.resource_version() {
+                return Err(ApiError::Conflict { key: key.clone() });
             }
         }
         if let Object::Pod(pod) = &old {
@@ -450,23 +461,23 @@ impl Store {
         uid: &str,
         node: &str,
         now: SimTime,
-    ) -> Result<Object, StoreError> {
+    ) -> Result<Object, ApiError> {
         let key = ObjectKey::new(Kind::Pod, namespace, name);
         let Some(pod) = self.get_pod(namespace, name).cloned() else {
-            return Err(StoreError::NotFound { key });
+            return Err(ApiError::NotFound { key });
         };
         if !uid.is_empty() && pod.metadata.uid.as_deref() != Some(uid) {
-            return Err(StoreError::Conflict { key });
+            return Err(ApiError::Conflict { key });
         }
         if pod.metadata.deletion_timestamp.is_some() {
-            return Err(StoreError::Invalid {
+            return Err(ApiError::Invalid {
                 key,
                 message: "pod is being deleted, cannot be assigned to a host".into(),
             });
         }
         if let Some(current) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
             if !current.is_empty() {
-                return Err(StoreError::Conflict { key });
+                return Err(ApiError::Conflict { key });
             }
         }
         let mut p = Pod::clone(&pod);
@@ -481,7 +492,97 @@ impl Store {
             last_transition_time: Some(ts),
             ..Default::default()
         });
-        self.update(Object::Pod(Arc::new(p)), now)
+        self.replace(Object::Pod(Arc::new(p)), Subresource::Whole, now)
+    }
+}
+
+/// Which part of an object a replacement writes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Subresource {
+    /// The main resource: the stored status is kept.
+    Main,
+    /// The status subresource: only the status is written.
+    Status,
+    /// Both (the store's own writes, such as a binding).
+    Whole,
+}
+
+/// Sets `to`'s status to `from`'s, for the kinds with a status subresource (upstream's
+/// strategies reset it on a main-resource update). Copies only when they differ, so an
+/// unchanged status stays shared.
+fn copy_status(from: &Object, to: &mut Object) {
+    macro_rules! keep {
+        ($($variant:ident),*) => {
+            match (from, to) {
+                $((Object::$variant(f), Object::$variant(t)) if t.status != f.status => {
+                    Arc::make_mut(t).status.clone_from(&f.status);
+                })*
+                // PriorityClasses and Leases have no status.
+                _ => {}
+            }
+        };
+    }
+    keep!(
+        Pod,
+        Node,
+        Namespace,
+        Deployment,
+        ReplicaSet,
+        PodDisruptionBudget
+    );
+}
+
+/// What upstream's status strategies keep from the stored object on an update of the status
+/// subresource: the spec of every kind, a pod's ownerReferences and a Deployment's labels. The
+/// rest of the metadata (annotations, say) may change, as upstream's Deployment controller
+/// relies on when it writes the revision annotation with UpdateStatus.
+fn keep_for_status_update(old: &Object, new: &mut Object) {
+    macro_rules! keep_spec {
+        ($($variant:ident),*) => {
+            match (old, &mut *new) {
+                $((Object::$variant(o), Object::$variant(n)) if n.spec != o.spec => {
+                    Arc::make_mut(n).spec.clone_from(&o.spec);
+                })*
+                _ => {}
+            }
+        };
+    }
+    keep_spec!(
+        Pod,
+        Node,
+        Namespace,
+        Deployment,
+        ReplicaSet,
+        PodDisruptionBudget
+    );
+    match (old, new) {
+        (Object::Pod(o), Object::Pod(n))
+            if n.metadata.owner_references != o.metadata.owner_references =>
+        {
+            Arc::make_mut(n)
+                .metadata
+                .owner_references
+                .clone_from(&o.metadata.owner_references);
+        }
+        (Object::Deployment(o), Object::Deployment(n))
+            if n.metadata.labels != o.metadata.labels =>
+        {
+            Arc::make_mut(n)
+                .metadata
+                .labels
+                .clone_from(&o.metadata.labels);
+        }
+        _ => {}
+    }
+}
+
+impl Cache for Store {
+    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<&Object> {
+        Store::get(self, kind, namespace, name)
+    }
+
+    fn list<'a>(&'a self, kind: Kind) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
+        Box::new(Store::list(self, kind))
     }
 }
 
@@ -534,7 +635,7 @@ mod tests {
         let a = s.create(pod("a", None), SimTime::ZERO).unwrap();
         s.update(a.clone(), SimTime::ZERO).unwrap();
         let err = s.update(a, SimTime::ZERO).unwrap_err();
-        assert!(matches!(err, StoreError::Conflict { .. }));
+        assert!(matches!(err, ApiError::Conflict { .. }));
     }
 
     #[test]
@@ -642,5 +743,82 @@ mod tests {
         assert_eq!(generation(&changed), Some(2));
         let again = s.update(pdb(3), SimTime::ZERO).unwrap();
         assert_eq!(generation(&again), Some(3));
+    }
+
+    fn running(obj: &Object) -> Object {
+        let mut p = Pod::clone(obj.as_pod().unwrap());
+        p.status = Some(k8s_openapi::api::core::v1::PodStatus {
+            phase: Some("Running".into()),
+            ..Default::default()
+        });
+        Object::Pod(Arc::new(p))
+    }
+
+    fn phase(o: &Object) -> Option<&str> {
+        o.as_pod()?.status.as_ref()?.phase.as_deref()
+    }
+
+    #[test]
+    fn a_main_resource_update_keeps_the_stored_status() {
+        let mut s = store();
+        let created = s.create(pod("a", Some("n1")), SimTime::ZERO).unwrap();
+        let running = s.update_status(running(&created), SimTime::ZERO).unwrap();
+        assert_eq!(phase(&running), Some("Running"));
+        // A PUT of the main resource with no status (as `kubectl apply` sends) keeps it.
+        let mut relabelled = pod("a", Some("n1"));
+        relabelled.meta_mut().labels = Some([("x".to_string(), "y".to_string())].into());
+        let after = s.update(relabelled, SimTime::ZERO).unwrap();
+        assert_eq!(phase(&after), Some("Running"));
+        assert_eq!(after.meta().labels.as_ref().unwrap()["x"], "y");
+    }
+
+    #[test]
+    fn a_status_update_keeps_the_spec_and_a_pods_owner_references() {
+        let mut s = store();
+        let created = s.create(pod("a", None), SimTime::ZERO).unwrap();
+        let mut p = Pod::clone(running(&created).as_pod().unwrap());
+        p.spec.as_mut().unwrap().node_name = Some("elsewhere".into());
+        p.metadata.owner_references = Some(vec![Default::default()]);
+        p.metadata.annotations = Some([("a".to_string(), "b".to_string())].into());
+        let after = s
+            .update_status(Object::Pod(Arc::new(p)), SimTime::ZERO)
+            .unwrap();
+        let after = after.as_pod().unwrap();
+        assert_eq!(
+            after.status.as_ref().unwrap().phase.as_deref(),
+            Some("Running")
+        );
+        assert_eq!(after.spec.as_ref().unwrap().node_name, None);
+        assert_eq!(after.metadata.owner_references, None);
+        // Upstream's pod status strategy lets annotations through.
+        assert_eq!(after.metadata.annotations.as_ref().unwrap()["a"], "b");
+    }
+
+    #[test]
+    fn a_status_update_with_a_stale_resource_version_is_a_conflict() {
+        let mut s = store();
+        let created = s.create(pod("a", None), SimTime::ZERO).unwrap();
+        s.update(created.clone(), SimTime::ZERO).unwrap();
+        let err = s
+            .update_status(running(&created), SimTime::ZERO)
+            .unwrap_err();
+        assert!(matches!(err, ApiError::Conflict { .. }));
+    }
+
+    #[test]
+    fn a_delete_with_a_stale_resource_version_precondition_is_a_conflict() {
+        let mut s = store();
+        let created = s.create(pod("a", None), SimTime::ZERO).unwrap();
+        let current = s.update(created.clone(), SimTime::ZERO).unwrap();
+        let key = created.key();
+        let stale = DeleteOptions::exactly(&created);
+        assert!(matches!(
+            s.delete(&key, &stale, SimTime::ZERO),
+            Err(ApiError::Conflict { .. })
+        ));
+        assert!(s
+            .delete(&key, &DeleteOptions::exactly(&current), SimTime::ZERO)
+            .unwrap()
+            .is_none());
     }
 }

@@ -25,12 +25,12 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use kubeplane_api::{
+    ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
+};
 use kubeplane_core::labels::{from_label_selector, Selector};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::{
-    Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, StoreError, WatchEvent,
-};
 use rustc_hash::FxHashMap;
 
 use crate::controller_utils::{
@@ -382,7 +382,7 @@ impl DeploymentController {
                         true
                     }) {
                         Ok(Some(_)) => claimed.push(rs),
-                        Ok(None) | Err(StoreError::NotFound { .. }) => {}
+                        Ok(None) | Err(ApiError::NotFound { .. }) => {}
                         Err(e) => errors.push(e.to_string()),
                     }
                 }
@@ -391,9 +391,7 @@ impl DeploymentController {
                         remove_owner_reference(&mut r.metadata, &uid);
                         true
                     }) {
-                        Ok(_)
-                        | Err(StoreError::NotFound { .. })
-                        | Err(StoreError::Invalid { .. }) => {}
+                        Ok(_) | Err(ApiError::NotFound { .. }) | Err(ApiError::Invalid { .. }) => {}
                         Err(e) => errors.push(e.to_string()),
                     }
                 }
@@ -651,8 +649,8 @@ impl DeploymentController {
                 (rs, false)
             }
             Ok(_) => return Err("created object is not a ReplicaSet".into()),
-            Err(err @ StoreError::AlreadyExists { .. }) => {
-                let existing = match cx.client.store().get(Kind::ReplicaSet, &ns, &new_name) {
+            Err(err @ ApiError::AlreadyExists { .. }) => {
+                let existing = match cx.client.cache().get(Kind::ReplicaSet, &ns, &new_name) {
                     Some(Object::ReplicaSet(rs)) => rs.clone(),
                     _ => return Err(format!("replicasets.apps {new_name:?} not found")),
                 };
@@ -1086,7 +1084,7 @@ impl DeploymentController {
                 &ObjectKey::new(Kind::ReplicaSet, &ns, &name),
                 DeleteOptions::default(),
             ) {
-                Ok(_) | Err(StoreError::NotFound { .. }) => {}
+                Ok(_) | Err(ApiError::NotFound { .. }) => {}
                 Err(e) => return Err(e.to_string()),
             }
         }
@@ -1252,7 +1250,7 @@ impl DeploymentController {
             return;
         };
         let key = ns_name(&d.metadata);
-        let deadline = cx.client.store().instant(last_update)
+        let deadline = cx.client.clock().instant(last_update)
             + SimDuration::from_secs(i64::from(progress_deadline_seconds(d)));
         let after = deadline - cx.now;
         if after < SimDuration::from_secs(1) {
@@ -1263,14 +1261,18 @@ impl DeploymentController {
         }
     }
 
-    /// Writes the Deployment (status and the revision annotation) and continues with the
-    /// written object. The resourceVersion precondition keeps a concurrent spec change.
+    /// Writes the Deployment's status subresource (the revision annotation too: upstream's
+    /// status strategy keeps only the spec and the labels) and continues with the written
+    /// object. The resourceVersion precondition keeps a concurrent spec change.
     fn update_deployment_status(
         &mut self,
         d: &mut Deployment,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
-        match cx.client.update(Object::Deployment(Arc::new(d.clone()))) {
+        match cx
+            .client
+            .update_status(Object::Deployment(Arc::new(d.clone())))
+        {
             Ok(Object::Deployment(updated)) => {
                 *d = Deployment::clone(&updated);
                 Ok(())
@@ -1332,7 +1334,7 @@ fn recheck_deployment(
     name: &str,
     uid: &str,
 ) -> Result<(), String> {
-    let Some(fresh) = client.store().get(Kind::Deployment, ns, name) else {
+    let Some(fresh) = client.cache().get(Kind::Deployment, ns, name) else {
         return Err(format!(
             "can't recheck DeletionTimestamp: deployments.apps {name:?} not found"
         ));
@@ -1355,15 +1357,15 @@ fn patch_replica_set(
     client: &mut dyn Client,
     rs: &ReplicaSet,
     change: impl FnOnce(&mut ReplicaSet) -> bool,
-) -> Result<Option<Arc<ReplicaSet>>, StoreError> {
+) -> Result<Option<Arc<ReplicaSet>>, ApiError> {
     let (ns, name) = ns_name(&rs.metadata);
     let key = ObjectKey::new(Kind::ReplicaSet, &ns, &name);
-    let fresh = match client.store().get_key(&key) {
+    let fresh = match client.cache().get_key(&key) {
         Some(Object::ReplicaSet(r)) => r.clone(),
-        _ => return Err(StoreError::NotFound { key }),
+        _ => return Err(ApiError::NotFound { key }),
     };
     if fresh.metadata.uid != rs.metadata.uid {
-        return Err(StoreError::Conflict { key });
+        return Err(ApiError::Conflict { key });
     }
     let mut copy = ReplicaSet::clone(&fresh);
     if !change(&mut copy) {
@@ -1402,7 +1404,7 @@ impl Component for DeploymentController {
     }
 
     fn run(&mut self, now: SimTime, client: &mut dyn Client) {
-        let now_ts = client.store().timestamp(now);
+        let now_ts = client.clock().timestamp(now);
         let mut cx = SyncCtx {
             now,
             now_ts,

@@ -12,10 +12,10 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kubeplane_api::{Client, Component, EventType, Kind, Object, WatchEvent};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::testing::TestClient;
-use kubeplane_store::{Client, Component, EventType, Kind, Object, WatchEvent};
+use kubeplane_registry::testing::TestClient;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -69,7 +69,7 @@ impl Component for FakeKubelet {
                 break;
             }
             let (_, name) = self.due.pop_first().unwrap();
-            let Some(pod) = client.store().get_pod("default", &name).cloned() else {
+            let Some(pod) = client.cache().get_pod("default", &name).cloned() else {
                 continue;
             };
             if !is_pod_active(&pod) {
@@ -81,12 +81,12 @@ impl Component for FakeKubelet {
                 conditions: Some(vec![PodCondition {
                     type_: "Ready".into(),
                     status: "True".into(),
-                    last_transition_time: Some(client.store().timestamp(now)),
+                    last_transition_time: Some(client.clock().timestamp(now)),
                     ..Default::default()
                 }]),
                 ..Default::default()
             });
-            client.update(Object::Pod(Arc::new(p))).unwrap();
+            client.update_status(Object::Pod(Arc::new(p))).unwrap();
         }
     }
     fn next_wakeup(&self) -> Option<SimTime> {

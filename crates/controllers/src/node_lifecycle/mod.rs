@@ -30,16 +30,14 @@ mod rate_limited_queue;
 #[cfg(test)]
 mod tests;
 
-pub mod bench;
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod, PodCondition, Taint};
+use kubeplane_api::{ApiError, Client, Component, EventType, Kind, Object, WatchEvent};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::{Client, Component, EventType, Kind, Object, StoreError, WatchEvent};
 
 pub use rate_limited_queue::{
     Limiter, RateLimitedTimedQueue, TimedValue, EVICTION_RATE_LIMITER_BURST,
@@ -52,13 +50,11 @@ pub const CONTROLLER_NAME: &str = "node-lifecycle-controller";
 /// The source of the controller's events.
 pub const EVENT_SOURCE: &str = "node-controller";
 
-pub const TAINT_NODE_NOT_READY: &str = "node.kubernetes.io/not-ready";
-pub const TAINT_NODE_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
-pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
-pub const TAINT_NODE_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
-pub const TAINT_NODE_DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
-pub const TAINT_NODE_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
-pub const TAINT_NODE_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
+pub use kubeplane_core::taints::{
+    TAINT_NODE_DISK_PRESSURE, TAINT_NODE_MEMORY_PRESSURE, TAINT_NODE_NETWORK_UNAVAILABLE,
+    TAINT_NODE_NOT_READY, TAINT_NODE_PID_PRESSURE, TAINT_NODE_UNREACHABLE,
+    TAINT_NODE_UNSCHEDULABLE,
+};
 
 /// Nodes with this label (any value) do not count in their zone's disruption state.
 pub const LABEL_EXCLUDE_DISRUPTION: &str = "node.kubernetes.io/exclude-disruption";
@@ -651,7 +647,7 @@ impl NodeLifecycleController {
             z.n_ready = 0;
             z.n_not_ready = 0;
         }
-        let start = client.store().start_time();
+        let start = client.clock().start();
         let Self {
             nodes,
             zones,
@@ -925,7 +921,7 @@ impl NodeLifecycleController {
 
     /// Upstream `doNoScheduleTaintingPass` and `reconcileNodeLabels` for one node.
     fn process_node_update(&mut self, name: &str, now: SimTime, client: &mut dyn Client) {
-        let Some(node) = client.store().get_node(name).cloned() else {
+        let Some(node) = client.cache().get_node(name).cloned() else {
             return;
         };
         let (to_add, to_remove) = no_schedule_taint_diff(&node);
@@ -941,7 +937,7 @@ impl NodeLifecycleController {
                 }
             }
         }
-        let Some(node) = client.store().get_node(name).cloned() else {
+        let Some(node) = client.cache().get_node(name).cloned() else {
             return;
         };
         let updates = label_reconciliation(&node);
@@ -962,7 +958,7 @@ impl NodeLifecycleController {
     /// Upstream `processPod`: a pod newly bound to a node that was not ready at the last pass
     /// is marked not ready.
     fn process_pod(&mut self, pod: &PodRef, now: SimTime, client: &mut dyn Client) {
-        let Some(p) = client.store().get_pod(&pod.0, &pod.1).cloned() else {
+        let Some(p) = client.cache().get_pod(&pod.0, &pod.1).cloned() else {
             return;
         };
         let node_name = pod_node_name(&p);
@@ -1092,7 +1088,7 @@ fn try_update_node_health(
         return Ok((observed, current));
     }
     let node = client
-        .store()
+        .cache()
         .get_node(name)
         .cloned()
         .ok_or(HealthError::Failed)?;
@@ -1106,7 +1102,7 @@ fn try_update_node_health(
         return Err(HealthError::Stale(node));
     }
     let mut updated = Node::clone(&node);
-    let ts = client.store().timestamp(now);
+    let ts = client.clock().timestamp(now);
     let conditions = updated
         .status
         .get_or_insert_with(Default::default)
@@ -1133,7 +1129,7 @@ fn try_update_node_health(
         }
     }
     let written = client
-        .update(Object::Node(Arc::new(updated)))
+        .update_status(Object::Node(Arc::new(updated)))
         .map_err(|_| HealthError::Failed)?;
     if let Some(n) = written.as_node() {
         entry.refresh_status(n);
@@ -1261,15 +1257,15 @@ fn swap_node_taints(
     add: &[(&str, &str)],
     remove: &[(&str, &str)],
     now: SimTime,
-) -> Result<Arc<Node>, StoreError> {
+) -> Result<Arc<Node>, ApiError> {
     let node = client
-        .store()
+        .cache()
         .get_node(name)
         .cloned()
-        .ok_or_else(|| StoreError::NotFound {
-            key: kubeplane_store::ObjectKey::new(Kind::Node, "", name),
+        .ok_or_else(|| ApiError::NotFound {
+            key: kubeplane_api::ObjectKey::new(Kind::Node, "", name),
         })?;
-    let ts = client.store().timestamp(now);
+    let ts = client.clock().timestamp(now);
     let mut updated = Node::clone(&node);
     let spec = updated.spec.get_or_insert_with(Default::default);
     let mut taints = spec.taints.take().unwrap_or_default();
@@ -1406,7 +1402,7 @@ fn mark_pods_not_ready(
 ) -> Result<(), ()> {
     let mut failed = false;
     for (ns, name) in pods {
-        let Some(pod) = client.store().get_pod(ns, name).cloned() else {
+        let Some(pod) = client.cache().get_pod(ns, name).cloned() else {
             continue;
         };
         if pod_node_name(&pod) != node_name {
@@ -1426,11 +1422,12 @@ fn mark_pods_not_ready(
         };
         let mut updated = Pod::clone(&pod);
         let status = updated.status.get_or_insert_with(Default::default);
-        if !update_pod_condition(status, cond, client.store().timestamp(now)) {
+        if !update_pod_condition(status, cond, client.clock().timestamp(now)) {
             continue;
         }
-        match client.update(Object::Pod(Arc::new(updated))) {
-            Err(StoreError::NotFound { .. }) => continue,
+        // Upstream `UpdatePodStatus`: the status subresource, at the version read.
+        match client.update_status(Object::Pod(Arc::new(updated))) {
+            Err(ApiError::NotFound { .. }) => continue,
             Err(_) => failed = true,
             Ok(_) => {}
         }

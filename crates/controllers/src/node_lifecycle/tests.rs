@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use kubeplane_store::testing::TestClient;
+use kubeplane_registry::testing::TestClient;
 
 use super::*;
 use crate::node_testutil::*;
@@ -277,7 +277,7 @@ fn monitor_passes_compute_zone_states() {
                         ..Default::default()
                     }]);
                 n.metadata.resource_version = None;
-                h.client.update(Object::Node(Arc::new(n))).unwrap();
+                h.client.update_status(Object::Node(Arc::new(n))).unwrap();
             }
         }
         h.client.dispatch(&mut [&mut h.nlc]);
@@ -420,7 +420,7 @@ fn a_silent_node_is_tainted_after_the_grace_period_and_its_pods_go_300_s_later()
     h.create(node("n1").ready(SimTime::ZERO).build());
     h.create(node("n2").ready(SimTime::ZERO).build());
     let mut p = pod("default", "web").node("n1").ready().build_pod();
-    crate::admission::default_toleration_seconds(&mut p);
+    kubeplane_registry::admission::default_toleration_seconds(&mut p);
     h.create(Object::Pod(Arc::new(p)));
     h.create(
         pod("default", "db")
@@ -813,12 +813,4 @@ fn the_monitor_runs_every_period_from_zero() {
     h.run(secs(60));
     assert_eq!(h.nlc.monitor_passes(), 13);
     assert_eq!(h.nlc.next_wakeup(), Some(secs(65)));
-}
-
-#[test]
-fn the_monitor_benchmark_reports_a_quiet_cluster() {
-    let r = bench::bench_node_monitor(20, 3600);
-    assert_eq!(r.n_nodes, 20);
-    assert_eq!(r.monitor_passes, 721);
-    assert_eq!(r.node_writes, 0, "a healthy cluster needs no node writes");
 }

@@ -26,13 +26,13 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use kubeplane_api::{
+    ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
+};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::labels::{from_label_selector, selector_from_map, Selector};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::{
-    Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, StoreError, WatchEvent,
-};
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::controller_utils::{
@@ -660,7 +660,7 @@ impl<'a> SyncCx<'a> {
             manage_err = self.manage_replicas(&claimed, &rs, key, now, client).err();
         }
 
-        let now_ts = client.store().timestamp(now);
+        let now_ts = client.clock().timestamp(now);
         let counts = StatusCounts::of_cached(&rs, &claimed, &self.cache.label_sets, now_ts.0);
         let new_status =
             status_with_counts(&rs, counts, manage_err.as_deref(), terminating, &now_ts);
@@ -678,7 +678,7 @@ impl<'a> SyncCx<'a> {
                         p.facts.ready && !ready_long_enough(p.facts.ready_time, min_ready, now_ts.0)
                     })
                     .filter_map(|p| p.facts.ready_time)
-                    .map(|t| client.store().instant(&Time(available_at(t, min_ready))))
+                    .map(|t| client.clock().instant(&Time(available_at(t, min_ready))))
                     .filter(|&t| t > now)
                     .min()
                     .unwrap_or(now + SimDuration::from_secs(i64::from(min_ready)));
@@ -742,9 +742,7 @@ impl<'a> SyncCx<'a> {
                 ClaimAction::Ignore => {}
                 ClaimAction::Adopt => {
                     let check = can_adopt
-                        .get_or_insert_with(|| {
-                            recheck_replica_set(client.store(), &ns, &name, &uid)
-                        })
+                        .get_or_insert_with(|| recheck_replica_set(client, &ns, &name, &uid))
                         .clone();
                     if let Err(e) = check {
                         errors.push(format!(
@@ -813,7 +811,7 @@ impl<'a> SyncCx<'a> {
         if diff > 0 {
             let n = (diff as usize).min(BURST_REPLICAS);
             let pods_on_node = self.cache.related_active_pods_per_node(rs);
-            let now_ts = client.store().timestamp(now).0;
+            let now_ts = client.clock().timestamp(now).0;
             let ctx = RankContext {
                 now: Some(now_ts),
                 pod_deletion_cost: self.pod_deletion_cost,
@@ -855,7 +853,7 @@ impl<'a> SyncCx<'a> {
                     Err(e) => {
                         // The informer will never see this deletion.
                         self.expectations.deletion_observed(key, pod_key);
-                        if !matches!(e, StoreError::NotFound { .. }) {
+                        if !matches!(e, ApiError::NotFound { .. }) {
                             client.record_event(EventRecord::warning(
                                 now,
                                 CONTROLLER_NAME,
@@ -899,12 +897,12 @@ fn status_relevant_change(old: &Pod, cur: &Pod) -> bool {
 /// Upstream `RecheckDeletionTimestamp` over an uncached GET of the ReplicaSet: adoption is only
 /// allowed while the very same ReplicaSet exists and is not being deleted.
 fn recheck_replica_set(
-    store: &kubeplane_store::Store,
+    client: &mut dyn Client,
     ns: &str,
     name: &str,
     uid: &str,
 ) -> Result<(), String> {
-    let Some(fresh) = store.get(Kind::ReplicaSet, ns, name) else {
+    let Ok(fresh) = client.get(&ObjectKey::new(Kind::ReplicaSet, ns, name)) else {
         return Err(format!(
             "can't recheck DeletionTimestamp: replicasets.apps \"{name}\" not found"
         ));
@@ -923,19 +921,19 @@ fn recheck_replica_set(
 
 /// Adds the ReplicaSet's controller reference to an orphan (upstream `AdoptPod`, a patch with a
 /// UID precondition). `Ok(false)` when the pod is gone.
-fn adopt_pod(client: &mut dyn Client, rs: &ReplicaSet, pod: &Pod) -> Result<bool, StoreError> {
+fn adopt_pod(client: &mut dyn Client, rs: &ReplicaSet, pod: &Pod) -> Result<bool, ApiError> {
     let (ns, name) = ns_name(&pod.metadata);
-    let Some(fresh) = client.store().get_pod(&ns, &name).cloned() else {
+    let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
         return Ok(false);
     };
     let key = ObjectKey::new(Kind::Pod, &ns, &name);
     if fresh.metadata.uid != pod.metadata.uid {
-        return Err(StoreError::Conflict { key });
+        return Err(ApiError::Conflict { key });
     }
     let controller_ref = new_controller_ref(API_VERSION, KIND, &rs.metadata);
     if let Some(other) = controller_of(&fresh.metadata) {
         if other.uid != controller_ref.uid {
-            return Err(StoreError::Invalid {
+            return Err(ApiError::Invalid {
                 key,
                 message: "metadata.ownerReferences: Invalid value: Only one reference can have Controller set to true".into(),
             });
@@ -945,27 +943,27 @@ fn adopt_pod(client: &mut dyn Client, rs: &ReplicaSet, pod: &Pod) -> Result<bool
     add_owner_reference(&mut p.metadata, controller_ref);
     match client.update(Object::Pod(Arc::new(p))) {
         Ok(_) => Ok(true),
-        Err(StoreError::NotFound { .. }) => Ok(false),
+        Err(ApiError::NotFound { .. }) => Ok(false),
         Err(e) => Err(e),
     }
 }
 
 /// Removes the ReplicaSet's reference from a pod that no longer matches (upstream `ReleasePod`).
 /// A pod that is gone or cannot be patched counts as released.
-fn release_pod(client: &mut dyn Client, rs_uid: &str, pod: &Pod) -> Result<(), StoreError> {
+fn release_pod(client: &mut dyn Client, rs_uid: &str, pod: &Pod) -> Result<(), ApiError> {
     let (ns, name) = ns_name(&pod.metadata);
-    let Some(fresh) = client.store().get_pod(&ns, &name).cloned() else {
+    let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
         return Ok(());
     };
     if fresh.metadata.uid != pod.metadata.uid {
-        return Err(StoreError::Conflict {
+        return Err(ApiError::Conflict {
             key: ObjectKey::new(Kind::Pod, &ns, &name),
         });
     }
     let mut p = Pod::clone(&fresh);
     remove_owner_reference(&mut p.metadata, rs_uid);
     match client.update(Object::Pod(Arc::new(p))) {
-        Ok(_) | Err(StoreError::NotFound { .. }) | Err(StoreError::Invalid { .. }) => Ok(()),
+        Ok(_) | Err(ApiError::NotFound { .. }) | Err(ApiError::Invalid { .. }) => Ok(()),
         Err(e) => Err(e),
     }
 }
@@ -1217,7 +1215,7 @@ fn update_replica_set_status(
     let mut last_err = String::new();
     for i in 0..2 {
         attempt.status = Some(new_status.clone());
-        match client.update(Object::ReplicaSet(Arc::new(attempt.clone()))) {
+        match client.update_status(Object::ReplicaSet(Arc::new(attempt.clone()))) {
             Ok(Object::ReplicaSet(updated)) => return Ok(updated),
             Ok(_) => return Ok(Arc::new(attempt)),
             Err(e) => last_err = e.to_string(),
@@ -1225,8 +1223,9 @@ fn update_replica_set_status(
         if i == 1 {
             break;
         }
-        match client.store().get(Kind::ReplicaSet, &ns, &name) {
-            Some(Object::ReplicaSet(fresh)) => attempt = ReplicaSet::clone(fresh),
+        // Upstream reads the latest version with an uncached GET before the retry.
+        match client.get(&ObjectKey::new(Kind::ReplicaSet, &ns, &name)) {
+            Ok(Object::ReplicaSet(fresh)) => attempt = ReplicaSet::clone(&fresh),
             _ => return Err(format!("replicasets.apps \"{name}\" not found")),
         }
     }

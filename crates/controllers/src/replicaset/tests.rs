@@ -11,10 +11,10 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
+use kubeplane_api::{ApiError, Client, Component, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::testing::TestClient;
-use kubeplane_store::{Client, Component, DeleteOptions, Kind, Object, ObjectKey, StoreError};
+use kubeplane_registry::testing::TestClient;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -732,14 +732,32 @@ struct FailingCreates {
 }
 
 impl Client for FailingCreates {
-    fn store(&self) -> &kubeplane_store::Store {
-        &self.inner.store
+    fn cache(&self) -> &dyn kubeplane_api::Cache {
+        self.inner.cache()
     }
-    fn create(&mut self, obj: Object) -> Result<Object, StoreError> {
+    fn clock(&self) -> kubeplane_api::Clock {
+        self.inner.clock()
+    }
+    fn get(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
+        self.inner.get(key)
+    }
+    fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
+        self.inner.update_status(obj)
+    }
+    fn patch_pod_status(
+        &mut self,
+        ns: &str,
+        name: &str,
+        uid: &str,
+        patch: &mut dyn FnMut(&mut k8s_openapi::api::core::v1::PodStatus),
+    ) -> Result<Object, ApiError> {
+        self.inner.patch_pod_status(ns, name, uid, patch)
+    }
+    fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
         if obj.kind() == Kind::Pod {
             self.attempts += 1;
             if self.allowed == 0 {
-                return Err(StoreError::Invalid {
+                return Err(ApiError::Invalid {
                     key: obj.key(),
                     message: "exceeded quota: pods".into(),
                 });
@@ -748,17 +766,13 @@ impl Client for FailingCreates {
         }
         self.inner.create(obj)
     }
-    fn update(&mut self, obj: Object) -> Result<Object, StoreError> {
+    fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
         self.inner.update(obj)
     }
-    fn delete(
-        &mut self,
-        key: &ObjectKey,
-        opts: DeleteOptions,
-    ) -> Result<Option<Object>, StoreError> {
+    fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
         self.inner.delete(key, opts)
     }
-    fn bind(&mut self, ns: &str, name: &str, uid: &str, node: &str) -> Result<Object, StoreError> {
+    fn bind(&mut self, ns: &str, name: &str, uid: &str, node: &str) -> Result<Object, ApiError> {
         self.inner.bind(ns, name, uid, node)
     }
     fn record_event(&mut self, ev: EventRecord) {
@@ -1568,7 +1582,10 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                         let t = client.store.timestamp(client.now).0;
                         p.status = PodBuilder::new("x").ready(Some(t)).build().status;
                         let now = client.now;
-                        client.store.update(Object::Pod(Arc::new(p)), now).unwrap();
+                        client
+                            .store
+                            .update_status(Object::Pod(Arc::new(p)), now)
+                            .unwrap();
                     }
                 }
                 3 => {

@@ -27,18 +27,16 @@ mod timed_workers;
 #[cfg(test)]
 mod tests;
 
-pub mod bench;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, Taint, Toleration};
+use kubeplane_api::{
+    ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
+};
 use kubeplane_core::taints::{matching_tolerations, tolerates_any, EFFECT_NO_EXECUTE};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::{
-    Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, StoreError, WatchEvent,
-};
 use serde_json::json;
 
 pub use timed_workers::{TimedWorker, TimedWorkerQueue};
@@ -368,7 +366,7 @@ impl TaintEvictionController {
 
     /// Upstream `handleNodeUpdate`.
     fn handle_node_update(&mut self, node_name: &str, now: SimTime, client: &mut dyn Client) {
-        let Some(node) = client.store().get_node(node_name).cloned() else {
+        let Some(node) = client.cache().get_node(node_name).cloned() else {
             // Scheduled deletions are not cancelled: the pods' own deletions cancel them.
             self.tainted_nodes.remove(node_name);
             return;
@@ -411,7 +409,7 @@ impl TaintEvictionController {
             return;
         }
         for (ns, name) in &pods {
-            let Some(pod) = client.store().get_pod(ns, name).cloned() else {
+            let Some(pod) = client.cache().get_pod(ns, name).cloned() else {
                 continue;
             };
             self.process_pod_on_node(
@@ -428,7 +426,7 @@ impl TaintEvictionController {
 
     /// Upstream `handlePodUpdate`.
     fn handle_pod_update(&mut self, item: &PodItem, now: SimTime, client: &mut dyn Client) {
-        let Some(pod) = client.store().get_pod(&item.namespace, &item.name).cloned() else {
+        let Some(pod) = client.cache().get_pod(&item.namespace, &item.name).cloned() else {
             if let Some(was) = self.cancel_work_with_event(&item.namespace, &item.name, now, client)
             {
                 let rec = DecisionRecord {
@@ -485,7 +483,7 @@ impl TaintEvictionController {
                 }
                 // Retrying a missing pod gives the same answer on a store that does not move
                 // while we run; upstream would fail all five attempts the same way.
-                Err(StoreError::NotFound { .. }) => return,
+                Err(ApiError::NotFound { .. }) => return,
                 Err(_) => continue,
             }
         }
@@ -498,14 +496,12 @@ fn add_condition_and_delete_pod(
     name: &str,
     now: SimTime,
     client: &mut dyn Client,
-) -> Result<(), StoreError> {
+) -> Result<(), ApiError> {
+    // Upstream reads the pod with an uncached GET, patches its status with the UID as the
+    // precondition, then deletes it.
     let key = ObjectKey::new(Kind::Pod, namespace, name);
-    let pod = client
-        .store()
-        .get_pod(namespace, name)
-        .cloned()
-        .ok_or_else(|| StoreError::NotFound { key: key.clone() })?;
-    let mut status = pod.status.clone().unwrap_or_default();
+    let pod = client.get(&key)?;
+    let uid = pod.uid().to_string();
     let cond = PodCondition {
         type_: CONDITION_DISRUPTION_TARGET.to_string(),
         status: "True".to_string(),
@@ -513,12 +509,21 @@ fn add_condition_and_delete_pod(
         message: Some(DISRUPTION_MESSAGE.to_string()),
         ..Default::default()
     };
-    if update_pod_condition(&mut status, cond, client.store().timestamp(now)) {
-        let mut updated = Pod::clone(&pod);
-        updated.status = Some(status);
-        client.update(Object::Pod(Arc::new(updated)))?;
+    let mut status = pod
+        .as_pod()
+        .and_then(|p| p.status.clone())
+        .unwrap_or_default();
+    let ts = client.clock().timestamp(now);
+    if update_pod_condition(&mut status, cond.clone(), ts.clone()) {
+        client.patch_pod_status(namespace, name, &uid, &mut |st| {
+            update_pod_condition(st, cond.clone(), ts.clone());
+        })?;
     }
-    client.delete(&key, DeleteOptions::default())?;
+    let opts = DeleteOptions {
+        precondition_uid: Some(uid),
+        ..DeleteOptions::default()
+    };
+    client.delete(&key, opts)?;
     Ok(())
 }
 

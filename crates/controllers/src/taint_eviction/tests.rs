@@ -2,8 +2,8 @@
 //! 4.1) on the virtual timeline, the timelines of 1.15, two regressions, and invariants over
 //! random taint timelines.
 
-use kubeplane_store::testing::TestClient;
-use kubeplane_store::{Client, Kind};
+use kubeplane_api::{Client, Kind};
+use kubeplane_registry::testing::TestClient;
 
 use super::*;
 use crate::node_testutil::*;
@@ -641,7 +641,7 @@ fn regression_90794_untainting_before_the_deadline_cancels() {
         None,
     ));
     let mut spec_pod = p.build_pod();
-    crate::admission::default_toleration_seconds(&mut spec_pod);
+    kubeplane_registry::admission::default_toleration_seconds(&mut spec_pod);
     p = PodBuilder::from(spec_pod);
     h.create(p.build());
     h.at(secs(10));

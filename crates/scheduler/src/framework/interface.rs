@@ -15,8 +15,8 @@
 
 use std::collections::BTreeSet;
 
+use kubeplane_api::Client;
 use kubeplane_core::time::SimDuration;
-use kubeplane_store::Client;
 
 use crate::cache::Snapshot;
 use crate::framework::cycle_state::CycleState;

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use kubeplane_store::Client;
+use kubeplane_api::Client;
 use rayon::prelude::*;
 
 use crate::cache::Snapshot;

@@ -1,7 +1,7 @@
 //! DefaultBinder (Bind): binds the pod through the pods/binding subresource (upstream
 //! `plugins/defaultbinder/default_binder.go`).
 
-use kubeplane_store::Client;
+use kubeplane_api::Client;
 
 use crate::framework::{BindPlugin, CycleState, Plugin, PodInfo, Status};
 
@@ -38,8 +38,8 @@ impl BindPlugin for DefaultBinder {
 mod tests {
     use std::sync::Arc;
 
-    use kubeplane_store::testing::TestClient;
-    use kubeplane_store::{Kind, Object};
+    use kubeplane_api::{Kind, Object};
+    use kubeplane_registry::testing::TestClient;
 
     use super::*;
     use crate::framework::Code;

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kubeplane_api::{Client, Kind, Object};
 use kubeplane_core::labels::{from_optional, Selector};
-use kubeplane_store::{Client, Kind, Object};
 
 use crate::framework::{
     Code, CycleState, NodeInfo, NominatingMode, PodInfo, PostFilterInput, PostFilterResult,
@@ -265,14 +265,14 @@ impl DefaultPreemption {
         client: &mut dyn Client,
     ) -> (Option<PostFilterResult>, Status) {
         // 0) The latest version of the preemptor.
-        let Some(latest) = client.store().get_pod(&pod.namespace, &pod.name).cloned() else {
+        let Some(latest) = client.cache().get_pod(&pod.namespace, &pod.name).cloned() else {
             return (
                 None,
                 Status::error(format!("pods {:?} not found", pod.name)),
             );
         };
         let preemptor = Arc::new(PodInfo::new(latest));
-        let now = client.store().timestamp(input.now).0;
+        let now = client.clock().timestamp(input.now).0;
 
         // 1) Eligibility.
         if let Some(msg) = self.not_eligible_reason(&preemptor, input) {
@@ -299,7 +299,7 @@ impl DefaultPreemption {
         let mut errors = Vec::new();
         if !potential.is_empty() {
             let pdbs: Vec<PdbInfo> = client
-                .store()
+                .cache()
                 .list(Kind::PodDisruptionBudget)
                 .filter_map(|o| match o {
                     Object::PodDisruptionBudget(p) => Some(PdbInfo::from_pdb(p)),

@@ -15,9 +15,9 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use kubeplane_api::{ApiError, Client, DeleteOptions, Kind, ObjectKey};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::{Client, DeleteOptions, Kind, Object, ObjectKey, StoreError};
 use serde::Deserialize;
 
 use crate::framework::{
@@ -241,9 +241,9 @@ pub(crate) fn preempt_pod(
     preemptor: &PodInfo,
     victim: &PodInfo,
     node: &str,
-) -> Result<(), StoreError> {
+) -> Result<(), ApiError> {
     let Some(current) = client
-        .store()
+        .cache()
         .get_pod(&victim.namespace, &victim.name)
         .cloned()
     else {
@@ -253,51 +253,67 @@ pub(crate) fn preempt_pod(
         "{}: preempting to accommodate a higher priority pod",
         preemptor.scheduler_name()
     );
-    let mut p = Pod::clone(&current);
-    let ts = client.store().timestamp(now);
-    let conditions = p
+    let ts = client.clock().timestamp(now);
+    let conditions = current
         .status
-        .get_or_insert_with(Default::default)
-        .conditions
-        .get_or_insert_with(Vec::new);
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref());
     let existing = conditions
+        .unwrap_or_default()
         .iter()
-        .position(|c| c.type_ == CONDITION_DISRUPTION_TARGET);
-    let unchanged = existing.is_some_and(|i| {
-        let c = &conditions[i];
+        .find(|c| c.type_ == CONDITION_DISRUPTION_TARGET);
+    let unchanged = existing.is_some_and(|c| {
         c.status == "True"
             && c.reason.as_deref() == Some(REASON_PREEMPTION_BY_SCHEDULER)
             && c.message.as_deref() == Some(message.as_str())
     });
     if !unchanged {
-        let transition = match existing {
-            Some(i) if conditions[i].status == "True" => conditions[i].last_transition_time.clone(),
-            _ => Some(ts.clone()),
-        };
-        let condition = PodCondition {
-            type_: CONDITION_DISRUPTION_TARGET.into(),
-            status: "True".into(),
-            reason: Some(REASON_PREEMPTION_BY_SCHEDULER.into()),
-            message: Some(message),
-            last_transition_time: transition,
-            last_probe_time: None,
-            observed_generation: None,
-        };
-        match existing {
-            Some(i) => conditions[i] = condition,
-            None => conditions.push(condition),
-        }
-        p.metadata.resource_version = None;
-        match client.update(Object::Pod(Arc::new(p))) {
+        // Upstream `PreemptPod`: the DisruptionTarget condition through a status patch with
+        // the victim's UID as precondition, then the delete.
+        let patched = client.patch_pod_status(
+            &victim.namespace,
+            &victim.name,
+            current.metadata.uid.as_deref().unwrap_or(""),
+            &mut |st| {
+                let conditions = st.conditions.get_or_insert_with(Vec::new);
+                let existing = conditions
+                    .iter()
+                    .position(|c| c.type_ == CONDITION_DISRUPTION_TARGET);
+                let transition = match existing {
+                    Some(i) if conditions[i].status == "True" => {
+                        conditions[i].last_transition_time.clone()
+                    }
+                    _ => Some(ts.clone()),
+                };
+                let condition = PodCondition {
+                    type_: CONDITION_DISRUPTION_TARGET.into(),
+                    status: "True".into(),
+                    reason: Some(REASON_PREEMPTION_BY_SCHEDULER.into()),
+                    message: Some(message.clone()),
+                    last_transition_time: transition,
+                    last_probe_time: None,
+                    observed_generation: None,
+                };
+                match existing {
+                    Some(i) => conditions[i] = condition,
+                    None => conditions.push(condition),
+                }
+            },
+        );
+        match patched {
             Ok(_) => {}
-            Err(StoreError::NotFound { .. }) => return Ok(()),
+            Err(ApiError::NotFound { .. }) => return Ok(()),
             Err(e) => return Err(e),
         }
     }
     let key = ObjectKey::new(Kind::Pod, &victim.namespace, &victim.name);
-    match client.delete(&key, DeleteOptions::default()) {
+    let opts = DeleteOptions {
+        precondition_uid: current.metadata.uid.clone(),
+        ..DeleteOptions::default()
+    };
+    match client.delete(&key, opts) {
         Ok(_) => {}
-        Err(StoreError::NotFound { .. }) => return Ok(()),
+        Err(ApiError::NotFound { .. }) => return Ok(()),
         Err(e) => return Err(e),
     }
     client.record_event(EventRecord::normal(
@@ -316,8 +332,8 @@ pub(crate) fn preempt_pod(
 pub(crate) fn clear_nominated_node_name(
     client: &mut dyn Client,
     pod: &PodInfo,
-) -> Result<(), StoreError> {
-    let Some(current) = client.store().get_pod(&pod.namespace, &pod.name).cloned() else {
+) -> Result<(), ApiError> {
+    let Some(current) = client.cache().get_pod(&pod.namespace, &pod.name).cloned() else {
         return Ok(());
     };
     let has = current
@@ -328,10 +344,12 @@ pub(crate) fn clear_nominated_node_name(
     if !has {
         return Ok(());
     }
-    let mut p = Pod::clone(&current);
-    if let Some(s) = p.status.as_mut() {
-        s.nominated_node_name = None;
-    }
-    p.metadata.resource_version = None;
-    client.update(Object::Pod(Arc::new(p))).map(|_| ())
+    client
+        .patch_pod_status(
+            &pod.namespace,
+            &pod.name,
+            current.metadata.uid.as_deref().unwrap_or(""),
+            &mut |s| s.nominated_node_name = None,
+        )
+        .map(|_| ())
 }

@@ -6,10 +6,10 @@ use k8s_openapi::api::policy::v1::{
     PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kubeplane_api::Object;
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::SimTime;
-use kubeplane_store::testing::TestClient;
-use kubeplane_store::Object;
+use kubeplane_registry::testing::TestClient;
 use serde_json::json;
 
 use super::*;

@@ -19,7 +19,7 @@ pub const NAME: &str = "NodeUnschedulable";
 pub const REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
 
 /// The taint key the node lifecycle controller puts on cordoned nodes.
-pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+pub use kubeplane_core::taints::TAINT_NODE_UNSCHEDULABLE;
 
 static UNSCHEDULABLE_TAINT: LazyLock<Taint> = LazyLock::new(|| Taint {
     key: TAINT_NODE_UNSCHEDULABLE.to_string(),

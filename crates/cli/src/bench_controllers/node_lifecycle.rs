@@ -10,12 +10,14 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kubeplane_api::{Client, Component, EventType, Kind, Object, WatchEvent};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
-use kubeplane_store::testing::TestClient;
-use kubeplane_store::{Client, Component, EventType, Kind, Object, WatchEvent};
+use kubeplane_registry::testing::TestClient;
 
-use super::{NodeLifecycleConfig, NodeLifecycleController, NODE_LEASE_NAMESPACE};
+use kubeplane_controllers::node_lifecycle::{
+    NodeLifecycleConfig, NodeLifecycleController, NODE_LEASE_NAMESPACE,
+};
 
 /// What [`bench_node_monitor`] measured.
 #[derive(Clone, Debug, PartialEq)]
@@ -160,4 +162,15 @@ fn full_size_node_monitor_benchmark() {
     println!("{}", r.summary());
     println!("{r:?}");
     assert_eq!(r.node_writes, 0);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_monitor_benchmark_reports_a_quiet_cluster() {
+        let r = super::bench_node_monitor(20, 3600);
+        assert_eq!(r.n_nodes, 20);
+        assert_eq!(r.monitor_passes, 721);
+        assert_eq!(r.node_writes, 0, "a healthy cluster needs no node writes");
+    }
 }

@@ -1,11 +1,15 @@
 //! A [`Client`] over an owned [`Store`] with a settable clock, for unit tests of components.
-//! The simulator's own client adds admission, output and the event loop on top of the same store.
+//! Its API calls go through the same [`ApiClient`] as the simulator's (without admission:
+//! tests build their pods complete).
 
+use k8s_openapi::api::core::v1::PodStatus;
+use kubeplane_api::{
+    ApiError, Cache, Client, Clock, Component, DeleteOptions, Object, ObjectKey, WatchEvent,
+};
 use kubeplane_core::{EventRecord, SimTime};
+use kubeplane_store::Store;
 
-use crate::object::{Object, ObjectKey};
-use crate::runtime::{Client, Component, DeleteOptions, StoreError};
-use crate::store::{Store, WatchEvent};
+use crate::client::{ApiClient, Sink};
 
 pub struct TestClient {
     pub store: Store,
@@ -87,22 +91,69 @@ impl TestClient {
     }
 }
 
+/// The events and records a [`TestClient`] keeps.
+struct Kept<'a> {
+    events: &'a mut Vec<EventRecord>,
+    records: &'a mut Vec<serde_json::Value>,
+}
+
+impl Sink for Kept<'_> {
+    fn event(&mut self, ev: EventRecord) {
+        self.events.push(ev);
+    }
+    fn record(&mut self, record: serde_json::Value) {
+        self.records.push(record);
+    }
+}
+
+impl TestClient {
+    /// Runs `f` with the API client of the current instant.
+    fn with_api<T>(&mut self, f: impl FnOnce(&mut ApiClient<'_>) -> T) -> T {
+        let mut sink = Kept {
+            events: &mut self.events,
+            records: &mut self.records,
+        };
+        let mut api = ApiClient {
+            store: &mut self.store,
+            now: self.now,
+            sink: &mut sink,
+            explain: self.explain,
+            admission: false,
+        };
+        f(&mut api)
+    }
+}
+
 impl Client for TestClient {
-    fn store(&self) -> &Store {
+    fn cache(&self) -> &dyn Cache {
         &self.store
     }
-    fn create(&mut self, obj: Object) -> Result<Object, StoreError> {
-        self.store.create(obj, self.now)
+    fn clock(&self) -> Clock {
+        self.store.clock()
     }
-    fn update(&mut self, obj: Object) -> Result<Object, StoreError> {
-        self.store.update(obj, self.now)
+    fn get(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
+        self.with_api(|api| api.get(key))
     }
-    fn delete(
+    fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
+        self.with_api(|api| api.create(obj))
+    }
+    fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
+        self.with_api(|api| api.update(obj))
+    }
+    fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
+        self.with_api(|api| api.update_status(obj))
+    }
+    fn patch_pod_status(
         &mut self,
-        key: &ObjectKey,
-        opts: DeleteOptions,
-    ) -> Result<Option<Object>, StoreError> {
-        self.store.delete(key, &opts, self.now)
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        patch: &mut dyn FnMut(&mut PodStatus),
+    ) -> Result<Object, ApiError> {
+        self.with_api(|api| api.patch_pod_status(namespace, name, uid, patch))
+    }
+    fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
+        self.with_api(|api| api.delete(key, opts))
     }
     fn bind(
         &mut self,
@@ -110,8 +161,8 @@ impl Client for TestClient {
         name: &str,
         uid: &str,
         node: &str,
-    ) -> Result<Object, StoreError> {
-        self.store.bind(namespace, name, uid, node, self.now)
+    ) -> Result<Object, ApiError> {
+        self.with_api(|api| api.bind(namespace, name, uid, node))
     }
     fn record_event(&mut self, ev: EventRecord) {
         self.events.push(ev);

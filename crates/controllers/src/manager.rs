@@ -1,11 +1,14 @@
-//! Which controllers run in a simulation, in the order they run at each instant.
+//! The controller manager: which controllers run, listed once for every runtime, in the order
+//! they run at each instant.
 
-use kubeplane_controllers::deployment::DeploymentController;
-use kubeplane_controllers::node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
-use kubeplane_controllers::replicaset::ReplicaSetController;
-use kubeplane_controllers::taint_eviction::TaintEvictionController;
+use kubeplane_api::Component;
 use kubeplane_core::features::FeatureGates;
-use kubeplane_store::Component;
+
+use crate::deployment::DeploymentController;
+use crate::disruption::DisruptionController;
+use crate::node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
+use crate::replicaset::ReplicaSetController;
+use crate::taint_eviction::TaintEvictionController;
 
 /// Controllers whose timers are pending work (a run without `duration` waits for them).
 pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
@@ -13,7 +16,7 @@ pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
         Box::new(TaintEvictionController::new()),
         Box::new(DeploymentController::new()),
         Box::new(ReplicaSetController::with_features(features.clone())),
-        Box::new(crate::disruption::DisruptionController::new()),
+        Box::new(DisruptionController::new()),
     ]
 }
 

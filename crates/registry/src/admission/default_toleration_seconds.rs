@@ -12,7 +12,7 @@
 
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 
-use crate::node_lifecycle::{TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE};
+use kubeplane_core::taints::{TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE};
 
 /// The admission plugin's name in kube-apiserver.
 pub const PLUGIN_NAME: &str = "DefaultTolerationSeconds";

@@ -1,8 +1,8 @@
-//! What the API server does to a pod on create before it is stored: the Priority admission
-//! plugin (priorityClassName → spec.priority and preemptionPolicy) and DefaultTolerationSeconds.
+//! The Priority admission plugin (priorityClassName → spec.priority and preemptionPolicy), and
+//! the pod strategy's copying of matchLabelKeys into topology spread selectors.
 
 use k8s_openapi::api::core::v1::Pod;
-use kubeplane_store::{Kind, Object, Store};
+use kubeplane_api::{Cache, Kind, Object};
 
 /// The built-in system priority classes (upstream `scheduling.SystemPriorityClasses`).
 pub const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] = [
@@ -12,7 +12,7 @@ pub const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] = [
 
 /// Resolves the pod's priority as upstream's Priority admission plugin does. Returns the
 /// API server's error message when the class does not exist or the given priority differs.
-pub fn admit_priority(pod: &mut Pod, store: &Store) -> Result<(), String> {
+pub fn admit_priority(pod: &mut Pod, store: &dyn Cache) -> Result<(), String> {
     let spec = pod.spec.get_or_insert_with(Default::default);
     let name = spec.priority_class_name.clone().filter(|n| !n.is_empty());
     let (value, policy) = match &name {

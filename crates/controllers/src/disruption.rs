@@ -10,16 +10,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::controller_utils::{controller_of, is_pod_ready};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kubeplane_controllers::controller_utils::{controller_of, is_pod_ready};
+use kubeplane_api::{Cache, Client, Component, EventType, Kind, Object, WatchEvent};
 use kubeplane_core::labels::{from_optional, Selector};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::{Client, Component, EventType, Kind, Object, Store, WatchEvent};
 
 /// The event source of the controller manager's recorder.
 const SOURCE: &str = "controllermanager";
@@ -99,7 +99,7 @@ pub fn scaled_value(v: &IntOrString, total: i32) -> Result<i32, String> {
 /// ReplicaSet's Deployment when it has one, else the ReplicaSet; a Deployment directly.
 /// `Ok(None)` when the reference names nothing that exists.
 fn controller_scale(
-    store: &Store,
+    store: &dyn Cache,
     owner: &OwnerReference,
     namespace: &str,
 ) -> Result<Option<(String, i32)>, String> {
@@ -147,7 +147,7 @@ fn controller_scale(
 
 /// The sum of the scales of the controllers of the pods (upstream `getExpectedScale`), and the
 /// names of pods without a controller.
-fn expected_scale(store: &Store, pods: &[&Arc<Pod>]) -> Result<(i32, Vec<String>), String> {
+fn expected_scale(store: &dyn Cache, pods: &[&Arc<Pod>]) -> Result<(i32, Vec<String>), String> {
     let mut scales: BTreeMap<String, i32> = BTreeMap::new();
     let mut unmanaged = Vec::new();
     for pod in pods {
@@ -184,7 +184,7 @@ pub struct ComputedStatus {
 
 /// Computes a budget's status from the store (upstream `trySync` without the write).
 pub fn compute_status(
-    store: &Store,
+    store: &dyn Cache,
     pdb: &PodDisruptionBudget,
     now: Timestamp,
 ) -> Result<ComputedStatus, String> {
@@ -192,7 +192,8 @@ pub fn compute_status(
     let spec = pdb.spec.clone().unwrap_or_default();
     let selector = from_optional(spec.selector.as_ref()).map_err(|e| e.to_string())?;
     let pods: Vec<&Arc<Pod>> = store
-        .pods()
+        .list(Kind::Pod)
+        .filter_map(Object::as_pod)
         .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == ns)
         .filter(|p| {
             static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
@@ -310,16 +311,16 @@ fn conditions_up_to_date(status: &PodDisruptionBudgetStatus, generation: Option<
 impl DisruptionController {
     fn sync(&mut self, key: &PdbKey, now: SimTime, client: &mut dyn Client) {
         let Some(Object::PodDisruptionBudget(pdb)) = client
-            .store()
+            .cache()
             .get(Kind::PodDisruptionBudget, &key.0, &key.1)
             .cloned()
         else {
             return;
         };
         self.syncs += 1;
-        let ts = client.store().timestamp(now);
+        let ts = client.clock().timestamp(now);
         let generation = Some(pdb.metadata.generation.unwrap_or(1));
-        let computed = compute_status(client.store(), &pdb, ts.0);
+        let computed = compute_status(client.cache(), &pdb, ts.0);
         let mut new = PodDisruptionBudget::clone(&pdb);
         let old_status = pdb.status.clone().unwrap_or_default();
         match computed {
@@ -359,7 +360,7 @@ impl DisruptionController {
                 if let Some(r) = c.recheck {
                     self.recheck.insert(
                         key.clone(),
-                        SimTime::from_timestamp(r, client.store().start_time()),
+                        SimTime::from_timestamp(r, client.clock().start()),
                     );
                 }
                 let disrupted = (!c.disrupted_pods.is_empty()).then_some(c.disrupted_pods);
@@ -394,7 +395,7 @@ impl DisruptionController {
             }
         }
         new.metadata.resource_version = None;
-        let _ = client.update(Object::PodDisruptionBudget(Arc::new(new)));
+        let _ = client.update_status(Object::PodDisruptionBudget(Arc::new(new)));
     }
 }
 
@@ -464,6 +465,7 @@ mod tests {
     use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
     use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+    use kubeplane_store::Store;
 
     fn store() -> Store {
         Store::new(1, "2025-01-01T00:00:00Z".parse().unwrap())

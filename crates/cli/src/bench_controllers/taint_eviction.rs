@@ -8,13 +8,15 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeplane_api::{Client, Object};
 use kubeplane_core::SimTime;
-use kubeplane_store::testing::TestClient;
-use kubeplane_store::{Client, Object};
+use kubeplane_registry::testing::TestClient;
 
-use super::{TaintEvictionController, REASON_TAINT_MANAGER_EVICTION};
-use crate::admission::default_toleration_seconds;
-use crate::node_lifecycle::TAINT_NODE_UNREACHABLE;
+use kubeplane_controllers::taint_eviction::{
+    TaintEvictionController, REASON_TAINT_MANAGER_EVICTION,
+};
+use kubeplane_core::taints::TAINT_NODE_UNREACHABLE;
+use kubeplane_registry::admission::default_toleration_seconds;
 
 /// What [`bench_noexecute_eviction`] measured.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,0 +1,153 @@
+//! The cache, the API calls and the clock a component is given.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_core::{EventRecord, SimTime};
+
+use crate::error::ApiError;
+use crate::object::{Kind, Object, ObjectKey};
+
+/// What upstream components read through listers: the objects of each kind as the runtime's
+/// informers last saw them. Never behind the watch events the component has been shown.
+pub trait Cache {
+    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<&Object>;
+
+    /// Every object of a kind, ordered by namespace then name.
+    fn list<'a>(&'a self, kind: Kind) -> Box<dyn Iterator<Item = &'a Object> + 'a>;
+
+    fn get_key(&self, key: &ObjectKey) -> Option<&Object> {
+        self.get(key.kind, &key.namespace, &key.name)
+    }
+
+    fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<Pod>> {
+        self.get(Kind::Pod, namespace, name)
+            .and_then(Object::as_pod)
+    }
+
+    fn get_node(&self, name: &str) -> Option<&Arc<Node>> {
+        self.get(Kind::Node, "", name).and_then(Object::as_node)
+    }
+}
+
+/// The cluster's clock as components see it: virtual instants ([`SimTime`], nanoseconds since
+/// the run's start) and the object timestamps they correspond to.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Clock {
+    start: Timestamp,
+}
+
+impl Clock {
+    /// A clock whose instant zero is `start`.
+    pub fn new(start: Timestamp) -> Clock {
+        Clock { start }
+    }
+
+    /// The timestamp of instant zero.
+    pub fn start(&self) -> Timestamp {
+        self.start
+    }
+
+    /// The object timestamp of a virtual instant.
+    pub fn timestamp(&self, now: SimTime) -> Time {
+        Time(now.to_timestamp(self.start))
+    }
+
+    /// The virtual instant of an object timestamp.
+    pub fn instant(&self, t: &Time) -> SimTime {
+        SimTime::from_timestamp(t.0, self.start)
+    }
+}
+
+/// Options of a delete, like the API's DeleteOptions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeleteOptions {
+    /// Overrides the pod's terminationGracePeriodSeconds; `Some(0)` removes a pod at once.
+    pub grace_period_secs: Option<i64>,
+    /// Only delete the object if its UID is this one (`preconditions.uid`).
+    pub precondition_uid: Option<String>,
+    /// Only delete the object if its resourceVersion is this one
+    /// (`preconditions.resourceVersion`).
+    pub precondition_resource_version: Option<String>,
+}
+
+impl DeleteOptions {
+    /// A delete with grace period 0: the object is gone at once.
+    pub fn now() -> Self {
+        DeleteOptions {
+            grace_period_secs: Some(0),
+            ..DeleteOptions::default()
+        }
+    }
+
+    /// A delete of exactly this version of an object (UID and resourceVersion preconditions).
+    pub fn exactly(obj: &Object) -> Self {
+        DeleteOptions {
+            precondition_uid: Some(obj.uid().to_string()).filter(|u| !u.is_empty()),
+            precondition_resource_version: Some(obj.resource_version().to_string())
+                .filter(|rv| !rv.is_empty()),
+            ..DeleteOptions::default()
+        }
+    }
+}
+
+/// How a component reads through its cache and talks to the API server. Writes take effect on
+/// the server at once; their watch events reach every component (the writer included) after
+/// its `run` returns, through the runtime's informers.
+pub trait Client {
+    /// The lister view (upstream's informer caches).
+    fn cache(&self) -> &dyn Cache;
+
+    /// The cluster clock.
+    fn clock(&self) -> Clock;
+
+    /// An uncached GET, for the places where upstream reads the server rather than a lister.
+    fn get(&mut self, key: &ObjectKey) -> Result<Object, ApiError>;
+
+    fn create(&mut self, obj: Object) -> Result<Object, ApiError>;
+
+    /// Replaces the main resource. A non-empty resourceVersion on `obj` is a precondition. As
+    /// on a real API server, `.status` of a kind with a status subresource is not written here:
+    /// the stored status is kept.
+    fn update(&mut self, obj: Object) -> Result<Object, ApiError>;
+
+    /// Replaces the status subresource: only `.status` is written (and, as upstream's status
+    /// strategies do, the rest of the object is kept as stored). A non-empty resourceVersion on
+    /// `obj` is a precondition.
+    fn update_status(&mut self, obj: Object) -> Result<Object, ApiError>;
+
+    /// Patches a pod's status as upstream's `PatchPodStatus` does: the change `patch` makes is
+    /// applied to the pod's current status, with the pod's UID as the precondition.
+    fn patch_pod_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        patch: &mut dyn FnMut(&mut PodStatus),
+    ) -> Result<Object, ApiError>;
+
+    /// Graceful delete: a bound pod becomes Terminating; anything else disappears at once.
+    /// Returns the object as it is after the call (`None` when it is gone).
+    fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError>;
+
+    /// The pods/binding subresource: sets spec.nodeName and the PodScheduled condition of the
+    /// pod with this UID.
+    fn bind(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        node: &str,
+    ) -> Result<Object, ApiError>;
+
+    /// Records a Kubernetes event.
+    fn record_event(&mut self, ev: EventRecord);
+
+    /// Whether explanation records are wanted (components skip building them otherwise).
+    fn explain(&self) -> bool;
+
+    /// Emits an explanation record (`SchedulingAttempt`, `EvictionDecision`, ...).
+    fn emit_record(&mut self, record: serde_json::Value);
+}

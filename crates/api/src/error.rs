@@ -1,0 +1,117 @@
+//! Why an API call failed, with the status reasons of `metav1.Status`.
+
+use thiserror::Error;
+
+use crate::object::ObjectKey;
+
+/// Why an API call failed. Each variant is one `metav1.Status` reason; [`ApiError::code`] is
+/// its HTTP status.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum ApiError {
+    #[error("{key} not found")]
+    NotFound { key: ObjectKey },
+    #[error("{key} already exists")]
+    AlreadyExists { key: ObjectKey },
+    #[error("Operation cannot be fulfilled on {key}: the object has been modified; please apply your changes to the latest version and try again")]
+    Conflict { key: ObjectKey },
+    #[error("{key} is invalid: {message}")]
+    Invalid { key: ObjectKey, message: String },
+    /// The requested resourceVersion is older than the oldest one still kept.
+    #[error("too old resource version: {requested} ({oldest})")]
+    Gone { requested: u64, oldest: u64 },
+    /// The request was refused for now (an eviction blocked by a PodDisruptionBudget, a rate
+    /// limit); retry later.
+    #[error("{message}")]
+    TooManyRequests { message: String },
+    /// The server cannot answer now (storage unavailable, no quorum); retry later.
+    #[error("{message}")]
+    Unavailable { message: String },
+}
+
+impl ApiError {
+    /// The `metav1.Status` reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ApiError::NotFound { .. } => "NotFound",
+            ApiError::AlreadyExists { .. } => "AlreadyExists",
+            ApiError::Conflict { .. } => "Conflict",
+            ApiError::Invalid { .. } => "Invalid",
+            ApiError::Gone { .. } => "Expired",
+            ApiError::TooManyRequests { .. } => "TooManyRequests",
+            ApiError::Unavailable { .. } => "ServiceUnavailable",
+        }
+    }
+
+    /// The HTTP status code of the error.
+    pub fn code(&self) -> u16 {
+        match self {
+            ApiError::NotFound { .. } => 404,
+            ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
+            ApiError::Invalid { .. } => 422,
+            ApiError::Gone { .. } => 410,
+            ApiError::TooManyRequests { .. } => 429,
+            ApiError::Unavailable { .. } => 503,
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ApiError::NotFound { .. })
+    }
+
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ApiError::Conflict { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::Kind;
+
+    #[test]
+    fn each_error_has_the_status_reason_and_code_of_the_api_server() {
+        let key = ObjectKey::new(Kind::Pod, "default", "p");
+        let cases = [
+            (ApiError::NotFound { key: key.clone() }, "NotFound", 404),
+            (
+                ApiError::AlreadyExists { key: key.clone() },
+                "AlreadyExists",
+                409,
+            ),
+            (ApiError::Conflict { key: key.clone() }, "Conflict", 409),
+            (
+                ApiError::Invalid {
+                    key,
+                    message: "m".into(),
+                },
+                "Invalid",
+                422,
+            ),
+            (
+                ApiError::Gone {
+                    requested: 1,
+                    oldest: 5,
+                },
+                "Expired",
+                410,
+            ),
+            (
+                ApiError::TooManyRequests {
+                    message: "m".into(),
+                },
+                "TooManyRequests",
+                429,
+            ),
+            (
+                ApiError::Unavailable {
+                    message: "m".into(),
+                },
+                "ServiceUnavailable",
+                503,
+            ),
+        ];
+        for (err, reason, code) in cases {
+            assert_eq!((err.reason(), err.code()), (reason, code), "{err}");
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! What the API server does to an object on create before it is stored: the admission plugins
+//! kube-apiserver enables by default that matter to scheduling, and the pod strategy's defaults.
+
+pub mod default_toleration_seconds;
+pub mod priority;
+
+use std::sync::Arc;
+
+use kubeplane_api::{ApiError, Cache, Kind, Object, ObjectKey};
+
+pub use default_toleration_seconds::default_toleration_seconds;
+pub use priority::{admit_priority, apply_match_label_keys, SYSTEM_PRIORITY_CLASSES};
+
+/// Runs the create-time admission chain on `obj` (only pods are changed): Priority, then
+/// DefaultTolerationSeconds, then the pod strategy's matchLabelKeys merge.
+pub fn admit_create(obj: Object, cache: &dyn Cache) -> Result<Object, ApiError> {
+    let Object::Pod(pod) = obj else {
+        return Ok(obj);
+    };
+    let mut p = Arc::unwrap_or_clone(pod);
+    if let Err(message) = admit_priority(&mut p, cache) {
+        return Err(ApiError::Invalid {
+            key: ObjectKey::new(
+                Kind::Pod,
+                p.metadata.namespace.as_deref().unwrap_or("default"),
+                p.metadata.name.as_deref().unwrap_or(""),
+            ),
+            message,
+        });
+    }
+    default_toleration_seconds(&mut p);
+    apply_match_label_keys(&mut p);
+    Ok(Object::Pod(Arc::new(p)))
+}
