@@ -25,8 +25,9 @@ fn documents(text: &str, name: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The ```yaml blocks of a Markdown file that hold a complete valid input (those that start
-/// with a document's `apiVersion`; the others are fragments, such as a list of assertions).
+/// The ```yaml blocks of a Markdown file, each a complete valid input; a fragment that is a
+/// list of assertions is put in an `expect` step of a Scenario (as the scenario parser's test
+/// of docs/scenario-format.md does).
 fn yaml_blocks(markdown: &str) -> Vec<String> {
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
@@ -34,7 +35,12 @@ fn yaml_blocks(markdown: &str) -> Vec<String> {
         match &mut current {
             None if line.trim_end() == "```yaml" => current = Some(String::new()),
             Some(block) if line.starts_with("```") => {
-                if block.starts_with("apiVersion:") || block.starts_with("# yaml-language-server") {
+                if block.starts_with("- ") {
+                    let indented: String = block.lines().map(|l| format!("    {l}\n")).collect();
+                    blocks.push(format!(
+                        "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec:\n  steps:\n  - at: 1s\n    expect:\n{indented}"
+                    ));
+                } else {
                     blocks.push(std::mem::take(block));
                 }
                 current = None;
