@@ -9,6 +9,7 @@ use kubeplane_sim::scenario::Scenario;
 use kubeplane_sim::workloads;
 use kubeplane_sim::{RunOptions, Simulation};
 
+use crate::bench_scheduler::Workload;
 use crate::cli::BenchArgs;
 
 /// The process's peak resident memory in MiB (Linux), if known.
@@ -213,13 +214,13 @@ fn deployment_scale(n_nodes: usize, up: i32, down: i32, metrics: bool) -> Result
     Ok(())
 }
 
-pub fn run(args: BenchArgs) -> ExitCode {
-    let s = args.scale_down.max(1);
-    let metrics = args.metrics;
-    let all: Vec<crate::bench_scheduler::Workload> = vec![
-        (
-            "scheduling-basic-10k",
-            Box::new(move || {
+/// Every benchmark, scaled down by `s`, in the order `bench` runs them.
+fn all_workloads(s: usize, metrics: bool) -> Vec<Workload> {
+    let own = vec![
+        Workload {
+            name: "scheduling-basic-10k",
+            about: "SchedulingBasic: 5000 nodes, 1000 init pods, 10,000 measured pods",
+            run: Box::new(move || {
                 scheduling_basic(
                     "SchedulingBasic/5000Nodes_10000Pods",
                     5000 / s,
@@ -227,10 +228,11 @@ pub fn run(args: BenchArgs) -> ExitCode {
                     10000 / s,
                 )
             }),
-        ),
-        (
-            "scheduling-basic-50k",
-            Box::new(move || {
+        },
+        Workload {
+            name: "scheduling-basic-50k",
+            about: "SchedulingBasic: 5000 nodes, 5000 init pods, 50,000 measured pods",
+            run: Box::new(move || {
                 scheduling_basic(
                     "SchedulingBasic/5000Nodes_50000Pods",
                     5000 / s,
@@ -238,37 +240,68 @@ pub fn run(args: BenchArgs) -> ExitCode {
                     50000 / s,
                 )
             }),
-        ),
-        (
-            "heartbeats-24h",
-            Box::new(move || heartbeats("Heartbeats/1000Nodes_30000Pods_24h", 1000 / s, 30, 24)),
-        ),
-        (
-            "noexecute-eviction",
-            Box::new(move || noexecute_eviction(1000 / s, 30)),
-        ),
-        (
-            "node-monitor-24h",
-            Box::new(move || node_monitor(1000 / s, 24)),
-        ),
-        (
-            "deployment-scale",
-            Box::new(move || {
+        },
+        Workload {
+            name: "heartbeats-24h",
+            about: "24 h of virtual time: 1000 nodes, 30,000 pods, Leases renewed every 10 s",
+            run: Box::new(move || {
+                heartbeats("Heartbeats/1000Nodes_30000Pods_24h", 1000 / s, 30, 24)
+            }),
+        },
+        Workload {
+            name: "noexecute-eviction",
+            about: "a NoExecute taint on 1000 nodes x 30 pods: all 30,000 eviction decisions",
+            run: Box::new(move || noexecute_eviction(1000 / s, 30)),
+        },
+        Workload {
+            name: "node-monitor-24h",
+            about: "the node lifecycle monitor over 24 h of 1000 nodes (a quiet-host reference)",
+            run: Box::new(move || node_monitor(1000 / s, 24)),
+        },
+        Workload {
+            name: "deployment-scale",
+            about: "a Deployment scaled 0 -> 10,000 -> 1000 replicas on 1000 nodes",
+            run: Box::new(move || {
                 deployment_scale(1000 / s, (10000 / s) as i32, (1000 / s) as i32, metrics)
             }),
-        ),
+        },
     ];
     // The scheduler plugin and preemption workloads.
-    let all: Vec<_> = all
-        .into_iter()
+    own.into_iter()
         .chain(crate::bench_scheduler::workloads(s))
+        .collect()
+}
+
+pub fn run(args: BenchArgs) -> ExitCode {
+    let all = all_workloads(args.scale_down.max(1), args.metrics);
+    if args.list {
+        let width = all.iter().map(|w| w.name.len()).max().unwrap_or(0);
+        for w in &all {
+            println!("{:<width$}  {}", w.name, w.about);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let unknown: Vec<&str> = args
+        .names
+        .iter()
+        .filter(|n| !all.iter().any(|w| w.name == n.as_str()))
+        .map(String::as_str)
         .collect();
+    if !unknown.is_empty() {
+        let names: Vec<&str> = all.iter().map(|w| w.name).collect();
+        eprintln!(
+            "error: no benchmark named {}; the benchmarks are: {} (see `kubeplane bench --list`)",
+            unknown.join(", "),
+            names.join(", ")
+        );
+        return ExitCode::from(2);
+    }
     let mut failed = false;
-    for (name, f) in &all {
-        if !args.names.is_empty() && !args.names.iter().any(|n| n == name) {
+    for w in &all {
+        if !args.names.is_empty() && !args.names.iter().any(|n| n == w.name) {
             continue;
         }
-        if let Err(e) = f() {
+        if let Err(e) = (w.run)() {
             eprintln!("error: {e}");
             failed = true;
         }

@@ -13,8 +13,12 @@ use kubeplane_store::Object;
 
 use crate::bench::{peak_memory_mib, thread_cpu_secs};
 
-/// A benchmark by name.
-pub type Workload = (&'static str, Box<dyn Fn() -> Result<(), String>>);
+/// A benchmark: its name on the command line, one line on what it measures, and the run.
+pub struct Workload {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub run: Box<dyn Fn() -> Result<(), String>>,
+}
 
 fn scenario_without_kubelets() -> Scenario {
     Scenario {
@@ -160,29 +164,36 @@ fn pod_affinity(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<(), 
 /// The workloads, scaled down by `s`.
 pub fn workloads(s: usize) -> Vec<Workload> {
     vec![
-        (
-            "preemption-basic",
-            Box::new(move || preemption_basic(1000 / s, 4000 / s, 1000 / s)),
-        ),
-        (
-            "preemption-basic-5000",
-            Box::new(move || preemption_basic(5000 / s, 20000 / s, 1000 / s)),
-        ),
-        (
-            "preemption-async",
-            Box::new(move || preemption_async(5000 / s, 20000 / s, 5000 / s)),
-        ),
-        (
-            "topology-spreading",
-            Box::new(move || topology_spreading(5000 / s, 5000 / s, 5000 / s)),
-        ),
-        (
-            "pod-anti-affinity",
-            Box::new(move || pod_anti_affinity(5000 / s, 1000 / s, 2000 / s)),
-        ),
-        (
-            "pod-affinity",
-            Box::new(move || pod_affinity(5000 / s, 5000 / s, 5000 / s)),
-        ),
+        Workload {
+            name: "preemption-basic",
+            about: "PreemptionBasic: 1000 nodes full of low-priority pods, 1000 preemptors",
+            run: Box::new(move || preemption_basic(1000 / s, 4000 / s, 1000 / s)),
+        },
+        Workload {
+            name: "preemption-basic-5000",
+            about: "PreemptionBasic: 5000 nodes, 20,000 low-priority pods, 1000 preemptors",
+            run: Box::new(move || preemption_basic(5000 / s, 20000 / s, 1000 / s)),
+        },
+        Workload {
+            name: "preemption-async",
+            about: "PreemptionAsync: 5000 pods scheduled on 5000 nodes while preemptors preempt",
+            run: Box::new(move || preemption_async(5000 / s, 20000 / s, 5000 / s)),
+        },
+        Workload {
+            name: "topology-spreading",
+            about:
+                "TopologySpreading: 5000 pods with a hard zone constraint, 5000 nodes in 3 zones",
+            run: Box::new(move || topology_spreading(5000 / s, 5000 / s, 5000 / s)),
+        },
+        Workload {
+            name: "pod-anti-affinity",
+            about: "SchedulingPodAntiAffinity: 2000 pods repelling each other, 5000 nodes",
+            run: Box::new(move || pod_anti_affinity(5000 / s, 1000 / s, 2000 / s)),
+        },
+        Workload {
+            name: "pod-affinity",
+            about: "SchedulingPodAffinity: 5000 pods requiring each other's zone, 5000 nodes",
+            run: Box::new(move || pod_affinity(5000 / s, 5000 / s, 5000 / s)),
+        },
     ]
 }

@@ -1,14 +1,30 @@
-//! Command-line flags, defined once; `--help` is generated from these definitions.
+//! Command-line flags, defined once; `--help`, the shell completions and the man page are all
+//! generated from these definitions.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `--version`: the crate's version and the Kubernetes release whose behaviour it follows.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (follows Kubernetes v1.34)");
+
 #[derive(Parser, Debug)]
 #[command(
     name = "kubeplane",
-    version,
-    about = "Simulate a Kubernetes v1.34 control plane (scheduler, taint eviction, ReplicaSets) on a deterministic virtual clock"
+    version = VERSION,
+    about = "Simulate a Kubernetes v1.34 control plane on a deterministic virtual clock",
+    long_about = "Simulate a Kubernetes v1.34 control plane on a deterministic virtual clock.\n\n\
+Components it runs, with upstream's behaviour, reasons and event messages:\n  \
+kube-scheduler: scheduling queue (activeQ, backoffQ, unschedulable pods), cache, the default \
+plugins, preemption\n  \
+taint-eviction controller: NoExecute taints and tolerationSeconds\n  \
+node lifecycle controller: heartbeats, condition taints, zone states\n  \
+ReplicaSet controller: slow start, scale-down ranking\n  \
+Deployment controller: rolling update and recreate\n  \
+disruption controller: PodDisruptionBudget status\n  \
+admission: DefaultTolerationSeconds\n  \
+simulated kubelets: Lease heartbeats, pod start-up and termination\n\n\
+The same scenario and seed always give the same output, byte for byte."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -30,12 +46,35 @@ Exit status: 0 every expectation held; 1 at least one failed or a step could not
     Simulate(SimulateArgs),
     /// Run the performance benchmarks and print their figures.
     Bench(BenchArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(long_about = "Print a shell completion script to standard output.\n\n\
+bash:  kubeplane completion bash > ~/.local/share/bash-completion/completions/kubeplane\n\
+zsh:   kubeplane completion zsh > \"${fpath[1]}/_kubeplane\"\n\
+fish:  kubeplane completion fish > ~/.config/fish/completions/kubeplane.fish")]
+    Completion(CompletionArgs),
+    /// Print the man page (roff) to standard output.
+    #[command(long_about = "Print the man page (roff) to standard output: \
+kubeplane man > kubeplane.1 && man ./kubeplane.1")]
+    Man,
+    /// Print the JSON Schema of the Scenario document, for editors (yaml-language-server).
+    Schema,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
+    /// Aligned columns for a person, and a closing summary.
     Table,
+    /// One JSON object per record and line.
     Jsonl,
+    /// One JSON document: every record and a summary.
+    Json,
 }
 
 #[derive(Args, Debug)]
@@ -70,14 +109,19 @@ pub struct SimulateArgs {
     /// this checks that, and is slower.
     #[arg(long)]
     pub recompute_node_local: bool,
+    /// Print no progress line and no closing note on stderr (errors are still printed).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Which benchmarks to run (default: all). Names: scheduling-basic-10k,
-    /// scheduling-basic-50k, heartbeats-24h, and those the controllers add.
+    /// Which benchmarks to run (default: all); `--list` names them.
     #[arg(value_name = "NAME")]
     pub names: Vec<String>,
+    /// List the benchmarks, one line each, and run none.
+    #[arg(long)]
+    pub list: bool,
     /// Scale every workload down by this factor (for a quick check).
     #[arg(long, default_value_t = 1)]
     pub scale_down: usize,

@@ -4,8 +4,11 @@ mod bench;
 mod bench_controllers;
 mod bench_scheduler;
 mod cli;
+mod generate;
 mod output;
+mod progress;
 mod simulate;
+mod summary;
 
 use std::process::ExitCode;
 
@@ -47,6 +50,9 @@ fn main() -> ExitCode {
     match args.command {
         cli::Command::Simulate(a) => simulate::run(a),
         cli::Command::Bench(a) => bench::run(a),
+        cli::Command::Completion(a) => generate::completion(a.shell),
+        cli::Command::Man => generate::man(),
+        cli::Command::Schema => generate::schema(),
     }
 }
 

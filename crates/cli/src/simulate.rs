@@ -2,13 +2,35 @@
 
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
-use std::time::Instant;
 
 use kubeplane_sim::scenario::{parse_files, Source};
 use kubeplane_sim::{RunOptions, Simulation};
 
 use crate::cli::{OutputFormat, SimulateArgs};
 use crate::output::Writer;
+use crate::progress::Progress;
+use crate::summary::Summary;
+
+/// The summary of a finished run: counted from its records, and the pods still pending from
+/// the state at its end.
+fn summarise(sim: &Simulation, records: &[kubeplane_sim::Record]) -> Summary {
+    let mut summary = Summary {
+        end_secs: (sim.now - kubeplane_core::SimTime::ZERO).as_secs_f64(),
+        ..Summary::default()
+    };
+    for r in records {
+        summary.count(&r.to_json());
+    }
+    summary.pending = sim
+        .store
+        .pods()
+        .filter(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none()
+        })
+        .count();
+    summary
+}
 
 fn input_error(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
@@ -83,41 +105,21 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         OutputFormat::Jsonl
     });
     let mut writer = Writer::new(std::io::BufWriter::new(stdout.lock()), format);
-    let show_progress = std::io::stderr().is_terminal();
-    let started = Instant::now();
-    let mut last_report = Instant::now();
-    let mut pending = Vec::new();
+    let mut progress = Progress::new(!args.quiet && std::io::stderr().is_terminal());
+    let mut records = Vec::new();
     let result = {
-        let mut progress = |now: kubeplane_core::SimTime, end: Option<kubeplane_core::SimTime>| {
-            if show_progress && last_report.elapsed().as_millis() >= 500 {
-                last_report = Instant::now();
-                let end = end
-                    .map(|e| {
-                        format!(
-                            " of {}",
-                            kubeplane_core::duration::format_duration(
-                                e - kubeplane_core::SimTime::ZERO
-                            )
-                        )
-                    })
-                    .unwrap_or_default();
-                eprint!(
-                    "\r  virtual time {}{}  ({:.1}s wall)   ",
-                    kubeplane_core::duration::format_duration(now - kubeplane_core::SimTime::ZERO),
-                    end,
-                    started.elapsed().as_secs_f64()
-                );
-            }
-        };
         // On a thread of the pool: parallel filtering keeps part of the work on this thread.
-        let r = rayon::scope(|_| sim.run(&mut progress));
-        pending.extend(sim.take_records());
+        let r = rayon::scope(|_| sim.run(&mut |now, end| progress.update(now, end)));
+        records.extend(sim.take_records());
         r
     };
-    if show_progress {
-        eprint!("\r{}\r", " ".repeat(72));
-    }
-    if writer.write(&pending).and_then(|_| writer.flush()).is_err() {
+    progress.clear();
+    let summary = summarise(&sim, &records);
+    if writer
+        .write(&records)
+        .and_then(|_| writer.finish(&summary))
+        .is_err()
+    {
         // A closed pipe (e.g. `| head`) is not an error of the simulation.
     }
     if let Err(e) = result {
@@ -150,7 +152,8 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         }
     }
     if sim.n_failed > 0 || sim.n_step_errors > 0 {
-        if std::io::stderr().is_terminal() || format == OutputFormat::Table {
+        // The table and json outputs say so in their summary.
+        if !args.quiet && format == OutputFormat::Jsonl && std::io::stderr().is_terminal() {
             eprintln!(
                 "{} expectation(s) failed, {} passed{}",
                 sim.n_failed,

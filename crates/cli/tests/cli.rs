@@ -1,0 +1,272 @@
+//! The `kubeplane` binary as a user meets it: help and version, completions, the man page,
+//! `bench --list` and unknown benchmark names, the table's times and explanation lines, and
+//! `--output json` with its summary.
+
+mod support;
+
+use serde_json::Value;
+use support::{examples, kubeplane, stderr, stdout};
+
+#[test]
+fn version_names_the_kubernetes_release_it_follows() {
+    let out = kubeplane(&["--version"]);
+    assert!(out.status.success());
+    assert!(
+        stdout(&out).contains("Kubernetes v1.34"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn help_names_every_component_it_runs() {
+    let help = stdout(&kubeplane(&["--help"]));
+    for component in [
+        "kube-scheduler",
+        "preemption",
+        "taint-eviction controller",
+        "node lifecycle controller",
+        "ReplicaSet controller",
+        "Deployment controller",
+        "disruption controller",
+        "kubelets",
+    ] {
+        assert!(
+            help.contains(component),
+            "--help lacks {component}:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn completions_know_the_subcommands_and_flags() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = kubeplane(&["completion", shell]);
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = stdout(&out);
+        for word in [
+            "simulate",
+            "bench",
+            "completion",
+            "schema",
+            "explain",
+            "list",
+        ] {
+            assert!(script.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    assert_eq!(kubeplane(&["completion", "tcsh"]).status.code(), Some(2));
+}
+
+#[test]
+fn the_man_page_is_roff_with_a_section_per_subcommand() {
+    let out = kubeplane(&["man"]);
+    assert!(out.status.success());
+    let page = stdout(&out);
+    assert!(page.contains(".TH kubeplane 1"), "{page}");
+    for section in ["KUBEPLANE SIMULATE", "KUBEPLANE BENCH", "KUBEPLANE SCHEMA"] {
+        assert!(page.contains(section), "the man page lacks {section}");
+    }
+    assert!(page.contains("\\-\\-explain"));
+}
+
+const BENCHMARKS: [&str; 12] = [
+    "scheduling-basic-10k",
+    "scheduling-basic-50k",
+    "heartbeats-24h",
+    "noexecute-eviction",
+    "node-monitor-24h",
+    "deployment-scale",
+    "preemption-basic",
+    "preemption-basic-5000",
+    "preemption-async",
+    "topology-spreading",
+    "pod-anti-affinity",
+    "pod-affinity",
+];
+
+#[test]
+fn bench_list_names_each_workload_on_one_line() {
+    let out = kubeplane(&["bench", "--list"]);
+    assert!(out.status.success());
+    let listed: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(listed, BENCHMARKS);
+}
+
+#[test]
+fn an_unknown_benchmark_name_exits_2_naming_the_valid_ones() {
+    let out = kubeplane(&["bench", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "nothing may run");
+    let err = stderr(&out);
+    assert!(err.contains("nosuch"), "{err}");
+    for name in BENCHMARKS {
+        assert!(err.contains(name), "the error lacks {name}: {err}");
+    }
+}
+
+/// Writes a scenario to a temporary file named after the test and returns its path.
+fn temp_scenario(name: &str, text: &str) -> String {
+    let path =
+        std::env::temp_dir().join(format!("kubeplane-cli-{}-{name}.yaml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn the_table_shows_times_as_exact_ages() {
+    let file = temp_scenario(
+        "ages",
+        "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec:\n  duration: 2401h\n  steps:\n  \
+         - at: 90s\n    expect: [{pods: {}, count: 0}]\n  - at: 2h\n    expect: [{pods: {}, count: 0}]\n  \
+         - at: 8640365s\n    expect: [{pods: {}, count: 0}]\n",
+    );
+    let out = kubeplane(&["simulate", "--output", "table", &file]);
+    let _ = std::fs::remove_file(&file);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let times: Vec<String> = stdout(&out)
+        .lines()
+        .filter(|l| l.contains("ExpectationPassed"))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    assert_eq!(times, ["1m30s", "2h0m0s", "100d0h6m5s"]);
+}
+
+fn example(name: &str) -> String {
+    examples()
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|f| f == name))
+        .unwrap_or_else(|| panic!("no example {name}"))
+        .display()
+        .to_string()
+}
+
+#[test]
+fn explanation_records_read_as_one_line_in_the_table() {
+    let out = kubeplane(&[
+        "simulate",
+        "--output",
+        "table",
+        "--explain",
+        &example("priority-preemption.yaml"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    let attempts: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains("SchedulingAttempt"))
+        .collect();
+    assert!(!attempts.is_empty());
+    for line in &attempts {
+        assert!(!line.contains('{'), "raw JSON in the table: {line}");
+    }
+    assert!(
+        attempts[0].contains("attempt 1: Unschedulable: 0/2 nodes are available")
+            && attempts[0].contains("preempting default/batch-1, default/batch-2 on a"),
+        "{}",
+        attempts[0]
+    );
+}
+
+#[test]
+fn the_table_closes_with_a_summary() {
+    let out = kubeplane(&[
+        "simulate",
+        "--output",
+        "table",
+        &example("priority-preemption.yaml"),
+    ]);
+    let table = stdout(&out);
+    let tail: Vec<&str> = table.lines().rev().take(2).collect();
+    assert!(
+        tail[1].starts_with("OK: 9 expectation(s) held, 0 failed"),
+        "{table}"
+    );
+    assert_eq!(
+        tail[0],
+        "pods: 1 scheduled, 0 pending, 0 evicted, 2 preempted, 0 deleted"
+    );
+}
+
+/// The summary's counts, computed here from jsonl records.
+fn counts_from_records(records: &[Value]) -> Value {
+    let n = |f: &dyn Fn(&Value) -> bool| records.iter().filter(|r| f(r)).count();
+    let is = |r: &Value, kind: &str, reason: &str| r["kind"] == kind && r["reason"] == reason;
+    serde_json::json!({
+        "expectations": {
+            "passed": n(&|r| is(r, "Expectation", "ExpectationPassed")),
+            "failed": n(&|r| is(r, "Expectation", "ExpectationFailed")),
+        },
+        "stepsFailed": n(&|r| r["kind"] == "StepFailed"),
+        "scheduled": n(&|r| is(r, "Pod", "Scheduled")),
+        "evicted": n(&|r| is(r, "Pod", "TaintManagerEviction")
+            && r["message"].as_str().unwrap().starts_with("Marking for deletion")),
+        "preempted": n(&|r| is(r, "Pod", "Preempted")),
+        "deleted": n(&|r| is(r, "ReplicaSet", "SuccessfulDelete")),
+    })
+}
+
+#[test]
+fn json_output_is_one_document_whose_summary_matches_the_records() {
+    for file in examples() {
+        let file = file.display().to_string();
+        let state =
+            std::env::temp_dir().join(format!("kubeplane-cli-{}-state.json", std::process::id()));
+        let state_arg = state.display().to_string();
+        let json = kubeplane(&[
+            "simulate",
+            "--output",
+            "json",
+            "--explain",
+            "--final-state",
+            &state_arg,
+            &file,
+        ]);
+        let jsonl = kubeplane(&["simulate", "--output", "jsonl", "--explain", &file]);
+        assert_eq!(json.status.code(), jsonl.status.code(), "{file}");
+        let doc: Value = serde_json::from_slice(&json.stdout).expect("one JSON document");
+        let records: Vec<Value> = stdout(&jsonl)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(doc["records"].as_array().unwrap(), &records, "{file}");
+        let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys.last().unwrap().as_str(),
+            "summary",
+            "the summary comes last"
+        );
+        let summary = &doc["summary"];
+        let want = counts_from_records(&records);
+        assert_eq!(summary["expectations"], want["expectations"], "{file}");
+        assert_eq!(summary["stepsFailed"], want["stepsFailed"], "{file}");
+        for k in ["scheduled", "evicted", "preempted", "deleted"] {
+            assert_eq!(summary["pods"][k], want[k], "{file}: {k}");
+        }
+        // Pending: the pods at the end bound to no node and not being deleted.
+        let objects: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+        let pending = objects
+            .iter()
+            .filter(|o| o["kind"] == "Pod")
+            .filter(|o| o["spec"]["nodeName"].is_null())
+            .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+            .count();
+        assert_eq!(summary["pods"]["pending"], pending, "{file}");
+        let _ = std::fs::remove_file(&state);
+    }
+}
+
+#[test]
+fn jsonl_has_no_summary_and_quiet_runs_print_nothing_on_stderr() {
+    let file = example("scheduling.yaml");
+    let out = kubeplane(&["simulate", "--quiet", "--output", "jsonl", &file]);
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    for line in stdout(&out).lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        assert_ne!(r["kind"], "Summary");
+    }
+}
