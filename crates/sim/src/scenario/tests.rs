@@ -1,3 +1,5 @@
+//! Tests of scenario parsing and validation: errors name the file, the document and the field.
+
 use std::path::{Path, PathBuf};
 
 use kubeplane_core::time::SimDuration;

@@ -1,3 +1,5 @@
+//! Tests of DefaultPreemption: eligibility, candidates, victim selection and node choice, with upstream's cases.
+
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

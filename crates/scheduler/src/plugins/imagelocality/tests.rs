@@ -1,3 +1,5 @@
+//! Table tests of ImageLocality scoring, with upstream's cases.
+
 use super::*;
 use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder};
 

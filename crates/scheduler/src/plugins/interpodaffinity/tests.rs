@@ -1,3 +1,5 @@
+//! Table tests of InterPodAffinity filtering and scoring, with upstream's cases.
+
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PodAffinityTerm;

@@ -1,3 +1,5 @@
+//! Table tests of NodeAffinity filtering and scoring, with upstream's cases.
+
 use serde_json::json;
 
 use super::*;

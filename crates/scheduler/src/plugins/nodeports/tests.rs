@@ -1,3 +1,5 @@
+//! Table tests of NodePorts, with upstream's cases.
+
 use super::*;
 use crate::framework::Code;
 use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder};

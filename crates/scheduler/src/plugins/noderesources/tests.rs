@@ -1,3 +1,5 @@
+//! Table tests of NodeResourcesFit and BalancedAllocation, with upstream's cases.
+
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kubeplane_core::features::FeatureGates;
 use serde_json::json;

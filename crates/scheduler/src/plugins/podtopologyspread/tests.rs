@@ -1,3 +1,5 @@
+//! Table tests of PodTopologySpread filtering and scoring, with upstream's cases.
+
 use std::collections::HashMap;
 use std::sync::Arc;
 

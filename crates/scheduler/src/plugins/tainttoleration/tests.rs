@@ -1,3 +1,5 @@
+//! Table tests of TaintToleration filtering and scoring, with upstream's cases.
+
 use k8s_openapi::api::core::v1::Node;
 
 use super::*;

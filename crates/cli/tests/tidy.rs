@@ -1,0 +1,363 @@
+//! The tidy test: the crate map of ARCHITECTURE.md and the rules every source file keeps.
+//!
+//! - Each crate depends only on the workspace crates the map allows (dev-dependencies are
+//!   free: tests run components on the in-memory registry).
+//! - Nothing outside the binary reads the wall clock or an unseeded random source, except the
+//!   storage's blocking waits (a timeout is not a decision) and measuring tests.
+//! - Every source file starts with its `//!` doc.
+//! - No function outside tests is longer than [`MAX_FN_LINES`], except those listed in
+//!   [`LONG_FUNCTIONS`]; that list may only shrink (a listed function that is short now must be
+//!   taken off it).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The workspace crates each crate may depend on (its `[dependencies]`), by package name.
+const CRATE_MAP: &[(&str, &[&str])] = &[
+    ("kubeplane-core", &[]),
+    ("kubeplane-api", &["kubeplane-core"]),
+    ("kubeplane-storage", &[]),
+    ("kubeplane-store", &["kubeplane-core", "kubeplane-api"]),
+    (
+        "kubeplane-registry",
+        &["kubeplane-core", "kubeplane-api", "kubeplane-store"],
+    ),
+    ("kubeplane-scheduler", &["kubeplane-core", "kubeplane-api"]),
+    (
+        "kubeplane-controllers",
+        &["kubeplane-core", "kubeplane-api"],
+    ),
+    (
+        "kubeplane-sim",
+        &[
+            "kubeplane-core",
+            "kubeplane-api",
+            "kubeplane-store",
+            "kubeplane-registry",
+            "kubeplane-scheduler",
+            "kubeplane-controllers",
+        ],
+    ),
+    (
+        "kubeplane",
+        &[
+            "kubeplane-core",
+            "kubeplane-api",
+            "kubeplane-store",
+            "kubeplane-registry",
+            "kubeplane-scheduler",
+            "kubeplane-controllers",
+            "kubeplane-sim",
+            "kubeplane-storage",
+        ],
+    ),
+];
+
+/// Calls that read the wall clock or an unseeded random source.
+const NONDETERMINISTIC: &[&str] = &[
+    "SystemTime::now",
+    "Instant::now",
+    "thread_rng",
+    "rand::rng()",
+    "from_entropy",
+    "from_os_rng",
+    "OsRng",
+    "getrandom",
+];
+
+/// Files outside the binary allowed to read the wall clock, and why.
+const CLOCK_ALLOWED: &[(&str, &str)] = &[
+    (
+        "crates/storage/src/memory.rs",
+        "the deadline of a blocking wait for a revision",
+    ),
+    (
+        "crates/storage/src/watch.rs",
+        "the deadline of a blocking wait for watch events",
+    ),
+];
+
+const MAX_FN_LINES: usize = 70;
+
+/// Functions longer than [`MAX_FN_LINES`] today, as `path::name`: to be split, never added to.
+const LONG_FUNCTIONS: &[&str] = &[
+    "crates/cli/src/bench_controllers/node_lifecycle.rs::bench_node_monitor",
+    "crates/cli/src/simulate.rs::run",
+    "crates/controllers/src/disruption.rs::compute_status",
+    "crates/controllers/src/disruption.rs::sync",
+    "crates/scheduler/src/config.rs::build_profile",
+    "crates/scheduler/src/config.rs::resolve",
+    "crates/scheduler/src/framework/runtime.rs::run_pre_filter_plugins",
+    "crates/scheduler/src/framework/runtime.rs::run_score_plugins_reusing",
+    "crates/scheduler/src/framework/types.rs::new",
+    "crates/scheduler/src/plugins/defaultpreemption/evaluator.rs::preempt",
+    "crates/scheduler/src/plugins/interpodaffinity/scoring.rs::node_score",
+    "crates/scheduler/src/plugins/noderesources/args.rs::validate",
+    "crates/scheduler/src/schedule_one.rs::attempt_record",
+    "crates/scheduler/src/schedule_one.rs::find_nodes_that_pass_filters",
+    "crates/scheduler/src/schedule_one.rs::schedule_one",
+    "crates/scheduler/src/schedule_one.rs::schedule_pod",
+    "crates/scheduler/src/scheduler.rs::on_pod",
+    "crates/sim/src/engine.rs::apply",
+    "crates/sim/src/scenario/objects.rs::validate_containers",
+    "crates/sim/src/scenario/objects.rs::validate_pod_spec",
+    "crates/sim/src/scenario/parse.rs::document",
+    "crates/sim/src/scenario/parse.rs::parse_assertion",
+    "crates/sim/src/scenario/parse.rs::step_actions",
+    "crates/store/src/store.rs::create",
+];
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the workspace root")
+}
+
+fn crate_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(root.join("crates"))
+        .expect("crates/")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// The package name and the workspace crates of the `[dependencies]` table of a manifest.
+fn manifest_deps(manifest: &str) -> (String, BTreeSet<String>) {
+    let mut name = String::new();
+    let mut section = String::new();
+    let mut deps = BTreeSet::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            section = line.to_string();
+            continue;
+        }
+        if section == "[package]" {
+            if let Some(v) = line.strip_prefix("name = ") {
+                name = v.trim_matches('"').to_string();
+            }
+        }
+        if section == "[dependencies]" && line.starts_with("kubeplane") {
+            let dep = line.split(['.', ' ', '=']).next().unwrap_or_default();
+            deps.insert(dep.to_string());
+        }
+    }
+    (name, deps)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.map(|e| e.expect("an entry").path()).collect();
+    paths.sort();
+    for p in paths {
+        if p.is_dir() {
+            if p.file_name().is_some_and(|n| n != "target") {
+                rust_files(&p, out);
+            }
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn relative(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root)
+        .expect("under the root")
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+#[test]
+fn each_crate_depends_only_on_the_crates_the_map_allows() {
+    let root = workspace_root();
+    let map: BTreeMap<&str, &[&str]> = CRATE_MAP.iter().copied().collect();
+    let mut problems = Vec::new();
+    for dir in crate_dirs(&root) {
+        let manifest = fs::read_to_string(dir.join("Cargo.toml")).expect("a manifest");
+        let (name, deps) = manifest_deps(&manifest);
+        let Some(allowed) = map.get(name.as_str()) else {
+            problems.push(format!(
+                "{name} is not in the crate map: add it to CRATE_MAP and ARCHITECTURE.md"
+            ));
+            continue;
+        };
+        for dep in deps {
+            if !allowed.contains(&dep.as_str()) {
+                problems.push(format!("{name} may not depend on {dep}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn nothing_but_the_binary_reads_the_wall_clock_or_an_unseeded_random_source() {
+    let root = workspace_root();
+    let mut problems = Vec::new();
+    for dir in crate_dirs(&root) {
+        if dir.ends_with("cli") {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&dir.join("src"), &mut files);
+        for f in files {
+            let rel = relative(&root, &f);
+            if CLOCK_ALLOWED.iter().any(|(p, _)| *p == rel) {
+                continue;
+            }
+            let text = fs::read_to_string(&f).expect("a source file");
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                for call in NONDETERMINISTIC {
+                    if code.contains(call) {
+                        problems.push(format!("{rel}:{}: {call}", i + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn every_source_file_starts_with_its_doc() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in crate_dirs(&root) {
+        rust_files(&dir.join("src"), &mut files);
+        rust_files(&dir.join("tests"), &mut files);
+    }
+    let missing: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let text = fs::read_to_string(f).expect("a source file");
+            !text.trim_start().starts_with("//!")
+        })
+        .map(|f| relative(&root, f))
+        .collect();
+    assert!(missing.is_empty(), "no //! doc: {}", missing.join(", "));
+}
+
+/// The functions of a rustfmt-formatted file outside test code, with their lengths in lines.
+fn function_lengths(text: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            // Test modules close the file by convention.
+            break;
+        }
+        let trimmed = line.trim_start();
+        let is_fn = [
+            "fn ",
+            "pub fn ",
+            "pub(crate) fn ",
+            "pub(super) fn ",
+            "const fn ",
+        ]
+        .iter()
+        .any(|p| trimmed.starts_with(p));
+        let is_test = i > 0 && lines[i - 1].trim() == "#[test]";
+        if !is_fn || is_test {
+            i += 1;
+            continue;
+        }
+        let indent = &line[..line.len() - trimmed.len()];
+        let name = trimmed
+            .split("fn ")
+            .nth(1)
+            .and_then(|s| s.split(['(', '<']).next())
+            .unwrap_or_default()
+            .to_string();
+        // The signature ends with `{` (a body) or `;` (a declaration).
+        let mut j = i;
+        while j < lines.len() && !lines[j].ends_with('{') && !lines[j].ends_with(';') {
+            j += 1;
+        }
+        if j >= lines.len() || lines[j].ends_with(';') || lines[j].ends_with("{}") {
+            i = j + 1;
+            continue;
+        }
+        let close = format!("{indent}}}");
+        let end = (j + 1..lines.len()).find(|&k| lines[k] == close);
+        if let Some(end) = end {
+            out.push((name, end - i + 1));
+            i = end + 1;
+        } else {
+            i = j + 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn functions_stay_short_and_the_list_of_long_ones_only_shrinks() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in crate_dirs(&root) {
+        rust_files(&dir.join("src"), &mut files);
+    }
+    let mut long = BTreeSet::new();
+    let mut problems = Vec::new();
+    for f in files {
+        let rel = relative(&root, &f);
+        if rel.ends_with("/tests.rs") || rel.ends_with("testutil.rs") || rel.contains("/testing") {
+            continue;
+        }
+        let text = fs::read_to_string(&f).expect("a source file");
+        for (name, n) in function_lengths(&text) {
+            if n > MAX_FN_LINES {
+                let id = format!("{rel}::{name}");
+                if !LONG_FUNCTIONS.contains(&id.as_str()) {
+                    problems.push(format!("{id} has {n} lines (at most {MAX_FN_LINES})"));
+                }
+                long.insert(id);
+            }
+        }
+    }
+    for listed in LONG_FUNCTIONS {
+        if !long.contains(*listed) {
+            problems.push(format!(
+                "{listed} is no longer over {MAX_FN_LINES} lines: take it off LONG_FUNCTIONS"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_function_scanner_measures_bodies_and_skips_declarations_and_tests() {
+    let text = "\
+//! doc
+pub fn short() {
+    a();
+}
+
+trait T {
+    fn declared(&self);
+}
+
+fn spans(
+    x: u32,
+) -> u32 {
+    x
+}
+
+#[test]
+fn a_test() {
+    b();
+}
+";
+    assert_eq!(
+        function_lengths(text),
+        vec![("short".to_string(), 3), ("spans".to_string(), 5)]
+    );
+}
