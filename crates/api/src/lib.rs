@@ -20,6 +20,7 @@ pub mod client;
 pub mod component;
 pub mod error;
 pub mod object;
+pub mod suite;
 pub mod watch;
 
 pub use client::{Cache, Client, Clock, DeleteOptions};

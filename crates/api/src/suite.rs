@@ -1,0 +1,285 @@
+//! The API test suite: what every implementation of [`Client`] must do, as kube-apiserver does
+//! it. The same cases run against the in-memory registry (`kubeplane-registry`'s tests) and,
+//! as they come, against the HTTP server, etcd storage and a live cluster.
+//!
+//! Each case gets a fresh, empty client from the factory and panics with the case's name when
+//! the implementation disagrees.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
+use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::{ApiError, Client, DeleteOptions, Kind, Object, ObjectKey};
+
+/// Makes a fresh client over an empty cluster.
+pub type Factory<'a> = &'a dyn Fn() -> Box<dyn Client>;
+
+/// Every case of the suite, by name.
+pub const CASES: &[(&str, fn(Factory))] = &[
+    (
+        "create fills in uid, resourceVersion and creationTimestamp",
+        create_fills_in_metadata,
+    ),
+    (
+        "a second create of a name is AlreadyExists",
+        create_twice_is_already_exists,
+    ),
+    (
+        "get reads the server, NotFound when absent",
+        get_reads_the_server,
+    ),
+    (
+        "an update with a stale resourceVersion is a Conflict",
+        stale_update_conflicts,
+    ),
+    (
+        "a main-resource update keeps the stored status",
+        update_keeps_status,
+    ),
+    ("a status update keeps the spec", update_status_keeps_spec),
+    (
+        "a Deployment's spec change bumps its generation, its status does not",
+        generation_follows_the_spec,
+    ),
+    (
+        "a pod status patch needs the pod's UID",
+        patch_pod_status_checks_the_uid,
+    ),
+    (
+        "delete preconditions on UID and resourceVersion",
+        delete_preconditions,
+    ),
+    (
+        "a bound pod is deleted gracefully, an unbound one at once",
+        graceful_delete,
+    ),
+    (
+        "binding sets the node once, for the pod with that UID",
+        binding,
+    ),
+];
+
+/// Runs every case against clients from `make`.
+pub fn run_all(make: Factory) {
+    for (name, case) in CASES {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(make)));
+        if let Err(e) = result {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("API suite case \"{name}\" failed: {msg}");
+        }
+    }
+}
+
+fn meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some("default".into()),
+        ..Default::default()
+    }
+}
+
+fn pod(name: &str, node: Option<&str>) -> Object {
+    Object::Pod(Arc::new(Pod {
+        metadata: meta(name),
+        spec: Some(PodSpec {
+            node_name: node.map(str::to_string),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }))
+}
+
+fn with_phase(obj: &Object, phase: &str) -> Object {
+    let mut p = Pod::clone(obj.as_pod().expect("a pod"));
+    p.status = Some(PodStatus {
+        phase: Some(phase.into()),
+        ..Default::default()
+    });
+    Object::Pod(Arc::new(p))
+}
+
+fn phase(obj: &Object) -> Option<String> {
+    obj.as_pod()?.status.as_ref()?.phase.clone()
+}
+
+fn rv(obj: &Object) -> u64 {
+    obj.resource_version()
+        .parse()
+        .expect("a numeric resourceVersion")
+}
+
+fn key(name: &str) -> ObjectKey {
+    ObjectKey::new(Kind::Pod, "default", name)
+}
+
+fn create_fills_in_metadata(make: Factory) {
+    let mut c = make();
+    let created = c.create(pod("a", None)).unwrap();
+    assert!(!created.uid().is_empty());
+    assert!(rv(&created) > 0);
+    assert!(created.meta().creation_timestamp.is_some());
+}
+
+fn create_twice_is_already_exists(make: Factory) {
+    let mut c = make();
+    c.create(pod("a", None)).unwrap();
+    let err = c.create(pod("a", None)).unwrap_err();
+    assert!(matches!(err, ApiError::AlreadyExists { .. }), "{err}");
+    assert_eq!(err.code(), 409);
+}
+
+fn get_reads_the_server(make: Factory) {
+    let mut c = make();
+    let created = c.create(pod("a", None)).unwrap();
+    assert_eq!(c.get(&key("a")).unwrap().uid(), created.uid());
+    assert!(c.get(&key("b")).unwrap_err().is_not_found());
+}
+
+fn stale_update_conflicts(make: Factory) {
+    let mut c = make();
+    let created = c.create(pod("a", None)).unwrap();
+    let updated = c.update(created.clone()).unwrap();
+    assert!(rv(&updated) > rv(&created));
+    assert!(c.update(created).unwrap_err().is_conflict());
+}
+
+fn update_keeps_status(make: Factory) {
+    let mut c = make();
+    let created = c.create(pod("a", Some("n1"))).unwrap();
+    c.update_status(with_phase(&created, "Running")).unwrap();
+    let mut labelled = pod("a", Some("n1"));
+    labelled.meta_mut().labels = Some([("k".to_string(), "v".to_string())].into());
+    let after = c.update(labelled).unwrap();
+    assert_eq!(phase(&after).as_deref(), Some("Running"));
+    assert!(after.meta().labels.is_some());
+}
+
+fn update_status_keeps_spec(make: Factory) {
+    let mut c = make();
+    let created = c.create(pod("a", None)).unwrap();
+    let mut changed = Pod::clone(with_phase(&created, "Running").as_pod().unwrap());
+    changed.spec.as_mut().unwrap().node_name = Some("n9".into());
+    let after = c.update_status(Object::Pod(Arc::new(changed))).unwrap();
+    assert_eq!(phase(&after).as_deref(), Some("Running"));
+    let node = after
+        .as_pod()
+        .unwrap()
+        .spec
+        .as_ref()
+        .unwrap()
+        .node_name
+        .clone();
+    assert_eq!(node, None);
+}
+
+fn generation_follows_the_spec(make: Factory) {
+    let mut c = make();
+    let d = |replicas: i32| {
+        Object::Deployment(Arc::new(Deployment {
+            metadata: meta("web"),
+            spec: Some(DeploymentSpec {
+                replicas: Some(replicas),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }))
+    };
+    let generation = |o: &Object| o.meta().generation;
+    let created = c.create(d(1)).unwrap();
+    assert_eq!(generation(&created), Some(1));
+    let mut with_status = Deployment::clone(match &created {
+        Object::Deployment(d) => d,
+        _ => unreachable!(),
+    });
+    with_status.status = Some(DeploymentStatus {
+        replicas: Some(1),
+        ..Default::default()
+    });
+    let after_status = c
+        .update_status(Object::Deployment(Arc::new(with_status)))
+        .unwrap();
+    assert_eq!(generation(&after_status), Some(1));
+    let scaled = c.update(d(3)).unwrap();
+    assert_eq!(generation(&scaled), Some(2));
+}
+
+fn patch_pod_status_checks_the_uid(make: Factory) {
+    let mut c = make();
+    let created = c.create(pod("a", None)).unwrap();
+    let uid = created.uid().to_string();
+    let patched = c
+        .patch_pod_status("default", "a", &uid, &mut |s| {
+            s.phase = Some("Failed".into())
+        })
+        .unwrap();
+    assert_eq!(phase(&patched).as_deref(), Some("Failed"));
+    let err = c
+        .patch_pod_status("default", "a", "another-uid", &mut |_| {})
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+}
+
+fn delete_preconditions(make: Factory) {
+    let mut c = make();
+    let created = c.create(pod("a", None)).unwrap();
+    let wrong_uid = DeleteOptions {
+        precondition_uid: Some("another-uid".into()),
+        ..DeleteOptions::default()
+    };
+    assert!(c.delete(&key("a"), wrong_uid).unwrap_err().is_conflict());
+    let current = c.update(created.clone()).unwrap();
+    let stale = DeleteOptions::exactly(&created);
+    assert!(c.delete(&key("a"), stale).unwrap_err().is_conflict());
+    assert!(c
+        .delete(&key("a"), DeleteOptions::exactly(&current))
+        .unwrap()
+        .is_none());
+    assert!(c.get(&key("a")).unwrap_err().is_not_found());
+}
+
+fn graceful_delete(make: Factory) {
+    let mut c = make();
+    c.create(pod("unbound", None)).unwrap();
+    assert!(c
+        .delete(&key("unbound"), DeleteOptions::default())
+        .unwrap()
+        .is_none());
+    c.create(pod("bound", Some("n1"))).unwrap();
+    let terminating = c
+        .delete(&key("bound"), DeleteOptions::default())
+        .unwrap()
+        .expect("a bound pod stays until its grace period is over");
+    assert!(terminating.meta().deletion_timestamp.is_some());
+    assert_eq!(terminating.meta().deletion_grace_period_seconds, Some(30));
+    assert!(c
+        .delete(&key("bound"), DeleteOptions::now())
+        .unwrap()
+        .is_none());
+}
+
+fn binding(make: Factory) {
+    let mut c = make();
+    let created = c.create(pod("a", None)).unwrap();
+    let err = c.bind("default", "a", "another-uid", "n1").unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    let bound = c.bind("default", "a", created.uid(), "n1").unwrap();
+    let p = bound.as_pod().unwrap();
+    assert_eq!(p.spec.as_ref().unwrap().node_name.as_deref(), Some("n1"));
+    let scheduled = p
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled"))
+        .map(|c| c.status.clone());
+    assert_eq!(scheduled.as_deref(), Some("True"));
+    assert!(c
+        .bind("default", "a", created.uid(), "n2")
+        .unwrap_err()
+        .is_conflict());
+}

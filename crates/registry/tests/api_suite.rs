@@ -1,0 +1,110 @@
+//! The API test suite of `kubeplane-api` against the in-memory registry, and what only an
+//! in-process implementation promises (its cache is the store itself).
+
+use kubeplane_api::{Client, Kind, ObjectKey};
+use kubeplane_registry::testing::TestClient;
+
+#[test]
+fn the_in_memory_registry_passes_the_api_suite() {
+    kubeplane_api::suite::run_all(&|| Box::new(TestClient::new(1)));
+}
+
+#[test]
+fn every_case_of_the_suite_has_a_distinct_name() {
+    let mut names: Vec<&str> = kubeplane_api::suite::CASES.iter().map(|c| c.0).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), kubeplane_api::suite::CASES.len());
+}
+
+#[test]
+fn the_in_process_cache_shows_each_write_at_once() {
+    let mut c = TestClient::new(1);
+    let pod = kubeplane_api::Object::Pod(std::sync::Arc::new(k8s_openapi::api::core::v1::Pod {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("a".into()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }));
+    let created = c.create(pod).unwrap();
+    let key = ObjectKey::new(Kind::Pod, "default", "a");
+    let cached = c.cache().get_key(&key).cloned().expect("cached");
+    assert_eq!(cached.resource_version(), created.resource_version());
+    assert_eq!(c.cache().list(Kind::Pod).count(), 1);
+}
+
+/// A client that writes a main-resource update to the status subresource instead: the suite
+/// must catch it.
+struct StatusOnlyUpdates(TestClient);
+
+impl Client for StatusOnlyUpdates {
+    fn cache(&self) -> &dyn kubeplane_api::Cache {
+        self.0.cache()
+    }
+    fn clock(&self) -> kubeplane_api::Clock {
+        self.0.clock()
+    }
+    fn get(&mut self, key: &ObjectKey) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
+        self.0.get(key)
+    }
+    fn create(
+        &mut self,
+        obj: kubeplane_api::Object,
+    ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
+        self.0.create(obj)
+    }
+    fn update(
+        &mut self,
+        obj: kubeplane_api::Object,
+    ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
+        self.0.update_status(obj)
+    }
+    fn update_status(
+        &mut self,
+        obj: kubeplane_api::Object,
+    ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
+        self.0.update_status(obj)
+    }
+    fn patch_pod_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        patch: &mut dyn FnMut(&mut k8s_openapi::api::core::v1::PodStatus),
+    ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
+        self.0.patch_pod_status(namespace, name, uid, patch)
+    }
+    fn delete(
+        &mut self,
+        key: &ObjectKey,
+        opts: kubeplane_api::DeleteOptions,
+    ) -> Result<Option<kubeplane_api::Object>, kubeplane_api::ApiError> {
+        self.0.delete(key, opts)
+    }
+    fn bind(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        node: &str,
+    ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
+        self.0.bind(namespace, name, uid, node)
+    }
+    fn record_event(&mut self, ev: kubeplane_core::EventRecord) {
+        self.0.record_event(ev)
+    }
+    fn explain(&self) -> bool {
+        false
+    }
+    fn emit_record(&mut self, record: serde_json::Value) {
+        self.0.emit_record(record)
+    }
+}
+
+#[test]
+#[should_panic(expected = "a main-resource update keeps the stored status")]
+fn the_suite_catches_an_implementation_that_writes_status_on_update() {
+    kubeplane_api::suite::run_all(&|| Box::new(StatusOnlyUpdates(TestClient::new(1))));
+}
