@@ -16,8 +16,11 @@ use crate::{ApiError, Client, DeleteOptions, Kind, Object, ObjectKey};
 /// Makes a fresh client over an empty cluster.
 pub type Factory<'a> = &'a dyn Fn() -> Box<dyn Client>;
 
+/// One case of the suite: its name and its body.
+pub type Case = (&'static str, fn(Factory));
+
 /// Every case of the suite, by name.
-pub const CASES: &[(&str, fn(Factory))] = &[
+pub const CASES: &[Case] = &[
     (
         "create fills in uid, resourceVersion and creationTimestamp",
         create_fills_in_metadata,
