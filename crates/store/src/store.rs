@@ -307,7 +307,8 @@ impl Store {
     /// Replaces the main resource, as a PUT does. A non-empty resourceVersion on `obj` must
     /// equal the stored one. uid and creationTimestamp are kept, and so is the stored status of
     /// a kind with a status subresource (upstream's strategies reset it); a spec change of a
-    /// Deployment, ReplicaSet or PodDisruptionBudget bumps metadata.generation.
+    /// Deployment, ReplicaSet or PodDisruptionBudget bumps metadata.generation, and so does an
+    /// annotation change of a Deployment.
     pub fn update(&mut self, obj: Object, now: SimTime) -> Result<Object, ApiError> {
         self.replace(obj, Subresource::Main, now)
     }
@@ -357,7 +358,13 @@ impl Store {
             }
         }
         let generation_bump = match (&obj, old) {
-            (Object::Deployment(n), Object::Deployment(o)) => n.spec != o.spec,
+            // Upstream's Deployment strategy also bumps it for an annotation change on the main
+            // resource ("annotations are copied from deployments to their replica sets").
+            (Object::Deployment(n), Object::Deployment(o)) => {
+                n.spec != o.spec
+                    || (part == Subresource::Main
+                        && n.metadata.annotations != o.metadata.annotations)
+            }
             (Object::ReplicaSet(n), Object::ReplicaSet(o)) => n.spec != o.spec,
             (Object::PodDisruptionBudget(n), Object::PodDisruptionBudget(o)) => n.spec != o.spec,
             _ => false,
@@ -820,5 +827,36 @@ mod tests {
             .delete(&key, &DeleteOptions::exactly(&current), SimTime::ZERO)
             .unwrap()
             .is_none());
+    }
+
+    #[test]
+    fn a_deployment_annotation_change_bumps_the_generation_on_the_main_resource_only() {
+        use k8s_openapi::api::apps::v1::Deployment;
+        let mut s = store();
+        let d = |annotation: &str| {
+            let mut d = Deployment::default();
+            d.metadata.name = Some("web".into());
+            d.metadata.namespace = Some("default".into());
+            d.metadata.annotations = Some([("a".to_string(), annotation.to_string())].into());
+            Object::Deployment(Arc::new(d))
+        };
+        let generation = |o: &Object| o.meta().generation;
+        assert_eq!(
+            generation(&s.create(d("1"), SimTime::ZERO).unwrap()),
+            Some(1)
+        );
+        assert_eq!(
+            generation(&s.update(d("2"), SimTime::ZERO).unwrap()),
+            Some(2)
+        );
+        // The controller's revision annotation goes through the status subresource: no bump.
+        assert_eq!(
+            generation(&s.update_status(d("3"), SimTime::ZERO).unwrap()),
+            Some(2)
+        );
+        assert_eq!(
+            generation(&s.update(d("3"), SimTime::ZERO).unwrap()),
+            Some(2)
+        );
     }
 }
