@@ -5,6 +5,7 @@
 pub mod controller_utils;
 pub mod deployment;
 pub mod disruption;
+pub mod garbage_collector;
 pub mod manager;
 pub mod replicaset;
 

@@ -6,6 +6,7 @@ use kubeplane_core::features::FeatureGates;
 
 use crate::deployment::DeploymentController;
 use crate::disruption::DisruptionController;
+use crate::garbage_collector::GarbageCollector;
 use crate::node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
 use crate::replicaset::ReplicaSetController;
 use crate::taint_eviction::TaintEvictionController;
@@ -17,6 +18,7 @@ pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
         Box::new(DeploymentController::new()),
         Box::new(ReplicaSetController::with_features(features.clone())),
         Box::new(DisruptionController::new()),
+        Box::new(GarbageCollector::new()),
     ]
 }
 
