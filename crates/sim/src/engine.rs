@@ -11,7 +11,7 @@ use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_registry::{ApiClient, Sink};
 use kubeplane_scheduler::Scheduler;
-use kubeplane_store::{Client, Component, DeleteOptions, Kind, Object, ObjectKey, Store};
+use kubeplane_store::{Client, Component, DeleteOptions, Kind, Object, Store};
 use serde_json::{json, Value};
 use thiserror::Error;
 
