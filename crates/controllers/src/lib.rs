@@ -7,6 +7,7 @@ pub mod deployment;
 pub mod disruption;
 pub mod garbage_collector;
 pub mod manager;
+pub mod namespace;
 pub mod pod_gc;
 pub mod replicaset;
 

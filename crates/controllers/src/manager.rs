@@ -7,6 +7,7 @@ use kubeplane_core::features::FeatureGates;
 use crate::deployment::DeploymentController;
 use crate::disruption::DisruptionController;
 use crate::garbage_collector::GarbageCollector;
+use crate::namespace::NamespaceController;
 use crate::node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
 use crate::pod_gc::PodGcController;
 use crate::replicaset::ReplicaSetController;
@@ -22,6 +23,7 @@ pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
         Box::new(DisruptionController::new()),
         Box::new(GarbageCollector::new()),
         Box::new(PodGcController::default()),
+        Box::new(NamespaceController::new()),
     ]
 }
 
