@@ -5,7 +5,10 @@
 pub mod controller_utils;
 pub mod deployment;
 pub mod disruption;
+pub mod garbage_collector;
 pub mod manager;
+pub mod namespace;
+pub mod pod_gc;
 pub mod replicaset;
 
 pub mod node_lifecycle;

@@ -6,17 +6,24 @@ use kubeplane_core::features::FeatureGates;
 
 use crate::deployment::DeploymentController;
 use crate::disruption::DisruptionController;
+use crate::garbage_collector::GarbageCollector;
+use crate::namespace::NamespaceController;
 use crate::node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
+use crate::pod_gc::PodGcController;
 use crate::replicaset::ReplicaSetController;
 use crate::taint_eviction::TaintEvictionController;
 
-/// Controllers whose timers are pending work (a run without `duration` waits for them).
+/// Controllers whose timers are pending work (a run without `duration` waits for them). PodGC
+/// is one: it only wakes while something is collectable.
 pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
     vec![
         Box::new(TaintEvictionController::new()),
         Box::new(DeploymentController::new()),
         Box::new(ReplicaSetController::with_features(features.clone())),
         Box::new(DisruptionController::new()),
+        Box::new(GarbageCollector::new()),
+        Box::new(PodGcController::default()),
+        Box::new(NamespaceController::new()),
     ]
 }
 

@@ -23,6 +23,7 @@ pub const TAINT_NODE_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure
 pub const TAINT_NODE_DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
 pub const TAINT_NODE_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
 pub const TAINT_NODE_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
+pub const TAINT_NODE_OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
 
 pub const OPERATOR_EXISTS: &str = "Exists";
 pub const OPERATOR_EQUAL: &str = "Equal";

@@ -11,7 +11,7 @@ use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_registry::{ApiClient, Sink};
 use kubeplane_scheduler::Scheduler;
-use kubeplane_store::{Client, Component, DeleteOptions, Kind, Object, ObjectKey, Store};
+use kubeplane_store::{Client, Component, DeleteOptions, Kind, Object, Store};
 use serde_json::{json, Value};
 use thiserror::Error;
 
@@ -433,19 +433,17 @@ impl Simulation {
                 key,
                 grace_period_secs,
             } => {
-                let uid = self
-                    .store
-                    .get_key(key)
-                    .map(|o| o.uid().to_string())
-                    .ok_or_else(|| format!("{key} not found"))?;
+                if self.store.get_key(key).is_none() {
+                    return Err(format!("{key} not found"));
+                }
                 let opts = DeleteOptions {
                     grace_period_secs: *grace_period_secs,
                     ..DeleteOptions::default()
                 };
+                // The garbage collector deletes the dependents once it sees the owner gone.
                 self.with_client(|c| c.delete(key, opts))
-                    .map_err(|e| e.to_string())?;
-                self.collect_garbage(&uid);
-                Ok(())
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
             }
             StepAction::Taint { node, taint } => {
                 let mut n = self.node(node)?;
@@ -612,34 +610,6 @@ impl Simulation {
                 self.put_status(Object::Pod(Arc::new(p)))
             }
             StepAction::Expect(_) => Ok(()),
-        }
-    }
-
-    /// Background cascading deletion: deletes the dependents of a deleted owner, recursively
-    /// (what the garbage collector does with `propagationPolicy: Background`).
-    fn collect_garbage(&mut self, owner_uid: &str) {
-        let mut queue = vec![owner_uid.to_string()];
-        while let Some(uid) = queue.pop() {
-            let dependents: Vec<(ObjectKey, String)> = Kind::ALL
-                .iter()
-                .flat_map(|&k| self.store.list(k))
-                .filter(|o| {
-                    o.meta()
-                        .owner_references
-                        .iter()
-                        .flatten()
-                        .any(|r| r.uid == uid)
-                })
-                .map(|o| (o.key(), o.uid().to_string()))
-                .collect();
-            for (key, dep_uid) in dependents {
-                if self
-                    .with_client(|c| c.delete(&key, DeleteOptions::default()))
-                    .is_ok()
-                {
-                    queue.push(dep_uid);
-                }
-            }
         }
     }
 
