@@ -126,3 +126,56 @@ fn a_replica_set_far_larger_than_its_node_schedules_what_fits_and_ends() {
     assert!(count("FailedScheduling") >= replicas - 110);
     eprintln!("{replicas} replicas: {:?}", o.elapsed);
 }
+
+#[test]
+fn deeply_nested_flow_sequences_fail_at_once_naming_the_place() {
+    // The repro: 200 KB of '[' (the parser used to take 39 s before giving up at depth 128).
+    let text = format!("a: {}\n", "[".repeat(100_000));
+    let o = simulate_stdin(&text, MINUTE);
+    assert_eq!(o.code, 2, "stderr: {}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("-: document 1: invalid YAML: flow collections"),
+        "stderr: {}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("at line 1 column 104"), "{}", o.stderr);
+    assert!(o.elapsed < Duration::from_secs(20), "took {:?}", o.elapsed);
+}
+
+#[test]
+fn a_duplicate_mapping_key_is_an_input_error_naming_the_key() {
+    let path = fixture("duplicate-yaml-key.yaml");
+    let o = simulate_file(path.to_str().unwrap(), MINUTE);
+    assert_eq!(o.code, 2, "stderr: {}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "duplicate-yaml-key.yaml: document 2: metadata.name: Duplicate value: key \"name\" already set in map"
+        ),
+        "stderr: {}",
+        o.stderr
+    );
+    assert!(o.stdout.is_empty(), "nothing runs: {}", o.stdout);
+}
+
+#[test]
+fn an_input_without_objects_or_scenario_is_an_input_error() {
+    let path = fixture("empty-input.yaml");
+    let o = simulate_file(path.to_str().unwrap(), MINUTE);
+    assert_eq!(o.code, 2, "stderr: {}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("empty-input.yaml: no objects passed to simulate"),
+        "stderr: {}",
+        o.stderr
+    );
+    for text in [String::new(), "---\n".repeat(1_000_000)] {
+        let o = simulate_stdin(&text, MINUTE);
+        assert_eq!(o.code, 2, "stderr: {}", o.stderr);
+        assert!(
+            o.stderr.contains("-: no objects passed to simulate"),
+            "stderr: {}",
+            o.stderr
+        );
+    }
+}
