@@ -179,3 +179,44 @@ fn an_input_without_objects_or_scenario_is_an_input_error() {
         );
     }
 }
+
+#[test]
+fn an_expectation_after_the_scenario_duration_is_an_input_error() {
+    let path = fixture("expect-after-duration.yaml");
+    let o = simulate_file(path.to_str().unwrap(), MINUTE);
+    assert_eq!(o.code, 2, "stderr: {}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "document 2 (Scenario s): spec.steps[0].at: Invalid value: \"2m0s\": after the end of the scenario (spec.duration 1m0s)"
+        ),
+        "stderr: {}",
+        o.stderr
+    );
+}
+
+#[test]
+fn expectations_after_an_until_shorter_than_the_steps_fail_as_not_checked() {
+    let example =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/node-failure.yaml");
+    let example = example.to_str().unwrap();
+    let full = kubeplane(&["simulate", "--output", "jsonl", example], None, MINUTE);
+    assert_eq!(full.code, 0, "the example passes: {}", full.stderr);
+    let o = kubeplane(
+        &["simulate", "--output", "jsonl", "--until", "30s", example],
+        None,
+        MINUTE,
+    );
+    assert_eq!(o.code, 1, "stderr: {}", o.stderr);
+    let unchecked: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| l.contains("ExpectationFailed") && l.contains("not checked: expectation"))
+        .collect();
+    assert!(!unchecked.is_empty(), "stdout: {}", o.stdout);
+    assert!(
+        unchecked[0].contains("after the run ended at 30s"),
+        "{}",
+        unchecked[0]
+    );
+    assert!(!o.stdout.contains("ExpectationPassed"));
+}

@@ -452,6 +452,7 @@ impl Simulation {
                         self.apply_due_steps()?;
                         observe(&self.store, self.now, self.end);
                     }
+                    self.fail_unchecked_expectations();
                     return Ok(());
                 }
             }
@@ -486,6 +487,32 @@ impl Simulation {
             }
         }
         Ok(())
+    }
+
+    /// Expectations due after the run ended (`--until` shorter than the steps, or the 24 h cap
+    /// of a run without `duration`) were never checked: each is a failed expectation, so that
+    /// the run cannot pass without checking what it was asked to.
+    fn fail_unchecked_expectations(&mut self) {
+        let show = |t: SimTime| kubeplane_core::duration::format_duration(t - SimTime::ZERO);
+        for step in std::mem::take(&mut self.steps) {
+            let StepAction::Expect(list) = &step.action else {
+                continue;
+            };
+            for j in 0..list.len() {
+                self.n_failed += 1;
+                self.records.push(Record::Expectation {
+                    time: self.now,
+                    passed: false,
+                    message: format!(
+                        "not checked: expectation {} of step {} is due at {}, after the run ended at {}",
+                        j + 1,
+                        step.index + 1,
+                        show(step.at),
+                        show(self.now)
+                    ),
+                });
+            }
+        }
     }
 
     fn check(&mut self, a: &Assertion) {

@@ -775,6 +775,17 @@ fn parse_scenario(v: &Value) -> Result<Scenario, FieldError> {
             ));
         };
         let at = SimTime(at.0 .0);
+        if let Some(duration) = s.duration.filter(|&d| at > SimTime::ZERO + d) {
+            let show = |d: SimDuration| kubeplane_core::duration::format_duration(d);
+            return Err(FieldError::at(
+                join(&path, "at"),
+                format!(
+                    "Invalid value: \"{}\": after the end of the scenario (spec.duration {}): the step would never run",
+                    show(at - SimTime::ZERO),
+                    show(duration)
+                ),
+            ));
+        }
         for action in step_actions(raw, &path)? {
             s.steps.push(Step {
                 at,
