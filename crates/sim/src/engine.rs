@@ -20,7 +20,16 @@ use crate::scenario::{Assertion, Input, Step, StepAction};
 
 /// A run without `duration` stops when nothing is pending, and at the latest after this long.
 pub const DEFAULT_DURATION_CAP: SimDuration = SimDuration(24 * 3600 * 1_000_000_000);
-/// How many rounds of work one instant may take before the run is declared stuck.
+/// How many rounds of work (one pass over the components with work due) one instant may take
+/// before the run is declared stuck, besides [`ROUNDS_PER_POD`] per pod in the store. A
+/// legitimate instant takes about one round per pod it creates, schedules or deletes (10,000
+/// replicas created at once take about 10,100 rounds); a livelock takes rounds without end, and
+/// every round adds records, so the budget also bounds the time and memory a livelock takes
+/// (an evict-recreate loop of one pod stops after 0.5 s and 65 MB).
+const BASE_ROUNDS_PER_INSTANT: u64 = 100_000;
+/// The rounds an instant may take per pod in the store, on top of [`BASE_ROUNDS_PER_INSTANT`].
+const ROUNDS_PER_POD: u64 = 16;
+/// The most rounds any instant may take, however many pods there are.
 const MAX_ROUNDS_PER_INSTANT: u64 = 20_000_000;
 
 /// One line of output, in order of virtual time, then of occurrence.
@@ -58,8 +67,14 @@ impl Record {
 
 #[derive(Debug, Error)]
 pub enum SimError {
-    #[error("the simulation did not settle at t={0}: components kept producing work (a livelock); seed {1}")]
-    Livelock(SimTime, u64),
+    #[error("the simulation did not settle at t={time}: after {rounds} rounds of work at this instant, components kept rescheduling work (a livelock): {components}; seed {seed}")]
+    Livelock {
+        time: SimTime,
+        rounds: u64,
+        /// The components that ran at this instant, busiest first, with their number of runs.
+        components: String,
+        seed: u64,
+    },
     #[error("{0}")]
     Setup(String),
 }
@@ -115,6 +130,9 @@ pub struct Simulation {
     pub n_failed: usize,
     pub n_step_errors: usize,
     rounds: u64,
+    /// How often each component ran at the current instant (periodic controllers, controllers,
+    /// node agents, scheduler), to name the busy ones when an instant does not settle.
+    runs_per_component: Vec<u64>,
     /// Reused buffer for dispatching watch events.
     event_buf: Vec<kubeplane_store::WatchEvent>,
 }
@@ -170,6 +188,7 @@ impl Simulation {
             n_failed: 0,
             n_step_errors: 0,
             rounds: 0,
+            runs_per_component: Vec::new(),
             event_buf: Vec::new(),
         };
         for o in input.objects {
@@ -239,9 +258,16 @@ impl Simulation {
         self.event_buf = events;
     }
 
-    /// Runs every component with work due now, until none has any.
+    /// Runs every component with work due now, until none has any. An instant that takes more
+    /// rounds than its budget (see [`BASE_ROUNDS_PER_INSTANT`]) ends the run with
+    /// [`SimError::Livelock`], naming the components that kept running.
     fn settle(&mut self) -> Result<(), SimError> {
         let now = self.now;
+        let n_components = self.periodic.len() + self.controllers.len() + 2;
+        if self.rounds == 0 {
+            self.runs_per_component.clear();
+        }
+        self.runs_per_component.resize(n_components, 0);
         loop {
             self.dispatch();
             let mut ran = false;
@@ -256,14 +282,22 @@ impl Simulation {
                 explain: self.explain,
                 admission: true,
             };
-            for c in self.periodic.iter_mut().chain(self.controllers.iter_mut()) {
+            let runs = &mut self.runs_per_component;
+            for (i, c) in self
+                .periodic
+                .iter_mut()
+                .chain(self.controllers.iter_mut())
+                .enumerate()
+            {
                 if c.next_wakeup().is_some_and(|t| t <= now) {
                     c.run(now, &mut client);
+                    runs[i] += 1;
                     ran = true;
                 }
             }
             if self.agents.next_wakeup().is_some_and(|t| t <= now) {
                 self.agents.run(now, &mut client);
+                runs[n_components - 2] += 1;
                 ran = true;
             }
             if !ran
@@ -271,15 +305,48 @@ impl Simulation {
                 && self.scheduler.next_wakeup().is_some_and(|t| t <= now)
             {
                 self.scheduler.run(now, &mut client);
+                runs[n_components - 1] += 1;
                 ran = true;
             }
             if !ran && !self.store.has_events() {
                 return Ok(());
             }
             self.rounds += 1;
-            if self.rounds > MAX_ROUNDS_PER_INSTANT {
-                return Err(SimError::Livelock(now, self.seed));
+            if self.rounds > BASE_ROUNDS_PER_INSTANT {
+                let n_pods = self.store.count(Kind::Pod) as u64;
+                let budget = BASE_ROUNDS_PER_INSTANT
+                    .saturating_add(n_pods.saturating_mul(ROUNDS_PER_POD))
+                    .min(MAX_ROUNDS_PER_INSTANT);
+                if self.rounds > budget {
+                    return Err(self.livelock());
+                }
             }
+        }
+    }
+
+    /// The error for an instant that did not settle: which components ran, busiest first.
+    fn livelock(&self) -> SimError {
+        let names = self
+            .periodic
+            .iter()
+            .chain(self.controllers.iter())
+            .map(|c| c.name())
+            .chain([self.agents.name(), self.scheduler.name()]);
+        let mut busy: Vec<(&str, u64)> = names
+            .zip(self.runs_per_component.iter().copied())
+            .filter(|&(_, n)| n > 0)
+            .collect();
+        busy.sort_by(|a, b| b.1.cmp(&a.1));
+        let components = busy
+            .iter()
+            .map(|(name, n)| format!("{name} ({n} run{})", if *n == 1 { "" } else { "s" }))
+            .collect::<Vec<_>>()
+            .join(", ");
+        SimError::Livelock {
+            time: self.now,
+            rounds: self.rounds,
+            components,
+            seed: self.seed,
         }
     }
 
@@ -340,6 +407,7 @@ impl Simulation {
                         self.apply_due_steps()?;
                         observe(&self.store, self.now, self.end);
                     }
+                    self.fail_unchecked_expectations();
                     return Ok(());
                 }
             }
@@ -374,6 +442,32 @@ impl Simulation {
             }
         }
         Ok(())
+    }
+
+    /// Expectations due after the run ended (`--until` shorter than the steps, or the 24 h cap
+    /// of a run without `duration`) were never checked: each is a failed expectation, so that
+    /// the run cannot pass without checking what it was asked to.
+    fn fail_unchecked_expectations(&mut self) {
+        let show = |t: SimTime| kubeplane_core::duration::format_duration(t - SimTime::ZERO);
+        for step in std::mem::take(&mut self.steps) {
+            let StepAction::Expect(list) = &step.action else {
+                continue;
+            };
+            for j in 0..list.len() {
+                self.n_failed += 1;
+                self.records.push(Record::Expectation {
+                    time: self.now,
+                    passed: false,
+                    message: format!(
+                        "not checked: expectation {} of step {} is due at {}, after the run ended at {}",
+                        j + 1,
+                        step.index + 1,
+                        show(step.at),
+                        show(self.now)
+                    ),
+                });
+            }
+        }
     }
 
     fn check(&mut self, a: &Assertion) {

@@ -14,6 +14,7 @@ mod heap;
 mod nominator;
 #[cfg(test)]
 mod tests;
+mod unschedulable;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -36,6 +37,7 @@ pub use events::{
 };
 use heap::{Order, PodHeap};
 use nominator::{Nominator, PodRef};
+use unschedulable::UnschedulablePods;
 
 /// `podMaxInUnschedulablePodsDuration`: a pod parked longer than this is retried anyway.
 pub const POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION: SimDuration = SimDuration(300 * NANOS_PER_SEC);
@@ -226,7 +228,7 @@ pub struct SchedulingQueue {
     backoff_q: PodHeap,
     /// podErrorBackoffQ: pods that failed with an error; never popped before their backoff ends.
     error_backoff_q: PodHeap,
-    unschedulable_pods: BTreeMap<String, QueuedPodInfo>,
+    unschedulable_pods: UnschedulablePods,
     /// Sequence for heap ties and the in-flight list.
     seq: u64,
     scheduling_cycle: i64,
@@ -325,7 +327,7 @@ impl SchedulingQueue {
             active_q: PodHeap::new(Order::QueueSort(config.queue_sort)),
             backoff_q: PodHeap::new(backoff_order),
             error_backoff_q: PodHeap::new(Order::Expiry),
-            unschedulable_pods: BTreeMap::new(),
+            unschedulable_pods: UnschedulablePods::default(),
             seq: 0,
             scheduling_cycle: 0,
             in_flight_pods: BTreeMap::new(),
@@ -449,7 +451,7 @@ impl SchedulingQueue {
         let key = key_of(&p);
         if p.gated() {
             if !self.active_q.contains(&key) && !self.backoff_contains(&key) {
-                self.unschedulable_pods.entry(key).or_insert(p);
+                self.unschedulable_pods.insert_if_absent(key, p);
             }
             return false;
         }
@@ -475,7 +477,7 @@ impl SchedulingQueue {
         if self.pop_from_backoff_q {
             self.run_pre_enqueue(&mut p);
             if p.gated() {
-                self.unschedulable_pods.entry(key).or_insert(p);
+                self.unschedulable_pods.insert_if_absent(key, p);
                 return false;
             }
         }
@@ -553,6 +555,34 @@ impl SchedulingQueue {
         old: Option<EventObject<'_>>,
         new: Option<EventObject<'_>>,
     ) -> Strategy {
+        self.worth_requeuing_with(p, event, &self.hints_for(event), old, new)
+    }
+
+    /// Each profile's hints registered for an event matching `event`, in registration order
+    /// (what [`SchedulingQueue::worth_requeuing`] asks), worked out once for many pods.
+    fn hints_for(&self, event: &ClusterEvent) -> BTreeMap<&str, Vec<&HintEntry>> {
+        self.profiles
+            .iter()
+            .map(|(name, profile)| {
+                let hints = profile
+                    .hints
+                    .iter()
+                    .filter(|h| event_matches(&h.event, event))
+                    .collect();
+                (name.as_str(), hints)
+            })
+            .collect()
+    }
+
+    /// [`SchedulingQueue::worth_requeuing`] with the hints of [`SchedulingQueue::hints_for`].
+    fn worth_requeuing_with(
+        &self,
+        p: &QueuedPodInfo,
+        event: &ClusterEvent,
+        hints: &BTreeMap<&str, Vec<&HintEntry>>,
+        old: Option<EventObject<'_>>,
+        new: Option<EventObject<'_>>,
+    ) -> Strategy {
         if p.unschedulable_plugins.is_empty() && p.pending_plugins.is_empty() {
             return Strategy::AfterBackoff;
         }
@@ -566,14 +596,11 @@ impl SchedulingQueue {
             }
             return Strategy::AfterBackoff;
         }
-        let Some(profile) = self.profiles.get(p.pod_info.scheduler_name()) else {
+        let Some(hints) = hints.get(p.pod_info.scheduler_name()) else {
             return Strategy::AfterBackoff;
         };
         let mut strategy = Strategy::Skip;
-        for h in &profile.hints {
-            if !event_matches(&h.event, event) {
-                continue;
-            }
+        for h in hints {
             let pending = p.pending_plugins.contains(h.plugin);
             if !pending && !p.unschedulable_plugins.contains(h.plugin) {
                 continue;
@@ -860,13 +887,28 @@ impl SchedulingQueue {
         if !self.is_event_of_interest(&event) {
             return;
         }
-        let keys: Vec<String> = self
+        // Hints are pure functions of the pod and the event, and requeueing one pod changes no
+        // other parked pod: deciding for every pod first, then moving those that go, gives the
+        // same result as deciding pod by pod without copying every parked pod's key (a node
+        // event with 100,000 parked pods would otherwise copy and look up 100,000 keys).
+        let hints = self.hints_for(&event);
+        let moving: Vec<(String, Strategy)> = self
             .unschedulable_pods
             .iter()
             .filter(|(_, p)| pre_check.is_none_or(|f| f(&p.pod_info)))
-            .map(|(k, _)| k.clone())
+            .filter(|(_, p)| !p.gated() || self.gating_plugin_interested(p, &event))
+            .filter_map(
+                |(key, p)| match self.worth_requeuing_with(p, &event, &hints, old, new) {
+                    Strategy::Skip => None,
+                    strategy => Some((key.clone(), strategy)),
+                },
+            )
             .collect();
-        self.move_pods_to_active_or_backoff_queue(&keys, event, old, new, now);
+        for (key, strategy) in moving {
+            let p = self.unschedulable_pods.remove(&key).expect("present");
+            self.requeue(p, strategy, event.label, now);
+        }
+        self.record_event_if_any_in_flight(event, old, new);
     }
 
     fn move_pods_to_active_or_backoff_queue(
@@ -880,18 +922,23 @@ impl SchedulingQueue {
         if !self.is_event_of_interest(&event) {
             return;
         }
-        for key in keys {
-            let Some(p) = self.unschedulable_pods.get(key) else {
-                continue;
-            };
-            if p.gated() && !self.gating_plugin_interested(p, &event) {
-                continue;
-            }
-            let strategy = self.worth_requeuing(p, &event, old, new);
-            if strategy == Strategy::Skip {
-                continue;
-            }
-            let p = self.unschedulable_pods.remove(key).expect("present");
+        // As in `move_all_to_active_or_backoff_queue`: decide for every pod, then move.
+        let hints = self.hints_for(&event);
+        let moving: Vec<(String, Strategy)> = keys
+            .iter()
+            .filter_map(|key| {
+                let p = self.unschedulable_pods.get(key)?;
+                if p.gated() && !self.gating_plugin_interested(p, &event) {
+                    return None;
+                }
+                match self.worth_requeuing_with(p, &event, &hints, old, new) {
+                    Strategy::Skip => None,
+                    strategy => Some((key.clone(), strategy)),
+                }
+            })
+            .collect();
+        for (key, strategy) in moving {
+            let p = self.unschedulable_pods.remove(&key).expect("present");
             self.requeue(p, strategy, event.label, now);
         }
         self.record_event_if_any_in_flight(event, old, new);
@@ -1002,14 +1049,34 @@ impl SchedulingQueue {
                 .max(self.last_backoff_flush + BACKOFF_FLUSH_PERIOD);
             best = Some(tick);
         }
-        for p in self.unschedulable_pods.values() {
-            let tick = next_tick_after(
-                p.timestamp + POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
+        // A pod's leftover tick only grows with the time it was parked, and the leftover flush
+        // moves every pod no plugin gates: the earliest such pod gives their earliest tick.
+        let leftover_tick = |timestamp: SimTime| {
+            next_tick_after(
+                timestamp + POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
                 LEFTOVER_FLUSH_PERIOD,
             )
-            .max(self.last_leftover_flush + LEFTOVER_FLUSH_PERIOD);
-            if best.is_none_or(|b| tick < b) && self.leftover_would_move(p, tick) {
+            .max(self.last_leftover_flush + LEFTOVER_FLUSH_PERIOD)
+        };
+        if let Some(tick) = self
+            .unschedulable_pods
+            .earliest_ungated()
+            .map(leftover_tick)
+        {
+            if best.is_none_or(|b| tick < b) {
                 best = Some(tick);
+            }
+        }
+        // Gated pods move only if their gating plugin lets them: the first one that would, in
+        // the order they were parked, has the earliest tick among them.
+        for p in self.unschedulable_pods.gated_by_time() {
+            let tick = leftover_tick(p.timestamp);
+            if best.is_some_and(|b| tick >= b) {
+                break;
+            }
+            if self.leftover_would_move(p, tick) {
+                best = Some(tick);
+                break;
             }
         }
         best
@@ -1082,11 +1149,7 @@ impl SchedulingQueue {
     // ---- Introspection ----
 
     pub fn pending_pods(&self) -> PendingCounts {
-        let gated = self
-            .unschedulable_pods
-            .values()
-            .filter(|p| p.gated())
-            .count();
+        let gated = self.unschedulable_pods.n_gated();
         PendingCounts {
             active: self.active_q.len(),
             backoff: self.backoff_q.len() + self.error_backoff_q.len(),

@@ -12,6 +12,7 @@
 pub mod model;
 mod objects;
 pub mod parse;
+mod yaml;
 
 #[cfg(test)]
 mod tests;

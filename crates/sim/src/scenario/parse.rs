@@ -2,6 +2,7 @@
 //! and the Scenario apart, and turn each into its validated form. The first problem found ends
 //! parsing with an [`InputError`] naming the file, the document and the field.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
@@ -12,7 +13,7 @@ use kubeplane_core::labels::{is_qualified_name, parse as parse_selector};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 use kubeplane_store::{Kind, Object, ObjectKey};
-use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -21,6 +22,7 @@ use super::objects::{
     check_taint, check_taint_effect, join, manifest_kind, parse_object, path_string,
     validate_labels, FieldError, SUPPORTED,
 };
+use super::yaml::{check_flow_depth, DuplicateKey, StrictValue, MAX_FLOW_DEPTH};
 
 const SCENARIO_API_VERSION: &str = "kubeplane.io/v1alpha1";
 const SCHEDULER_CONFIG_API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
@@ -31,6 +33,20 @@ pub fn parse_files(files: &[(String, String)]) -> Result<Input, InputError> {
     let mut b = Builder::default();
     for (name, content) in files {
         b.file(name, content)?;
+    }
+    if b.objects.is_empty() && b.scenario.is_none() && b.scheduler_configs.is_empty() {
+        let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+        return Err(InputError {
+            file: match names.as_slice() {
+                [] => "the input".to_string(),
+                names => names.join(", "),
+            },
+            doc: None,
+            field: None,
+            message: "no objects passed to simulate: the input holds no Kubernetes object, \
+                      KubeSchedulerConfiguration or Scenario (only comments or empty documents)"
+                .to_string(),
+        });
     }
     Ok(b.finish(files.first().map(|(n, _)| n.as_str())))
 }
@@ -156,12 +172,50 @@ fn manifest(v: &Value) -> Result<Vec<(Option<usize>, Object)>, FieldError> {
 
 impl Builder {
     fn file(&mut self, file: &str, content: &str) -> Result<(), InputError> {
-        for (doc_index, doc) in serde_yaml_ng::Deserializer::from_str(content).enumerate() {
-            let value = Value::deserialize(doc).map_err(|e| InputError {
+        if let Err(deep) = check_flow_depth(content) {
+            return Err(InputError {
                 file: file.to_string(),
-                doc: Some((doc_index, String::new())),
+                doc: Some((deep.doc_index, String::new())),
                 field: None,
-                message: format!("invalid YAML: {e}"),
+                message: format!(
+                    "invalid YAML: flow collections ('[' and '{{') nested more than {MAX_FLOW_DEPTH} levels deep at line {} column {}",
+                    deep.line, deep.column
+                ),
+            });
+        }
+        for (doc_index, doc) in serde_yaml_ng::Deserializer::from_str(content).enumerate() {
+            let duplicate = RefCell::new(None);
+            let seed = StrictValue {
+                path: String::new(),
+                duplicate: &duplicate,
+            };
+            let value = seed.deserialize(doc).map_err(|e| {
+                let at = e
+                    .location()
+                    .map(|l| {
+                        format!(
+                            " (in the mapping at line {} column {})",
+                            l.line(),
+                            l.column()
+                        )
+                    })
+                    .unwrap_or_default();
+                match duplicate.take() {
+                    Some(DuplicateKey { path, key }) => InputError {
+                        file: file.to_string(),
+                        doc: Some((doc_index, String::new())),
+                        field: Some(path),
+                        message: format!(
+                            "Duplicate value: key {key:?} already set in map{at}; a mapping holds each key once"
+                        ),
+                    },
+                    None => InputError {
+                        file: file.to_string(),
+                        doc: Some((doc_index, String::new())),
+                        field: None,
+                        message: format!("invalid YAML: {e}"),
+                    },
+                }
             })?;
             if value.is_null() {
                 continue;
@@ -721,6 +775,17 @@ fn parse_scenario(v: &Value) -> Result<Scenario, FieldError> {
             ));
         };
         let at = SimTime(at.0 .0);
+        if let Some(duration) = s.duration.filter(|&d| at > SimTime::ZERO + d) {
+            let show = |d: SimDuration| kubeplane_core::duration::format_duration(d);
+            return Err(FieldError::at(
+                join(&path, "at"),
+                format!(
+                    "Invalid value: \"{}\": after the end of the scenario (spec.duration {}): the step would never run",
+                    show(at - SimTime::ZERO),
+                    show(duration)
+                ),
+            ));
+        }
         for action in step_actions(raw, &path)? {
             s.steps.push(Step {
                 at,

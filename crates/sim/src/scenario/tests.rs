@@ -267,8 +267,23 @@ fn comment_only_and_empty_documents_are_skipped_but_counted() {
     let input = parse_one(&format!("# a comment\n---\n# only a comment\n---\n{POD}")).unwrap();
     assert_eq!(input.objects.len(), 1);
     assert_eq!(input.objects[0].source.doc_index, 1);
-    assert!(parse_one("").unwrap().objects.is_empty());
-    assert!(parse_one("# nothing\n").unwrap().objects.is_empty());
+}
+
+#[test]
+fn an_input_with_no_object_and_no_scenario_is_an_error() {
+    for text in [
+        "",
+        "# nothing\n",
+        "---\n---\n# c\n---\n",
+        "apiVersion: v1\nkind: List\n",
+    ] {
+        let err = parse_one(text).unwrap_err();
+        assert!(
+            err.message.starts_with("no objects passed to simulate"),
+            "{text:?}: {err}"
+        );
+        assert_eq!(err.file, "scenario.yaml");
+    }
 }
 
 #[test]
