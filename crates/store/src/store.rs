@@ -347,16 +347,7 @@ impl Store {
             Subresource::Status => keep_for_status_update(old, &mut obj),
             Subresource::Whole => {}
         }
-        if let (Object::Pod(new_pod), Object::Pod(old_pod)) = (&obj, old) {
-            let old_node = old_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
-            let new_node = new_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
-            if old_node.is_some() && old_node != new_node {
-                return Err(ApiError::Invalid {
-                    key: obj.key(),
-                    message: "spec.nodeName: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.schedulingGates` and `spec.terminationGracePeriodSeconds`".into(),
-                });
-            }
-        }
+        check_node_name_unchanged(old, &obj)?;
         let generation_bump = match (&obj, old) {
             // Upstream's Deployment strategy also bumps it for an annotation change on the main
             // resource ("annotations are copied from deployments to their replica sets").
@@ -501,6 +492,22 @@ impl Store {
         });
         self.replace(Object::Pod(Arc::new(p)), Subresource::Whole, now)
     }
+}
+
+/// A bound pod's node may not change (upstream's pod update validation).
+fn check_node_name_unchanged(old: &Object, new: &Object) -> Result<(), ApiError> {
+    let (Object::Pod(new_pod), Object::Pod(old_pod)) = (new, old) else {
+        return Ok(());
+    };
+    let old_node = old_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+    let new_node = new_pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+    if old_node.is_some() && old_node != new_node {
+        return Err(ApiError::Invalid {
+            key: new.key(),
+            message: "spec.nodeName: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.schedulingGates` and `spec.terminationGracePeriodSeconds`".into(),
+        });
+    }
+    Ok(())
 }
 
 /// Which part of an object a replacement writes.

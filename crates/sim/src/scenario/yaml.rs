@@ -44,36 +44,23 @@ pub(crate) fn check_flow_depth(text: &str) -> Result<(), TooDeep> {
     while i < bytes.len() {
         let c = bytes[i];
         if i == line_start && depth == 0 {
-            let rest = &bytes[i..];
-            let marker = |m: &[u8]| {
-                rest.starts_with(m)
-                    && rest
-                        .get(3)
-                        .is_none_or(|&b| b == b' ' || b == b'\t' || b == b'\n' || b == b'\r')
-            };
-            if marker(b"---") {
-                if doc_started {
-                    doc_index += 1;
+            match document_marker(&bytes[i..]) {
+                Some(b'-') => {
+                    doc_index += usize::from(doc_started);
+                    doc_started = true;
+                    i += 3;
+                    prev = None;
+                    continue;
                 }
-                doc_started = true;
-                i += 3;
-                prev = None;
-                continue;
-            }
-            if marker(b"...") {
-                i += 3;
-                continue;
+                Some(_) => {
+                    i += 3;
+                    continue;
+                }
+                None => {}
             }
         }
-        // A bracket or quote starts a value at the start of a line, after an indicator and a
-        // space (`key: [`, `- [`), or inside a flow collection after `,`, `[` or `{`.
         let after_space = i > 0 && matches!(bytes[i - 1], b' ' | b'\t');
-        let starts_value = match prev {
-            None => true,
-            Some(b':' | b'-' | b'?') => after_space,
-            Some(b',' | b'[' | b'{') => depth > 0,
-            _ => false,
-        };
+        let starts_value = starts_value(prev, after_space, depth);
         match c {
             b'\n' => {
                 line += 1;
@@ -86,26 +73,12 @@ pub(crate) fn check_flow_depth(text: &str) -> Result<(), TooDeep> {
                 i += 1;
                 continue;
             }
-            b'#' if i == line_start || matches!(bytes[i - 1], b' ' | b'\t') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
+            b'#' if i == line_start || after_space => {
+                i += bytes[i..].iter().take_while(|&&b| b != b'\n').count();
                 continue;
             }
             b'"' | b'\'' if starts_value => {
-                // A quoted scalar: skip to its closing quote (`\"` escapes in double quotes,
-                // `''` in single quotes closes and reopens, which comes to the same).
-                i += 1;
-                while i < bytes.len() && bytes[i] != c {
-                    if c == b'"' && bytes[i] == b'\\' {
-                        i += 1;
-                    }
-                    if i < bytes.len() && bytes[i] == b'\n' {
-                        line += 1;
-                        line_start = i + 1;
-                    }
-                    i += 1;
-                }
+                i = skip_quoted(bytes, i, &mut line, &mut line_start);
             }
             b'[' | b'{' if starts_value || depth > 0 => {
                 depth += 1;
@@ -125,6 +98,49 @@ pub(crate) fn check_flow_depth(text: &str) -> Result<(), TooDeep> {
         i += 1;
     }
     Ok(())
+}
+
+/// Whether a bracket or quote after `prev` (the last non-blank byte of the line) starts a value:
+/// at the start of a line, after an indicator and a space (`key: [`, `- [`), or inside a flow
+/// collection after `,`, `[` or `{`.
+fn starts_value(prev: Option<u8>, after_space: bool, depth: usize) -> bool {
+    match prev {
+        None => true,
+        Some(b':' | b'-' | b'?') => after_space,
+        Some(b',' | b'[' | b'{') => depth > 0,
+        _ => false,
+    }
+}
+
+/// The document marker (`---` or `...`, followed by white space or the end) that `rest` starts
+/// with: its first byte.
+fn document_marker(rest: &[u8]) -> Option<u8> {
+    let ends = rest
+        .get(3)
+        .is_none_or(|&b| b == b' ' || b == b'\t' || b == b'\n' || b == b'\r');
+    [b"---", b"..."]
+        .into_iter()
+        .find(|m| ends && rest.starts_with(*m))
+        .map(|m| m[0])
+}
+
+/// Skips the quoted scalar whose opening quote is at `start` (`\"` escapes in double quotes;
+/// `''` in single quotes closes and reopens, which comes to the same) and returns the place of
+/// its closing quote, counting the lines it spans.
+fn skip_quoted(bytes: &[u8], start: usize, line: &mut usize, line_start: &mut usize) -> usize {
+    let quote = bytes[start];
+    let mut i = start + 1;
+    while i < bytes.len() && bytes[i] != quote {
+        if quote == b'"' && bytes[i] == b'\\' {
+            i += 1;
+        }
+        if i < bytes.len() && bytes[i] == b'\n' {
+            *line += 1;
+            *line_start = i + 1;
+        }
+        i += 1;
+    }
+    i
 }
 
 /// A duplicate key found while reading a document: the path of the mapping's entry
