@@ -220,3 +220,40 @@ fn expectations_after_an_until_shorter_than_the_steps_fail_as_not_checked() {
     );
     assert!(!o.stdout.contains("ExpectationPassed"));
 }
+
+#[test]
+fn an_annotation_of_300_kib_is_an_input_error_with_upstreams_message() {
+    // The repro's Pod, generated (its file is 300 KiB).
+    let text = format!(
+        "apiVersion: v1\nkind: Node\nmetadata: {{name: n1}}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    big: \"{}\"\nspec:\n  containers: [{{name: app, image: nginx}}]\n",
+        "x".repeat(300 * 1024)
+    );
+    let o = simulate_stdin(&text, MINUTE);
+    assert_eq!(o.code, 2, "stderr: {}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "-: document 2 (Pod default/p): metadata.annotations: Too long: must have at most 262144 bytes"
+        ),
+        "stderr: {}",
+        o.stderr
+    );
+}
+
+#[test]
+fn replica_counts_beyond_150000_are_input_errors_not_runs_of_unbounded_memory() {
+    let text = std::fs::read_to_string(fixture("replicas-100k-quadratic.yaml")).unwrap();
+    for replicas in ["150001", "1000000", "2147483647"] {
+        let o = simulate_stdin(
+            &text.replace("replicas: 100000", &format!("replicas: {replicas}")),
+            MINUTE,
+        );
+        assert_eq!(o.code, 2, "stderr: {}", o.stderr);
+        assert!(
+            o.stderr.contains(&format!(
+                "-: document 2 (ReplicaSet default/web): spec.replicas: Invalid value: {replicas}: must be less than or equal to 150000"
+            )),
+            "stderr: {}",
+            o.stderr
+        );
+    }
+}

@@ -298,6 +298,29 @@ fn validate_meta(m: &ObjectMeta, path: &str, rule: NameRule, namespaced: bool) -
             )
         })?;
     }
+    validate_annotations_size(m.annotations.as_ref(), &join(path, "annotations"))
+}
+
+/// Upstream `TotalAnnotationSizeLimitB`: the keys and values of an object's annotations hold
+/// at most 256 KiB in all.
+pub(crate) const TOTAL_ANNOTATION_SIZE_LIMIT_BYTES: usize = 256 * 1024;
+
+/// Upstream `ValidateAnnotationsSize`, with its message (`field.TooLong`).
+pub(crate) fn validate_annotations_size(
+    annotations: Option<&BTreeMap<String, String>>,
+    path: &str,
+) -> Check {
+    let total: usize = annotations
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| k.len() + v.len())
+        .sum();
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT_BYTES {
+        return Err(FieldError::at(
+            path,
+            format!("Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT_BYTES} bytes"),
+        ));
+    }
     Ok(())
 }
 
@@ -918,6 +941,27 @@ fn validate_node(n: &Node) -> Check {
 // ---------------------------------------------------------------------------------------------
 // workloads
 
+/// The most replicas one ReplicaSet or Deployment may ask for, and the most the workloads of
+/// the initial state may ask for in all: upstream's scalability threshold of 150,000 pods per
+/// cluster. Upstream accepts any `int32`; kubeplane keeps every pod in memory (about 11 KB
+/// each), so a count beyond any real cluster is an input error rather than a run that takes
+/// gigabytes (docs/compatibility.md).
+pub(crate) const MAX_REPLICAS: i32 = 150_000;
+
+/// `replicas`: non-negative and at most [`MAX_REPLICAS`].
+pub(crate) fn check_replicas(v: Option<i32>, path: &str) -> Check {
+    non_negative(v, path)?;
+    match v {
+        Some(v) if v > MAX_REPLICAS => Err(FieldError::at(
+            path,
+            format!(
+                "Invalid value: {v}: must be less than or equal to {MAX_REPLICAS} (kubeplane simulates clusters of at most 150,000 pods, upstream's scalability threshold)"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn non_negative(v: Option<i32>, path: &str) -> Check {
     match v {
         Some(v) if v < 0 => Err(FieldError::at(
@@ -953,6 +997,7 @@ fn validate_workload(
         .unwrap_or(&empty);
     if let Some(m) = &template.metadata {
         validate_labels(m.labels.as_ref(), "spec.template.metadata.labels")?;
+        validate_annotations_size(m.annotations.as_ref(), "spec.template.metadata.annotations")?;
     }
     if !compiled.matches(labels) {
         return Err(FieldError::at(
@@ -979,7 +1024,7 @@ fn validate_replica_set(rs: &ReplicaSet) -> Check {
     let Some(spec) = &rs.spec else {
         return Err(FieldError::at("spec", "Required value"));
     };
-    non_negative(spec.replicas, "spec.replicas")?;
+    check_replicas(spec.replicas, "spec.replicas")?;
     non_negative(spec.min_ready_seconds, "spec.minReadySeconds")?;
     validate_workload(&spec.selector, spec.template.as_ref(), "replicaset")
 }
@@ -989,7 +1034,7 @@ fn validate_deployment(d: &Deployment) -> Check {
     let Some(spec) = &d.spec else {
         return Err(FieldError::at("spec", "Required value"));
     };
-    non_negative(spec.replicas, "spec.replicas")?;
+    check_replicas(spec.replicas, "spec.replicas")?;
     non_negative(spec.min_ready_seconds, "spec.minReadySeconds")?;
     non_negative(spec.revision_history_limit, "spec.revisionHistoryLimit")?;
     if let Some(pd) = spec.progress_deadline_seconds {

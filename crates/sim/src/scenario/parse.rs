@@ -19,8 +19,8 @@ use serde_json::Value;
 
 use super::model::*;
 use super::objects::{
-    check_taint, check_taint_effect, join, manifest_kind, parse_object, path_string,
-    validate_labels, FieldError, SUPPORTED,
+    check_replicas, check_taint, check_taint_effect, join, manifest_kind, parse_object,
+    path_string, validate_annotations_size, validate_labels, FieldError, MAX_REPLICAS, SUPPORTED,
 };
 use super::yaml::{check_flow_depth, DuplicateKey, StrictValue, MAX_FLOW_DEPTH};
 
@@ -33,6 +33,31 @@ pub fn parse_files(files: &[(String, String)]) -> Result<Input, InputError> {
     let mut b = Builder::default();
     for (name, content) in files {
         b.file(name, content)?;
+    }
+    let mut total_replicas = 0i64;
+    for o in &b.objects {
+        let replicas = match &o.object {
+            Object::ReplicaSet(rs) => rs.spec.as_ref().and_then(|s| s.replicas),
+            Object::Deployment(d) => d.spec.as_ref().and_then(|s| s.replicas),
+            _ => None,
+        };
+        total_replicas += i64::from(replicas.unwrap_or(0));
+        if total_replicas > i64::from(MAX_REPLICAS) {
+            return Err(InputError {
+                file: o.source.file.clone(),
+                doc: Some((o.source.doc_index, o.source.what())),
+                field: Some(
+                    o.source
+                        .item
+                        .map(|i| format!("items[{i}].spec.replicas"))
+                        .unwrap_or_else(|| "spec.replicas".into()),
+                ),
+                message: format!(
+                    "Invalid value: {}: the ReplicaSets and Deployments of the initial state ask for {total_replicas} replicas in all, more than {MAX_REPLICAS} (kubeplane simulates clusters of at most 150,000 pods, upstream's scalability threshold)",
+                    replicas.unwrap_or(0)
+                ),
+            });
+        }
     }
     if b.objects.is_empty() && b.scenario.is_none() && b.scheduler_configs.is_empty() {
         let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
@@ -1030,15 +1055,7 @@ fn step_actions(raw: StepRaw, path: &str) -> Result<Vec<StepAction>, FieldError>
             &p,
             &[Kind::ReplicaSet, Kind::Deployment],
         )?;
-        if s.replicas < 0 {
-            return Err(FieldError::at(
-                join(&p, "replicas"),
-                format!(
-                    "Invalid value: {}: must be greater than or equal to 0",
-                    s.replicas
-                ),
-            ));
-        }
+        check_replicas(Some(s.replicas), &join(&p, "replicas"))?;
         return one(StepAction::Scale {
             key,
             replicas: s.replicas,
@@ -1053,6 +1070,8 @@ fn step_actions(raw: StepRaw, path: &str) -> Result<Vec<StepAction>, FieldError>
         let set: BTreeMap<String, String> = m.set.into_iter().map(|(k, v)| (k, v.0)).collect();
         if name == "label" {
             validate_labels(Some(&set), &join(&p, "set"))?;
+        } else {
+            validate_annotations_size(Some(&set), &join(&p, "set"))?;
         }
         for (field, keys) in [
             ("set", set.keys().collect::<Vec<_>>()),

@@ -925,3 +925,30 @@ fn the_examples_of_the_format_reference_are_what_they_say() {
     }
     assert!(n_checked >= 8, "only {n_checked} examples found");
 }
+
+#[test]
+fn annotations_over_256_kib_in_all_are_too_long_as_upstream_says() {
+    let node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n";
+    let pod = |value_len: usize| {
+        format!(
+            "{node}apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    big: \"{}\"\nspec:\n  containers: [{{name: app, image: nginx}}]\n",
+            "x".repeat(value_len)
+        )
+    };
+    // Keys count too: "big" is 3 bytes.
+    assert!(parse_one(&pod(256 * 1024 - 3)).is_ok());
+    let err = parse_one(&pod(256 * 1024 - 2)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "scenario.yaml: document 2 (Pod default/p): metadata.annotations: Too long: must have at most 262144 bytes"
+    );
+    let rs = format!(
+        "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: web}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata:\n      labels: {{app: web}}\n      annotations: {{a: \"{}\"}}\n    spec:\n      containers: [{{name: app, image: nginx}}]\n",
+        "x".repeat(300 * 1024)
+    );
+    let err = parse_one(&rs).unwrap_err();
+    assert_eq!(
+        err.field.as_deref(),
+        Some("spec.template.metadata.annotations")
+    );
+}
