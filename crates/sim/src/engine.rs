@@ -381,7 +381,7 @@ impl Simulation {
             .zip(self.runs_per_component.iter().copied())
             .filter(|&(_, n)| n > 0)
             .collect();
-        busy.sort_by(|a, b| b.1.cmp(&a.1));
+        busy.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
         let components = busy
             .iter()
             .map(|(name, n)| format!("{name} ({n} run{})", if *n == 1 { "" } else { "s" }))
