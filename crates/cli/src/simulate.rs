@@ -67,9 +67,9 @@ pub fn run(args: SimulateArgs) -> ExitCode {
             Ok(t) => t,
             Err(e) => return input_error(e),
         };
-        let value: serde_json::Value = match serde_yaml_ng::from_str(&text) {
+        let value = match kubeplane_sim::scenario::parse_yaml_document(&name, &text) {
             Ok(v) => v,
-            Err(e) => return input_error(format!("{name}: {e}")),
+            Err(e) => return input_error(e),
         };
         let source = Source {
             file: name,

@@ -257,3 +257,41 @@ fn replica_counts_beyond_150000_are_input_errors_not_runs_of_unbounded_memory() 
         );
     }
 }
+
+#[test]
+fn a_scheduler_config_file_is_read_as_strictly_as_the_input() {
+    let dir = std::env::temp_dir().join(format!("kubeplane-repros-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/scheduling.yaml");
+    let cases = [
+        (
+            "dup.yaml",
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nkind: KubeSchedulerConfiguration\n".to_string(),
+            "dup.yaml: kind: Duplicate value: key \"kind\" already set in map",
+        ),
+        (
+            "deep.yaml",
+            format!("a: {}\n", "[".repeat(100_000)),
+            "deep.yaml: invalid YAML: flow collections ('[' and '{') nested more than 100 levels deep",
+        ),
+    ];
+    for (name, text, message) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let o = kubeplane(
+            &[
+                "simulate",
+                "--output",
+                "jsonl",
+                "--scheduler-config",
+                path.to_str().unwrap(),
+                example.to_str().unwrap(),
+            ],
+            None,
+            MINUTE,
+        );
+        assert_eq!(o.code, 2, "stderr: {}", o.stderr);
+        assert!(o.stderr.contains(message), "stderr: {}", o.stderr);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

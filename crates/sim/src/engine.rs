@@ -336,7 +336,7 @@ impl Simulation {
             .zip(self.runs_per_component.iter().copied())
             .filter(|&(_, n)| n > 0)
             .collect();
-        busy.sort_by_key(|b| std::cmp::Reverse(b.1));
+        busy.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
         let components = busy
             .iter()
             .map(|(name, n)| format!("{name} ({n} run{})", if *n == 1 { "" } else { "s" }))

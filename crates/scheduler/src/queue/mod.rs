@@ -555,7 +555,8 @@ impl SchedulingQueue {
         old: Option<EventObject<'_>>,
         new: Option<EventObject<'_>>,
     ) -> Strategy {
-        self.worth_requeuing_with(p, event, &self.hints_for(event), old, new)
+        let hints = self.hints_for(event);
+        self.worth_requeuing_with(p, p.pod_info.scheduler_name(), event, &hints, old, new)
     }
 
     /// Each profile's hints registered for an event matching `event`, in registration order
@@ -578,6 +579,7 @@ impl SchedulingQueue {
     fn worth_requeuing_with(
         &self,
         p: &QueuedPodInfo,
+        scheduler_name: &str,
         event: &ClusterEvent,
         hints: &BTreeMap<&str, Vec<&HintEntry>>,
         old: Option<EventObject<'_>>,
@@ -596,7 +598,7 @@ impl SchedulingQueue {
             }
             return Strategy::AfterBackoff;
         }
-        let Some(hints) = hints.get(p.pod_info.scheduler_name()) else {
+        let Some(hints) = hints.get(scheduler_name) else {
             return Strategy::AfterBackoff;
         };
         let mut strategy = Strategy::Skip;
@@ -894,15 +896,15 @@ impl SchedulingQueue {
         let hints = self.hints_for(&event);
         let moving: Vec<(String, Strategy)> = self
             .unschedulable_pods
-            .iter()
-            .filter(|(_, p)| pre_check.is_none_or(|f| f(&p.pod_info)))
-            .filter(|(_, p)| !p.gated() || self.gating_plugin_interested(p, &event))
-            .filter_map(
-                |(key, p)| match self.worth_requeuing_with(p, &event, &hints, old, new) {
+            .iter_with_scheduler_name()
+            .filter(|(_, p, _)| pre_check.is_none_or(|f| f(&p.pod_info)))
+            .filter(|(_, p, _)| !p.gated() || self.gating_plugin_interested(p, &event))
+            .filter_map(|(key, p, scheduler_name)| {
+                match self.worth_requeuing_with(p, scheduler_name, &event, &hints, old, new) {
                     Strategy::Skip => None,
                     strategy => Some((key.clone(), strategy)),
-                },
-            )
+                }
+            })
             .collect();
         for (key, strategy) in moving {
             let p = self.unschedulable_pods.remove(&key).expect("present");
@@ -931,7 +933,14 @@ impl SchedulingQueue {
                 if p.gated() && !self.gating_plugin_interested(p, &event) {
                     return None;
                 }
-                match self.worth_requeuing_with(p, &event, &hints, old, new) {
+                match self.worth_requeuing_with(
+                    p,
+                    p.pod_info.scheduler_name(),
+                    &event,
+                    &hints,
+                    old,
+                    new,
+                ) {
                     Strategy::Skip => None,
                     strategy => Some((key.clone(), strategy)),
                 }

@@ -1135,3 +1135,25 @@ fn event_matching_follows_upstream() {
         assert_eq!(event_matches(&registered, &incoming), want, "{case}");
     }
 }
+
+#[test]
+fn the_next_leftover_tick_follows_the_earliest_parked_pod_as_pods_come_and_go() {
+    let mut q = queue(true);
+    // A gated pod parked first: its gating plugin does not register the wildcard, so the
+    // leftover flush never moves it and it sets no timer.
+    q.add(PodB::new("g").gate("wait").info(), secs(0));
+    for (name, parked_secs) in [("a", 40), ("b", 10), ("c", 70)] {
+        q.add(PodB::new(name).info(), secs(parked_secs));
+        let p = q.pop(secs(parked_secs)).unwrap();
+        fail(&mut q, p, &["Fake"], secs(parked_secs));
+    }
+    // b was parked at 10 s: more than 5 minutes later, at a multiple of 30 s, is 330 s.
+    assert_eq!(q.next_timer(), Some(secs(330)));
+    q.delete(&PodB::new("b").info());
+    assert_eq!(q.next_timer(), Some(secs(360)), "a, parked at 40 s");
+    q.delete(&PodB::new("a").info());
+    assert_eq!(q.next_timer(), Some(secs(390)), "c, parked at 70 s");
+    q.delete(&PodB::new("c").info());
+    assert_eq!(q.next_timer(), None, "only the gated pod is left");
+    assert_eq!(q.pending_pods().gated, 1);
+}

@@ -3,8 +3,7 @@
 //! is found without visiting every parked pod (a scale-up can park 100,000 pods, and the
 //! engine asks for the next timer after every scheduling cycle).
 
-use std::collections::btree_map::{BTreeMap, Values};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kubeplane_core::SimTime;
 
@@ -12,7 +11,10 @@ use crate::framework::QueuedPodInfo;
 
 #[derive(Default)]
 pub(crate) struct UnschedulablePods {
-    pods: BTreeMap<String, QueuedPodInfo>,
+    /// Each parked pod with its scheduler name, read once when it is parked: a cluster event
+    /// asks the hints of every parked pod's profile, and reading the name from the pod's spec
+    /// each time would visit every pod's API object.
+    pods: BTreeMap<String, (QueuedPodInfo, Box<str>)>,
     /// `(timestamp, key)` of every parked pod that no PreEnqueue plugin gates.
     ungated_by_time: BTreeSet<(SimTime, String)>,
     /// `(timestamp, key)` of every gated pod.
@@ -33,7 +35,8 @@ impl UnschedulablePods {
         let old = self.remove(&key);
         let entry = (p.timestamp, key.clone());
         self.index(&p).insert(entry);
-        self.pods.insert(key, p);
+        let scheduler_name = p.pod_info.scheduler_name().into();
+        self.pods.insert(key, (p, scheduler_name));
         old
     }
 
@@ -45,14 +48,14 @@ impl UnschedulablePods {
     }
 
     pub(crate) fn remove(&mut self, key: &str) -> Option<QueuedPodInfo> {
-        let p = self.pods.remove(key)?;
+        let (p, _) = self.pods.remove(key)?;
         let entry = (p.timestamp, key.to_string());
         self.index(&p).remove(&entry);
         Some(p)
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<&QueuedPodInfo> {
-        self.pods.get(key)
+        self.pods.get(key).map(|(p, _)| p)
     }
 
     pub(crate) fn contains_key(&self, key: &str) -> bool {
@@ -73,12 +76,19 @@ impl UnschedulablePods {
 
     /// Every parked pod with its key, in key order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &QueuedPodInfo)> {
-        self.pods.iter()
+        self.pods.iter().map(|(k, (p, _))| (k, p))
+    }
+
+    /// Every parked pod with its key and its scheduler name, in key order.
+    pub(crate) fn iter_with_scheduler_name(
+        &self,
+    ) -> impl Iterator<Item = (&String, &QueuedPodInfo, &str)> {
+        self.pods.iter().map(|(k, (p, name))| (k, p, &**name))
     }
 
     /// Every parked pod, in key order.
-    pub(crate) fn values(&self) -> Values<'_, String, QueuedPodInfo> {
-        self.pods.values()
+    pub(crate) fn values(&self) -> impl Iterator<Item = &QueuedPodInfo> {
+        self.pods.values().map(|(p, _)| p)
     }
 
     /// The earliest time at which a pod no plugin gates was parked.
@@ -90,6 +100,6 @@ impl UnschedulablePods {
     pub(crate) fn gated_by_time(&self) -> impl Iterator<Item = &QueuedPodInfo> {
         self.gated_by_time
             .iter()
-            .filter_map(|(_, key)| self.pods.get(key))
+            .filter_map(|(_, key)| self.get(key))
     }
 }

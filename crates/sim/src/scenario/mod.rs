@@ -18,4 +18,4 @@ mod yaml;
 mod tests;
 
 pub use model::*;
-pub use parse::parse_files;
+pub use parse::{parse_files, parse_yaml_document};

@@ -76,6 +76,39 @@ pub fn parse_files(files: &[(String, String)]) -> Result<Input, InputError> {
     Ok(b.finish(files.first().map(|(n, _)| n.as_str())))
 }
 
+/// Reads a file that holds one YAML document (such as `--scheduler-config`) as strictly as the
+/// input files: duplicate keys and flow collections nested too deeply are errors.
+pub fn parse_yaml_document(file: &str, content: &str) -> Result<Value, InputError> {
+    let error = |field: Option<String>, message: String| InputError {
+        file: file.to_string(),
+        doc: None,
+        field,
+        message,
+    };
+    if let Err(deep) = check_flow_depth(content) {
+        return Err(error(
+            None,
+            format!(
+                "invalid YAML: flow collections ('[' and '{{') nested more than {MAX_FLOW_DEPTH} levels deep at line {} column {}",
+                deep.line, deep.column
+            ),
+        ));
+    }
+    let duplicate = RefCell::new(None);
+    let seed = StrictValue {
+        path: String::new(),
+        duplicate: &duplicate,
+    };
+    seed.deserialize(serde_yaml_ng::Deserializer::from_str(content))
+        .map_err(|e| match duplicate.take() {
+            Some(DuplicateKey { path, key }) => error(
+                Some(path),
+                format!("Duplicate value: key {key:?} already set in map; a mapping holds each key once"),
+            ),
+            None => error(None, e.to_string()),
+        })
+}
+
 #[derive(Default)]
 struct Builder {
     objects: Vec<SourcedObject>,
