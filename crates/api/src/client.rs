@@ -132,6 +132,10 @@ pub trait Client {
     /// Returns the object as it is after the call (`None` when it is gone).
     fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError>;
 
+    /// The pods/eviction subresource: deletes the pod with `opts` if its PodDisruptionBudget
+    /// allows; [`ApiError::TooManyRequests`] when it does not (retry later).
+    fn evict(&mut self, namespace: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError>;
+
     /// The pods/binding subresource: sets spec.nodeName and the PodScheduled condition of the
     /// pod with this UID.
     fn bind(

@@ -20,9 +20,18 @@ pub enum ApiError {
     #[error("too old resource version: {requested} ({oldest})")]
     Gone { requested: u64, oldest: u64 },
     /// The request was refused for now (an eviction blocked by a PodDisruptionBudget, a rate
-    /// limit); retry later.
+    /// limit); retry later. `cause` is the Status's detail (which budget, and why).
     #[error("{message}")]
-    TooManyRequests { message: String },
+    TooManyRequests {
+        message: String,
+        cause: Option<String>,
+    },
+    /// The request is not allowed (a budget in a state that forbids evictions, say).
+    #[error("{message}")]
+    Forbidden { message: String },
+    /// The server failed to answer the request as asked.
+    #[error("{message}")]
+    Internal { message: String },
     /// The server cannot answer now (storage unavailable, no quorum); retry later.
     #[error("{message}")]
     Unavailable { message: String },
@@ -38,6 +47,8 @@ impl ApiError {
             ApiError::Invalid { .. } => "Invalid",
             ApiError::Gone { .. } => "Expired",
             ApiError::TooManyRequests { .. } => "TooManyRequests",
+            ApiError::Forbidden { .. } => "Forbidden",
+            ApiError::Internal { .. } => "InternalError",
             ApiError::Unavailable { .. } => "ServiceUnavailable",
         }
     }
@@ -50,6 +61,8 @@ impl ApiError {
             ApiError::Invalid { .. } => 422,
             ApiError::Gone { .. } => 410,
             ApiError::TooManyRequests { .. } => 429,
+            ApiError::Forbidden { .. } => 403,
+            ApiError::Internal { .. } => 500,
             ApiError::Unavailable { .. } => 503,
         }
     }
@@ -98,9 +111,24 @@ mod tests {
             (
                 ApiError::TooManyRequests {
                     message: "m".into(),
+                    cause: None,
                 },
                 "TooManyRequests",
                 429,
+            ),
+            (
+                ApiError::Forbidden {
+                    message: "m".into(),
+                },
+                "Forbidden",
+                403,
+            ),
+            (
+                ApiError::Internal {
+                    message: "m".into(),
+                },
+                "InternalError",
+                500,
             ),
             (
                 ApiError::Unavailable {

@@ -8,8 +8,11 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
-use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodSpec, PodStatus};
+use k8s_openapi::api::policy::v1::{
+    PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::{ApiError, Client, DeleteOptions, Kind, Object, ObjectKey};
 
@@ -61,6 +64,18 @@ pub const CASES: &[Case] = &[
     (
         "binding sets the node once, for the pod with that UID",
         binding,
+    ),
+    (
+        "an eviction spends the pod's disruption budget, or is TooManyRequests",
+        eviction_respects_the_budget,
+    ),
+    (
+        "an eviction of a pod covered by two budgets is refused",
+        eviction_with_two_budgets,
+    ),
+    (
+        "a pending pod is evicted without a budget check",
+        eviction_of_a_pending_pod,
     ),
 ];
 
@@ -285,4 +300,120 @@ fn binding(make: Factory) {
         .bind("default", "a", created.uid(), "n2")
         .unwrap_err()
         .is_conflict());
+}
+
+/// A running, ready pod labelled `app=web`, bound to n1.
+fn ready_web_pod(c: &mut dyn Client, name: &str) -> Object {
+    let mut p = pod(name, Some("n1"));
+    p.meta_mut().labels = Some([("app".to_string(), "web".to_string())].into());
+    let created = c.create(p).unwrap();
+    let mut running = Pod::clone(created.as_pod().unwrap());
+    running.status = Some(PodStatus {
+        phase: Some("Running".into()),
+        conditions: Some(vec![PodCondition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    c.update_status(Object::Pod(Arc::new(running))).unwrap()
+}
+
+/// A budget over `app=web` whose status allows `allowed` disruptions.
+fn web_budget(c: &mut dyn Client, name: &str, allowed: i32) -> Object {
+    let created = c
+        .create(Object::PodDisruptionBudget(Arc::new(PodDisruptionBudget {
+            metadata: meta(name),
+            spec: Some(PodDisruptionBudgetSpec {
+                selector: Some(LabelSelector {
+                    match_labels: Some([("app".to_string(), "web".to_string())].into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })))
+        .unwrap();
+    let mut pdb = match &created {
+        Object::PodDisruptionBudget(p) => PodDisruptionBudget::clone(p),
+        _ => unreachable!(),
+    };
+    pdb.status = Some(PodDisruptionBudgetStatus {
+        current_healthy: 2,
+        desired_healthy: 2 - allowed,
+        disruptions_allowed: allowed,
+        expected_pods: 2,
+        observed_generation: pdb.metadata.generation,
+        ..Default::default()
+    });
+    c.update_status(Object::PodDisruptionBudget(Arc::new(pdb)))
+        .unwrap()
+}
+
+fn allowed(c: &mut dyn Client, name: &str) -> i32 {
+    match c
+        .get(&ObjectKey::new(Kind::PodDisruptionBudget, "default", name))
+        .unwrap()
+    {
+        Object::PodDisruptionBudget(p) => p.status.as_ref().unwrap().disruptions_allowed,
+        _ => unreachable!(),
+    }
+}
+
+fn eviction_respects_the_budget(make: Factory) {
+    let mut c = make();
+    ready_web_pod(&mut *c, "a");
+    ready_web_pod(&mut *c, "b");
+    web_budget(&mut *c, "web", 1);
+    c.evict("default", "a", DeleteOptions::default()).unwrap();
+    assert_eq!(allowed(&mut *c, "web"), 0);
+    let gone = c
+        .get(&key("a"))
+        .map(|p| p.meta().deletion_timestamp.is_some());
+    assert!(
+        gone.is_err() || gone == Ok(true),
+        "the evicted pod is deleted"
+    );
+    let err = c
+        .evict("default", "b", DeleteOptions::default())
+        .unwrap_err();
+    assert!(matches!(err, ApiError::TooManyRequests { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "Cannot evict pod as it would violate the pod's disruption budget."
+    );
+    let b = c.get(&key("b")).unwrap();
+    assert!(
+        b.meta().deletion_timestamp.is_none(),
+        "a blocked eviction deletes nothing"
+    );
+}
+
+fn eviction_with_two_budgets(make: Factory) {
+    let mut c = make();
+    ready_web_pod(&mut *c, "a");
+    web_budget(&mut *c, "one", 1);
+    web_budget(&mut *c, "two", 1);
+    let err = c
+        .evict("default", "a", DeleteOptions::default())
+        .unwrap_err();
+    assert_eq!(err.code(), 500, "{err}");
+    assert_eq!(allowed(&mut *c, "one"), 1);
+}
+
+fn eviction_of_a_pending_pod(make: Factory) {
+    let mut c = make();
+    let mut p = pod("a", None);
+    p.meta_mut().labels = Some([("app".to_string(), "web".to_string())].into());
+    let created = c.create(p).unwrap();
+    let pending = with_phase(&created, "Pending");
+    c.update_status(pending).unwrap();
+    web_budget(&mut *c, "web", 0);
+    c.evict("default", "a", DeleteOptions::default()).unwrap();
+    assert!(c.get(&key("a")).unwrap_err().is_not_found());
+    assert!(c
+        .evict("default", "a", DeleteOptions::default())
+        .unwrap_err()
+        .is_not_found());
 }

@@ -84,6 +84,10 @@ impl Client for ApiClient<'_> {
         self.store.delete(key, &opts, self.now)
     }
 
+    fn evict(&mut self, namespace: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError> {
+        crate::eviction::evict(self.store, self.now, namespace, name, opts)
+    }
+
     fn bind(
         &mut self,
         namespace: &str,

@@ -12,6 +12,7 @@
 
 pub mod admission;
 pub mod client;
+pub mod eviction;
 pub mod testing;
 
 pub use client::{ApiClient, Sink};

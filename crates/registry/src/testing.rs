@@ -155,6 +155,9 @@ impl Client for TestClient {
     fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
         self.with_api(|api| api.delete(key, opts))
     }
+    fn evict(&mut self, namespace: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError> {
+        self.with_api(|api| api.evict(namespace, name, opts))
+    }
     fn bind(
         &mut self,
         namespace: &str,

@@ -83,6 +83,14 @@ impl Client for StatusOnlyUpdates {
     ) -> Result<Option<kubeplane_api::Object>, kubeplane_api::ApiError> {
         self.0.delete(key, opts)
     }
+    fn evict(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        opts: kubeplane_api::DeleteOptions,
+    ) -> Result<(), kubeplane_api::ApiError> {
+        self.0.evict(namespace, name, opts)
+    }
     fn bind(
         &mut self,
         namespace: &str,

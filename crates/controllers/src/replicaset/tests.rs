@@ -772,6 +772,9 @@ impl Client for FailingCreates {
     fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
         self.inner.delete(key, opts)
     }
+    fn evict(&mut self, ns: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError> {
+        self.inner.evict(ns, name, opts)
+    }
     fn bind(&mut self, ns: &str, name: &str, uid: &str, node: &str) -> Result<Object, ApiError> {
         self.inner.bind(ns, name, uid, node)
     }
