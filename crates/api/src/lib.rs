@@ -19,6 +19,7 @@
 pub mod client;
 pub mod component;
 pub mod error;
+pub mod informer;
 pub mod object;
 pub mod suite;
 pub mod watch;
@@ -26,5 +27,6 @@ pub mod watch;
 pub use client::{Cache, Client, Clock, DeleteOptions};
 pub use component::Component;
 pub use error::ApiError;
+pub use informer::Informer;
 pub use object::{Kind, Object, ObjectKey};
 pub use watch::{EventType, WatchEvent};
