@@ -1,6 +1,7 @@
-//! The repros of issue 13 §2 ("no hang, no panic, whatever the input"): minimised inputs on
+//! The repros of issue 13: §2 ("no hang, no panic, whatever the input"), minimised inputs on
 //! which `kubeplane simulate` hung, panicked, took unbounded memory or accepted what upstream
-//! rejects. Each runs the built binary and checks its exit status and what it says. The small
+//! rejects; and §1 ("changes at one virtual instant"), where steps sharing an instant were
+//! handled one by one. Each runs the built binary and checks its exit status and what it says. The small
 //! inputs are copies of `shared/repros/` in `crates/sim/tests/repros/`; the large ones are
 //! generated here. The time limits only guard against hangs; they are no performance checks.
 
@@ -101,6 +102,40 @@ fn a_pod_evicted_and_recreated_for_ever_at_one_instant_stops_with_the_busy_compo
     // The records made before the guard fired are printed, and there are boundedly many.
     assert!(o.stdout.contains("TaintManagerEviction"));
     assert!(o.stdout.lines().count() < 1_000_000);
+}
+
+#[test]
+fn three_taint_steps_at_one_instant_are_one_change_and_evict_by_the_shortest_toleration() {
+    // Upstream evaluates the node once with its three taints: key2's 600 s is the minimum, so
+    // the pod goes at 60 s + 600 s, not at key1's 3660 s (as when each step was handled alone).
+    let path = fixture("same-instant-taints.yaml");
+    let o = kubeplane(
+        &[
+            "simulate",
+            "--output",
+            "jsonl",
+            "--explain",
+            path.to_str().unwrap(),
+        ],
+        None,
+        MINUTE,
+    );
+    assert_eq!(o.code, 0, "stdout: {}\nstderr: {}", o.stdout, o.stderr);
+    let lines =
+        |needle: &str| -> Vec<&str> { o.stdout.lines().filter(|l| l.contains(needle)).collect() };
+    let marked = lines("Marking for deletion Pod default/p");
+    assert_eq!(marked.len(), 1, "{}", o.stdout);
+    assert!(marked[0].starts_with("{\"time\":660.0,"), "{}", marked[0]);
+    assert!(lines("Cancelling deletion").is_empty(), "{}", o.stdout);
+    let decisions = lines("\"kind\":\"EvictionDecision\"");
+    assert_eq!(decisions.len(), 1, "one evaluation at 60 s: {}", o.stdout);
+    assert!(decisions[0].contains("\"at\":660.0"), "{}", decisions[0]);
+    assert!(
+        decisions[0].contains("\"key3:NoExecute\""),
+        "the final taints: {}",
+        decisions[0]
+    );
+    assert_eq!(lines("ExpectationPassed").len(), 1, "{}", o.stdout);
 }
 
 #[test]

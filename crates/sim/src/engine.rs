@@ -414,15 +414,19 @@ impl Simulation {
         }
     }
 
-    /// Applies the steps due now (actions first, in order), settles, then checks expectations.
+    /// Runs the instant: first the work already due now (a deadline that falls at the instant
+    /// of a change goes first), then every step action due now, in order, with no component
+    /// running in between (the steps of one instant are one change, as one request changing
+    /// all of it would be: the components see all of their watch events before they react),
+    /// then settles, then checks the expectations.
     fn apply_due_steps(&mut self) -> Result<(), SimError> {
+        self.settle()?;
         let mut expects = Vec::new();
         while self.steps.front().is_some_and(|s| s.at <= self.now) {
             let step = self.steps.pop_front().expect("checked");
             match step.action {
                 StepAction::Expect(list) => expects.push(list),
                 action => {
-                    self.settle()?;
                     if let Err(message) = self.apply(&action) {
                         self.n_step_errors += 1;
                         self.records.push(Record::Json(json!({

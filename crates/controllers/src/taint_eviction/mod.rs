@@ -7,9 +7,11 @@
 //! * every taint is tolerated, all without `tolerationSeconds` → the pod stays (a pending
 //!   deletion is cancelled);
 //! * otherwise → the pod is deleted `min(tolerationSeconds)` of the tolerations used after the
-//!   controller first saw the taints. Once scheduled, the deletion keeps its instant: later
-//!   toleration or taint changes that are still all tolerated neither postpone nor advance it
-//!   (upstream issues 102993 and 108982, kept on purpose).
+//!   controller first saw the taints. Once scheduled, the deletion keeps its instant: changes
+//!   at later instants that are still all tolerated neither postpone nor advance it (upstream
+//!   issues 102993 and 108982, kept on purpose). A re-evaluation at the instant the deletion
+//!   was scheduled replaces it (upstream keeps work only when created strictly before now), so
+//!   the changes of one instant count as one.
 //!
 //! A scheduled deletion is cancelled (with a `Cancelling deletion` event) when the node loses
 //! all its NoExecute taints, when the pod's tolerations come to tolerate them all forever, and
@@ -313,43 +315,7 @@ impl TaintEvictionController {
                 };
                 (Decision::TolerateForever, None, reason)
             }
-            MinToleration::After(min) => {
-                if let Some(w) = self.evictions.get_worker(&key) {
-                    // Upstream keeps existing work whenever it was created before now, which
-                    // on a real clock is always: the deletion is neither postponed nor
-                    // brought forward. On the virtual clock the same holds within an instant.
-                    let reason = format!(
-                        "a deletion scheduled at {} for {} is kept: a scheduled eviction is never moved by later taint or toleration changes",
-                        w.created_at, w.fire_at
-                    );
-                    (Decision::EvictAt, Some(w.fire_at), reason)
-                } else if self.evictions.contains(&key) {
-                    (
-                        Decision::EvictNow,
-                        Some(now),
-                        "a deletion of the pod is already under way".to_string(),
-                    )
-                } else {
-                    let trigger = now + min;
-                    self.evictions.add_work(&key, now, trigger);
-                    if trigger <= now {
-                        (
-                            Decision::EvictNow,
-                            Some(now),
-                            "a toleration used has tolerationSeconds <= 0".to_string(),
-                        )
-                    } else {
-                        (
-                            Decision::EvictAt,
-                            Some(trigger),
-                            format!(
-                                "every NoExecute taint is tolerated; the shortest tolerationSeconds used is {}s, counted from now",
-                                min.whole_secs()
-                            ),
-                        )
-                    }
-                }
-            }
+            MinToleration::After(min) => self.schedule_eviction(&key, min, now),
         };
         let rec = DecisionRecord {
             namespace,
@@ -362,6 +328,50 @@ impl TaintEvictionController {
             reason,
         };
         Self::explain(client, now, rec);
+    }
+
+    /// The finite-toleration branch of upstream `processPodOnNode`: existing scheduled work is
+    /// kept only when `createdAt + min` is strictly before `now + min` (upstream's `Before`),
+    /// that is when it was created before this instant; work created at this instant is
+    /// replaced by the deadline the current taints and tolerations give, so every change of one
+    /// instant counts as one (docs/taint-eviction.md §2 rule 4). Upstream replaces through
+    /// `cancelWorkWithEvent`, whose "Cancelling deletion" event a real clock never reaches on
+    /// this path (two evaluations never share an instant); kubeplane replaces silently.
+    fn schedule_eviction(
+        &mut self,
+        key: &str,
+        min: SimDuration,
+        now: SimTime,
+    ) -> (Decision, Option<SimTime>, String) {
+        let trigger = now + min;
+        let mut replaced = None;
+        if let Some(w) = self.evictions.get_worker(key) {
+            if w.created_at + min < trigger {
+                let reason = format!(
+                    "a deletion scheduled at {} for {} is kept: a scheduled eviction is never moved by later taint or toleration changes",
+                    w.created_at, w.fire_at
+                );
+                return (Decision::EvictAt, Some(w.fire_at), reason);
+            }
+            replaced = Some(w.fire_at);
+            self.evictions.cancel_work(key);
+        } else if self.evictions.contains(key) {
+            let reason = "a deletion of the pod is already under way".to_string();
+            return (Decision::EvictNow, Some(now), reason);
+        }
+        self.evictions.add_work(key, now, trigger);
+        let replacing = replaced.map_or(String::new(), |was| {
+            format!("; it replaces the deletion for {was} scheduled earlier at this instant")
+        });
+        if trigger <= now {
+            let reason = format!("a toleration used has tolerationSeconds <= 0{replacing}");
+            return (Decision::EvictNow, Some(now), reason);
+        }
+        let reason = format!(
+            "every NoExecute taint is tolerated; the shortest tolerationSeconds used is {}s, counted from now{replacing}",
+            min.whole_secs()
+        );
+        (Decision::EvictAt, Some(trigger), reason)
     }
 
     /// Upstream `handleNodeUpdate`.

@@ -718,6 +718,90 @@ fn a_shorter_toleration_added_later_does_not_bring_the_eviction_forward() {
     assert_eq!(h.evictions("p"), vec![110.0]);
 }
 
+/// Upstream `processPodOnNode` keeps scheduled work only when `createdAt + min` is strictly
+/// before `now + min`: work created at this very instant is replaced (a tie replaces), work
+/// created earlier, even by a nanosecond, is kept.
+#[test]
+fn scheduled_work_is_kept_only_when_created_strictly_before_now() {
+    let mut tc = TaintEvictionController::new();
+    let (t10, ns) = (secs(10), SimDuration(1));
+    let (decision, at, _) = tc.schedule_eviction("default/p", SimDuration::from_secs(100), t10);
+    assert_eq!((decision, at), (Decision::EvictAt, Some(secs(110))));
+    // The same instant: createdAt + 5 s equals now + 5 s, so the new deadline replaces it.
+    let (decision, at, reason) = tc.schedule_eviction("default/p", SimDuration::from_secs(5), t10);
+    assert_eq!((decision, at), (Decision::EvictAt, Some(secs(15))));
+    assert!(
+        reason.ends_with("it replaces the deletion for 110s scheduled earlier at this instant"),
+        "{reason}"
+    );
+    let w = tc.scheduled_eviction("default", "p").unwrap();
+    assert_eq!((w.created_at, w.fire_at), (t10, secs(15)));
+    // Still the same instant, a longer minimum: replaced again, by a later deadline.
+    let (_, at, _) = tc.schedule_eviction("default/p", SimDuration::from_secs(50), t10);
+    assert_eq!(at, Some(secs(60)));
+    // One nanosecond later the existing work was created before now: kept, whichever way.
+    for min in [1, 500] {
+        let (decision, at, reason) =
+            tc.schedule_eviction("default/p", SimDuration::from_secs(min), t10 + ns);
+        assert_eq!((decision, at), (Decision::EvictAt, Some(secs(60))));
+        assert!(reason.contains("is kept"), "{reason}");
+    }
+    // A zero minimum at the creating instant replaces it with an immediate deletion.
+    let mut tc = TaintEvictionController::new();
+    tc.schedule_eviction("default/q", SimDuration::from_secs(30), t10);
+    let (decision, at, _) = tc.schedule_eviction("default/q", SimDuration::ZERO, t10);
+    assert_eq!((decision, at), (Decision::EvictNow, Some(t10)));
+    assert!(tc.scheduled_eviction("default", "q").is_none());
+    assert_eq!(tc.pending_evictions(), 1);
+}
+
+/// Two evaluations of one pod at one instant (the controller ran between two node updates of
+/// that instant): the deadline follows the instant's final taints, with no cancel event.
+#[test]
+fn the_final_taints_of_an_instant_decide_the_deadline() {
+    let mut h = Harness::new();
+    h.create(node("n").build());
+    h.create(
+        pod("default", "p")
+            .node("n")
+            .toleration(toleration("k1", "Exists", "", "NoExecute", Some(100)))
+            .toleration(toleration("k2", "Exists", "", "NoExecute", Some(5)))
+            .build(),
+    );
+    h.at(secs(10));
+    h.taint("n", vec![taint("k1", "", "NoExecute")]);
+    h.taint(
+        "n",
+        vec![taint("k1", "", "NoExecute"), taint("k2", "", "NoExecute")],
+    );
+    assert_eq!(
+        h.tc.scheduled_eviction("default", "p").unwrap().fire_at,
+        secs(15)
+    );
+    h.at(secs(500));
+    assert_eq!(h.evictions("p"), vec![15.0]);
+    assert!(h.cancels("p").is_empty());
+    // The other way round: the shorter toleration's taint goes at the same instant.
+    let mut h = Harness::new();
+    h.create(node("n").build());
+    h.create(
+        pod("default", "p")
+            .node("n")
+            .toleration(toleration("k1", "Exists", "", "NoExecute", Some(100)))
+            .toleration(toleration("k2", "Exists", "", "NoExecute", Some(5)))
+            .build(),
+    );
+    h.at(secs(10));
+    h.taint(
+        "n",
+        vec![taint("k1", "", "NoExecute"), taint("k2", "", "NoExecute")],
+    );
+    h.taint("n", vec![taint("k1", "", "NoExecute")]);
+    h.at(secs(500));
+    assert_eq!(h.evictions("p"), vec![110.0]);
+    assert!(h.cancels("p").is_empty());
+}
+
 #[test]
 fn explanation_records_describe_each_decision() {
     let mut h = Harness::new();
