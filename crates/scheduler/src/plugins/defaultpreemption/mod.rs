@@ -274,31 +274,7 @@ pub(crate) fn preempt_pod(
             &victim.namespace,
             &victim.name,
             current.metadata.uid.as_deref().unwrap_or(""),
-            &mut |st| {
-                let conditions = st.conditions.get_or_insert_with(Vec::new);
-                let existing = conditions
-                    .iter()
-                    .position(|c| c.type_ == CONDITION_DISRUPTION_TARGET);
-                let transition = match existing {
-                    Some(i) if conditions[i].status == "True" => {
-                        conditions[i].last_transition_time.clone()
-                    }
-                    _ => Some(ts.clone()),
-                };
-                let condition = PodCondition {
-                    type_: CONDITION_DISRUPTION_TARGET.into(),
-                    status: "True".into(),
-                    reason: Some(REASON_PREEMPTION_BY_SCHEDULER.into()),
-                    message: Some(message.clone()),
-                    last_transition_time: transition,
-                    last_probe_time: None,
-                    observed_generation: None,
-                };
-                match existing {
-                    Some(i) => conditions[i] = condition,
-                    None => conditions.push(condition),
-                }
-            },
+            &mut |st| set_preemption_condition(st, &message, &ts),
         );
         match patched {
             Ok(_) => {}
@@ -326,6 +302,36 @@ pub(crate) fn preempt_pod(
         format!("Preempted by pod {} on node {}", preemptor.uid, node),
     ));
     Ok(())
+}
+
+/// Sets `DisruptionTarget=True` for PreemptionByScheduler on a victim's status, keeping the
+/// transition time of a condition that was already True.
+fn set_preemption_condition(
+    st: &mut k8s_openapi::api::core::v1::PodStatus,
+    message: &str,
+    ts: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) {
+    let conditions = st.conditions.get_or_insert_with(Vec::new);
+    let existing = conditions
+        .iter()
+        .position(|c| c.type_ == CONDITION_DISRUPTION_TARGET);
+    let transition = match existing {
+        Some(i) if conditions[i].status == "True" => conditions[i].last_transition_time.clone(),
+        _ => Some(ts.clone()),
+    };
+    let condition = PodCondition {
+        type_: CONDITION_DISRUPTION_TARGET.into(),
+        status: "True".into(),
+        reason: Some(REASON_PREEMPTION_BY_SCHEDULER.into()),
+        message: Some(message.to_string()),
+        last_transition_time: transition,
+        last_probe_time: None,
+        observed_generation: None,
+    };
+    match existing {
+        Some(i) => conditions[i] = condition,
+        None => conditions.push(condition),
+    }
 }
 
 /// Clears a pod's `status.nominatedNodeName` (nothing to do when it has none).
