@@ -4,6 +4,7 @@
 //! queueing hints and its table tests (upstream `pkg/scheduler/framework/plugins/<name>/`).
 //! [`registry`] builds plugins by name from their (JSON) args and lists the default profile.
 
+pub mod args;
 pub mod defaultbinder;
 pub mod defaultpreemption;
 pub mod helper;
@@ -22,4 +23,5 @@ pub mod schedulinggates;
 pub mod tainttoleration;
 pub mod testing;
 
-pub use registry::{default_multi_point, is_known, new_plugin, PluginArgsError};
+pub use args::PluginArgsError;
+pub use registry::{default_multi_point, is_known, new_plugin};

@@ -7,7 +7,7 @@ use std::fmt;
 use kubeplane_core::labels::is_qualified_name;
 use serde::Deserialize;
 
-use crate::plugins::registry::PluginArgsError;
+use crate::plugins::args::PluginArgsError;
 
 /// The highest score a RequestedToCapacityRatio shape point may have (upstream
 /// `MaxCustomPriorityScore`); shape scores are scaled by `MAX_NODE_SCORE / 10`.
