@@ -706,7 +706,7 @@ pub type NodeToStatus = std::collections::HashMap<String, Status>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testing::{NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{NodeBuilder, PodBuilder, PodBuilderExt};
 
     /// Scores node `i` (by its name's number) as `i * factor`, failing on the nodes listed.
     struct Numbered {

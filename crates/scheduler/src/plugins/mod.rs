@@ -21,6 +21,7 @@ pub mod queuesort;
 pub mod registry;
 pub mod schedulinggates;
 pub mod tainttoleration;
+#[cfg(test)]
 pub mod testing;
 
 pub use args::PluginArgsError;
