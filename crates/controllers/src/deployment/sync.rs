@@ -120,156 +120,15 @@ impl DeploymentController {
         let (ns, dname) = ns_name(&d.metadata);
 
         if let Some(existing) = existing {
-            let mut rs_copy = ReplicaSet::clone(&existing);
-            let annotations_updated =
-                set_new_replica_set_annotations(d, &mut rs_copy, new_revision, true);
-            let want_min_ready = d.spec.as_ref().and_then(|s| s.min_ready_seconds);
-            let min_ready_update = rs_copy
-                .spec
-                .as_ref()
-                .and_then(|s| s.min_ready_seconds)
-                .unwrap_or(0)
-                != want_min_ready.unwrap_or(0);
-            if annotations_updated || min_ready_update {
-                let ann = rs_copy.metadata.annotations.clone();
-                let updated = patch_replica_set(cx.client, &existing, |r| {
-                    r.metadata.annotations = ann.clone();
-                    r.spec
-                        .get_or_insert_with(Default::default)
-                        .min_ready_seconds = want_min_ready;
-                    true
-                })
-                .map_err(|e| e.to_string())?
-                .unwrap_or(existing);
-                replace_rs(rs_list, &updated);
-                return Ok(Some(updated));
-            }
-            let rs_revision = rs_copy
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(REVISION_ANNOTATION).cloned())
-                .unwrap_or_default();
-            let mut needs_update = set_deployment_revision(d, &rs_revision);
-            let has_deadline = has_progress_deadline(d);
-            let status = d.status.get_or_insert_with(Default::default);
-            if has_deadline && get_condition(status, CONDITION_PROGRESSING).is_none() {
-                let msg = format!("Found new replica set {:?}", rs_name(&rs_copy));
-                set_condition(
-                    status,
-                    new_condition(
-                        CONDITION_PROGRESSING,
-                        "True",
-                        REASON_FOUND_NEW_RS,
-                        msg,
-                        &cx.now_ts,
-                    ),
-                );
-                needs_update = true;
-            }
-            if needs_update {
-                self.update_deployment_status(d, cx)?;
-            }
-            return Ok(Some(existing));
+            return self.sync_existing_new_replica_set(d, rs_list, existing, new_revision, cx);
         }
         if !create {
             return Ok(None);
         }
 
         // The new ReplicaSet does not exist: create it.
-        let mut template = deployment_template(d);
-        let collision_count = d.status.as_ref().and_then(|s| s.collision_count);
-        let hash = compute_hash(&template, collision_count);
-        template
-            .metadata
-            .get_or_insert_with(Default::default)
-            .labels
-            .get_or_insert_with(BTreeMap::new)
-            .insert(POD_TEMPLATE_HASH_LABEL.into(), hash.clone());
-        let selector = clone_selector_and_add_label(
-            &d.spec
-                .as_ref()
-                .map(|s| s.selector.clone())
-                .unwrap_or_default(),
-            POD_TEMPLATE_HASH_LABEL,
-            &hash,
-        );
-        let mut new_rs = ReplicaSet {
-            metadata: ObjectMeta {
-                name: Some(format!("{dname}-{hash}")),
-                namespace: Some(ns.clone()),
-                owner_references: Some(vec![new_controller_ref(API_VERSION, KIND, &d.metadata)]),
-                labels: template.metadata.as_ref().and_then(|m| m.labels.clone()),
-                ..Default::default()
-            },
-            spec: Some(ReplicaSetSpec {
-                replicas: Some(0),
-                min_ready_seconds: d.spec.as_ref().and_then(|s| s.min_ready_seconds),
-                selector,
-                template: Some(template),
-            }),
-            status: None,
-        };
-        let mut all: RsList = old_rss.to_vec();
-        all.push(Arc::new(new_rs.clone()));
-        let new_replicas = new_rs_new_replicas(d, &all, &new_rs)?;
-        new_rs.spec.as_mut().expect("set above").replicas = Some(new_replicas);
-        set_new_replica_set_annotations(d, &mut new_rs, new_revision, false);
-        let new_name = rs_name(&new_rs).to_string();
-
-        let (created, already_exists) = match cx.client.create(Object::ReplicaSet(Arc::new(new_rs)))
-        {
-            Ok(Object::ReplicaSet(rs)) => {
-                self.metrics.replica_sets_created += 1;
-                (rs, false)
-            }
-            Ok(_) => return Err("created object is not a ReplicaSet".into()),
-            Err(err @ ApiError::AlreadyExists { .. }) => {
-                let existing = match cx.client.cache().get(Kind::ReplicaSet, &ns, &new_name) {
-                    Some(Object::ReplicaSet(rs)) => rs.clone(),
-                    _ => return Err(format!("replicasets.apps {new_name:?} not found")),
-                };
-                let ours = controller_of(&existing.metadata)
-                    .is_some_and(|r| Some(&r.uid) == d.metadata.uid.as_ref());
-                if ours && equal_ignore_hash(&deployment_template(d), &rs_template(&existing)) {
-                    (existing, true)
-                } else {
-                    // A hash collision: bump collisionCount so the next sync computes another
-                    // name.
-                    let status = d.status.get_or_insert_with(Default::default);
-                    status.collision_count = Some(status.collision_count.unwrap_or(0) + 1);
-                    let _ = self.update_deployment_status(d, cx);
-                    return Err(err.to_string());
-                }
-            }
-            Err(err) => {
-                let msg = format!("Failed to create new replica set {new_name:?}: {err}");
-                if has_progress_deadline(d) {
-                    let status = d.status.get_or_insert_with(Default::default);
-                    set_condition(
-                        status,
-                        new_condition(
-                            CONDITION_PROGRESSING,
-                            "False",
-                            REASON_FAILED_RS_CREATE,
-                            msg.clone(),
-                            &cx.now_ts,
-                        ),
-                    );
-                    let _ = self.update_deployment_status(d, cx);
-                }
-                cx.client.record_event(EventRecord::warning(
-                    cx.now,
-                    CONTROLLER_NAME,
-                    KIND,
-                    &ns,
-                    &dname,
-                    REASON_FAILED_RS_CREATE,
-                    msg,
-                ));
-                return Err(err.to_string());
-            }
-        };
+        let (new_rs, new_replicas) = new_replica_set(d, old_rss, new_revision)?;
+        let (created, already_exists) = self.create_new_replica_set(d, new_rs, cx)?;
         if !already_exists && new_replicas > 0 {
             cx.client.record_event(EventRecord::normal(
                 cx.now,
@@ -305,6 +164,134 @@ impl DeploymentController {
         }
         replace_rs(rs_list, &created);
         Ok(Some(created))
+    }
+
+    /// The part of upstream `getNewReplicaSet` for a new ReplicaSet that exists: brings its
+    /// revision annotations and minReadySeconds up to date, or else the Deployment's revision
+    /// and Progressing condition.
+    fn sync_existing_new_replica_set(
+        &mut self,
+        d: &mut Deployment,
+        rs_list: &mut RsList,
+        existing: Arc<ReplicaSet>,
+        new_revision: i64,
+        cx: &mut SyncCtx,
+    ) -> Result<Option<Arc<ReplicaSet>>, String> {
+        let mut rs_copy = ReplicaSet::clone(&existing);
+        let annotations_updated =
+            set_new_replica_set_annotations(d, &mut rs_copy, new_revision, true);
+        let want_min_ready = d.spec.as_ref().and_then(|s| s.min_ready_seconds);
+        let min_ready_update = rs_copy
+            .spec
+            .as_ref()
+            .and_then(|s| s.min_ready_seconds)
+            .unwrap_or(0)
+            != want_min_ready.unwrap_or(0);
+        if annotations_updated || min_ready_update {
+            let ann = rs_copy.metadata.annotations.clone();
+            let updated = patch_replica_set(cx.client, &existing, |r| {
+                r.metadata.annotations = ann.clone();
+                r.spec
+                    .get_or_insert_with(Default::default)
+                    .min_ready_seconds = want_min_ready;
+                true
+            })
+            .map_err(|e| e.to_string())?
+            .unwrap_or(existing);
+            replace_rs(rs_list, &updated);
+            return Ok(Some(updated));
+        }
+        let rs_revision = rs_copy
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(REVISION_ANNOTATION).cloned())
+            .unwrap_or_default();
+        let mut needs_update = set_deployment_revision(d, &rs_revision);
+        let has_deadline = has_progress_deadline(d);
+        let status = d.status.get_or_insert_with(Default::default);
+        if has_deadline && get_condition(status, CONDITION_PROGRESSING).is_none() {
+            let msg = format!("Found new replica set {:?}", rs_name(&rs_copy));
+            set_condition(
+                status,
+                new_condition(
+                    CONDITION_PROGRESSING,
+                    "True",
+                    REASON_FOUND_NEW_RS,
+                    msg,
+                    &cx.now_ts,
+                ),
+            );
+            needs_update = true;
+        }
+        if needs_update {
+            self.update_deployment_status(d, cx)?;
+        }
+        Ok(Some(existing))
+    }
+
+    /// Creates the new ReplicaSet. `Ok((rs, true))` when it already exists with our template;
+    /// a hash collision bumps collisionCount, and a failure sets the Progressing condition.
+    fn create_new_replica_set(
+        &mut self,
+        d: &mut Deployment,
+        new_rs: ReplicaSet,
+        cx: &mut SyncCtx,
+    ) -> Result<(Arc<ReplicaSet>, bool), String> {
+        let (ns, dname) = ns_name(&d.metadata);
+        let new_name = rs_name(&new_rs).to_string();
+        match cx.client.create(Object::ReplicaSet(Arc::new(new_rs))) {
+            Ok(Object::ReplicaSet(rs)) => {
+                self.metrics.replica_sets_created += 1;
+                Ok((rs, false))
+            }
+            Ok(_) => Err("created object is not a ReplicaSet".into()),
+            Err(err @ ApiError::AlreadyExists { .. }) => {
+                let existing = match cx.client.cache().get(Kind::ReplicaSet, &ns, &new_name) {
+                    Some(Object::ReplicaSet(rs)) => rs.clone(),
+                    _ => return Err(format!("replicasets.apps {new_name:?} not found")),
+                };
+                let ours = controller_of(&existing.metadata)
+                    .is_some_and(|r| Some(&r.uid) == d.metadata.uid.as_ref());
+                if ours && equal_ignore_hash(&deployment_template(d), &rs_template(&existing)) {
+                    Ok((existing, true))
+                } else {
+                    // A hash collision: bump collisionCount so the next sync computes another
+                    // name.
+                    let status = d.status.get_or_insert_with(Default::default);
+                    status.collision_count = Some(status.collision_count.unwrap_or(0) + 1);
+                    let _ = self.update_deployment_status(d, cx);
+                    Err(err.to_string())
+                }
+            }
+            Err(err) => {
+                let msg = format!("Failed to create new replica set {new_name:?}: {err}");
+                if has_progress_deadline(d) {
+                    let status = d.status.get_or_insert_with(Default::default);
+                    set_condition(
+                        status,
+                        new_condition(
+                            CONDITION_PROGRESSING,
+                            "False",
+                            REASON_FAILED_RS_CREATE,
+                            msg.clone(),
+                            &cx.now_ts,
+                        ),
+                    );
+                    let _ = self.update_deployment_status(d, cx);
+                }
+                cx.client.record_event(EventRecord::warning(
+                    cx.now,
+                    CONTROLLER_NAME,
+                    KIND,
+                    &ns,
+                    &dname,
+                    REASON_FAILED_RS_CREATE,
+                    msg,
+                ));
+                Err(err.to_string())
+            }
+        }
     }
 
     /// Upstream `scale`: sizes the ReplicaSets on a scaling event or while paused.
@@ -541,4 +528,53 @@ impl DeploymentController {
         d.status = Some(new_status);
         self.update_deployment_status(d, cx)
     }
+}
+
+/// The new ReplicaSet of upstream `getNewReplicaSet`, not yet created: named after the hash of
+/// the template, selecting it by that hash, with its replicas (also returned) and revision.
+fn new_replica_set(
+    d: &Deployment,
+    old_rss: &[Arc<ReplicaSet>],
+    new_revision: i64,
+) -> Result<(ReplicaSet, i32), String> {
+    let (ns, dname) = ns_name(&d.metadata);
+    let mut template = deployment_template(d);
+    let collision_count = d.status.as_ref().and_then(|s| s.collision_count);
+    let hash = compute_hash(&template, collision_count);
+    template
+        .metadata
+        .get_or_insert_with(Default::default)
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(POD_TEMPLATE_HASH_LABEL.into(), hash.clone());
+    let selector = clone_selector_and_add_label(
+        &d.spec
+            .as_ref()
+            .map(|s| s.selector.clone())
+            .unwrap_or_default(),
+        POD_TEMPLATE_HASH_LABEL,
+        &hash,
+    );
+    let mut new_rs = ReplicaSet {
+        metadata: ObjectMeta {
+            name: Some(format!("{dname}-{hash}")),
+            namespace: Some(ns.clone()),
+            owner_references: Some(vec![new_controller_ref(API_VERSION, KIND, &d.metadata)]),
+            labels: template.metadata.as_ref().and_then(|m| m.labels.clone()),
+            ..Default::default()
+        },
+        spec: Some(ReplicaSetSpec {
+            replicas: Some(0),
+            min_ready_seconds: d.spec.as_ref().and_then(|s| s.min_ready_seconds),
+            selector,
+            template: Some(template),
+        }),
+        status: None,
+    };
+    let mut all: RsList = old_rss.to_vec();
+    all.push(Arc::new(new_rs.clone()));
+    let new_replicas = new_rs_new_replicas(d, &all, &new_rs)?;
+    new_rs.spec.as_mut().expect("set above").replicas = Some(new_replicas);
+    set_new_replica_set_annotations(d, &mut new_rs, new_revision, false);
+    Ok((new_rs, new_replicas))
 }
