@@ -148,19 +148,6 @@ impl Store {
         self.buckets[idx(kind)].values()
     }
 
-    /// The objects of a kind in one namespace, ordered by name.
-    pub fn list_namespace<'a>(
-        &'a self,
-        kind: Kind,
-        namespace: &'a str,
-    ) -> impl Iterator<Item = &'a Object> + 'a {
-        self.buckets[idx(kind)]
-            .namespaces
-            .get(namespace)
-            .into_iter()
-            .flat_map(|m| m.values())
-    }
-
     pub fn count(&self, kind: Kind) -> usize {
         self.buckets[idx(kind)].len
     }

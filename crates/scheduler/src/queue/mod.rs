@@ -25,7 +25,7 @@ mod nominator;
 mod tests;
 mod unschedulable;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -731,40 +731,6 @@ impl SchedulingQueue {
         self.unschedulable_pods
             .get(key)
             .map(|p| (QueueName::Unschedulable, p))
-    }
-
-    /// Every pending pod with where it is, sorted by key.
-    pub fn pending_pod_list(&self) -> Vec<(QueueName, &QueuedPodInfo)> {
-        let mut out: Vec<(QueueName, &QueuedPodInfo)> = self
-            .active_q
-            .iter()
-            .map(|p| (QueueName::Active, p))
-            .chain(
-                self.backoff_q
-                    .iter()
-                    .chain(self.error_backoff_q.iter())
-                    .map(|p| (QueueName::Backoff, p)),
-            )
-            .chain(
-                self.unschedulable_pods
-                    .values()
-                    .map(|p| (QueueName::Unschedulable, p)),
-            )
-            .collect();
-        out.sort_by_key(|(_, p)| key_of(p));
-        out
-    }
-
-    /// The plugins that rejected or gate a parked pod (for explain output).
-    pub fn rejector_plugins(&self, key: &str) -> BTreeSet<&'static str> {
-        self.get(key)
-            .map(|(_, p)| {
-                p.unschedulable_plugins
-                    .union(&p.pending_plugins)
-                    .copied()
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 }
 

@@ -89,11 +89,6 @@ impl UnschedulablePods {
         self.pods.iter().map(|(k, (p, name))| (k, p, &**name))
     }
 
-    /// Every parked pod, in key order.
-    pub(crate) fn values(&self) -> impl Iterator<Item = &QueuedPodInfo> {
-        self.pods.values().map(|(p, _)| p)
-    }
-
     /// The earliest time at which a pod no plugin gates was parked.
     pub(crate) fn earliest_ungated(&self) -> Option<SimTime> {
         self.ungated_by_time.first().map(|(t, _)| *t)
