@@ -84,8 +84,6 @@ const MAX_FN_LINES: usize = 70;
 const LONG_FUNCTIONS: &[&str] = &[
     "crates/cli/src/bench_controllers/node_lifecycle.rs::bench_node_monitor",
     "crates/cli/src/simulate.rs::run",
-    "crates/controllers/src/disruption.rs::compute_status",
-    "crates/controllers/src/disruption.rs::sync",
     "crates/scheduler/src/config.rs::build_profile",
     "crates/scheduler/src/config.rs::resolve",
     "crates/scheduler/src/framework/runtime.rs::run_pre_filter_plugins",
@@ -93,7 +91,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "crates/scheduler/src/framework/types.rs::new",
     "crates/scheduler/src/plugins/defaultpreemption/evaluator.rs::preempt",
     "crates/scheduler/src/plugins/interpodaffinity/scoring.rs::node_score",
-    "crates/scheduler/src/plugins/noderesources/args.rs::validate",
     "crates/scheduler/src/schedule_one.rs::attempt_record",
     "crates/scheduler/src/schedule_one.rs::find_nodes_that_pass_filters",
     "crates/scheduler/src/schedule_one.rs::schedule_one",
