@@ -265,8 +265,6 @@ pub struct PodAssertion {
     pub nominated_node: Option<Option<String>>,
 }
 
-impl PodAssertion {}
-
 /// A label selector as written (`app=web`) and compiled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParsedSelector {
