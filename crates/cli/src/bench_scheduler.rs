@@ -6,26 +6,11 @@
 
 use std::time::Instant;
 
-use kubeplane_sim::scenario::Scenario;
 use kubeplane_sim::workloads;
 use kubeplane_sim::{RunOptions, Simulation};
 use kubeplane_store::Object;
 
-use crate::bench::{peak_memory_mib, thread_cpu_secs};
-
-/// A benchmark: its name on the command line, one line on what it measures, and the run.
-pub struct Workload {
-    pub name: &'static str,
-    pub about: &'static str,
-    pub run: Box<dyn Fn() -> Result<(), String>>,
-}
-
-fn scenario_without_kubelets() -> Scenario {
-    Scenario {
-        pod_startup_latency: None,
-        ..Scenario::default()
-    }
-}
+use crate::bench_support::{peak_memory_mib, scenario_without_kubelets, thread_cpu_secs, Workload};
 
 /// Schedules `setup`, then measures how fast the `n_measured` pods of `measured` are
 /// scheduled; `expected_scheduled` Scheduled events must have happened in all.

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use crate::controller_utils::{controller_of, is_pod_ready};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
+use k8s_openapi::api::policy::v1::{
+    PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kubeplane_api::{Cache, Client, Component, EventType, Kind, Object, WatchEvent};
@@ -200,41 +202,8 @@ pub fn compute_status(
             selector.matches(p.metadata.labels.as_ref().unwrap_or(&NO_LABELS))
         })
         .collect();
-    let (expected, desired) = if let Some(max_unavailable) = &spec.max_unavailable {
-        let (expected, _) = expected_scale(store, &pods)?;
-        let max = scaled_value(max_unavailable, expected)?;
-        (expected, (expected - max).max(0))
-    } else if let Some(min_available) = &spec.min_available {
-        match min_available {
-            IntOrString::Int(i) => (pods.len() as i32, *i),
-            IntOrString::String(_) => {
-                let (expected, _) = expected_scale(store, &pods)?;
-                (expected, scaled_value(min_available, expected)?)
-            }
-        }
-    } else {
-        (0, 0)
-    };
-    // disruptedPods: keep the entries of pods not yet being deleted whose deletion is still
-    // expected.
-    let mut disrupted = BTreeMap::new();
-    let mut recheck: Option<Timestamp> = None;
-    if let Some(given) = pdb.status.as_ref().and_then(|s| s.disrupted_pods.as_ref()) {
-        for pod in &pods {
-            if pod.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
-            let name = pod.metadata.name.as_deref().unwrap_or("");
-            let Some(t) = given.get(name) else { continue };
-            let expected_deletion =
-                t.0.checked_add(jiff::SignedDuration::from_nanos(DELETION_TIMEOUT.0))
-                    .unwrap_or(t.0);
-            if expected_deletion >= now {
-                recheck = Some(recheck.map_or(expected_deletion, |r| r.min(expected_deletion)));
-                disrupted.insert(name.to_string(), t.clone());
-            }
-        }
-    }
+    let (expected, desired) = expected_and_desired(store, &spec, &pods)?;
+    let (disrupted, recheck) = still_disrupted(pdb, &pods, now);
     let current = pods
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -254,6 +223,57 @@ pub fn compute_status(
         recheck,
         n_pods: pods.len(),
     })
+}
+
+/// The expected number of pods and the desired healthy ones (upstream `getExpectedPodCount`).
+fn expected_and_desired(
+    store: &dyn Cache,
+    spec: &PodDisruptionBudgetSpec,
+    pods: &[&Arc<Pod>],
+) -> Result<(i32, i32), String> {
+    Ok(if let Some(max_unavailable) = &spec.max_unavailable {
+        let (expected, _) = expected_scale(store, pods)?;
+        let max = scaled_value(max_unavailable, expected)?;
+        (expected, (expected - max).max(0))
+    } else if let Some(min_available) = &spec.min_available {
+        match min_available {
+            IntOrString::Int(i) => (pods.len() as i32, *i),
+            IntOrString::String(_) => {
+                let (expected, _) = expected_scale(store, pods)?;
+                (expected, scaled_value(min_available, expected)?)
+            }
+        }
+    } else {
+        (0, 0)
+    })
+}
+
+/// The `disruptedPods` entries to keep (upstream `buildDisruptedPodMap`): pods not yet being
+/// deleted whose deletion is still expected; and when the earliest of them expires.
+fn still_disrupted(
+    pdb: &PodDisruptionBudget,
+    pods: &[&Arc<Pod>],
+    now: Timestamp,
+) -> (BTreeMap<String, Time>, Option<Timestamp>) {
+    let mut disrupted = BTreeMap::new();
+    let mut recheck: Option<Timestamp> = None;
+    if let Some(given) = pdb.status.as_ref().and_then(|s| s.disrupted_pods.as_ref()) {
+        for pod in pods {
+            if pod.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let name = pod.metadata.name.as_deref().unwrap_or("");
+            let Some(t) = given.get(name) else { continue };
+            let expected_deletion =
+                t.0.checked_add(jiff::SignedDuration::from_nanos(DELETION_TIMEOUT.0))
+                    .unwrap_or(t.0);
+            if expected_deletion >= now {
+                recheck = Some(recheck.map_or(expected_deletion, |r| r.min(expected_deletion)));
+                disrupted.insert(name.to_string(), t.clone());
+            }
+        }
+    }
+    (disrupted, recheck)
 }
 
 /// Sets (or updates) the DisruptionAllowed condition (upstream `apimeta.SetStatusCondition`).
@@ -308,6 +328,60 @@ fn conditions_up_to_date(status: &PodDisruptionBudgetStatus, generation: Option<
     c.status == want_status && c.reason == want_reason && c.observed_generation == generation
 }
 
+/// Upstream `failSafe`: no disruption allowed while the status cannot be computed. `None` when
+/// the status already says so.
+fn fail_safe_status(
+    old_status: &PodDisruptionBudgetStatus,
+    err: &str,
+    ts: &Time,
+) -> Option<PodDisruptionBudgetStatus> {
+    let mut status = old_status.clone();
+    status.disruptions_allowed = 0;
+    let observed = status.observed_generation;
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    set_condition(conditions, "False", REASON_SYNC_FAILED, err, observed, ts);
+    (status != *old_status).then_some(status)
+}
+
+/// Upstream `updatePdbStatus`: the status with the computed figures and the
+/// DisruptionAllowed condition, or `None` when the stored one already says all that.
+fn updated_status(
+    old_status: &PodDisruptionBudgetStatus,
+    c: ComputedStatus,
+    generation: Option<i64>,
+    ts: &Time,
+) -> Option<PodDisruptionBudgetStatus> {
+    let disrupted = (!c.disrupted_pods.is_empty()).then_some(c.disrupted_pods);
+    let given_disrupted = old_status.disrupted_pods.clone().filter(|m| !m.is_empty());
+    if old_status.current_healthy == c.current_healthy
+        && old_status.desired_healthy == c.desired_healthy
+        && old_status.expected_pods == c.expected_pods
+        && old_status.disruptions_allowed == c.disruptions_allowed
+        && given_disrupted == disrupted
+        && old_status.observed_generation == generation
+        && conditions_up_to_date(old_status, generation)
+    {
+        return None;
+    }
+    let mut status = PodDisruptionBudgetStatus {
+        current_healthy: c.current_healthy,
+        desired_healthy: c.desired_healthy,
+        expected_pods: c.expected_pods,
+        disruptions_allowed: c.disruptions_allowed,
+        disrupted_pods: disrupted,
+        observed_generation: generation,
+        conditions: old_status.conditions.clone(),
+    };
+    let (st, reason) = if status.disruptions_allowed > 0 {
+        ("True", REASON_SUFFICIENT_PODS)
+    } else {
+        ("False", REASON_INSUFFICIENT_PODS)
+    };
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    set_condition(conditions, st, reason, "", generation, ts);
+    Some(status)
+}
+
 impl DisruptionController {
     fn sync(&mut self, key: &PdbKey, now: SimTime, client: &mut dyn Client) {
         let Some(Object::PodDisruptionBudget(pdb)) = client
@@ -323,7 +397,7 @@ impl DisruptionController {
         let computed = compute_status(client.cache(), &pdb, ts.0);
         let mut new = PodDisruptionBudget::clone(&pdb);
         let old_status = pdb.status.clone().unwrap_or_default();
-        match computed {
+        let status = match computed {
             Err(e) => {
                 client.record_event(EventRecord::warning(
                     now,
@@ -334,16 +408,7 @@ impl DisruptionController {
                     "CalculateExpectedPodCountFailed",
                     format!("Failed to calculate the number of expected pods: {e}"),
                 ));
-                // failSafe: no disruption allowed while the status cannot be computed.
-                let mut status = old_status.clone();
-                status.disruptions_allowed = 0;
-                let observed = status.observed_generation;
-                let conditions = status.conditions.get_or_insert_with(Vec::new);
-                set_condition(conditions, "False", REASON_SYNC_FAILED, &e, observed, &ts);
-                if status == old_status {
-                    return;
-                }
-                new.status = Some(status);
+                fail_safe_status(&old_status, &e, &ts)
             }
             Ok(c) => {
                 if c.n_pods == 0 {
@@ -363,37 +428,13 @@ impl DisruptionController {
                         SimTime::from_timestamp(r, client.clock().start()),
                     );
                 }
-                let disrupted = (!c.disrupted_pods.is_empty()).then_some(c.disrupted_pods);
-                let given_disrupted = old_status.disrupted_pods.clone().filter(|m| !m.is_empty());
-                if old_status.current_healthy == c.current_healthy
-                    && old_status.desired_healthy == c.desired_healthy
-                    && old_status.expected_pods == c.expected_pods
-                    && old_status.disruptions_allowed == c.disruptions_allowed
-                    && given_disrupted == disrupted
-                    && old_status.observed_generation == generation
-                    && conditions_up_to_date(&old_status, generation)
-                {
-                    return;
-                }
-                let mut status = PodDisruptionBudgetStatus {
-                    current_healthy: c.current_healthy,
-                    desired_healthy: c.desired_healthy,
-                    expected_pods: c.expected_pods,
-                    disruptions_allowed: c.disruptions_allowed,
-                    disrupted_pods: disrupted,
-                    observed_generation: generation,
-                    conditions: old_status.conditions.clone(),
-                };
-                let (st, reason) = if status.disruptions_allowed > 0 {
-                    ("True", REASON_SUFFICIENT_PODS)
-                } else {
-                    ("False", REASON_INSUFFICIENT_PODS)
-                };
-                let conditions = status.conditions.get_or_insert_with(Vec::new);
-                set_condition(conditions, st, reason, "", generation, &ts);
-                new.status = Some(status);
+                updated_status(&old_status, c, generation, &ts)
             }
-        }
+        };
+        let Some(status) = status else {
+            return;
+        };
+        new.status = Some(status);
         new.metadata.resource_version = None;
         let _ = client.update_status(Object::PodDisruptionBudget(Arc::new(new)));
     }

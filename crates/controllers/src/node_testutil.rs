@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, PodSpec, PodStatus,
-    Taint, Toleration,
+    Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, Taint, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kubeplane_api::{Client, Kind, Object, ObjectKey};
@@ -131,63 +130,32 @@ impl NodeBuilder {
 /// The start time of [`TestClient`] stores.
 pub const TEST_START: &str = "2025-01-01T00:00:00Z";
 
-pub struct PodBuilder(Pod);
+pub use kubeplane_core::testing::PodBuilder;
 
+/// A pod in `ns` with one container and no UID or status, as a client creates it.
 pub fn pod(ns: &str, name: &str) -> PodBuilder {
-    PodBuilder(Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some(ns.into()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "c0".into(),
-                image: Some("registry.k8s.io/pause:3.9".into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        status: None,
-    })
+    PodBuilder::new(name)
+        .namespace(ns)
+        .uid("")
+        .no_status()
+        .image("registry.k8s.io/pause:3.9")
 }
 
-impl PodBuilder {
-    pub fn node(mut self, n: &str) -> Self {
-        self.0.spec.get_or_insert_with(Default::default).node_name = Some(n.into());
-        self
+/// What the controllers' tests build from a pod.
+pub trait PodBuilderExt {
+    /// The pod as an API object.
+    fn build(self) -> Object;
+    /// The pod itself.
+    fn build_pod(self) -> Pod;
+}
+
+impl PodBuilderExt for PodBuilder {
+    fn build(self) -> Object {
+        Object::Pod(Arc::new(self.obj()))
     }
 
-    pub fn toleration(mut self, t: Toleration) -> Self {
-        self.0
-            .spec
-            .get_or_insert_with(Default::default)
-            .tolerations
-            .get_or_insert_with(Vec::new)
-            .push(t);
-        self
-    }
-
-    /// A running pod with a Ready=True condition.
-    pub fn ready(mut self) -> Self {
-        let st = self.0.status.get_or_insert_with(PodStatus::default);
-        st.phase = Some("Running".into());
-        st.conditions
-            .get_or_insert_with(Vec::new)
-            .push(PodCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                ..Default::default()
-            });
-        self
-    }
-
-    pub fn build(self) -> Object {
-        Object::Pod(Arc::new(self.0))
-    }
-
-    pub fn build_pod(self) -> Pod {
-        self.0
+    fn build_pod(self) -> Pod {
+        self.obj()
     }
 }
 
@@ -361,10 +329,4 @@ pub fn event_times(client: &TestClient, reason: &str, name: &str, text: &str) ->
         .filter(|e| e.reason == reason && e.name == name && e.message.contains(text))
         .map(|e| e.time.as_secs_f64())
         .collect()
-}
-
-impl From<Pod> for PodBuilder {
-    fn from(p: Pod) -> Self {
-        PodBuilder(p)
-    }
 }

@@ -12,6 +12,8 @@ pub mod nodeaffinity;
 pub mod quantity;
 pub mod resources;
 pub mod taints;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod time;
 
 pub use event::EventRecord;

@@ -172,7 +172,7 @@ impl NodeLocalMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder, PodBuilderExt};
 
     fn snap(n: usize) -> Snapshot {
         snapshot(

@@ -81,10 +81,6 @@ impl Scheduler {
         self.node_local = Default::default();
     }
 
-    pub fn metrics_snapshot(&self) -> &SchedulerMetrics {
-        &self.metrics
-    }
-
     pub fn queue(&self) -> &SchedulingQueue {
         &self.queue
     }

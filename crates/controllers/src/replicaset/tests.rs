@@ -7,9 +7,7 @@ use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
-use k8s_openapi::api::core::v1::{
-    Container, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec,
-};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
 use kubeplane_api::{ApiError, Client, Component, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::features::FeatureGates;
@@ -22,6 +20,7 @@ use rand_chacha::ChaCha8Rng;
 use super::ranking::{compare, get_pods_to_delete, less, log2_bucket, PodSortKey, RankContext};
 use super::*;
 use crate::controller_utils::POD_DELETION_COST_ANNOTATION;
+use kubeplane_core::testing::PodBuilder;
 
 // ----- builders ---------------------------------------------------------------------------------
 
@@ -36,112 +35,43 @@ fn ago(t: Timestamp, secs: i64) -> Timestamp {
 const MONTH_SECS: i64 = 31 * 24 * 3600;
 const HOUR_SECS: i64 = 3600;
 
-/// A pod for sort tests and manifests; never reads a clock.
-#[derive(Clone)]
-struct PodBuilder {
-    pod: Pod,
+/// A pending pod of the `app=web` set created at [`start`], with one container.
+fn pod_builder(name: &str) -> PodBuilder {
+    PodBuilder::new(name)
+        .label("app", "web")
+        .created(Some(start()))
+        .phase("Pending")
+        .image("registry.k8s.io/pause:3.9")
 }
 
-impl PodBuilder {
-    fn new(name: &str) -> Self {
-        PodBuilder {
-            pod: Pod {
-                metadata: ObjectMeta {
-                    name: Some(name.into()),
-                    namespace: Some("default".into()),
-                    uid: Some(format!("uid-{name}")),
-                    labels: Some([("app".to_string(), "web".to_string())].into()),
-                    creation_timestamp: Some(Time(start())),
-                    ..Default::default()
-                },
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "c0".into(),
-                        image: Some("registry.k8s.io/pause:3.9".into()),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }),
-                status: Some(PodStatus {
-                    phase: Some("Pending".into()),
-                    ..Default::default()
-                }),
-            },
-        }
+/// What only these tests build from a pod.
+trait ReplicaSetPod {
+    fn cost(self, cost: &str) -> Self;
+    fn owned_by(self, rs: &Object) -> Self;
+    fn terminating(self) -> Self;
+    fn build(self) -> Pod;
+    fn arc(self) -> Arc<Pod>;
+    fn object(self) -> Object;
+}
+
+impl ReplicaSetPod for PodBuilder {
+    fn cost(self, cost: &str) -> Self {
+        self.annotation(POD_DELETION_COST_ANNOTATION, cost)
     }
-    fn uid(mut self, uid: &str) -> Self {
-        self.pod.metadata.uid = (!uid.is_empty()).then(|| uid.to_string());
-        self
+    fn owned_by(self, rs: &Object) -> Self {
+        self.owner_reference(new_controller_ref(API_VERSION, KIND, rs.meta()))
     }
-    fn node(mut self, node: &str) -> Self {
-        self.pod.spec.as_mut().unwrap().node_name = (!node.is_empty()).then(|| node.to_string());
-        self
-    }
-    fn phase(mut self, phase: &str) -> Self {
-        self.pod.status.as_mut().unwrap().phase = Some(phase.into());
-        self
-    }
-    fn condition(mut self, status: &str, since: Option<Timestamp>) -> Self {
-        self.pod.status.as_mut().unwrap().conditions = Some(vec![PodCondition {
-            type_: "Ready".into(),
-            status: status.into(),
-            last_transition_time: since.map(Time),
-            ..Default::default()
-        }]);
-        self
-    }
-    /// Running and Ready since `since` (`None`: no lastTransitionTime).
-    fn ready(self, since: Option<Timestamp>) -> Self {
-        self.phase("Running").condition("True", since)
-    }
-    fn not_ready(self) -> Self {
-        self.condition("False", None)
-    }
-    fn restarts(mut self, n: i32) -> Self {
-        self.pod.status.as_mut().unwrap().container_statuses = Some(vec![ContainerStatus {
-            name: "c0".into(),
-            restart_count: n,
-            ..Default::default()
-        }]);
-        self
-    }
-    fn created(mut self, t: Option<Timestamp>) -> Self {
-        self.pod.metadata.creation_timestamp = t.map(Time);
-        self
-    }
-    fn cost(mut self, cost: &str) -> Self {
-        self.pod
-            .metadata
-            .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(POD_DELETION_COST_ANNOTATION.into(), cost.into());
-        self
-    }
-    fn label(mut self, k: &str, v: &str) -> Self {
-        self.pod
-            .metadata
-            .labels
-            .get_or_insert_with(BTreeMap::new)
-            .insert(k.into(), v.into());
-        self
-    }
-    fn owned_by(mut self, rs: &Object) -> Self {
-        self.pod.metadata.owner_references =
-            Some(vec![new_controller_ref(API_VERSION, KIND, rs.meta())]);
-        self
-    }
-    fn terminating(mut self) -> Self {
-        self.pod.metadata.deletion_timestamp = Some(Time(start()));
-        self
+    fn terminating(self) -> Self {
+        self.deleted_at(start())
     }
     fn build(self) -> Pod {
-        self.pod
+        self.obj()
     }
     fn arc(self) -> Arc<Pod> {
-        Arc::new(self.pod)
+        Arc::new(self.obj())
     }
     fn object(self) -> Object {
-        Object::Pod(Arc::new(self.pod))
+        Object::Pod(Arc::new(self.obj()))
     }
 }
 
@@ -246,42 +176,42 @@ fn active_pods_sort_in_the_full_upstream_order_whatever_the_input_order() {
     let now = start();
     let then = ago(now, MONTH_SECS);
     let expected = [
-        PodBuilder::new("unscheduled").not_ready(),
-        PodBuilder::new("scheduled-but-pending")
+        pod_builder("unscheduled").not_ready(),
+        pod_builder("scheduled-but-pending")
             .node("node")
             .not_ready(),
-        PodBuilder::new("unknown-phase")
+        pod_builder("unknown-phase")
             .node("node")
             .phase("Unknown")
             .not_ready(),
-        PodBuilder::new("running-but-not-ready")
+        pod_builder("running-but-not-ready")
             .node("node")
             .phase("Running")
             .not_ready(),
-        PodBuilder::new("running-no-last-transition-time")
+        pod_builder("running-no-last-transition-time")
             .node("node")
-            .ready(None),
-        PodBuilder::new("running-with-last-transition-time")
+            .ready_since(None),
+        pod_builder("running-with-last-transition-time")
             .node("node")
-            .ready(Some(now)),
-        PodBuilder::new("running-longer-time")
+            .ready_since(Some(now)),
+        pod_builder("running-longer-time")
             .node("node")
-            .ready(Some(then))
+            .ready_since(Some(then))
             .restarts(3),
-        PodBuilder::new("lower-container-restart-count")
+        pod_builder("lower-container-restart-count")
             .node("node")
-            .ready(Some(then))
+            .ready_since(Some(then))
             .restarts(2)
             .created(Some(now)),
-        PodBuilder::new("oldest")
+        pod_builder("oldest")
             .node("node")
-            .ready(Some(then))
+            .ready_since(Some(then))
             .restarts(2)
             .created(Some(then)),
     ];
     let names: Vec<String> = expected
         .iter()
-        .map(|b| b.pod.metadata.name.clone().unwrap())
+        .map(|b| b.as_pod().metadata.name.clone().unwrap())
         .collect();
     let pods: Vec<Arc<Pod>> = expected.into_iter().map(PodBuilder::arc).collect();
     let ctx = ctx_at(now);
@@ -296,7 +226,7 @@ fn active_pods_sort_in_the_full_upstream_order_whatever_the_input_order() {
 }
 
 fn key(b: &PodBuilder, rank: usize) -> PodSortKey<'_> {
-    PodSortKey::new(&b.pod, rank)
+    PodSortKey::new(b.as_pod(), rank)
 }
 
 #[test]
@@ -308,36 +238,36 @@ fn ranked_pairs_follow_the_upstream_table() {
     let h5 = ago(now, 5 * HOUR_SECS);
     let h8 = ago(now, 8 * HOUR_SECS);
     // Upstream's test pods have no UIDs.
-    let p = |name: &str| PodBuilder::new(name).uid("").created(None);
+    let p = |name: &str| pod_builder(name).uid("").created(None);
     let unscheduled = p("unscheduled").not_ready();
     let pending = p("pending").node("node").not_ready();
     let unknown = p("unknown-phase").node("node").phase("Unknown").not_ready();
     let not_ready = p("not-ready").node("node").phase("Running").not_ready();
-    let ready_no_ltt = p("ready-no-ltt").node("node").ready(None);
+    let ready_no_ltt = p("ready-no-ltt").node("node").ready_since(None);
     let ready_now = p("ready-now")
         .node("node")
-        .ready(Some(now))
+        .ready_since(Some(now))
         .created(Some(now));
     let ready_then = p("ready-then")
         .node("node")
-        .ready(Some(month))
+        .ready_since(Some(month))
         .created(Some(month));
     let high_restarts = p("ready-high-restarts")
         .node("node")
-        .ready(Some(now))
+        .ready_since(Some(now))
         .created(Some(now))
         .restarts(9001);
     let created_then = p("ready-now-created-then")
         .node("node")
-        .ready(Some(now))
+        .ready_since(Some(now))
         .created(Some(month));
     let low_cost = created_then.clone().cost("10");
     let high_cost = created_then.clone().cost("100");
     let unscheduled_5h = p("unscheduled-5h").not_ready().created(Some(h5));
     let unscheduled_8h = p("unscheduled-8h").not_ready().created(Some(h8));
-    let ready_2h = p("ready-2h").ready(Some(h2)).created(Some(month));
-    let ready_5h = p("ready-5h").ready(Some(h5)).created(Some(month));
-    let ready_8h = p("ready-8h").ready(Some(h8)).created(Some(month));
+    let ready_2h = p("ready-2h").ready_since(Some(h2)).created(Some(month));
+    let ready_5h = p("ready-5h").ready_since(Some(h5)).created(Some(month));
+    let ready_8h = p("ready-8h").ready_since(Some(h8)).created(Some(month));
 
     let on = ctx_at(now);
     let off = RankContext {
@@ -436,12 +366,12 @@ fn a_same_bucket_tie_is_decided_by_uid_and_stops_there() {
     // Ready 5 h (uid b) and 8 h (uid a) ago share bucket 44: the smaller UID goes first even
     // though the other pod has more restarts.
     let now = start();
-    let a = PodBuilder::new("eight")
+    let a = pod_builder("eight")
         .uid("a")
-        .ready(Some(ago(now, 8 * HOUR_SECS)));
-    let b = PodBuilder::new("five")
+        .ready_since(Some(ago(now, 8 * HOUR_SECS)));
+    let b = pod_builder("five")
         .uid("b")
-        .ready(Some(ago(now, 5 * HOUR_SECS)))
+        .ready_since(Some(ago(now, 5 * HOUR_SECS)))
         .restarts(5);
     let (ka, kb) = (key(&a, 1), key(&b, 1));
     let (ord, rule) = compare(&ka, &kb, &ctx_at(now));
@@ -457,32 +387,32 @@ fn a_same_bucket_tie_is_decided_by_uid_and_stops_there() {
 #[test]
 fn get_pods_to_delete_follows_the_upstream_cases() {
     let now = start();
-    let unscheduled_pending = PodBuilder::new("unscheduled-pending").not_ready().arc();
-    let scheduled_pending = PodBuilder::new("scheduled-pending")
+    let unscheduled_pending = pod_builder("unscheduled-pending").not_ready().arc();
+    let scheduled_pending = pod_builder("scheduled-pending")
         .node("fake-node")
         .not_ready()
         .arc();
-    let not_ready = PodBuilder::new("not-ready")
-        .node("fake-node")
-        .phase("Running")
-        .not_ready()
-        .arc();
-    let not_ready_2 = PodBuilder::new("not-ready-2")
+    let not_ready = pod_builder("not-ready")
         .node("fake-node")
         .phase("Running")
         .not_ready()
         .arc();
-    let ready_n1 = PodBuilder::new("ready-n1")
+    let not_ready_2 = pod_builder("not-ready-2")
+        .node("fake-node")
+        .phase("Running")
+        .not_ready()
+        .arc();
+    let ready_n1 = pod_builder("ready-n1")
         .node("fake-node-1")
-        .ready(Some(now))
+        .ready_since(Some(now))
         .arc();
-    let ready_n2 = PodBuilder::new("ready-n2")
+    let ready_n2 = pod_builder("ready-n2")
         .node("fake-node-2")
-        .ready(Some(now))
+        .ready_since(Some(now))
         .arc();
-    let ready_n2_other = PodBuilder::new("ready-n2-other")
+    let ready_n2_other = pod_builder("ready-n2-other")
         .node("fake-node-2")
-        .ready(Some(now))
+        .ready_since(Some(now))
         .arc();
     let ctx = ctx_at(now);
     let names = |pods: &[Arc<Pod>], related: Option<&[Arc<Pod>]>, diff: usize| -> Vec<String> {
@@ -562,9 +492,9 @@ fn ready_pods_with_costs(
         rs_object(replica_set("web", costs.len() as i32, "web")),
     );
     for (i, c) in costs.iter().enumerate() {
-        let mut b = PodBuilder::new(&format!("web-{i}"))
+        let mut b = pod_builder(&format!("web-{i}"))
             .node(&format!("n{i}"))
-            .ready(Some(ago(start(), 60)))
+            .ready_since(Some(ago(start(), 60)))
             .owned_by(&rs);
         if !c.is_empty() {
             b = b.cost(c);
@@ -630,16 +560,16 @@ fn a_pending_pod_goes_before_a_low_cost_ready_one() {
     let rs = create(&mut client, rs_object(replica_set("web", 2, "web")));
     create(
         &mut client,
-        PodBuilder::new("cheap-ready")
+        pod_builder("cheap-ready")
             .node("n1")
-            .ready(Some(start()))
+            .ready_since(Some(start()))
             .cost("-1000")
             .owned_by(&rs)
             .object(),
     );
     create(
         &mut client,
-        PodBuilder::new("pending")
+        pod_builder("pending")
             .node("n2")
             .not_ready()
             .cost("1000")
@@ -848,8 +778,8 @@ fn orphans_are_adopted_and_non_matching_pods_released() {
     let mut client = TestClient::new(1);
     let mut rsc = ReplicaSetController::new();
     let rs = create(&mut client, rs_object(replica_set("web", 2, "web")));
-    create(&mut client, PodBuilder::new("orphan").object());
-    create(&mut client, PodBuilder::new("owned").owned_by(&rs).object());
+    create(&mut client, pod_builder("orphan").object());
+    create(&mut client, pod_builder("owned").owned_by(&rs).object());
     settle(&mut client, &mut rsc);
     assert!(
         client.events.is_empty(),
@@ -879,7 +809,7 @@ fn a_replica_set_being_deleted_neither_adopts_nor_creates() {
     let mut rs = replica_set("web", 3, "web");
     rs.metadata.deletion_timestamp = Some(Time(start()));
     create(&mut client, rs_object(rs));
-    create(&mut client, PodBuilder::new("orphan").object());
+    create(&mut client, pod_builder("orphan").object());
     settle(&mut client, &mut rsc);
     assert!(client.events.is_empty());
     assert!(controller_of(&client.store.get_pod("default", "orphan").unwrap().metadata).is_none());
@@ -893,9 +823,9 @@ fn terminating_pods_do_not_count_and_are_replaced_at_once() {
     for i in 0..2 {
         create(
             &mut client,
-            PodBuilder::new(&format!("p{i}"))
+            pod_builder(&format!("p{i}"))
                 .node("n1")
-                .ready(Some(start()))
+                .ready_since(Some(start()))
                 .owned_by(&rs)
                 .object(),
         );
@@ -925,18 +855,18 @@ fn scale_down_never_touches_terminating_pods_and_counts_them_once() {
     for i in 0..3 {
         create(
             &mut client,
-            PodBuilder::new(&format!("p{i}"))
+            pod_builder(&format!("p{i}"))
                 .node("n1")
-                .ready(Some(start()))
+                .ready_since(Some(start()))
                 .owned_by(&rs)
                 .object(),
         );
     }
     create(
         &mut client,
-        PodBuilder::new("gone")
+        pod_builder("gone")
             .node("n1")
-            .ready(Some(start()))
+            .ready_since(Some(start()))
             .owned_by(&rs)
             .terminating()
             .object(),
@@ -962,8 +892,8 @@ fn available_replicas_wait_for_min_ready_seconds() {
     // Ready at t=5 s.
     create(
         &mut client,
-        PodBuilder::new("p")
-            .ready(Some(
+        pod_builder("p")
+            .ready_since(Some(
                 start().checked_add(SignedDuration::from_secs(5)).unwrap(),
             ))
             .owned_by(&rs)
@@ -1003,12 +933,12 @@ fn calculate_status_counts_labels_readiness_and_availability() {
         ]
         .into(),
     );
-    let full = PodBuilder::new("p")
+    let full = pod_builder("p")
         .label("tier", "fe")
-        .ready(Some(start()))
+        .ready_since(Some(start()))
         .arc();
-    let partial = PodBuilder::new("p").ready(Some(start())).arc();
-    let not_ready = PodBuilder::new("p").label("tier", "fe").not_ready().arc();
+    let partial = pod_builder("p").ready_since(Some(start())).arc();
+    let not_ready = pod_builder("p").label("tier", "fe").not_ready().arc();
     let s = calculate_status(&rs, std::slice::from_ref(&full), None, None, &now);
     assert_eq!(
         (
@@ -1035,11 +965,11 @@ fn status_conditions_follow_manage_errors() {
     // Upstream TestCalculateStatusConditions.
     let now = Time(start());
     let rs2 = replica_set("web", 2, "web");
-    let one = vec![PodBuilder::new("p").arc()];
+    let one = vec![pod_builder("p").arc()];
     let three = vec![
-        PodBuilder::new("a").arc(),
-        PodBuilder::new("b").arc(),
-        PodBuilder::new("c").arc(),
+        pod_builder("a").arc(),
+        pod_builder("b").arc(),
+        pod_builder("c").arc(),
     ];
     let s = calculate_status(&rs2, &one, Some("boom"), None, &now);
     assert_eq!(
@@ -1123,38 +1053,38 @@ fn related_pods_of_sibling_replica_sets_raise_the_rank() {
     let since = Some(start());
     create(
         &mut client,
-        PodBuilder::new("main-a")
+        pod_builder("main-a")
             .label("app", "main")
             .node("n1")
-            .ready(since)
+            .ready_since(since)
             .owned_by(&main)
             .object(),
     );
     create(
         &mut client,
-        PodBuilder::new("main-b")
+        pod_builder("main-b")
             .label("app", "main")
             .node("n2")
-            .ready(since)
+            .ready_since(since)
             .owned_by(&main)
             .object(),
     );
     create(
         &mut client,
-        PodBuilder::new("aux-a")
+        pod_builder("aux-a")
             .label("app", "aux")
             .node("n2")
-            .ready(since)
+            .ready_since(since)
             .owned_by(&aux)
             .object(),
     );
     for i in 0..2 {
         create(
             &mut client,
-            PodBuilder::new(&format!("other-{i}"))
+            pod_builder(&format!("other-{i}"))
                 .label("app", "other")
                 .node("n1")
-                .ready(since)
+                .ready_since(since)
                 .owned_by(&stranger)
                 .object(),
         );
@@ -1236,16 +1166,14 @@ fn pods_with_labels_of_their_own_coming_and_going_do_not_grow_the_label_sets() {
     let mut cache = Cache::default();
     for i in 0..1000 {
         let name = format!("p{i}");
-        let pod = PodBuilder::new(&name)
-            .label("instance", &i.to_string())
-            .arc();
+        let pod = pod_builder(&name).label("instance", &i.to_string()).arc();
         let key = ns_name(&pod.metadata);
         cache.replace_pod(&key, Some(&pod));
         let id = cached(&cache, &name).labels;
         // An update with the same labels keeps the number.
-        let ready = PodBuilder::new(&name)
+        let ready = pod_builder(&name)
             .label("instance", &i.to_string())
-            .ready(Some(start()))
+            .ready_since(Some(start()))
             .arc();
         cache.replace_pod(&key, Some(&ready));
         assert_eq!(cached(&cache, &name).labels, id);
@@ -1314,12 +1242,12 @@ fn the_cache_indexes_follow_adds_updates_and_deletes() {
         let (old, expected) = if rng.random_bool(0.2) {
             (cache.replace_pod(&key, None), current.remove(&name))
         } else {
-            let mut b = PodBuilder::new(&name).label("app", ["web", "db"][rng.random_range(0..2)]);
+            let mut b = pod_builder(&name).label("app", ["web", "db"][rng.random_range(0..2)]);
             if let Some(o) = owners.get(rng.random_range(0..3)) {
                 b = b.owned_by(o);
             }
             if rng.random_bool(0.5) {
-                b = b.ready(Some(start()));
+                b = b.ready_since(Some(start()));
             }
             let pod = b.arc();
             (
@@ -1339,7 +1267,7 @@ fn status_counts_from_the_cache_equal_calculate_status() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut pods = Vec::new();
     for i in 0..300 {
-        let mut b = PodBuilder::new(&format!("p{i}"));
+        let mut b = pod_builder(&format!("p{i}"));
         match rng.random_range(0..4) {
             0 => b = b.label("tier", "fe"),
             1 => b = b.label("tier", "be"),
@@ -1348,11 +1276,11 @@ fn status_counts_from_the_cache_equal_calculate_status() {
         }
         b = match rng.random_range(0..6) {
             0 => b.not_ready(),
-            1 => b.ready(None),
-            2 => b.ready(Some(ago(now, rng.random_range(0..40)))),
+            1 => b.ready_since(None),
+            2 => b.ready_since(Some(ago(now, rng.random_range(0..40)))),
             // Ready in the future, as on a clock that went back.
-            3 => b.ready(Some(ago(now, -5))),
-            4 => b.condition("Unknown", Some(ago(now, 100))),
+            3 => b.ready_since(Some(ago(now, -5))),
+            4 => b.ready_condition("Unknown", Some(ago(now, 100))),
             _ => b,
         };
         pods.push(b.arc());
@@ -1395,14 +1323,14 @@ fn status_counts_from_the_cache_equal_calculate_status() {
 /// A pod of a random scale-down: any node (or none), phase, readiness, restarts, deletion cost
 /// and creation time.
 fn random_ranked_pod(rng: &mut ChaCha8Rng, name: &str, now: Timestamp) -> Arc<Pod> {
-    let mut b = PodBuilder::new(name)
+    let mut b = pod_builder(name)
         .node(["", "n1", "n2", "n3", "n4"][rng.random_range(0..5)])
         .created(Some(ago(now, rng.random_range(0..4 * HOUR_SECS))));
     b = match rng.random_range(0..5) {
         0 => b.not_ready(),
         1 => b.phase("Unknown").not_ready(),
         2 => b.phase("Failed"),
-        _ => b.ready(Some(ago(now, rng.random_range(0..4 * HOUR_SECS)))),
+        _ => b.ready_since(Some(ago(now, rng.random_range(0..4 * HOUR_SECS)))),
     };
     if rng.random_bool(0.3) {
         b = b.restarts(rng.random_range(0..3));
@@ -1508,10 +1436,8 @@ fn related_pod_counts_equal_those_of_the_indirectly_related_pods() {
         let pods: Vec<Arc<Pod>> = (0..60)
             .map(|i| {
                 let pod = random_ranked_pod(&mut rng, &format!("p{i:02}"), now);
-                let mut b = PodBuilder {
-                    pod: Pod::clone(&pod),
-                }
-                .label("app", ["web", "db"][rng.random_range(0..2)]);
+                let mut b = PodBuilder::from(Pod::clone(&pod))
+                    .label("app", ["web", "db"][rng.random_range(0..2)]);
                 if rng.random_bool(0.4) {
                     b = b.label("tier", "fe");
                 }
@@ -1583,7 +1509,7 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                     if let Some(p) = pods.get(rng.random_range(0..pods.len().max(1))) {
                         let mut p = Pod::clone(p);
                         let t = client.store.timestamp(client.now).0;
-                        p.status = PodBuilder::new("x").ready(Some(t)).build().status;
+                        p.status = pod_builder("x").ready_since(Some(t)).build().status;
                         let now = client.now;
                         client
                             .store
@@ -1611,7 +1537,7 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                     // An orphan that some ReplicaSet may adopt.
                     let n = names[rng.random_range(0..names.len())];
                     let name = format!("orphan-{seed}-{step}");
-                    create(&mut client, PodBuilder::new(&name).label("app", n).object());
+                    create(&mut client, pod_builder(&name).label("app", n).object());
                 }
             }
             // Settle one round at a time, checking each run of the controller.

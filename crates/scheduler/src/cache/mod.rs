@@ -364,14 +364,6 @@ impl Cache {
         }
     }
 
-    pub fn node_count(&self) -> usize {
-        self.tree.num_nodes
-    }
-
-    pub fn pod_count(&self) -> usize {
-        self.pods.len()
-    }
-
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.nodes.get(name)
     }

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{Affinity, Pod, PodAffinityTerm, WeightedPodAffinityTerm};
+use k8s_openapi::api::core::v1::{Affinity, PodAffinityTerm, WeightedPodAffinityTerm};
 use kubeplane_core::labels::{from_optional, Selector};
 
 /// One pod (anti-)affinity term with its selectors compiled.
@@ -53,16 +53,6 @@ impl AffinityTerm {
                 .namespace_selector
                 .matches(ns_labels.unwrap_or(&NO_LABELS));
         in_namespace && self.selector.matches(labels)
-    }
-
-    /// Whether the term selects the pod (namespace labels not looked up).
-    pub fn matches_pod(&self, pod: &Pod) -> bool {
-        static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
-        self.matches(
-            pod.metadata.namespace.as_deref().unwrap_or("default"),
-            pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS),
-            None,
-        )
     }
 }
 

@@ -97,25 +97,8 @@ impl Framework {
         !self.plugins.score.is_empty()
     }
 
-    pub fn has_filter_plugins(&self) -> bool {
-        !self.plugins.filter.is_empty()
-    }
-
     pub fn has_post_filter_plugins(&self) -> bool {
         !self.plugins.post_filter.is_empty()
-    }
-
-    /// PreEnqueue: the first plugin that does not succeed gates the pod.
-    pub fn run_pre_enqueue_plugins(&self, pod: &PodInfo) -> Status {
-        for p in &self.plugins.pre_enqueue {
-            if let Some(pe) = p.as_pre_enqueue() {
-                let s = pe.pre_enqueue(pod);
-                if !s.is_success() {
-                    return s.plugin(p.name());
-                }
-            }
-        }
-        Status::success()
     }
 
     /// PreFilter (upstream 5.1): Skip marks the plugin's Filter as skipped;
@@ -706,7 +689,7 @@ pub type NodeToStatus = std::collections::HashMap<String, Status>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testing::{NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{NodeBuilder, PodBuilder, PodBuilderExt};
 
     /// Scores node `i` (by its name's number) as `i * factor`, failing on the nodes listed.
     struct Numbered {

@@ -4,6 +4,7 @@
 //! queueing hints and its table tests (upstream `pkg/scheduler/framework/plugins/<name>/`).
 //! [`registry`] builds plugins by name from their (JSON) args and lists the default profile.
 
+pub mod args;
 pub mod defaultbinder;
 pub mod defaultpreemption;
 pub mod helper;
@@ -20,6 +21,8 @@ pub mod queuesort;
 pub mod registry;
 pub mod schedulinggates;
 pub mod tainttoleration;
+#[cfg(test)]
 pub mod testing;
 
-pub use registry::{default_multi_point, is_known, new_plugin, PluginArgsError};
+pub use args::PluginArgsError;
+pub use registry::{default_multi_point, is_known, new_plugin};

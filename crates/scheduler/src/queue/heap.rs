@@ -99,11 +99,6 @@ impl PodHeap {
         self.items.first().map(|e| &e.info)
     }
 
-    /// All entries in heap (not sorted) order.
-    pub fn iter(&self) -> impl Iterator<Item = &QueuedPodInfo> {
-        self.items.iter().map(|e| &e.info)
-    }
-
     /// Adds the pod, or replaces the entry with the same key (keeping its sequence number).
     pub fn add_or_update(&mut self, seq: u64, info: QueuedPodInfo) {
         let key = info.pod_info.key();

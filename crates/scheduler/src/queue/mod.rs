@@ -8,15 +8,24 @@
 //! (backoffQ every second, unschedulablePods leftovers every 30 s) are driven by
 //! [`SchedulingQueue::run_timers`], and [`SchedulingQueue::next_timer`] says when they would next
 //! change anything.
+//!
+//! Files follow upstream's `backend/queue`: this one is `scheduling_queue.go` (the queue's
+//! state, PreEnqueue, the public operations, cluster-event moves, timers, introspection);
+//! `active.rs` activeQ, popping and in-flight tracking; `backoff.rs` backoffQ; `hints.rs`
+//! the queueing hints; `unschedulable.rs` unschedulablePods; `nominator.rs` the nominator;
+//! `heap.rs` the heaps; `events.rs` the queue's cluster events.
 
+mod active;
+mod backoff;
 mod events;
 mod heap;
+mod hints;
 mod nominator;
 #[cfg(test)]
 mod tests;
 mod unschedulable;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -36,7 +45,7 @@ pub use events::{
     NODE_UPDATE_TAINT, UNSCHEDULED_POD_UPDATE,
 };
 use heap::{Order, PodHeap};
-use nominator::{Nominator, PodRef};
+use nominator::Nominator;
 use unschedulable::UnschedulablePods;
 
 /// `podMaxInUnschedulablePodsDuration`: a pod parked longer than this is retried anyway.
@@ -343,64 +352,6 @@ impl SchedulingQueue {
         self.seq
     }
 
-    // ---- Backoff (spec 2.3) ----
-
-    /// The backoff of a pod after `attempts` attempts: 0 for none, else
-    /// `initial × 2^(attempts−1)` capped at the maximum, computed without overflow.
-    pub fn backoff_duration(&self, pinfo: &QueuedPodInfo) -> SimDuration {
-        if pinfo.attempts == 0 {
-            return SimDuration::ZERO;
-        }
-        let shift = pinfo.attempts - 1;
-        let (initial, max) = (self.initial_backoff.0, self.max_backoff.0);
-        if initial > max.checked_shr(shift).unwrap_or(0) {
-            return self.max_backoff;
-        }
-        SimDuration(initial.checked_shl(shift).unwrap_or(0))
-    }
-
-    /// Truncates to the backoffQ ordering window when PopFromBackoffQ is on.
-    fn align(&self, t: SimTime) -> SimTime {
-        if self.pop_from_backoff_q {
-            floor_to(t, BACKOFF_FLUSH_PERIOD)
-        } else {
-            t
-        }
-    }
-
-    /// The backoff expiry, `None` for a pod never attempted (no backoff at all).
-    fn compute_backoff_time(&self, p: &QueuedPodInfo) -> Option<SimTime> {
-        if p.attempts == 0 {
-            return None;
-        }
-        if let Some(t) = p.backoff_expiration {
-            return Some(t);
-        }
-        Some(self.align(p.timestamp + self.backoff_duration(p)))
-    }
-
-    /// Like [`Self::compute_backoff_time`], caching the result in the pod (upstream
-    /// `getBackoffTime`); the cache is cleared on Pop and when the pod comes back.
-    fn backoff_time(&self, p: &mut QueuedPodInfo) -> Option<SimTime> {
-        let t = self.compute_backoff_time(p);
-        if t.is_some() {
-            p.backoff_expiration = t;
-        }
-        t
-    }
-
-    /// Whether the pod is still backing off at `now`: with PopFromBackoffQ, while its expiry is
-    /// not before the start of the current 1-second window; without, while it is not before
-    /// `now` (an expiry equal to `now` still backs off, as upstream's `!Before`).
-    fn expiry_backing_off(&self, expiry: Option<SimTime>, now: SimTime) -> bool {
-        expiry.is_some_and(|t| t >= self.align(now))
-    }
-
-    fn is_backing_off(&self, p: &mut QueuedPodInfo, now: SimTime) -> bool {
-        let t = self.backoff_time(p);
-        self.expiry_backing_off(t, now)
-    }
-
     // ---- PreEnqueue ----
 
     fn run_pre_enqueue(&self, p: &mut QueuedPodInfo) {
@@ -435,65 +386,6 @@ impl SchedulingQueue {
 
     // ---- Moves between sub-queues ----
 
-    /// Puts the pod into activeQ after re-running PreEnqueue (skipped for a pod coming straight
-    /// from backoffQ with PopFromBackoffQ: it passed PreEnqueue on entering backoffQ). A gated
-    /// pod goes to unschedulablePods instead. Returns whether it reached activeQ.
-    fn move_to_active_q(
-        &mut self,
-        mut p: QueuedPodInfo,
-        event: &str,
-        moves_from_backoff_q: bool,
-        now: SimTime,
-    ) -> bool {
-        if !(self.pop_from_backoff_q && moves_from_backoff_q) {
-            self.run_pre_enqueue(&mut p);
-        }
-        let key = key_of(&p);
-        if p.gated() {
-            if !self.active_q.contains(&key) && !self.backoff_contains(&key) {
-                self.unschedulable_pods.insert_if_absent(key, p);
-            }
-            return false;
-        }
-        if p.initial_attempt_timestamp.is_none() {
-            p.initial_attempt_timestamp = Some(now);
-        }
-        self.unschedulable_pods.remove(&key);
-        self.backoff_q.remove(&key);
-        self.error_backoff_q.remove(&key);
-        if event == labels::UNSCHEDULED_POD_ADD.label || event == UNSCHEDULED_POD_UPDATE.label {
-            self.nominator.add(&p.pod_info, None);
-        }
-        let seq = self.next_seq();
-        self.active_q.add_or_update(seq, p);
-        true
-    }
-
-    /// Puts the pod into backoffQ (the error heap when no plugin rejected it). With
-    /// PopFromBackoffQ, PreEnqueue runs first and a gated pod goes to unschedulablePods instead.
-    /// Returns whether it reached backoffQ.
-    fn move_to_backoff_q(&mut self, mut p: QueuedPodInfo) -> bool {
-        let key = key_of(&p);
-        if self.pop_from_backoff_q {
-            self.run_pre_enqueue(&mut p);
-            if p.gated() {
-                self.unschedulable_pods.insert_if_absent(key, p);
-                return false;
-            }
-        }
-        self.unschedulable_pods.remove(&key);
-        self.backoff_time(&mut p);
-        let seq = self.next_seq();
-        if p.unschedulable_plugins.is_empty() && p.pending_plugins.is_empty() {
-            self.backoff_q.remove(&key);
-            self.error_backoff_q.add_or_update(seq, p);
-        } else {
-            self.error_backoff_q.remove(&key);
-            self.backoff_q.add_or_update(seq, p);
-        }
-        true
-    }
-
     /// Requeues a pod taken out of (or about to enter) unschedulablePods per the strategy.
     fn requeue(
         &mut self,
@@ -518,197 +410,6 @@ impl SchedulingQueue {
         } else {
             QueueName::Unschedulable
         }
-    }
-
-    fn backoff_contains(&self, key: &str) -> bool {
-        self.backoff_q.contains(key) || self.error_backoff_q.contains(key)
-    }
-
-    fn backoff_get(&self, key: &str) -> Option<&QueuedPodInfo> {
-        self.backoff_q
-            .get(key)
-            .or_else(|| self.error_backoff_q.get(key))
-    }
-
-    // ---- Queueing hints (spec 2.6) ----
-
-    fn is_event_of_interest(&self, event: &ClusterEvent) -> bool {
-        event.is_wildcard()
-            || self
-                .profiles
-                .values()
-                .any(|p| p.hints.iter().any(|h| event_matches(&h.event, event)))
-    }
-
-    /// Whether the gating plugin of a gated pod registered an event matching `event`.
-    fn gating_plugin_interested(&self, p: &QueuedPodInfo, event: &ClusterEvent) -> bool {
-        p.gating_plugin
-            .and_then(|g| self.plugin_events.get(g))
-            .is_some_and(|evs| evs.iter().any(|r| event_matches(r, event)))
-    }
-
-    /// upstream `isPodWorthRequeuing`: asks the hints of the plugins that rejected the pod.
-    fn worth_requeuing(
-        &self,
-        p: &QueuedPodInfo,
-        event: &ClusterEvent,
-        old: Option<EventObject<'_>>,
-        new: Option<EventObject<'_>>,
-    ) -> Strategy {
-        let hints = self.hints_for(event);
-        self.worth_requeuing_with(p, p.pod_info.scheduler_name(), event, &hints, old, new)
-    }
-
-    /// Each profile's hints registered for an event matching `event`, in registration order
-    /// (what [`SchedulingQueue::worth_requeuing`] asks), worked out once for many pods.
-    fn hints_for(&self, event: &ClusterEvent) -> BTreeMap<&str, Vec<&HintEntry>> {
-        self.profiles
-            .iter()
-            .map(|(name, profile)| {
-                let hints = profile
-                    .hints
-                    .iter()
-                    .filter(|h| event_matches(&h.event, event))
-                    .collect();
-                (name.as_str(), hints)
-            })
-            .collect()
-    }
-
-    /// [`SchedulingQueue::worth_requeuing`] with the hints of [`SchedulingQueue::hints_for`].
-    fn worth_requeuing_with(
-        &self,
-        p: &QueuedPodInfo,
-        scheduler_name: &str,
-        event: &ClusterEvent,
-        hints: &BTreeMap<&str, Vec<&HintEntry>>,
-        old: Option<EventObject<'_>>,
-        new: Option<EventObject<'_>>,
-    ) -> Strategy {
-        if p.unschedulable_plugins.is_empty() && p.pending_plugins.is_empty() {
-            return Strategy::AfterBackoff;
-        }
-        if event.is_wildcard() {
-            // A wildcard event carrying a pod is meant for that pod only (ForceActivate).
-            if let Some(obj) = new {
-                match obj.as_pod() {
-                    Some(pod) if pod_uid(pod) == p.pod_info.uid => {}
-                    _ => return Strategy::Skip,
-                }
-            }
-            return Strategy::AfterBackoff;
-        }
-        let Some(hints) = hints.get(scheduler_name) else {
-            return Strategy::AfterBackoff;
-        };
-        let mut strategy = Strategy::Skip;
-        for h in hints {
-            let pending = p.pending_plugins.contains(h.plugin);
-            if !pending && !p.unschedulable_plugins.contains(h.plugin) {
-                continue;
-            }
-            // A hint error counts as Queue so that the pod cannot get stuck.
-            let hint = match &h.hint {
-                None => QueueingHint::Queue,
-                Some(f) => f(&p.pod_info.pod, old, new).unwrap_or(QueueingHint::Queue),
-            };
-            if hint == QueueingHint::QueueSkip {
-                continue;
-            }
-            if pending {
-                return Strategy::Immediately;
-            }
-            if p.pending_plugins.is_empty() {
-                return Strategy::AfterBackoff;
-            }
-            strategy = Strategy::AfterBackoff;
-        }
-        strategy
-    }
-
-    /// Replays the events recorded while the pod was in flight (upstream
-    /// `determineSchedulingHintForInFlightPod`).
-    fn hint_for_in_flight_pod(&self, p: &QueuedPodInfo) -> Strategy {
-        if p.unschedulable_plugins.is_empty() && p.pending_plugins.is_empty() {
-            return Strategy::AfterBackoff;
-        }
-        let Some(&(seq, _)) = self.in_flight_pods.get(&p.pod_info.uid) else {
-            return Strategy::AfterBackoff;
-        };
-        let mut strategy = Strategy::Skip;
-        for entry in self.in_flight_events.range(seq + 1..).map(|(_, e)| e) {
-            let InFlightEntry::Event { event, old, new } = entry else {
-                continue;
-            };
-            let old = old.as_ref().map(OwnedObject::get);
-            let new = new.as_ref().map(OwnedObject::get);
-            match self.worth_requeuing(p, event, old, new) {
-                Strategy::Skip => {}
-                Strategy::Immediately => return Strategy::Immediately,
-                Strategy::AfterBackoff => {
-                    strategy = Strategy::AfterBackoff;
-                    if p.pending_plugins.is_empty() {
-                        return strategy;
-                    }
-                }
-            }
-        }
-        strategy
-    }
-
-    // ---- In-flight tracking ----
-
-    fn record_event_if_any_in_flight(
-        &mut self,
-        event: ClusterEvent,
-        old: Option<EventObject<'_>>,
-        new: Option<EventObject<'_>>,
-    ) {
-        if self.in_flight_pods.is_empty() {
-            return;
-        }
-        let seq = self.next_seq();
-        self.in_flight_events.insert(
-            seq,
-            InFlightEntry::Event {
-                event,
-                old: old.map(OwnedObject::of),
-                new: new.map(OwnedObject::of),
-            },
-        );
-    }
-
-    fn record_events_if_pod_in_flight(
-        &mut self,
-        uid: &str,
-        events: &[ClusterEvent],
-        old: Option<&Pod>,
-        new: &Arc<Pod>,
-    ) -> bool {
-        if !self.in_flight_pods.contains_key(uid) {
-            return false;
-        }
-        for &event in events {
-            let seq = self.next_seq();
-            self.in_flight_events.insert(
-                seq,
-                InFlightEntry::Event {
-                    event,
-                    old: old.map(|o| OwnedObject::Pod(Arc::new(o.clone()))),
-                    new: Some(OwnedObject::Pod(new.clone())),
-                },
-            );
-        }
-        true
-    }
-
-    pub fn is_in_flight(&self, uid: &str) -> bool {
-        self.in_flight_pods.contains_key(uid)
-    }
-
-    /// The pods popped and not yet done, by UID.
-    pub fn in_flight_pods(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
-        self.in_flight_pods.values().map(|(_, p)| p)
     }
 
     // ---- Public operations (spec 2.4) ----
@@ -780,52 +481,6 @@ impl SchedulingQueue {
             return;
         }
         self.unschedulable_pods.remove(&key);
-    }
-
-    /// Pops the next pod: the head of activeQ by QueueSort, else (PopFromBackoffQ) the head of
-    /// the plugin-rejected backoff heap even if its backoff is not over. Counts the attempt,
-    /// advances the scheduling cycle, clears the rejecting plugins and marks the pod in flight.
-    pub fn pop(&mut self, _now: SimTime) -> Option<QueuedPodInfo> {
-        loop {
-            let mut p = match self.active_q.pop() {
-                Some(p) => p,
-                None if self.pop_from_backoff_q => self.backoff_q.pop()?,
-                None => return None,
-            };
-            let uid = p.pod_info.uid.clone();
-            if self.in_flight_pods.contains_key(&uid) {
-                // The same pod tracked twice: discard this copy, as upstream does.
-                continue;
-            }
-            p.attempts += 1;
-            p.backoff_expiration = None;
-            p.unschedulable_plugins.clear();
-            p.pending_plugins.clear();
-            self.scheduling_cycle += 1;
-            let seq = self.next_seq();
-            self.in_flight_events.insert(seq, InFlightEntry::Pod);
-            self.in_flight_pods.insert(uid, (seq, p.pod_info.clone()));
-            return Some(p);
-        }
-    }
-
-    /// The pod's attempt is over: it is no longer in flight, and events no remaining in-flight
-    /// pod needs are dropped.
-    pub fn done(&mut self, uid: &str) {
-        let Some((seq, _)) = self.in_flight_pods.remove(uid) else {
-            return;
-        };
-        self.in_flight_events.remove(&seq);
-        while let Some(entry) = self.in_flight_events.first_entry() {
-            if matches!(entry.get(), InFlightEntry::Pod) {
-                break;
-            }
-            entry.remove();
-        }
-    }
-
-    pub fn scheduling_cycle(&self) -> i64 {
-        self.scheduling_cycle
     }
 
     /// The failure handler's entry: puts a pod whose attempt failed back. Replays the events
@@ -988,44 +643,6 @@ impl SchedulingQueue {
 
     // ---- Timers ----
 
-    /// Moves every pod whose backoff is over (both heaps) to activeQ.
-    pub fn flush_backoff_q_completed(&mut self, now: SimTime) {
-        let window_start = self.align(now);
-        let mut done = Vec::new();
-        for heap in [&mut self.backoff_q, &mut self.error_backoff_q] {
-            while let Some(head) = heap.peek() {
-                // Same rule as `expiry_backing_off`.
-                if head.backoff_expiration.is_some_and(|t| t >= window_start) {
-                    break;
-                }
-                done.push(heap.pop().expect("peeked"));
-            }
-        }
-        for p in done {
-            self.move_to_active_q(p, move_labels::BACKOFF_COMPLETE, true, now);
-        }
-    }
-
-    /// Retries every pod parked in unschedulablePods for more than 5 minutes (the wildcard
-    /// UnschedulableTimeout event).
-    pub fn flush_unschedulable_pods_leftover(&mut self, now: SimTime) {
-        let keys: Vec<String> = self
-            .unschedulable_pods
-            .iter()
-            .filter(|(_, p)| now - p.timestamp > POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION)
-            .map(|(k, _)| k.clone())
-            .collect();
-        if !keys.is_empty() {
-            self.move_pods_to_active_or_backoff_queue(
-                &keys,
-                labels::UNSCHEDULABLE_TIMEOUT,
-                None,
-                None,
-                now,
-            );
-        }
-    }
-
     /// Runs each flush whose tick (whole seconds for backoffQ, multiples of 30 s for the
     /// leftovers) has come since it last ran, as of that tick (the latest one at or before
     /// `now`; missed earlier ticks are folded into it).
@@ -1091,70 +708,6 @@ impl SchedulingQueue {
         best
     }
 
-    /// Whether the leftover flush at `tick` would take the pod out of unschedulablePods.
-    fn leftover_would_move(&self, p: &QueuedPodInfo, tick: SimTime) -> bool {
-        if !p.gated() {
-            return true;
-        }
-        if !self.gating_plugin_interested(p, &labels::UNSCHEDULABLE_TIMEOUT) {
-            return false;
-        }
-        let backing_off = self.expiry_backing_off(self.compute_backoff_time(p), tick);
-        (backing_off && !self.pop_from_backoff_q) || self.pre_enqueue_would_pass(p)
-    }
-
-    /// Whether activeQ (or, with PopFromBackoffQ, the plugin-rejected backoff heap) has a pod.
-    pub fn has_poppable(&self) -> bool {
-        !self.active_q.is_empty() || (self.pop_from_backoff_q && !self.backoff_q.is_empty())
-    }
-
-    // ---- Nominator (spec 2.5) ----
-
-    /// Nominates the pod to `nominated_node` (Override; an empty name clears), or with `None`
-    /// to its `status.nominatedNodeName` (Noop). A pod with `spec.nodeName` is not nominated.
-    /// Upstream also skips pods missing from the informer; the caller checks that.
-    pub fn add_nominated_pod(&mut self, pod: Arc<PodInfo>, nominated_node: Option<String>) {
-        self.nominator.add(&pod, nominated_node.as_deref());
-    }
-
-    pub fn delete_nominated_pod_if_exists(&mut self, pod: &PodInfo) {
-        self.nominator.delete(&pod.uid);
-    }
-
-    /// Whether any pod is nominated to any node.
-    pub fn has_nominated_pods(&self) -> bool {
-        self.nominator.has_any()
-    }
-
-    /// The nodes that have nominated pods.
-    pub fn nominated_node_names(&self) -> impl Iterator<Item = &str> {
-        self.nominator.node_names()
-    }
-
-    /// The node a pod is nominated to, by UID.
-    pub fn nominated_node_of(&self, uid: &str) -> Option<&str> {
-        self.nominator.node_of(uid)
-    }
-
-    /// The pods nominated to `node`, in nomination order, each as its latest queued version. A
-    /// pod in no queue (in flight) is returned as upstream does: a bare pod with only its name,
-    /// namespace and UID (so no requests and priority 0).
-    pub fn nominated_pods_for_node(&self, node: &str) -> Vec<Arc<PodInfo>> {
-        self.nominator
-            .pods_for_node(node)
-            .iter()
-            .map(|r| {
-                let key = r.key();
-                self.active_q
-                    .get(&key)
-                    .or_else(|| self.unschedulable_pods.get(&key))
-                    .or_else(|| self.backoff_get(&key))
-                    .map(|p| p.pod_info.clone())
-                    .unwrap_or_else(|| bare_pod_info(r))
-            })
-            .collect()
-    }
-
     // ---- Introspection ----
 
     pub fn pending_pods(&self) -> PendingCounts {
@@ -1179,40 +732,6 @@ impl SchedulingQueue {
             .get(key)
             .map(|p| (QueueName::Unschedulable, p))
     }
-
-    /// Every pending pod with where it is, sorted by key.
-    pub fn pending_pod_list(&self) -> Vec<(QueueName, &QueuedPodInfo)> {
-        let mut out: Vec<(QueueName, &QueuedPodInfo)> = self
-            .active_q
-            .iter()
-            .map(|p| (QueueName::Active, p))
-            .chain(
-                self.backoff_q
-                    .iter()
-                    .chain(self.error_backoff_q.iter())
-                    .map(|p| (QueueName::Backoff, p)),
-            )
-            .chain(
-                self.unschedulable_pods
-                    .values()
-                    .map(|p| (QueueName::Unschedulable, p)),
-            )
-            .collect();
-        out.sort_by_key(|(_, p)| key_of(p));
-        out
-    }
-
-    /// The plugins that rejected or gate a parked pod (for explain output).
-    pub fn rejector_plugins(&self, key: &str) -> BTreeSet<&'static str> {
-        self.get(key)
-            .map(|(_, p)| {
-                p.unschedulable_plugins
-                    .union(&p.pending_plugins)
-                    .copied()
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
 }
 
 fn run_pre_enqueue_plugin(pl: &dyn Plugin, p: &mut QueuedPodInfo) -> bool {
@@ -1225,16 +744,4 @@ fn run_pre_enqueue_plugin(pl: &dyn Plugin, p: &mut QueuedPodInfo) -> bool {
     p.unschedulable_plugins.insert(pl.name());
     p.gating_plugin = Some(pl.name());
     false
-}
-
-fn bare_pod_info(r: &PodRef) -> Arc<PodInfo> {
-    Arc::new(PodInfo::new(Arc::new(Pod {
-        metadata: ObjectMeta {
-            name: Some(r.name.clone()),
-            namespace: Some(r.namespace.clone()),
-            uid: Some(r.uid.clone()),
-            ..ObjectMeta::default()
-        },
-        ..Pod::default()
-    })))
 }

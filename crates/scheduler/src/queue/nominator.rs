@@ -1,11 +1,14 @@
 //! The nominator (upstream `backend/queue/nominator.go`): which pods are nominated to run on
-//! which node (after preemption made room for them), keyed by pod UID.
+//! which node (after preemption made room for them), keyed by pod UID; and the queue's
+//! nominator operations, which resolve a nomination to the pod's latest queued version.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::framework::PodInfo;
+
+use super::*;
 
 /// A reference to a nominated pod; the queue resolves it to its latest queued version.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,4 +107,63 @@ impl Nominator {
     pub fn node_of(&self, uid: &str) -> Option<&str> {
         self.node_of.get(uid).map(String::as_str)
     }
+}
+
+impl SchedulingQueue {
+    /// Nominates the pod to `nominated_node` (Override; an empty name clears), or with `None`
+    /// to its `status.nominatedNodeName` (Noop). A pod with `spec.nodeName` is not nominated.
+    /// Upstream also skips pods missing from the informer; the caller checks that.
+    pub fn add_nominated_pod(&mut self, pod: Arc<PodInfo>, nominated_node: Option<String>) {
+        self.nominator.add(&pod, nominated_node.as_deref());
+    }
+
+    pub fn delete_nominated_pod_if_exists(&mut self, pod: &PodInfo) {
+        self.nominator.delete(&pod.uid);
+    }
+
+    /// Whether any pod is nominated to any node.
+    pub fn has_nominated_pods(&self) -> bool {
+        self.nominator.has_any()
+    }
+
+    /// The nodes that have nominated pods.
+    pub fn nominated_node_names(&self) -> impl Iterator<Item = &str> {
+        self.nominator.node_names()
+    }
+
+    /// The node a pod is nominated to, by UID.
+    pub fn nominated_node_of(&self, uid: &str) -> Option<&str> {
+        self.nominator.node_of(uid)
+    }
+
+    /// The pods nominated to `node`, in nomination order, each as its latest queued version. A
+    /// pod in no queue (in flight) is returned as upstream does: a bare pod with only its name,
+    /// namespace and UID (so no requests and priority 0).
+    pub fn nominated_pods_for_node(&self, node: &str) -> Vec<Arc<PodInfo>> {
+        self.nominator
+            .pods_for_node(node)
+            .iter()
+            .map(|r| {
+                let key = r.key();
+                self.active_q
+                    .get(&key)
+                    .or_else(|| self.unschedulable_pods.get(&key))
+                    .or_else(|| self.backoff_get(&key))
+                    .map(|p| p.pod_info.clone())
+                    .unwrap_or_else(|| bare_pod_info(r))
+            })
+            .collect()
+    }
+}
+
+fn bare_pod_info(r: &PodRef) -> Arc<PodInfo> {
+    Arc::new(PodInfo::new(Arc::new(Pod {
+        metadata: ObjectMeta {
+            name: Some(r.name.clone()),
+            namespace: Some(r.namespace.clone()),
+            uid: Some(r.uid.clone()),
+            ..ObjectMeta::default()
+        },
+        ..Pod::default()
+    })))
 }

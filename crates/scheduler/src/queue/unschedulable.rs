@@ -1,13 +1,16 @@
 //! unschedulablePods (upstream `UnschedulablePods`): parked pods by `namespace/name`, with an
 //! index by the time each was parked, so that the next leftover flush that would move a pod
 //! is found without visiting every parked pod (a scale-up can park 100,000 pods, and the
-//! engine asks for the next timer after every scheduling cycle).
+//! engine asks for the next timer after every scheduling cycle). Also the queue's leftover
+//! flush, which retries pods parked longer than five minutes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use kubeplane_core::SimTime;
 
 use crate::framework::QueuedPodInfo;
+
+use super::*;
 
 #[derive(Default)]
 pub(crate) struct UnschedulablePods {
@@ -86,11 +89,6 @@ impl UnschedulablePods {
         self.pods.iter().map(|(k, (p, name))| (k, p, &**name))
     }
 
-    /// Every parked pod, in key order.
-    pub(crate) fn values(&self) -> impl Iterator<Item = &QueuedPodInfo> {
-        self.pods.values().map(|(p, _)| p)
-    }
-
     /// The earliest time at which a pod no plugin gates was parked.
     pub(crate) fn earliest_ungated(&self) -> Option<SimTime> {
         self.ungated_by_time.first().map(|(t, _)| *t)
@@ -101,5 +99,39 @@ impl UnschedulablePods {
         self.gated_by_time
             .iter()
             .filter_map(|(_, key)| self.get(key))
+    }
+}
+
+impl SchedulingQueue {
+    /// Retries every pod parked in unschedulablePods for more than 5 minutes (the wildcard
+    /// UnschedulableTimeout event).
+    pub fn flush_unschedulable_pods_leftover(&mut self, now: SimTime) {
+        let keys: Vec<String> = self
+            .unschedulable_pods
+            .iter()
+            .filter(|(_, p)| now - p.timestamp > POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if !keys.is_empty() {
+            self.move_pods_to_active_or_backoff_queue(
+                &keys,
+                labels::UNSCHEDULABLE_TIMEOUT,
+                None,
+                None,
+                now,
+            );
+        }
+    }
+
+    /// Whether the leftover flush at `tick` would take the pod out of unschedulablePods.
+    pub(super) fn leftover_would_move(&self, p: &QueuedPodInfo, tick: SimTime) -> bool {
+        if !p.gated() {
+            return true;
+        }
+        if !self.gating_plugin_interested(p, &labels::UNSCHEDULABLE_TIMEOUT) {
+            return false;
+        }
+        let backing_off = self.expiry_backing_off(self.compute_backoff_time(p), tick);
+        (backing_off && !self.pop_from_backoff_q) || self.pre_enqueue_would_pass(p)
     }
 }

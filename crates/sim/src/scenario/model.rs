@@ -265,18 +265,6 @@ pub struct PodAssertion {
     pub nominated_node: Option<Option<String>>,
 }
 
-impl PodAssertion {
-    /// Whether any field besides `exists` is given.
-    pub fn checks_state(&self) -> bool {
-        self.node.is_some()
-            || self.node_in.is_some()
-            || self.phase.is_some()
-            || self.ready.is_some()
-            || self.terminating.is_some()
-            || self.nominated_node.is_some()
-    }
-}
-
 /// A label selector as written (`app=web`) and compiled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParsedSelector {

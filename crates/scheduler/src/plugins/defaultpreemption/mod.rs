@@ -24,7 +24,7 @@ use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EventResource, Plugin, PodInfo,
     PostFilterInput, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin, QueueingHint, Status,
 };
-use crate::plugins::registry::{parse_args, PluginArgsError};
+use crate::plugins::args::{parse_args, PluginArgsError};
 
 pub use evaluator::{
     calculate_num_candidates, filter_pods_with_pdb_violation, more_important_pod,

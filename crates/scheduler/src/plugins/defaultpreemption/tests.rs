@@ -19,7 +19,7 @@ use crate::framework::{
     Code, CycleState, Framework, NodeInfo, NominatingMode, PodInfo, PostFilterInput,
     PostFilterResult, PreemptionTrace, Status,
 };
-use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder};
+use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder, PodBuilderExt};
 
 fn features(async_preemption: bool) -> FeatureGates {
     let mut overrides = BTreeMap::new();

@@ -1,7 +1,7 @@
 //! Table tests of ImageLocality scoring, with upstream's cases.
 
 use super::*;
-use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder};
+use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder, PodBuilderExt};
 
 const MB: i64 = 1024 * 1024;
 

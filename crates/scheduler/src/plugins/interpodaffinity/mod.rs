@@ -22,8 +22,8 @@ use crate::framework::{
     FilterPlugin, Plugin, PodAffinityTerms, PreFilterPlugin, PreScorePlugin, QueueingHint,
     ScorePlugin,
 };
+use crate::plugins::args::{parse_args, PluginArgsError};
 use crate::plugins::helper::{node_event, pod_event, FxHashMap};
-use crate::plugins::registry::{parse_args, PluginArgsError};
 
 pub const NAME: &str = "InterPodAffinity";
 

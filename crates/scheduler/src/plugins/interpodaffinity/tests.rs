@@ -8,7 +8,7 @@ use serde_json::json;
 use super::filtering::{PreFilterState, PRE_FILTER_KEY};
 use super::*;
 use crate::framework::{Code, CycleState, NodeInfo, PodInfo, Status};
-use crate::plugins::testing::{expr, pod_term, snapshot, NodeBuilder, PodBuilder};
+use crate::plugins::testing::{expr, pod_term, snapshot, NodeBuilder, PodBuilder, PodBuilderExt};
 
 fn node1() -> NodeBuilder {
     NodeBuilder::new("machine1")

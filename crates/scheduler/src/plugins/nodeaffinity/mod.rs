@@ -15,8 +15,8 @@ use crate::framework::{
     FilterPlugin, NodeInfo, Plugin, PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin,
     QueueingHint, ScorePlugin, Status, MAX_NODE_SCORE,
 };
+use crate::plugins::args::{parse_args, PluginArgsError};
 use crate::plugins::helper::{default_normalize_score, node_event};
-use crate::plugins::registry::{parse_args, PluginArgsError};
 
 pub const NAME: &str = "NodeAffinity";
 

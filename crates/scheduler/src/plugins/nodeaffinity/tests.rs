@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::*;
 use crate::framework::Code;
-use crate::plugins::testing::{req, snapshot, term, NodeBuilder, PodBuilder};
+use crate::plugins::testing::{req, snapshot, term, NodeBuilder, PodBuilder, PodBuilderExt};
 
 /// PreFilter then (unless skipped) Filter.
 fn run_filter(pl: &NodeAffinity, pod: PodBuilder, node: NodeBuilder) -> Status {

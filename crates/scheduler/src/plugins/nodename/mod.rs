@@ -69,7 +69,7 @@ fn is_schedulable_after_node_add(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testing::{NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{NodeBuilder, PodBuilder, PodBuilderExt};
 
     #[test]
     fn filter() {

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::framework::Code;
-use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder};
+use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder, PodBuilderExt};
 
 /// Runs PreFilter then (unless skipped) Filter of `pod` on a node running `existing`.
 fn run(pod: PodBuilder, existing: Vec<PodBuilder>) -> Status {

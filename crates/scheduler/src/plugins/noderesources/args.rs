@@ -7,7 +7,7 @@ use std::fmt;
 use kubeplane_core::labels::is_qualified_name;
 use serde::Deserialize;
 
-use crate::plugins::registry::PluginArgsError;
+use crate::plugins::args::PluginArgsError;
 
 /// The highest score a RequestedToCapacityRatio shape point may have (upstream
 /// `MaxCustomPriorityScore`); shape scores are scaled by `MAX_NODE_SCORE / 10`.
@@ -163,6 +163,20 @@ impl NodeResourcesFitArgs {
 
     /// Upstream `ValidateNodeResourcesFitArgs`; returns every error, in upstream's order.
     pub fn validate(&self) -> Vec<PluginArgsError> {
+        let mut errs = self.validate_ignored();
+        let Some(s) = &self.scoring_strategy else {
+            errs.push(PluginArgsError::new(
+                "scoringStrategy",
+                "Required value: ScoringStrategy field is required",
+            ));
+            return errs;
+        };
+        errs.extend(validate_scoring_strategy(s));
+        errs
+    }
+
+    /// The errors of `ignoredResources` and `ignoredResourceGroups`.
+    fn validate_ignored(&self) -> Vec<PluginArgsError> {
         let mut errs = Vec::new();
         for (i, r) in self.ignored_resources.iter().enumerate() {
             if let Err(e) = is_qualified_name(r) {
@@ -182,59 +196,59 @@ impl NodeResourcesFitArgs {
                 errs.push(invalid(field, quoted(g), &e));
             }
         }
-        let Some(s) = &self.scoring_strategy else {
-            errs.push(PluginArgsError::new(
-                "scoringStrategy",
-                "Required value: ScoringStrategy field is required",
-            ));
-            return errs;
-        };
-        let ty = ScoringStrategyType::parse(&s.type_);
-        if ty.is_none() {
-            let supported: Vec<String> = ScoringStrategyType::ALL
-                .iter()
-                .map(|t| quoted(t.as_str()))
-                .collect();
-            errs.push(PluginArgsError::new(
-                "scoringStrategy.type",
-                format!(
-                    "Unsupported value: {}: supported values: {}",
-                    quoted(&s.type_),
-                    supported.join(", ")
+        errs
+    }
+}
+
+/// The errors of a `scoringStrategy`: its type, its resources' weights and the shape of
+/// RequestedToCapacityRatio.
+fn validate_scoring_strategy(s: &ScoringStrategy) -> Vec<PluginArgsError> {
+    let mut errs = Vec::new();
+    let ty = ScoringStrategyType::parse(&s.type_);
+    if ty.is_none() {
+        let supported: Vec<String> = ScoringStrategyType::ALL
+            .iter()
+            .map(|t| quoted(t.as_str()))
+            .collect();
+        errs.push(PluginArgsError::new(
+            "scoringStrategy.type",
+            format!(
+                "Unsupported value: {}: supported values: {}",
+                quoted(&s.type_),
+                supported.join(", ")
+            ),
+        ));
+    }
+    for (i, r) in s.resources.iter().enumerate() {
+        if r.weight <= 0 || r.weight > MAX_RESOURCE_WEIGHT {
+            errs.push(invalid(
+                format!("scoringStrategy.resources[{i}].weight"),
+                r.weight,
+                &format!(
+                    "resource weight of {} not in valid range (0, {MAX_RESOURCE_WEIGHT}]",
+                    r.name
                 ),
             ));
         }
-        for (i, r) in s.resources.iter().enumerate() {
-            if r.weight <= 0 || r.weight > MAX_RESOURCE_WEIGHT {
-                errs.push(invalid(
-                    format!("scoringStrategy.resources[{i}].weight"),
-                    r.weight,
-                    &format!(
-                        "resource weight of {} not in valid range (0, {MAX_RESOURCE_WEIGHT}]",
-                        r.name
-                    ),
-                ));
-            }
-        }
-        if ty == Some(ScoringStrategyType::RequestedToCapacityRatio) {
-            match &s.requested_to_capacity_ratio {
-                None => errs.push(PluginArgsError::new(
-                    "scoringStrategy.requestedToCapacityRatio",
-                    "Required value: must be specified when type is RequestedToCapacityRatio",
-                )),
-                Some(p) => errs.extend(validate_shape(
-                    &p.shape,
-                    "scoringStrategy.requestedToCapacityRatio.shape",
-                )),
-            }
-        } else if s.requested_to_capacity_ratio.is_some() {
-            errs.push(PluginArgsError::new(
-                "scoringStrategy.requestedToCapacityRatio",
-                "Forbidden: must be nil when type is not RequestedToCapacityRatio",
-            ));
-        }
-        errs
     }
+    if ty == Some(ScoringStrategyType::RequestedToCapacityRatio) {
+        match &s.requested_to_capacity_ratio {
+            None => errs.push(PluginArgsError::new(
+                "scoringStrategy.requestedToCapacityRatio",
+                "Required value: must be specified when type is RequestedToCapacityRatio",
+            )),
+            Some(p) => errs.extend(validate_shape(
+                &p.shape,
+                "scoringStrategy.requestedToCapacityRatio.shape",
+            )),
+        }
+    } else if s.requested_to_capacity_ratio.is_some() {
+        errs.push(PluginArgsError::new(
+            "scoringStrategy.requestedToCapacityRatio",
+            "Forbidden: must be nil when type is not RequestedToCapacityRatio",
+        ));
+    }
+    errs
 }
 
 /// Upstream `validateFunctionShape`: at least one point, utilizations strictly increasing and

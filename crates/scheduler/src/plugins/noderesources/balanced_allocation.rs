@@ -6,7 +6,7 @@ use crate::cache::Snapshot;
 use crate::framework::{
     CycleState, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Status,
 };
-use crate::plugins::registry::{parse_args, PluginArgsError};
+use crate::plugins::args::{parse_args, PluginArgsError};
 
 use super::args::NodeResourcesBalancedAllocationArgs;
 use super::resource_allocation::{balanced_score, PodRequestsState, ResourceList};

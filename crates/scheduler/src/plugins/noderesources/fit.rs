@@ -13,8 +13,8 @@ use crate::framework::{
     FilterPlugin, NodeInfo, Plugin, PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin,
     QueueingHint, ScorePlugin, Status,
 };
+use crate::plugins::args::{parse_args, PluginArgsError};
 use crate::plugins::helper::{node_event, pod_event, uid_of};
-use crate::plugins::registry::{parse_args, PluginArgsError};
 
 use super::args::{NodeResourcesFitArgs, ScoringStrategyType};
 use super::resource_allocation::{PodRequestsState, ResourceList, Scorer};

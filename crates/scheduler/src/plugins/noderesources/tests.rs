@@ -10,7 +10,7 @@ use crate::framework::{
     Code, CycleState, EventObject, FilterPlugin, NodeInfo, PreFilterPlugin, PreScorePlugin,
     QueueingHint, ScorePlugin, Status,
 };
-use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder};
+use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder, PodBuilderExt};
 
 fn fit(args: serde_json::Value) -> Fit {
     Fit::new(Some(&args), &FeatureGates::default()).unwrap()

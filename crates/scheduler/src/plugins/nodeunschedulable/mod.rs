@@ -127,7 +127,7 @@ fn is_schedulable_after_pod_toleration_change(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testing::{toleration, NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{toleration, NodeBuilder, PodBuilder, PodBuilderExt};
 
     #[test]
     fn filter() {

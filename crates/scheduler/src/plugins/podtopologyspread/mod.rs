@@ -23,8 +23,8 @@ use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, FilterPlugin,
     Plugin, PreFilterPlugin, PreScorePlugin, QueueingHint, ScorePlugin,
 };
+use crate::plugins::args::{parse_args, PluginArgsError};
 use crate::plugins::helper::{node_event, pod_event, uid_of};
-use crate::plugins::registry::{parse_args, PluginArgsError};
 
 pub const NAME: &str = "PodTopologySpread";
 

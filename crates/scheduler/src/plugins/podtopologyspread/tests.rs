@@ -11,7 +11,9 @@ use super::filtering::{CriticalPath, CriticalPaths, PreFilterState, PRE_FILTER_K
 use super::scoring::PRE_SCORE_KEY;
 use super::*;
 use crate::framework::{Code, CycleState, NodeInfo, Status};
-use crate::plugins::testing::{expr, snapshot, spread, taint, NodeBuilder, PodBuilder};
+use crate::plugins::testing::{
+    expr, snapshot, spread, taint, NodeBuilder, PodBuilder, PodBuilderExt,
+};
 
 fn plugin() -> PodTopologySpread {
     PodTopologySpread::new(None, &FeatureGates::default()).unwrap()

@@ -31,7 +31,7 @@ mod tests {
     use kubeplane_core::SimTime;
 
     use super::*;
-    use crate::plugins::testing::PodBuilder;
+    use crate::plugins::testing::{PodBuilder, PodBuilderExt};
 
     fn queued(name: &str, priority: i32, at_secs: i64) -> QueuedPodInfo {
         let info = PodBuilder::new(name).priority(priority).info();

@@ -63,7 +63,7 @@ fn is_schedulable_after_gates_eliminated(
 mod tests {
     use super::*;
     use crate::framework::Code;
-    use crate::plugins::testing::PodBuilder;
+    use crate::plugins::testing::{PodBuilder, PodBuilderExt};
 
     #[test]
     fn pre_enqueue() {

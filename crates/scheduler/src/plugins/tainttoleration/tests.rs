@@ -4,7 +4,9 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::*;
 use crate::framework::Code;
-use crate::plugins::testing::{snapshot, taint, toleration, NodeBuilder, PodBuilder};
+use crate::plugins::testing::{
+    snapshot, taint, toleration, NodeBuilder, PodBuilder, PodBuilderExt,
+};
 
 fn scores(pod: PodBuilder, nodes: Vec<NodeBuilder>) -> Vec<i64> {
     let pod = pod.info();

@@ -1,0 +1,386 @@
+//! Node health (upstream `monitorNodeHealth`, `tryUpdateNodeHealth`, `classifyNodes`,
+//! `processPod` and `MarkPodsNotReady`): each monitor pass reads the nodes' Ready conditions
+//! and Leases, sets the conditions of a node silent past its grace period to Unknown and marks
+//! its pods not ready, then hands the zones' states to the disruption handling; a pod bound
+//! to a node that was not ready is marked not ready too.
+
+use super::tainting::{mark_node_as_reachable, process_taint_base_eviction};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::*;
+
+impl NodeLifecycleController {
+    /// Upstream `monitorNodeHealth`.
+    pub(super) fn monitor_node_health(&mut self, now: SimTime, client: &mut dyn Client) {
+        self.monitor_passes += 1;
+        let rate = self.config.node_eviction_rate;
+        self.nodes.sort();
+        if self.classify_dirty {
+            self.classify_dirty = false;
+            self.classify_nodes(now, client);
+        }
+        for z in &mut self.zones.list {
+            z.n_ready = 0;
+            z.n_not_ready = 0;
+        }
+        let start = client.clock().start();
+        let Self {
+            nodes,
+            zones,
+            pods,
+            config,
+            ..
+        } = self;
+        for (name, entry) in nodes.iter_mut() {
+            if !entry.exists {
+                continue;
+            }
+            // A known node in a zone that lost its state (it was empty at some pass).
+            if zones.list[entry.zone].state.is_none() {
+                zones.ensure_evictor(entry.zone, rate);
+            }
+            let outcome = update_node_health(name, entry, config, start, now, client);
+            // A node whose health could not be updated is skipped: not counted, no decisions.
+            let Some((observed, current)) = outcome else {
+                continue;
+            };
+            if !entry.excluded {
+                let z = &mut zones.list[entry.zone];
+                if current == Some(CondStatus::True) {
+                    z.n_ready += 1;
+                } else {
+                    z.n_not_ready += 1;
+                }
+            }
+            let Some(current) = current else {
+                entry.retry = false;
+                continue;
+            };
+            process_taint_base_eviction(name, entry, observed, zones, rate, now, client);
+            let mark = if current != CondStatus::True && observed == CondStatus::True {
+                client.record_event(EventRecord::normal(
+                    now,
+                    EVENT_SOURCE,
+                    "Node",
+                    "",
+                    name,
+                    "NodeNotReady",
+                    format!("Node {name} status is now: NodeNotReady"),
+                ));
+                true
+            } else {
+                entry.retry && observed != CondStatus::True
+            };
+            if mark && mark_pods_not_ready(&pods.pods_on(name), name, now, client).is_err() {
+                entry.retry = true;
+                continue;
+            }
+            entry.retry = false;
+        }
+        self.handle_disruption(now, client);
+    }
+
+    /// Upstream `classifyNodes` and its handling: new nodes are registered (event, zone
+    /// evictor, NoExecute taints removed); deleted nodes are forgotten.
+    pub(super) fn classify_nodes(&mut self, now: SimTime, client: &mut dyn Client) {
+        let rate = self.config.node_eviction_rate;
+        let added: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|(_, e)| e.exists && !e.known)
+            .map(|(n, _)| n.clone())
+            .collect();
+        let gone: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|(_, e)| !e.exists)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in &added {
+            client.record_event(EventRecord::normal(
+                now,
+                EVENT_SOURCE,
+                "Node",
+                "",
+                name,
+                "RegisteredNode",
+                format!("Node {name} event: Registered Node {name} in Controller"),
+            ));
+            let entry = self.nodes.get_mut(name).expect("listed");
+            entry.known = true;
+            self.zones.ensure_evictor(entry.zone, rate);
+            mark_node_as_reachable(name, entry, &mut self.zones, rate, now, client);
+        }
+        for name in &gone {
+            let entry = self.nodes.remove(name).expect("listed");
+            if entry.known {
+                client.record_event(EventRecord::normal(
+                    now,
+                    EVENT_SOURCE,
+                    "Node",
+                    "",
+                    name,
+                    "RemovingNode",
+                    format!("Node {name} event: Removing Node {name} from Controller"),
+                ));
+            }
+            if let Some(lease) = entry.lease {
+                self.pending_leases.insert(name.clone(), lease);
+            }
+        }
+    }
+
+    /// Upstream `processPod`: a pod newly bound to a node that was not ready at the last pass
+    /// is marked not ready.
+    pub(super) fn process_pod(&mut self, pod: &PodRef, now: SimTime, client: &mut dyn Client) {
+        let Some(p) = client.cache().get_pod(&pod.0, &pod.1).cloned() else {
+            return;
+        };
+        let node_name = pod_node_name(&p);
+        let Some(entry) = self.nodes.get(node_name) else {
+            return;
+        };
+        let Some(health) = entry.health.as_ref() else {
+            return;
+        };
+        if !entry.exists {
+            // Upstream requeues with a rate limit until the node is listed again.
+            return;
+        }
+        let Some(saved) = health.saved_ready else {
+            return;
+        };
+        if saved.status != CondStatus::True {
+            let node_name = node_name.to_string();
+            let _ = mark_pods_not_ready(std::slice::from_ref(pod), &node_name, now, client);
+        }
+    }
+}
+
+/// [`try_update_node_health`], retried on a stale record up to `NODE_HEALTH_UPDATE_RETRY`
+/// times; `None` when it did not succeed.
+fn update_node_health(
+    name: &str,
+    entry: &mut NodeEntry,
+    config: &NodeLifecycleConfig,
+    start: Timestamp,
+    now: SimTime,
+    client: &mut dyn Client,
+) -> Option<(CondStatus, Option<CondStatus>)> {
+    for _ in 0..NODE_HEALTH_UPDATE_RETRY {
+        match try_update_node_health(name, entry, config, start, now, client) {
+            Ok(o) => return Some(o),
+            Err(HealthError::Stale(node)) => entry.refresh_status(&node),
+            Err(HealthError::Failed) => break,
+        }
+    }
+    None
+}
+
+pub(super) enum HealthError {
+    /// The store holds a newer version of the node than the controller's record.
+    Stale(Arc<Node>),
+    /// The node is gone or the write failed.
+    Failed,
+}
+
+/// Upstream `tryUpdateNodeHealth`: refreshes the health record from the node's Ready condition
+/// and Lease and, past the grace period, sets the node's conditions to Unknown. Returns the
+/// Ready status observed at the start and the current one (`None`: no Ready condition).
+pub(super) fn try_update_node_health(
+    name: &str,
+    entry: &mut NodeEntry,
+    config: &NodeLifecycleConfig,
+    start: Timestamp,
+    now: SimTime,
+    client: &mut dyn Client,
+) -> Result<(CondStatus, Option<CondStatus>), HealthError> {
+    let (observed, grace) = match entry.ready {
+        Some(r) => (r.status, config.node_monitor_grace_period),
+        // Never posted: a synthetic Unknown dated at creation, with the startup grace.
+        None => (CondStatus::Unknown, config.node_startup_grace_period),
+    };
+    refresh_health(entry, start, now);
+    let health = entry.health.as_ref().expect("set by refresh_health");
+    let current = entry.ready.map(|r| r.status);
+    let probe = health.probe;
+    if now <= probe + grace {
+        return Ok((observed, current));
+    }
+    // Past the grace period. Only a change of Ready is written, as upstream.
+    if current == Some(CondStatus::Unknown) {
+        return Ok((observed, current));
+    }
+    let node = client
+        .cache()
+        .get_node(name)
+        .cloned()
+        .ok_or(HealthError::Failed)?;
+    let rv: u64 = node
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    if rv != entry.resource_version {
+        return Err(HealthError::Stale(node));
+    }
+    let mut updated = Node::clone(&node);
+    let ts = client.clock().timestamp(now);
+    let conditions = updated
+        .status
+        .get_or_insert_with(Default::default)
+        .conditions
+        .get_or_insert_with(Vec::new);
+    set_conditions_unknown(conditions, node.metadata.creation_timestamp.as_ref(), &ts);
+    let written = client
+        .update_status(Object::Node(Arc::new(updated)))
+        .map_err(|_| HealthError::Failed)?;
+    if let Some(n) = written.as_node() {
+        entry.refresh_status(n);
+    }
+    entry.health = Some(Health {
+        probe,
+        ready_transition: now,
+        saved_ready: entry.ready,
+        saved_lease: entry.lease,
+    });
+    Ok((observed, entry.ready.map(|r| r.status)))
+}
+
+/// Refreshes the node's health record from its Ready condition and Lease: a new heartbeat or
+/// a renewed Lease moves the probe time to `now`.
+fn refresh_health(entry: &mut NodeEntry, start: Timestamp, now: SimTime) {
+    let fresh = |saved_ready| Health {
+        probe: now,
+        ready_transition: now,
+        saved_ready,
+        saved_lease: None,
+    };
+    match (&mut entry.health, entry.ready) {
+        (Some(h), None) => h.saved_ready = None,
+        (None, None) => {
+            let c = entry
+                .creation
+                .map(|t| SimTime::from_timestamp(t, start))
+                .unwrap_or(SimTime::ZERO);
+            entry.health = Some(Health {
+                probe: c,
+                ready_transition: c,
+                saved_ready: None,
+                saved_lease: None,
+            });
+        }
+        (None, Some(r)) => entry.health = Some(fresh(Some(r))),
+        (Some(h), Some(r)) => match h.saved_ready {
+            None => *h = fresh(Some(r)),
+            Some(saved) if saved.heartbeat != r.heartbeat => {
+                let transition = if saved.transition != r.transition {
+                    now
+                } else {
+                    h.ready_transition
+                };
+                *h = Health {
+                    probe: now,
+                    ready_transition: transition,
+                    saved_ready: Some(r),
+                    saved_lease: None,
+                };
+            }
+            Some(_) => {}
+        },
+    }
+    let health = entry.health.as_mut().expect("set above");
+    // A renewed lease always counts as a heartbeat.
+    if let Some(renew) = entry.lease {
+        let newer = match health.saved_lease {
+            None => true,
+            Some(saved) => matches!((saved, renew), (Some(s), Some(o)) if s < o),
+        };
+        if newer {
+            health.saved_lease = Some(renew);
+            health.probe = now;
+        }
+    }
+}
+
+/// Sets each condition of [`CONDITIONS_SET_UNKNOWN`] to Unknown; one the node never posted is
+/// added with its heartbeat at the node's creation.
+fn set_conditions_unknown(conditions: &mut Vec<NodeCondition>, created: Option<&Time>, ts: &Time) {
+    for type_ in CONDITIONS_SET_UNKNOWN {
+        match conditions.iter_mut().find(|c| c.type_ == type_) {
+            None => conditions.push(NodeCondition {
+                type_: type_.to_string(),
+                status: "Unknown".to_string(),
+                reason: Some(REASON_NODE_STATUS_NEVER_UPDATED.to_string()),
+                message: Some(MESSAGE_NODE_STATUS_NEVER_UPDATED.to_string()),
+                last_heartbeat_time: created.cloned(),
+                last_transition_time: Some(ts.clone()),
+            }),
+            Some(c) => {
+                if c.status != "Unknown" {
+                    c.status = "Unknown".to_string();
+                    c.reason = Some(REASON_NODE_STATUS_UNKNOWN.to_string());
+                    c.message = Some(MESSAGE_NODE_STATUS_UNKNOWN.to_string());
+                    c.last_transition_time = Some(ts.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Upstream `MarkPodsNotReady`: sets each pod's Ready condition (if it has one) to False and
+/// records `NodeNotReady` on it. Errors other than a vanished pod fail the call.
+pub(super) fn mark_pods_not_ready(
+    pods: &[PodRef],
+    node_name: &str,
+    now: SimTime,
+    client: &mut dyn Client,
+) -> Result<(), ()> {
+    let mut failed = false;
+    for (ns, name) in pods {
+        let Some(pod) = client.cache().get_pod(ns, name).cloned() else {
+            continue;
+        };
+        if pod_node_name(&pod) != node_name {
+            continue;
+        }
+        let Some(ready) = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        else {
+            continue;
+        };
+        let cond = PodCondition {
+            status: "False".to_string(),
+            ..ready.clone()
+        };
+        let mut updated = Pod::clone(&pod);
+        let status = updated.status.get_or_insert_with(Default::default);
+        if !update_pod_condition(status, cond, client.clock().timestamp(now)) {
+            continue;
+        }
+        // Upstream `UpdatePodStatus`: the status subresource, at the version read.
+        match client.update_status(Object::Pod(Arc::new(updated))) {
+            Err(ApiError::NotFound { .. }) => continue,
+            Err(_) => failed = true,
+            Ok(_) => {}
+        }
+        client.record_event(EventRecord::warning(
+            now,
+            EVENT_SOURCE,
+            "Pod",
+            ns,
+            name,
+            "NodeNotReady",
+            "Node is not ready".to_string(),
+        ));
+    }
+    if failed {
+        Err(())
+    } else {
+        Ok(())
+    }
+}
