@@ -1,5 +1,6 @@
 //! Object helpers on k8s-openapi types: quantities, label and node selectors, tolerations,
-//! pod resource requests, image names, durations and virtual time.
+//! pod resource requests, image names, durations, virtual time, and the Kubernetes release a
+//! run follows (versions, feature gates by release, behaviour changes by release).
 //!
 //! Architecture invariant: nothing in this crate performs I/O or reads the wall clock.
 
@@ -13,6 +14,7 @@ pub mod quantity;
 pub mod resources;
 pub mod taints;
 pub mod time;
+pub mod version;
 
 pub use event::EventRecord;
 pub use time::SimTime;

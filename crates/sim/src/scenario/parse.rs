@@ -819,7 +819,7 @@ fn parse_scenario(v: &Value) -> Result<Scenario, FieldError> {
     if let Some(gates) = &spec.feature_gates {
         s.feature_gates = FeatureGates::with_overrides(gates).map_err(|e| {
             let gate = match &e {
-                FeatureGateError::Unknown(g, _) | FeatureGateError::Locked(g, _, _) => g,
+                FeatureGateError::Unknown(g, ..) | FeatureGateError::Locked(g, ..) => g,
             };
             FieldError::at(format!("spec.featureGates.{gate}"), e.to_string())
         })?;
