@@ -33,14 +33,15 @@ pub const SUPPORTED: &[KubeVersion] = &[v1(34, 7), v1(35, 4), v1(36, 0), v1(37, 
 
 /// The release a run follows when neither `--kubernetes-version` nor `spec.kubernetesVersion`
 /// names one: the newest release whose behaviour changes are all implemented and verified
-/// (docs/compatibility.md). v1.34.2 changed preemption retries (#134247) and ownerReference
-/// UID handling (#134658), which kubeplane has not verified, so the default is v1.34.0.
-pub const DEFAULT: KubeVersion = v1(34, 0);
+/// (docs/compatibility.md). v1.34.1 changed nothing kubeplane simulates (its notes list
+/// apiserver, kubeadm, SELinux and kubectl fixes); v1.34.2 changed preemption retries
+/// (#134247) and ownerReference UID handling (#134658), which kubeplane does not implement.
+pub const DEFAULT: KubeVersion = v1(34, 1);
 
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum VersionError {
-    #[error("invalid Kubernetes version {0:?}: expected MAJOR.MINOR or MAJOR.MINOR.PATCH, like 1.35 or v1.34.2")]
-    Syntax(String),
+    #[error("invalid Kubernetes version {0:?}: expected MAJOR.MINOR or MAJOR.MINOR.PATCH, like 1.35 or v1.34.2 (kubeplane simulates {1})")]
+    Syntax(String, String),
     #[error("unsupported Kubernetes version {0:?}: kubeplane simulates {1}")]
     Unsupported(String, String),
 }
@@ -103,7 +104,7 @@ impl FromStr for KubeVersion {
         let nums: Option<Vec<u32>> = parts.iter().map(|p| number(p)).collect();
         let nums = match nums {
             Some(n) if (2..=3).contains(&n.len()) => n,
-            _ => return Err(VersionError::Syntax(text.to_string())),
+            _ => return Err(VersionError::Syntax(text.to_string(), supported_range())),
         };
         let unsupported = || VersionError::Unsupported(text.to_string(), supported_range());
         if nums[0] != 1 {
@@ -140,6 +141,40 @@ pub mod changes {
     /// v1.35.0; cherry-picked to v1.34.2 as #135023, per CHANGELOG-1.34.md).
     pub const GENERIC_UNTOLERATED_TAINT_REASON: Versioned<bool> =
         &[(v1(34, 0), false), (v1(34, 2), true), (v1(35, 0), true)];
+
+    const FROM_1_34_2: Versioned<bool> = &[(v1(34, 2), true), (v1(35, 0), true)];
+    const FROM_1_35: Versioned<bool> = &[(v1(35, 0), true)];
+    const FROM_1_36: Versioned<bool> = &[(v1(36, 0), true)];
+    const FROM_1_37: Versioned<bool> = &[(v1(37, 0), true)];
+
+    /// Upstream changes in the supported releases that alter what kubeplane simulates by
+    /// default and that it does not implement yet (docs/compatibility.md has the full list,
+    /// with the sources). A run of a release these apply to is exact only where they do not
+    /// matter.
+    pub const NOT_MODELLED: &[(&str, Versioned<bool>)] = &[
+        ("kube-scheduler: a pending preemption no longer makes the preemptor retry more often (#134247)", FROM_1_34_2),
+        ("kube-controller-manager: pods with an ownerReference of the wrong UID (#134658)", FROM_1_34_2),
+        ("kube-scheduler: opportunistic batching (OpportunisticBatching, #135231)", FROM_1_35),
+        ("kube-scheduler and API server: nominatedNodeName set before binding and cleared after it or on failure (#135103, #135007)", FROM_1_35),
+        ("kube-scheduler: async preemption dedup, no cycling while victims terminate, a pod deleted while binding (#134730, #134294, #134157)", FROM_1_35),
+        ("Deployment status.terminatingReplicas (#133087; the ReplicaSet's is modelled)", FROM_1_35),
+        ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158)", FROM_1_35),
+        ("kube-scheduler: the NodeResourcesBalancedAllocation formula (#135573)", FROM_1_36),
+        ("kube-scheduler: the NodeDeclaredFeatures filter (#136042)", FROM_1_36),
+        ("ReplicaSet controller: syncs wait for its own writes (StaleControllerConsistencyReplicaSet, #137212)", FROM_1_36),
+        ("node lifecycle controller: a live Lease check before marking a node Unknown (#138698)", FROM_1_37),
+        ("kube-scheduler: gated pods' nominations, binding retries, pod event subtypes, ImageLocality (#139057, #138855, #135905, #138951)", FROM_1_37),
+        ("v1.37 release notes after v1.37.0-alpha.1 not read", FROM_1_37),
+    ];
+
+    /// The changes of [`NOT_MODELLED`] that apply to a release.
+    pub fn not_modelled(version: super::KubeVersion) -> Vec<&'static str> {
+        NOT_MODELLED
+            .iter()
+            .filter(|(_, landed)| version.has(landed))
+            .map(|(what, _)| *what)
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -189,7 +224,7 @@ mod tests {
             "1,34",
         ] {
             assert!(
-                matches!(parse(bad), Err(VersionError::Syntax(_))),
+                matches!(parse(bad), Err(VersionError::Syntax(..))),
                 "{bad:?}: {:?}",
                 parse(bad)
             );
@@ -239,6 +274,21 @@ mod tests {
         for minor in 35..=37 {
             assert!(generic(v1(minor, 0)));
         }
+    }
+
+    #[test]
+    fn the_default_is_the_newest_release_without_unmodelled_changes() {
+        assert!(changes::not_modelled(DEFAULT).is_empty());
+        for v in SUPPORTED {
+            for patch in 0..=v.patch {
+                let release = v1(v.minor, patch);
+                if release > DEFAULT {
+                    assert!(!changes::not_modelled(release).is_empty(), "{release}");
+                }
+            }
+        }
+        assert_eq!(changes::not_modelled(v1(34, 0)), Vec::<&str>::new());
+        assert_eq!(changes::not_modelled(v1(34, 7)).len(), 2);
     }
 
     #[test]
