@@ -5,15 +5,22 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// `--version`: the crate's version and the Kubernetes release whose behaviour it follows.
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (follows Kubernetes v1.34)");
+/// `--version`: the crate's version, the Kubernetes release it follows by default
+/// (`kubeplane_core::version::DEFAULT`; a test keeps the two equal) and the releases
+/// `--kubernetes-version` takes.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (follows Kubernetes v1.34.1 by default; --kubernetes-version takes v1.34.0 to v1.37.0, \
+     see docs/compatibility.md)"
+);
 
 #[derive(Parser, Debug)]
 #[command(
     name = "kubeplane",
     version = VERSION,
-    about = "Simulate a Kubernetes v1.34 control plane on a deterministic virtual clock",
-    long_about = "Simulate a Kubernetes v1.34 control plane on a deterministic virtual clock.\n\n\
+    about = "Simulate a Kubernetes v1.34 to v1.37 control plane on a deterministic virtual clock",
+    long_about = "Simulate a Kubernetes control plane (v1.34.1 by default, v1.34.0 to v1.37.0 with \
+--kubernetes-version) on a deterministic virtual clock.\n\n\
 Components it runs, with upstream's behaviour, reasons and event messages:\n  \
 kube-scheduler: scheduling queue (activeQ, backoffQ, unschedulable pods), cache, the default \
 plugins, preemption\n  \
@@ -91,6 +98,11 @@ pub struct SimulateArgs {
     /// Seed of every random choice; overrides spec.seed.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// The Kubernetes release to follow: 1.34 to 1.37 (a minor alone means its newest patch
+    /// release) or a patch release like 1.34.0 or v1.35.2; overrides spec.kubernetesVersion
+    /// [default: 1.34.1].
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes_version: Option<String>,
     /// Write every object at the end of the run to PATH (YAML; JSON if PATH ends in .json).
     #[arg(long, value_name = "PATH")]
     pub final_state: Option<PathBuf>,

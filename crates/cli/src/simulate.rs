@@ -3,7 +3,8 @@
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 
-use kubeplane_sim::scenario::{parse_files, Source};
+use kubeplane_core::version::KubeVersion;
+use kubeplane_sim::scenario::{parse_files_for, Source};
 use kubeplane_sim::{RunOptions, Simulation};
 
 use crate::cli::{OutputFormat, SimulateArgs};
@@ -49,6 +50,19 @@ fn read_source(name: &str) -> Result<String, String> {
     }
 }
 
+/// Tells a person which upstream changes of the chosen release kubeplane does not model.
+fn note_unmodelled(version: KubeVersion) {
+    let missing = kubeplane_core::version::changes::not_modelled(version);
+    if !missing.is_empty() {
+        eprintln!(
+            "note: Kubernetes {version}: kubeplane does not model {} upstream change(s) of this \
+             release yet (docs/compatibility.md): {}",
+            missing.len(),
+            missing.join("; ")
+        );
+    }
+}
+
 pub fn run(args: SimulateArgs) -> ExitCode {
     let mut files = Vec::new();
     for f in &args.files {
@@ -57,10 +71,22 @@ pub fn run(args: SimulateArgs) -> ExitCode {
             Err(e) => return input_error(e),
         }
     }
-    let mut input = match parse_files(&files) {
+    let version = match args
+        .kubernetes_version
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+    {
+        Ok(v) => v,
+        Err(e) => return input_error(format!("--kubernetes-version: {e}")),
+    };
+    let mut input = match parse_files_for(&files, version) {
         Ok(i) => i,
         Err(e) => return input_error(e),
     };
+    if !args.quiet && std::io::stderr().is_terminal() {
+        note_unmodelled(input.scenario.kubernetes_version);
+    }
     if let Some(path) = &args.scheduler_config {
         let name = path.display().to_string();
         let text = match read_source(&name) {

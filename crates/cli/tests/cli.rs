@@ -1,6 +1,6 @@
-//! The `kubeplane` binary as a user meets it: help and version, completions, the man page,
-//! `bench --list` and unknown benchmark names, the table's times and explanation lines, and
-//! `--output json` with its summary.
+//! The `kubeplane` binary as a user meets it: help and version, `--kubernetes-version`,
+//! completions, the man page, `bench --list` and unknown benchmark names, the table's times and
+//! explanation lines, and `--output json` with its summary.
 
 mod support;
 
@@ -11,11 +11,75 @@ use support::{examples, kubeplane, stderr, stdout};
 fn version_names_the_kubernetes_release_it_follows() {
     let out = kubeplane(&["--version"]);
     assert!(out.status.success());
+    let default = kubeplane_core::version::DEFAULT;
+    let text = stdout(&out);
     assert!(
-        stdout(&out).contains("Kubernetes v1.34"),
-        "{}",
-        stdout(&out)
+        text.contains(&format!("follows Kubernetes {default} by default")),
+        "{text}"
     );
+    let first = kubeplane_core::version::v1(34, 0);
+    let last = kubeplane_core::version::SUPPORTED.last().unwrap();
+    assert!(text.contains(&format!("takes {first} to {last}")), "{text}");
+}
+
+#[test]
+fn an_unsupported_kubernetes_version_exits_2_naming_the_supported_ones() {
+    let file = example("kubernetes-version.yaml");
+    for (version, says) in [
+        ("1.33", "unsupported Kubernetes version \"1.33\""),
+        ("1.38.0", "unsupported Kubernetes version \"1.38.0\""),
+        ("v1.34.99", "unsupported Kubernetes version \"v1.34.99\""),
+        ("1.34.0-rc.1", "invalid Kubernetes version \"1.34.0-rc.1\""),
+    ] {
+        let out = kubeplane(&["simulate", "--kubernetes-version", version, &file]);
+        assert_eq!(out.status.code(), Some(2), "{version}");
+        assert!(out.stdout.is_empty(), "nothing may run");
+        let err = stderr(&out);
+        assert!(err.contains("--kubernetes-version"), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(err.contains("v1.34.0 to v1.34.7"), "{err}");
+    }
+}
+
+/// The first FailedScheduling message of a JSONL run and its exit status.
+fn failed_scheduling(args: &[&str]) -> (Option<i32>, String) {
+    let out = kubeplane(args);
+    let message = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["reason"] == "FailedScheduling")
+        .map(|r| r["message"].as_str().unwrap().to_string())
+        .unwrap_or_default();
+    (out.status.code(), message)
+}
+
+#[test]
+fn the_kubernetes_version_flag_overrides_the_scenarios_and_changes_the_taint_reason() {
+    let file = example("kubernetes-version.yaml");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["simulate", "--output", "jsonl", &file];
+        args.extend_from_slice(extra);
+        failed_scheduling(&args)
+    };
+    let generic =
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s).";
+    let named = "0/3 nodes are available: 1 Insufficient cpu, \
+                 1 node(s) had untolerated taint {dedicated: db}, \
+                 1 node(s) had untolerated taint {gpu: true}.";
+    // The Scenario says 1.37; its expectation holds.
+    let (code, message) = run(&[]);
+    assert_eq!(code, Some(0));
+    assert!(message.starts_with(generic), "{message}");
+    for version in ["1.34.2", "v1.35.0", "1.36"] {
+        let (code, message) = run(&["--kubernetes-version", version]);
+        assert_eq!(code, Some(0), "{version}");
+        assert!(message.starts_with(generic), "{version}: {message}");
+    }
+    for version in ["1.34.0", "v1.34.1"] {
+        let (code, message) = run(&["--kubernetes-version", version]);
+        assert_eq!(code, Some(1), "{version}: the Scenario's expectation fails");
+        assert!(message.starts_with(named), "{version}: {message}");
+    }
 }
 
 #[test]

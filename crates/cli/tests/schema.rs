@@ -107,6 +107,8 @@ const HEAD: &str = "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec:\n";
 const ACCEPTED: &[(&str, &str)] = &[
     ("bare numbers of seconds", "  duration: 90\n  steps:\n  - at: 0.25\n    cordon: {node: n1}\n  - at: \"30\"\n    uncordon: {node: n1}\n"),
     ("podStartupLatency never and feature gates", "  podStartupLatency: never\n  seed: 7\n  featureGates: {SchedulerPopFromBackoffQ: false}\n"),
+    ("a Kubernetes version and a gate it has", "  kubernetesVersion: v1.35.2\n  featureGates: {OpportunisticBatching: false}\n"),
+    ("a Kubernetes version written as a number", "  kubernetesVersion: 1.36\n"),
     ("label values written as numbers", "  steps:\n  - at: 1s\n    label: {kind: node, name: n1, set: {tier: 1, fast: true}, remove: [old]}\n"),
     ("null node and an empty pods filter", "  steps:\n  - at: 1s\n    expect:\n    - pod: default/p\n      node: null\n      exists: false\n    - pods: {}\n      count: 0\n    - pods:\n      count: 0\n"),
     ("messageContains as a list", "  steps:\n  - at: 1s\n    expect:\n    - event: {reason: Scheduled, messageContains: [a, b]}\n      count: 0\n      firstAt: 1m30s\n      tolerance: 500ms\n"),
@@ -149,6 +151,14 @@ const REJECTED: &[(&str, &str)] = &[
         "an unknown feature gate",
         "  featureGates: {NoSuchGate: true}\n",
     ),
+    (
+        "an unsupported Kubernetes version",
+        "  kubernetesVersion: \"1.33\"\n",
+    ),
+    (
+        "a Kubernetes release candidate",
+        "  kubernetesVersion: v1.35.0-rc.1\n",
+    ),
     ("a duration in words", "  duration: 5 minutes\n"),
     ("a negative duration", "  duration: -5s\n"),
     (
@@ -189,4 +199,22 @@ fn the_schema_accepts_and_rejects_what_the_parser_does() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_schema_names_every_feature_gate_kubeplane_knows() {
+    let schema = schema();
+    let gates = &schema["definitions"]["ScenarioSpec"]["properties"]["featureGates"]["properties"];
+    let mut in_schema: Vec<&str> = gates
+        .as_object()
+        .expect("featureGates has properties")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    in_schema.sort_unstable();
+    let known: Vec<&str> = kubeplane_core::features::GATES
+        .iter()
+        .map(|g| g.name)
+        .collect();
+    assert_eq!(in_schema, known);
 }

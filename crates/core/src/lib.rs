@@ -1,5 +1,6 @@
 //! Object helpers on k8s-openapi types: quantities, label and node selectors, tolerations,
-//! pod resource requests, image names, durations and virtual time.
+//! pod resource requests, image names, durations, virtual time, and the Kubernetes release a
+//! run follows (versions, feature gates by release, behaviour changes by release).
 //!
 //! Architecture invariant: nothing in this crate performs I/O or reads the wall clock.
 
@@ -15,6 +16,7 @@ pub mod taints;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod time;
+pub mod version;
 
 pub use event::EventRecord;
 pub use time::SimTime;

@@ -49,7 +49,7 @@ pub fn new_plugin(
         schedulinggates::NAME => Arc::new(schedulinggates::SchedulingGates),
         nodeunschedulable::NAME => Arc::new(nodeunschedulable::NodeUnschedulable),
         nodename::NAME => Arc::new(nodename::NodeName),
-        tainttoleration::NAME => Arc::new(tainttoleration::TaintToleration),
+        tainttoleration::NAME => Arc::new(tainttoleration::TaintToleration::new(features)),
         nodeaffinity::NAME => Arc::new(nodeaffinity::NodeAffinity::new(args)?),
         nodeports::NAME => Arc::new(nodeports::NodePorts),
         noderesources::fit::NAME => Arc::new(noderesources::Fit::new(args, features)?),

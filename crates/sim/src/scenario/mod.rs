@@ -4,7 +4,8 @@
 //!
 //! - [`model`]: the parsed types (what the simulator runs);
 //! - [`parse`]: documents and the Scenario;
-//! - `objects`: manifests, with the API server's validation of what kubeplane simulates.
+//! - `objects`: manifests, with the API server's validation of what kubeplane simulates;
+//! - `version`: the Kubernetes release (`spec.kubernetesVersion`) and the feature gates.
 //!
 //! Architecture invariant: parsing never panics; every problem with the input is an
 //! [`InputError`] naming the file, the document and the field.
@@ -12,10 +13,11 @@
 pub mod model;
 mod objects;
 pub mod parse;
+mod version;
 mod yaml;
 
 #[cfg(test)]
 mod tests;
 
 pub use model::*;
-pub use parse::{parse_files, parse_yaml_document};
+pub use parse::{parse_files, parse_files_for, parse_yaml_document};

@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::Taint;
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::labels::Selector;
 use kubeplane_core::time::SimDuration;
+use kubeplane_core::version::KubeVersion;
 use kubeplane_core::SimTime;
 use kubeplane_store::{Object, ObjectKey};
 
@@ -110,7 +111,10 @@ pub struct Scenario {
     pub seed: u64,
     /// Bound & Pending -> Running+Ready after this long; `None` ("never") keeps pods as they are.
     pub pod_startup_latency: Option<SimDuration>,
-    /// v1.34 defaults with the scenario's overrides applied.
+    /// The Kubernetes release the run follows: `--kubernetes-version`, else
+    /// `spec.kubernetesVersion`, else [`kubeplane_core::version::DEFAULT`].
+    pub kubernetes_version: KubeVersion,
+    /// That release's defaults with the scenario's overrides applied.
     pub feature_gates: FeatureGates,
     /// Sorted by `at`, then by position in the file.
     pub steps: Vec<Step>,
@@ -126,8 +130,21 @@ impl Default for Scenario {
             duration: None,
             seed: 0,
             pod_startup_latency: Some(DEFAULT_POD_STARTUP_LATENCY),
+            kubernetes_version: KubeVersion::default(),
             feature_gates: FeatureGates::default(),
             steps: Vec::new(),
+        }
+    }
+}
+
+impl Scenario {
+    /// The defaults for a Kubernetes release (`None`: the default release).
+    pub fn for_version(version: Option<KubeVersion>) -> Self {
+        let version = version.unwrap_or_default();
+        Scenario {
+            kubernetes_version: version,
+            feature_gates: FeatureGates::for_version(version),
+            ..Scenario::default()
         }
     }
 }

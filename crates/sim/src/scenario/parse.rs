@@ -8,9 +8,9 @@ use std::fmt;
 
 use k8s_openapi::api::core::v1::Taint;
 use kubeplane_core::duration::parse_duration;
-use kubeplane_core::features::{FeatureGateError, FeatureGates};
 use kubeplane_core::labels::{is_qualified_name, parse as parse_selector};
 use kubeplane_core::time::SimDuration;
+use kubeplane_core::version::KubeVersion;
 use kubeplane_core::SimTime;
 use kubeplane_store::{Kind, Object, ObjectKey};
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, Visitor};
@@ -30,7 +30,19 @@ const SCHEDULER_CONFIG_API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
 /// Parses input files (display name, content), in order. Each file is a YAML stream of
 /// `---`-separated documents; documents that hold nothing (only comments) are skipped.
 pub fn parse_files(files: &[(String, String)]) -> Result<Input, InputError> {
-    let mut b = Builder::default();
+    parse_files_for(files, None)
+}
+
+/// [`parse_files`] for a Kubernetes release that overrides the Scenario's
+/// `spec.kubernetesVersion` (`--kubernetes-version`); the feature gates are checked against it.
+pub fn parse_files_for(
+    files: &[(String, String)],
+    kubernetes_version: Option<KubeVersion>,
+) -> Result<Input, InputError> {
+    let mut b = Builder {
+        kubernetes_version,
+        ..Builder::default()
+    };
     for (name, content) in files {
         b.file(name, content)?;
     }
@@ -116,6 +128,8 @@ struct Builder {
     defined: HashMap<ObjectKey, Source>,
     scheduler_configs: Vec<(Source, Value)>,
     scenario: Option<(Source, Scenario)>,
+    /// `--kubernetes-version`, which overrides the Scenario's.
+    kubernetes_version: Option<KubeVersion>,
 }
 
 /// The `Kind ns/name` label of a document, from whatever it holds (for messages).
@@ -333,7 +347,7 @@ impl Builder {
                         ),
                     )));
                 }
-                let scenario = parse_scenario(v).map_err(err)?;
+                let scenario = parse_scenario(v, self.kubernetes_version).map_err(err)?;
                 self.scenario = Some((source("Scenario", "", name, None), scenario));
             }
             "KubeSchedulerConfiguration" => {
@@ -389,7 +403,7 @@ impl Builder {
     fn finish(self, first_file: Option<&str>) -> Input {
         let (scenario_source, mut scenario) = match self.scenario {
             Some((src, s)) => (Some(src), s),
-            None => (None, Scenario::default()),
+            None => (None, Scenario::for_version(self.kubernetes_version)),
         };
         if scenario.name.is_empty() {
             scenario.name = first_file.map(file_stem).unwrap_or_default();
@@ -566,6 +580,8 @@ struct SpecRaw {
     seed: Option<u64>,
     #[serde(default)]
     pod_startup_latency: Option<Latency>,
+    #[serde(default)]
+    kubernetes_version: Option<Value>,
     #[serde(default)]
     feature_gates: Option<BTreeMap<String, bool>>,
     #[serde(default)]
@@ -787,7 +803,7 @@ fn de<T: DeserializeOwned>(v: &Value, path: &str) -> Result<T, FieldError> {
 // ---------------------------------------------------------------------------------------------
 // from what is written to the model
 
-fn parse_scenario(v: &Value) -> Result<Scenario, FieldError> {
+fn parse_scenario(v: &Value, version: Option<KubeVersion>) -> Result<Scenario, FieldError> {
     let mut body = v.clone();
     if let Value::Object(m) = &mut body {
         m.remove("apiVersion");
@@ -799,8 +815,16 @@ fn parse_scenario(v: &Value) -> Result<Scenario, FieldError> {
         ..Scenario::default()
     };
     let Some(spec) = doc.spec else {
-        return Ok(s);
+        return Ok(Scenario {
+            name: s.name,
+            ..Scenario::for_version(version)
+        });
     };
+    (s.kubernetes_version, s.feature_gates) = super::version::resolve(
+        spec.kubernetes_version.as_ref(),
+        spec.feature_gates.as_ref(),
+        version,
+    )?;
     if let Some(t) = spec.start_time {
         s.start_time = t.trim().parse().map_err(|e| {
             FieldError::at(
@@ -815,14 +839,6 @@ fn parse_scenario(v: &Value) -> Result<Scenario, FieldError> {
     s.seed = spec.seed.unwrap_or(0);
     if let Some(l) = spec.pod_startup_latency {
         s.pod_startup_latency = l.0;
-    }
-    if let Some(gates) = &spec.feature_gates {
-        s.feature_gates = FeatureGates::with_overrides(gates).map_err(|e| {
-            let gate = match &e {
-                FeatureGateError::Unknown(g, _) | FeatureGateError::Locked(g, _, _) => g,
-            };
-            FieldError::at(format!("spec.featureGates.{gate}"), e.to_string())
-        })?;
     }
     for (i, raw) in spec.steps.unwrap_or_default().into_iter().enumerate() {
         let path = format!("spec.steps[{i}]");

@@ -263,6 +263,73 @@ fn an_input_without_a_scenario_gets_the_defaults() {
 }
 
 #[test]
+fn the_kubernetes_version_is_read_in_every_form_and_sets_the_gate_defaults() {
+    let scenario = |version: &str| {
+        let text = format!("apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec: {{kubernetesVersion: {version}}}\n");
+        parse_one(&text).unwrap().scenario
+    };
+    for (written, want) in [
+        ("\"1.34.0\"", "v1.34.0"),
+        ("v1.35.2", "v1.35.2"),
+        ("1.35", "v1.35.4"),
+        ("\"1.36\"", "v1.36.0"),
+        ("1.37.0", "v1.37.0"),
+    ] {
+        let s = scenario(written);
+        assert_eq!(s.kubernetes_version.to_string(), want, "{written}");
+        assert_eq!(s.feature_gates.version().to_string(), want, "{written}");
+    }
+    assert!(scenario("1.34.0")
+        .feature_gates
+        .enabled("SchedulerAsyncAPICalls"));
+    assert!(!scenario("1.34.2")
+        .feature_gates
+        .enabled("SchedulerAsyncAPICalls"));
+    assert!(scenario("1.35.0")
+        .feature_gates
+        .enabled("OpportunisticBatching"));
+    let none = parse_one(&format!("{NODE}---\n{POD}")).unwrap().scenario;
+    assert_eq!(none.kubernetes_version, kubeplane_core::version::DEFAULT);
+}
+
+#[test]
+fn the_kubernetes_version_given_to_the_parser_overrides_the_scenarios() {
+    let parse_for = |text: &str, version: &str| {
+        let files = [("scenario.yaml".to_string(), text.to_string())];
+        parse_files_for(&files, Some(version.parse().unwrap()))
+    };
+    // The override decides which gates exist: v1.35 has OpportunisticBatching, v1.34 does not.
+    let text = "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec:\n  kubernetesVersion: \"1.34.0\"\n  featureGates: {OpportunisticBatching: false}\n";
+    assert!(parse_one(text).is_err());
+    let s = parse_for(text, "1.35").unwrap().scenario;
+    assert_eq!(s.kubernetes_version.to_string(), "v1.35.4");
+    assert!(!s.feature_gates.enabled("OpportunisticBatching"));
+    // And which are locked.
+    let text = "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec:\n  kubernetesVersion: \"1.36\"\n  featureGates: {NodeDeclaredFeatures: false}\n";
+    assert!(parse_one(text).is_ok());
+    let err = parse_for(text, "1.37").unwrap_err().to_string();
+    assert!(
+        err.contains("spec.featureGates.NodeDeclaredFeatures"),
+        "{err}"
+    );
+    // An input without a Scenario, or a Scenario without a spec, follows the override too.
+    let s = parse_for(&format!("{NODE}---\n{POD}"), "1.34.0")
+        .unwrap()
+        .scenario;
+    assert_eq!(s.kubernetes_version.to_string(), "v1.34.0");
+    let bare = "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nmetadata: {name: x}\n";
+    let s = parse_for(bare, "1.36").unwrap().scenario;
+    assert_eq!(
+        (s.name.as_str(), s.kubernetes_version.to_string()),
+        ("x", "v1.36.0".into())
+    );
+    // A malformed field is an error even when overridden, as spec.seed is.
+    let bad =
+        "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec: {kubernetesVersion: \"1.x\"}\n";
+    assert!(parse_for(bad, "1.35").is_err());
+}
+
+#[test]
 fn comment_only_and_empty_documents_are_skipped_but_counted() {
     let input = parse_one(&format!("# a comment\n---\n# only a comment\n---\n{POD}")).unwrap();
     assert_eq!(input.objects.len(), 1);
@@ -714,6 +781,26 @@ const CASES: &[Case] = &[
         name: "turning off a gate locked on is named",
         input: "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec: {featureGates: {SchedulerQueueingHints: false}}\n",
         expect: &["spec.featureGates.SchedulerQueueingHints", "locked"],
+    },
+    Case {
+        name: "an unsupported Kubernetes version is named",
+        input: "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec: {kubernetesVersion: \"1.33\"}\n",
+        expect: &["spec.kubernetesVersion", "unsupported Kubernetes version \"1.33\"", "v1.34.0 to v1.34.7"],
+    },
+    Case {
+        name: "a Kubernetes version that is neither a string nor a number is rejected",
+        input: "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec: {kubernetesVersion: [1, 35]}\n",
+        expect: &["spec.kubernetesVersion", "expected a Kubernetes version"],
+    },
+    Case {
+        name: "a gate the scenario's release does not have is named with the release",
+        input: "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec: {kubernetesVersion: \"1.34\", featureGates: {OpportunisticBatching: false}}\n",
+        expect: &["spec.featureGates.OpportunisticBatching", "Kubernetes v1.34.7"],
+    },
+    Case {
+        name: "a gate the scenario's release locks is named with the release",
+        input: "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec: {kubernetesVersion: v1.37.0, featureGates: {NodeDeclaredFeatures: false}}\n",
+        expect: &["spec.featureGates.NodeDeclaredFeatures", "locked to true in Kubernetes v1.37.0"],
     },
     Case {
         name: "a negative step time is rejected",

@@ -3,10 +3,12 @@
 //! (upstream `plugins/tainttoleration/taint_toleration.go`).
 
 use k8s_openapi::api::core::v1::{Pod, Taint, Toleration};
+use kubeplane_core::features::FeatureGates;
 use kubeplane_core::taints::{
     find_untolerated_taint, tolerates_any, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE,
     EFFECT_PREFER_NO_SCHEDULE,
 };
+use kubeplane_core::version::changes;
 
 use crate::cache::Snapshot;
 use crate::framework::{
@@ -18,8 +20,8 @@ use crate::plugins::helper::{default_normalize_score, node_event, pod_event, uid
 
 pub const NAME: &str = "TaintToleration";
 
-/// Filter reason: v1.34 names the first untolerated taint, `node(s) had untolerated taint
-/// {key: value}` (v1.35 and later v1.34 patches say `node(s) had untolerated taint(s)`).
+/// Filter reason up to v1.34.1: the first untolerated taint, `node(s) had untolerated taint
+/// {key: value}`.
 pub fn reason_untolerated(taint: &Taint) -> String {
     format!(
         "node(s) had untolerated taint {{{}: {}}}",
@@ -28,8 +30,25 @@ pub fn reason_untolerated(taint: &Taint) -> String {
     )
 }
 
+/// Filter reason from v1.34.2 and v1.35.0 (kubernetes#134740, cherry-picked as #135023): the
+/// taint is only logged, so nodes refused for different taints share one reason.
+pub const ERR_REASON_UNTOLERATED: &str = "node(s) had untolerated taint(s)";
+
+/// The plugin, with the Filter reason of the Kubernetes release it follows.
 #[derive(Debug, Default)]
-pub struct TaintToleration;
+pub struct TaintToleration {
+    generic_reason: bool,
+}
+
+impl TaintToleration {
+    pub fn new(features: &FeatureGates) -> Self {
+        TaintToleration {
+            generic_reason: features
+                .version()
+                .has(changes::GENERIC_UNTOLERATED_TAINT_REASON),
+        }
+    }
+}
 
 fn does_not_schedule(t: &Taint) -> bool {
     t.effect == EFFECT_NO_SCHEDULE || t.effect == EFFECT_NO_EXECUTE
@@ -84,6 +103,7 @@ impl FilterPlugin for TaintToleration {
     fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         match untolerated(node.taints(), pod.tolerations()) {
             None => Status::success(),
+            Some(_) if self.generic_reason => Status::unresolvable(ERR_REASON_UNTOLERATED),
             Some(t) => Status::unresolvable(reason_untolerated(t)),
         }
     }

@@ -14,7 +14,7 @@ fn scores(pod: PodBuilder, nodes: Vec<NodeBuilder>) -> Vec<i64> {
     let snap = snapshot(infos.clone());
     let refs: Vec<&NodeInfo> = infos.iter().collect();
     let mut state = CycleState::new();
-    let pl = TaintToleration;
+    let pl = TaintToleration::default();
     assert!(pl.pre_score(&mut state, &pod, &refs, &snap).is_success());
     let mut s: Vec<i64> = infos
         .iter()
@@ -173,8 +173,28 @@ fn filter() {
         ),
     ];
     for (name, pod, node, want) in cases {
-        let got = TaintToleration.filter(&CycleState::new(), &pod.info(), &node.info());
-        assert_eq!(got, want, "{name}");
+        let (pod, node) = (pod.info(), node.info());
+        let filter = |pl: TaintToleration| pl.filter(&CycleState::new(), &pod, &node);
+        assert_eq!(filter(TaintToleration::default()), want, "{name}");
+        let v1_34_1 = FeatureGates::for_version("1.34.1".parse().unwrap());
+        assert_eq!(
+            filter(TaintToleration::new(&v1_34_1)),
+            want,
+            "{name}, 1.34.1"
+        );
+        // From v1.34.2 and v1.35.0 the reason no longer names the taint.
+        for version in ["1.34.2", "1.35.0", "1.37"] {
+            let gates = FeatureGates::for_version(version.parse().unwrap());
+            let generic = match want.code {
+                Code::Success => Status::success(),
+                code => Status::new(code, ERR_REASON_UNTOLERATED),
+            };
+            assert_eq!(
+                filter(TaintToleration::new(&gates)),
+                generic,
+                "{name}, {version}"
+            );
+        }
     }
 }
 

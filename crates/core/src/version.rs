@@ -1,0 +1,302 @@
+//! The Kubernetes release whose behaviour a run follows: parsing `1.35`, `1.34.0` or `v1.35.2`,
+//! the supported range (v1.34 to v1.37, each minor up to the newest patch release kubeplane
+//! knows from upstream's changelogs), and the behaviour changes keyed to the release where
+//! they landed, backports included ([`Versioned`], [`changes`]).
+//!
+//! A behaviour difference is a table of `(first release, value)` pairs in release order; the
+//! value for a version is that of the last entry at or before it. A change backported to an
+//! older minor's patch release is written as two entries, the patch release and the next
+//! minor's `.0`, so it holds on both lines (see [`changes::GENERIC_UNTOLERATED_TAINT_REASON`]).
+
+use std::fmt;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+/// A Kubernetes release `v1.MINOR.PATCH` (kubeplane knows only major version 1).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KubeVersion {
+    pub minor: u32,
+    pub patch: u32,
+}
+
+/// `v1.minor.patch`, for tables.
+pub const fn v1(minor: u32, patch: u32) -> KubeVersion {
+    KubeVersion { minor, patch }
+}
+
+/// Each supported minor release with the newest patch release kubeplane knows of, from
+/// upstream's `CHANGELOG/CHANGELOG-1.MINOR.md` (the stored copies: v1.34.7, v1.35.4; the 1.36
+/// changelog has no patch sections yet, the 1.37 one only pre-releases). A minor alone means
+/// this patch release.
+pub const SUPPORTED: &[KubeVersion] = &[v1(34, 7), v1(35, 4), v1(36, 0), v1(37, 0)];
+
+/// The release a run follows when neither `--kubernetes-version` nor `spec.kubernetesVersion`
+/// names one: the newest release whose behaviour changes are all implemented and verified
+/// (docs/compatibility.md). v1.34.1 changed nothing kubeplane simulates (its notes list
+/// apiserver, kubeadm, SELinux and kubectl fixes); v1.34.2 changed preemption retries
+/// (#134247) and ownerReference UID handling (#134658), which kubeplane does not implement.
+pub const DEFAULT: KubeVersion = v1(34, 1);
+
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum VersionError {
+    #[error("invalid Kubernetes version {0:?}: expected MAJOR.MINOR or MAJOR.MINOR.PATCH, like 1.35 or v1.34.2 (kubeplane simulates {1})")]
+    Syntax(String, String),
+    #[error("unsupported Kubernetes version {0:?}: kubeplane simulates {1}")]
+    Unsupported(String, String),
+}
+
+impl KubeVersion {
+    /// The newest patch release of this version's minor that kubeplane knows.
+    pub fn newest_patch(minor: u32) -> Option<KubeVersion> {
+        SUPPORTED.iter().copied().find(|v| v.minor == minor)
+    }
+
+    /// Whether a behaviour change whose table is `table` holds in this release.
+    pub fn has(self, table: Versioned<bool>) -> bool {
+        self.pick(table).unwrap_or(false)
+    }
+
+    /// The value of a versioned table for this release: that of its last entry at or before
+    /// this release, `None` before the first entry.
+    pub fn pick<T: Copy>(self, table: Versioned<T>) -> Option<T> {
+        table
+            .iter()
+            .take_while(|(since, _)| *since <= self)
+            .last()
+            .map(|&(_, v)| v)
+    }
+}
+
+/// A behaviour or a default that changed over releases: `(first release, value)` pairs in
+/// release order.
+pub type Versioned<T> = &'static [(KubeVersion, T)];
+
+/// The supported releases, for messages: `v1.34.0 to v1.34.7, v1.35.0 to v1.35.4, v1.36.0, ...`.
+pub fn supported_range() -> String {
+    let each: Vec<String> = SUPPORTED
+        .iter()
+        .map(|v| match v.patch {
+            0 => v.to_string(),
+            _ => format!("{} to {v}", v1(v.minor, 0)),
+        })
+        .collect();
+    each.join(", ")
+}
+
+fn number(s: &str) -> Option<u32> {
+    // Semantic versions have no leading zeros and no signs.
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0'))
+    {
+        return None;
+    }
+    s.parse().ok()
+}
+
+impl FromStr for KubeVersion {
+    type Err = VersionError;
+
+    /// `1.35` (its newest patch release), `1.34.0`, `v1.35.2`; surrounding spaces are ignored.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let s = text.trim();
+        let bare = s.strip_prefix('v').unwrap_or(s);
+        let parts: Vec<&str> = bare.split('.').collect();
+        let nums: Option<Vec<u32>> = parts.iter().map(|p| number(p)).collect();
+        let nums = match nums {
+            Some(n) if (2..=3).contains(&n.len()) => n,
+            _ => return Err(VersionError::Syntax(text.to_string(), supported_range())),
+        };
+        let unsupported = || VersionError::Unsupported(text.to_string(), supported_range());
+        if nums[0] != 1 {
+            return Err(unsupported());
+        }
+        let newest = KubeVersion::newest_patch(nums[1]).ok_or_else(unsupported)?;
+        match nums.get(2) {
+            None => Ok(newest),
+            Some(&patch) if patch <= newest.patch => Ok(v1(nums[1], patch)),
+            Some(_) => Err(unsupported()),
+        }
+    }
+}
+
+impl fmt::Display for KubeVersion {
+    /// `v1.34.0`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v1.{}.{}", self.minor, self.patch)
+    }
+}
+
+impl Default for KubeVersion {
+    fn default() -> Self {
+        DEFAULT
+    }
+}
+
+/// Behaviour changes that are not feature gates, each keyed to the releases where it landed.
+pub mod changes {
+    use super::{v1, Versioned};
+
+    /// TaintToleration's Filter reason no longer names the taint: `node(s) had untolerated
+    /// taint(s)` instead of `node(s) had untolerated taint {key: value}` (kubernetes#134740 in
+    /// v1.35.0; cherry-picked to v1.34.2 as #135023, per CHANGELOG-1.34.md).
+    pub const GENERIC_UNTOLERATED_TAINT_REASON: Versioned<bool> =
+        &[(v1(34, 0), false), (v1(34, 2), true), (v1(35, 0), true)];
+
+    const FROM_1_34_2: Versioned<bool> = &[(v1(34, 2), true), (v1(35, 0), true)];
+    const FROM_1_35: Versioned<bool> = &[(v1(35, 0), true)];
+    const FROM_1_36: Versioned<bool> = &[(v1(36, 0), true)];
+    const FROM_1_37: Versioned<bool> = &[(v1(37, 0), true)];
+
+    /// Upstream changes in the supported releases that alter what kubeplane simulates by
+    /// default and that it does not implement yet (docs/compatibility.md has the full list,
+    /// with the sources). A run of a release these apply to is exact only where they do not
+    /// matter.
+    pub const NOT_MODELLED: &[(&str, Versioned<bool>)] = &[
+        ("kube-scheduler: a pending preemption no longer makes the preemptor retry more often (#134247)", FROM_1_34_2),
+        ("kube-controller-manager: pods with an ownerReference of the wrong UID (#134658)", FROM_1_34_2),
+        ("kube-scheduler: opportunistic batching (OpportunisticBatching, #135231)", FROM_1_35),
+        ("kube-scheduler and API server: nominatedNodeName set before binding and cleared after it or on failure (#135103, #135007)", FROM_1_35),
+        ("kube-scheduler: async preemption dedup, no cycling while victims terminate, a pod deleted while binding (#134730, #134294, #134157)", FROM_1_35),
+        ("Deployment status.terminatingReplicas (#133087; the ReplicaSet's is modelled)", FROM_1_35),
+        ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158)", FROM_1_35),
+        ("kube-scheduler: the NodeResourcesBalancedAllocation formula (#135573)", FROM_1_36),
+        ("kube-scheduler: the NodeDeclaredFeatures filter (#136042)", FROM_1_36),
+        ("ReplicaSet controller: syncs wait for its own writes (StaleControllerConsistencyReplicaSet, #137212)", FROM_1_36),
+        ("node lifecycle controller: a live Lease check before marking a node Unknown (#138698)", FROM_1_37),
+        ("kube-scheduler: gated pods' nominations, binding retries, pod event subtypes, ImageLocality (#139057, #138855, #135905, #138951)", FROM_1_37),
+        ("v1.37 release notes after v1.37.0-alpha.1 not read", FROM_1_37),
+    ];
+
+    /// The changes of [`NOT_MODELLED`] that apply to a release.
+    pub fn not_modelled(version: super::KubeVersion) -> Vec<&'static str> {
+        NOT_MODELLED
+            .iter()
+            .filter(|(_, landed)| version.has(landed))
+            .map(|(what, _)| *what)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<KubeVersion, VersionError> {
+        s.parse()
+    }
+
+    #[test]
+    fn a_minor_alone_means_its_newest_known_patch_release() {
+        assert_eq!(parse("1.34"), Ok(v1(34, 7)));
+        assert_eq!(parse("v1.35"), Ok(v1(35, 4)));
+        assert_eq!(parse("1.36"), Ok(v1(36, 0)));
+        assert_eq!(parse("1.37"), Ok(v1(37, 0)));
+    }
+
+    #[test]
+    fn full_patch_versions_with_or_without_v_are_accepted() {
+        assert_eq!(parse("1.34.0"), Ok(v1(34, 0)));
+        assert_eq!(parse("v1.35.2"), Ok(v1(35, 2)));
+        assert_eq!(parse(" 1.34.7 "), Ok(v1(34, 7)));
+        assert_eq!(parse("1.37.0"), Ok(v1(37, 0)));
+        assert_eq!(v1(35, 2).to_string(), "v1.35.2");
+    }
+
+    #[test]
+    fn malformed_versions_are_syntax_errors() {
+        for bad in [
+            "",
+            "1",
+            "v",
+            "1.",
+            "1.34.",
+            "1..34",
+            "1.34.0.1",
+            "1.34.0-rc.1",
+            "V1.34",
+            "vv1.34",
+            "1.034",
+            "01.34",
+            "1.34.00",
+            "+1.34",
+            "1.x",
+            "latest",
+            "1,34",
+        ] {
+            assert!(
+                matches!(parse(bad), Err(VersionError::Syntax(..))),
+                "{bad:?}: {:?}",
+                parse(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn versions_outside_the_supported_range_are_unsupported() {
+        for bad in [
+            "1.33", "1.33.5", "1.38", "v1.38.0", "2.0", "0.34", "1.34.8", "1.36.1",
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert!(
+                matches!(err, VersionError::Unsupported(..)),
+                "{bad}: {err:?}"
+            );
+            let msg = err.to_string();
+            assert!(
+                msg.contains("v1.34.0 to v1.34.7, v1.35.0 to v1.35.4, v1.36.0, v1.37.0"),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_table_value_is_that_of_the_last_entry_at_or_before_the_version() {
+        const T: Versioned<u8> = &[
+            (v1(34, 0), 1),
+            (v1(34, 2), 2),
+            (v1(35, 0), 3),
+            (v1(35, 1), 4),
+        ];
+        assert_eq!(v1(33, 9).pick(T), None);
+        assert_eq!(v1(34, 1).pick(T), Some(1));
+        assert_eq!(v1(34, 7).pick(T), Some(2));
+        assert_eq!(v1(35, 0).pick(T), Some(3));
+        assert_eq!(v1(37, 0).pick(T), Some(4));
+    }
+
+    #[test]
+    fn the_generic_taint_reason_holds_from_1_34_2_and_1_35_0() {
+        let generic = |v: KubeVersion| v.has(changes::GENERIC_UNTOLERATED_TAINT_REASON);
+        assert!(!generic(v1(34, 0)));
+        assert!(!generic(v1(34, 1)));
+        assert!(generic(v1(34, 2)));
+        assert!(generic(v1(34, 7)));
+        for minor in 35..=37 {
+            assert!(generic(v1(minor, 0)));
+        }
+    }
+
+    #[test]
+    fn the_default_is_the_newest_release_without_unmodelled_changes() {
+        assert!(changes::not_modelled(DEFAULT).is_empty());
+        for v in SUPPORTED {
+            for patch in 0..=v.patch {
+                let release = v1(v.minor, patch);
+                if release > DEFAULT {
+                    assert!(!changes::not_modelled(release).is_empty(), "{release}");
+                }
+            }
+        }
+        assert_eq!(changes::not_modelled(v1(34, 0)), Vec::<&str>::new());
+        assert_eq!(changes::not_modelled(v1(34, 7)).len(), 2);
+    }
+
+    #[test]
+    fn the_default_is_supported_and_every_supported_minor_starts_at_its_dot_zero() {
+        assert_eq!(KubeVersion::default(), DEFAULT);
+        assert!(parse(&DEFAULT.to_string()).is_ok());
+        for v in SUPPORTED {
+            assert_eq!(parse(&format!("1.{}.0", v.minor)), Ok(v1(v.minor, 0)));
+        }
+    }
+}
