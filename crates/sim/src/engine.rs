@@ -27,8 +27,13 @@ pub const DEFAULT_DURATION_CAP: SimDuration = SimDuration(24 * 3600 * 1_000_000_
 /// every round adds records, so the budget also bounds the time and memory a livelock takes
 /// (an evict-recreate loop of one pod stops after 0.5 s and 65 MB).
 const BASE_ROUNDS_PER_INSTANT: u64 = 100_000;
-/// The rounds an instant may take per pod in the store, on top of [`BASE_ROUNDS_PER_INSTANT`].
+/// The rounds an instant may take per pod in the store that is not being deleted, on top of
+/// [`BASE_ROUNDS_PER_INSTANT`]. Pods being deleted do not count: an evict-recreate livelock
+/// whose pods have a grace period leaves one more Terminating pod every round, and a budget
+/// that grew with them would never run out.
 const ROUNDS_PER_POD: u64 = 16;
+/// Past [`BASE_ROUNDS_PER_INSTANT`], the pods are recounted every this many rounds.
+const ROUNDS_PER_RECOUNT: u64 = 1024;
 /// The most rounds any instant may take, however many pods there are.
 const MAX_ROUNDS_PER_INSTANT: u64 = 20_000_000;
 
@@ -130,6 +135,8 @@ pub struct Simulation {
     pub n_failed: usize,
     pub n_step_errors: usize,
     rounds: u64,
+    /// The rounds the current instant may take, recounted past [`BASE_ROUNDS_PER_INSTANT`].
+    round_budget: u64,
     /// How often each component ran at the current instant (periodic controllers, controllers,
     /// node agents, scheduler), to name the busy ones when an instant does not settle.
     runs_per_component: Vec<u64>,
@@ -188,6 +195,7 @@ impl Simulation {
             n_failed: 0,
             n_step_errors: 0,
             rounds: 0,
+            round_budget: BASE_ROUNDS_PER_INSTANT,
             runs_per_component: Vec::new(),
             event_buf: Vec::new(),
         };
@@ -312,14 +320,20 @@ impl Simulation {
                 return Ok(());
             }
             self.rounds += 1;
-            if self.rounds > BASE_ROUNDS_PER_INSTANT {
-                let n_pods = self.store.count(Kind::Pod) as u64;
-                let budget = BASE_ROUNDS_PER_INSTANT
+            if self.rounds > BASE_ROUNDS_PER_INSTANT
+                && (self.rounds - BASE_ROUNDS_PER_INSTANT) % ROUNDS_PER_RECOUNT == 1
+            {
+                let n_pods = self
+                    .store
+                    .pods()
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                    .count() as u64;
+                self.round_budget = BASE_ROUNDS_PER_INSTANT
                     .saturating_add(n_pods.saturating_mul(ROUNDS_PER_POD))
                     .min(MAX_ROUNDS_PER_INSTANT);
-                if self.rounds > budget {
-                    return Err(self.livelock());
-                }
+            }
+            if self.rounds > BASE_ROUNDS_PER_INSTANT && self.rounds > self.round_budget {
+                return Err(self.livelock());
             }
         }
     }

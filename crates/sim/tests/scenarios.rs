@@ -464,3 +464,26 @@ fn a_rolling_update_keeps_the_surge_and_unavailability_bounds_at_every_instant()
         .collect();
     assert_eq!(images, ["nginx:1.27".to_string()].into());
 }
+
+/// About 12 minutes in a debug build (the livelock's rounds get slower as Terminating pods pile
+/// up): `cargo test --release -p kubeplane-sim --test scenarios -- --ignored`.
+#[test]
+#[ignore = "slow in a debug build; run in release with --ignored"]
+fn an_evict_recreate_livelock_whose_pods_linger_terminating_still_ends_as_a_livelock() {
+    let files = vec![read(
+        "crates/sim/tests/repros/livelock-grace30-untolerated.yaml",
+    )];
+    let input = parse_files(&files).expect("the scenario parses");
+    let mut sim = Simulation::new(input, &RunOptions::default()).expect("the simulation starts");
+    let err = sim
+        .run(&mut |_, _| {})
+        .expect_err("the instant does not settle");
+    let message = err.to_string();
+    assert!(message.contains("did not settle at t=0s"), "{message}");
+    // The Terminating pods left behind do not raise the budget: it stops after about
+    // BASE_ROUNDS_PER_INSTANT rounds, plus 16 per pod not being deleted.
+    assert!(
+        sim.store.count(kubeplane_store::Kind::Pod) < 100_000,
+        "{message}"
+    );
+}
