@@ -362,7 +362,7 @@ fn scenario(t: &mut Tape) -> String {
         "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nmetadata: {{name: fuzz}}\nspec:\n  duration: 5m\n  seed: {}\n  podStartupLatency: {}\n  featureGates: {{{}: {}}}\n  steps:\n{steps}",
         t.pick(1000),
         t.one(&["1s", "never", "0s", "3s"]),
-        t.one(&["SchedulerPopFromBackoffQ", "SchedulerAsyncPreemption", "PodDeletionCost", "SeparateTaintEvictionController"]),
+        t.one(&["SchedulerPopFromBackoffQ", "SchedulerAsyncPreemption", "PodDeletionCost", "SchedulerAsyncAPICalls"]),
         t.chance(2),
     )
 }

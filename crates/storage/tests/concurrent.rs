@@ -101,7 +101,16 @@ fn reflect(s: &MemoryStorage<u64>, prefix: &Prefix, until: Revision) -> (BTreeMa
         let page = s.list(prefix, &ListOptions::default()).unwrap();
         let mut cache: BTreeMap<Key, u64> =
             page.items.into_iter().map(|(k, v)| (k, v.value)).collect();
-        let mut w = s.watch(prefix, Some(page.revision)).unwrap();
+        // Under load the writers can push the list's revision out of the window before the
+        // watch opens: that is Gone too, and a reflector lists again.
+        let mut w = match s.watch(prefix, Some(page.revision)) {
+            Ok(w) => w,
+            Err(StorageError::Gone { .. }) => {
+                relists += 1;
+                continue 'relist;
+            }
+            Err(e) => panic!("{e}"),
+        };
         while w.position() < until {
             match w.wait_next(Duration::from_millis(50)) {
                 Ok(Some(e)) => match &e.current {
