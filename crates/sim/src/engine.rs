@@ -23,10 +23,11 @@ pub const DEFAULT_DURATION_CAP: SimDuration = SimDuration(24 * 3600 * 1_000_000_
 /// How many rounds of work (one pass over the components with work due) one instant may take
 /// before the run is declared stuck, besides [`ROUNDS_PER_POD`] per pod in the store. A
 /// legitimate instant takes about one round per pod it creates, schedules or deletes (10,000
-/// replicas created at once take about 10,100 rounds); a livelock takes rounds without end, and
-/// every round adds records, so the budget also bounds the time and memory a livelock takes
-/// (an evict-recreate loop of one pod stops after 0.5 s and 65 MB).
-const BASE_ROUNDS_PER_INSTANT: u64 = 100_000;
+/// replicas created at once take about 10,100 rounds, which the per-pod share covers); a
+/// livelock takes rounds without end, and every round adds records, so the budget also bounds
+/// the time and memory a livelock takes: an evict-recreate loop of one pod stops in 0.1 s, and
+/// one whose evicted pods linger Terminating (their rounds grow slower) in 0.6 s.
+const BASE_ROUNDS_PER_INSTANT: u64 = 10_000;
 /// The rounds an instant may take per pod in the store that is not being deleted, on top of
 /// [`BASE_ROUNDS_PER_INSTANT`]. Pods being deleted do not count: an evict-recreate livelock
 /// whose pods have a grace period leaves one more Terminating pod every round, and a budget

@@ -465,10 +465,9 @@ fn a_rolling_update_keeps_the_surge_and_unavailability_bounds_at_every_instant()
     assert_eq!(images, ["nginx:1.27".to_string()].into());
 }
 
-/// About 12 minutes in a debug build (the livelock's rounds get slower as Terminating pods pile
-/// up): `cargo test --release -p kubeplane-sim --test scenarios -- --ignored`.
+/// The livelock's rounds get slower as Terminating pods pile up; with the budget's base at
+/// 10,000 rounds it stops in about half a second in a release build.
 #[test]
-#[ignore = "slow in a debug build; run in release with --ignored"]
 fn an_evict_recreate_livelock_whose_pods_linger_terminating_still_ends_as_a_livelock() {
     let files = vec![read(
         "crates/sim/tests/repros/livelock-grace30-untolerated.yaml",
@@ -483,7 +482,7 @@ fn an_evict_recreate_livelock_whose_pods_linger_terminating_still_ends_as_a_live
     // The Terminating pods left behind do not raise the budget: it stops after about
     // BASE_ROUNDS_PER_INSTANT rounds, plus 16 per pod not being deleted.
     assert!(
-        sim.store.count(kubeplane_store::Kind::Pod) < 100_000,
+        sim.store.count(kubeplane_store::Kind::Pod) < 20_000,
         "{message}"
     );
 }
