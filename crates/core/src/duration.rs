@@ -132,6 +132,16 @@ fn component_nanos(int_part: &str, frac_part: &str, unit_ns: i128) -> Option<i12
 
 /// Go's `Duration.String()`: `0s`, `300ms`, `1.5µs`, `1m30s`, `1h0m0s`, `-2s`.
 pub fn format_duration(d: SimDuration) -> String {
+    format_units(d, false)
+}
+
+/// Like [`format_duration`], with whole days in front of the hours (`100d0h6m5s`): kubectl's
+/// age units without its rounding.
+pub fn format_duration_days(d: SimDuration) -> String {
+    format_units(d, true)
+}
+
+fn format_units(d: SimDuration, days: bool) -> String {
     let neg = d.0 < 0;
     let u = d.0.unsigned_abs();
     let sign = if neg { "-" } else { "" };
@@ -149,14 +159,22 @@ pub fn format_duration(d: SimDuration) -> String {
         };
         return format!("{sign}{}{unit}", fixed(u, scale));
     }
-    let hours = u / (3600 * SEC_U);
+    let all_hours = u / (3600 * SEC_U);
+    let (n_days, hours) = if days {
+        (all_hours / 24, all_hours % 24)
+    } else {
+        (0, all_hours)
+    };
     let mins = (u / (60 * SEC_U)) % 60;
     let secs = fixed(u % (60 * SEC_U), SEC_U);
     let mut out = String::from(sign);
-    if hours > 0 {
+    if n_days > 0 {
+        out.push_str(&format!("{n_days}d"));
+    }
+    if n_days > 0 || hours > 0 {
         out.push_str(&format!("{hours}h"));
     }
-    if hours > 0 || mins > 0 {
+    if n_days > 0 || hours > 0 || mins > 0 {
         out.push_str(&format!("{mins}m"));
     }
     out.push_str(&secs);

@@ -9,6 +9,9 @@
 //! under a second are written as Go writes them (`500ms`), and fractions of a second as
 //! decimals (`1m0.5s`). There are no years: a day is exact, a year is not.
 
+use kubeplane_core::duration::format_duration_days;
+use kubeplane_core::time::SimDuration;
+
 const NANOS_PER_SEC: u64 = 1_000_000_000;
 
 /// `secs` (seconds since t=0, as in the records' `time`) as an exact age.
@@ -23,48 +26,7 @@ pub fn format_age_secs(secs: f64) -> String {
 
 /// A non-negative number of nanoseconds as an exact age.
 pub fn format_age_nanos(nanos: u64) -> String {
-    if nanos == 0 {
-        return "0s".into();
-    }
-    if nanos < NANOS_PER_SEC {
-        let (unit, scale) = if nanos < 1_000 {
-            ("ns", 1)
-        } else if nanos < 1_000_000 {
-            ("\u{b5}s", 1_000)
-        } else {
-            ("ms", 1_000_000)
-        };
-        return format!("{}{unit}", decimal(nanos, scale));
-    }
-    let total_secs = nanos / NANOS_PER_SEC;
-    let days = total_secs / 86_400;
-    let hours = total_secs / 3600 % 24;
-    let mins = total_secs / 60 % 60;
-    let secs = decimal(nanos % (60 * NANOS_PER_SEC), NANOS_PER_SEC);
-    let mut out = String::new();
-    if days > 0 {
-        out.push_str(&format!("{days}d"));
-    }
-    if days > 0 || hours > 0 {
-        out.push_str(&format!("{hours}h"));
-    }
-    if days > 0 || hours > 0 || mins > 0 {
-        out.push_str(&format!("{mins}m"));
-    }
-    out.push_str(&secs);
-    out.push('s');
-    out
-}
-
-/// `v / scale` as a decimal without trailing zeros in its fraction.
-fn decimal(v: u64, scale: u64) -> String {
-    let (whole, frac) = (v / scale, v % scale);
-    if frac == 0 {
-        return whole.to_string();
-    }
-    let width = scale.ilog10() as usize;
-    let digits = format!("{frac:0width$}");
-    format!("{whole}.{}", digits.trim_end_matches('0'))
+    format_duration_days(SimDuration(i64::try_from(nanos).unwrap_or(i64::MAX)))
 }
 
 #[cfg(test)]
