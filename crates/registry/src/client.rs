@@ -133,57 +133,56 @@ mod tests {
         }))
     }
 
-    #[test]
-    fn a_pod_status_patch_applies_to_the_current_version_of_the_pod_with_that_uid() {
+    /// Runs `f` with an admitting client over an empty store.
+    fn with_api(f: impl FnOnce(&mut ApiClient<'_>)) {
         let mut store = Store::new(1, jiff::Timestamp::UNIX_EPOCH);
         let mut sink = Discard;
-        let mut api = ApiClient {
+        f(&mut ApiClient {
             store: &mut store,
             now: SimTime::ZERO,
             sink: &mut sink,
             explain: false,
             admission: true,
-        };
-        let created = api.create(pod("p")).unwrap();
-        let uid = created.uid().to_string();
-        // A write after the caller's read: the patch still applies, to the newer version.
-        let mut labelled = created.clone();
-        labelled.meta_mut().labels = Some([("a".to_string(), "b".to_string())].into());
-        api.update(labelled).unwrap();
-        let patched = api
-            .patch_pod_status("default", "p", &uid, &mut |s| {
-                s.phase = Some("Failed".into())
-            })
-            .unwrap();
-        let p = patched.as_pod().unwrap();
-        assert_eq!(p.status.as_ref().unwrap().phase.as_deref(), Some("Failed"));
-        assert!(p.metadata.labels.is_some(), "the newer version was patched");
-        // Another pod of the same name (another UID) is not patched.
-        let err = api
-            .patch_pod_status("default", "p", "other-uid", &mut |_| {})
-            .unwrap_err();
-        assert!(err.is_conflict());
-        let missing = api
-            .patch_pod_status("default", "q", &uid, &mut |_| {})
-            .unwrap_err();
-        assert!(missing.is_not_found());
+        });
+    }
+
+    #[test]
+    fn a_pod_status_patch_applies_to_the_current_version_of_the_pod_with_that_uid() {
+        with_api(|api| {
+            let created = api.create(pod("p")).unwrap();
+            let uid = created.uid().to_string();
+            // A write after the caller's read: the patch still applies, to the newer version.
+            let mut labelled = created.clone();
+            labelled.meta_mut().labels = Some([("a".to_string(), "b".to_string())].into());
+            api.update(labelled).unwrap();
+            let patched = api
+                .patch_pod_status("default", "p", &uid, &mut |s| {
+                    s.phase = Some("Failed".into())
+                })
+                .unwrap();
+            let p = patched.as_pod().unwrap();
+            assert_eq!(p.status.as_ref().unwrap().phase.as_deref(), Some("Failed"));
+            assert!(p.metadata.labels.is_some(), "the newer version was patched");
+            // Another pod of the same name (another UID) is not patched.
+            let err = api
+                .patch_pod_status("default", "p", "other-uid", &mut |_| {})
+                .unwrap_err();
+            assert!(err.is_conflict());
+            let missing = api
+                .patch_pod_status("default", "q", &uid, &mut |_| {})
+                .unwrap_err();
+            assert!(missing.is_not_found());
+        });
     }
 
     #[test]
     fn creates_go_through_admission() {
-        let mut store = Store::new(1, jiff::Timestamp::UNIX_EPOCH);
-        let mut sink = Discard;
-        let mut api = ApiClient {
-            store: &mut store,
-            now: SimTime::ZERO,
-            sink: &mut sink,
-            explain: false,
-            admission: true,
-        };
-        let created = api.create(pod("p")).unwrap();
-        let spec = created.as_pod().unwrap().spec.clone().unwrap();
-        // Priority resolved, DefaultTolerationSeconds applied.
-        assert_eq!(spec.priority, Some(0));
-        assert_eq!(spec.tolerations.map(|t| t.len()), Some(2));
+        with_api(|api| {
+            let created = api.create(pod("p")).unwrap();
+            let spec = created.as_pod().unwrap().spec.clone().unwrap();
+            // Priority resolved, DefaultTolerationSeconds applied.
+            assert_eq!(spec.priority, Some(0));
+            assert_eq!(spec.tolerations.map(|t| t.len()), Some(2));
+        });
     }
 }
