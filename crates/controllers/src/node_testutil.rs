@@ -34,16 +34,7 @@ pub fn test_taint(n: u32) -> Taint {
     taint(&format!("testTaint{n}"), &format!("test{n}"), "NoExecute")
 }
 
-pub fn toleration(key: &str, op: &str, value: &str, effect: &str, secs: Option<i64>) -> Toleration {
-    let o = |s: &str| (!s.is_empty()).then(|| s.to_string());
-    Toleration {
-        key: o(key),
-        operator: o(op),
-        value: o(value),
-        effect: o(effect),
-        toleration_seconds: secs,
-    }
-}
+pub use kubeplane_core::testing::toleration;
 
 /// Tolerates `testTaintN=testN:NoExecute` for `secs` (None: forever), as upstream's tests.
 pub fn test_toleration(n: u32, secs: Option<i64>) -> Toleration {

@@ -188,16 +188,7 @@ pub fn format_toleration(t: &Toleration) -> String {
 mod tests {
     use super::*;
 
-    fn tol(key: &str, op: &str, value: &str, effect: &str, secs: Option<i64>) -> Toleration {
-        let o = |s: &str| (!s.is_empty()).then(|| s.to_string());
-        Toleration {
-            key: o(key),
-            operator: o(op),
-            value: o(value),
-            effect: o(effect),
-            toleration_seconds: secs,
-        }
-    }
+    use kubeplane_core::testing::toleration as tol;
 
     #[test]
     fn tolerations_print_like_kubectl_describe() {

@@ -121,20 +121,7 @@ mod tests {
     }
 
     fn tol(key: &str, op: &str, value: &str, effect: &str) -> Toleration {
-        let opt = |s: &str| {
-            if s.is_empty() {
-                None
-            } else {
-                Some(s.to_string())
-            }
-        };
-        Toleration {
-            key: opt(key),
-            operator: opt(op),
-            value: opt(value),
-            effect: opt(effect),
-            toleration_seconds: None,
-        }
+        crate::testing::toleration(key, op, value, effect, None)
     }
 
     /// Upstream `TestTolerationToleratesTaint` (controllers.md 4.3), plus the matcher rules.

@@ -14,6 +14,18 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
+/// A toleration; empty strings are left unset.
+pub fn toleration(key: &str, op: &str, value: &str, effect: &str, secs: Option<i64>) -> Toleration {
+    let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    Toleration {
+        key: opt(key),
+        operator: opt(op),
+        value: opt(value),
+        effect: opt(effect),
+        toleration_seconds: secs,
+    }
+}
+
 /// A timestamp from its RFC 3339 form.
 pub fn time(rfc3339: &str) -> Time {
     Time(rfc3339.parse().expect("a valid RFC 3339 timestamp"))

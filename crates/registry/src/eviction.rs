@@ -152,8 +152,7 @@ fn check_and_decrement(
     if status.disruptions_allowed < 0 {
         return Err(forbidden("pdb disruptions allowed is negative"));
     }
-    let disrupted = status.disrupted_pods.get_or_insert_with(Default::default);
-    if disrupted.len() > MAX_DISRUPTED_POD_SIZE {
+    if status.disrupted_pods.as_ref().map_or(0, |m| m.len()) > MAX_DISRUPTED_POD_SIZE {
         return Err(forbidden(
             "DisruptedPods map too big - too many evictions not confirmed by PDB controller",
         ));
@@ -165,14 +164,14 @@ fn check_and_decrement(
         )));
     }
     let ts = store.clock().timestamp(now);
-    disrupted.insert(pod_name.to_string(), ts.clone());
+    let observed = status.observed_generation;
+    status
+        .disrupted_pods
+        .get_or_insert_with(Default::default)
+        .insert(pod_name.to_string(), ts.clone());
     status.disruptions_allowed -= 1;
     if status.disruptions_allowed == 0 {
-        set_insufficient_pods(
-            status.conditions.get_or_insert_with(Vec::new),
-            &status_gen(pdb),
-            ts,
-        );
+        set_insufficient_pods(status.conditions.get_or_insert_with(Vec::new), observed, ts);
     }
     let mut updated = PodDisruptionBudget::clone(pdb);
     updated.status = Some(status);
@@ -181,19 +180,15 @@ fn check_and_decrement(
         .map(|_| ())
 }
 
-fn status_gen(pdb: &PodDisruptionBudget) -> Option<i64> {
-    pdb.status.as_ref().and_then(|s| s.observed_generation)
-}
-
 /// Upstream `UpdateDisruptionAllowedCondition` with no disruption left: DisruptionAllowed is
 /// False for InsufficientPods (its transition time changes only with its status).
-fn set_insufficient_pods(conditions: &mut Vec<Condition>, generation: &Option<i64>, now: Time) {
+fn set_insufficient_pods(conditions: &mut Vec<Condition>, generation: Option<i64>, now: Time) {
     let wanted = Condition {
         type_: "DisruptionAllowed".into(),
         status: "False".into(),
         reason: "InsufficientPods".into(),
         message: String::new(),
-        observed_generation: *generation,
+        observed_generation: generation,
         last_transition_time: now,
     };
     match conditions.iter_mut().find(|c| c.type_ == wanted.type_) {

@@ -73,16 +73,7 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::PodSpec;
 
-    fn tol(key: &str, op: &str, value: &str, effect: &str, secs: Option<i64>) -> Toleration {
-        let o = |s: &str| (!s.is_empty()).then(|| s.to_string());
-        Toleration {
-            key: o(key),
-            operator: o(op),
-            value: o(value),
-            effect: o(effect),
-            toleration_seconds: secs,
-        }
-    }
+    use kubeplane_core::testing::toleration as tol;
 
     fn pod(tolerations: Vec<Toleration>) -> Pod {
         Pod {

@@ -38,16 +38,9 @@ pub fn term(
     }
 }
 
-/// A toleration; empty strings are left unset.
+/// A toleration without tolerationSeconds; empty strings are left unset.
 pub fn toleration(key: &str, op: &str, value: &str, effect: &str) -> Toleration {
-    let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
-    Toleration {
-        key: opt(key),
-        operator: opt(op),
-        value: opt(value),
-        effect: opt(effect),
-        toleration_seconds: None,
-    }
+    kubeplane_core::testing::toleration(key, op, value, effect, None)
 }
 
 /// A taint `key=value:effect`.
