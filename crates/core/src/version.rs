@@ -142,6 +142,12 @@ pub mod changes {
     pub const GENERIC_UNTOLERATED_TAINT_REASON: Versioned<bool> =
         &[(v1(34, 0), false), (v1(34, 2), true), (v1(35, 0), true)];
 
+    /// NodeResourcesBalancedAllocation scores the change of the node's balance: the balance
+    /// score with the pod and without it, `50 + (50 + with - without) / 2` (integer
+    /// arithmetic), instead of the balance with the pod alone (kubernetes#135573, v1.36.0; the
+    /// PR's diff of `balanced_allocation.go` and its test cases).
+    pub const BALANCED_ALLOCATION_WITH_AND_WITHOUT_POD: Versioned<bool> = &[(v1(36, 0), true)];
+
     const FROM_1_34_2: Versioned<bool> = &[(v1(34, 2), true), (v1(35, 0), true)];
     const FROM_1_35: Versioned<bool> = &[(v1(35, 0), true)];
     const FROM_1_36: Versioned<bool> = &[(v1(36, 0), true)];
@@ -159,7 +165,6 @@ pub mod changes {
         ("kube-scheduler: async preemption dedup, no cycling while victims terminate, a pod deleted while binding (#134730, #134294, #134157)", FROM_1_35),
         ("Deployment status.terminatingReplicas (#133087; the ReplicaSet's is modelled)", FROM_1_35),
         ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158)", FROM_1_35),
-        ("kube-scheduler: the NodeResourcesBalancedAllocation formula (#135573)", FROM_1_36),
         ("kube-scheduler: the NodeDeclaredFeatures filter (#136042)", FROM_1_36),
         ("ReplicaSet controller: syncs wait for its own writes (StaleControllerConsistencyReplicaSet, #137212)", FROM_1_36),
         ("node lifecycle controller: a live Lease check before marking a node Unknown (#138698)", FROM_1_37),

@@ -54,7 +54,7 @@ pub fn new_plugin(
         nodeports::NAME => Arc::new(nodeports::NodePorts),
         noderesources::fit::NAME => Arc::new(noderesources::Fit::new(args, features)?),
         noderesources::balanced_allocation::NAME => {
-            Arc::new(noderesources::BalancedAllocation::new(args)?)
+            Arc::new(noderesources::BalancedAllocation::new(args, features)?)
         }
         imagelocality::NAME => Arc::new(imagelocality::ImageLocality),
         podtopologyspread::NAME => {

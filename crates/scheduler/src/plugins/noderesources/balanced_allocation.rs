@@ -1,6 +1,10 @@
 //! NodeResourcesBalancedAllocation (PreScore, Score): prefers nodes whose resource
 //! utilizations stay close to each other once the pod is placed (upstream
-//! `balanced_allocation.go`).
+//! `balanced_allocation.go`); from v1.36 it scores how much the pod improves or worsens the
+//! node's balance (kubernetes#135573, [`changes::BALANCED_ALLOCATION_WITH_AND_WITHOUT_POD`]).
+
+use kubeplane_core::features::FeatureGates;
+use kubeplane_core::version::{changes, KubeVersion};
 
 use crate::cache::Snapshot;
 use crate::framework::{
@@ -9,7 +13,9 @@ use crate::framework::{
 use crate::plugins::args::{parse_args, PluginArgsError};
 
 use super::args::NodeResourcesBalancedAllocationArgs;
-use super::resource_allocation::{balanced_score, PodRequestsState, ResourceList};
+use super::resource_allocation::{
+    balanced_change_score, balanced_score, PodRequestsState, ResourceList,
+};
 
 pub const NAME: &str = "NodeResourcesBalancedAllocation";
 
@@ -18,23 +24,42 @@ const PRE_SCORE_KEY: &str = "PreScoreNodeResourcesBalancedAllocation";
 #[derive(Debug)]
 pub struct BalancedAllocation {
     resources: ResourceList,
+    /// Score the change of balance the pod brings (v1.36 and later) rather than the balance
+    /// with the pod.
+    score_change: bool,
 }
 
 impl BalancedAllocation {
-    /// Builds the plugin from `NodeResourcesBalancedAllocationArgs` (defaults, validation).
-    pub fn new(args: Option<&serde_json::Value>) -> Result<BalancedAllocation, PluginArgsError> {
+    /// Builds the plugin from `NodeResourcesBalancedAllocationArgs` (defaults, validation), with
+    /// the formula of the release the gates are for.
+    pub fn new(
+        args: Option<&serde_json::Value>,
+        features: &FeatureGates,
+    ) -> Result<BalancedAllocation, PluginArgsError> {
         let mut args: NodeResourcesBalancedAllocationArgs = parse_args(args)?;
         args.set_defaults();
         if let Some(e) = args.validate().into_iter().next() {
             return Err(e);
         }
-        Ok(BalancedAllocation::from_args(&args))
+        Ok(BalancedAllocation::from_args(&args, features.version()))
     }
 
-    pub fn from_args(args: &NodeResourcesBalancedAllocationArgs) -> BalancedAllocation {
+    pub fn from_args(
+        args: &NodeResourcesBalancedAllocationArgs,
+        version: KubeVersion,
+    ) -> BalancedAllocation {
         BalancedAllocation {
             // Plain requests: a pod without requests does not count 100m/200Mi here.
             resources: ResourceList::new(&args.resources, true),
+            score_change: version.has(changes::BALANCED_ALLOCATION_WITH_AND_WITHOUT_POD),
+        }
+    }
+
+    fn node_score(&self, node: &NodeInfo, requests: &[i64]) -> i64 {
+        if self.score_change {
+            balanced_change_score(&self.resources, node, requests)
+        } else {
+            balanced_score(&self.resources, node, requests)
         }
     }
 }
@@ -78,7 +103,7 @@ impl ScorePlugin for BalancedAllocation {
 
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let requests = self.resources.requests_in(state, PRE_SCORE_KEY, pod);
-        Ok(balanced_score(&self.resources, node, &requests))
+        Ok(self.node_score(node, &requests))
     }
 
     /// As [`Self::score`] per node, with the pod's requests read once.
@@ -91,8 +116,14 @@ impl ScorePlugin for BalancedAllocation {
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
         let requests = self.resources.requests_in(state, PRE_SCORE_KEY, pod);
-        for (node, cell) in nodes.iter().zip(out.iter_mut()) {
-            *cell = balanced_score(&self.resources, node, &requests);
+        if self.score_change {
+            for (node, cell) in nodes.iter().zip(out.iter_mut()) {
+                *cell = balanced_change_score(&self.resources, node, &requests);
+            }
+        } else {
+            for (node, cell) in nodes.iter().zip(out.iter_mut()) {
+                *cell = balanced_score(&self.resources, node, &requests);
+            }
         }
         Ok(())
     }

@@ -15,4 +15,6 @@ pub use balanced_allocation::BalancedAllocation;
 pub use fit::Fit;
 
 #[cfg(test)]
+mod balanced_allocation_tests;
+#[cfg(test)]
 mod tests;

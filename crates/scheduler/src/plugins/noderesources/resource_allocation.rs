@@ -218,14 +218,43 @@ pub(crate) fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
     shape.last().map_or(0, |&(_, s)| s)
 }
 
-/// BalancedAllocation: `(1 - std) * 100` of the requested fractions (capped at 1) of the
-/// resources the node has; `|f1 - f2| / 2` for two resources.
+/// BalancedAllocation before v1.36: `(1 - std) * 100` of the requested fractions (capped at
+/// 1) of the resources the node has, with the pod on it; `|f1 - f2| / 2` for two resources.
 pub(crate) fn balanced_score(list: &ResourceList, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
-    let fraction = |i: usize| -> Option<f64> {
+    balance(list.keys.len(), |i| {
         let (alloc, req) = list.allocatable_requested(i, node, pod_requests[i]);
-        (alloc != 0).then(|| (req as f64 / alloc as f64).min(1.0))
-    };
-    let n_keys = list.keys.len();
+        (alloc != 0).then(|| fraction(req, alloc))
+    })
+}
+
+/// BalancedAllocation from v1.36 (kubernetes#135573): how the pod changes the node's balance.
+/// The balance with and without the pod, each `(1 - std) * 100` truncated as above and over
+/// the same resources, give `50 + (50 + with - without) / 2`: 75 for no change, 100 from
+/// perfectly imbalanced to perfectly balanced, 50 the other way round.
+pub(crate) fn balanced_change_score(
+    list: &ResourceList,
+    node: &NodeInfo,
+    pod_requests: &[i64],
+) -> i64 {
+    let with_pod = balanced_score(list, node, pod_requests);
+    let without_pod = balance(list.keys.len(), |i| {
+        let (alloc, req) = list.allocatable_requested(i, node, pod_requests[i]);
+        (alloc != 0).then(|| fraction(req - pod_requests[i], alloc))
+    });
+    let half = MAX_NODE_SCORE / 2;
+    half + (half + with_pod - without_pod) / 2
+}
+
+/// `requested / allocatable`, capped at 1.
+#[inline]
+fn fraction(requested: i64, allocatable: i64) -> f64 {
+    (requested as f64 / allocatable as f64).min(1.0)
+}
+
+/// `(1 - std) * 100` of the fractions of resources `0..n_keys` (`None`: the resource does not
+/// count), truncated.
+#[inline]
+fn balance(n_keys: usize, fraction: impl Fn(usize) -> Option<f64>) -> i64 {
     let mut n = 0usize;
     let mut total = 0.0f64;
     let mut first_two = [0.0f64; 2];
@@ -244,7 +273,7 @@ pub(crate) fn balanced_score(list: &ResourceList, node: &NodeInfo, pod_requests:
         _ => {
             let mean = total / n as f64;
             let sum: f64 = (0..n_keys)
-                .filter_map(fraction)
+                .filter_map(&fraction)
                 .map(|f| (f - mean) * (f - mean))
                 .sum();
             (sum / n as f64).sqrt()

@@ -308,7 +308,13 @@ fn broken_linear_function() {
     assert_eq!(broken_linear(&down, 50), 50);
 }
 
-fn balanced_scores(
+/// The gates of v1.35.4, the last release kubeplane knows with the balance-with-the-pod
+/// formula of BalancedAllocation.
+fn before_1_36() -> FeatureGates {
+    FeatureGates::for_version(kubeplane_core::version::v1(35, 4))
+}
+
+pub(super) fn balanced_scores(
     pl: &BalancedAllocation,
     pod: PodBuilder,
     nodes: Vec<NodeInfo>,
@@ -332,7 +338,7 @@ fn balanced_scores(
 
 #[test]
 fn balanced_allocation() {
-    let pl = BalancedAllocation::new(None).unwrap();
+    let pl = BalancedAllocation::new(None, &before_1_36()).unwrap();
     let pod = || {
         PodBuilder::new("p")
             .req(&[("cpu", "1000m"), ("memory", "2000")])
@@ -384,7 +390,7 @@ fn balanced_allocation() {
 #[test]
 fn balanced_allocation_with_three_resources() {
     let pl = BalancedAllocation::new(Some(&json!({"resources": [
-        {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 1}]})))
+        {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 1}]})), &before_1_36())
     .unwrap();
     let pod = PodBuilder::new("p").req(&[
         ("cpu", "3000m"),
@@ -500,7 +506,11 @@ fn fit_args_validation() {
 
 #[test]
 fn balanced_allocation_args_validation() {
-    let err = |args: serde_json::Value| BalancedAllocation::new(Some(&args)).err().map(|e| e.field);
+    let err = |args: serde_json::Value| {
+        BalancedAllocation::new(Some(&args), &before_1_36())
+            .err()
+            .map(|e| e.field)
+    };
     assert_eq!(err(json!({})), None, "no args take the defaults");
     assert_eq!(
         err(json!({"resources": [{"name": "cpu"}, {"name": "memory"}]})),

@@ -1,0 +1,49 @@
+//! Behaviour changes keyed to Kubernetes releases, each shown by a scenario of
+//! tests/scenarios/ run for the release before the change and the release that brought it.
+
+use std::path::PathBuf;
+
+use kubeplane_core::version::{v1, KubeVersion};
+use kubeplane_sim::scenario::parse_files_for;
+use kubeplane_sim::{RunOptions, Simulation};
+
+/// The jsonl records of a run of `file` following `version`, and its failed expectations.
+fn run(file: &str, version: KubeVersion) -> (Vec<serde_json::Value>, usize) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let input = parse_files_for(&[(file.to_string(), text)], Some(version)).unwrap();
+    let mut sim = Simulation::new(input, &RunOptions::default()).unwrap();
+    sim.run(&mut |_, _| {}).unwrap();
+    let records = sim.take_records().iter().map(|r| r.to_json()).collect();
+    (records, sim.n_failed)
+}
+
+/// The node of the pod's `Scheduled` event.
+fn scheduled_node(records: &[serde_json::Value], pod: &str) -> Option<String> {
+    records.iter().find_map(|r| {
+        let scheduled = r["reason"] == "Scheduled" && r["name"] == pod;
+        let message = r["message"].as_str()?;
+        scheduled.then(|| message.rsplit(" to ").next().unwrap().to_string())
+    })
+}
+
+#[test]
+fn balanced_allocation_scores_the_change_of_balance_from_1_36() {
+    let file = "balanced-allocation-by-release.yaml";
+    for (version, node, failed) in [
+        (v1(34, 1), "mixed", 1),
+        (v1(35, 4), "mixed", 1),
+        (v1(36, 0), "cpu-heavy", 0),
+        (v1(37, 0), "cpu-heavy", 0),
+    ] {
+        let (records, n_failed) = run(file, version);
+        assert_eq!(
+            scheduled_node(&records, "cache").as_deref(),
+            Some(node),
+            "{version}"
+        );
+        assert_eq!(n_failed, failed, "{version}");
+    }
+}
