@@ -34,8 +34,9 @@ pub const SUPPORTED: &[KubeVersion] = &[v1(34, 7), v1(35, 4), v1(36, 0), v1(37, 
 /// The release a run follows when neither `--kubernetes-version` nor `spec.kubernetesVersion`
 /// names one: the newest release whose behaviour changes are all implemented and verified
 /// (docs/compatibility.md). v1.34.1 changed nothing kubeplane simulates (its notes list
-/// apiserver, kubeadm, SELinux and kubectl fixes); v1.34.2 changed preemption retries
-/// (#134247) and ownerReference UID handling (#134658), which kubeplane does not implement.
+/// apiserver, kubeadm, SELinux and kubectl fixes); v1.34.2 changed preemption of terminating
+/// victims (#134247, implemented: [`changes::PREEMPTION_SKIPS_TERMINATING_VICTIMS`]) and
+/// ownerReference UID handling (#134658), which kubeplane does not implement yet.
 pub const DEFAULT: KubeVersion = v1(34, 1);
 
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -148,6 +149,16 @@ pub mod changes {
     /// PR's diff of `balanced_allocation.go` and its test cases).
     pub const BALANCED_ALLOCATION_WITH_AND_WITHOUT_POD: Versioned<bool> = &[(v1(36, 0), true)];
 
+    /// DefaultPreemption sends no API calls for victims that are already terminating
+    /// (`deletionTimestamp` set): no DisruptionTarget patch, no delete, no `Preempted` event,
+    /// and with async preemption no goroutine at all when every victim is terminating. Added
+    /// with kubernetes#133213 (in v1.34.0), reverted by #134245 and its release-1.34
+    /// cherry-pick #134247 (v1.34.2: "a pending preemption no longer makes the preemptor retry
+    /// more often"), restored without #133213's activation of the preemptor by #134927
+    /// (v1.35.0).
+    pub const PREEMPTION_SKIPS_TERMINATING_VICTIMS: Versioned<bool> =
+        &[(v1(34, 0), true), (v1(34, 2), false), (v1(35, 0), true)];
+
     const FROM_1_34_2: Versioned<bool> = &[(v1(34, 2), true), (v1(35, 0), true)];
     const FROM_1_35: Versioned<bool> = &[(v1(35, 0), true)];
     const FROM_1_36: Versioned<bool> = &[(v1(36, 0), true)];
@@ -158,7 +169,6 @@ pub mod changes {
     /// with the sources). A run of a release these apply to is exact only where they do not
     /// matter.
     pub const NOT_MODELLED: &[(&str, Versioned<bool>)] = &[
-        ("kube-scheduler: a pending preemption no longer makes the preemptor retry more often (#134247)", FROM_1_34_2),
         ("kube-controller-manager: pods with an ownerReference of the wrong UID (#134658)", FROM_1_34_2),
         ("kube-scheduler: opportunistic batching (OpportunisticBatching, #135231)", FROM_1_35),
         ("kube-scheduler and API server: nominatedNodeName set before binding and cleared after it or on failure (#135103, #135007)", FROM_1_35),
@@ -282,6 +292,27 @@ mod tests {
     }
 
     #[test]
+    fn terminating_victims_are_skipped_except_from_1_34_2_to_1_34_7() {
+        let skips = |v: KubeVersion| v.has(changes::PREEMPTION_SKIPS_TERMINATING_VICTIMS);
+        assert!(skips(v1(34, 0)));
+        assert!(skips(v1(34, 1)));
+        assert!(!skips(v1(34, 2)));
+        assert!(!skips(v1(34, 7)));
+        for minor in 35..=37 {
+            assert!(skips(v1(minor, 0)));
+        }
+    }
+
+    #[test]
+    fn the_balanced_allocation_change_holds_from_1_36() {
+        let new = |v: KubeVersion| v.has(changes::BALANCED_ALLOCATION_WITH_AND_WITHOUT_POD);
+        assert!(!new(v1(34, 7)));
+        assert!(!new(v1(35, 4)));
+        assert!(new(v1(36, 0)));
+        assert!(new(v1(37, 0)));
+    }
+
+    #[test]
     fn the_default_is_the_newest_release_without_unmodelled_changes() {
         assert!(changes::not_modelled(DEFAULT).is_empty());
         for v in SUPPORTED {
@@ -293,7 +324,11 @@ mod tests {
             }
         }
         assert_eq!(changes::not_modelled(v1(34, 0)), Vec::<&str>::new());
-        assert_eq!(changes::not_modelled(v1(34, 7)).len(), 2);
+        assert_eq!(
+            changes::not_modelled(v1(34, 2)),
+            vec!["kube-controller-manager: pods with an ownerReference of the wrong UID (#134658)"]
+        );
+        assert_eq!(changes::not_modelled(v1(34, 7)).len(), 1);
     }
 
     #[test]

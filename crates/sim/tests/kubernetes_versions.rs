@@ -47,3 +47,31 @@ fn balanced_allocation_scores_the_change_of_balance_from_1_36() {
         assert_eq!(n_failed, failed, "{version}");
     }
 }
+
+#[test]
+fn a_terminating_victim_gets_api_calls_again_only_from_1_34_2_to_1_34_7() {
+    let file = "preemption-terminating-victim-by-release.yaml";
+    for (version, preempted_events, failed) in [
+        (v1(34, 1), 1, 0),
+        (v1(34, 2), 2, 2),
+        (v1(34, 7), 2, 2),
+        (v1(35, 0), 1, 0),
+        (v1(37, 0), 1, 0),
+    ] {
+        let (records, n_failed) = run(file, version);
+        let preempted = records
+            .iter()
+            .filter(|r| r["reason"] == "Preempted" && r["name"] == "batch")
+            .count();
+        assert_eq!(preempted, preempted_events, "{version}");
+        assert_eq!(
+            n_failed, failed,
+            "{version}: the count and web's nomination"
+        );
+        assert_eq!(
+            scheduled_node(&records, "critical").as_deref(),
+            Some("n1"),
+            "{version}"
+        );
+    }
+}

@@ -399,7 +399,7 @@ impl DefaultPreemption {
         let victims: Vec<Arc<PodInfo>> = chosen
             .victims
             .iter()
-            .filter(|v| !v.is_terminating())
+            .filter(|v| !(self.skip_terminating_victims && v.is_terminating()))
             .cloned()
             .collect();
         if self.async_preemption {

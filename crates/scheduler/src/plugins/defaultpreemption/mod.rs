@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use kubeplane_api::{ApiError, Client, DeleteOptions, Kind, ObjectKey};
 use kubeplane_core::features::FeatureGates;
+use kubeplane_core::version::changes;
 use kubeplane_core::{EventRecord, SimTime};
 use serde::Deserialize;
 
@@ -74,6 +75,9 @@ pub struct DefaultPreemption {
     min_candidate_nodes_percentage: i32,
     min_candidate_nodes_absolute: i32,
     async_preemption: bool,
+    /// Victims already terminating get no API calls (v1.34.0, v1.34.1 and from v1.35.0, not
+    /// v1.34.2 to v1.34.7: [`changes::PREEMPTION_SKIPS_TERMINATING_VICTIMS`]).
+    skip_terminating_victims: bool,
     /// UIDs of preemptors whose victims are being evicted (async): PreEnqueue holds them.
     preempting: Mutex<BTreeSet<String>>,
     pending: Mutex<Vec<PendingPreemption>>,
@@ -111,6 +115,9 @@ impl DefaultPreemption {
             min_candidate_nodes_percentage: pct,
             min_candidate_nodes_absolute: abs,
             async_preemption: features.enabled("SchedulerAsyncPreemption"),
+            skip_terminating_victims: features
+                .version()
+                .has(changes::PREEMPTION_SKIPS_TERMINATING_VICTIMS),
             preempting: Mutex::new(BTreeSet::new()),
             pending: Mutex::new(Vec::new()),
         })

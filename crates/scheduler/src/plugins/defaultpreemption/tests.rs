@@ -606,3 +606,46 @@ fn the_explained_choice_names_the_criterion_that_decided() {
     let (_, why) = pick(vec![candidate("node1", vec![p("a", 1)], 0)]);
     assert_eq!(why, "the only candidate");
 }
+
+#[test]
+fn victims_already_terminating_get_api_calls_only_from_1_34_2_to_1_34_7() {
+    // node1's only lower-priority pod is already terminating (preempted for another pod):
+    // it is the victim again. kubernetes#133213 (v1.34.0) skipped such victims, its revert
+    // #134247 (v1.34.2) did not, #134927 (v1.35.0) skips them again.
+    use kubeplane_core::version::v1;
+    for (version, skipped) in [
+        (v1(34, 0), true),
+        (v1(34, 1), true),
+        (v1(34, 2), false),
+        (v1(34, 7), false),
+        (v1(35, 0), true),
+        (v1(37, 0), true),
+    ] {
+        for async_preemption in [false, true] {
+            let what = format!("{version}, async preemption {async_preemption}");
+            let mut overrides = BTreeMap::new();
+            overrides.insert("SchedulerAsyncPreemption".to_string(), async_preemption);
+            let gates = FeatureGates::for_version_with_overrides(version, &overrides).unwrap();
+            let pl = DefaultPreemption::new(None, &gates).unwrap();
+            let victim = pod("low", 0, "800m").terminating_by_preemption();
+            let mut env = Env::new(vec![(node("node1", "1"), vec![victim])]);
+            let (r, s, _) = env.post_filter(&pl, pod("p", 100, "900m"), 0);
+            assert!(s.is_success(), "{what}: {s:?}");
+            assert_eq!(nominated_to(&r), Some("node1"), "{what}");
+            let preemptor = PodBuilder::new("p").info();
+            assert_eq!(
+                pl.pre_enqueue(&preemptor).is_success(),
+                !async_preemption || skipped,
+                "{what}: the preemptor waits for its goroutine only when one was started"
+            );
+            assert!(pl
+                .finish_async_work(SimTime::ZERO, &mut env.client)
+                .is_empty());
+            let events = env.client.events_with_reason(EVENT_PREEMPTED);
+            assert_eq!(events.len(), usize::from(!skipped), "{what}");
+            if let Some(e) = events.first() {
+                assert_eq!(e.message, "Preempted by pod uid-p on node node1", "{what}");
+            }
+        }
+    }
+}
