@@ -170,12 +170,10 @@ pub mod changes {
     /// matter.
     pub const NOT_MODELLED: &[(&str, Versioned<bool>)] = &[
         ("kube-controller-manager: pods with an ownerReference of the wrong UID (#134658)", FROM_1_34_2),
-        ("kube-scheduler: opportunistic batching (OpportunisticBatching, #135231)", FROM_1_35),
         ("kube-scheduler and API server: nominatedNodeName set before binding and cleared after it or on failure (#135103, #135007)", FROM_1_35),
-        ("kube-scheduler: async preemption dedup, no cycling while victims terminate, a pod deleted while binding (#134730, #134294, #134157)", FROM_1_35),
         ("Deployment status.terminatingReplicas (#133087; the ReplicaSet's is modelled)", FROM_1_35),
         ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158)", FROM_1_35),
-        ("kube-scheduler: the NodeDeclaredFeatures filter (#136042)", FROM_1_36),
+        ("kube-scheduler: the NodeDeclaredFeatures filter for pods requiring declared node features (#136042)", FROM_1_36),
         ("ReplicaSet controller: syncs wait for its own writes (StaleControllerConsistencyReplicaSet, #137212)", FROM_1_36),
         ("node lifecycle controller: a live Lease check before marking a node Unknown (#138698)", FROM_1_37),
         ("kube-scheduler: gated pods' nominations, binding retries, pod event subtypes, ImageLocality (#139057, #138855, #135905, #138951)", FROM_1_37),
