@@ -37,7 +37,7 @@ struct Case {
 
 const CPU_MEM_3000_5000: &[(&str, &str)] = &[("cpu", "3000m"), ("memory", "5000")];
 
-fn cases() -> Vec<Case> {
+fn cases_on_cpu_and_memory() -> Vec<Case> {
     vec![
         Case {
             name: "on empty nodes the pod's own balance decides, and an empty node starts perfectly balanced",
@@ -70,6 +70,17 @@ fn cases() -> Vec<Case> {
             before: [82, 95],
             after: [73, 74],
         },
+    ]
+}
+
+fn cases() -> Vec<Case> {
+    let mut all = cases_on_cpu_and_memory();
+    all.extend(cases_that_move_the_balance());
+    all
+}
+
+fn cases_that_move_the_balance() -> Vec<Case> {
+    vec![
         Case {
             // Upstream's "resources requested, pods scheduled with resources, nodes to reach
             // min/max score" (#135573): the same scores in both formulas.
