@@ -486,3 +486,67 @@ fn an_evict_recreate_livelock_whose_pods_linger_terminating_still_ends_as_a_live
         "{message}"
     );
 }
+
+#[test]
+fn a_foreground_delete_keeps_the_deployment_until_its_replicaset_and_pods_are_gone_and_an_orphan_delete_keeps_them(
+) {
+    use kubeplane_store::{Kind, Object};
+    let file = read("crates/sim/tests/scenarios/foreground-and-orphan-deletion.yaml");
+    let input = parse_files(&[file]).unwrap();
+    let mut sim = Simulation::new(input, &RunOptions::default()).unwrap();
+    let rs = |store: &kubeplane_store::Store, app: &str| -> Option<Object> {
+        store
+            .list(Kind::ReplicaSet)
+            .find(|o| o.name().starts_with(app))
+            .cloned()
+    };
+    let mut web_deleted_at = None;
+    let mut rs_gone_at = None;
+    sim.run_observed(&mut |store, now, _| {
+        let deployment = store.get(Kind::Deployment, "default", "web");
+        let replica_set = rs(store, "web-");
+        if let Some(d) = deployment {
+            if d.meta().deletion_timestamp.is_some() {
+                web_deleted_at.get_or_insert(now);
+                assert_eq!(
+                    d.meta().finalizers.as_deref(),
+                    Some(&["foregroundDeletion".to_string()][..])
+                );
+            }
+        }
+        if web_deleted_at.is_some() && replica_set.is_none() && rs_gone_at.is_none() {
+            rs_gone_at = Some(now);
+        }
+        // The Deployment outlives its ReplicaSet and pods.
+        if replica_set.is_some()
+            || store
+                .pods()
+                .any(|p| p.metadata.name.as_deref().unwrap_or("").starts_with("web-"))
+        {
+            assert!(
+                deployment.is_some(),
+                "web went before its dependents at {now:?}"
+            );
+        }
+    })
+    .unwrap();
+    assert_eq!(sim.n_failed, 0);
+    let deleted = web_deleted_at.expect("web was deleted in the foreground");
+    let gone = rs_gone_at.expect("its ReplicaSet went");
+    assert!(
+        gone.0 - deleted.0 >= 5_000_000_000,
+        "the pods' 5 s grace period was waited for"
+    );
+    let store = &sim.store;
+    assert!(store.get(Kind::Deployment, "default", "web").is_none());
+    assert!(store.get(Kind::Deployment, "default", "api").is_none());
+    let api = rs(store, "api-").expect("orphaned, kept");
+    assert_eq!(api.meta().owner_references, None);
+    assert_eq!(
+        store
+            .pods()
+            .filter(|p| p.metadata.name.as_deref().unwrap_or("").starts_with("api-"))
+            .count(),
+        2
+    );
+}
