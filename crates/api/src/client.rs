@@ -71,6 +71,43 @@ pub struct DeleteOptions {
     /// Only delete the object if its resourceVersion is this one
     /// (`preconditions.resourceVersion`).
     pub precondition_resource_version: Option<String>,
+    /// `propagationPolicy`: what happens to the object's dependents. `None` leaves it to the
+    /// object's finalizers and its kind's default (background for every kind kubeplane stores).
+    pub propagation_policy: Option<PropagationPolicy>,
+}
+
+/// `DeleteOptions.propagationPolicy` (upstream `metav1.DeletionPropagation`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PropagationPolicy {
+    /// The dependents are kept and lose their ownerReference to the object: the object gets the
+    /// `orphan` finalizer, which the garbage collector removes once it has orphaned them.
+    Orphan,
+    /// The object goes at once; the garbage collector deletes the dependents afterwards.
+    Background,
+    /// The object gets the `foregroundDeletion` finalizer and stays until the garbage
+    /// collector has deleted the dependents that block its deletion.
+    Foreground,
+}
+
+impl PropagationPolicy {
+    /// Upstream's spelling (`Orphan`, `Background`, `Foreground`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PropagationPolicy::Orphan => "Orphan",
+            PropagationPolicy::Background => "Background",
+            PropagationPolicy::Foreground => "Foreground",
+        }
+    }
+
+    /// Parses upstream's spelling.
+    pub fn parse(s: &str) -> Option<PropagationPolicy> {
+        match s {
+            "Orphan" => Some(PropagationPolicy::Orphan),
+            "Background" => Some(PropagationPolicy::Background),
+            "Foreground" => Some(PropagationPolicy::Foreground),
+            _ => None,
+        }
+    }
 }
 
 impl DeleteOptions {
@@ -128,8 +165,10 @@ pub trait Client {
         patch: &mut dyn FnMut(&mut PodStatus),
     ) -> Result<Object, ApiError>;
 
-    /// Graceful delete: a bound pod becomes Terminating; anything else disappears at once.
-    /// Returns the object as it is after the call (`None` when it is gone).
+    /// Graceful delete: a bound pod becomes Terminating; an object with finalizers (or that the
+    /// propagation policy gives one) gets a deletionTimestamp and stays until they are removed; a
+    /// Namespace becomes Terminating; anything else disappears at once. Returns the object as it
+    /// is after the call (`None` when it is gone).
     fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError>;
 
     /// The pods/eviction subresource: deletes the pod with `opts` if its PodDisruptionBudget

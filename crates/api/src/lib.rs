@@ -24,7 +24,7 @@ pub mod object;
 pub mod suite;
 pub mod watch;
 
-pub use client::{Cache, Client, Clock, DeleteOptions};
+pub use client::{Cache, Client, Clock, DeleteOptions, PropagationPolicy};
 pub use component::Component;
 pub use error::ApiError;
 pub use informer::Informer;

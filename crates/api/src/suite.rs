@@ -14,7 +14,7 @@ use k8s_openapi::api::policy::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
-use crate::{ApiError, Client, DeleteOptions, Kind, Object, ObjectKey};
+use crate::{ApiError, Client, DeleteOptions, Kind, Object, ObjectKey, PropagationPolicy};
 
 /// Makes a fresh client over an empty cluster.
 pub type Factory<'a> = &'a dyn Fn() -> Box<dyn Client>;
@@ -76,6 +76,22 @@ pub const CASES: &[Case] = &[
     (
         "a pending pod is evicted without a budget check",
         eviction_of_a_pending_pod,
+    ),
+    (
+        "an object with a finalizer stays marked until an update removes the last one",
+        finalizers_hold_a_deleted_object,
+    ),
+    (
+        "foreground and orphan deletes add their finalizer, a background one switches it off",
+        propagation_policies,
+    ),
+    (
+        "an update may not add a finalizer to, or clear the deletionTimestamp of, a deleting object",
+        deleting_objects_take_no_new_finalizers,
+    ),
+    (
+        "a deleted Namespace is Terminating and refuses new content",
+        namespace_termination,
     ),
 ];
 
@@ -416,4 +432,163 @@ fn eviction_of_a_pending_pod(make: Factory) {
         .evict("default", "a", DeleteOptions::default())
         .unwrap_err()
         .is_not_found());
+}
+
+fn deployment(name: &str, finalizers: &[&str]) -> Object {
+    let mut m = meta(name);
+    m.finalizers =
+        (!finalizers.is_empty()).then(|| finalizers.iter().map(|f| f.to_string()).collect());
+    Object::Deployment(Arc::new(Deployment {
+        metadata: m,
+        ..Default::default()
+    }))
+}
+
+fn deployment_key(name: &str) -> ObjectKey {
+    ObjectKey::new(Kind::Deployment, "default", name)
+}
+
+fn finalizers_of(obj: &Object) -> Vec<String> {
+    obj.meta().finalizers.clone().unwrap_or_default()
+}
+
+fn with_finalizers(obj: &Object, finalizers: &[&str]) -> Object {
+    let mut obj = obj.clone();
+    obj.meta_mut().finalizers =
+        (!finalizers.is_empty()).then(|| finalizers.iter().map(|f| f.to_string()).collect());
+    obj
+}
+
+fn policy(p: PropagationPolicy) -> DeleteOptions {
+    DeleteOptions {
+        propagation_policy: Some(p),
+        ..DeleteOptions::default()
+    }
+}
+
+fn finalizers_hold_a_deleted_object(make: Factory) {
+    let mut c = make();
+    c.create(deployment("web", &["example.com/a", "example.com/b"]))
+        .unwrap();
+    let marked = c
+        .delete(&deployment_key("web"), DeleteOptions::default())
+        .unwrap()
+        .expect("an object with finalizers is not removed");
+    assert!(marked.meta().deletion_timestamp.is_some());
+    assert_eq!(marked.meta().deletion_grace_period_seconds, Some(0));
+    // Deleting it again changes nothing.
+    let again = c
+        .delete(&deployment_key("web"), DeleteOptions::default())
+        .unwrap()
+        .expect("still there");
+    assert_eq!(again.resource_version(), marked.resource_version());
+    let one_left = c
+        .update(with_finalizers(&marked, &["example.com/b"]))
+        .unwrap();
+    assert_eq!(finalizers_of(&one_left), ["example.com/b"]);
+    assert!(c.get(&deployment_key("web")).is_ok());
+    c.update(with_finalizers(&one_left, &[])).unwrap();
+    assert!(c.get(&deployment_key("web")).unwrap_err().is_not_found());
+}
+
+fn propagation_policies(make: Factory) {
+    let mut c = make();
+    c.create(deployment("web", &[])).unwrap();
+    let fg = c
+        .delete(
+            &deployment_key("web"),
+            policy(PropagationPolicy::Foreground),
+        )
+        .unwrap()
+        .expect("kept for the garbage collector");
+    assert_eq!(finalizers_of(&fg), ["foregroundDeletion"]);
+    let orphan = c
+        .delete(&deployment_key("web"), policy(PropagationPolicy::Orphan))
+        .unwrap()
+        .expect("still kept");
+    assert_eq!(finalizers_of(&orphan), ["orphan"]);
+    assert_eq!(
+        orphan.meta().deletion_timestamp,
+        fg.meta().deletion_timestamp
+    );
+    let gone = c
+        .delete(
+            &deployment_key("web"),
+            policy(PropagationPolicy::Background),
+        )
+        .unwrap();
+    assert!(gone.is_none(), "no finalizer left: removed");
+    c.create(deployment("api", &[])).unwrap();
+    let gone = c
+        .delete(
+            &deployment_key("api"),
+            policy(PropagationPolicy::Background),
+        )
+        .unwrap();
+    assert!(gone.is_none());
+}
+
+fn deleting_objects_take_no_new_finalizers(make: Factory) {
+    let mut c = make();
+    c.create(deployment("web", &["example.com/a"])).unwrap();
+    let marked = c
+        .delete(&deployment_key("web"), DeleteOptions::default())
+        .unwrap()
+        .unwrap();
+    let err = c
+        .update(with_finalizers(
+            &marked,
+            &["example.com/a", "example.com/b"],
+        ))
+        .unwrap_err();
+    assert!(
+        matches!(err, ApiError::Invalid { .. }),
+        "{err}: want Invalid"
+    );
+    assert!(
+        err.to_string().contains("no new finalizers can be added"),
+        "{err}"
+    );
+    let mut cleared = marked.clone();
+    cleared.meta_mut().deletion_timestamp = None;
+    let kept = c.update(cleared).unwrap();
+    assert_eq!(
+        kept.meta().deletion_timestamp,
+        marked.meta().deletion_timestamp
+    );
+}
+
+fn namespace_termination(make: Factory) {
+    let mut c = make();
+    let mut p = pod("a", Some("n1"));
+    p.meta_mut().namespace = Some("team".into());
+    c.create(p).unwrap();
+    let ns = ObjectKey::new(Kind::Namespace, "", "team");
+    let terminating = c
+        .delete(&ns, DeleteOptions::default())
+        .unwrap()
+        .expect("a namespace waits for its contents");
+    assert!(terminating.meta().deletion_timestamp.is_some());
+    let Object::Namespace(n) = &terminating else {
+        panic!("not a namespace")
+    };
+    let phase = n.status.as_ref().and_then(|s| s.phase.as_deref());
+    assert_eq!(phase, Some("Terminating"));
+    let spec_finalizers = n.spec.as_ref().and_then(|s| s.finalizers.clone());
+    assert_eq!(spec_finalizers, Some(vec!["kubernetes".to_string()]));
+    let mut late = pod("b", None);
+    late.meta_mut().namespace = Some("team".into());
+    let err = c.create(late).unwrap_err();
+    assert!(matches!(err, ApiError::Forbidden { .. }), "{err}");
+    assert!(
+        err.to_string().contains(
+            "unable to create new content in namespace team because it is being terminated"
+        ),
+        "{err}"
+    );
+    // What the namespace controller does at the end: the namespace goes with its finalizer.
+    let mut finalized = k8s_openapi::api::core::v1::Namespace::clone(n);
+    finalized.spec.as_mut().unwrap().finalizers = Some(vec![]);
+    c.update(Object::Namespace(Arc::new(finalized))).unwrap();
+    assert!(c.get(&ns).unwrap_err().is_not_found());
 }

@@ -1,26 +1,34 @@
 //! The namespace controller (upstream `pkg/controller/namespace`): deletes the contents of a
-//! namespace that is being deleted.
+//! namespace that is being deleted, then lets the namespace go.
 //!
-//! Upstream, deleting a Namespace only sets its `deletionTimestamp` and phase `Terminating`;
-//! the namespace controller deletes every namespaced object in it, resource by resource, waits
-//! until they are gone (pods terminate gracefully), then removes the `kubernetes` finalizer
-//! from `spec.finalizers`, and the API server deletes the Namespace.
+//! Deleting a Namespace only sets its `deletionTimestamp` and phase `Terminating` (and the
+//! `kubernetes` finalizer in `spec.finalizers`; the registry's deletion rules). For a namespace
+//! with a `deletionTimestamp` the controller, as upstream's `namespacedResourcesDeleter`, reads
+//! it with an uncached GET, sets phase `Terminating` if it is not, and, while the `kubernetes`
+//! finalizer is there, deletes every namespaced object in it: every Deployment, ReplicaSet,
+//! PodDisruptionBudget, Pod and Lease, in that order (the order of `Kind::ALL`; upstream's is
+//! discovery order), each with a background delete (pods gracefully; an object already being
+//! deleted is left alone and counted as remaining). While something remains it waits (synced
+//! again when something in the namespace is deleted; upstream requeues after an estimate);
+//! then it removes the `kubernetes` finalizer (upstream writes the `finalize` subresource,
+//! kubeplane updates the Namespace) and the registry removes the Namespace.
 //!
-//! kubeplane's store has no finalizers: deleting a Namespace removes it at once. So this
-//! controller deletes the contents *after* the Namespace is gone, when it sees the Deleted
-//! event: every Deployment, ReplicaSet, PodDisruptionBudget, Pod and Lease in it, in that
-//! order (the order of `Kind::ALL`; upstream's is discovery order), each with a plain delete
-//! (pods gracefully; a pod already terminating is left alone). A Namespace that arrives with a
-//! `deletionTimestamp` (an `apply` of one) is handled the upstream way: its contents are
-//! deleted, and once none is left the Namespace itself is deleted (what removing the last
-//! finalizer does). Not modelled: the `Terminating` phase and the status conditions
-//! (`NamespaceDeletionContentFailure`, ...), and NamespaceLifecycle admission, which rejects
-//! creations in a terminating namespace (kubeplane creates a missing namespace implicitly).
+//! kubeplane's own cases: a Namespace that arrives with a `deletionTimestamp` and no
+//! finalizer at all (an `apply` of one; upstream clears it on create) goes at the controller's
+//! first write (the phase: an update that leaves a deleting object without finalizers removes
+//! it), and the contents of a namespace that is gone are deleted after it, as they were before
+//! kubeplane modelled termination. Not modelled: the status conditions
+//! (`NamespaceDeletionContentFailure`, `NamespaceContentRemaining`, ...).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
-use kubeplane_api::WatchEvent;
+use k8s_openapi::api::core::v1::Namespace;
 use kubeplane_api::{Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey};
+use kubeplane_api::{PropagationPolicy, WatchEvent};
+
+/// The namespace controller's finalizer (upstream `v1.FinalizerKubernetes`).
+const FINALIZER_KUBERNETES: &str = "kubernetes";
 use kubeplane_core::SimTime;
 
 /// The namespace controller.
@@ -59,6 +67,7 @@ impl NamespaceController {
                 }
                 let opts = DeleteOptions {
                     precondition_uid: Some(uid),
+                    propagation_policy: Some(PropagationPolicy::Background),
                     ..DeleteOptions::default()
                 };
                 if let Ok(remaining) = client.delete(&key, opts) {
@@ -70,27 +79,91 @@ impl NamespaceController {
         left
     }
 
-    /// Syncs one namespace: deletes its contents and, when it still exists with a
-    /// `deletionTimestamp` and nothing is left in it, the namespace itself.
+    /// Syncs one namespace (upstream `namespacedResourcesDeleter.Delete`).
     fn sync(&mut self, ns: &str, client: &mut dyn Client) {
-        let left = self.delete_all_content(ns, client);
-        let Some(obj) = client.cache().get(Kind::Namespace, "", ns) else {
-            self.terminating.remove(ns);
-            return;
+        let key = ObjectKey::new(Kind::Namespace, "", ns);
+        let namespace = match client.get(&key) {
+            Ok(obj) => obj,
+            Err(_) => {
+                // Gone: its contents go too (kubeplane's; see the module doc).
+                self.delete_all_content(ns, client);
+                self.terminating.remove(ns);
+                return;
+            }
         };
-        if obj.meta().deletion_timestamp.is_none() {
+        if namespace.meta().deletion_timestamp.is_none() {
             self.terminating.remove(ns);
             return;
         }
-        if left > 0 {
+        let Some(namespace) = set_terminating(namespace, client) else {
+            return;
+        };
+        let has_finalizer = spec_finalizers(&namespace)
+            .iter()
+            .any(|f| f == FINALIZER_KUBERNETES);
+        let no_finalizers = spec_finalizers(&namespace).is_empty()
+            && namespace
+                .meta()
+                .finalizers
+                .as_ref()
+                .is_none_or(|f| f.is_empty());
+        if !has_finalizer && !no_finalizers {
+            // Finalized by us already; other parties' finalizers are theirs to remove.
+            self.terminating.remove(ns);
+            return;
+        }
+        if self.delete_all_content(ns, client) > 0 {
             self.terminating.insert(ns.to_string());
             return;
         }
         self.terminating.remove(ns);
-        let opts = DeleteOptions::exactly(obj);
-        let key = obj.key();
-        let _ = client.delete(&key, opts);
+        if has_finalizer {
+            finalize(namespace, client);
+        } else {
+            let _ = client.delete(&key, DeleteOptions::exactly(&namespace));
+        }
     }
+}
+
+/// A Namespace's `spec.finalizers`.
+fn spec_finalizers(obj: &Object) -> &[String] {
+    let Object::Namespace(n) = obj else {
+        return &[];
+    };
+    n.spec
+        .as_ref()
+        .and_then(|s| s.finalizers.as_deref())
+        .unwrap_or(&[])
+}
+
+/// Sets a deleting namespace's phase to Terminating if it is not (upstream
+/// `updateNamespaceStatusFunc`); returns the namespace as it is now, `None` when the write
+/// failed (retried at the next sync).
+fn set_terminating(namespace: Object, client: &mut dyn Client) -> Option<Object> {
+    let Object::Namespace(n) = &namespace else {
+        return None;
+    };
+    let phase = n.status.as_ref().and_then(|s| s.phase.as_deref());
+    if phase == Some("Terminating") {
+        return Some(namespace);
+    }
+    let mut n = Namespace::clone(n);
+    n.status.get_or_insert_with(Default::default).phase = Some("Terminating".into());
+    client.update_status(Object::Namespace(Arc::new(n))).ok()
+}
+
+/// Removes the `kubernetes` finalizer from `spec.finalizers` (upstream `finalizeNamespace`);
+/// the registry removes the Namespace when nothing else holds it.
+fn finalize(namespace: Object, client: &mut dyn Client) {
+    let Object::Namespace(n) = &namespace else {
+        return;
+    };
+    let mut n = Namespace::clone(n);
+    if let Some(f) = n.spec.as_mut().and_then(|s| s.finalizers.as_mut()) {
+        f.retain(|x| x != FINALIZER_KUBERNETES);
+    }
+    // A conflict is retried at the next sync (a change of the namespace queues it).
+    let _ = client.update(Object::Namespace(Arc::new(n)));
 }
 
 impl Component for NamespaceController {
@@ -173,14 +246,23 @@ mod tests {
         tc.create(Object::ReplicaSet(Arc::new(rs))).unwrap();
     }
 
+    fn phase(tc: &TestClient, ns: &str) -> Option<String> {
+        let Some(Object::Namespace(n)) = tc.store.get(Kind::Namespace, "", ns) else {
+            return None;
+        };
+        n.status.as_ref().and_then(|s| s.phase.clone())
+    }
+
     #[test]
-    fn deleting_a_namespace_deletes_what_is_in_it() {
+    fn a_deleted_namespace_is_terminating_until_its_contents_are_gone() {
         let mut tc = TestClient::new(1);
         let mut c = NamespaceController::new();
         setup(&mut tc);
         tc.settle(&mut [&mut c]);
         let key = ObjectKey::new(Kind::Namespace, "", "team");
-        tc.delete(&key, DeleteOptions::default()).unwrap();
+        let after = tc.delete(&key, DeleteOptions::default()).unwrap();
+        assert!(after.is_some(), "the namespace stays");
+        assert_eq!(phase(&tc, "team").as_deref(), Some("Terminating"));
         tc.settle(&mut [&mut c]);
         assert!(tc.store.get(Kind::ReplicaSet, "team", "web").is_none());
         assert!(tc.store.get_pod("team", "p1").is_none());
@@ -188,12 +270,60 @@ mod tests {
         assert!(p2.metadata.deletion_timestamp.is_some());
         assert!(tc.store.get_pod("other", "p3").is_some());
         assert_eq!(c.deletions, 3);
+        // The bound pod is still terminating: the namespace waits for it, and nothing new
+        // may be created in it.
+        assert!(tc.store.get(Kind::Namespace, "", "team").is_some());
+        let err = tc.create(pod("team", "late", None)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "pods \"late\" is forbidden: unable to create new content in namespace team because \
+             it is being terminated"
+        );
+        // A second delete changes nothing.
+        let again = tc.delete(&key, DeleteOptions::default()).unwrap().unwrap();
+        assert_eq!(spec_finalizers(&again), ["kubernetes"]);
+        // The kubelet removes the pod: the finalizer goes, and the namespace with it.
+        let p2 = ObjectKey::new(Kind::Pod, "team", "p2");
+        tc.delete(&p2, DeleteOptions::now()).unwrap();
+        tc.settle(&mut [&mut c]);
+        assert!(tc.store.get(Kind::Namespace, "", "team").is_none());
         assert!(c.terminating.is_empty());
         assert_eq!(c.next_wakeup(), None);
+        // Creating in it again brings it back (kubeplane's implicit namespaces).
+        tc.create(pod("team", "new", None)).unwrap();
+        assert_eq!(phase(&tc, "team"), None);
     }
 
     #[test]
-    fn a_namespace_with_a_deletion_timestamp_goes_once_it_is_empty() {
+    fn a_namespace_with_another_finalizer_waits_for_it() {
+        let mut tc = TestClient::new(1);
+        let mut c = NamespaceController::new();
+        setup(&mut tc);
+        let mut ns = tc.store.get(Kind::Namespace, "", "team").unwrap().clone();
+        ns.meta_mut().finalizers = Some(vec!["example.com/keep".into()]);
+        tc.update(ns).unwrap();
+        tc.settle(&mut [&mut c]);
+        let key = ObjectKey::new(Kind::Namespace, "", "team");
+        tc.delete(&key, DeleteOptions::default()).unwrap();
+        tc.delete(
+            &ObjectKey::new(Kind::Pod, "team", "p2"),
+            DeleteOptions::now(),
+        )
+        .unwrap();
+        tc.settle(&mut [&mut c]);
+        let ns = tc.store.get(Kind::Namespace, "", "team").expect("held");
+        assert!(spec_finalizers(ns).is_empty(), "ours is removed");
+        assert_eq!(tc.store.list_namespace(Kind::Pod, "team").count(), 0);
+        // The other party removes theirs: the namespace goes.
+        let mut ns = ns.clone();
+        ns.meta_mut().finalizers = None;
+        tc.update(ns).unwrap();
+        assert!(tc.store.get(Kind::Namespace, "", "team").is_none());
+    }
+
+    #[test]
+    fn a_namespace_applied_with_a_deletion_timestamp_and_no_finalizer_goes_and_its_contents_after_it(
+    ) {
         let mut tc = TestClient::new(1);
         let mut c = NamespaceController::new();
         setup(&mut tc);
@@ -208,14 +338,14 @@ mod tests {
         tc.update(Object::Namespace(Arc::new(Namespace::clone(n))))
             .unwrap();
         tc.settle(&mut [&mut c]);
-        // The bound pod is still terminating: the namespace waits for it.
-        assert!(tc.store.get(Kind::Namespace, "", "team").is_some());
-        assert!(c.terminating.contains("team"));
-        // The kubelet removes it.
-        let key = ObjectKey::new(Kind::Pod, "team", "p2");
-        tc.delete(&key, DeleteOptions::now()).unwrap();
-        tc.settle(&mut [&mut c]);
+        // Writing its phase was an update of a deleting object without finalizers: it went
+        // (upstream's ShouldDeleteDuringUpdate), and its contents after it.
         assert!(tc.store.get(Kind::Namespace, "", "team").is_none());
+        assert!(tc.store.get_pod("team", "p1").is_none());
+        assert!(tc.store.get(Kind::ReplicaSet, "team", "web").is_none());
+        let p2 = tc.store.get_pod("team", "p2").expect("bound: terminating");
+        assert!(p2.metadata.deletion_timestamp.is_some());
         assert!(c.terminating.is_empty());
+        assert_eq!(c.next_wakeup(), None);
     }
 }

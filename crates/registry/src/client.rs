@@ -25,6 +25,29 @@ pub struct ApiClient<'a> {
     pub admission: bool,
 }
 
+impl ApiClient<'_> {
+    /// The deletion rules of an update (`deletion::check_update`), and upstream's
+    /// `ShouldDeleteDuringUpdate`: an update that leaves an object being deleted without
+    /// finalizers removes it instead of writing it. Returns the removed object then (the
+    /// watch shows a Deleted event), `None` when the update is to be written.
+    fn update_deletes(&mut self, obj: &Object) -> Result<Option<Object>, ApiError> {
+        let key = obj.key();
+        let Some(old) = self.store.get_key(&key) else {
+            return Ok(None);
+        };
+        let given_rv = obj.resource_version();
+        let stale = !given_rv.is_empty() && given_rv != old.resource_version();
+        if stale || (!obj.uid().is_empty() && obj.uid() != old.uid()) {
+            return Err(ApiError::Conflict { key });
+        }
+        crate::deletion::check_update(old, obj)?;
+        if crate::deletion::should_delete_during_update(old, obj) {
+            return self.store.remove(&key).map(Some);
+        }
+        Ok(None)
+    }
+}
+
 impl Client for ApiClient<'_> {
     fn cache(&self) -> &dyn Cache {
         self.store
@@ -42,6 +65,7 @@ impl Client for ApiClient<'_> {
     }
 
     fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
+        crate::admission::namespace_lifecycle::check_create(&obj, self.store)?;
         let obj = if self.admission {
             crate::admission::admit_create(obj, self.store)?
         } else {
@@ -51,11 +75,17 @@ impl Client for ApiClient<'_> {
     }
 
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.store.update(obj, self.now)
+        match self.update_deletes(&obj)? {
+            Some(removed) => Ok(removed),
+            None => self.store.update(obj, self.now),
+        }
     }
 
     fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.store.update_status(obj, self.now)
+        match self.update_deletes(&obj)? {
+            Some(removed) => Ok(removed),
+            None => self.store.update_status(obj, self.now),
+        }
     }
 
     fn patch_pod_status(
@@ -81,7 +111,10 @@ impl Client for ApiClient<'_> {
     }
 
     fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
-        self.store.delete(key, &opts, self.now)
+        if key.kind == Kind::Namespace && self.admission {
+            crate::admission::namespace_lifecycle::check_delete(key)?;
+        }
+        crate::deletion::delete_in_store(self.store, key, &opts, self.now)
     }
 
     fn evict(&mut self, namespace: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError> {

@@ -55,7 +55,7 @@ pub fn evict(
         } else {
             with_resource_version(opts, &pod)
         };
-        return store.delete(&key, &opts, now).map(|_| ());
+        return crate::deletion::delete_in_store(store, &key, &opts, now).map(|_| ());
     }
     let pdbs = budgets_of(store, &pod);
     let opts = match pdbs.as_slice() {
@@ -74,7 +74,7 @@ pub fn evict(
             })
         }
     };
-    store.delete(&key, &opts, now).map(|_| ())
+    crate::deletion::delete_in_store(store, &key, &opts, now).map(|_| ())
 }
 
 fn with_resource_version(mut opts: DeleteOptions, pod: &Pod) -> DeleteOptions {

@@ -12,6 +12,7 @@
 
 pub mod admission;
 pub mod client;
+pub mod deletion;
 pub mod eviction;
 pub mod testing;
 

@@ -545,15 +545,18 @@ impl Simulation {
             StepAction::Delete {
                 key,
                 grace_period_secs,
+                propagation_policy,
             } => {
                 if self.store.get_key(key).is_none() {
                     return Err(format!("{key} not found"));
                 }
                 let opts = DeleteOptions {
                     grace_period_secs: *grace_period_secs,
+                    propagation_policy: *propagation_policy,
                     ..DeleteOptions::default()
                 };
-                // The garbage collector deletes the dependents once it sees the owner gone.
+                // The garbage collector deletes the dependents once it sees the owner gone
+                // (background), or before it goes (foreground), or orphans them.
                 self.with_client(|c| c.delete(key, opts))
                     .map(|_| ())
                     .map_err(|e| e.to_string())

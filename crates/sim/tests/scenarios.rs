@@ -486,3 +486,149 @@ fn an_evict_recreate_livelock_whose_pods_linger_terminating_still_ends_as_a_live
         "{message}"
     );
 }
+
+#[test]
+fn a_foreground_delete_keeps_the_deployment_until_its_replicaset_and_pods_are_gone_and_an_orphan_delete_keeps_them(
+) {
+    use kubeplane_store::{Kind, Object};
+    let file = read("crates/sim/tests/scenarios/foreground-and-orphan-deletion.yaml");
+    let input = parse_files(&[file]).unwrap();
+    let mut sim = Simulation::new(input, &RunOptions::default()).unwrap();
+    let rs = |store: &kubeplane_store::Store, app: &str| -> Option<Object> {
+        store
+            .list(Kind::ReplicaSet)
+            .find(|o| o.name().starts_with(app))
+            .cloned()
+    };
+    let mut web_deleted_at = None;
+    let mut rs_gone_at = None;
+    sim.run_observed(&mut |store, now, _| {
+        let deployment = store.get(Kind::Deployment, "default", "web");
+        let replica_set = rs(store, "web-");
+        if let Some(d) = deployment {
+            if d.meta().deletion_timestamp.is_some() {
+                web_deleted_at.get_or_insert(now);
+                assert_eq!(
+                    d.meta().finalizers.as_deref(),
+                    Some(&["foregroundDeletion".to_string()][..])
+                );
+            }
+        }
+        if web_deleted_at.is_some() && replica_set.is_none() && rs_gone_at.is_none() {
+            rs_gone_at = Some(now);
+        }
+        // The Deployment outlives its ReplicaSet and pods.
+        if replica_set.is_some()
+            || store
+                .pods()
+                .any(|p| p.metadata.name.as_deref().unwrap_or("").starts_with("web-"))
+        {
+            assert!(
+                deployment.is_some(),
+                "web went before its dependents at {now:?}"
+            );
+        }
+    })
+    .unwrap();
+    assert_eq!(sim.n_failed, 0);
+    let deleted = web_deleted_at.expect("web was deleted in the foreground");
+    let gone = rs_gone_at.expect("its ReplicaSet went");
+    assert!(
+        gone.0 - deleted.0 >= 5_000_000_000,
+        "the pods' 5 s grace period was waited for"
+    );
+    let store = &sim.store;
+    assert!(store.get(Kind::Deployment, "default", "web").is_none());
+    assert!(store.get(Kind::Deployment, "default", "api").is_none());
+    let api = rs(store, "api-").expect("orphaned, kept");
+    assert_eq!(api.meta().owner_references, None);
+    assert_eq!(
+        store
+            .pods()
+            .filter(|p| p.metadata.name.as_deref().unwrap_or("").starts_with("api-"))
+            .count(),
+        2
+    );
+}
+
+/// A namespace with a Deployment and a pod that terminates for 5 s, deleted at 10 s; a pod
+/// applied in it at 12 s.
+const NAMESPACE_TERMINATION: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status:
+  allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True"}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: team}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers: [{name: c, image: nginx}]
+---
+apiVersion: kubeplane.io/v1alpha1
+kind: Scenario
+metadata: {name: namespace-termination}
+spec:
+  duration: 30s
+  steps:
+  - at: 10s
+    delete: {kind: Namespace, name: team}
+  - at: 12s
+    apply: {apiVersion: v1, kind: Pod, metadata: {name: late, namespace: team}, spec: {containers: [{name: c, image: nginx}]}}
+  - at: 12s
+    expect:
+    - pods: {namespace: team}
+      count: 2
+  - at: 16s
+    expect:
+    - pods: {namespace: team}
+      count: 0
+"#;
+
+#[test]
+fn a_deleted_namespace_is_terminating_until_its_pods_are_gone_and_refuses_new_ones() {
+    use kubeplane_store::{Kind, Object};
+    let input = parse_files(&[("ns.yaml".into(), NAMESPACE_TERMINATION.into())]).unwrap();
+    let mut sim = Simulation::new(input, &RunOptions::default()).unwrap();
+    let mut terminating = Vec::new();
+    sim.run_observed(&mut |store, now, _| {
+        if let Some(Object::Namespace(n)) = store.get(Kind::Namespace, "", "team") {
+            let phase = n.status.as_ref().and_then(|s| s.phase.clone());
+            if phase.as_deref() == Some("Terminating") {
+                terminating.push(now.0 / 1_000_000_000);
+            }
+        }
+    })
+    .unwrap();
+    let out: Vec<String> = sim
+        .take_records()
+        .iter()
+        .map(|r| r.to_json().to_string())
+        .collect();
+    assert_eq!(sim.n_failed, 0, "{out:#?}");
+    // Terminating from the delete until the pods' grace period is over, then gone.
+    assert_eq!(terminating.first(), Some(&10));
+    assert!(
+        terminating.iter().all(|t| (10..=15).contains(t)),
+        "{terminating:?}"
+    );
+    assert!(sim.store.get(Kind::Namespace, "", "team").is_none());
+    let refused = out
+        .iter()
+        .find(|r| r.contains("late"))
+        .expect("the late pod's step failed");
+    assert!(
+        refused.contains(
+            "unable to create new content in namespace team because it is being terminated"
+        ),
+        "{refused}"
+    );
+}

@@ -369,7 +369,11 @@ impl Store {
             meta.creation_timestamp
                 .clone_from(&old_meta.creation_timestamp);
         }
-        if meta.deletion_timestamp.is_none() {
+        // An update can never clear or move a deletionTimestamp (upstream `BeforeUpdate`); only
+        // the registry's own writes (`Whole`) do.
+        let keep_deletion = meta.deletion_timestamp.is_none()
+            || (part != Subresource::Whole && old_meta.deletion_timestamp.is_some());
+        if keep_deletion {
             meta.deletion_timestamp
                 .clone_from(&old_meta.deletion_timestamp);
             meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds;
@@ -448,6 +452,25 @@ impl Store {
         let rv = self.next_rv();
         self.push(EventType::Deleted, old.clone(), Some(old), rv);
         Ok(None)
+    }
+
+    /// Removes an object whatever its state (the last step of every deletion; the registry's
+    /// rules, `kubeplane_registry::deletion`, decide when). The Deleted event carries the last
+    /// stored state.
+    pub fn remove(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
+        let Some(old) = self.buckets[idx(key.kind)].remove(&key.namespace, &key.name) else {
+            return Err(ApiError::NotFound { key: key.clone() });
+        };
+        let rv = self.next_rv();
+        self.push(EventType::Deleted, old.clone(), Some(old.clone()), rv);
+        Ok(old)
+    }
+
+    /// Replaces the whole object, spec, status and metadata (the registry's own writes, such as
+    /// marking an object as being deleted). A non-empty resourceVersion on `obj` must equal the
+    /// stored one.
+    pub fn write(&mut self, obj: Object, now: SimTime) -> Result<Object, ApiError> {
+        self.replace(obj, Subresource::Whole, now)
     }
 
     /// The pods/binding subresource: binds an unbound pod to a node and sets its PodScheduled

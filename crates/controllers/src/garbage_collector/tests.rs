@@ -7,7 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kubeplane_api::{Client, DeleteOptions, EventType, Kind, Object, ObjectKey};
+use kubeplane_api::{Client, DeleteOptions, EventType, Kind, Object, ObjectKey, PropagationPolicy};
 use kubeplane_registry::testing::TestClient;
 
 use super::*;
@@ -217,4 +217,175 @@ fn observing_a_change_without_new_references_queues_nothing() {
     assert_eq!(events[0].type_, EventType::Modified);
     gc.observe(&events[0], tc.now);
     assert_eq!(gc.next_wakeup(), None);
+}
+
+fn delete_with(tc: &mut TestClient, kind: Kind, name: &str, policy: PropagationPolicy) {
+    let key = ObjectKey::new(kind, "default", name);
+    let opts = DeleteOptions {
+        propagation_policy: Some(policy),
+        ..DeleteOptions::default()
+    };
+    tc.delete(&key, opts).unwrap();
+}
+
+/// A Deployment `web` (d1) with ReplicaSet `web-a` (rs-a) and pods p1 (bound, so it
+/// terminates gracefully) and p2, the references blocking their owners' deletion as the
+/// controllers set them.
+fn blocking_tree(tc: &mut TestClient) {
+    let mut block = |obj: Object| {
+        let mut obj = obj;
+        for r in obj.meta_mut().owner_references.iter_mut().flatten() {
+            r.block_owner_deletion = Some(true);
+        }
+        tc.create(obj).unwrap();
+    };
+    block(deployment("web", "d1"));
+    block(replicaset("web-a", "rs-a", Some(("web", "d1"))));
+    block(pod("p1", Some("n1"), &[rs_owner("web-a", "rs-a")]));
+    block(pod("p2", None, &[rs_owner("web-a", "rs-a")]));
+}
+
+fn finalizers(tc: &TestClient, kind: Kind, name: &str) -> Vec<String> {
+    let obj = tc.store.get(kind, "default", name).unwrap();
+    obj.meta().finalizers.clone().unwrap_or_default()
+}
+
+#[test]
+fn a_foreground_delete_keeps_the_owner_until_its_blocking_dependents_are_gone() {
+    let mut tc = TestClient::new(1);
+    let mut gc = GarbageCollector::new();
+    blocking_tree(&mut tc);
+    tc.settle(&mut [&mut gc]);
+    delete_with(
+        &mut tc,
+        Kind::Deployment,
+        "web",
+        PropagationPolicy::Foreground,
+    );
+    tc.settle(&mut [&mut gc]);
+    // The ReplicaSet is deleted in the foreground in turn (it has dependents); the unbound pod
+    // is gone, the bound one terminating: both owners wait.
+    assert_eq!(
+        finalizers(&tc, Kind::Deployment, "web"),
+        ["foregroundDeletion"]
+    );
+    assert_eq!(
+        finalizers(&tc, Kind::ReplicaSet, "web-a"),
+        ["foregroundDeletion"]
+    );
+    assert!(!exists(&tc, Kind::Pod, "p2"));
+    let p1 = tc.store.get_pod("default", "p1").unwrap();
+    assert!(p1.metadata.deletion_timestamp.is_some());
+    // The kubelet removes the pod: the ReplicaSet's finalizer goes, then the Deployment's.
+    tc.delete(
+        &ObjectKey::new(Kind::Pod, "default", "p1"),
+        DeleteOptions::now(),
+    )
+    .unwrap();
+    tc.settle(&mut [&mut gc]);
+    assert!(!exists(&tc, Kind::ReplicaSet, "web-a"));
+    assert!(!exists(&tc, Kind::Deployment, "web"));
+    assert_eq!(gc.next_wakeup(), None);
+    assert!(gc.deleting_dependents.is_empty());
+}
+
+#[test]
+fn a_dependent_that_stops_blocking_releases_its_waiting_owner() {
+    let mut tc = TestClient::new(1);
+    let mut gc = GarbageCollector::new();
+    blocking_tree(&mut tc);
+    // Another party's finalizer keeps the ReplicaSet Terminating for ever.
+    let mut rs = tc
+        .store
+        .get(Kind::ReplicaSet, "default", "web-a")
+        .unwrap()
+        .clone();
+    rs.meta_mut().finalizers = Some(vec!["example.com/keep".into()]);
+    tc.update(rs).unwrap();
+    tc.settle(&mut [&mut gc]);
+    delete_with(
+        &mut tc,
+        Kind::Deployment,
+        "web",
+        PropagationPolicy::Foreground,
+    );
+    tc.delete(
+        &ObjectKey::new(Kind::Pod, "default", "p1"),
+        DeleteOptions::now(),
+    )
+    .unwrap();
+    tc.settle(&mut [&mut gc]);
+    assert!(
+        exists(&tc, Kind::Deployment, "web"),
+        "blocked by the ReplicaSet"
+    );
+    assert_eq!(
+        finalizers(&tc, Kind::ReplicaSet, "web-a"),
+        ["example.com/keep"]
+    );
+    // The ReplicaSet's reference stops blocking: the Deployment goes.
+    let mut rs = tc
+        .store
+        .get(Kind::ReplicaSet, "default", "web-a")
+        .unwrap()
+        .clone();
+    for r in rs.meta_mut().owner_references.iter_mut().flatten() {
+        r.block_owner_deletion = Some(false);
+    }
+    tc.update(rs).unwrap();
+    tc.settle(&mut [&mut gc]);
+    assert!(!exists(&tc, Kind::Deployment, "web"));
+    assert!(
+        exists(&tc, Kind::ReplicaSet, "web-a"),
+        "its own finalizer is not ours"
+    );
+}
+
+#[test]
+fn an_orphan_delete_removes_the_references_and_keeps_the_dependents() {
+    let mut tc = TestClient::new(1);
+    let mut gc = GarbageCollector::new();
+    blocking_tree(&mut tc);
+    tc.create(replicaset("web-b", "rs-b", Some(("web", "d1"))))
+        .unwrap();
+    tc.settle(&mut [&mut gc]);
+    delete_with(&mut tc, Kind::Deployment, "web", PropagationPolicy::Orphan);
+    assert_eq!(finalizers(&tc, Kind::Deployment, "web"), ["orphan"]);
+    tc.settle(&mut [&mut gc]);
+    assert!(!exists(&tc, Kind::Deployment, "web"));
+    for rs in ["web-a", "web-b"] {
+        let obj = tc.store.get(Kind::ReplicaSet, "default", rs).unwrap();
+        assert_eq!(obj.meta().owner_references, None, "{rs}");
+    }
+    // The pods keep their ReplicaSet.
+    for p in ["p1", "p2"] {
+        let pod = tc.store.get_pod("default", p).unwrap();
+        assert_eq!(
+            pod.metadata.owner_references.as_ref().unwrap()[0].uid,
+            "rs-a"
+        );
+    }
+    assert_eq!(gc.deletions, 0);
+}
+
+#[test]
+fn an_object_with_another_partys_finalizer_stays_terminating() {
+    let mut tc = TestClient::new(1);
+    let mut gc = GarbageCollector::new();
+    let mut d = deployment("web", "d1");
+    d.meta_mut().finalizers = Some(vec!["example.com/keep".into()]);
+    tc.create(d).unwrap();
+    tc.create(replicaset("web-a", "rs-a", Some(("web", "d1"))))
+        .unwrap();
+    tc.settle(&mut [&mut gc]);
+    delete(&mut tc, Kind::Deployment, "web");
+    tc.settle(&mut [&mut gc]);
+    let d = tc.store.get(Kind::Deployment, "default", "web").unwrap();
+    assert!(d.meta().deletion_timestamp.is_some());
+    assert_eq!(
+        finalizers(&tc, Kind::Deployment, "web"),
+        ["example.com/keep"]
+    );
+    // Background: the owner still exists, so its dependent is kept.
+    assert!(exists(&tc, Kind::ReplicaSet, "web-a"));
 }

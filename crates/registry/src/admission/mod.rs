@@ -2,6 +2,7 @@
 //! kube-apiserver enables by default that matter to scheduling, and the pod strategy's defaults.
 
 pub mod default_toleration_seconds;
+pub mod namespace_lifecycle;
 pub mod priority;
 
 use std::sync::Arc;

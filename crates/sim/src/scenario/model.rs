@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::Taint;
+use kubeplane_api::PropagationPolicy;
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::labels::Selector;
 use kubeplane_core::time::SimDuration;
@@ -168,6 +169,8 @@ pub enum StepAction {
     Delete {
         key: ObjectKey,
         grace_period_secs: Option<i64>,
+        /// `propagationPolicy` (`kubectl delete --cascade=...`); `None`: the object's default.
+        propagation_policy: Option<PropagationPolicy>,
     },
     /// Add a taint, replacing one with the same key and effect.
     Taint {

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use k8s_openapi::api::core::v1::Taint;
+use kubeplane_api::PropagationPolicy;
 use kubeplane_core::duration::parse_duration;
 use kubeplane_core::labels::{is_qualified_name, parse as parse_selector};
 use kubeplane_core::time::SimDuration;
@@ -636,6 +637,8 @@ struct DeleteRaw {
     namespace: Option<String>,
     #[serde(default)]
     grace_period_seconds: Option<i64>,
+    #[serde(default)]
+    propagation_policy: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -1039,9 +1042,22 @@ fn step_actions(raw: StepRaw, path: &str) -> Result<Vec<StepAction>, FieldError>
                 format!("Invalid value: {g}: must be greater than or equal to 0"),
             ));
         }
+        let propagation_policy = match d.propagation_policy.as_deref() {
+            None => None,
+            Some(policy) => Some(PropagationPolicy::parse(policy).ok_or_else(|| {
+                FieldError::at(
+                    join(&p, "propagationPolicy"),
+                    format!(
+                        "Unsupported value: {policy:?}: supported values: \"Foreground\", \
+                         \"Background\", \"Orphan\""
+                    ),
+                )
+            })?),
+        };
         return one(StepAction::Delete {
             key,
             grace_period_secs: d.grace_period_seconds,
+            propagation_policy,
         });
     }
     if let Some(t) = raw.taint {

@@ -471,7 +471,7 @@ spec:
   steps:
   - {at: 1s, apply: {apiVersion: v1, kind: Node, metadata: {name: n3}}}
   - {at: 2s, delete: {kind: Pod, name: p1, gracePeriodSeconds: 0}}
-  - {at: 3s, delete: {kind: node, name: n1, namespace: ignored}}
+  - {at: 3s, delete: {kind: node, name: n1, namespace: ignored, propagationPolicy: Orphan}}
   - {at: 4s, untaint: {node: n1, key: k}}
   - {at: 5s, uncordon: {node: n1}}
   - {at: 6s, scale: {kind: Deployment, name: web, namespace: prod, replicas: 3}}
@@ -524,11 +524,11 @@ spec:
     let steps = &input.scenario.steps;
     assert!(matches!(
         &steps[1].action,
-        StepAction::Delete { key, grace_period_secs: Some(0) } if *key == ObjectKey::new(Kind::Pod, "default", "p1")
+        StepAction::Delete { key, grace_period_secs: Some(0), propagation_policy: None } if *key == ObjectKey::new(Kind::Pod, "default", "p1")
     ));
     assert!(matches!(
         &steps[2].action,
-        StepAction::Delete { key, grace_period_secs: None } if *key == ObjectKey::new(Kind::Node, "", "n1")
+        StepAction::Delete { key, grace_period_secs: None, propagation_policy: Some(kubeplane_api::PropagationPolicy::Orphan) } if *key == ObjectKey::new(Kind::Node, "", "n1")
     ));
     assert!(matches!(
         &steps[5].action,
@@ -886,6 +886,11 @@ const CASES: &[Case] = &[
         name: "a node condition status is True, False or Unknown",
         input: "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec:\n  steps:\n  - at: 1s\n    nodeCondition: {node: n1, type: Ready, status: 'yes'}\n",
         expect: &["spec.steps[0].nodeCondition.status", "Unsupported value: \"yes\""],
+    },
+    Case {
+        name: "a propagation policy is one of upstream's, spelt as upstream does",
+        input: "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec:\n  steps:\n  - at: 1s\n    delete: {kind: Deployment, name: web, propagationPolicy: foreground}\n",
+        expect: &["spec.steps[0].delete.propagationPolicy", "Unsupported value: \"foreground\": supported values: \"Foreground\", \"Background\", \"Orphan\""],
     },
 ];
 

@@ -1,0 +1,127 @@
+//! The NamespaceLifecycle admission plugin (upstream
+//! `plugin/pkg/admission/namespace/lifecycle`): nothing new in a namespace that is being
+//! terminated, and the namespaces the cluster needs may not be deleted.
+//!
+//! Upstream also refuses creates in a namespace that does not exist; kubeplane creates such a
+//! namespace implicitly (`Store::create`), as scenarios rely on.
+
+use kubeplane_api::{ApiError, Cache, Kind, Object, ObjectKey};
+
+/// The namespaces that may not be deleted (upstream's immortal namespaces).
+pub const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// The resource name of a kind in upstream's error messages (`pods`, `deployments.apps`).
+fn resource(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Namespace => "namespaces",
+        Kind::Node => "nodes",
+        Kind::PriorityClass => "priorityclasses.scheduling.k8s.io",
+        Kind::Deployment => "deployments.apps",
+        Kind::ReplicaSet => "replicasets.apps",
+        Kind::PodDisruptionBudget => "poddisruptionbudgets.policy",
+        Kind::Pod => "pods",
+        Kind::Lease => "leases.coordination.k8s.io",
+    }
+}
+
+/// Refuses the create of a namespaced object in a namespace that is being terminated
+/// (deletionTimestamp set or phase Terminating).
+pub fn check_create(obj: &Object, cache: &dyn Cache) -> Result<(), ApiError> {
+    let kind = obj.kind();
+    if !kind.is_namespaced() {
+        return Ok(());
+    }
+    let ns = obj.namespace();
+    let Some(Object::Namespace(namespace)) = cache.get(Kind::Namespace, "", ns) else {
+        return Ok(());
+    };
+    let phase = namespace.status.as_ref().and_then(|s| s.phase.as_deref());
+    if namespace.metadata.deletion_timestamp.is_none() && phase != Some("Terminating") {
+        return Ok(());
+    }
+    let name = match obj.name() {
+        "" => obj.meta().generate_name.as_deref().unwrap_or(""),
+        name => name,
+    };
+    Err(ApiError::Forbidden {
+        message: format!(
+            "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because \
+             it is being terminated",
+            resource(kind)
+        ),
+    })
+}
+
+/// Refuses the delete of an immortal namespace.
+pub fn check_delete(key: &ObjectKey) -> Result<(), ApiError> {
+    if key.kind != Kind::Namespace || !IMMORTAL_NAMESPACES.contains(&key.name.as_str()) {
+        return Ok(());
+    }
+    Err(ApiError::Forbidden {
+        message: format!(
+            "namespaces \"{}\" is forbidden: this namespace may not be deleted",
+            key.name
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    use kubeplane_core::SimTime;
+    use kubeplane_store::Store;
+
+    use super::*;
+
+    fn pod(ns: &str) -> Object {
+        Object::Pod(Arc::new(Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some(ns.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }))
+    }
+
+    #[test]
+    fn a_create_in_a_terminating_namespace_is_forbidden_and_elsewhere_allowed() {
+        let mut store = Store::new(1, jiff::Timestamp::UNIX_EPOCH);
+        let terminating = Namespace {
+            metadata: ObjectMeta {
+                name: Some("team".into()),
+                deletion_timestamp: Some(Time(jiff::Timestamp::UNIX_EPOCH)),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        store
+            .create(Object::Namespace(Arc::new(terminating)), SimTime::ZERO)
+            .unwrap();
+        let err = check_create(&pod("team"), &store).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "pods \"p\" is forbidden: unable to create new content in namespace team because it \
+             is being terminated"
+        );
+        assert_eq!(err.code(), 403);
+        // An active namespace, and one that does not exist yet (created implicitly).
+        assert!(check_create(&pod("default"), &store).is_ok());
+        store.create(pod("other"), SimTime::ZERO).unwrap();
+        assert!(check_create(&pod("other"), &store).is_ok());
+    }
+
+    #[test]
+    fn the_immortal_namespaces_may_not_be_deleted() {
+        let key = |n: &str| ObjectKey::new(Kind::Namespace, "", n);
+        let err = check_delete(&key("kube-system")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "namespaces \"kube-system\" is forbidden: this namespace may not be deleted"
+        );
+        assert!(check_delete(&key("team")).is_ok());
+    }
+}
