@@ -86,9 +86,13 @@ pub enum OutputFormat {
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
-    /// Scenario files (YAML streams); '-' reads standard input.
+    /// Scenario files and manifests (YAML or JSON streams); '-' reads standard input; a
+    /// directory reads its .yaml, .yml and .json files in name order.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
+    /// Read the subdirectories of directory arguments too (as `kubectl apply -R`).
+    #[arg(long, short = 'R')]
+    pub recursive: bool,
     /// Output format [default: table when stdout is a terminal, else jsonl].
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,

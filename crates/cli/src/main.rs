@@ -6,6 +6,7 @@ mod bench_scheduler;
 mod bench_support;
 mod cli;
 mod generate;
+mod inputs;
 mod output;
 mod progress;
 mod simulate;

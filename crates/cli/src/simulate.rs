@@ -1,6 +1,6 @@
 //! `kubeplane simulate`: parse, resolve, run, report.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use kubeplane_core::version::KubeVersion;
@@ -38,18 +38,6 @@ fn input_error(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn read_source(name: &str) -> Result<String, String> {
-    if name == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| format!("-: cannot read standard input: {e}"))?;
-        Ok(s)
-    } else {
-        std::fs::read_to_string(name).map_err(|e| format!("{name}: cannot read: {e}"))
-    }
-}
-
 /// Tells a person which upstream changes of the chosen release kubeplane does not model.
 fn note_unmodelled(version: KubeVersion) {
     let missing = kubeplane_core::version::changes::not_modelled(version);
@@ -64,13 +52,10 @@ fn note_unmodelled(version: KubeVersion) {
 }
 
 pub fn run(args: SimulateArgs) -> ExitCode {
-    let mut files = Vec::new();
-    for f in &args.files {
-        match read_source(f) {
-            Ok(s) => files.push((f.clone(), s)),
-            Err(e) => return input_error(e),
-        }
-    }
+    let files = match crate::inputs::read_inputs(&args.files, args.recursive) {
+        Ok(files) => files,
+        Err(e) => return input_error(e),
+    };
     let version = match args
         .kubernetes_version
         .as_deref()
@@ -89,8 +74,9 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     }
     if let Some(path) = &args.scheduler_config {
         let name = path.display().to_string();
-        let text = match read_source(&name) {
-            Ok(t) => t,
+        let text = match crate::inputs::read_inputs(std::slice::from_ref(&name), false) {
+            Ok(mut inputs) if inputs.len() == 1 => inputs.remove(0).1,
+            Ok(_) => return input_error(format!("{name}: --scheduler-config takes one file")),
             Err(e) => return input_error(e),
         };
         let value = match kubeplane_sim::scenario::parse_yaml_document(&name, &text) {

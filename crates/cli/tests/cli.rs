@@ -334,3 +334,36 @@ fn jsonl_has_no_summary_and_quiet_runs_print_nothing_on_stderr() {
         assert_ne!(r["kind"], "Summary");
     }
 }
+
+#[test]
+fn a_directory_of_manifests_runs_like_the_files_named_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nstatus:\n  allocatable:\n    cpu: \"4\"\n    memory: 8Gi\n    pods: \"110\"\n";
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p1\nspec:\n  containers:\n  - name: c\n    image: nginx\n";
+    std::fs::create_dir(dir.path().join("apps")).unwrap();
+    std::fs::write(dir.path().join("10-node.yaml"), node).unwrap();
+    std::fs::write(dir.path().join("apps/pod.yml"), pod).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not a manifest").unwrap();
+    let d = dir.path().display().to_string();
+    let files = [
+        dir.path().join("10-node.yaml").display().to_string(),
+        dir.path().join("apps/pod.yml").display().to_string(),
+    ];
+    let by_files = kubeplane(&["simulate", "--output", "jsonl", &files[0], &files[1]]);
+    let by_dir = kubeplane(&["simulate", "--output", "jsonl", "-R", &d]);
+    assert!(by_dir.status.success(), "{}", stderr(&by_dir));
+    assert_eq!(stdout(&by_dir), stdout(&by_files));
+    assert!(
+        stdout(&by_dir).contains("\"Scheduled\""),
+        "{}",
+        stdout(&by_dir)
+    );
+    // Without -R the subdirectory's pod is not read.
+    let flat = kubeplane(&["simulate", "--output", "jsonl", &d]);
+    assert!(flat.status.success(), "{}", stderr(&flat));
+    assert!(
+        !stdout(&flat).contains("\"Scheduled\""),
+        "{}",
+        stdout(&flat)
+    );
+}
