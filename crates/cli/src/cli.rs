@@ -51,6 +51,17 @@ Exit status: 0 every expectation held; 1 at least one failed or a step could not
 2 the input or the command line is invalid (nothing is simulated)."
     )]
     Simulate(SimulateArgs),
+    /// Tell the story of one pod: its scheduling attempts, preemption, evictions and scale-downs.
+    #[command(
+        long_about = "Run the input as `simulate --explain` does and tell the story of one \
+pod in plain text: each scheduling attempt with upstream's \"0/N nodes are available\" summary, \
+the failing filter of every node or the scores of the best ones, preemption (as preemptor and as \
+victim), each eviction decision with its deadline and the tolerations that set it, the \
+scale-down ranking that chose it, every event about it, and where it is at the end.\n\n\
+POD is NAME, NAMESPACE/NAME or pod/NAME (in --namespace), or a prefix of one pod's name.\n\n\
+Example: kubeplane why web-1 examples/scheduling.yaml"
+    )]
+    Why(WhyArgs),
     /// Run the performance benchmarks and print their figures.
     Bench(BenchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -128,6 +139,21 @@ pub struct SimulateArgs {
     /// Print no progress line and no closing note on stderr (errors are still printed).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Instead of the records, tell the story of this pod (as `kubeplane why POD`).
+    #[arg(long, value_name = "POD")]
+    pub why: Option<String>,
+    /// The namespace of the pod --why names [default: default].
+    #[arg(long, short = 'n', value_name = "NAMESPACE", default_value = "default")]
+    pub namespace: String,
+}
+
+#[derive(Args, Debug)]
+pub struct WhyArgs {
+    /// The pod: NAME, NAMESPACE/NAME, pod/NAME, or a prefix of one pod's name.
+    #[arg(value_name = "POD")]
+    pub pod: String,
+    #[command(flatten)]
+    pub simulate: SimulateArgs,
 }
 
 #[derive(Args, Debug)]

@@ -11,6 +11,7 @@ mod output;
 mod progress;
 mod simulate;
 mod summary;
+mod why;
 
 use std::process::ExitCode;
 
@@ -51,6 +52,10 @@ fn main() -> ExitCode {
     };
     match args.command {
         cli::Command::Simulate(a) => simulate::run(a),
+        cli::Command::Why(mut a) => {
+            a.simulate.why = Some(a.pod);
+            simulate::run(a.simulate)
+        }
         cli::Command::Bench(a) => bench::run(a),
         cli::Command::Completion(a) => generate::completion(a.shell),
         cli::Command::Man => generate::man(),

@@ -51,6 +51,51 @@ fn note_unmodelled(version: KubeVersion) {
     }
 }
 
+/// `--why POD`: the pod's story instead of the records.
+fn tell_why(
+    query: &str,
+    namespace: &str,
+    sim: &Simulation,
+    records: &[kubeplane_sim::Record],
+    result: Result<(), kubeplane_sim::SimError>,
+) -> ExitCode {
+    let json: Vec<serde_json::Value> = records.iter().map(|r| r.to_json()).collect();
+    let stored = sim
+        .store
+        .pods()
+        .map(|p| {
+            let m = &p.metadata;
+            (
+                m.namespace.clone().unwrap_or_default(),
+                m.name.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let (ns, name) = match crate::why::resolve(query, namespace, &json, stored) {
+        Ok(found) => found,
+        Err(e) => return input_error(format!("why: {e}")),
+    };
+    let end = match sim.store.get_pod(&ns, &name) {
+        Some(p) => crate::why::EndState::Present {
+            node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
+            phase: p
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.clone())
+                .unwrap_or_default(),
+            terminating: p.metadata.deletion_timestamp.is_some(),
+        },
+        None => crate::why::EndState::Gone,
+    };
+    let text = crate::why::story(&ns, &name, &json, &end);
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
 pub fn run(args: SimulateArgs) -> ExitCode {
     let files = match crate::inputs::read_inputs(&args.files, args.recursive) {
         Ok(files) => files,
@@ -101,7 +146,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         None => None,
     };
     let opts = RunOptions {
-        explain: args.explain,
+        explain: args.explain || args.why.is_some(),
         until,
         seed: args.seed,
         recompute_node_local: args.recompute_node_local,
@@ -126,6 +171,9 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         r
     };
     progress.clear();
+    if let Some(pod) = &args.why {
+        return tell_why(pod, &args.namespace, &sim, &records, result);
+    }
     let summary = summarise(&sim, &records);
     if writer
         .write(&records)
