@@ -1,5 +1,6 @@
 //! `kubeplane simulate`: parse, resolve, run, report.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -12,24 +13,75 @@ use crate::output::Writer;
 use crate::progress::Progress;
 use crate::summary::Summary;
 
-/// The summary of a finished run: counted from its records, and the pods still pending from
-/// the state at its end.
-fn summarise(sim: &Simulation, records: &[kubeplane_sim::Record]) -> Summary {
+/// Bound pods per node, by node name (every node listed, with 0 for an empty one).
+fn pods_per_node(sim: &Simulation) -> BTreeMap<String, usize> {
+    let mut per_node: BTreeMap<String, usize> = sim
+        .store
+        .nodes()
+        .filter_map(|n| n.metadata.name.clone())
+        .map(|n| (n, 0))
+        .collect();
+    for p in sim.store.pods() {
+        if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+            *per_node.entry(node).or_default() += 1;
+        }
+    }
+    per_node
+}
+
+/// The summary of a finished run: counted from its records, and the pods still pending and
+/// the pods per node (against `start`) from the state at its end.
+fn summarise(
+    sim: &Simulation,
+    records: &[kubeplane_sim::Record],
+    start: &BTreeMap<String, usize>,
+) -> Summary {
     let mut summary = Summary {
         end_secs: (sim.now - kubeplane_core::SimTime::ZERO).as_secs_f64(),
         ..Summary::default()
     };
+    let mut last_failure: BTreeMap<String, String> = BTreeMap::new();
     for r in records {
-        summary.count(&r.to_json());
+        let json = r.to_json();
+        summary.count(&json);
+        let s = |k: &str| {
+            json.get(k)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("")
+        };
+        if s("kind") == "Pod" && s("reason") == "FailedScheduling" {
+            last_failure.insert(
+                format!("{}/{}", s("namespace"), s("name")),
+                s("message").into(),
+            );
+        }
     }
-    summary.pending = sim
-        .store
-        .pods()
-        .filter(|p| {
-            p.metadata.deletion_timestamp.is_none()
-                && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none()
-        })
-        .count();
+    for p in sim.store.pods() {
+        let pending = p.metadata.deletion_timestamp.is_none()
+            && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none();
+        if pending {
+            let m = &p.metadata;
+            let key = format!(
+                "{}/{}",
+                m.namespace.as_deref().unwrap_or(""),
+                m.name.as_deref().unwrap_or("")
+            );
+            let why = last_failure.remove(&key).unwrap_or_default();
+            summary.pending_pods.push((key, why));
+        }
+    }
+    summary.pending = summary.pending_pods.len();
+    let end = pods_per_node(sim);
+    let names: std::collections::BTreeSet<&String> = start.keys().chain(end.keys()).collect();
+    for n in names {
+        let (a, b) = (
+            start.get(n).copied().unwrap_or(0),
+            end.get(n).copied().unwrap_or(0),
+        );
+        if a != b {
+            summary.nodes_changed.push((n.clone(), a, b));
+        }
+    }
     summary
 }
 
@@ -114,6 +166,9 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => return input_error(e),
     };
+    if let Err(e) = crate::whatif::add_steps(&mut input, &args.what_ifs) {
+        return input_error(e);
+    }
     if !args.quiet && std::io::stderr().is_terminal() {
         note_unmodelled(input.scenario.kubernetes_version);
     }
@@ -161,6 +216,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     } else {
         OutputFormat::Jsonl
     });
+    let start = pods_per_node(&sim);
     let mut writer = Writer::new(std::io::BufWriter::new(stdout.lock()), format);
     let mut progress = Progress::new(!args.quiet && std::io::stderr().is_terminal());
     let mut records = Vec::new();
@@ -172,9 +228,9 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     };
     progress.clear();
     if let Some(pod) = &args.why {
-        return tell_why(pod, &args.namespace, &sim, &records, result);
+        return tell_why(pod, args.why_namespace(), &sim, &records, result);
     }
-    let summary = summarise(&sim, &records);
+    let summary = summarise(&sim, &records, &start);
     if writer
         .write(&records)
         .and_then(|_| writer.finish(&summary))
