@@ -22,11 +22,12 @@ pub mod error;
 pub mod informer;
 pub mod object;
 pub mod suite;
+pub mod types;
 pub mod watch;
 
 pub use client::{Cache, Client, Clock, DeleteOptions, PropagationPolicy};
 pub use component::Component;
 pub use error::ApiError;
 pub use informer::Informer;
-pub use object::{Kind, Object, ObjectKey};
+pub use object::{DynamicObject, Kind, Object, ObjectKey};
 pub use watch::{EventType, WatchEvent};

@@ -1,4 +1,5 @@
-//! The object kinds kubeplane stores, as one enum over shared immutable k8s-openapi objects.
+//! The object kinds kubeplane stores, as one enum over shared immutable k8s-openapi objects,
+//! plus [`Object::Other`] for every other built-in kind (see [`crate::types`]), kept as JSON.
 
 use std::fmt;
 use std::sync::Arc;
@@ -9,8 +10,13 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::ser::SerializeMap;
+use serde_json::{Map, Value};
 
-/// The kinds of object the store holds. The order is the order of `--final-state` output.
+use crate::types::{self, ResourceType};
+
+/// The kinds of object the store holds: the kinds kubeplane simulates, in the order of
+/// `--final-state` output, then [`Kind::Other`] for the built-in kinds it only stores.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     Namespace,
@@ -21,9 +27,12 @@ pub enum Kind {
     PodDisruptionBudget,
     Pod,
     Lease,
+    /// A built-in kind kubeplane stores with plain API semantics and does not simulate.
+    Other(&'static ResourceType),
 }
 
 impl Kind {
+    /// The kinds kubeplane simulates (every other kind is [`Kind::Other`]).
     pub const ALL: [Kind; 8] = [
         Kind::Namespace,
         Kind::Node,
@@ -45,6 +54,7 @@ impl Kind {
             Kind::PodDisruptionBudget => "PodDisruptionBudget",
             Kind::Pod => "Pod",
             Kind::Lease => "Lease",
+            Kind::Other(t) => t.kind,
         }
     }
 
@@ -55,11 +65,32 @@ impl Kind {
             Kind::PriorityClass => "scheduling.k8s.io/v1",
             Kind::PodDisruptionBudget => "policy/v1",
             Kind::Lease => "coordination.k8s.io/v1",
+            Kind::Other(t) => t.api_version,
         }
     }
 
     pub fn is_namespaced(self) -> bool {
-        !matches!(self, Kind::Namespace | Kind::Node | Kind::PriorityClass)
+        match self {
+            Kind::Namespace | Kind::Node | Kind::PriorityClass => false,
+            Kind::Other(t) => t.namespaced,
+            _ => true,
+        }
+    }
+
+    /// Whether kubeplane simulates this kind (it is not [`Kind::Other`]).
+    pub fn is_modelled(self) -> bool {
+        !matches!(self, Kind::Other(_))
+    }
+
+    /// The kind a manifest's `apiVersion` and `kind` name, if kubeplane stores it.
+    pub fn from_manifest(api_version: &str, kind: &str) -> Option<Kind> {
+        if let Some(k) = Kind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == kind && k.api_version() == api_version)
+        {
+            return Some(k);
+        }
+        types::builtin(api_version, kind).map(Kind::Other)
     }
 
     /// Parses a kind name as users write it (`Pod`, `pod`, `pods`, `rs`, ...).
@@ -73,7 +104,7 @@ impl Kind {
             "poddisruptionbudget" | "poddisruptionbudgets" | "pdb" => Kind::PodDisruptionBudget,
             "pod" | "pods" | "po" => Kind::Pod,
             "lease" | "leases" => Kind::Lease,
-            _ => return None,
+            _ => return types::builtin_by_name(s).map(Kind::Other),
         };
         Some(k)
     }
@@ -125,6 +156,60 @@ pub enum Object {
     PodDisruptionBudget(Arc<PodDisruptionBudget>),
     Pod(Arc<Pod>),
     Lease(Arc<Lease>),
+    Other(Arc<DynamicObject>),
+}
+
+/// An object of a kind kubeplane does not simulate: its metadata typed, everything else kept
+/// as the JSON it was written as, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DynamicObject {
+    pub type_: &'static ResourceType,
+    /// The `apiVersion` it was written with (`autoscaling/v1` or `autoscaling/v2` for a
+    /// HorizontalPodAutoscaler; kubeplane converts no versions).
+    pub api_version: String,
+    pub metadata: ObjectMeta,
+    /// Every other top-level field (`spec`, `data`, `rules`, `status`, ...).
+    pub fields: Map<String, Value>,
+}
+
+impl DynamicObject {
+    /// Reads a manifest of a built-in kind: `metadata` must decode as ObjectMeta.
+    pub fn from_value(type_: &'static ResourceType, value: &Value) -> serde_json::Result<Self> {
+        let mut fields = value.as_object().cloned().unwrap_or_default();
+        let api_version = match fields.remove("apiVersion") {
+            Some(Value::String(s)) => s,
+            _ => type_.api_version.to_string(),
+        };
+        fields.remove("kind");
+        let metadata = match fields.remove("metadata") {
+            Some(m) => serde_json::from_value(m)?,
+            None => ObjectMeta::default(),
+        };
+        Ok(DynamicObject {
+            type_,
+            api_version,
+            metadata,
+            fields,
+        })
+    }
+
+    /// A top-level field (`spec`, `status`, ...).
+    pub fn field(&self, name: &str) -> Option<&Value> {
+        self.fields.get(name)
+    }
+}
+
+impl serde::Serialize for DynamicObject {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.fields.len() + 3))?;
+        map.serialize_entry("apiVersion", &self.api_version)?;
+        map.serialize_entry("kind", self.type_.kind)?;
+        map.serialize_entry("metadata", &self.metadata)?;
+        for (k, v) in &self.fields {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
 }
 
 macro_rules! each_object {
@@ -138,6 +223,7 @@ macro_rules! each_object {
             Object::PodDisruptionBudget($o) => $body,
             Object::Pod($o) => $body,
             Object::Lease($o) => $body,
+            Object::Other($o) => $body,
         }
     };
 }
@@ -153,6 +239,7 @@ impl Object {
             Object::PodDisruptionBudget(_) => Kind::PodDisruptionBudget,
             Object::Pod(_) => Kind::Pod,
             Object::Lease(_) => Kind::Lease,
+            Object::Other(o) => Kind::Other(o.type_),
         }
     }
 
@@ -209,7 +296,11 @@ impl Object {
             .unwrap_or(serde_json::Value::Null);
         if let serde_json::Value::Object(map) = &mut v {
             let mut out = serde_json::Map::new();
-            out.insert("apiVersion".into(), self.kind().api_version().into());
+            let api_version = match self {
+                Object::Other(o) => o.api_version.as_str(),
+                _ => self.kind().api_version(),
+            };
+            out.insert("apiVersion".into(), api_version.into());
             out.insert("kind".into(), self.kind().as_str().into());
             for (k, val) in std::mem::take(map) {
                 if k != "apiVersion" && k != "kind" {

@@ -51,6 +51,17 @@ Exit status: 0 every expectation held; 1 at least one failed or a step could not
 2 the input or the command line is invalid (nothing is simulated)."
     )]
     Simulate(SimulateArgs),
+    /// Tell the story of one pod: its scheduling attempts, preemption, evictions and scale-downs.
+    #[command(
+        long_about = "Run the input as `simulate --explain` does and tell the story of one \
+pod in plain text: each scheduling attempt with upstream's \"0/N nodes are available\" summary, \
+the failing filter of every node or the scores of the best ones, preemption (as preemptor and as \
+victim), each eviction decision with its deadline and the tolerations that set it, the \
+scale-down ranking that chose it, every event about it, and where it is at the end.\n\n\
+POD is NAME, NAMESPACE/NAME or pod/NAME (in --namespace), or a prefix of one pod's name.\n\n\
+Example: kubeplane why web-1 examples/scheduling.yaml"
+    )]
+    Why(WhyArgs),
     /// Run the performance benchmarks and print their figures.
     Bench(BenchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -86,9 +97,13 @@ pub enum OutputFormat {
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
-    /// Scenario files (YAML streams); '-' reads standard input.
+    /// Scenario files and manifests (YAML or JSON streams); '-' reads standard input; a
+    /// directory reads its .yaml, .yml and .json files in name order.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
+    /// Read the subdirectories of directory arguments too (as `kubectl apply -R`).
+    #[arg(long, short = 'R')]
+    pub recursive: bool,
     /// Output format [default: table when stdout is a terminal, else jsonl].
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
@@ -124,6 +139,119 @@ pub struct SimulateArgs {
     /// Print no progress line and no closing note on stderr (errors are still printed).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Instead of the records, tell the story of this pod (as `kubeplane why POD`).
+    #[arg(long, value_name = "POD")]
+    pub why: Option<String>,
+    /// What-if: the steps after this flag happen at this virtual time (Go duration like 1m,
+    /// or seconds) [default: 0].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub at: Vec<String>,
+    /// The namespace of the KIND/NAME references (and of --why's pod) after this flag
+    /// [default: default].
+    #[arg(
+        long,
+        short = 'n',
+        value_name = "NAMESPACE",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub namespace: Vec<String>,
+    /// Add a taint to a node.
+    #[arg(
+        long,
+        value_name = "NODE:KEY[=VALUE]:EFFECT",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub taint: Vec<String>,
+    /// Remove a node's taints with this key (and effect).
+    #[arg(
+        long,
+        value_name = "NODE:KEY[:EFFECT]",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub untaint: Vec<String>,
+    /// Mark a node unschedulable.
+    #[arg(
+        long,
+        value_name = "NODE",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub cordon: Vec<String>,
+    /// Mark a node schedulable.
+    #[arg(
+        long,
+        value_name = "NODE",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub uncordon: Vec<String>,
+    /// Stop a node's agent (no more heartbeats: the node becomes unreachable).
+    #[arg(
+        long,
+        value_name = "NODE",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub node_down: Vec<String>,
+    /// Resume a node's agent.
+    #[arg(
+        long,
+        value_name = "NODE",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub node_up: Vec<String>,
+    /// Set the replicas of a Deployment or ReplicaSet (deployment/web=20).
+    #[arg(
+        long,
+        value_name = "KIND/NAME=N",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub scale: Vec<String>,
+    /// Delete an object, gracefully (pod/web-0, deployment/web, node/n3).
+    #[arg(
+        long,
+        value_name = "KIND/NAME",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub delete: Vec<String>,
+    /// The what-if flags in command-line order (filled in from the parsed matches).
+    #[arg(skip)]
+    pub what_ifs: Vec<crate::whatif::Flag>,
+}
+
+impl SimulateArgs {
+    /// The namespace --why's pod is in: the last `-n`, else `default`.
+    pub fn why_namespace(&self) -> &str {
+        self.namespace.last().map_or("default", String::as_str)
+    }
+
+    /// Fills `what_ifs` from the matches of this command, in command-line order.
+    pub fn collect_what_ifs(&mut self, m: &clap::ArgMatches) {
+        let mut all = Vec::new();
+        for (id, _) in crate::whatif::FLAGS {
+            let (Some(idx), Some(vals)) = (m.indices_of(id), m.get_many::<String>(id)) else {
+                continue;
+            };
+            for (i, v) in idx.zip(vals) {
+                all.push((i, id, v.clone()));
+            }
+        }
+        all.sort_by_key(|(i, _, _)| *i);
+        self.what_ifs = all
+            .into_iter()
+            .map(|(_, id, value)| crate::whatif::Flag { id, value })
+            .collect();
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct WhyArgs {
+    /// The pod: NAME, NAMESPACE/NAME, pod/NAME, or a prefix of one pod's name.
+    #[arg(value_name = "POD")]
+    pub pod: String,
+    #[command(flatten)]
+    pub simulate: SimulateArgs,
 }
 
 #[derive(Args, Debug)]

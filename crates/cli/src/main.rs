@@ -6,14 +6,17 @@ mod bench_scheduler;
 mod bench_support;
 mod cli;
 mod generate;
+mod inputs;
 mod output;
 mod progress;
 mod simulate;
 mod summary;
+mod whatif;
+mod why;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 /// mimalloc: the simulator allocates many small short-lived objects (one per store write).
 #[global_allocator]
@@ -40,7 +43,10 @@ fn keep_freed_memory() {
 
 fn main() -> ExitCode {
     keep_freed_memory();
-    let args = match cli::Cli::try_parse() {
+    let parsed = cli::Cli::command()
+        .try_get_matches()
+        .and_then(|m| cli::Cli::from_arg_matches(&m).map(|a| (a, m)));
+    let (mut args, matches) = match parsed {
         Ok(a) => a,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -48,8 +54,17 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    match (&mut args.command, matches.subcommand()) {
+        (cli::Command::Simulate(a), Some((_, m))) => a.collect_what_ifs(m),
+        (cli::Command::Why(a), Some((_, m))) => a.simulate.collect_what_ifs(m),
+        _ => {}
+    }
     match args.command {
         cli::Command::Simulate(a) => simulate::run(a),
+        cli::Command::Why(mut a) => {
+            a.simulate.why = Some(a.pod);
+            simulate::run(a.simulate)
+        }
         cli::Command::Bench(a) => bench::run(a),
         cli::Command::Completion(a) => generate::completion(a.shell),
         cli::Command::Man => generate::man(),

@@ -1,6 +1,7 @@
 //! `kubeplane simulate`: parse, resolve, run, report.
 
-use std::io::{IsTerminal, Read, Write};
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use kubeplane_core::version::KubeVersion;
@@ -12,42 +13,81 @@ use crate::output::Writer;
 use crate::progress::Progress;
 use crate::summary::Summary;
 
-/// The summary of a finished run: counted from its records, and the pods still pending from
-/// the state at its end.
-fn summarise(sim: &Simulation, records: &[kubeplane_sim::Record]) -> Summary {
+/// Bound pods per node, by node name (every node listed, with 0 for an empty one).
+fn pods_per_node(sim: &Simulation) -> BTreeMap<String, usize> {
+    let mut per_node: BTreeMap<String, usize> = sim
+        .store
+        .nodes()
+        .filter_map(|n| n.metadata.name.clone())
+        .map(|n| (n, 0))
+        .collect();
+    for p in sim.store.pods() {
+        if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+            *per_node.entry(node).or_default() += 1;
+        }
+    }
+    per_node
+}
+
+/// The summary of a finished run: counted from its records, and the pods still pending and
+/// the pods per node (against `start`) from the state at its end.
+fn summarise(
+    sim: &Simulation,
+    records: &[kubeplane_sim::Record],
+    start: &BTreeMap<String, usize>,
+) -> Summary {
     let mut summary = Summary {
         end_secs: (sim.now - kubeplane_core::SimTime::ZERO).as_secs_f64(),
         ..Summary::default()
     };
+    let mut last_failure: BTreeMap<String, String> = BTreeMap::new();
     for r in records {
-        summary.count(&r.to_json());
+        let json = r.to_json();
+        summary.count(&json);
+        let s = |k: &str| {
+            json.get(k)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("")
+        };
+        if s("kind") == "Pod" && s("reason") == "FailedScheduling" {
+            last_failure.insert(
+                format!("{}/{}", s("namespace"), s("name")),
+                s("message").into(),
+            );
+        }
     }
-    summary.pending = sim
-        .store
-        .pods()
-        .filter(|p| {
-            p.metadata.deletion_timestamp.is_none()
-                && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none()
-        })
-        .count();
+    for p in sim.store.pods() {
+        let pending = p.metadata.deletion_timestamp.is_none()
+            && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none();
+        if pending {
+            let m = &p.metadata;
+            let key = format!(
+                "{}/{}",
+                m.namespace.as_deref().unwrap_or(""),
+                m.name.as_deref().unwrap_or("")
+            );
+            let why = last_failure.remove(&key).unwrap_or_default();
+            summary.pending_pods.push((key, why));
+        }
+    }
+    summary.pending = summary.pending_pods.len();
+    let end = pods_per_node(sim);
+    let names: std::collections::BTreeSet<&String> = start.keys().chain(end.keys()).collect();
+    for n in names {
+        let (a, b) = (
+            start.get(n).copied().unwrap_or(0),
+            end.get(n).copied().unwrap_or(0),
+        );
+        if a != b {
+            summary.nodes_changed.push((n.clone(), a, b));
+        }
+    }
     summary
 }
 
 fn input_error(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(2)
-}
-
-fn read_source(name: &str) -> Result<String, String> {
-    if name == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| format!("-: cannot read standard input: {e}"))?;
-        Ok(s)
-    } else {
-        std::fs::read_to_string(name).map_err(|e| format!("{name}: cannot read: {e}"))
-    }
 }
 
 /// Tells a person which upstream changes of the chosen release kubeplane does not model.
@@ -63,14 +103,56 @@ fn note_unmodelled(version: KubeVersion) {
     }
 }
 
-pub fn run(args: SimulateArgs) -> ExitCode {
-    let mut files = Vec::new();
-    for f in &args.files {
-        match read_source(f) {
-            Ok(s) => files.push((f.clone(), s)),
-            Err(e) => return input_error(e),
-        }
+/// `--why POD`: the pod's story instead of the records.
+fn tell_why(
+    query: &str,
+    namespace: &str,
+    sim: &Simulation,
+    records: &[kubeplane_sim::Record],
+    result: Result<(), kubeplane_sim::SimError>,
+) -> ExitCode {
+    let json: Vec<serde_json::Value> = records.iter().map(|r| r.to_json()).collect();
+    let stored = sim
+        .store
+        .pods()
+        .map(|p| {
+            let m = &p.metadata;
+            (
+                m.namespace.clone().unwrap_or_default(),
+                m.name.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let (ns, name) = match crate::why::resolve(query, namespace, &json, stored) {
+        Ok(found) => found,
+        Err(e) => return input_error(format!("why: {e}")),
+    };
+    let end = match sim.store.get_pod(&ns, &name) {
+        Some(p) => crate::why::EndState::Present {
+            node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
+            phase: p
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.clone())
+                .unwrap_or_default(),
+            terminating: p.metadata.deletion_timestamp.is_some(),
+        },
+        None => crate::why::EndState::Gone,
+    };
+    let text = crate::why::story(&ns, &name, &json, &end);
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        return ExitCode::from(1);
     }
+    ExitCode::SUCCESS
+}
+
+pub fn run(args: SimulateArgs) -> ExitCode {
+    let files = match crate::inputs::read_inputs(&args.files, args.recursive) {
+        Ok(files) => files,
+        Err(e) => return input_error(e),
+    };
     let version = match args
         .kubernetes_version
         .as_deref()
@@ -84,13 +166,17 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => return input_error(e),
     };
+    if let Err(e) = crate::whatif::add_steps(&mut input, &args.what_ifs) {
+        return input_error(e);
+    }
     if !args.quiet && std::io::stderr().is_terminal() {
         note_unmodelled(input.scenario.kubernetes_version);
     }
     if let Some(path) = &args.scheduler_config {
         let name = path.display().to_string();
-        let text = match read_source(&name) {
-            Ok(t) => t,
+        let text = match crate::inputs::read_inputs(std::slice::from_ref(&name), false) {
+            Ok(mut inputs) if inputs.len() == 1 => inputs.remove(0).1,
+            Ok(_) => return input_error(format!("{name}: --scheduler-config takes one file")),
             Err(e) => return input_error(e),
         };
         let value = match kubeplane_sim::scenario::parse_yaml_document(&name, &text) {
@@ -115,7 +201,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         None => None,
     };
     let opts = RunOptions {
-        explain: args.explain,
+        explain: args.explain || args.why.is_some(),
         until,
         seed: args.seed,
         recompute_node_local: args.recompute_node_local,
@@ -130,6 +216,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     } else {
         OutputFormat::Jsonl
     });
+    let start = pods_per_node(&sim);
     let mut writer = Writer::new(std::io::BufWriter::new(stdout.lock()), format);
     let mut progress = Progress::new(!args.quiet && std::io::stderr().is_terminal());
     let mut records = Vec::new();
@@ -140,7 +227,10 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         r
     };
     progress.clear();
-    let summary = summarise(&sim, &records);
+    if let Some(pod) = &args.why {
+        return tell_why(pod, args.why_namespace(), &sim, &records, result);
+    }
+    let summary = summarise(&sim, &records, &start);
     if writer
         .write(&records)
         .and_then(|_| writer.finish(&summary))

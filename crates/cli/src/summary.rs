@@ -25,7 +25,16 @@ pub struct Summary {
     pub deleted: usize,
     /// Virtual time at the end of the run, in seconds.
     pub end_secs: f64,
+    /// Nodes whose number of bound pods differs between the start and the end of the run:
+    /// (node, pods at the start, pods at the end), by node name.
+    pub nodes_changed: Vec<(String, usize, usize)>,
+    /// The pods pending at the end (`namespace/name`) with the message of their last
+    /// FailedScheduling event ("" when they never had one).
+    pub pending_pods: Vec<(String, String)>,
 }
+
+/// How many changed nodes and pending pods the table lists before "and N more".
+const LIST_AT_MOST: usize = 10;
 
 impl Summary {
     /// Counts one output record (in its JSON form).
@@ -62,6 +71,8 @@ impl Summary {
                 "preempted": self.preempted,
                 "deleted": self.deleted,
             },
+            "nodesChanged": self.nodes_changed.iter().map(|(n, a, b)| json!({"node": n, "podsAtStart": a, "podsAtEnd": b})).collect::<Vec<_>>(),
+            "pendingPods": self.pending_pods.iter().map(|(p, m)| json!({"pod": p, "lastFailedScheduling": m})).collect::<Vec<_>>(),
         })
     }
 
@@ -83,13 +94,50 @@ impl Summary {
             " after {} of virtual time",
             crate::output::age::format_age_secs(self.end_secs)
         ));
-        vec![
+        let mut lines = vec![
             first,
             format!(
                 "pods: {} scheduled, {} pending, {} evicted, {} preempted, {} deleted",
                 self.scheduled, self.pending, self.evicted, self.preempted, self.deleted
             ),
-        ]
+        ];
+        if !self.nodes_changed.is_empty() {
+            let shown: Vec<String> = self
+                .nodes_changed
+                .iter()
+                .take(LIST_AT_MOST)
+                .map(|(n, a, b)| format!("{n} {a} → {b}"))
+                .collect();
+            lines.push(format!(
+                "pods per node, start → end: {}{}",
+                shown.join(", "),
+                more(self.nodes_changed.len())
+            ));
+        }
+        for (pod, message) in self.pending_pods.iter().take(LIST_AT_MOST) {
+            let why = if message.is_empty() {
+                "not tried yet"
+            } else {
+                message
+            };
+            lines.push(format!("pending {pod}: {why}"));
+        }
+        if self.pending_pods.len() > LIST_AT_MOST {
+            lines.push(format!(
+                "{} more pending{}",
+                self.pending_pods.len() - LIST_AT_MOST,
+                ""
+            ));
+        }
+        lines
+    }
+}
+
+fn more(n: usize) -> String {
+    if n > LIST_AT_MOST {
+        format!(" and {} more", n - LIST_AT_MOST)
+    } else {
+        String::new()
     }
 }
 

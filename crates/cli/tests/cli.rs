@@ -244,15 +244,19 @@ fn the_table_closes_with_a_summary() {
         &example("priority-preemption.yaml"),
     ]);
     let table = stdout(&out);
-    let tail: Vec<&str> = table.lines().rev().take(2).collect();
+    // The summary follows the last blank line.
+    let summary: Vec<&str> = table.rsplit("\n\n").next().unwrap().lines().collect();
     assert!(
-        tail[1].starts_with("OK: 9 expectation(s) held, 0 failed"),
+        summary[0].starts_with("OK: 9 expectation(s) held, 0 failed"),
         "{table}"
     );
     assert_eq!(
-        tail[0],
+        summary[1],
         "pods: 1 scheduled, 0 pending, 0 evicted, 2 preempted, 0 deleted"
     );
+    // The two batch pods on a were preempted for critical; web-1 and web-2 stayed on b.
+    assert_eq!(summary[2], "pods per node, start → end: a 2 → 1");
+    assert_eq!(summary.len(), 3, "{table}");
 }
 
 /// The summary's counts, computed here from jsonl records.
@@ -333,4 +337,96 @@ fn jsonl_has_no_summary_and_quiet_runs_print_nothing_on_stderr() {
         let r: Value = serde_json::from_str(line).unwrap();
         assert_ne!(r["kind"], "Summary");
     }
+}
+
+#[test]
+fn a_directory_of_manifests_runs_like_the_files_named_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nstatus:\n  allocatable:\n    cpu: \"4\"\n    memory: 8Gi\n    pods: \"110\"\n";
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p1\nspec:\n  containers:\n  - name: c\n    image: nginx\n";
+    std::fs::create_dir(dir.path().join("apps")).unwrap();
+    std::fs::write(dir.path().join("10-node.yaml"), node).unwrap();
+    std::fs::write(dir.path().join("apps/pod.yml"), pod).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not a manifest").unwrap();
+    let d = dir.path().display().to_string();
+    let files = [
+        dir.path().join("10-node.yaml").display().to_string(),
+        dir.path().join("apps/pod.yml").display().to_string(),
+    ];
+    let by_files = kubeplane(&["simulate", "--output", "jsonl", &files[0], &files[1]]);
+    let by_dir = kubeplane(&["simulate", "--output", "jsonl", "-R", &d]);
+    assert!(by_dir.status.success(), "{}", stderr(&by_dir));
+    assert_eq!(stdout(&by_dir), stdout(&by_files));
+    assert!(
+        stdout(&by_dir).contains("\"Scheduled\""),
+        "{}",
+        stdout(&by_dir)
+    );
+    // Without -R the subdirectory's pod is not read.
+    let flat = kubeplane(&["simulate", "--output", "jsonl", &d]);
+    assert!(flat.status.success(), "{}", stderr(&flat));
+    assert!(
+        !stdout(&flat).contains("\"Scheduled\""),
+        "{}",
+        stdout(&flat)
+    );
+}
+
+#[test]
+fn one_line_what_ifs_become_steps_and_the_summary_says_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster.yaml");
+    let node = |n: &str| {
+        format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {n}}}\nstatus: {{allocatable: {{cpu: \"4\", memory: 8Gi, pods: \"110\"}}}}\n---\n")
+    };
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n  replicas: 4\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - {name: c, image: nginx, resources: {requests: {cpu: \"1\"}}}\n";
+    std::fs::write(&cluster, node("n1") + &node("n2") + deployment).unwrap();
+    let file = cluster.display().to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["simulate", "--output", "json", "--until", "20m", &file];
+        args.extend_from_slice(extra);
+        let out = kubeplane(&args);
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        doc
+    };
+    // Without what-ifs the replicas spread over both nodes.
+    let plain = run(&[]);
+    let changed = |doc: &Value| doc["summary"]["nodesChanged"].to_string();
+    assert_eq!(
+        changed(&plain),
+        r#"[{"node":"n1","podsAtStart":0,"podsAtEnd":2},{"node":"n2","podsAtStart":0,"podsAtEnd":2}]"#
+    );
+    // At 1m n1 gets a NoExecute taint (its pods go to n2), then in shop the Deployment grows
+    // to 6: n2 holds four, two stay pending with the scheduler's reason.
+    let what_if = run(&[
+        "--at",
+        "1m",
+        "--taint",
+        "n1:maintenance=true:NoExecute",
+        "-n",
+        "shop",
+        "--scale",
+        "deployment/web=6",
+    ]);
+    assert_eq!(
+        changed(&what_if),
+        r#"[{"node":"n2","podsAtStart":0,"podsAtEnd":4}]"#
+    );
+    let pending = what_if["summary"]["pendingPods"].as_array().unwrap();
+    assert_eq!(pending.len(), 2, "{pending:?}");
+    let why = pending[0]["lastFailedScheduling"].as_str().unwrap();
+    assert!(
+        why.contains("1 node(s) had untolerated taint {maintenance: true}"),
+        "{why}"
+    );
+    assert_eq!(what_if["summary"]["pods"]["evicted"], 2);
+    // A reference to a node that does not exist is an input error naming the flag.
+    let out = kubeplane(&["simulate", &file, "--cordon", "n9"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--cordon n9: no node n9 in the input"),
+        "{}",
+        stderr(&out)
+    );
 }

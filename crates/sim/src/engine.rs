@@ -11,7 +11,7 @@ use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_registry::{ApiClient, Sink};
 use kubeplane_scheduler::Scheduler;
-use kubeplane_store::{Client, Component, DeleteOptions, Kind, Object, Store};
+use kubeplane_store::{Client, Component, DeleteOptions, Object, Store};
 use serde_json::{json, Value};
 use thiserror::Error;
 
@@ -752,10 +752,6 @@ impl Simulation {
 
     /// Every object in the store, for `--final-state`.
     pub fn final_state(&self) -> Vec<Value> {
-        Kind::ALL
-            .iter()
-            .flat_map(|&k| self.store.list(k))
-            .map(Object::to_json)
-            .collect()
+        self.store.all().map(Object::to_json).collect()
     }
 }

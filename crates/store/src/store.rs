@@ -84,8 +84,26 @@ pub struct Store {
     start: Timestamp,
 }
 
+/// The bucket of a kind: the simulated kinds first, in [`Kind::ALL`] order, then one per entry
+/// of the built-in table.
 fn idx(kind: Kind) -> usize {
-    kind as usize
+    match kind {
+        Kind::Namespace => 0,
+        Kind::Node => 1,
+        Kind::PriorityClass => 2,
+        Kind::Deployment => 3,
+        Kind::ReplicaSet => 4,
+        Kind::PodDisruptionBudget => 5,
+        Kind::Pod => 6,
+        Kind::Lease => 7,
+        Kind::Other(t) => {
+            let i = kubeplane_api::types::BUILTIN
+                .iter()
+                .position(|b| std::ptr::eq(b, t))
+                .expect("every stored type is in the built-in table");
+            Kind::ALL.len() + i
+        }
+    }
 }
 
 impl Store {
@@ -93,7 +111,9 @@ impl Store {
     /// `start` plus the virtual time of each write.
     pub fn new(seed: u64, start: Timestamp) -> Store {
         Store {
-            buckets: (0..Kind::ALL.len()).map(|_| Bucket::default()).collect(),
+            buckets: (0..Kind::ALL.len() + kubeplane_api::types::BUILTIN.len())
+                .map(|_| Bucket::default())
+                .collect(),
             resource_version: 0,
             log: Vec::new(),
             // A distinct stream from the other seeded sources of the run.
@@ -159,6 +179,19 @@ impl Store {
             .get(namespace)
             .into_iter()
             .flat_map(|m| m.values())
+    }
+
+    /// Every stored object: the simulated kinds in [`Kind::ALL`] order, then the other kinds in
+    /// the built-in table's order; each kind by namespace and name.
+    pub fn all(&self) -> impl Iterator<Item = &Object> {
+        self.buckets.iter().flat_map(Bucket::values)
+    }
+
+    /// The kinds that have at least one stored object, in [`Store::all`]'s order.
+    pub fn stored_kinds(&self) -> impl Iterator<Item = Kind> + '_ {
+        self.buckets
+            .iter()
+            .filter_map(|b| b.values().next().map(Object::kind))
     }
 
     pub fn count(&self, kind: Kind) -> usize {

@@ -149,10 +149,13 @@ pub(crate) fn parse_object(value: &Value) -> Result<Object, FieldError> {
             validate_pdb(&pdb)?;
             Object::PodDisruptionBudget(Arc::new(pdb))
         }
-        Kind::Lease => {
+        Kind::Lease | Kind::Other(_) => {
             return Err(FieldError::at(
                 "kind",
-                format!("unsupported kind \"Lease\" (expected one of: {SUPPORTED})"),
+                format!(
+                    "unsupported kind {kind:?} (expected one of: {SUPPORTED})",
+                    kind = kind.as_str()
+                ),
             ))
         }
     };

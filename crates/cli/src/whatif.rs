@@ -1,0 +1,334 @@
+//! One-line what-ifs: `simulate cluster.yaml --at 1m --taint n3:dedicated=db:NoExecute -n shop
+//! --scale deployment/web=20 --node-down n4` turns each flag into a scenario step, so a quick
+//! question needs no Scenario document.
+//!
+//! Flags apply in the order given: each step happens at the time of the last `--at` before it
+//! (0 when there is none), and a `KIND/NAME` reference lives in the namespace of the last
+//! `-n`/`--namespace` before it (`default` when there is none). clap keeps each flag's values
+//! apart, so `main` hands over every what-if flag with its position on the command line.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::Taint;
+use kubeplane_api::{Kind, ObjectKey};
+use kubeplane_core::duration::parse_duration;
+use kubeplane_core::SimTime;
+use kubeplane_sim::scenario::{Input, Step, StepAction};
+
+/// The what-if flags, by clap argument id, as the command line names them.
+pub const FLAGS: [(&str, &str); 10] = [
+    ("at", "--at"),
+    ("namespace", "--namespace"),
+    ("taint", "--taint"),
+    ("untaint", "--untaint"),
+    ("cordon", "--cordon"),
+    ("uncordon", "--uncordon"),
+    ("node_down", "--node-down"),
+    ("node_up", "--node-up"),
+    ("scale", "--scale"),
+    ("delete", "--delete"),
+];
+
+const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+/// One what-if flag as given: its clap id and its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flag {
+    pub id: &'static str,
+    pub value: String,
+}
+
+fn flag_name(id: &str) -> &'static str {
+    FLAGS
+        .iter()
+        .find(|(i, _)| *i == id)
+        .map(|(_, n)| *n)
+        .unwrap_or("--?")
+}
+
+/// Adds the flags' steps to the input, after the Scenario's own steps of the same instant.
+/// Errors name the flag and value.
+pub fn add_steps(input: &mut Input, flags: &[Flag]) -> Result<(), String> {
+    let mut at = SimTime::ZERO;
+    let mut namespace = "default".to_string();
+    let nodes = known_nodes(input);
+    let mut index = input.scenario.steps.len();
+    for flag in flags {
+        let err = |msg: String| format!("{} {}: {msg}", flag_name(flag.id), flag.value);
+        let action = match flag.id {
+            "at" => {
+                let d = parse_duration(&flag.value).map_err(|e| err(e.to_string()))?;
+                at = SimTime::ZERO + d;
+                continue;
+            }
+            "namespace" => {
+                namespace.clone_from(&flag.value);
+                continue;
+            }
+            "taint" => taint(&flag.value).map_err(err)?,
+            "untaint" => untaint(&flag.value).map_err(err)?,
+            "scale" => scale(&flag.value, &namespace).map_err(err)?,
+            "delete" => delete(&flag.value, &namespace).map_err(err)?,
+            id => node_action(id, &flag.value),
+        };
+        if let Some(node) = action_node(&action) {
+            if !nodes.contains(node) {
+                return Err(err(format!("no node {node} in the input")));
+            }
+        }
+        input.scenario.steps.push(Step { at, index, action });
+        index += 1;
+    }
+    // Stable: the Scenario's steps stay first among those of one instant.
+    input.scenario.steps.sort_by_key(|s| s.at);
+    Ok(())
+}
+
+/// The nodes of the initial state and of the Scenario's `apply` steps.
+fn known_nodes(input: &Input) -> BTreeSet<String> {
+    let initial = input.objects.iter().map(|o| &o.object);
+    let applied = input.scenario.steps.iter().filter_map(|s| match &s.action {
+        StepAction::Apply(o) => Some(o),
+        _ => None,
+    });
+    initial
+        .chain(applied)
+        .filter(|o| o.kind() == Kind::Node)
+        .map(|o| o.name().to_string())
+        .collect()
+}
+
+fn action_node(action: &StepAction) -> Option<&str> {
+    match action {
+        StepAction::Taint { node, .. }
+        | StepAction::Untaint { node, .. }
+        | StepAction::Cordon { node }
+        | StepAction::Uncordon { node }
+        | StepAction::NodeDown { node }
+        | StepAction::NodeUp { node } => Some(node),
+        _ => None,
+    }
+}
+
+fn node_action(id: &str, node: &str) -> StepAction {
+    let node = node.to_string();
+    match id {
+        "cordon" => StepAction::Cordon { node },
+        "uncordon" => StepAction::Uncordon { node },
+        "node_down" => StepAction::NodeDown { node },
+        _ => StepAction::NodeUp { node },
+    }
+}
+
+fn check_effect(effect: &str) -> Result<(), String> {
+    if EFFECTS.contains(&effect) {
+        Ok(())
+    } else {
+        Err(format!(
+            "unsupported effect {effect:?} (expected one of: {})",
+            EFFECTS.join(", ")
+        ))
+    }
+}
+
+/// `NODE:KEY[=VALUE]:EFFECT`.
+fn taint(value: &str) -> Result<StepAction, String> {
+    let usage = || "expected NODE:KEY[=VALUE]:EFFECT".to_string();
+    let (node, rest) = value.split_once(':').ok_or_else(usage)?;
+    let (kv, effect) = rest.rsplit_once(':').ok_or_else(usage)?;
+    check_effect(effect)?;
+    let (key, val) = match kv.split_once('=') {
+        Some((k, v)) => (k, Some(v.to_string())),
+        None => (kv, None),
+    };
+    if node.is_empty() || key.is_empty() {
+        return Err(usage());
+    }
+    Ok(StepAction::Taint {
+        node: node.to_string(),
+        taint: Taint {
+            key: key.to_string(),
+            value: val,
+            effect: effect.to_string(),
+            time_added: None,
+        },
+    })
+}
+
+/// `NODE:KEY[:EFFECT]`.
+fn untaint(value: &str) -> Result<StepAction, String> {
+    let usage = || "expected NODE:KEY[:EFFECT]".to_string();
+    let (node, rest) = value.split_once(':').ok_or_else(usage)?;
+    let (key, effect) = match rest.rsplit_once(':') {
+        Some((k, e)) => {
+            check_effect(e)?;
+            (k, Some(e.to_string()))
+        }
+        None => (rest, None),
+    };
+    if node.is_empty() || key.is_empty() {
+        return Err(usage());
+    }
+    Ok(StepAction::Untaint {
+        node: node.to_string(),
+        key: key.to_string(),
+        effect,
+    })
+}
+
+/// `KIND/NAME` in `namespace` (cluster-scoped kinds ignore it).
+fn reference(value: &str, namespace: &str) -> Result<ObjectKey, String> {
+    let (kind, name) = value
+        .split_once('/')
+        .ok_or_else(|| "expected KIND/NAME".to_string())?;
+    let kind = Kind::parse(kind).ok_or_else(|| format!("unknown kind {kind:?}"))?;
+    if name.is_empty() {
+        return Err("expected KIND/NAME".into());
+    }
+    Ok(ObjectKey::new(kind, namespace, name))
+}
+
+/// `KIND/NAME=N` for a Deployment or ReplicaSet.
+fn scale(value: &str, namespace: &str) -> Result<StepAction, String> {
+    let (target, n) = value
+        .rsplit_once('=')
+        .ok_or_else(|| "expected KIND/NAME=REPLICAS".to_string())?;
+    let key = reference(target, namespace)?;
+    if !matches!(key.kind, Kind::Deployment | Kind::ReplicaSet) {
+        return Err(format!(
+            "cannot scale a {} (deployment or replicaset)",
+            key.kind
+        ));
+    }
+    let replicas: i32 = n
+        .parse()
+        .ok()
+        .filter(|r| *r >= 0)
+        .ok_or_else(|| format!("replicas {n:?} is not a non-negative integer"))?;
+    Ok(StepAction::Scale { key, replicas })
+}
+
+fn delete(value: &str, namespace: &str) -> Result<StepAction, String> {
+    Ok(StepAction::Delete {
+        key: reference(value, namespace)?,
+        grace_period_secs: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(list: &[(&'static str, &str)]) -> Vec<Flag> {
+        list.iter()
+            .map(|(id, v)| Flag {
+                id,
+                value: v.to_string(),
+            })
+            .collect()
+    }
+
+    fn input() -> Input {
+        let yaml = "apiVersion: v1\nkind: Node\nmetadata: {name: n3}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n4}\n";
+        kubeplane_sim::scenario::parse_files_for(&[("c.yaml".into(), yaml.into())], None).unwrap()
+    }
+
+    #[test]
+    fn steps_take_the_time_and_namespace_given_before_them() {
+        let mut i = input();
+        add_steps(
+            &mut i,
+            &flags(&[
+                ("cordon", "n3"),
+                ("at", "1m"),
+                ("taint", "n3:dedicated=db:NoExecute"),
+                ("namespace", "shop"),
+                ("scale", "deploy/web=20"),
+                ("at", "30s"),
+                ("delete", "pod/web-0"),
+            ]),
+        )
+        .unwrap();
+        let got: Vec<(f64, String)> = i
+            .scenario
+            .steps
+            .iter()
+            .map(|s| {
+                (
+                    (s.at - SimTime::ZERO).as_secs_f64(),
+                    format!("{:?}", s.action),
+                )
+            })
+            .collect();
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[0].0, 0.0);
+        assert!(got[0].1.starts_with("Cordon"));
+        assert_eq!(got[1].0, 30.0);
+        assert!(got[1].1.contains("namespace: \"shop\"") && got[1].1.contains("web-0"));
+        assert_eq!(got[2].0, 60.0);
+        assert!(got[2].1.contains("dedicated") && got[2].1.contains("NoExecute"));
+        assert!(got[3].1.contains("Deployment") && got[3].1.contains("replicas: 20"));
+    }
+
+    #[test]
+    fn bad_values_name_the_flag_and_what_was_expected() {
+        for (flag, value, says) in [
+            (
+                "taint",
+                "n3:key:NoFreeze",
+                "--taint n3:key:NoFreeze: unsupported effect \"NoFreeze\"",
+            ),
+            (
+                "taint",
+                "n3",
+                "--taint n3: expected NODE:KEY[=VALUE]:EFFECT",
+            ),
+            (
+                "untaint",
+                "n3:key:Bogus",
+                "--untaint n3:key:Bogus: unsupported effect",
+            ),
+            (
+                "scale",
+                "pod/web=2",
+                "--scale pod/web=2: cannot scale a Pod",
+            ),
+            ("scale", "deploy/web=-1", "not a non-negative integer"),
+            ("delete", "frob/x", "--delete frob/x: unknown kind \"frob\""),
+            ("cordon", "n9", "--cordon n9: no node n9 in the input"),
+            ("at", "soon", "--at soon: "),
+        ] {
+            let err = add_steps(&mut input(), &flags(&[(flag, value)])).unwrap_err();
+            assert!(err.contains(says), "{flag} {value}: {err}");
+        }
+    }
+
+    #[test]
+    fn untaint_takes_an_optional_effect_and_keys_may_have_a_prefix() {
+        let mut i = input();
+        add_steps(
+            &mut i,
+            &flags(&[
+                ("untaint", "n4:example.com/gpu"),
+                ("untaint", "n4:example.com/gpu:NoSchedule"),
+            ]),
+        )
+        .unwrap();
+        let shown: Vec<String> = i
+            .scenario
+            .steps
+            .iter()
+            .map(|s| format!("{:?}", s.action))
+            .collect();
+        assert!(
+            shown[0].contains("key: \"example.com/gpu\", effect: None"),
+            "{}",
+            shown[0]
+        );
+        assert!(
+            shown[1].contains("effect: Some(\"NoSchedule\")"),
+            "{}",
+            shown[1]
+        );
+    }
+}
