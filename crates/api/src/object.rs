@@ -69,6 +69,37 @@ impl Kind {
         }
     }
 
+    /// The API group ("" for the core group).
+    pub fn group(self) -> &'static str {
+        match self.api_version().rsplit_once('/') {
+            Some((group, _)) => group,
+            None => "",
+        }
+    }
+
+    /// The plural resource name of the URL path (`pods`, `deployments`).
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::Namespace => "namespaces",
+            Kind::Node => "nodes",
+            Kind::PriorityClass => "priorityclasses",
+            Kind::Deployment => "deployments",
+            Kind::ReplicaSet => "replicasets",
+            Kind::PodDisruptionBudget => "poddisruptionbudgets",
+            Kind::Pod => "pods",
+            Kind::Lease => "leases",
+            Kind::Other(t) => t.plural,
+        }
+    }
+
+    /// The resource as upstream's error messages name it: `pods`, `deployments.apps`.
+    pub fn group_resource(self) -> String {
+        match self.group() {
+            "" => self.plural().to_string(),
+            group => format!("{}.{group}", self.plural()),
+        }
+    }
+
     pub fn is_namespaced(self) -> bool {
         match self {
             Kind::Namespace | Kind::Node | Kind::PriorityClass => false,

@@ -212,6 +212,7 @@ fn delete(value: &str, namespace: &str) -> Result<StepAction, String> {
     Ok(StepAction::Delete {
         key: reference(value, namespace)?,
         grace_period_secs: None,
+        propagation_policy: None,
     })
 }
 

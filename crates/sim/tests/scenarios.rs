@@ -247,7 +247,11 @@ fn every_example_holds_its_expectations() {
             let rel = format!("examples/{}", path.file_name().unwrap().to_string_lossy());
             let (out, failed, passed) = run(&[read(&rel)], &RunOptions::default());
             assert_eq!(failed, 0, "{rel}:\n{out}");
-            assert!(passed > 0, "{rel} checks something");
+            // what-if.yaml is a cluster without a Scenario, for one-line what-ifs.
+            assert!(
+                passed > 0 || rel == "examples/what-if.yaml",
+                "{rel} checks something"
+            );
             n += 1;
         }
     }

@@ -187,14 +187,24 @@ fn a_solid_owner_keeps_the_object_and_the_dangling_reference_goes() {
 fn references_to_kinds_kubeplane_does_not_store_are_not_dangling() {
     let mut tc = TestClient::new(1);
     let mut gc = GarbageCollector::new();
-    let owner = ("apps/v1", "StatefulSet", "db", "ss-1");
-    tc.create(pod("db-0", None, &[owner])).unwrap();
+    let owner = ("example.com/v1", "Widget", "w", "w-1");
+    tc.create(pod("widget-0", None, &[owner])).unwrap();
     // A known kind under another group version is not that kind either.
     let owner = ("extensions/v1beta1", "ReplicaSet", "old", "rs-old");
     tc.create(pod("legacy", None, &[owner])).unwrap();
     tc.settle(&mut [&mut gc]);
-    assert!(exists(&tc, Kind::Pod, "db-0"));
+    assert!(exists(&tc, Kind::Pod, "widget-0"));
     assert!(exists(&tc, Kind::Pod, "legacy"));
+}
+
+#[test]
+fn a_dependent_of_a_missing_built_in_kind_kubeplane_only_stores_is_collected() {
+    let mut tc = TestClient::new(1);
+    let mut gc = GarbageCollector::new();
+    let owner = ("apps/v1", "StatefulSet", "db", "ss-1");
+    tc.create(pod("db-0", None, &[owner])).unwrap();
+    tc.settle(&mut [&mut gc]);
+    assert!(!exists(&tc, Kind::Pod, "db-0"));
 }
 
 #[test]

@@ -10,20 +10,6 @@ use kubeplane_api::{ApiError, Cache, Kind, Object, ObjectKey};
 /// The namespaces that may not be deleted (upstream's immortal namespaces).
 pub const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
-/// The resource name of a kind in upstream's error messages (`pods`, `deployments.apps`).
-fn resource(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Namespace => "namespaces",
-        Kind::Node => "nodes",
-        Kind::PriorityClass => "priorityclasses.scheduling.k8s.io",
-        Kind::Deployment => "deployments.apps",
-        Kind::ReplicaSet => "replicasets.apps",
-        Kind::PodDisruptionBudget => "poddisruptionbudgets.policy",
-        Kind::Pod => "pods",
-        Kind::Lease => "leases.coordination.k8s.io",
-    }
-}
-
 /// Refuses the create of a namespaced object in a namespace that is being terminated
 /// (deletionTimestamp set or phase Terminating).
 pub fn check_create(obj: &Object, cache: &dyn Cache) -> Result<(), ApiError> {
@@ -47,7 +33,7 @@ pub fn check_create(obj: &Object, cache: &dyn Cache) -> Result<(), ApiError> {
         message: format!(
             "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because \
              it is being terminated",
-            resource(kind)
+            kind.group_resource()
         ),
     })
 }
