@@ -102,8 +102,7 @@ impl Runtime {
 #[test]
 fn a_replica_set_controller_replaces_a_pod_deleted_while_its_watch_was_down_after_a_relist() {
     let mut rt = Runtime::new();
-    let now = rt.client.now;
-    rt.client.store.create(replica_set(3), now).unwrap();
+    rt.client.create(replica_set(3)).unwrap();
     rt.settle();
     assert_eq!(rt.pods(), 3);
 

@@ -1,16 +1,232 @@
-//! [`ApiClient`]: the one implementation of [`Client`] over the in-process store.
+//! [`ApiClient`]: the [`Client`] over the simulator's store, and the registry's operations
+//! over any [`Backend`] (the store here, `kubeplane-storage` in
+//! [`crate::storage_client`]): each looks the stored object up once, applies the kind's
+//! strategy ([`crate::strategy`]) and writes with the backend's plain operations.
 
 use std::sync::Arc;
 
+use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kubeplane_api::{ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::Store;
+use kubeplane_store::{NameSource, Store};
+
+use crate::strategy::{self, pod::BindError, Deletion};
 
 /// Where the events and explanation records of a run go.
 pub trait Sink {
     fn event(&mut self, ev: EventRecord);
     fn record(&mut self, record: serde_json::Value);
+}
+
+/// The plain operations of versioned storage the registry's rules run over: lookups, writes
+/// with the storage's resourceVersion and optimistic concurrency, and the seeded source of
+/// UIDs and generated names. The registry never writes but through these.
+pub trait Backend {
+    /// The stored object, if any.
+    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Object>;
+
+    /// The cluster clock (object timestamps of virtual instants).
+    fn clock(&self) -> Clock;
+
+    /// A name from `prefix` and the seeded source.
+    fn draw_name(&mut self, prefix: &str) -> String;
+
+    /// Stores a new object (AlreadyExists when taken); `fill` runs once the key is known to
+    /// be free, with the seeded source.
+    fn create_with(
+        &mut self,
+        obj: Object,
+        fill: impl FnOnce(&mut Object, &mut NameSource),
+    ) -> Result<Object, ApiError>;
+
+    /// Replaces the object of `obj`'s key after `prepare` adjusted `obj` against the stored
+    /// one; a stale resourceVersion or another UID on `obj` is a Conflict, before `prepare`.
+    fn update(
+        &mut self,
+        obj: Object,
+        prepare: impl FnOnce(&Object, &mut Object) -> Result<(), ApiError>,
+    ) -> Result<Object, ApiError>;
+
+    /// Replaces a stored object with what `f` makes of it.
+    fn update_with(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        f: impl FnOnce(&Object) -> Result<Object, ApiError>,
+    ) -> Result<Object, ApiError>;
+
+    /// Removes an object; returns its last state.
+    fn delete(&mut self, key: &ObjectKey) -> Result<Object, ApiError>;
+}
+
+impl Backend for Store {
+    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Object> {
+        Store::get(self, kind, namespace, name).cloned()
+    }
+    fn clock(&self) -> Clock {
+        Store::clock(self)
+    }
+    fn draw_name(&mut self, prefix: &str) -> String {
+        self.names().generate_name(prefix)
+    }
+    fn create_with(
+        &mut self,
+        obj: Object,
+        fill: impl FnOnce(&mut Object, &mut NameSource),
+    ) -> Result<Object, ApiError> {
+        Store::create_with(self, obj, fill)
+    }
+    fn update(
+        &mut self,
+        obj: Object,
+        prepare: impl FnOnce(&Object, &mut Object) -> Result<(), ApiError>,
+    ) -> Result<Object, ApiError> {
+        Store::update(self, obj, prepare)
+    }
+    fn update_with(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        f: impl FnOnce(&Object) -> Result<Object, ApiError>,
+    ) -> Result<Object, ApiError> {
+        Store::update_with(self, kind, namespace, name, f)
+    }
+    fn delete(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
+        Store::delete(self, key)
+    }
+}
+
+/// Creates an object (after admission): a name from generateName, the namespace (created
+/// when it does not exist yet), the create strategy, and a UID from the seeded source.
+pub fn create(b: &mut impl Backend, mut obj: Object, now: SimTime) -> Result<Object, ApiError> {
+    let kind = obj.kind();
+    if let Some(prefix) = strategy::generate_name_prefix(&obj)? {
+        let mut name = b.draw_name(&prefix);
+        while b.get(kind, obj.namespace(), &name).is_some() {
+            name = b.draw_name(&prefix);
+        }
+        obj.meta_mut().name = Some(name);
+    }
+    strategy::set_namespace(&mut obj);
+    if kind.is_namespaced() && b.get(Kind::Namespace, "", obj.namespace()).is_none() {
+        create(b, strategy::namespace::implicit(obj.namespace()), now)?;
+    }
+    strategy::before_create(&mut obj, b.clock().timestamp(now));
+    b.create_with(obj, |o, names| {
+        if o.uid().is_empty() {
+            o.meta_mut().uid = Some(names.uid());
+        }
+    })
+}
+
+/// Replaces the main resource (the kind's update strategy keeps the stored status).
+pub fn update(b: &mut impl Backend, obj: Object) -> Result<Object, ApiError> {
+    b.update(obj, |old, new| strategy::prepare_for_update(old, new))
+}
+
+/// Replaces the status subresource (the kind's status strategy keeps the rest).
+pub fn update_status(b: &mut impl Backend, obj: Object) -> Result<Object, ApiError> {
+    b.update(obj, |old, new| {
+        strategy::prepare_for_status_update(old, new)
+    })
+}
+
+/// Upstream's PatchPodStatus: `patch` applied to the current pod's status, the pod's UID as
+/// the precondition, no resourceVersion precondition.
+pub fn patch_pod_status(
+    b: &mut impl Backend,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    patch: &mut dyn FnMut(&mut PodStatus),
+) -> Result<Object, ApiError> {
+    b.update_with(Kind::Pod, namespace, name, |current| {
+        let Object::Pod(pod) = current else {
+            unreachable!("the pod bucket holds pods")
+        };
+        if !uid.is_empty() && pod.metadata.uid.as_deref() != Some(uid) {
+            // The pod was deleted and created again.
+            return Err(ApiError::Conflict { key: current.key() });
+        }
+        let mut p = Pod::clone(pod);
+        patch(p.status.get_or_insert_with(Default::default));
+        // Only the status changed: the status strategy and `BeforeUpdate` have nothing to keep
+        // (the spec, ownerReferences, uid and timestamps are the current ones).
+        Ok(Object::Pod(Arc::new(p)))
+    })
+}
+
+/// A delete: preconditions, then the graceful-deletion decision of the strategy.
+pub fn delete(
+    b: &mut impl Backend,
+    key: &ObjectKey,
+    opts: &DeleteOptions,
+    now: SimTime,
+) -> Result<Option<Object>, ApiError> {
+    let Some(old) = b.get(key.kind, &key.namespace, &key.name) else {
+        return Err(ApiError::NotFound { key: key.clone() });
+    };
+    strategy::check_delete_preconditions(&old, opts)?;
+    let deletion = strategy::before_delete(&old, opts, now, b.clock());
+    match strategy::mark_terminating(&old, &deletion) {
+        Some(marked) => b
+            .update_with(key.kind, &key.namespace, &key.name, |_| Ok(marked))
+            .map(Some),
+        None if deletion == Deletion::AlreadyTerminating => Ok(Some(old)),
+        None => b.delete(key).map(|_| None),
+    }
+}
+
+/// The pods/binding subresource.
+pub fn bind(
+    b: &mut impl Backend,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    node: &str,
+    now: SimTime,
+) -> Result<Object, ApiError> {
+    let ts = b.clock().timestamp(now);
+    b.update_with(Kind::Pod, namespace, name, |current| {
+        let Object::Pod(pod) = current else {
+            unreachable!("the pod bucket holds pods")
+        };
+        match strategy::pod::bind(pod, uid, node, ts) {
+            Ok(p) => Ok(Object::Pod(Arc::new(p))),
+            Err(BindError::Conflict) => Err(ApiError::Conflict { key: current.key() }),
+            Err(BindError::Invalid(message)) => Err(ApiError::Invalid {
+                key: current.key(),
+                message: message.into(),
+            }),
+        }
+    })
+}
+
+/// The scale subresource: `spec.replicas` of a Deployment or ReplicaSet, through the main
+/// resource's update strategy (a spec change: the generation moves, the status is kept).
+pub fn update_scale(
+    b: &mut impl Backend,
+    key: &ObjectKey,
+    replicas: i32,
+    resource_version: Option<&str>,
+) -> Result<Scale, ApiError> {
+    if !matches!(key.kind, Kind::Deployment | Kind::ReplicaSet) {
+        return Err(ApiError::NotFound { key: key.clone() });
+    }
+    strategy::scale::validate_replicas(key, replicas)?;
+    let updated = b.update_with(key.kind, &key.namespace, &key.name, |old| {
+        if resource_version.is_some_and(|rv| rv != old.resource_version()) {
+            return Err(ApiError::Conflict { key: key.clone() });
+        }
+        let mut new = strategy::scale::with_replicas(old, replicas)
+            .ok_or_else(|| ApiError::NotFound { key: key.clone() })?;
+        strategy::prepare_for_update(old, &mut new)?;
+        Ok(new)
+    })?;
+    strategy::scale::scale_of(&updated).ok_or_else(|| ApiError::NotFound { key: key.clone() })
 }
 
 /// A client of the in-process API at one instant: the store, the registry's rules, and the
@@ -47,15 +263,15 @@ impl Client for ApiClient<'_> {
         } else {
             obj
         };
-        self.store.create(obj, self.now)
+        create(self.store, obj, self.now)
     }
 
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.store.update(obj, self.now)
+        update(self.store, obj)
     }
 
     fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.store.update_status(obj, self.now)
+        update_status(self.store, obj)
     }
 
     fn patch_pod_status(
@@ -65,27 +281,16 @@ impl Client for ApiClient<'_> {
         uid: &str,
         patch: &mut dyn FnMut(&mut PodStatus),
     ) -> Result<Object, ApiError> {
-        let key = || ObjectKey::new(Kind::Pod, namespace, name);
-        let Some(current) = self.store.get_pod(namespace, name) else {
-            return Err(ApiError::NotFound { key: key() });
-        };
-        if !uid.is_empty() && current.metadata.uid.as_deref() != Some(uid) {
-            // The UID precondition of the patch: the pod was deleted and created again.
-            return Err(ApiError::Conflict { key: key() });
-        }
-        let mut p = Pod::clone(current);
-        patch(p.status.get_or_insert_with(Default::default));
-        // A patch applies to the current version: no resourceVersion precondition.
-        p.metadata.resource_version = None;
-        self.store.update_status(Object::Pod(Arc::new(p)), self.now)
+        patch_pod_status(self.store, namespace, name, uid, patch)
     }
 
     fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
-        self.store.delete(key, &opts, self.now)
+        delete(self.store, key, &opts, self.now)
     }
 
     fn evict(&mut self, namespace: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError> {
-        crate::eviction::evict(self.store, self.now, namespace, name, opts)
+        let now = self.now;
+        crate::eviction::evict(self, now, namespace, name, opts)
     }
 
     fn bind(
@@ -95,7 +300,16 @@ impl Client for ApiClient<'_> {
         uid: &str,
         node: &str,
     ) -> Result<Object, ApiError> {
-        self.store.bind(namespace, name, uid, node, self.now)
+        bind(self.store, namespace, name, uid, node, self.now)
+    }
+
+    fn update_scale(
+        &mut self,
+        key: &ObjectKey,
+        replicas: i32,
+        resource_version: Option<&str>,
+    ) -> Result<Scale, ApiError> {
+        update_scale(self.store, key, replicas, resource_version)
     }
 
     fn record_event(&mut self, ev: EventRecord) {

@@ -13,6 +13,7 @@
 pub mod admission;
 pub mod client;
 pub mod eviction;
+pub mod strategy;
 pub mod testing;
 
 pub use client::{ApiClient, Sink};

@@ -100,6 +100,14 @@ impl Client for StatusOnlyUpdates {
     ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
         self.0.bind(namespace, name, uid, node)
     }
+    fn update_scale(
+        &mut self,
+        key: &ObjectKey,
+        replicas: i32,
+        resource_version: Option<&str>,
+    ) -> Result<k8s_openapi::api::autoscaling::v1::Scale, kubeplane_api::ApiError> {
+        self.0.update_scale(key, replicas, resource_version)
+    }
     fn record_event(&mut self, ev: kubeplane_core::EventRecord) {
         self.0.record_event(ev)
     }

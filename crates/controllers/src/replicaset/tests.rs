@@ -110,8 +110,7 @@ fn replica_set(name: &str, replicas: i32, app: &str) -> ReplicaSet {
 }
 
 fn create(client: &mut TestClient, obj: impl Into<Object>) -> Object {
-    let now = client.now;
-    client.store.create(obj.into(), now).expect("create")
+    client.create(obj.into()).expect("create")
 }
 
 fn rs_object(rs: ReplicaSet) -> Object {
@@ -128,8 +127,7 @@ fn get_rs(client: &TestClient, name: &str) -> Arc<ReplicaSet> {
 fn set_replicas(client: &mut TestClient, name: &str, replicas: i32) {
     let mut rs = ReplicaSet::clone(&get_rs(client, name));
     rs.spec.as_mut().unwrap().replicas = Some(replicas);
-    let now = client.now;
-    client.store.update(rs_object(rs), now).unwrap();
+    client.update(rs_object(rs)).unwrap();
 }
 
 fn pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<Pod>> {
@@ -708,6 +706,14 @@ impl Client for FailingCreates {
     fn bind(&mut self, ns: &str, name: &str, uid: &str, node: &str) -> Result<Object, ApiError> {
         self.inner.bind(ns, name, uid, node)
     }
+    fn update_scale(
+        &mut self,
+        key: &ObjectKey,
+        replicas: i32,
+        resource_version: Option<&str>,
+    ) -> Result<k8s_openapi::api::autoscaling::v1::Scale, ApiError> {
+        self.inner.update_scale(key, replicas, resource_version)
+    }
     fn record_event(&mut self, ev: EventRecord) {
         self.inner.record_event(ev)
     }
@@ -792,8 +798,7 @@ fn orphans_are_adopted_and_non_matching_pods_released() {
     // Relabelling a pod releases it and a replacement is created.
     let mut p = Pod::clone(client.store.get_pod("default", "owned").unwrap());
     p.metadata.labels = Some([("app".to_string(), "debug".to_string())].into());
-    let now = client.now;
-    client.store.update(Object::Pod(Arc::new(p)), now).unwrap();
+    client.update(Object::Pod(Arc::new(p))).unwrap();
     settle(&mut client, &mut rsc);
     let released = client.store.get_pod("default", "owned").unwrap();
     assert!(controller_of(&released.metadata).is_none());
