@@ -21,7 +21,12 @@ const CRATE_MAP: &[(&str, &[&str])] = &[
     ("kubeplane-store", &["kubeplane-core", "kubeplane-api"]),
     (
         "kubeplane-registry",
-        &["kubeplane-core", "kubeplane-api", "kubeplane-store"],
+        &[
+            "kubeplane-core",
+            "kubeplane-api",
+            "kubeplane-store",
+            "kubeplane-storage",
+        ],
     ),
     ("kubeplane-scheduler", &["kubeplane-core", "kubeplane-api"]),
     (

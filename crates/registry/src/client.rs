@@ -124,7 +124,7 @@ pub fn create(b: &mut impl Backend, mut obj: Object, now: SimTime) -> Result<Obj
 
 /// Replaces the main resource (the kind's update strategy keeps the stored status).
 pub fn update(b: &mut impl Backend, obj: Object) -> Result<Object, ApiError> {
-    b.update(obj, |old, new| strategy::prepare_for_update(old, new))
+    b.update(obj, strategy::prepare_for_update)
 }
 
 /// Replaces the status subresource (the kind's status strategy keeps the rest).
@@ -397,6 +397,103 @@ mod tests {
             // Priority resolved, DefaultTolerationSeconds applied.
             assert_eq!(spec.priority, Some(0));
             assert_eq!(spec.tolerations.map(|t| t.len()), Some(2));
+        });
+    }
+
+    fn bound(name: &str, node: &str) -> Object {
+        let mut p = Pod::clone(pod(name).as_pod().unwrap());
+        p.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
+        Object::Pod(Arc::new(p))
+    }
+
+    #[test]
+    fn a_create_in_a_missing_namespace_creates_it_labelled_with_its_name_first() {
+        with_api(|api| {
+            let created = api.create(pod("p")).unwrap();
+            let ns = api
+                .get(&ObjectKey::new(Kind::Namespace, "", "default"))
+                .unwrap();
+            assert_eq!(ns.resource_version(), "1");
+            assert_eq!(created.resource_version(), "2");
+            let label = &ns.meta().labels.as_ref().unwrap()["kubernetes.io/metadata.name"];
+            assert_eq!(label, "default");
+            assert!(!ns.uid().is_empty() && ns.uid() != created.uid());
+            assert!(created.meta().creation_timestamp.is_some());
+        });
+    }
+
+    #[test]
+    fn a_name_is_generated_from_the_seed_and_a_nameless_object_without_a_prefix_is_invalid() {
+        let generated = |seed| {
+            let mut store = Store::new(seed, jiff::Timestamp::UNIX_EPOCH);
+            let mut o = pod("");
+            o.meta_mut().generate_name = Some("web-".into());
+            create(&mut store, o, SimTime::ZERO).unwrap()
+        };
+        assert_eq!(generated(1).name(), generated(1).name());
+        assert_ne!(generated(1).name(), generated(2).name());
+        assert!(generated(1).name().starts_with("web-"));
+        with_api(|api| {
+            let err = api.create(pod("")).unwrap_err();
+            assert_eq!(err.code(), 422);
+            assert!(!api.store.has_events(), "nothing was written");
+        });
+    }
+
+    #[test]
+    fn a_graceful_delete_sets_the_deadline_and_only_a_shorter_grace_period_moves_it() {
+        with_api(|api| {
+            api.now = SimTime::from_secs(5);
+            api.create(bound("a", "n1")).unwrap();
+            let key = ObjectKey::new(Kind::Pod, "default", "a");
+            let clock = api.store.clock();
+            let deadline = |o: &Object| {
+                let meta = o.meta();
+                let at = clock.instant(meta.deletion_timestamp.as_ref().unwrap());
+                (at, meta.deletion_grace_period_seconds)
+            };
+            let first = api.delete(&key, DeleteOptions::default()).unwrap().unwrap();
+            assert_eq!(deadline(&first), (SimTime::from_secs(35), Some(30)));
+            let longer = DeleteOptions {
+                grace_period_secs: Some(60),
+                ..DeleteOptions::default()
+            };
+            let same = api.delete(&key, longer).unwrap().unwrap();
+            assert_eq!(
+                same.resource_version(),
+                first.resource_version(),
+                "no write"
+            );
+            let shorter = DeleteOptions {
+                grace_period_secs: Some(10),
+                ..DeleteOptions::default()
+            };
+            let moved = api.delete(&key, shorter).unwrap().unwrap();
+            assert_eq!(deadline(&moved), (SimTime::from_secs(15), Some(10)));
+            // An update that sets no deletionTimestamp keeps the stored one.
+            let mut relabelled = bound("a", "n1");
+            relabelled.meta_mut().labels = Some([("x".to_string(), "y".to_string())].into());
+            let kept = api.update(relabelled).unwrap();
+            assert_eq!(deadline(&kept), (SimTime::from_secs(15), Some(10)));
+            assert!(api.delete(&key, DeleteOptions::now()).unwrap().is_none());
+            assert!(api.get(&key).unwrap_err().is_not_found());
+        });
+    }
+
+    #[test]
+    fn an_update_may_not_move_a_bound_pod_and_keeps_its_uid_and_creation_timestamp() {
+        with_api(|api| {
+            let created = api.create(bound("a", "n1")).unwrap();
+            let err = api.update(bound("a", "n2")).unwrap_err();
+            assert_eq!(err.code(), 422, "{err}");
+            let mut p = Pod::clone(bound("a", "n1").as_pod().unwrap());
+            p.metadata.creation_timestamp = None;
+            let after = api.update(Object::Pod(Arc::new(p))).unwrap();
+            assert_eq!(after.uid(), created.uid());
+            assert_eq!(
+                after.meta().creation_timestamp,
+                created.meta().creation_timestamp
+            );
         });
     }
 }

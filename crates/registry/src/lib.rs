@@ -13,8 +13,10 @@
 pub mod admission;
 pub mod client;
 pub mod eviction;
+pub mod storage_client;
 pub mod strategy;
 pub mod testing;
 
-pub use client::{ApiClient, Sink};
+pub use client::{ApiClient, Backend, Sink};
 pub use kubeplane_api::Client;
+pub use storage_client::StorageClient;
