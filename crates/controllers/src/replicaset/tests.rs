@@ -837,14 +837,13 @@ fn terminating_pods_do_not_count_and_are_replaced_at_once() {
     }
     settle(&mut client, &mut rsc);
     // A graceful delete of a bound pod leaves it Terminating for 30 s.
-    client
-        .store
-        .delete(
-            &ObjectKey::new(Kind::Pod, "default", "p0"),
-            &DeleteOptions::default(),
-            SimTime::ZERO,
-        )
-        .unwrap();
+    kubeplane_registry::client::delete(
+        &mut client.store,
+        &ObjectKey::new(Kind::Pod, "default", "p0"),
+        &DeleteOptions::default(),
+        SimTime::ZERO,
+    )
+    .unwrap();
     settle(&mut client, &mut rsc);
     assert!(client.store.get_pod("default", "p0").is_some());
     assert_eq!(client.events_with_reason(REASON_SUCCESSFUL_CREATE).len(), 1);
@@ -1515,11 +1514,11 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                         let mut p = Pod::clone(p);
                         let t = client.store.timestamp(client.now).0;
                         p.status = pod_builder("x").ready_since(Some(t)).build().status;
-                        let now = client.now;
-                        client
-                            .store
-                            .update_status(Object::Pod(Arc::new(p)), now)
-                            .unwrap();
+                        kubeplane_registry::client::update_status(
+                            &mut client.store,
+                            Object::Pod(Arc::new(p)),
+                        )
+                        .unwrap();
                     }
                 }
                 3 => {
@@ -1532,10 +1531,13 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                             p.metadata.name.as_deref().unwrap(),
                         );
                         let now = client.now;
-                        client
-                            .store
-                            .delete(&key, &DeleteOptions::now(), now)
-                            .unwrap();
+                        kubeplane_registry::client::delete(
+                            &mut client.store,
+                            &key,
+                            &DeleteOptions::now(),
+                            now,
+                        )
+                        .unwrap();
                     }
                 }
                 _ => {
