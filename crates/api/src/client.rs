@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
+use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_core::{EventRecord, SimTime};
@@ -184,6 +185,18 @@ pub trait Client {
         uid: &str,
         node: &str,
     ) -> Result<Object, ApiError>;
+
+    /// The scale subresource of a Deployment or ReplicaSet (autoscaling/v1 `Scale`, as
+    /// `kubectl scale` uses it): sets `spec.replicas` and nothing else, as a spec change (the
+    /// generation moves). `resource_version`, when given, is a precondition (Conflict when
+    /// stale). NotFound for a kind without the subresource; Invalid for a negative count.
+    /// Returns the Scale after the update.
+    fn update_scale(
+        &mut self,
+        key: &ObjectKey,
+        replicas: i32,
+        resource_version: Option<&str>,
+    ) -> Result<Scale, ApiError>;
 
     /// Records a Kubernetes event.
     fn record_event(&mut self, ev: EventRecord);

@@ -69,6 +69,33 @@ impl Kind {
         }
     }
 
+    /// How many kinds there are: the simulated ones and the built-in table's.
+    pub fn count() -> usize {
+        Kind::ALL.len() + types::BUILTIN.len()
+    }
+
+    /// A dense index of the kind, below [`Kind::count`]: the simulated kinds in [`Kind::ALL`]
+    /// order, then the built-in table's entries in its order (for per-kind arrays).
+    pub fn index(self) -> usize {
+        match self {
+            Kind::Namespace => 0,
+            Kind::Node => 1,
+            Kind::PriorityClass => 2,
+            Kind::Deployment => 3,
+            Kind::ReplicaSet => 4,
+            Kind::PodDisruptionBudget => 5,
+            Kind::Pod => 6,
+            Kind::Lease => 7,
+            Kind::Other(t) => {
+                let i = types::BUILTIN
+                    .iter()
+                    .position(|b| std::ptr::eq(b, t))
+                    .expect("every stored type is in the built-in table");
+                Kind::ALL.len() + i
+            }
+        }
+    }
+
     /// The API group ("" for the core group).
     pub fn group(self) -> &'static str {
         match self.api_version().rsplit_once('/') {

@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStatus, ReplicaSet, ReplicaSetSpec,
+};
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodSpec, PodStatus};
 use k8s_openapi::api::policy::v1::{
     PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
@@ -92,6 +94,14 @@ pub const CASES: &[Case] = &[
     (
         "a deleted Namespace is Terminating and refuses new content",
         namespace_termination,
+    ),
+    (
+        "the scale subresource writes only spec.replicas, as a spec change",
+        scale_writes_only_the_replicas,
+    ),
+    (
+        "a scale update with a stale resourceVersion is a Conflict",
+        scale_precondition,
     ),
 ];
 
@@ -591,4 +601,101 @@ fn namespace_termination(make: Factory) {
     finalized.spec.as_mut().unwrap().finalizers = Some(vec![]);
     c.update(Object::Namespace(Arc::new(finalized))).unwrap();
     assert!(c.get(&ns).unwrap_err().is_not_found());
+}
+
+fn web_selector() -> LabelSelector {
+    LabelSelector {
+        match_labels: Some([("app".to_string(), "web".to_string())].into()),
+        ..Default::default()
+    }
+}
+
+fn scale_writes_only_the_replicas(make: Factory) {
+    let mut c = make();
+    let mut m = meta("web");
+    m.labels = Some([("team".to_string(), "a".to_string())].into());
+    let created = c
+        .create(Object::Deployment(Arc::new(Deployment {
+            metadata: m,
+            spec: Some(DeploymentSpec {
+                replicas: Some(1),
+                selector: web_selector(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })))
+        .unwrap();
+    let mut with_status = created.clone();
+    if let Object::Deployment(d) = &mut with_status {
+        Arc::make_mut(d).status = Some(DeploymentStatus {
+            replicas: Some(1),
+            ..Default::default()
+        });
+    }
+    c.update_status(with_status).unwrap();
+    let key = created.key();
+    let scale = c.update_scale(&key, 3, None).unwrap();
+    assert_eq!(scale.spec.as_ref().unwrap().replicas, Some(3));
+    let status = scale.status.as_ref().unwrap();
+    assert_eq!(status.replicas, 1, "the observed replicas are the status's");
+    assert_eq!(status.selector.as_deref(), Some("app=web"));
+    let Object::Deployment(d) = c.get(&key).unwrap() else {
+        unreachable!()
+    };
+    assert_eq!(d.spec.as_ref().unwrap().replicas, Some(3));
+    assert_eq!(d.metadata.generation, Some(2), "a spec change");
+    assert_eq!(d.status.as_ref().unwrap().replicas, Some(1));
+    assert_eq!(d.metadata.labels.as_ref().unwrap()["team"], "a");
+    assert_eq!(scale.metadata.resource_version, d.metadata.resource_version);
+    let rs = c
+        .create(Object::ReplicaSet(Arc::new(ReplicaSet {
+            metadata: meta("web-1"),
+            spec: Some(ReplicaSetSpec {
+                replicas: Some(2),
+                selector: web_selector(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })))
+        .unwrap();
+    let scale = c.update_scale(&rs.key(), 0, None).unwrap();
+    assert_eq!(scale.spec.unwrap().replicas, Some(0));
+    let err = c.update_scale(&rs.key(), -1, None).unwrap_err();
+    assert_eq!(err.code(), 422, "{err}");
+    let pod_key = c.create(pod("a", None)).unwrap().key();
+    assert!(c
+        .update_scale(&pod_key, 1, None)
+        .unwrap_err()
+        .is_not_found());
+    let missing = ObjectKey::new(Kind::ReplicaSet, "default", "missing");
+    assert!(c
+        .update_scale(&missing, 1, None)
+        .unwrap_err()
+        .is_not_found());
+}
+
+fn scale_precondition(make: Factory) {
+    let mut c = make();
+    let created = c
+        .create(Object::ReplicaSet(Arc::new(ReplicaSet {
+            metadata: meta("web"),
+            spec: Some(ReplicaSetSpec {
+                replicas: Some(1),
+                selector: web_selector(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })))
+        .unwrap();
+    let key = created.key();
+    let first = c
+        .update_scale(&key, 2, Some(created.resource_version()))
+        .unwrap();
+    let err = c
+        .update_scale(&key, 3, Some(created.resource_version()))
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    let current = first.metadata.resource_version.clone().unwrap();
+    let second = c.update_scale(&key, 3, Some(&current)).unwrap();
+    assert_eq!(second.spec.unwrap().replicas, Some(3));
 }

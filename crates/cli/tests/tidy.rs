@@ -21,7 +21,12 @@ const CRATE_MAP: &[(&str, &[&str])] = &[
     ("kubeplane-store", &["kubeplane-core", "kubeplane-api"]),
     (
         "kubeplane-registry",
-        &["kubeplane-core", "kubeplane-api", "kubeplane-store"],
+        &[
+            "kubeplane-core",
+            "kubeplane-api",
+            "kubeplane-store",
+            "kubeplane-storage",
+        ],
     ),
     ("kubeplane-scheduler", &["kubeplane-core", "kubeplane-api"]),
     (
@@ -107,7 +112,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "crates/sim/src/scenario/parse.rs::document",
     "crates/sim/src/scenario/parse.rs::parse_assertion",
     "crates/sim/src/scenario/parse.rs::step_actions",
-    "crates/store/src/store.rs::create",
 ];
 
 fn workspace_root() -> PathBuf {

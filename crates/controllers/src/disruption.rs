@@ -556,7 +556,7 @@ mod tests {
     fn min_available_as_a_number_counts_the_selected_pods() {
         let mut s = store();
         for (n, ready) in [("a", true), ("b", true), ("c", false)] {
-            s.create(pod(n, ready), SimTime::ZERO).unwrap();
+            kubeplane_registry::client::create(&mut s, pod(n, ready), SimTime::ZERO).unwrap();
         }
         let c = compute_status(
             &s,
@@ -578,7 +578,7 @@ mod tests {
     #[test]
     fn a_percentage_needs_the_pods_controllers() {
         let mut s = store();
-        s.create(pod("a", true), SimTime::ZERO).unwrap();
+        kubeplane_registry::client::create(&mut s, pod("a", true), SimTime::ZERO).unwrap();
         // Unmanaged pods contribute no expected scale: 0 expected, nothing allowed.
         let c = compute_status(
             &s,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use kubeplane_api::{Component, DeleteOptions, Informer, Kind, Object, ObjectKey};
+use kubeplane_api::{Client, Component, DeleteOptions, Informer, Kind, Object, ObjectKey};
 use kubeplane_controllers::replicaset::ReplicaSetController;
 use kubeplane_registry::testing::TestClient;
 
@@ -102,16 +102,12 @@ impl Runtime {
 #[test]
 fn a_replica_set_controller_replaces_a_pod_deleted_while_its_watch_was_down_after_a_relist() {
     let mut rt = Runtime::new();
-    let now = rt.client.now;
-    rt.client.store.create(replica_set(3), now).unwrap();
+    rt.client.create(replica_set(3)).unwrap();
     rt.settle();
     assert_eq!(rt.pods(), 3);
 
     let victim = rt.client.store.list(Kind::Pod).next().unwrap().key();
-    rt.client
-        .store
-        .delete(&victim, &DeleteOptions::now(), now)
-        .unwrap();
+    rt.client.delete(&victim, DeleteOptions::now()).unwrap();
     rt.lose_events();
     rt.settle();
     assert_eq!(rt.pods(), 2, "without the deletion event nothing happens");

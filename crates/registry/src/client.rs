@@ -1,16 +1,269 @@
-//! [`ApiClient`]: the one implementation of [`Client`] over the in-process store.
+//! [`ApiClient`]: the [`Client`] over the simulator's store, and the registry's operations
+//! over any [`Backend`] (the store here, `kubeplane-storage` in
+//! [`crate::storage_client`]): each looks the stored object up once, applies the kind's
+//! strategy ([`crate::strategy`]) and writes with the backend's plain operations.
 
 use std::sync::Arc;
 
+use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kubeplane_api::{ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::Store;
+use kubeplane_store::{NameSource, Store};
+
+use crate::deletion::DeletePlan;
+use crate::strategy::{self, pod::BindError};
 
 /// Where the events and explanation records of a run go.
 pub trait Sink {
     fn event(&mut self, ev: EventRecord);
     fn record(&mut self, record: serde_json::Value);
+}
+
+/// The plain operations of versioned storage the registry's rules run over: lookups, writes
+/// with the storage's resourceVersion and optimistic concurrency, and the seeded source of
+/// UIDs and generated names. The registry never writes but through these.
+pub trait Backend {
+    /// The stored object, if any.
+    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Object>;
+
+    /// The cluster clock (object timestamps of virtual instants).
+    fn clock(&self) -> Clock;
+
+    /// A name from `prefix` and the seeded source.
+    fn draw_name(&mut self, prefix: &str) -> String;
+
+    /// Stores a new object (AlreadyExists when taken); `fill` runs once the key is known to
+    /// be free, with the seeded source.
+    fn create_with(
+        &mut self,
+        obj: Object,
+        fill: impl FnOnce(&mut Object, &mut NameSource),
+    ) -> Result<Object, ApiError>;
+
+    /// Replaces the object of `obj`'s key after `prepare` adjusted `obj` against the stored
+    /// one; a stale resourceVersion or another UID on `obj` is a Conflict, before `prepare`.
+    fn update(
+        &mut self,
+        obj: Object,
+        prepare: impl FnOnce(&Object, &mut Object) -> Result<(), ApiError>,
+    ) -> Result<Object, ApiError>;
+
+    /// Replaces a stored object with what `f` makes of it.
+    fn update_with(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        f: impl FnOnce(&Object) -> Result<Object, ApiError>,
+    ) -> Result<Object, ApiError>;
+
+    /// Removes an object; returns its last state.
+    fn delete(&mut self, key: &ObjectKey) -> Result<Object, ApiError>;
+}
+
+impl Backend for Store {
+    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Object> {
+        Store::get(self, kind, namespace, name).cloned()
+    }
+    fn clock(&self) -> Clock {
+        Store::clock(self)
+    }
+    fn draw_name(&mut self, prefix: &str) -> String {
+        self.names().generate_name(prefix)
+    }
+    fn create_with(
+        &mut self,
+        obj: Object,
+        fill: impl FnOnce(&mut Object, &mut NameSource),
+    ) -> Result<Object, ApiError> {
+        Store::create_with(self, obj, fill)
+    }
+    fn update(
+        &mut self,
+        obj: Object,
+        prepare: impl FnOnce(&Object, &mut Object) -> Result<(), ApiError>,
+    ) -> Result<Object, ApiError> {
+        Store::update(self, obj, prepare)
+    }
+    fn update_with(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        f: impl FnOnce(&Object) -> Result<Object, ApiError>,
+    ) -> Result<Object, ApiError> {
+        Store::update_with(self, kind, namespace, name, f)
+    }
+    fn delete(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
+        Store::delete(self, key)
+    }
+}
+
+/// Creates an object (after admission): a name from generateName, the namespace (created
+/// when it does not exist yet), the create strategy, and a UID from the seeded source.
+pub fn create(b: &mut impl Backend, mut obj: Object, now: SimTime) -> Result<Object, ApiError> {
+    let kind = obj.kind();
+    if let Some(prefix) = strategy::generate_name_prefix(&obj)? {
+        let mut name = b.draw_name(&prefix);
+        while b.get(kind, obj.namespace(), &name).is_some() {
+            name = b.draw_name(&prefix);
+        }
+        obj.meta_mut().name = Some(name);
+    }
+    strategy::set_namespace(&mut obj);
+    if kind.is_namespaced() {
+        match b.get(Kind::Namespace, "", obj.namespace()) {
+            None => {
+                create(b, strategy::namespace::implicit(obj.namespace()), now)?;
+            }
+            Some(ns) => crate::admission::namespace_lifecycle::check_create(&obj, Some(&ns))?,
+        }
+    }
+    strategy::before_create(&mut obj, b.clock().timestamp(now));
+    b.create_with(obj, |o, names| {
+        if o.uid().is_empty() {
+            o.meta_mut().uid = Some(names.uid());
+        }
+    })
+}
+
+/// Replaces the main resource (the kind's update strategy keeps the stored status).
+pub fn update(b: &mut impl Backend, obj: Object) -> Result<Object, ApiError> {
+    if let Some(removed) = update_deletes(b, &obj)? {
+        return Ok(removed);
+    }
+    b.update(obj, |old, new| {
+        crate::deletion::check_update(old, new)?;
+        strategy::prepare_for_update(old, new)
+    })
+}
+
+/// Replaces the status subresource (the kind's status strategy keeps the rest).
+pub fn update_status(b: &mut impl Backend, obj: Object) -> Result<Object, ApiError> {
+    if let Some(removed) = update_deletes(b, &obj)? {
+        return Ok(removed);
+    }
+    b.update(obj, |old, new| {
+        crate::deletion::check_update(old, new)?;
+        strategy::prepare_for_status_update(old, new)
+    })
+}
+
+/// Upstream's `ShouldDeleteDuringUpdate`: an update that leaves an object being deleted with
+/// no finalizers (and grace period 0) removes it instead of writing it. Returns the removed
+/// object then (the watch shows a Deleted event), `None` when the update is to be written.
+fn update_deletes(b: &mut impl Backend, obj: &Object) -> Result<Option<Object>, ApiError> {
+    let Some(old) = b.get(obj.kind(), obj.namespace(), obj.name()) else {
+        return Ok(None);
+    };
+    if old.meta().deletion_timestamp.is_none() {
+        return Ok(None);
+    }
+    let given_rv = obj.resource_version();
+    let stale = !given_rv.is_empty() && given_rv != old.resource_version();
+    if stale || (!obj.uid().is_empty() && obj.uid() != old.uid()) {
+        return Err(ApiError::Conflict { key: obj.key() });
+    }
+    crate::deletion::check_update(&old, obj)?;
+    if crate::deletion::should_delete_during_update(&old, obj) {
+        return b.delete(&obj.key()).map(Some);
+    }
+    Ok(None)
+}
+
+/// Upstream's PatchPodStatus: `patch` applied to the current pod's status, the pod's UID as
+/// the precondition, no resourceVersion precondition.
+pub fn patch_pod_status(
+    b: &mut impl Backend,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    patch: &mut dyn FnMut(&mut PodStatus),
+) -> Result<Object, ApiError> {
+    b.update_with(Kind::Pod, namespace, name, |current| {
+        let Object::Pod(pod) = current else {
+            unreachable!("the pod bucket holds pods")
+        };
+        if !uid.is_empty() && pod.metadata.uid.as_deref() != Some(uid) {
+            // The pod was deleted and created again.
+            return Err(ApiError::Conflict { key: current.key() });
+        }
+        let mut p = Pod::clone(pod);
+        patch(p.status.get_or_insert_with(Default::default));
+        // Only the status changed: the status strategy and `BeforeUpdate` have nothing to keep
+        // (the spec, ownerReferences, uid and timestamps are the current ones).
+        Ok(Object::Pod(Arc::new(p)))
+    })
+}
+
+/// A delete: what [`crate::deletion::plan_delete`] decides (preconditions, graceful pod
+/// deletion, finalizers and propagation, Namespace termination).
+pub fn delete(
+    b: &mut impl Backend,
+    key: &ObjectKey,
+    opts: &DeleteOptions,
+    now: SimTime,
+) -> Result<Option<Object>, ApiError> {
+    let Some(old) = b.get(key.kind, &key.namespace, &key.name) else {
+        return Err(ApiError::NotFound { key: key.clone() });
+    };
+    match crate::deletion::plan_delete(&old, opts, now, b.clock())? {
+        DeletePlan::Remove => b.delete(key).map(|_| None),
+        DeletePlan::Mark(marked) => b
+            .update_with(key.kind, &key.namespace, &key.name, |_| Ok(marked))
+            .map(Some),
+        DeletePlan::Unchanged => Ok(Some(old)),
+    }
+}
+
+/// The pods/binding subresource.
+pub fn bind(
+    b: &mut impl Backend,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    node: &str,
+    now: SimTime,
+) -> Result<Object, ApiError> {
+    let ts = b.clock().timestamp(now);
+    b.update_with(Kind::Pod, namespace, name, |current| {
+        let Object::Pod(pod) = current else {
+            unreachable!("the pod bucket holds pods")
+        };
+        match strategy::pod::bind(pod, uid, node, ts) {
+            Ok(p) => Ok(Object::Pod(Arc::new(p))),
+            Err(BindError::Conflict) => Err(ApiError::Conflict { key: current.key() }),
+            Err(BindError::Invalid(message)) => Err(ApiError::Invalid {
+                key: current.key(),
+                message: message.into(),
+            }),
+        }
+    })
+}
+
+/// The scale subresource: `spec.replicas` of a Deployment or ReplicaSet, through the main
+/// resource's update strategy (a spec change: the generation moves, the status is kept).
+pub fn update_scale(
+    b: &mut impl Backend,
+    key: &ObjectKey,
+    replicas: i32,
+    resource_version: Option<&str>,
+) -> Result<Scale, ApiError> {
+    if !matches!(key.kind, Kind::Deployment | Kind::ReplicaSet) {
+        return Err(ApiError::NotFound { key: key.clone() });
+    }
+    strategy::scale::validate_replicas(key, replicas)?;
+    let updated = b.update_with(key.kind, &key.namespace, &key.name, |old| {
+        if resource_version.is_some_and(|rv| rv != old.resource_version()) {
+            return Err(ApiError::Conflict { key: key.clone() });
+        }
+        let mut new = strategy::scale::with_replicas(old, replicas)
+            .ok_or_else(|| ApiError::NotFound { key: key.clone() })?;
+        strategy::prepare_for_update(old, &mut new)?;
+        Ok(new)
+    })?;
+    strategy::scale::scale_of(&updated).ok_or_else(|| ApiError::NotFound { key: key.clone() })
 }
 
 /// A client of the in-process API at one instant: the store, the registry's rules, and the
@@ -23,29 +276,6 @@ pub struct ApiClient<'a> {
     /// Whether creates go through admission (component unit tests build their pods complete
     /// and turn it off).
     pub admission: bool,
-}
-
-impl ApiClient<'_> {
-    /// The deletion rules of an update (`deletion::check_update`), and upstream's
-    /// `ShouldDeleteDuringUpdate`: an update that leaves an object being deleted without
-    /// finalizers removes it instead of writing it. Returns the removed object then (the
-    /// watch shows a Deleted event), `None` when the update is to be written.
-    fn update_deletes(&mut self, obj: &Object) -> Result<Option<Object>, ApiError> {
-        let key = obj.key();
-        let Some(old) = self.store.get_key(&key) else {
-            return Ok(None);
-        };
-        let given_rv = obj.resource_version();
-        let stale = !given_rv.is_empty() && given_rv != old.resource_version();
-        if stale || (!obj.uid().is_empty() && obj.uid() != old.uid()) {
-            return Err(ApiError::Conflict { key });
-        }
-        crate::deletion::check_update(old, obj)?;
-        if crate::deletion::should_delete_during_update(old, obj) {
-            return self.store.remove(&key).map(Some);
-        }
-        Ok(None)
-    }
 }
 
 impl Client for ApiClient<'_> {
@@ -65,27 +295,20 @@ impl Client for ApiClient<'_> {
     }
 
     fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
-        crate::admission::namespace_lifecycle::check_create(&obj, self.store)?;
         let obj = if self.admission {
             crate::admission::admit_create(obj, self.store)?
         } else {
             obj
         };
-        self.store.create(obj, self.now)
+        create(self.store, obj, self.now)
     }
 
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
-        match self.update_deletes(&obj)? {
-            Some(removed) => Ok(removed),
-            None => self.store.update(obj, self.now),
-        }
+        update(self.store, obj)
     }
 
     fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
-        match self.update_deletes(&obj)? {
-            Some(removed) => Ok(removed),
-            None => self.store.update_status(obj, self.now),
-        }
+        update_status(self.store, obj)
     }
 
     fn patch_pod_status(
@@ -95,30 +318,19 @@ impl Client for ApiClient<'_> {
         uid: &str,
         patch: &mut dyn FnMut(&mut PodStatus),
     ) -> Result<Object, ApiError> {
-        let key = || ObjectKey::new(Kind::Pod, namespace, name);
-        let Some(current) = self.store.get_pod(namespace, name) else {
-            return Err(ApiError::NotFound { key: key() });
-        };
-        if !uid.is_empty() && current.metadata.uid.as_deref() != Some(uid) {
-            // The UID precondition of the patch: the pod was deleted and created again.
-            return Err(ApiError::Conflict { key: key() });
-        }
-        let mut p = Pod::clone(current);
-        patch(p.status.get_or_insert_with(Default::default));
-        // A patch applies to the current version: no resourceVersion precondition.
-        p.metadata.resource_version = None;
-        self.store.update_status(Object::Pod(Arc::new(p)), self.now)
+        patch_pod_status(self.store, namespace, name, uid, patch)
     }
 
     fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
-        if key.kind == Kind::Namespace && self.admission {
+        if self.admission {
             crate::admission::namespace_lifecycle::check_delete(key)?;
         }
-        crate::deletion::delete_in_store(self.store, key, &opts, self.now)
+        delete(self.store, key, &opts, self.now)
     }
 
     fn evict(&mut self, namespace: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError> {
-        crate::eviction::evict(self.store, self.now, namespace, name, opts)
+        let now = self.now;
+        crate::eviction::evict(self, now, namespace, name, opts)
     }
 
     fn bind(
@@ -128,7 +340,16 @@ impl Client for ApiClient<'_> {
         uid: &str,
         node: &str,
     ) -> Result<Object, ApiError> {
-        self.store.bind(namespace, name, uid, node, self.now)
+        bind(self.store, namespace, name, uid, node, self.now)
+    }
+
+    fn update_scale(
+        &mut self,
+        key: &ObjectKey,
+        replicas: i32,
+        resource_version: Option<&str>,
+    ) -> Result<Scale, ApiError> {
+        update_scale(self.store, key, replicas, resource_version)
     }
 
     fn record_event(&mut self, ev: EventRecord) {
@@ -216,6 +437,103 @@ mod tests {
             // Priority resolved, DefaultTolerationSeconds applied.
             assert_eq!(spec.priority, Some(0));
             assert_eq!(spec.tolerations.map(|t| t.len()), Some(2));
+        });
+    }
+
+    fn bound(name: &str, node: &str) -> Object {
+        let mut p = Pod::clone(pod(name).as_pod().unwrap());
+        p.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
+        Object::Pod(Arc::new(p))
+    }
+
+    #[test]
+    fn a_create_in_a_missing_namespace_creates_it_labelled_with_its_name_first() {
+        with_api(|api| {
+            let created = api.create(pod("p")).unwrap();
+            let ns = api
+                .get(&ObjectKey::new(Kind::Namespace, "", "default"))
+                .unwrap();
+            assert_eq!(ns.resource_version(), "1");
+            assert_eq!(created.resource_version(), "2");
+            let label = &ns.meta().labels.as_ref().unwrap()["kubernetes.io/metadata.name"];
+            assert_eq!(label, "default");
+            assert!(!ns.uid().is_empty() && ns.uid() != created.uid());
+            assert!(created.meta().creation_timestamp.is_some());
+        });
+    }
+
+    #[test]
+    fn a_name_is_generated_from_the_seed_and_a_nameless_object_without_a_prefix_is_invalid() {
+        let generated = |seed| {
+            let mut store = Store::new(seed, jiff::Timestamp::UNIX_EPOCH);
+            let mut o = pod("");
+            o.meta_mut().generate_name = Some("web-".into());
+            create(&mut store, o, SimTime::ZERO).unwrap()
+        };
+        assert_eq!(generated(1).name(), generated(1).name());
+        assert_ne!(generated(1).name(), generated(2).name());
+        assert!(generated(1).name().starts_with("web-"));
+        with_api(|api| {
+            let err = api.create(pod("")).unwrap_err();
+            assert_eq!(err.code(), 422);
+            assert!(!api.store.has_events(), "nothing was written");
+        });
+    }
+
+    #[test]
+    fn a_graceful_delete_sets_the_deadline_and_only_a_shorter_grace_period_moves_it() {
+        with_api(|api| {
+            api.now = SimTime::from_secs(5);
+            api.create(bound("a", "n1")).unwrap();
+            let key = ObjectKey::new(Kind::Pod, "default", "a");
+            let clock = api.store.clock();
+            let deadline = |o: &Object| {
+                let meta = o.meta();
+                let at = clock.instant(meta.deletion_timestamp.as_ref().unwrap());
+                (at, meta.deletion_grace_period_seconds)
+            };
+            let first = api.delete(&key, DeleteOptions::default()).unwrap().unwrap();
+            assert_eq!(deadline(&first), (SimTime::from_secs(35), Some(30)));
+            let longer = DeleteOptions {
+                grace_period_secs: Some(60),
+                ..DeleteOptions::default()
+            };
+            let same = api.delete(&key, longer).unwrap().unwrap();
+            assert_eq!(
+                same.resource_version(),
+                first.resource_version(),
+                "no write"
+            );
+            let shorter = DeleteOptions {
+                grace_period_secs: Some(10),
+                ..DeleteOptions::default()
+            };
+            let moved = api.delete(&key, shorter).unwrap().unwrap();
+            assert_eq!(deadline(&moved), (SimTime::from_secs(15), Some(10)));
+            // An update that sets no deletionTimestamp keeps the stored one.
+            let mut relabelled = bound("a", "n1");
+            relabelled.meta_mut().labels = Some([("x".to_string(), "y".to_string())].into());
+            let kept = api.update(relabelled).unwrap();
+            assert_eq!(deadline(&kept), (SimTime::from_secs(15), Some(10)));
+            assert!(api.delete(&key, DeleteOptions::now()).unwrap().is_none());
+            assert!(api.get(&key).unwrap_err().is_not_found());
+        });
+    }
+
+    #[test]
+    fn an_update_may_not_move_a_bound_pod_and_keeps_its_uid_and_creation_timestamp() {
+        with_api(|api| {
+            let created = api.create(bound("a", "n1")).unwrap();
+            let err = api.update(bound("a", "n2")).unwrap_err();
+            assert_eq!(err.code(), 422, "{err}");
+            let mut p = Pod::clone(bound("a", "n1").as_pod().unwrap());
+            p.metadata.creation_timestamp = None;
+            let after = api.update(Object::Pod(Arc::new(p))).unwrap();
+            assert_eq!(after.uid(), created.uid());
+            assert_eq!(
+                after.meta().creation_timestamp,
+                created.meta().creation_timestamp
+            );
         });
     }
 }

@@ -26,10 +26,9 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use kubeplane_api::{ApiError, Clock, DeleteOptions, Object, ObjectKey, PropagationPolicy};
+use kubeplane_api::{ApiError, Clock, DeleteOptions, Object, PropagationPolicy};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
-use kubeplane_store::Store;
 
 /// The finalizer of an object whose dependents are orphaned (upstream
 /// `metav1.FinalizerOrphanDependents`).
@@ -340,24 +339,6 @@ pub fn should_delete_during_update(old: &Object, new: &Object) -> bool {
     }
     old_meta.deletion_timestamp.is_some()
         && old_meta.deletion_grace_period_seconds.unwrap_or(0) == 0
-}
-
-/// Deletes through the in-process store with these rules: returns the object as it is after
-/// the call (`None` when it is gone).
-pub fn delete_in_store(
-    store: &mut Store,
-    key: &ObjectKey,
-    opts: &DeleteOptions,
-    now: SimTime,
-) -> Result<Option<Object>, ApiError> {
-    let Some(stored) = store.get_key(key) else {
-        return Err(ApiError::NotFound { key: key.clone() });
-    };
-    match plan_delete(stored, opts, now, store.clock())? {
-        DeletePlan::Remove => store.remove(key).map(|_| None),
-        DeletePlan::Mark(obj) => store.write(obj, now).map(Some),
-        DeletePlan::Unchanged => Ok(Some(stored.clone())),
-    }
 }
 
 #[cfg(test)]

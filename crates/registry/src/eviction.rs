@@ -19,10 +19,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kubeplane_api::{ApiError, DeleteOptions, Kind, Object, ObjectKey};
+use kubeplane_api::{ApiError, Cache, Client, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::labels::from_optional;
 use kubeplane_core::SimTime;
-use kubeplane_store::Store;
 
 /// The message of a blocked eviction.
 pub const MESSAGE_BLOCKED: &str =
@@ -33,19 +32,21 @@ pub const MESSAGE_MULTIPLE_BUDGETS: &str =
 /// Upstream's bound on the budget's `disruptedPods` map.
 pub const MAX_DISRUPTED_POD_SIZE: usize = 2000;
 
-/// Evicts the pod `namespace/name`, deleting it with `opts` when its budget allows.
+/// Evicts the pod `namespace/name`, deleting it with `opts` when its budget allows. It runs
+/// over any [`Client`] of the registry (its reads, the budget's status update and the delete
+/// go through the client's own rules); the client's cache must be current, as the
+/// registry's clients' caches are when they call it.
 pub fn evict(
-    store: &mut Store,
+    api: &mut dyn Client,
     now: SimTime,
     namespace: &str,
     name: &str,
     opts: DeleteOptions,
 ) -> Result<(), ApiError> {
     let key = ObjectKey::new(Kind::Pod, namespace, name);
-    let pod = store
-        .get_pod(namespace, name)
-        .cloned()
-        .ok_or_else(|| ApiError::NotFound { key: key.clone() })?;
+    let Object::Pod(pod) = api.get(&key)? else {
+        unreachable!("a pod key reads a pod")
+    };
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     let terminal = matches!(phase, Some("Succeeded" | "Failed"));
     let terminating = pod.metadata.deletion_timestamp.is_some();
@@ -55,16 +56,16 @@ pub fn evict(
         } else {
             with_resource_version(opts, &pod)
         };
-        return crate::deletion::delete_in_store(store, &key, &opts, now).map(|_| ());
+        return api.delete(&key, opts).map(|_| ());
     }
-    let pdbs = budgets_of(store, &pod);
+    let pdbs = budgets_of(api.cache(), &pod);
     let opts = match pdbs.as_slice() {
         [] => opts,
         [pdb] => {
             if !is_ready(&pod) && may_evict_unhealthy(pdb) {
                 with_resource_version(opts, &pod)
             } else {
-                check_and_decrement(store, now, pdb, name)?;
+                check_and_decrement(api, now, pdb, name)?;
                 opts
             }
         }
@@ -74,7 +75,7 @@ pub fn evict(
             })
         }
     };
-    crate::deletion::delete_in_store(store, &key, &opts, now).map(|_| ())
+    api.delete(&key, opts).map(|_| ())
 }
 
 fn with_resource_version(mut opts: DeleteOptions, pod: &Pod) -> DeleteOptions {
@@ -94,14 +95,14 @@ fn is_ready(pod: &Pod) -> bool {
 
 /// The budgets of the pod's namespace that select it (a budget without a selector, or with an
 /// empty or invalid one, selects nothing).
-fn budgets_of(store: &Store, pod: &Pod) -> Vec<Arc<PodDisruptionBudget>> {
+fn budgets_of(cache: &dyn Cache, pod: &Pod) -> Vec<Arc<PodDisruptionBudget>> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let empty = Default::default();
     let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
-    store
-        .list_namespace(Kind::PodDisruptionBudget, namespace)
+    cache
+        .list(Kind::PodDisruptionBudget)
         .filter_map(|o| match o {
-            Object::PodDisruptionBudget(pdb) => Some(pdb),
+            Object::PodDisruptionBudget(pdb) if o.namespace() == namespace => Some(pdb),
             _ => None,
         })
         .filter(|pdb| {
@@ -134,7 +135,7 @@ fn too_many_requests(cause: String) -> ApiError {
 
 /// Upstream `checkAndDecrement`, then the budget's status update.
 fn check_and_decrement(
-    store: &mut Store,
+    api: &mut dyn Client,
     now: SimTime,
     pdb: &PodDisruptionBudget,
     pod_name: &str,
@@ -163,7 +164,7 @@ fn check_and_decrement(
             status.desired_healthy, status.current_healthy
         )));
     }
-    let ts = store.clock().timestamp(now);
+    let ts = api.clock().timestamp(now);
     let observed = status.observed_generation;
     status
         .disrupted_pods
@@ -175,8 +176,7 @@ fn check_and_decrement(
     }
     let mut updated = PodDisruptionBudget::clone(pdb);
     updated.status = Some(status);
-    store
-        .update_status(Object::PodDisruptionBudget(Arc::new(updated)), now)
+    api.update_status(Object::PodDisruptionBudget(Arc::new(updated)))
         .map(|_| ())
 }
 
@@ -214,11 +214,13 @@ mod tests {
     use k8s_openapi::api::policy::v1::{PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
-    fn store() -> Store {
-        Store::new(1, jiff::Timestamp::UNIX_EPOCH)
+    use crate::testing::TestClient;
+
+    fn store() -> TestClient {
+        TestClient::new(1)
     }
 
-    fn pod(store: &mut Store, name: &str, ready: bool) {
+    fn pod(store: &mut TestClient, name: &str, ready: bool) {
         let p = Pod {
             metadata: ObjectMeta {
                 name: Some(name.into()),
@@ -240,12 +242,10 @@ mod tests {
                 ..Default::default()
             }),
         };
-        store
-            .create(Object::Pod(Arc::new(p)), SimTime::ZERO)
-            .unwrap();
+        store.create(Object::Pod(Arc::new(p))).unwrap();
     }
 
-    fn budget(store: &mut Store, policy: Option<&str>, status: PodDisruptionBudgetStatus) {
+    fn budget(store: &mut TestClient, policy: Option<&str>, status: PodDisruptionBudgetStatus) {
         let pdb = PodDisruptionBudget {
             metadata: ObjectMeta {
                 name: Some("web".into()),
@@ -263,7 +263,7 @@ mod tests {
             status: Some(status),
         };
         store
-            .create(Object::PodDisruptionBudget(Arc::new(pdb)), SimTime::ZERO)
+            .create(Object::PodDisruptionBudget(Arc::new(pdb)))
             .unwrap();
     }
 
@@ -277,14 +277,8 @@ mod tests {
         }
     }
 
-    fn evict_a(store: &mut Store) -> Result<(), ApiError> {
-        evict(
-            store,
-            SimTime::ZERO,
-            "default",
-            "a",
-            DeleteOptions::default(),
-        )
+    fn evict_a(store: &mut TestClient) -> Result<(), ApiError> {
+        store.evict("default", "a", DeleteOptions::default())
     }
 
     #[test]
@@ -295,7 +289,7 @@ mod tests {
         evict_a(&mut s).unwrap();
         // The budget was not spent.
         let Some(Object::PodDisruptionBudget(pdb)) =
-            s.get(Kind::PodDisruptionBudget, "default", "web")
+            s.store.get(Kind::PodDisruptionBudget, "default", "web")
         else {
             panic!("the budget")
         };
@@ -343,7 +337,7 @@ mod tests {
         budget(&mut s, None, status);
         evict_a(&mut s).unwrap();
         let Some(Object::PodDisruptionBudget(pdb)) =
-            s.get(Kind::PodDisruptionBudget, "default", "web")
+            s.store.get(Kind::PodDisruptionBudget, "default", "web")
         else {
             panic!("the budget")
         };

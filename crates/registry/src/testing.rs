@@ -2,6 +2,7 @@
 //! Its API calls go through the same [`ApiClient`] as the simulator's (without admission:
 //! tests build their pods complete).
 
+use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::PodStatus;
 use kubeplane_api::{
     ApiError, Cache, Client, Clock, Component, DeleteOptions, Object, ObjectKey, WatchEvent,
@@ -166,6 +167,14 @@ impl Client for TestClient {
         node: &str,
     ) -> Result<Object, ApiError> {
         self.with_api(|api| api.bind(namespace, name, uid, node))
+    }
+    fn update_scale(
+        &mut self,
+        key: &ObjectKey,
+        replicas: i32,
+        resource_version: Option<&str>,
+    ) -> Result<Scale, ApiError> {
+        self.with_api(|api| api.update_scale(key, replicas, resource_version))
     }
     fn record_event(&mut self, ev: EventRecord) {
         self.events.push(ev);

@@ -1,12 +1,24 @@
-//! The API test suite of `kubeplane-api` against the in-memory registry, and what only an
-//! in-process implementation promises (its cache is the store itself).
+//! The API test suite of `kubeplane-api` against both clients of the registry (over the
+//! simulator's store and over `kubeplane-storage`), and what only the in-process
+//! implementation promises (its cache is the store itself).
 
-use kubeplane_api::{Client, Kind, ObjectKey};
+use kubeplane_api::{Client, Clock, Kind, ObjectKey};
 use kubeplane_registry::testing::TestClient;
+use kubeplane_registry::StorageClient;
 
 #[test]
 fn the_in_memory_registry_passes_the_api_suite() {
     kubeplane_api::suite::run_all(&|| Box::new(TestClient::new(1)));
+}
+
+#[test]
+fn the_registry_over_kubeplane_storage_passes_the_api_suite() {
+    kubeplane_api::suite::run_all(&|| Box::new(storage_client()));
+}
+
+fn storage_client() -> StorageClient {
+    let clock = Clock::new("2025-01-01T00:00:00Z".parse().unwrap());
+    StorageClient::new(1, clock, 1000)
 }
 
 #[test]
@@ -99,6 +111,14 @@ impl Client for StatusOnlyUpdates {
         node: &str,
     ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
         self.0.bind(namespace, name, uid, node)
+    }
+    fn update_scale(
+        &mut self,
+        key: &ObjectKey,
+        replicas: i32,
+        resource_version: Option<&str>,
+    ) -> Result<k8s_openapi::api::autoscaling::v1::Scale, kubeplane_api::ApiError> {
+        self.0.update_scale(key, replicas, resource_version)
     }
     fn record_event(&mut self, ev: kubeplane_core::EventRecord) {
         self.0.record_event(ev)

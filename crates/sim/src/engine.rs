@@ -596,25 +596,16 @@ impl Simulation {
                 self.put(Object::Node(Arc::new(n)))
             }
             StepAction::Scale { key, replicas } => {
-                let obj = self
-                    .store
-                    .get_key(key)
-                    .cloned()
-                    .ok_or_else(|| format!("{key} not found"))?;
-                let obj = match obj {
-                    Object::ReplicaSet(rs) => {
-                        let mut rs = (*rs).clone();
-                        rs.spec.get_or_insert_with(Default::default).replicas = Some(*replicas);
-                        Object::ReplicaSet(Arc::new(rs))
-                    }
-                    Object::Deployment(d) => {
-                        let mut d = (*d).clone();
-                        d.spec.get_or_insert_with(Default::default).replicas = Some(*replicas);
-                        Object::Deployment(Arc::new(d))
-                    }
-                    other => return Err(format!("cannot scale a {}", other.kind())),
-                };
-                self.put(obj)
+                // `kubectl scale`: the scale subresource, without a resourceVersion
+                // precondition.
+                match self.store.get_key(key) {
+                    None => return Err(format!("{key} not found")),
+                    Some(Object::ReplicaSet(_) | Object::Deployment(_)) => {}
+                    Some(other) => return Err(format!("cannot scale a {}", other.kind())),
+                }
+                self.with_client(|c| c.update_scale(key, *replicas, None))
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
             }
             StepAction::Annotate { key, set, remove } | StepAction::Label { key, set, remove } => {
                 let mut obj = self

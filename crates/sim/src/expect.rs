@@ -456,7 +456,7 @@ status: {replicas: 2, readyReplicas: 1}
         let input = parse_files(&[("state.yaml".into(), STATE.into())]).unwrap();
         let mut store = Store::new(0, input.scenario.start_time);
         for o in input.objects {
-            store.create(o.object, SimTime::ZERO).unwrap();
+            kubeplane_registry::client::create(&mut store, o.object, SimTime::ZERO).unwrap();
         }
         store
     }

@@ -207,10 +207,12 @@ impl World {
 
     fn create(&mut self, d: Deployment) {
         let now = self.client.now;
-        self.client
-            .store
-            .create(Object::Deployment(Arc::new(d)), now)
-            .unwrap();
+        kubeplane_registry::client::create(
+            &mut self.client.store,
+            Object::Deployment(Arc::new(d)),
+            now,
+        )
+        .unwrap();
     }
 
     fn deployment(&self) -> Arc<Deployment> {
@@ -223,10 +225,7 @@ impl World {
     fn edit(&mut self, f: impl FnOnce(&mut Deployment)) {
         let mut d = Deployment::clone(&self.deployment());
         f(&mut d);
-        let now = self.client.now;
-        self.client
-            .store
-            .update(Object::Deployment(Arc::new(d)), now)
+        kubeplane_registry::client::update(&mut self.client.store, Object::Deployment(Arc::new(d)))
             .unwrap();
     }
 
@@ -513,10 +512,12 @@ fn a_paused_deployment_scales_proportionally_and_does_not_roll_out() {
             status: None,
         };
         let now = w.client.now;
-        w.client
-            .store
-            .create(Object::ReplicaSet(Arc::new(rs)), now)
-            .unwrap();
+        kubeplane_registry::client::create(
+            &mut w.client.store,
+            Object::ReplicaSet(Arc::new(rs)),
+            now,
+        )
+        .unwrap();
     };
     mk("v0", 3, "1", &mut w);
     w.client.now = SimTime::from_secs(1);
@@ -852,10 +853,12 @@ fn a_paused_recreate_deployment_leaves_its_replica_sets_alone() {
             status: None,
         };
         let now = w.client.now;
-        w.client
-            .store
-            .create(Object::ReplicaSet(Arc::new(rs)), now)
-            .unwrap();
+        kubeplane_registry::client::create(
+            &mut w.client.store,
+            Object::ReplicaSet(Arc::new(rs)),
+            now,
+        )
+        .unwrap();
     }
     w.run_until(5);
     let scale = |w: &mut World, replicas: i32| {
@@ -866,10 +869,7 @@ fn a_paused_recreate_deployment_leaves_its_replica_sets_alone() {
             .unwrap();
         let mut rs = ReplicaSet::clone(&rs);
         rs.spec.as_mut().unwrap().replicas = Some(replicas);
-        let now = w.client.now;
-        w.client
-            .store
-            .update(Object::ReplicaSet(Arc::new(rs)), now)
+        kubeplane_registry::client::update(&mut w.client.store, Object::ReplicaSet(Arc::new(rs)))
             .unwrap();
     };
     scale(&mut w, 1);

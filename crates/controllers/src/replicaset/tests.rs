@@ -110,8 +110,7 @@ fn replica_set(name: &str, replicas: i32, app: &str) -> ReplicaSet {
 }
 
 fn create(client: &mut TestClient, obj: impl Into<Object>) -> Object {
-    let now = client.now;
-    client.store.create(obj.into(), now).expect("create")
+    client.create(obj.into()).expect("create")
 }
 
 fn rs_object(rs: ReplicaSet) -> Object {
@@ -128,8 +127,7 @@ fn get_rs(client: &TestClient, name: &str) -> Arc<ReplicaSet> {
 fn set_replicas(client: &mut TestClient, name: &str, replicas: i32) {
     let mut rs = ReplicaSet::clone(&get_rs(client, name));
     rs.spec.as_mut().unwrap().replicas = Some(replicas);
-    let now = client.now;
-    client.store.update(rs_object(rs), now).unwrap();
+    client.update(rs_object(rs)).unwrap();
 }
 
 fn pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<Pod>> {
@@ -708,6 +706,14 @@ impl Client for FailingCreates {
     fn bind(&mut self, ns: &str, name: &str, uid: &str, node: &str) -> Result<Object, ApiError> {
         self.inner.bind(ns, name, uid, node)
     }
+    fn update_scale(
+        &mut self,
+        key: &ObjectKey,
+        replicas: i32,
+        resource_version: Option<&str>,
+    ) -> Result<k8s_openapi::api::autoscaling::v1::Scale, ApiError> {
+        self.inner.update_scale(key, replicas, resource_version)
+    }
     fn record_event(&mut self, ev: EventRecord) {
         self.inner.record_event(ev)
     }
@@ -792,8 +798,7 @@ fn orphans_are_adopted_and_non_matching_pods_released() {
     // Relabelling a pod releases it and a replacement is created.
     let mut p = Pod::clone(client.store.get_pod("default", "owned").unwrap());
     p.metadata.labels = Some([("app".to_string(), "debug".to_string())].into());
-    let now = client.now;
-    client.store.update(Object::Pod(Arc::new(p)), now).unwrap();
+    client.update(Object::Pod(Arc::new(p))).unwrap();
     settle(&mut client, &mut rsc);
     let released = client.store.get_pod("default", "owned").unwrap();
     assert!(controller_of(&released.metadata).is_none());
@@ -832,14 +837,13 @@ fn terminating_pods_do_not_count_and_are_replaced_at_once() {
     }
     settle(&mut client, &mut rsc);
     // A graceful delete of a bound pod leaves it Terminating for 30 s.
-    client
-        .store
-        .delete(
-            &ObjectKey::new(Kind::Pod, "default", "p0"),
-            &DeleteOptions::default(),
-            SimTime::ZERO,
-        )
-        .unwrap();
+    kubeplane_registry::client::delete(
+        &mut client.store,
+        &ObjectKey::new(Kind::Pod, "default", "p0"),
+        &DeleteOptions::default(),
+        SimTime::ZERO,
+    )
+    .unwrap();
     settle(&mut client, &mut rsc);
     assert!(client.store.get_pod("default", "p0").is_some());
     assert_eq!(client.events_with_reason(REASON_SUCCESSFUL_CREATE).len(), 1);
@@ -1510,11 +1514,11 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                         let mut p = Pod::clone(p);
                         let t = client.store.timestamp(client.now).0;
                         p.status = pod_builder("x").ready_since(Some(t)).build().status;
-                        let now = client.now;
-                        client
-                            .store
-                            .update_status(Object::Pod(Arc::new(p)), now)
-                            .unwrap();
+                        kubeplane_registry::client::update_status(
+                            &mut client.store,
+                            Object::Pod(Arc::new(p)),
+                        )
+                        .unwrap();
                     }
                 }
                 3 => {
@@ -1527,10 +1531,13 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                             p.metadata.name.as_deref().unwrap(),
                         );
                         let now = client.now;
-                        client
-                            .store
-                            .delete(&key, &DeleteOptions::now(), now)
-                            .unwrap();
+                        kubeplane_registry::client::delete(
+                            &mut client.store,
+                            &key,
+                            &DeleteOptions::now(),
+                            now,
+                        )
+                        .unwrap();
                     }
                 }
                 _ => {

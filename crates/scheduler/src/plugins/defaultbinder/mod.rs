@@ -48,13 +48,12 @@ mod tests {
     #[test]
     fn bind() {
         let mut client = TestClient::new(0);
-        let created = client
-            .store
-            .create(
-                Object::Pod(Arc::new(PodBuilder::new("foo").obj())),
-                client.now,
-            )
-            .unwrap();
+        let created = kubeplane_registry::client::create(
+            &mut client.store,
+            Object::Pod(Arc::new(PodBuilder::new("foo").obj())),
+            client.now,
+        )
+        .unwrap();
         let pod = PodInfo::new(created.as_pod().unwrap().clone());
 
         let st = DefaultBinder.bind(&mut CycleState::new(), &pod, "foohost", &mut client);

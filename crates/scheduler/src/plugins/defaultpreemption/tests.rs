@@ -63,10 +63,12 @@ impl Env {
             let name = n.clone().obj().metadata.name.unwrap();
             let pods: Vec<_> = pods.into_iter().map(|p| p.node(&name).obj()).collect();
             for p in &pods {
-                client
-                    .store
-                    .create(Object::Pod(Arc::new(p.clone())), SimTime::ZERO)
-                    .unwrap();
+                kubeplane_registry::client::create(
+                    &mut client.store,
+                    Object::Pod(Arc::new(p.clone())),
+                    SimTime::ZERO,
+                )
+                .unwrap();
             }
             infos.push(n.info_with_pods(pods));
         }
@@ -98,10 +100,12 @@ impl Env {
                 ..Default::default()
             }),
         };
-        self.client
-            .store
-            .create(Object::PodDisruptionBudget(Arc::new(pdb)), SimTime::ZERO)
-            .unwrap();
+        kubeplane_registry::client::create(
+            &mut self.client.store,
+            Object::PodDisruptionBudget(Arc::new(pdb)),
+            SimTime::ZERO,
+        )
+        .unwrap();
     }
 
     /// Adds the preemptor to the store, filters it on every node, and runs PostFilter.
@@ -112,10 +116,12 @@ impl Env {
         random: u64,
     ) -> (Option<PostFilterResult>, Status, PreemptionTrace) {
         let obj = preemptor.obj();
-        self.client
-            .store
-            .create(Object::Pod(Arc::new(obj.clone())), SimTime::ZERO)
-            .unwrap();
+        kubeplane_registry::client::create(
+            &mut self.client.store,
+            Object::Pod(Arc::new(obj.clone())),
+            SimTime::ZERO,
+        )
+        .unwrap();
         let pod = PodInfo::new(Arc::new(obj));
         let snap = snapshot(self.nodes.clone());
         let mut state = CycleState::new();
@@ -517,10 +523,12 @@ fn a_node_whose_victims_would_violate_a_budget_is_avoided() {
 fn lower_priority_pods_nominated_to_the_node_lose_their_nomination() {
     let mut env = Env::new(vec![(node("node1", "1"), vec![pod("low", 0, "800m")])]);
     let waiting = pod("waiting", 50, "100m").nominated("node1");
-    env.client
-        .store
-        .create(Object::Pod(Arc::new(waiting.clone().obj())), SimTime::ZERO)
-        .unwrap();
+    kubeplane_registry::client::create(
+        &mut env.client.store,
+        Object::Pod(Arc::new(waiting.clone().obj())),
+        SimTime::ZERO,
+    )
+    .unwrap();
     env.nominated
         .insert("node1".into(), vec![Arc::new(waiting.info())]);
     let (r, s, _) = env.post_filter(&sync_plugin(), pod("p", 100, "900m"), 0);

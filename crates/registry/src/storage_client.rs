@@ -1,0 +1,422 @@
+//! [`StorageClient`]: the registry's rules over `kubeplane-storage`, the storage the coming
+//! HTTP API server runs on. The same strategies, admission and subresources as
+//! [`crate::ApiClient`] (both run the generic operations of [`crate::client`] over a
+//! [`Backend`]); a resourceVersion is the storage revision of the write that produced it.
+//!
+//! Several clients share one storage, each from its own thread: [`StorageClient::handle`]
+//! makes another client over the same storage, name source and clock, with its own cache.
+//! The registry's writes are serialized by one write lock, which also guards the seeded
+//! source of UIDs and generated names: a write's revision is therefore known before it is
+//! made (the current revision plus one), and the stored object carries it as its
+//! resourceVersion. Reads (`get`, the cache's sync) do not take the write lock. Every write
+//! to the storage must go through a `StorageClient`.
+//!
+//! The cache is what a client's informers would hold: the objects of every kind as a watch
+//! over the whole storage last delivered them. It catches up at every call of the client
+//! (before admission reads it, and after each write, so a client sees its own writes at once)
+//! and on [`StorageClient::sync`]; a cursor that falls behind the storage's window lists again.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use k8s_openapi::api::autoscaling::v1::Scale;
+use k8s_openapi::api::core::v1::PodStatus;
+use kubeplane_api::{ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey};
+use kubeplane_core::{EventRecord, SimTime};
+use kubeplane_storage::{
+    Key, ListOptions, MemoryStorage, MemoryWatcher, Prefix, Storage, StorageError, Versioned,
+    Watcher,
+};
+use kubeplane_store::NameSource;
+
+use crate::client::{self, Backend};
+
+/// How many revisions the storage keeps for watches and reads in the past unless told.
+pub const DEFAULT_WINDOW: usize = 100_000;
+
+/// The storage resource of a kind (its key prefix), as kube-apiserver names them in etcd
+/// (`/registry/<resource>/...`): the plural resource name with no group segment, and Nodes
+/// under `minions`. kube-apiserver stores `events.k8s.io` Events as core Events; kubeplane
+/// converts no versions and keeps them apart under `events.k8s.io/events`.
+pub fn resource(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Node => "minions",
+        Kind::Other(t) if t.group == "events.k8s.io" => "events.k8s.io/events",
+        kind => kind.plural(),
+    }
+}
+
+/// The storage key of an object.
+pub fn storage_key(kind: Kind, namespace: &str, name: &str) -> Key {
+    if kind.is_namespaced() {
+        Key::new(resource(kind), namespace, name)
+    } else {
+        Key::cluster(resource(kind), name)
+    }
+}
+
+/// The API error of a storage error on `key`.
+fn api_error(err: StorageError, key: ObjectKey) -> ApiError {
+    match err {
+        StorageError::NotFound { .. } => ApiError::NotFound { key },
+        StorageError::AlreadyExists { .. } => ApiError::AlreadyExists { key },
+        StorageError::Conflict { .. } => ApiError::Conflict { key },
+        StorageError::Gone { requested, oldest } => ApiError::Gone { requested, oldest },
+        StorageError::FutureRevision { .. } => ApiError::Internal {
+            message: err.to_string(),
+        },
+    }
+}
+
+/// What the clients over one storage share.
+struct Shared {
+    storage: MemoryStorage<Object>,
+    /// The write lock, and the seeded source of UIDs and generated names it guards.
+    names: Mutex<NameSource>,
+    clock: Clock,
+}
+
+/// The registry's backend while a write holds the write lock.
+struct Writer<'a> {
+    storage: &'a MemoryStorage<Object>,
+    names: MutexGuard<'a, NameSource>,
+    clock: Clock,
+}
+
+impl Writer<'_> {
+    fn read(&self, kind: Kind, namespace: &str, name: &str) -> Option<Versioned<Object>> {
+        self.storage
+            .get(&storage_key(kind, namespace, name), None)
+            .ok()
+            .flatten()
+    }
+
+    /// The revision the next write gets: writes are serialized by the lock this writer holds.
+    fn next_revision(&self) -> u64 {
+        self.storage.current_revision() + 1
+    }
+
+    /// Stamps `obj` with the next revision and replaces the stored version `old` with it.
+    fn replace(&self, mut obj: Object, old: &Versioned<Object>) -> Result<Object, ApiError> {
+        obj.meta_mut().resource_version = Some(self.next_revision().to_string());
+        let key = storage_key(obj.kind(), obj.namespace(), obj.name());
+        self.storage
+            .update(&key, obj.clone(), Some(old.mod_revision))
+            .map_err(|e| api_error(e, obj.key()))?;
+        Ok(obj)
+    }
+}
+
+impl Backend for Writer<'_> {
+    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Object> {
+        self.read(kind, namespace, name).map(|v| v.value)
+    }
+
+    fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    fn draw_name(&mut self, prefix: &str) -> String {
+        self.names.generate_name(prefix)
+    }
+
+    fn create_with(
+        &mut self,
+        mut obj: Object,
+        fill: impl FnOnce(&mut Object, &mut NameSource),
+    ) -> Result<Object, ApiError> {
+        let key = storage_key(obj.kind(), obj.namespace(), obj.name());
+        if self.read(obj.kind(), obj.namespace(), obj.name()).is_some() {
+            return Err(ApiError::AlreadyExists { key: obj.key() });
+        }
+        fill(&mut obj, &mut self.names);
+        obj.meta_mut().resource_version = Some(self.next_revision().to_string());
+        self.storage
+            .create(&key, obj.clone())
+            .map_err(|e| api_error(e, obj.key()))?;
+        Ok(obj)
+    }
+
+    fn update(
+        &mut self,
+        mut obj: Object,
+        prepare: impl FnOnce(&Object, &mut Object) -> Result<(), ApiError>,
+    ) -> Result<Object, ApiError> {
+        let Some(old) = self.read(obj.kind(), obj.namespace(), obj.name()) else {
+            return Err(ApiError::NotFound { key: obj.key() });
+        };
+        let given_rv = obj.resource_version();
+        let stale = !given_rv.is_empty() && given_rv != old.value.resource_version();
+        if stale || (!obj.uid().is_empty() && obj.uid() != old.value.uid()) {
+            return Err(ApiError::Conflict { key: obj.key() });
+        }
+        prepare(&old.value, &mut obj)?;
+        self.replace(obj, &old)
+    }
+
+    fn update_with(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        f: impl FnOnce(&Object) -> Result<Object, ApiError>,
+    ) -> Result<Object, ApiError> {
+        let Some(old) = self.read(kind, namespace, name) else {
+            return Err(ApiError::NotFound {
+                key: ObjectKey::new(kind, namespace, name),
+            });
+        };
+        let obj = f(&old.value)?;
+        self.replace(obj, &old)
+    }
+
+    fn delete(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
+        let event = self
+            .storage
+            .delete(&storage_key(key.kind, &key.namespace, &key.name), None)
+            .map_err(|e| api_error(e, key.clone()))?;
+        Ok(event.object().value.clone())
+    }
+}
+
+/// The objects of each kind as the client's watch last delivered them: namespace → name →
+/// object, so lists come in namespace and name order, as the store's do.
+struct StorageCache {
+    kinds: Vec<BTreeMap<String, BTreeMap<String, Object>>>,
+    cursor: MemoryWatcher<Object>,
+}
+
+impl StorageCache {
+    /// A cache listed from the storage's current state, watching from there.
+    fn list(storage: &MemoryStorage<Object>) -> StorageCache {
+        loop {
+            let Ok(page) = storage.list(&Prefix::All, &ListOptions::default()) else {
+                continue;
+            };
+            let Ok(cursor) = storage.cursor(&Prefix::All, Some(page.revision)) else {
+                // Compacted between the list and the watch: list again.
+                continue;
+            };
+            let mut cache = StorageCache {
+                kinds: vec![BTreeMap::new(); Kind::count()],
+                cursor,
+            };
+            for (_, v) in page.items {
+                cache.put(v.value);
+            }
+            return cache;
+        }
+    }
+
+    fn put(&mut self, obj: Object) {
+        let names = self.kinds[obj.kind().index()]
+            .entry(obj.namespace().to_string())
+            .or_default();
+        names.insert(obj.name().to_string(), obj);
+    }
+
+    fn remove(&mut self, obj: &Object) {
+        let namespaces = &mut self.kinds[obj.kind().index()];
+        if let Some(names) = namespaces.get_mut(obj.namespace()) {
+            names.remove(obj.name());
+            if names.is_empty() {
+                namespaces.remove(obj.namespace());
+            }
+        }
+    }
+
+    /// Applies every event written since the last sync; lists again if the cursor fell
+    /// behind the storage's window.
+    fn sync(&mut self, storage: &MemoryStorage<Object>) {
+        let mut batch = Vec::new();
+        loop {
+            batch.clear();
+            match self.cursor.try_next_batch(&mut batch, 1024) {
+                Ok(0) => return,
+                Ok(_) => {
+                    for event in &batch {
+                        match &event.current {
+                            Some(v) => self.put(v.value.clone()),
+                            None => self.remove(&event.object().value),
+                        }
+                    }
+                }
+                Err(_) => *self = StorageCache::list(storage),
+            }
+        }
+    }
+}
+
+impl Cache for StorageCache {
+    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<&Object> {
+        let namespace = if kind.is_namespaced() { namespace } else { "" };
+        self.kinds[kind.index()].get(namespace)?.get(name)
+    }
+
+    fn list<'a>(&'a self, kind: Kind) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
+        Box::new(self.kinds[kind.index()].values().flat_map(|m| m.values()))
+    }
+}
+
+/// A [`Client`] over a [`MemoryStorage`] of objects, with admission, at the instant `now`.
+pub struct StorageClient {
+    shared: Arc<Shared>,
+    cache: StorageCache,
+    pub now: SimTime,
+    /// Every event recorded through this client.
+    pub events: Vec<EventRecord>,
+    /// Every explanation record emitted through this client.
+    pub records: Vec<serde_json::Value>,
+    pub explain: bool,
+}
+
+impl StorageClient {
+    /// A client over a new, empty storage that keeps `window` revisions, whose UIDs and
+    /// generated names derive from `seed`, and whose timestamps follow `clock`.
+    pub fn new(seed: u64, clock: Clock, window: usize) -> StorageClient {
+        let storage = MemoryStorage::new(window);
+        let cache = StorageCache::list(&storage);
+        StorageClient {
+            shared: Arc::new(Shared {
+                storage,
+                names: Mutex::new(NameSource::new(seed)),
+                clock,
+            }),
+            cache,
+            now: SimTime::ZERO,
+            events: Vec::new(),
+            records: Vec::new(),
+            explain: false,
+        }
+    }
+
+    /// Another client over the same storage, name source and clock (for another thread),
+    /// with its own cache and the same instant.
+    pub fn handle(&self) -> StorageClient {
+        StorageClient {
+            shared: self.shared.clone(),
+            cache: StorageCache::list(&self.shared.storage),
+            now: self.now,
+            events: Vec::new(),
+            records: Vec::new(),
+            explain: self.explain,
+        }
+    }
+
+    /// The storage (for reads and watches; writes go through a client).
+    pub fn storage(&self) -> &MemoryStorage<Object> {
+        &self.shared.storage
+    }
+
+    /// Brings the cache up to the storage's current revision.
+    pub fn sync(&mut self) {
+        self.cache.sync(&self.shared.storage);
+    }
+
+    /// Runs one registry operation under the write lock, then catches the cache up.
+    fn write<T>(&mut self, f: impl FnOnce(&mut Writer<'_>) -> T) -> T {
+        let result = {
+            let names = match self.shared.names.lock() {
+                Ok(guard) => guard,
+                // A panicking writer changed nothing half-way: each write is one storage call.
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let mut writer = Writer {
+                storage: &self.shared.storage,
+                names,
+                clock: self.shared.clock,
+            };
+            f(&mut writer)
+        };
+        self.sync();
+        result
+    }
+}
+
+impl Client for StorageClient {
+    fn cache(&self) -> &dyn Cache {
+        &self.cache
+    }
+
+    fn clock(&self) -> Clock {
+        self.shared.clock
+    }
+
+    fn get(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
+        let k = storage_key(key.kind, &key.namespace, &key.name);
+        match self.shared.storage.get(&k, None) {
+            Ok(Some(v)) => Ok(v.value),
+            Ok(None) => Err(ApiError::NotFound { key: key.clone() }),
+            Err(e) => Err(api_error(e, key.clone())),
+        }
+    }
+
+    fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
+        self.sync();
+        let obj = crate::admission::admit_create(obj, &self.cache)?;
+        let now = self.now;
+        self.write(|w| client::create(w, obj, now))
+    }
+
+    fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
+        self.write(|w| client::update(w, obj))
+    }
+
+    fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
+        self.write(|w| client::update_status(w, obj))
+    }
+
+    fn patch_pod_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        patch: &mut dyn FnMut(&mut PodStatus),
+    ) -> Result<Object, ApiError> {
+        self.write(|w| client::patch_pod_status(w, namespace, name, uid, patch))
+    }
+
+    fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
+        crate::admission::namespace_lifecycle::check_delete(key)?;
+        let now = self.now;
+        self.write(|w| client::delete(w, key, &opts, now))
+    }
+
+    fn evict(&mut self, namespace: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError> {
+        self.sync();
+        let now = self.now;
+        crate::eviction::evict(self, now, namespace, name, opts)
+    }
+
+    fn bind(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        node: &str,
+    ) -> Result<Object, ApiError> {
+        let now = self.now;
+        self.write(|w| client::bind(w, namespace, name, uid, node, now))
+    }
+
+    fn update_scale(
+        &mut self,
+        key: &ObjectKey,
+        replicas: i32,
+        resource_version: Option<&str>,
+    ) -> Result<Scale, ApiError> {
+        self.write(|w| client::update_scale(w, key, replicas, resource_version))
+    }
+
+    fn record_event(&mut self, ev: EventRecord) {
+        self.events.push(ev);
+    }
+
+    fn explain(&self) -> bool {
+        self.explain
+    }
+
+    fn emit_record(&mut self, record: serde_json::Value) {
+        self.records.push(record);
+    }
+}

@@ -1,0 +1,220 @@
+//! The pod strategy (upstream `pkg/registry/core/pod/strategy.go`): what an update of the main
+//! resource and of the status subresource keeps, the immutable nodeName, the grace period of a
+//! delete, and the binding (`pods/binding`, upstream `storage/storage.go`'s `assignPod`).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_api::DeleteOptions;
+
+/// The default grace period of a pod without terminationGracePeriodSeconds.
+pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECS: i64 = 30;
+
+/// The message of an update that changes a bound pod's node (upstream's pod update
+/// validation, which lists the fields an update may change).
+pub const MESSAGE_NODE_NAME_IMMUTABLE: &str = "spec.nodeName: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.schedulingGates` and `spec.terminationGracePeriodSeconds`";
+
+/// The message of a binding of a pod that is being deleted.
+pub const MESSAGE_BIND_DELETING: &str = "pod is being deleted, cannot be assigned to a host";
+
+/// `podStrategy.PrepareForUpdate`: the stored status is kept. Copies only when they differ,
+/// so an unchanged status stays shared.
+pub fn prepare_for_update(old: &Pod, new: &mut Arc<Pod>) {
+    if new.status != old.status {
+        Arc::make_mut(new).status.clone_from(&old.status);
+    }
+}
+
+/// `podStatusStrategy.PrepareForUpdate`: the stored spec and ownerReferences are kept; the
+/// rest of the metadata (annotations, labels) may change.
+pub fn prepare_for_status_update(old: &Pod, new: &mut Arc<Pod>) {
+    if new.spec != old.spec {
+        Arc::make_mut(new).spec.clone_from(&old.spec);
+    }
+    if new.metadata.owner_references != old.metadata.owner_references {
+        Arc::make_mut(new)
+            .metadata
+            .owner_references
+            .clone_from(&old.metadata.owner_references);
+    }
+}
+
+fn node_name(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
+}
+
+/// A bound pod's node may not change (upstream's pod update validation).
+pub fn validate_update(old: &Pod, new: &Pod) -> Result<(), String> {
+    let old_node = node_name(old);
+    if old_node.is_some() && old_node != node_name(new) {
+        return Err(MESSAGE_NODE_NAME_IMMUTABLE.into());
+    }
+    Ok(())
+}
+
+/// `podStrategy.CheckGracefulDelete`: the grace period of a graceful deletion, or `None` when
+/// the pod goes at once. The period is the delete's, else the pod's
+/// terminationGracePeriodSeconds, else 30 s; a pod not bound to a node (no kubelet to stop
+/// it) and a period of 0 go at once.
+pub fn check_graceful_delete(pod: &Pod, opts: &DeleteOptions) -> Option<i64> {
+    let bound = node_name(pod).is_some_and(|n| !n.is_empty());
+    let grace = opts.grace_period_secs.unwrap_or_else(|| {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or(DEFAULT_TERMINATION_GRACE_PERIOD_SECS)
+    });
+    (bound && grace > 0).then_some(grace)
+}
+
+/// Why a binding is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BindError {
+    /// Another pod of that name (another UID), or the pod is bound already: Conflict.
+    Conflict,
+    /// The pod is being deleted: Invalid, with this message.
+    Invalid(&'static str),
+}
+
+/// The pod as a binding to `node` leaves it: spec.nodeName set and the PodScheduled condition
+/// True since `now`. Refused for another UID (when `uid` is given), a pod being deleted, and
+/// a pod already bound.
+pub fn bind(pod: &Pod, uid: &str, node: &str, now: Time) -> Result<Pod, BindError> {
+    if !uid.is_empty() && pod.metadata.uid.as_deref() != Some(uid) {
+        return Err(BindError::Conflict);
+    }
+    if pod.metadata.deletion_timestamp.is_some() {
+        return Err(BindError::Invalid(MESSAGE_BIND_DELETING));
+    }
+    if node_name(pod).is_some_and(|n| !n.is_empty()) {
+        return Err(BindError::Conflict);
+    }
+    let mut p = pod.clone();
+    p.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+    let status = p.status.get_or_insert_with(Default::default);
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    conditions.retain(|c| c.type_ != "PodScheduled");
+    conditions.push(PodCondition {
+        type_: "PodScheduled".into(),
+        status: "True".into(),
+        last_transition_time: Some(now),
+        ..Default::default()
+    });
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
+
+    fn pod(node: Option<&str>, phase: Option<&str>) -> Pod {
+        Pod {
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_string),
+                ..Default::default()
+            }),
+            status: phase.map(|p| PodStatus {
+                phase: Some(p.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_main_resource_update_keeps_the_stored_status() {
+        let old = pod(Some("n1"), Some("Running"));
+        let mut new = Arc::new(pod(Some("n1"), None));
+        prepare_for_update(&old, &mut new);
+        assert_eq!(new.status, old.status);
+    }
+
+    #[test]
+    fn a_status_update_keeps_the_spec_and_the_owner_references_but_not_the_annotations() {
+        let old = pod(None, None);
+        let mut changed = pod(Some("elsewhere"), Some("Running"));
+        changed.metadata.owner_references = Some(vec![Default::default()]);
+        changed.metadata.annotations = Some([("a".to_string(), "b".to_string())].into());
+        let mut new = Arc::new(changed);
+        prepare_for_status_update(&old, &mut new);
+        assert_eq!(new.spec, old.spec);
+        assert_eq!(new.metadata.owner_references, None);
+        assert!(new.metadata.annotations.is_some());
+        assert_eq!(
+            new.status.as_ref().unwrap().phase.as_deref(),
+            Some("Running")
+        );
+    }
+
+    #[test]
+    fn an_unchanged_status_stays_shared() {
+        let old = pod(Some("n1"), Some("Running"));
+        let mut new = Arc::new(old.clone());
+        let before = Arc::as_ptr(&new);
+        prepare_for_update(&old, &mut new);
+        prepare_for_status_update(&old, &mut new);
+        assert_eq!(Arc::as_ptr(&new), before, "no copy was made");
+    }
+
+    #[test]
+    fn a_bound_pods_node_may_not_change_but_an_unbound_pod_may_be_given_one() {
+        let cases = [
+            (None, Some("n1"), true),
+            (Some("n1"), Some("n1"), true),
+            (Some("n1"), Some("n2"), false),
+            (Some("n1"), None, false),
+        ];
+        for (old, new, ok) in cases {
+            let result = validate_update(&pod(old, None), &pod(new, None));
+            assert_eq!(result.is_ok(), ok, "{old:?} -> {new:?}");
+        }
+    }
+
+    #[test]
+    fn the_grace_period_is_the_deletes_then_the_pods_then_thirty_seconds_for_a_bound_pod() {
+        let mut own = pod(Some("n1"), None);
+        own.spec.as_mut().unwrap().termination_grace_period_seconds = Some(5);
+        let with = |g| DeleteOptions {
+            grace_period_secs: g,
+            ..DeleteOptions::default()
+        };
+        let cases = [
+            (pod(Some("n1"), None), with(None), Some(30)),
+            (own.clone(), with(None), Some(5)),
+            (own, with(Some(10)), Some(10)),
+            (pod(Some("n1"), None), with(Some(0)), None),
+            (pod(None, None), with(None), None),
+            (pod(Some(""), None), with(Some(10)), None),
+        ];
+        for (p, opts, want) in cases {
+            assert_eq!(check_graceful_delete(&p, &opts), want, "{opts:?}");
+        }
+    }
+
+    #[test]
+    fn binding_sets_the_node_and_the_pod_scheduled_condition_once() {
+        let mut p = pod(None, None);
+        p.metadata.uid = Some("u1".into());
+        let now = Time(jiff::Timestamp::UNIX_EPOCH);
+        assert_eq!(bind(&p, "u2", "n1", now.clone()), Err(BindError::Conflict));
+        let bound = bind(&p, "u1", "n1", now.clone()).unwrap();
+        assert_eq!(node_name(&bound), Some("n1"));
+        let cond = &bound.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
+        assert_eq!(
+            (cond.type_.as_str(), cond.status.as_str()),
+            ("PodScheduled", "True")
+        );
+        assert_eq!(
+            bind(&bound, "", "n2", now.clone()),
+            Err(BindError::Conflict)
+        );
+        let mut deleting = p.clone();
+        deleting.metadata.deletion_timestamp = Some(now.clone());
+        assert_eq!(
+            bind(&deleting, "", "n1", now),
+            Err(BindError::Invalid(MESSAGE_BIND_DELETING))
+        );
+    }
+}
