@@ -1,7 +1,7 @@
 //! The scheduler as a [`Component`]: informer event routing (upstream `eventhandlers.go`), the
 //! queue's timers, and one scheduling cycle per run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -38,6 +38,10 @@ pub struct Scheduler {
     pub(crate) node_local: crate::node_local::NodeLocalMemo,
     /// Whether `node_local` is used (tests compare with and without it).
     pub(crate) reuse_node_local: bool,
+    /// The API-call dispatcher, with `SchedulerAsyncAPICalls` (none: calls are made at once).
+    pub(crate) api_dispatcher: Option<crate::api_dispatcher::ApiDispatcher>,
+    /// Binding cycles waiting for their queued binding call, by pod UID.
+    pub(crate) binding_cycles: HashMap<String, crate::binding_cycle::BindingCycle>,
 }
 
 fn is_assigned(pod: &Pod) -> bool {
@@ -71,6 +75,8 @@ impl Scheduler {
             source: crate::DEFAULT_SCHEDULER_NAME,
             node_local: Default::default(),
             reuse_node_local: true,
+            api_dispatcher: None,
+            binding_cycles: HashMap::new(),
         }
     }
 
