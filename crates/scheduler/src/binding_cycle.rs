@@ -461,6 +461,41 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_update_that_makes_a_queued_status_patch_moot_drops_it() {
+        let mut sched = scheduler(Some(ApiCallDrain::ByRuntime));
+        let mut client = TestClient::new(1);
+        let pod = PodBuilder::new("p").obj();
+        client
+            .store
+            .create(Object::Pod(Arc::new(pod)), client.now)
+            .unwrap();
+        client.dispatch(&mut [&mut sched]);
+        sched.run(client.now, &mut client);
+        assert!(
+            sched.api_dispatcher.as_ref().unwrap().queue.len() == 1,
+            "a patch is queued"
+        );
+        let ts = client.clock().timestamp(client.now);
+        client
+            .patch_pod_status("default", "p", "uid-p", &mut |st| {
+                st.conditions = Some(vec![k8s_openapi::api::core::v1::PodCondition {
+                    type_: "PodScheduled".into(),
+                    status: "False".into(),
+                    reason: Some("Unschedulable".into()),
+                    message: Some(crate::schedule_one::ERR_NO_NODES_AVAILABLE.into()),
+                    last_transition_time: Some(ts.clone()),
+                    ..Default::default()
+                }]);
+            })
+            .unwrap();
+        client.dispatch(&mut [&mut sched]);
+        assert!(
+            sched.pop_api_call().is_none(),
+            "the update made the patch a no-op"
+        );
+    }
+
+    #[test]
     fn a_runtime_may_run_a_queued_binding_later() {
         let mut sched = scheduler(Some(ApiCallDrain::ByRuntime));
         let mut client = cluster(&mut sched);

@@ -121,6 +121,7 @@ impl Scheduler {
             }
             EventType::Modified => {
                 let old = old.expect("a Modified event carries the old object");
+                self.sync_with_api_dispatcher(pod);
                 match (is_assigned(old), is_assigned(pod)) {
                     (true, true) => {
                         let uid = pod.metadata.uid.as_deref().unwrap_or("");
@@ -221,6 +222,15 @@ impl Scheduler {
                     }
                 }
             }
+        }
+    }
+
+    /// Upstream `syncPodWithDispatcher` on a pod update: a call queued for the pod compares
+    /// with the newer pod from now on (and is dropped when it has nothing left to change).
+    /// As in v1.34, the pod with the call's changes applied is not used further.
+    fn sync_with_api_dispatcher(&mut self, pod: &Pod) {
+        if let Some(d) = self.api_dispatcher.as_mut().filter(|d| !d.queue.is_empty()) {
+            let _ = d.queue.sync_object(pod);
         }
     }
 
