@@ -260,14 +260,14 @@ impl Client for QueueingClient<'_> {
         uid: &str,
         node: &str,
     ) -> Result<Object, ApiError> {
-        let call = ApiCall::PodBinding(PodBindingCall {
+        let call = ApiCall::PodBinding(Arc::new(PodBindingCall {
             pod: PodRef {
                 namespace: namespace.to_string(),
                 name: name.to_string(),
                 uid: uid.to_string(),
             },
             node: node.to_string(),
-        });
+        }));
         // A skipped binding still reports its outcome, as a completion.
         let _ = self.dispatcher.queue.add(call, true);
         self.queued = true;

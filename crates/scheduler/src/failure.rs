@@ -131,7 +131,7 @@ impl Scheduler {
             }
             // Upstream `PriorityQueue.PatchPodStatus`: nobody waits for the outcome.
             Some(d) => {
-                let _ = d.queue.add(ApiCall::PodStatusPatch(Box::new(call)), false);
+                let _ = d.queue.add(ApiCall::PodStatusPatch(Arc::new(call)), false);
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The scheduler as a [`Component`]: informer event routing (upstream `eventhandlers.go`), the
 //! queue's timers, and one scheduling cycle per run.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -9,6 +9,7 @@ use kubeplane_api::{Client, Component, EventType, Object, WatchEvent};
 use kubeplane_core::SimTime;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use rustc_hash::FxHashMap;
 
 use crate::cache::{Cache, Snapshot};
 use crate::framework::events::labels as ev;
@@ -41,7 +42,7 @@ pub struct Scheduler {
     /// The API-call dispatcher, with `SchedulerAsyncAPICalls` (none: calls are made at once).
     pub(crate) api_dispatcher: Option<crate::api_dispatcher::ApiDispatcher>,
     /// Binding cycles waiting for their queued binding call, by pod UID.
-    pub(crate) binding_cycles: HashMap<String, crate::binding_cycle::BindingCycle>,
+    pub(crate) binding_cycles: FxHashMap<String, crate::binding_cycle::BindingCycle>,
 }
 
 fn is_assigned(pod: &Pod) -> bool {
@@ -76,7 +77,7 @@ impl Scheduler {
             node_local: Default::default(),
             reuse_node_local: true,
             api_dispatcher: None,
-            binding_cycles: HashMap::new(),
+            binding_cycles: FxHashMap::default(),
         }
     }
 

@@ -3,6 +3,8 @@
 //! nominatedNodeName). Each call owns what it needs to run, so a runtime may run it on another
 //! thread, later than it was queued.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{ApiError, Client};
@@ -221,9 +223,10 @@ fn set_condition(status: &mut PodStatus, c: &PodCondition, now: &Time) {
 /// One queued call (upstream `APICall`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ApiCall {
-    /// Boxed: a pod status is much larger than a binding.
-    PodStatusPatch(Box<PodStatusPatchCall>),
-    PodBinding(PodBindingCall),
+    /// Shared (the call handed out to run is a cheap copy), and a pod status is much larger
+    /// than a binding.
+    PodStatusPatch(Arc<PodStatusPatchCall>),
+    PodBinding(Arc<PodBindingCall>),
 }
 
 impl ApiCall {
@@ -252,7 +255,7 @@ impl ApiCall {
     /// Merges an older call of the same type into this one (a binding simply replaces it).
     pub(crate) fn merge(&mut self, old: &ApiCall) {
         if let (ApiCall::PodStatusPatch(new), ApiCall::PodStatusPatch(old)) = (self, old) {
-            new.merge(old);
+            Arc::make_mut(new).merge(old);
         }
     }
 
@@ -260,14 +263,14 @@ impl ApiCall {
     /// call's changes applied, `None` when the pod needs no change.
     pub(crate) fn sync(&mut self, pod: &Pod) -> Option<Pod> {
         match self {
-            ApiCall::PodStatusPatch(c) => c.sync(pod),
+            ApiCall::PodStatusPatch(c) => Arc::make_mut(c).sync(pod),
             ApiCall::PodBinding(_) => None,
         }
     }
 
     pub(crate) fn mark_executed(&mut self) {
         if let ApiCall::PodStatusPatch(c) = self {
-            c.executed = true;
+            Arc::make_mut(c).executed = true;
         }
     }
 

@@ -3,10 +3,11 @@
 //! one, overwrites it, or is skipped, by relevance and type; a call for an object whose call is
 //! running waits until that one is finalized.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::ApiError;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::api_calls::{ApiCall, ApiCallType};
 
@@ -64,19 +65,19 @@ struct QueuedCall {
     call_id: u64,
     /// Whether its outcome is wanted as a [`Completion`].
     notify: bool,
+    /// Whether a call for the object runs now (this one, or an older one it replaced).
+    in_flight: bool,
 }
 
 #[derive(Debug, Default)]
 pub struct CallQueue {
     /// The call of each object (by UID) that is queued or running.
-    calls: HashMap<String, QueuedCall>,
+    calls: FxHashMap<String, QueuedCall>,
     /// Objects whose call waits to run, first in first out.
     pending: VecDeque<String>,
-    /// Objects whose call runs now.
-    in_flight: HashSet<String>,
     next_call_id: u64,
     /// Running calls that were already told they were overwritten (each call is told once).
-    told: HashSet<u64>,
+    told: FxHashSet<u64>,
     /// Outcomes not yet taken.
     completions: VecDeque<Completion>,
 }
@@ -96,10 +97,11 @@ impl CallQueue {
         self.calls.is_empty()
     }
 
-    fn tell(&mut self, uid: &str, call: &QueuedCall, result: Result<(), CallError>) {
-        if call.notify && !self.told.remove(&call.call_id) {
+    /// Hands a call's outcome to whoever queued it, unless it was told already.
+    fn tell(&mut self, uid: String, call: &QueuedCall, result: Result<(), CallError>) {
+        if call.notify && (self.told.is_empty() || !self.told.remove(&call.call_id)) {
             self.completions.push_back(Completion {
-                uid: uid.to_string(),
+                uid,
                 call_type: call.call.call_type(),
                 result,
             });
@@ -112,13 +114,13 @@ impl CallQueue {
             call,
             call_id: self.next_call_id,
             notify,
+            in_flight: false,
         };
         self.next_call_id += 1;
         let uid = new.call.uid().to_string();
-        let old_present = self.calls.contains_key(&uid);
-        let new = match self.calls.remove(&uid) {
-            Some(old) => self.merge(&uid, old, new)?,
-            None => new,
+        let (new, old_present) = match self.calls.remove(&uid) {
+            Some(old) => (self.merge(&uid, old, new)?, true),
+            None => (new, false),
         };
         self.enqueue(uid, new, old_present)
     }
@@ -132,25 +134,26 @@ impl CallQueue {
         mut new: QueuedCall,
     ) -> Result<QueuedCall, CallError> {
         let (old_type, new_type) = (old.call.call_type(), new.call.call_type());
+        new.in_flight = old.in_flight;
         if new_type.relevance() < old_type.relevance() {
             let err =
                 CallError::Skipped("a more relevant call is already enqueued for this object");
-            self.tell(uid, &new, Err(err.clone()));
+            self.tell(uid.to_string(), &new, Err(err.clone()));
             self.calls.insert(uid.to_string(), old);
             return Err(err);
         }
         if old_type != new_type {
             // A running call finishes first; the new one runs after it.
-            if !self.in_flight.contains(uid) {
+            if !old.in_flight {
                 let why = "a more relevant call was enqueued for this object";
-                self.tell(uid, &old, Err(CallError::Overwritten(why)));
+                self.tell(uid.to_string(), &old, Err(CallError::Overwritten(why)));
             }
             return Ok(new);
         }
         new.call.merge(&old.call);
         let why = "a call of the same type was enqueued for this object";
-        self.tell(uid, &old, Err(CallError::Overwritten(why)));
-        if self.in_flight.contains(uid) && old.notify {
+        self.tell(uid.to_string(), &old, Err(CallError::Overwritten(why)));
+        if old.in_flight && old.notify {
             self.told.insert(old.call_id);
         }
         Ok(new)
@@ -163,20 +166,19 @@ impl CallQueue {
         call: QueuedCall,
         old_present: bool,
     ) -> Result<(), CallError> {
-        let running = self.in_flight.contains(&uid);
-        if call.call.is_no_op() && !running {
+        if call.call.is_no_op() && !call.in_flight {
             if old_present {
                 self.pending.retain(|u| *u != uid);
             }
             let err =
                 CallError::Skipped("call does not need to be executed because it has no effect");
-            self.tell(&uid, &call, Err(err.clone()));
+            self.tell(uid, &call, Err(err.clone()));
             return Err(err);
         }
-        self.calls.insert(uid.clone(), call);
         if !old_present {
-            self.pending.push_back(uid);
+            self.pending.push_back(uid.clone());
         }
+        self.calls.insert(uid, call);
         Ok(())
     }
 
@@ -187,34 +189,36 @@ impl CallQueue {
             .calls
             .get_mut(&uid)
             .expect("a pending object has its call");
+        queued.in_flight = true;
         queued.call.mark_executed();
-        let call = InFlightCall {
+        Some(InFlightCall {
             call: queued.call.clone(),
             call_id: queued.call_id,
             notify: queued.notify,
-        };
-        self.in_flight.insert(uid);
-        Some(call)
+        })
     }
 
     /// Takes back a call that ran, with its result (upstream `finalize` and `sendOnFinish`):
     /// a newer call that arrived for the object meanwhile is queued now.
     pub fn finalize(&mut self, done: InFlightCall, result: Result<(), ApiError>) {
-        let uid = done.call.uid().to_string();
-        match self.calls.get(&uid) {
-            Some(current) if current.call_id == done.call_id => {
-                self.calls.remove(&uid);
+        let uid = match self.calls.remove_entry(done.call.uid()) {
+            Some((uid, mut current)) => {
+                if current.call_id != done.call_id {
+                    current.in_flight = false;
+                    self.pending.push_back(uid.clone());
+                    self.calls.insert(uid.clone(), current);
+                }
+                uid
             }
-            Some(_) => self.pending.push_back(uid.clone()),
-            None => {}
-        }
-        self.in_flight.remove(&uid);
+            None => done.call.uid().to_string(),
+        };
         let done = QueuedCall {
             call: done.call,
             call_id: done.call_id,
             notify: done.notify,
+            in_flight: false,
         };
-        self.tell(&uid, &done, result.map_err(CallError::Api));
+        self.tell(uid, &done, result.map_err(CallError::Api));
     }
 
     /// The next outcome to hand to whoever queued the call.
@@ -229,9 +233,9 @@ impl CallQueue {
         let uid = pod.metadata.uid.as_deref()?;
         let queued = self.calls.get_mut(uid)?;
         let synced = queued.call.sync(pod);
-        if queued.call.is_no_op() && !self.in_flight.contains(uid) {
-            let queued = self.calls.remove(uid).expect("just found");
-            self.pending.retain(|u| u != uid);
+        if queued.call.is_no_op() && !queued.in_flight {
+            let (uid, queued) = self.calls.remove_entry(uid).expect("just found");
+            self.pending.retain(|u| *u != uid);
             let why = "call does not need to be executed because after sync it has no effect";
             self.tell(uid, &queued, Err(CallError::Skipped(why)));
         }

@@ -28,7 +28,7 @@ fn time() -> Time {
 }
 
 fn patch(pod: &Pod, conditions: Vec<PodCondition>, nominating: NominatingMode) -> ApiCall {
-    ApiCall::PodStatusPatch(Box::new(PodStatusPatchCall::new(
+    ApiCall::PodStatusPatch(Arc::new(PodStatusPatchCall::new(
         pod,
         conditions,
         nominating,
@@ -37,10 +37,10 @@ fn patch(pod: &Pod, conditions: Vec<PodCondition>, nominating: NominatingMode) -
 }
 
 fn binding(pod: &Pod, node: &str) -> ApiCall {
-    ApiCall::PodBinding(PodBindingCall {
+    ApiCall::PodBinding(Arc::new(PodBindingCall {
         pod: PodRef::of(pod),
         node: node.into(),
-    })
+    }))
 }
 
 fn nominate(node: &str) -> NominatingMode {
