@@ -4,8 +4,12 @@
 //! Architecture invariant: the scheduler never reads the wall clock or an unseeded random
 //! source; the current time is a parameter and tie-breaks come from a seeded generator.
 
+pub mod api_dispatcher;
+mod attempt_record;
+mod binding_cycle;
 pub mod cache;
 pub mod config;
+mod failure;
 pub mod framework;
 pub mod node_local;
 pub mod plugins;

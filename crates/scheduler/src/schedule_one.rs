@@ -1,22 +1,24 @@
-//! One scheduling cycle and its binding cycle (upstream `schedule_one.go`), plus the failure
-//! handler. Scheduling takes no virtual time; binding completes at the same instant.
+//! One scheduling cycle (upstream `schedule_one.go`: `ScheduleOne`, `schedulingCycle`,
+//! `SchedulePod`, filtering and scoring, `assume`). The binding cycle is in
+//! `binding_cycle.rs`, the failure handler in `failure.rs`, the explain records in
+//! `attempt_record.rs`. Scheduling takes no virtual time.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::Client;
 use kubeplane_core::{EventRecord, SimTime};
 use rand::Rng;
 use rayon::prelude::*;
-use serde_json::{json, Value};
 
-use crate::framework::events::labels as ev;
+use crate::attempt_record::{AttemptTrace, PreemptionRecord};
+use crate::binding_cycle::BindingCycle;
 use crate::framework::runtime::{use_parallel, PARALLEL_CHUNK_NODES};
 use crate::framework::{
     run_filters, Code, CycleState, Framework, NodeInfo, NodeToStatus, NominatingMode, PodInfo,
-    PostFilterInput, PreemptionTrace, QueuedPodInfo, ScoreTable, Status,
+    PostFilterInput, ScoreTable, Status,
 };
 use crate::scheduler::Scheduler;
 
@@ -24,8 +26,6 @@ use crate::scheduler::Scheduler;
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// Upstream `minFeasibleNodesPercentageToFind`.
 const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
-/// Events and conditions carry at most this many characters of a message.
-const NOTE_LENGTH_LIMIT: usize = 1024;
 
 pub const ERR_NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
 
@@ -97,11 +97,31 @@ pub enum ScheduleError {
 }
 
 impl ScheduleError {
-    fn message(&self) -> String {
+    pub fn message(&self) -> String {
         match self {
             ScheduleError::Fit(f) => f.message(),
             ScheduleError::NoNodes => ERR_NO_NODES_AVAILABLE.to_string(),
             ScheduleError::Internal(s) => s.message(),
+        }
+    }
+}
+
+/// How a scheduling cycle failed: the error, what becomes of the pod's nomination (upstream
+/// `ScheduleResult.nominatingInfo`), and whether PostFilter ran (its asynchronous work follows
+/// the failure handler).
+pub(crate) struct CycleFailure {
+    pub err: ScheduleError,
+    pub nominating: NominatingMode,
+    pub post_filter_ran: bool,
+}
+
+impl CycleFailure {
+    /// A failure that clears the nomination (upstream `clearNominatedNode`).
+    fn clearing(err: ScheduleError) -> CycleFailure {
+        CycleFailure {
+            err,
+            nominating: NominatingMode::Override(String::new()),
+            post_filter_ran: false,
         }
     }
 }
@@ -141,47 +161,11 @@ pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usiz
     found.max(MIN_FEASIBLE_NODES_TO_FIND)
 }
 
-fn truncate_message(msg: &str) -> String {
-    if msg.len() <= NOTE_LENGTH_LIMIT {
-        return msg.to_string();
-    }
-    let suffix = " ...";
-    let mut end = NOTE_LENGTH_LIMIT - suffix.len();
-    while !msg.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{}", &msg[..end], suffix)
-}
-
-/// What the explain record of one attempt collects.
-#[derive(Default)]
-struct AttemptTrace {
-    filter: BTreeMap<String, Status>,
-    /// The status of every node not listed in `filter` nor feasible (PreFilter outcomes).
-    absent: Option<Status>,
-    all_nodes: Vec<String>,
-    scores: ScoreTable,
-    /// Names of the scored nodes, in the order of `scores`.
-    scored_nodes: Vec<String>,
-    scored: bool,
-    feasible: Vec<String>,
-    /// Set when PostFilter (preemption) ran.
-    preemption: Option<PreemptionRecord>,
-}
-
-/// The preemption part of an attempt's explain record.
-struct PreemptionRecord {
-    trace: PreemptionTrace,
-    /// The PostFilter status message ("preemption: ...").
-    message: String,
-    /// The pod's nominated node after the attempt.
-    nominated_node: Option<String>,
-}
-
 impl Scheduler {
-    /// Pops one pod and runs its scheduling and binding cycle.
+    /// Pops one pod and runs its scheduling cycle, then its binding cycle or the failure
+    /// handler (upstream `ScheduleOne`).
     pub(crate) fn schedule_one(&mut self, now: SimTime, client: &mut dyn Client) {
-        let Some(mut qpi) = self.queue.pop(now) else {
+        let Some(qpi) = self.queue.pop(now) else {
             return;
         };
         let pod = qpi.pod_info.clone();
@@ -189,6 +173,46 @@ impl Scheduler {
             self.queue.done(&pod.uid);
             return;
         };
+        if self.skip_pod_schedule(now, client, &pod) {
+            self.queue.done(&pod.uid);
+            return;
+        }
+        let mut state = CycleState::new();
+        let mut trace = client.explain().then(AttemptTrace::default);
+        match self.scheduling_cycle(now, client, &fwk, &mut state, &pod, trace.as_mut()) {
+            Ok((host, assumed)) => {
+                self.emit_attempt_ok(now, client, &fwk, &qpi, &host, trace.take());
+                let cycle = BindingCycle {
+                    fwk,
+                    state,
+                    qpi,
+                    assumed,
+                    host,
+                    bind_plugin: "",
+                };
+                // Upstream runs this in a goroutine; here it runs to its Bind call, which
+                // completes now or, behind the dispatcher, when its result comes back.
+                self.binding_cycle(now, client, cycle);
+                self.settle_api_calls(now, client);
+            }
+            Err(failure) => {
+                self.emit_attempt(now, client, &fwk, &qpi, &failure.err, None, trace.take());
+                self.handle_scheduling_failure(now, client, qpi, failure.err, failure.nominating);
+                self.settle_api_calls(now, client);
+                if failure.post_filter_ran {
+                    // What upstream's PostFilter goroutines do after the cycle (async
+                    // preemption).
+                    let activate = fwk.run_post_filter_async_work(now, client);
+                    if !activate.is_empty() {
+                        self.queue.activate(&activate, now);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Upstream `skipPodSchedule`: a pod being deleted, or one already assumed.
+    fn skip_pod_schedule(&self, now: SimTime, client: &mut dyn Client, pod: &PodInfo) -> bool {
         if pod.is_terminating() {
             client.record_event(EventRecord::warning(
                 now,
@@ -199,164 +223,123 @@ impl Scheduler {
                 "FailedScheduling",
                 format!("skip schedule deleting pod: {}/{}", pod.namespace, pod.name),
             ));
-            self.queue.done(&pod.uid);
-            return;
+            return true;
         }
-        if self.cache.is_assumed(&pod.uid) {
-            self.queue.done(&pod.uid);
-            return;
-        }
-        let mut state = CycleState::new();
-        let mut trace = client.explain().then(AttemptTrace::default);
-        let result = self.schedule_pod(&fwk, &mut state, &pod, trace.as_mut());
-        let host = match result {
+        self.cache.is_assumed(&pod.uid)
+    }
+
+    /// Upstream `schedulingCycle`: SchedulePod (and PostFilter when no node fits), assume,
+    /// Reserve and Permit. Returns the chosen node and the assumed pod.
+    fn scheduling_cycle(
+        &mut self,
+        now: SimTime,
+        client: &mut dyn Client,
+        fwk: &Arc<Framework>,
+        state: &mut CycleState,
+        pod: &Arc<PodInfo>,
+        mut trace: Option<&mut AttemptTrace>,
+    ) -> Result<(String, Arc<PodInfo>), CycleFailure> {
+        let host = match self.schedule_pod(fwk, state, pod, trace.as_deref_mut()) {
             Ok(r) => r.suggested_host,
-            Err(err) => {
+            Err(mut err) => {
                 let mut nominating = NominatingMode::Override(String::new());
-                let mut err = err;
+                let mut post_filter_ran = false;
                 if let ScheduleError::Fit(fit) = &mut err {
                     if fwk.has_post_filter_plugins() {
-                        let absent = fit.diagnosis.absent_status.clone().unwrap_or_default();
-                        let queue = &self.queue;
-                        let nominated = |node: &str| queue.nominated_pods_for_node(node);
-                        let random: u64 = self.rng.random();
-                        let preemption = RefCell::new(None);
-                        let input = PostFilterInput {
-                            framework: &fwk,
-                            snapshot: &self.snapshot,
-                            nominated_pods: &nominated,
-                            now,
-                            random,
-                            statuses: &fit.diagnosis.node_to_status,
-                            absent_status: &absent,
-                            preemption_trace: trace.is_some().then_some(&preemption),
-                        };
-                        let (r, s) = fwk.run_post_filter_plugins(&state, &pod, &input, client);
-                        nominating = r.map(|r| r.nominating).unwrap_or(NominatingMode::Noop);
-                        if let Some(t) = trace.as_mut() {
-                            t.preemption = Some(PreemptionRecord {
-                                trace: preemption.into_inner().unwrap_or_default(),
-                                message: s.message(),
-                                nominated_node: match &nominating {
-                                    NominatingMode::Override(n) => {
-                                        Some(n.clone()).filter(|n| !n.is_empty())
-                                    }
-                                    NominatingMode::Noop => {
-                                        pod.nominated_node_name().map(str::to_string)
-                                    }
-                                },
-                            });
-                        }
-                        if s.code == Code::Unschedulable || s.is_success() {
-                            fit.diagnosis.post_filter_msg = s.message();
-                        }
-                        if !s.plugin.is_empty() && s.is_rejected() {
-                            fit.diagnosis.unschedulable_plugins.insert(s.plugin);
-                        }
+                        nominating = self.run_post_filter(now, client, fwk, state, pod, fit, trace);
+                        post_filter_ran = true;
                     }
                 }
-                self.emit_attempt(now, client, &fwk, &qpi, &err, None, trace.take());
-                self.handle_scheduling_failure(now, client, qpi, err, nominating);
-                // What upstream's PostFilter goroutines do after the cycle (async preemption).
-                let activate = fwk.run_post_filter_async_work(now, client);
-                if !activate.is_empty() {
-                    self.queue.activate(&activate, now);
-                }
-                return;
+                return Err(CycleFailure {
+                    err,
+                    nominating,
+                    post_filter_ran,
+                });
             }
         };
-        // Assume: account the pod to the chosen node before binding.
-        let mut assumed_pod = Pod::clone(&pod.pod);
-        assumed_pod
-            .spec
-            .get_or_insert_with(Default::default)
-            .node_name = Some(host.clone());
-        let assumed = Arc::new(PodInfo {
-            pod: Arc::new(assumed_pod),
-            ..PodInfo::clone(&pod)
-        });
-        if let Err(e) = self.cache.assume_pod(assumed.clone(), &host) {
-            let err = ScheduleError::Internal(Status::error(e.to_string()));
-            self.emit_attempt(now, client, &fwk, &qpi, &err, None, trace.take());
-            self.handle_scheduling_failure(
-                now,
-                client,
-                qpi,
-                err,
-                NominatingMode::Override(String::new()),
-            );
-            return;
-        }
-        self.queue.delete_nominated_pod_if_exists(&pod);
-        let reserve = fwk.run_reserve_plugins_reserve(&mut state, &assumed, &host);
+        let assumed = self.assume(pod, &host).map_err(CycleFailure::clearing)?;
+        let reserve = fwk.run_reserve_plugins_reserve(state, &assumed, &host);
         let permit = if reserve.is_success() {
-            fwk.run_permit_plugins(&mut state, &assumed, &host)
+            fwk.run_permit_plugins(state, &assumed, &host)
         } else {
             reserve
         };
         if !permit.is_success() {
-            fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &host);
+            fwk.run_reserve_plugins_unreserve(state, &assumed, &host);
             let _ = self.cache.forget_pod(&pod.uid);
-            let err = self.single_node_failure(&host, permit);
-            self.emit_attempt(now, client, &fwk, &qpi, &err, None, trace.take());
-            self.handle_scheduling_failure(
-                now,
-                client,
-                qpi,
-                err,
-                NominatingMode::Override(String::new()),
-            );
-            return;
-        }
-        self.emit_attempt_ok(now, client, &fwk, &qpi, &host, trace.take());
-        // Binding cycle.
-        self.queue.done(&pod.uid);
-        let mut status = fwk.run_pre_bind_plugins(&mut state, &assumed, &host, client);
-        if status.is_success() {
-            status = fwk.run_bind_plugins(&mut state, &assumed, &host, client);
-        }
-        if status.is_success() {
-            client.record_event(EventRecord::normal(
-                now,
-                self.source,
-                "Pod",
-                &pod.namespace,
-                &pod.name,
-                "Scheduled",
-                format!(
-                    "Successfully assigned {}/{} to {}",
-                    pod.namespace, pod.name, host
-                ),
+            return Err(CycleFailure::clearing(
+                self.single_node_failure(&host, permit),
             ));
-            self.metrics.scheduled += 1;
-            fwk.run_post_bind_plugins(&mut state, &assumed, &host);
-            return;
         }
-        // Binding failed: undo, let other pods retry as if this pod were deleted, back off.
-        fwk.run_reserve_plugins_unreserve(&mut state, &assumed, &host);
-        let _ = self.cache.forget_pod(&pod.uid);
-        let uid = pod.uid.clone();
-        let not_self = move |p: &PodInfo| p.uid != uid;
-        self.queue.move_all_to_active_or_backoff_queue(
-            ev::ASSIGNED_POD_DELETE,
-            Some(crate::framework::EventObject::Pod(&assumed.pod)),
-            None,
-            Some(&not_self),
+        Ok((host, assumed))
+    }
+
+    /// Runs PostFilter (preemption) for a pod that fits no node; returns what becomes of its
+    /// nomination, and notes the outcome in the fit error.
+    #[allow(clippy::too_many_arguments)]
+    fn run_post_filter(
+        &mut self,
+        now: SimTime,
+        client: &mut dyn Client,
+        fwk: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        fit: &mut FitError,
+        trace: Option<&mut AttemptTrace>,
+    ) -> NominatingMode {
+        let absent = fit.diagnosis.absent_status.clone().unwrap_or_default();
+        let queue = &self.queue;
+        let nominated = |node: &str| queue.nominated_pods_for_node(node);
+        let random: u64 = self.rng.random();
+        let preemption = RefCell::new(None);
+        let input = PostFilterInput {
+            framework: fwk,
+            snapshot: &self.snapshot,
+            nominated_pods: &nominated,
             now,
-        );
-        let status = if status.is_skip() {
-            Status::error("no bind plugin bound the pod")
-        } else {
-            status
+            random,
+            statuses: &fit.diagnosis.node_to_status,
+            absent_status: &absent,
+            preemption_trace: trace.is_some().then_some(&preemption),
         };
-        qpi.unschedulable_plugins.clear();
-        self.handle_scheduling_failure(
-            now,
-            client,
-            qpi,
-            ScheduleError::Internal(status),
-            NominatingMode::Override(String::new()),
-        );
+        let (r, s) = fwk.run_post_filter_plugins(state, pod, &input, client);
+        let nominating = r.map(|r| r.nominating).unwrap_or(NominatingMode::Noop);
+        if let Some(t) = trace {
+            t.preemption = Some(PreemptionRecord {
+                trace: preemption.into_inner().unwrap_or_default(),
+                message: s.message(),
+                nominated_node: match &nominating {
+                    NominatingMode::Override(n) => Some(n.clone()).filter(|n| !n.is_empty()),
+                    NominatingMode::Noop => pod.nominated_node_name().map(str::to_string),
+                },
+            });
+        }
+        if s.code == Code::Unschedulable || s.is_success() {
+            fit.diagnosis.post_filter_msg = s.message();
+        }
+        if !s.plugin.is_empty() && s.is_rejected() {
+            fit.diagnosis.unschedulable_plugins.insert(s.plugin);
+        }
+        nominating
+    }
+
+    /// Upstream `assume`: accounts the pod to the chosen node before binding, and drops its
+    /// nomination.
+    fn assume(&mut self, pod: &Arc<PodInfo>, host: &str) -> Result<Arc<PodInfo>, ScheduleError> {
+        let mut assumed_pod = Pod::clone(&pod.pod);
+        assumed_pod
+            .spec
+            .get_or_insert_with(Default::default)
+            .node_name = Some(host.to_string());
+        let assumed = Arc::new(PodInfo {
+            pod: Arc::new(assumed_pod),
+            ..PodInfo::clone(pod)
+        });
+        if let Err(e) = self.cache.assume_pod(assumed.clone(), host) {
+            return Err(ScheduleError::Internal(Status::error(e.to_string())));
+        }
+        self.queue.delete_nominated_pod_if_exists(pod);
+        Ok(assumed)
     }
 
     fn single_node_failure(&self, host: &str, status: Status) -> ScheduleError {
@@ -663,249 +646,6 @@ impl Scheduler {
         self.next_start_node_index = (self.next_start_node_index + processed) % all;
         Ok(feasible)
     }
-
-    /// The failure handler (upstream `handleSchedulingFailure`).
-    fn handle_scheduling_failure(
-        &mut self,
-        now: SimTime,
-        client: &mut dyn Client,
-        mut qpi: QueuedPodInfo,
-        err: ScheduleError,
-        nominating: NominatingMode,
-    ) {
-        let reason = match &err {
-            ScheduleError::Fit(_) | ScheduleError::NoNodes => "Unschedulable",
-            ScheduleError::Internal(s) if s.is_rejected() => "Unschedulable",
-            ScheduleError::Internal(_) => "SchedulerError",
-        };
-        if reason == "Unschedulable" {
-            self.metrics.unschedulable += 1;
-        } else {
-            self.metrics.errors += 1;
-        }
-        if let ScheduleError::Fit(fit) = &err {
-            qpi.unschedulable_plugins = fit.diagnosis.unschedulable_plugins.clone();
-            qpi.pending_plugins = fit.diagnosis.pending_plugins.clone();
-        }
-        let message = err.message();
-        let pod_key = qpi.pod_info.clone();
-        let current = client
-            .cache()
-            .get_pod(&pod_key.namespace, &pod_key.name)
-            .cloned();
-        let Some(current) =
-            current.filter(|p| p.metadata.uid.as_deref() == Some(pod_key.uid.as_str()))
-        else {
-            self.queue.done(&pod_key.uid);
-            return;
-        };
-        if current
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .is_some_and(|n| !n.is_empty())
-        {
-            self.queue.done(&pod_key.uid);
-            return;
-        }
-        qpi.pod_info = Arc::new(PodInfo::new(current.clone()));
-        let refreshed = qpi.pod_info.clone();
-        let cycle = self.queue.scheduling_cycle();
-        let _ = self.queue.add_unschedulable_if_not_present(qpi, cycle, now);
-        match &nominating {
-            NominatingMode::Override(node) => {
-                self.queue
-                    .add_nominated_pod(refreshed.clone(), Some(node.clone()));
-            }
-            NominatingMode::Noop => self.queue.add_nominated_pod(refreshed.clone(), None),
-        }
-        client.record_event(EventRecord::warning(
-            now,
-            self.source,
-            "Pod",
-            &refreshed.namespace,
-            &refreshed.name,
-            "FailedScheduling",
-            truncate_message(&message),
-        ));
-        self.patch_scheduled_condition(now, client, &current, reason, &message, &nominating);
-    }
-
-    /// Sets PodScheduled=False and the nominated node, unless nothing would change.
-    fn patch_scheduled_condition(
-        &mut self,
-        now: SimTime,
-        client: &mut dyn Client,
-        pod: &Arc<Pod>,
-        reason: &str,
-        message: &str,
-        nominating: &NominatingMode,
-    ) {
-        let status = pod.status.clone().unwrap_or_default();
-        let existing = status
-            .conditions
-            .as_ref()
-            .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"));
-        let same_condition = existing.is_some_and(|c| {
-            c.status == "False"
-                && c.reason.as_deref() == Some(reason)
-                && c.message.as_deref() == Some(message)
-        });
-        let current_nnn = status.nominated_node_name.clone().unwrap_or_default();
-        let new_nnn = match nominating {
-            NominatingMode::Override(n) => n.clone(),
-            NominatingMode::Noop => current_nnn.clone(),
-        };
-        if same_condition && new_nnn == current_nnn {
-            return;
-        }
-        let ts = client.clock().timestamp(now);
-        // Upstream `updatePod`: a status patch with the pod's UID as precondition. A failure
-        // is only logged there; the pod is requeued either way.
-        let _ = client.patch_pod_status(
-            pod.metadata.namespace.as_deref().unwrap_or("default"),
-            pod.metadata.name.as_deref().unwrap_or(""),
-            pod.metadata.uid.as_deref().unwrap_or(""),
-            &mut |st| {
-                let conditions = st.conditions.get_or_insert_with(Vec::new);
-                let transition = match conditions.iter().find(|c| c.type_ == "PodScheduled") {
-                    Some(c) if c.status == "False" => c.last_transition_time.clone(),
-                    _ => Some(ts.clone()),
-                };
-                conditions.retain(|c| c.type_ != "PodScheduled");
-                conditions.push(PodCondition {
-                    type_: "PodScheduled".into(),
-                    status: "False".into(),
-                    reason: Some(reason.to_string()),
-                    message: Some(message.to_string()),
-                    last_transition_time: transition,
-                    last_probe_time: None,
-                    observed_generation: None,
-                });
-                st.nominated_node_name = if new_nnn.is_empty() {
-                    None
-                } else {
-                    Some(new_nnn.clone())
-                };
-            },
-        );
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn emit_attempt(
-        &self,
-        now: SimTime,
-        client: &mut dyn Client,
-        fwk: &Framework,
-        qpi: &QueuedPodInfo,
-        err: &ScheduleError,
-        node: Option<&str>,
-        trace: Option<AttemptTrace>,
-    ) {
-        let Some(trace) = trace else { return };
-        let result = match err {
-            ScheduleError::Internal(s) if !s.is_rejected() => "Error",
-            _ => "Unschedulable",
-        };
-        let mut rec = self.attempt_record(now, fwk, qpi, result, node, &trace);
-        if let ScheduleError::Fit(fit) = err {
-            rec["message"] = Value::String(fit.message());
-        } else {
-            rec["message"] = Value::String(err.message());
-        }
-        client.emit_record(rec);
-    }
-
-    fn emit_attempt_ok(
-        &self,
-        now: SimTime,
-        client: &mut dyn Client,
-        fwk: &Framework,
-        qpi: &QueuedPodInfo,
-        node: &str,
-        trace: Option<AttemptTrace>,
-    ) {
-        let Some(trace) = trace else { return };
-        let rec = self.attempt_record(now, fwk, qpi, "Scheduled", Some(node), &trace);
-        client.emit_record(rec);
-    }
-
-    fn attempt_record(
-        &self,
-        now: SimTime,
-        fwk: &Framework,
-        qpi: &QueuedPodInfo,
-        result: &str,
-        node: Option<&str>,
-        trace: &AttemptTrace,
-    ) -> Value {
-        let mut nodes = Vec::new();
-        for (name, s) in &trace.filter {
-            nodes.push(json!({
-                "name": name,
-                "filter": [{"plugin": s.plugin, "code": s.code.as_str(), "reasons": s.reasons}],
-            }));
-        }
-        if let Some(absent) = &trace.absent {
-            for name in &trace.all_nodes {
-                if !trace.filter.contains_key(name) && !trace.feasible.contains(name) {
-                    nodes.push(json!({
-                        "name": name,
-                        "filter": [{"plugin": absent.plugin, "code": absent.code.as_str(), "reasons": absent.reasons}],
-                    }));
-                }
-            }
-        }
-        let scored: BTreeMap<&str, usize> = trace
-            .scored_nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), i))
-            .collect();
-        for name in &trace.feasible {
-            let mut entry = json!({"name": name, "filter": []});
-            if let Some(&i) = scored.get(name.as_str()).filter(|_| trace.scored) {
-                let scores: serde_json::Map<String, Value> = trace
-                    .scores
-                    .node_scores(i)
-                    .map(|(p, v)| (p.to_string(), json!(v)))
-                    .collect();
-                entry["scores"] = Value::Object(scores);
-                entry["total"] = json!(trace.scores.totals[i]);
-            }
-            nodes.push(entry);
-        }
-        nodes.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-        let mut rec = json!({
-            "time": now.as_secs_f64(),
-            "kind": "SchedulingAttempt",
-            "namespace": qpi.pod_info.namespace,
-            "name": qpi.pod_info.name,
-            "attempt": qpi.attempts,
-            "profile": fwk.profile_name,
-            "result": result,
-            "node": node,
-            "nodes": nodes,
-        });
-        if let Some(p) = &trace.preemption {
-            let candidates: Vec<Value> = p
-                .trace
-                .candidates
-                .iter()
-                .map(|c| {
-                    json!({"node": c.node, "victims": c.victims, "pdbViolations": c.pdb_violations})
-                })
-                .collect();
-            rec["nominatedNode"] = json!(p.nominated_node);
-            rec["preemption"] = json!({
-                "candidates": candidates,
-                "chosen": p.trace.chosen,
-                "why": p.trace.why,
-                "message": p.message,
-            });
-        }
-        rec
-    }
 }
 
 /// Runs PreScore and Score over the feasible nodes; without score plugins every node scores 1.
@@ -1011,13 +751,5 @@ mod tests {
             seen.insert(select_host(&totals, &mut rng));
         }
         assert_eq!(seen, BTreeSet::from([0, 1]));
-    }
-
-    #[test]
-    fn long_messages_are_truncated_with_an_ellipsis() {
-        let long = "x".repeat(2000);
-        let t = truncate_message(&long);
-        assert_eq!(t.len(), NOTE_LENGTH_LIMIT);
-        assert!(t.ends_with(" ..."));
     }
 }

@@ -9,6 +9,7 @@ use kubeplane_api::{Client, Component, EventType, Object, WatchEvent};
 use kubeplane_core::SimTime;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use rustc_hash::FxHashMap;
 
 use crate::cache::{Cache, Snapshot};
 use crate::framework::events::labels as ev;
@@ -38,6 +39,10 @@ pub struct Scheduler {
     pub(crate) node_local: crate::node_local::NodeLocalMemo,
     /// Whether `node_local` is used (tests compare with and without it).
     pub(crate) reuse_node_local: bool,
+    /// The API-call dispatcher, with `SchedulerAsyncAPICalls` (none: calls are made at once).
+    pub(crate) api_dispatcher: Option<crate::api_dispatcher::ApiDispatcher>,
+    /// Binding cycles waiting for their queued binding call, by pod UID.
+    pub(crate) binding_cycles: FxHashMap<String, crate::binding_cycle::BindingCycle>,
 }
 
 fn is_assigned(pod: &Pod) -> bool {
@@ -71,6 +76,8 @@ impl Scheduler {
             source: crate::DEFAULT_SCHEDULER_NAME,
             node_local: Default::default(),
             reuse_node_local: true,
+            api_dispatcher: None,
+            binding_cycles: FxHashMap::default(),
         }
     }
 
@@ -115,6 +122,7 @@ impl Scheduler {
             }
             EventType::Modified => {
                 let old = old.expect("a Modified event carries the old object");
+                self.sync_with_api_dispatcher(pod);
                 match (is_assigned(old), is_assigned(pod)) {
                     (true, true) => {
                         let uid = pod.metadata.uid.as_deref().unwrap_or("");
@@ -215,6 +223,15 @@ impl Scheduler {
                     }
                 }
             }
+        }
+    }
+
+    /// Upstream `syncPodWithDispatcher` on a pod update: a call queued for the pod compares
+    /// with the newer pod from now on (and is dropped when it has nothing left to change).
+    /// As in v1.34, the pod with the call's changes applied is not used further.
+    fn sync_with_api_dispatcher(&mut self, pod: &Pod) {
+        if let Some(d) = self.api_dispatcher.as_mut().filter(|d| !d.queue.is_empty()) {
+            let _ = d.queue.sync_object(pod);
         }
     }
 

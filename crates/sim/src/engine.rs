@@ -10,6 +10,7 @@ use kubeplane_core::features::FeatureGates;
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_registry::{ApiClient, Sink};
+use kubeplane_scheduler::api_dispatcher::ApiCallDrain;
 use kubeplane_scheduler::Scheduler;
 use kubeplane_store::{Client, Component, DeleteOptions, Object, Store};
 use serde_json::{json, Value};
@@ -176,6 +177,10 @@ impl Simulation {
         );
         if opts.recompute_node_local {
             scheduler.set_reuse_node_local(false);
+        }
+        if features.enabled("SchedulerAsyncAPICalls") {
+            // Calls take no virtual time: queued calls run at the instant they are queued.
+            scheduler.set_async_api_calls(Some(ApiCallDrain::AtOnce));
         }
         let duration = opts.until.or(scenario.duration);
         let mut sim = Simulation {

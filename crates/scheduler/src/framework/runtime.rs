@@ -590,7 +590,8 @@ impl Framework {
         Status::success()
     }
 
-    /// Bind: plugins in order until one does not Skip.
+    /// Bind: plugins in order until one does not Skip. An error is worded as upstream's
+    /// `RunBindPlugins` words it.
     pub fn run_bind_plugins(
         &self,
         state: &mut CycleState,
@@ -603,6 +604,9 @@ impl Framework {
                 let s = b.bind(state, pod, node, client);
                 if s.is_skip() {
                     continue;
+                }
+                if !s.is_success() && !s.is_rejected() {
+                    return bind_plugin_failure(p.name(), &s.message());
                 }
                 return s.plugin(p.name());
             }
@@ -617,6 +621,12 @@ impl Framework {
             }
         }
     }
+}
+
+/// A Bind plugin's error as upstream's `RunBindPlugins` words it (`running Bind plugin
+/// "DefaultBinder": ...`).
+pub fn bind_plugin_failure(plugin: &'static str, message: &str) -> Status {
+    Status::error(format!("running Bind plugin {plugin:?}: {message}")).plugin(plugin)
 }
 
 /// Raw scores of the node-local Score plugins ([`ScorePlugin::node_local`]) for a list of
