@@ -221,6 +221,14 @@ impl Client for QueueingClient<'_> {
     fn cache(&self) -> &dyn Cache {
         self.inner.cache()
     }
+    fn update_scale(
+        &mut self,
+        key: &ObjectKey,
+        replicas: i32,
+        resource_version: Option<&str>,
+    ) -> Result<k8s_openapi::api::autoscaling::v1::Scale, ApiError> {
+        self.inner.update_scale(key, replicas, resource_version)
+    }
     fn clock(&self) -> Clock {
         self.inner.clock()
     }
@@ -312,15 +320,9 @@ mod tests {
         let mut client = TestClient::new(1);
         let node =
             NodeBuilder::new("n1").alloc(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]);
-        client
-            .store
-            .create(Object::Node(Arc::new(node.obj())), client.now)
-            .unwrap();
+        client.create(Object::Node(Arc::new(node.obj()))).unwrap();
         let pod = PodBuilder::new("p").req(&[("cpu", "1")]).obj();
-        client
-            .store
-            .create(Object::Pod(Arc::new(pod)), client.now)
-            .unwrap();
+        client.create(Object::Pod(Arc::new(pod))).unwrap();
         client.dispatch(&mut [sched]);
         client
     }
@@ -383,6 +385,14 @@ mod tests {
     impl Client for RefusingBind<'_> {
         fn cache(&self) -> &dyn Cache {
             self.inner.cache()
+        }
+        fn update_scale(
+            &mut self,
+            key: &ObjectKey,
+            replicas: i32,
+            resource_version: Option<&str>,
+        ) -> Result<k8s_openapi::api::autoscaling::v1::Scale, ApiError> {
+            self.inner.update_scale(key, replicas, resource_version)
         }
         fn clock(&self) -> Clock {
             self.inner.clock()
@@ -465,10 +475,7 @@ mod tests {
         let mut sched = scheduler(Some(ApiCallDrain::ByRuntime));
         let mut client = TestClient::new(1);
         let pod = PodBuilder::new("p").obj();
-        client
-            .store
-            .create(Object::Pod(Arc::new(pod)), client.now)
-            .unwrap();
+        client.create(Object::Pod(Arc::new(pod))).unwrap();
         client.dispatch(&mut [&mut sched]);
         sched.run(client.now, &mut client);
         assert!(

@@ -76,7 +76,7 @@ mod tests {
         Object::Namespace(Arc::new(Namespace {
             metadata: ObjectMeta {
                 name: Some(name.into()),
-                deletion_timestamp: terminating.then(|| Time(jiff::Timestamp::UNIX_EPOCH)),
+                deletion_timestamp: terminating.then_some(Time(jiff::Timestamp::UNIX_EPOCH)),
                 ..Default::default()
             },
             ..Default::default()
