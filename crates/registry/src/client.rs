@@ -20,8 +20,8 @@ pub struct ApiClient<'a> {
     pub now: SimTime,
     pub sink: &'a mut dyn Sink,
     pub explain: bool,
-    /// Whether creates go through admission (component unit tests build their pods complete
-    /// and turn it off).
+    /// Whether writes go through admission and validation (component unit tests build their
+    /// pods complete and turn it off).
     pub admission: bool,
 }
 
@@ -43,7 +43,7 @@ impl Client for ApiClient<'_> {
 
     fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
         let obj = if self.admission {
-            crate::admission::admit_create(obj, self.store)?
+            crate::validation::admit_and_validate_create(obj, self.store)?
         } else {
             obj
         };
@@ -51,6 +51,9 @@ impl Client for ApiClient<'_> {
     }
 
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
+        if self.admission {
+            crate::validation::check_update(self.store.get_key(&obj.key()), &obj)?;
+        }
         self.store.update(obj, self.now)
     }
 
@@ -129,6 +132,15 @@ mod tests {
                 namespace: Some("default".into()),
                 ..Default::default()
             },
+            // A pod the API server's validation accepts.
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                containers: vec![k8s_openapi::api::core::v1::Container {
+                    name: "c".into(),
+                    image: Some("pause".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
             ..Default::default()
         }))
     }

@@ -14,6 +14,7 @@ pub mod admission;
 pub mod client;
 pub mod eviction;
 pub mod testing;
+pub mod validation;
 
 pub use client::{ApiClient, Sink};
 pub use kubeplane_api::Client;

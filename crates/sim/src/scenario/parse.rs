@@ -18,11 +18,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::model::*;
-use super::objects::{
-    check_replicas, check_taint, check_taint_effect, join, manifest_kind, parse_object,
-    path_string, validate_annotations_size, validate_labels, FieldError, MAX_REPLICAS, SUPPORTED,
-};
+use super::objects::{join, manifest_kind, parse_object, path_string, FieldError, SUPPORTED};
 use super::yaml::{check_flow_depth, DuplicateKey, StrictValue, MAX_FLOW_DEPTH};
+use kubeplane_registry::validation::{
+    check_replicas, check_taint, check_taint_effect, validate_annotations_size, validate_labels,
+    MAX_REPLICAS,
+};
 
 const SCENARIO_API_VERSION: &str = "kubeplane.io/v1alpha1";
 const SCHEDULER_CONFIG_API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
