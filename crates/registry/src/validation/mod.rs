@@ -2,14 +2,14 @@
 //! and `apimachinery/pkg/api/validation`, the parts that matter to what kubeplane simulates),
 //! shared by the scenario parser, [`crate::ApiClient`] and the HTTP server.
 //!
-//! - [`meta`]: ObjectMeta, names, labels, annotations, label selectors;
-//! - [`resources`]: quantities and container resources;
-//! - [`pod`]: the pod spec (containers, tolerations, topology spread, restart policy);
-//! - [`affinity`]: node affinity and pod (anti-)affinity terms;
-//! - [`node`]: nodes and taints;
-//! - [`apps`]: Deployments and ReplicaSets;
-//! - [`policy`]: PodDisruptionBudgets;
-//! - [`scheduling`]: PriorityClasses.
+//! - ObjectMeta, names, labels, annotations, label selectors: [`meta`];
+//! - quantities and container resources: [`resources`];
+//! - the pod spec (containers, tolerations, topology spread, restart policy): [`pod`];
+//! - node affinity and pod (anti-)affinity terms: [`affinity`];
+//! - nodes and taints: [`node`];
+//! - Deployments and ReplicaSets: [`apps`];
+//! - PodDisruptionBudgets: [`policy`];
+//! - PriorityClasses: [`scheduling`].
 //!
 //! Errors are [`FieldError`]s rendered as upstream's `field.Error`
 //! (`spec.containers[0].image: Required value`). Each kind's checks stop at the first problem
