@@ -88,12 +88,17 @@ pub fn validate_meta(m: &ObjectMeta, path: &str, rule: NameRule, namespaced: boo
                 .map_err(|e| FieldError::invalid(join(path, "namespace"), quote(ns), &e))?;
         }
     }
-    validate_labels(m.labels.as_ref(), &join(path, "labels"))?;
-    for key in m.annotations.iter().flatten().map(|(k, _)| k) {
+    if m.labels.is_some() {
+        validate_labels(m.labels.as_ref(), &join(path, "labels"))?;
+    }
+    let Some(annotations) = &m.annotations else {
+        return Ok(());
+    };
+    for key in annotations.keys() {
         is_qualified_name(&key.to_ascii_lowercase())
             .map_err(|e| FieldError::invalid(join(path, "annotations"), quote(key), &e))?;
     }
-    validate_annotations_size(m.annotations.as_ref(), &join(path, "annotations"))
+    validate_annotations_size(Some(annotations), &join(path, "annotations"))
 }
 
 /// Upstream `ValidateObjectMetaUpdate`, the parts a client can get wrong: the UID of the

@@ -15,7 +15,7 @@ use super::meta::{
 };
 use super::node::TAINT_EFFECTS;
 use super::resources::{resource_list, validate_container_resources};
-use super::{join, quote, Check, FieldError};
+use super::{quote, Check, FieldError};
 
 /// Upstream `ValidatePodCreate`: metadata and a spec.
 pub fn validate_pod(p: &Pod) -> Check {
@@ -44,17 +44,20 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &str, template: bool) -> Check {
         &mut names,
         false,
     )?;
-    resource_list(spec.overhead.as_ref(), &join(path, "overhead"))?;
+    if spec.overhead.is_some() {
+        resource_list(spec.overhead.as_ref(), &join(path, "overhead"))?;
+    }
     if let Some(r) = &spec.resources {
         let rp = join(path, "resources");
         resource_list(r.limits.as_ref(), &join(&rp, "limits"))?;
         resource_list(r.requests.as_ref(), &join(&rp, "requests"))?;
     }
-    validate_tolerations(
-        spec.tolerations.as_deref().unwrap_or_default(),
-        &join(path, "tolerations"),
-    )?;
-    validate_labels(spec.node_selector.as_ref(), &join(path, "nodeSelector"))?;
+    if let Some(tols) = spec.tolerations.as_deref().filter(|t| !t.is_empty()) {
+        validate_tolerations(tols, &join(path, "tolerations"))?;
+    }
+    if spec.node_selector.is_some() {
+        validate_labels(spec.node_selector.as_ref(), &join(path, "nodeSelector"))?;
+    }
     if let Some(a) = &spec.affinity {
         validate_affinity(a, &join(path, "affinity"))?;
     }
@@ -85,13 +88,13 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &str, template: bool) -> Check {
 
 /// `restartPolicy`: one of the three, and `Always` in a template.
 fn validate_restart_policy(policy: Option<&str>, path: &str, template: bool) -> Check {
-    let field = join(path, "restartPolicy");
+    let field = || join(path, "restartPolicy");
     match policy {
         None | Some("Always") => Ok(()),
-        Some(rp) if template => Err(FieldError::not_supported(field, rp, &["Always"])),
+        Some(rp) if template => Err(FieldError::not_supported(field(), rp, &["Always"])),
         Some("OnFailure" | "Never") => Ok(()),
         Some(rp) => Err(FieldError::not_supported(
-            field,
+            field(),
             rp,
             &["Always", "Never", "OnFailure"],
         )),
@@ -165,12 +168,14 @@ fn validate_spread_constraint(c: &TopologySpreadConstraint, p: &str) -> Check {
 /// Upstream `ValidateTolerations`.
 pub fn validate_tolerations(tols: &[Toleration], path: &str) -> Check {
     for (i, t) in tols.iter().enumerate() {
-        validate_toleration(t, &format!("{path}[{i}]"))?;
+        validate_toleration(t, path, i)?;
     }
     Ok(())
 }
 
-fn validate_toleration(t: &Toleration, p: &str) -> Check {
+/// One toleration, `path[i]` (whose path is built only for an error).
+fn validate_toleration(t: &Toleration, path: &str, i: usize) -> Check {
+    let p = &Lazy(path, i);
     let key = t.key.as_deref().unwrap_or("");
     let operator = t.operator.as_deref().unwrap_or("");
     let value = t.value.as_deref().unwrap_or("");
@@ -231,7 +236,7 @@ fn validate_containers(
     init: bool,
 ) -> Check {
     for (i, c) in containers.iter().enumerate() {
-        let p = format!("{path}[{i}]");
+        let p = &Lazy(path, i);
         if c.name.is_empty() {
             return Err(FieldError::required(join(&p, "name"), ""));
         }
@@ -243,8 +248,12 @@ fn validate_containers(
         if c.image.as_deref().is_none_or(|s| s.trim().is_empty()) {
             return Err(FieldError::required(join(&p, "image"), ""));
         }
-        if let Some(r) = &c.resources {
-            validate_container_resources(r, &join(&p, "resources"))?;
+        if let Some(r) = c
+            .resources
+            .as_ref()
+            .filter(|r| r.limits.is_some() || r.requests.is_some())
+        {
+            validate_container_resources(r, &join(p, "resources"))?;
         }
         for (j, port) in c.ports.iter().flatten().enumerate() {
             validate_port(port, &format!("{p}.ports[{j}]"))?;
@@ -266,6 +275,20 @@ fn validate_containers(
         }
     }
     Ok(())
+}
+
+/// `path[i]`, rendered only when an error needs it.
+struct Lazy<'a>(&'a str, usize);
+
+impl std::fmt::Display for Lazy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}[{}]", self.0, self.1)
+    }
+}
+
+/// `path.field` of a lazy path.
+fn join(p: &(impl std::fmt::Display + ?Sized), field: &str) -> String {
+    format!("{p}.{field}")
 }
 
 /// Upstream `validateContainerPorts` for one port.
