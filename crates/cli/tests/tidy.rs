@@ -105,11 +105,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "crates/scheduler/src/schedule_one.rs::schedule_pod",
     "crates/scheduler/src/scheduler.rs::on_pod",
     "crates/sim/src/engine.rs::apply",
-    "crates/sim/src/scenario/objects.rs::validate_containers",
-    "crates/sim/src/scenario/objects.rs::validate_pod_spec",
-    "crates/sim/src/scenario/parse.rs::document",
-    "crates/sim/src/scenario/parse.rs::parse_assertion",
-    "crates/sim/src/scenario/parse.rs::step_actions",
 ];
 
 fn workspace_root() -> PathBuf {

@@ -273,8 +273,8 @@ pub struct ApiClient<'a> {
     pub now: SimTime,
     pub sink: &'a mut dyn Sink,
     pub explain: bool,
-    /// Whether creates go through admission (component unit tests build their pods complete
-    /// and turn it off).
+    /// Whether writes go through admission and validation (component unit tests build their
+    /// pods complete and turn it off).
     pub admission: bool,
 }
 
@@ -296,7 +296,7 @@ impl Client for ApiClient<'_> {
 
     fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
         let obj = if self.admission {
-            crate::admission::admit_create(obj, self.store)?
+            crate::validation::admit_and_validate_create(obj, self.store)?
         } else {
             obj
         };
@@ -304,6 +304,9 @@ impl Client for ApiClient<'_> {
     }
 
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
+        if self.admission {
+            crate::validation::check_update(self.store.get_key(&obj.key()), &obj)?;
+        }
         update(self.store, obj)
     }
 
@@ -383,6 +386,15 @@ mod tests {
                 namespace: Some("default".into()),
                 ..Default::default()
             },
+            // A pod the API server's validation accepts.
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                containers: vec![k8s_openapi::api::core::v1::Container {
+                    name: "c".into(),
+                    image: Some("pause".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
             ..Default::default()
         }))
     }

@@ -21,6 +21,7 @@ pub mod eviction;
 pub mod storage_client;
 pub mod strategy;
 pub mod testing;
+pub mod validation;
 
 pub use client::{ApiClient, Backend, Sink};
 pub use kubeplane_api::Client;

@@ -3,16 +3,22 @@
 //! `docs/scenario-format.md`), parsed and validated into an [`Input`].
 //!
 //! - [`model`]: the parsed types (what the simulator runs);
-//! - [`parse`]: documents and the Scenario;
-//! - `objects`: manifests, with the API server's validation of what kubeplane simulates;
+//! - [`parse`]: files and documents: objects, scheduler configurations and the Scenario;
+//! - `objects`: manifests, decoded strictly and validated by the registry
+//!   ([`kubeplane_registry::validation`], the API server's rules);
+//! - `raw`: the Scenario document as written; `steps`: its spec and steps; `expectations`:
+//!   the assertions of `expect` steps;
 //! - `version`: the Kubernetes release (`spec.kubernetesVersion`) and the feature gates.
 //!
 //! Architecture invariant: parsing never panics; every problem with the input is an
 //! [`InputError`] naming the file, the document and the field.
 
+mod expectations;
 pub mod model;
 mod objects;
 pub mod parse;
+mod raw;
+mod steps;
 mod version;
 mod yaml;
 
