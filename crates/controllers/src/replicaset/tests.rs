@@ -17,9 +17,12 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::cache::{LabelSetId, LabelSets};
 use super::ranking::{compare, get_pods_to_delete, less, log2_bucket, PodSortKey, RankContext};
 use super::*;
 use crate::controller_utils::POD_DELETION_COST_ANNOTATION;
+use crate::controller_utils::{is_pod_active, labels, new_controller_ref};
+use k8s_openapi::api::apps::v1::ReplicaSetCondition;
 use kubeplane_core::testing::PodBuilder;
 
 // ----- builders ---------------------------------------------------------------------------------
