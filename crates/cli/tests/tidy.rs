@@ -85,7 +85,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "crates/cli/src/bench_controllers/node_lifecycle.rs::bench_node_monitor",
     "crates/cli/src/simulate.rs::run",
     "crates/controllers/src/deployment/mod.rs::on_pod",
-    "crates/controllers/src/replicaset/mod.rs::claim_pods",
     "crates/controllers/src/replicaset/mod.rs::manage_replicas",
     "crates/scheduler/src/config.rs::build_profile",
     "crates/scheduler/src/config.rs::resolve",

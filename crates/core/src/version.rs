@@ -35,7 +35,8 @@ pub const SUPPORTED: &[KubeVersion] = &[v1(34, 7), v1(35, 4), v1(36, 0), v1(37, 
 /// names one: the newest release whose behaviour changes are all implemented and verified
 /// (docs/compatibility.md). v1.34.1 changed nothing kubeplane simulates (its notes list
 /// apiserver, kubeadm, SELinux and kubectl fixes); v1.34.2 changed preemption retries
-/// (#134247) and ownerReference UID handling (#134658), which kubeplane does not implement.
+/// (#134247), which kubeplane does not implement yet, and the pod index by controller (#134658,
+/// [`changes::POD_CONTROLLER_INDEX_FULL_KEY`]), which it does.
 pub const DEFAULT: KubeVersion = v1(34, 1);
 
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -142,6 +143,14 @@ pub mod changes {
     pub const GENERIC_UNTOLERATED_TAINT_REASON: Versioned<bool> =
         &[(v1(34, 0), false), (v1(34, 2), true), (v1(35, 0), true)];
 
+    /// kube-controller-manager's pod index by controller keys a pod by its controller
+    /// reference's namespace, kind, name and UID instead of the UID alone, so the ReplicaSet
+    /// controller no longer lists as its own a pod whose reference carries its UID but names
+    /// another object or sits in another namespace (kubernetes#134654 in v1.35.0;
+    /// cherry-picked to v1.34.2 as #134658, per CHANGELOG-1.34.md).
+    pub const POD_CONTROLLER_INDEX_FULL_KEY: Versioned<bool> =
+        &[(v1(34, 0), false), (v1(34, 2), true), (v1(35, 0), true)];
+
     const FROM_1_34_2: Versioned<bool> = &[(v1(34, 2), true), (v1(35, 0), true)];
     const FROM_1_35: Versioned<bool> = &[(v1(35, 0), true)];
     const FROM_1_36: Versioned<bool> = &[(v1(36, 0), true)];
@@ -153,7 +162,6 @@ pub mod changes {
     /// matter.
     pub const NOT_MODELLED: &[(&str, Versioned<bool>)] = &[
         ("kube-scheduler: a pending preemption no longer makes the preemptor retry more often (#134247)", FROM_1_34_2),
-        ("kube-controller-manager: pods with an ownerReference of the wrong UID (#134658)", FROM_1_34_2),
         ("kube-scheduler: opportunistic batching (OpportunisticBatching, #135231)", FROM_1_35),
         ("kube-scheduler and API server: nominatedNodeName set before binding and cleared after it or on failure (#135103, #135007)", FROM_1_35),
         ("kube-scheduler: async preemption dedup, no cycling while victims terminate, a pod deleted while binding (#134730, #134294, #134157)", FROM_1_35),
@@ -288,7 +296,7 @@ mod tests {
             }
         }
         assert_eq!(changes::not_modelled(v1(34, 0)), Vec::<&str>::new());
-        assert_eq!(changes::not_modelled(v1(34, 7)).len(), 2);
+        assert_eq!(changes::not_modelled(v1(34, 7)).len(), 1);
     }
 
     #[test]

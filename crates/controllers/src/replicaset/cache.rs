@@ -250,6 +250,54 @@ impl PodsByNamespace {
     }
 }
 
+/// The pods of one controller UID, by the kind and name their controller reference gives
+/// (nearly always a single group: references are written by the controller itself).
+#[derive(Debug, Default)]
+pub(super) struct ControllerGroups(pub(super) Vec<((String, String), PodsByNamespace)>);
+
+impl ControllerGroups {
+    fn position(&self, c: &OwnerReference) -> Option<usize> {
+        self.0
+            .iter()
+            .position(|((kind, name), _)| *kind == c.kind && *name == c.name)
+    }
+
+    fn group_mut(&mut self, c: &OwnerReference) -> Option<&mut PodsByNamespace> {
+        let i = self.position(c)?;
+        Some(&mut self.0[i].1)
+    }
+
+    fn group_or_insert(&mut self, c: &OwnerReference) -> &mut PodsByNamespace {
+        let i = match self.position(c) {
+            Some(i) => i,
+            None => {
+                self.0
+                    .push(((c.kind.clone(), c.name.clone()), PodsByNamespace::default()));
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    fn remove(&mut self, c: &OwnerReference, key: &NsName) {
+        if let Some(i) = self.position(c) {
+            self.0[i].1.remove(key);
+            if self.0[i].1.is_empty() {
+                self.0.remove(i);
+            }
+        }
+    }
+}
+
+/// Whether two controller references index a pod under the same key.
+fn same_controller(a: Option<&OwnerReference>, b: Option<&OwnerReference>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.uid == b.uid && a.kind == b.kind && a.name == b.name,
+        _ => false,
+    }
+}
+
 /// The informer caches: every ReplicaSet and pod the controller has observed, indexed.
 #[derive(Debug, Default)]
 pub(super) struct Cache {
@@ -257,8 +305,9 @@ pub(super) struct Cache {
     /// ReplicaSets by the UID of their controller (upstream index `controllerUID`).
     pub(super) rs_by_controller_uid: BTreeMap<String, BTreeSet<NsName>>,
     pub(super) pods: PodsByNamespace,
-    /// Pods by the UID of their controller (upstream pod index by controller UID).
-    pub(super) pods_by_controller_uid: BTreeMap<String, PodsByNamespace>,
+    /// Pods with a controller, by their controller reference: its UID, then its kind and name
+    /// (upstream's pod index by controller; see [`Cache::controlled_pods`]).
+    pub(super) pods_by_controller: BTreeMap<String, ControllerGroups>,
     /// Pods without a controller.
     pub(super) orphan_pods: PodsByNamespace,
     /// The label maps of the cached pods.
@@ -317,13 +366,17 @@ impl Cache {
     /// or changed controller. Most updates (a binding, a status change) take this path, which
     /// neither removes nor inserts tree entries.
     pub(super) fn update_in_place(&mut self, key: &NsName, cur: &CachedPod) -> Option<CachedPod> {
-        let controller = controller_of(&cur.pod.metadata).map(|c| c.uid.as_str());
+        let controller = controller_of(&cur.pod.metadata);
         let cached = self.pods.get_mut(key)?;
-        if controller_of(&cached.pod.metadata).map(|c| c.uid.as_str()) != controller {
+        if !same_controller(controller_of(&cached.pod.metadata), controller) {
             return None;
         }
         let indexed = match controller {
-            Some(uid) => self.pods_by_controller_uid.get_mut(uid)?.get_mut(key),
+            Some(c) => self
+                .pods_by_controller
+                .get_mut(&c.uid)?
+                .group_mut(c)?
+                .get_mut(key),
             None => self.orphan_pods.get_mut(key),
         }?;
         *indexed = cur.clone();
@@ -333,9 +386,10 @@ impl Cache {
     pub(super) fn index_pod(&mut self, key: &NsName, pod: CachedPod) {
         match controller_of(&pod.pod.metadata) {
             Some(c) => self
-                .pods_by_controller_uid
+                .pods_by_controller
                 .entry(c.uid.clone())
                 .or_default()
+                .group_or_insert(c)
                 .insert(key, pod.clone()),
             None => self.orphan_pods.insert(key, pod.clone()),
         }
@@ -346,10 +400,10 @@ impl Cache {
         let old = self.pods.remove(key)?;
         match controller_of(&old.pod.metadata) {
             Some(c) => {
-                if let Some(m) = self.pods_by_controller_uid.get_mut(&c.uid) {
-                    m.remove(key);
-                    if m.is_empty() {
-                        self.pods_by_controller_uid.remove(&c.uid);
+                if let Some(groups) = self.pods_by_controller.get_mut(&c.uid) {
+                    groups.remove(c, key);
+                    if groups.0.is_empty() {
+                        self.pods_by_controller.remove(&c.uid);
                     }
                 }
             }
@@ -358,6 +412,32 @@ impl Cache {
             }
         }
         Some(old)
+    }
+
+    /// The pods a ReplicaSet lists as its own (upstream `FilterPodsByOwner` without the
+    /// orphans). With `full_key` (kubernetes#134654: v1.35.0, and v1.34.2 as #134658) the pod
+    /// index is keyed by the controller reference's namespace, kind, name and UID, so only
+    /// pods in the ReplicaSet's namespace whose reference names this very ReplicaSet are
+    /// listed. Before, it was keyed by the UID alone: every pod whose controller reference
+    /// carries the ReplicaSet's UID, whatever kind and name it gives and in any namespace.
+    pub(super) fn controlled_pods<'a>(
+        &'a self,
+        rs: &ReplicaSet,
+        full_key: bool,
+    ) -> impl Iterator<Item = &'a CachedPod> + 'a {
+        let (ns, name) = ns_name(&rs.metadata);
+        let uid = rs.metadata.uid.as_deref().unwrap_or_default();
+        self.pods_by_controller
+            .get(uid)
+            .into_iter()
+            .flat_map(|groups| groups.0.iter())
+            .filter(move |((kind, n), _)| !full_key || (kind == KIND && *n == name))
+            .flat_map(move |(_, pods)| {
+                let in_namespace = full_key.then(|| pods.namespace(&ns)).flatten();
+                let everywhere = (!full_key).then(|| pods.0.values()).into_iter().flatten();
+                in_namespace.into_iter().chain(everywhere)
+            })
+            .flat_map(BTreeMap::values)
     }
 
     /// The ReplicaSet a controller reference points to, if it is in the cache with that UID.

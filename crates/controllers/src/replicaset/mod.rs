@@ -33,6 +33,7 @@ use kubeplane_api::{
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::labels::{from_label_selector, selector_from_map, Selector};
 use kubeplane_core::time::SimDuration;
+use kubeplane_core::version::changes;
 use kubeplane_core::{EventRecord, SimTime};
 
 use crate::controller_utils::{
@@ -108,6 +109,8 @@ struct Metrics {
 pub struct ReplicaSetController {
     pod_deletion_cost: bool,
     terminating_replicas: bool,
+    /// The pod index is keyed by the whole controller reference (kubernetes#134654).
+    full_controller_key: bool,
     cache: Cache,
     queue: WorkQueue,
     expectations: Expectations,
@@ -129,6 +132,66 @@ struct Claimed<'a> {
     terminating: i32,
 }
 
+/// One `claimPods` pass: what it claimed and counted so far, and the errors it met.
+struct Claim<'a, 's> {
+    rs: &'s Arc<ReplicaSet>,
+    selects: SelectorMemo<'s>,
+    claimed: Claimed<'a>,
+    errors: Vec<String>,
+    /// The outcome of the ReplicaSet's recheck, made before the first adoption.
+    can_adopt: Option<Result<(), String>>,
+}
+
+impl<'a> Claim<'a, '_> {
+    /// The ControllerRefManager's decision on one pod, `owned` when it was listed as the
+    /// ReplicaSet's own.
+    fn consider(&mut self, pod: &'a CachedPod, owned: bool, client: &mut dyn Client) {
+        if !pod.active {
+            if pod.deleting && owned && self.selects.matches(pod.labels) {
+                self.claimed.terminating += 1;
+            }
+            return;
+        }
+        let matches = self.selects.matches(pod.labels);
+        let deleting = self.rs.metadata.deletion_timestamp.is_some();
+        // An active orphan of the namespace is not being deleted: it is adoptable.
+        match claim_rule(owned.then_some(true), true, deleting, matches) {
+            ClaimAction::Claim => self.claimed.pods.push(pod),
+            ClaimAction::Ignore => {}
+            ClaimAction::Adopt => self.adopt(pod, client),
+            ClaimAction::Release => {
+                let uid = self.rs.metadata.uid.as_deref().unwrap_or_default();
+                if let Err(e) = release_pod(client, uid, &pod.pod) {
+                    self.errors.push(e.to_string());
+                }
+            }
+        }
+    }
+
+    /// Adopts an orphan once the ReplicaSet has been rechecked (one uncached GET per sync).
+    fn adopt(&mut self, pod: &'a CachedPod, client: &mut dyn Client) {
+        let (ns, name) = ns_name(&self.rs.metadata);
+        let uid = self.rs.metadata.uid.as_deref().unwrap_or_default();
+        let check = self
+            .can_adopt
+            .get_or_insert_with(|| recheck_replica_set(client, &ns, &name, uid));
+        if let Err(e) = check {
+            self.errors.push(format!(
+                "can't adopt Pod {}/{} ({}): {e}",
+                ns,
+                pod.pod.metadata.name.as_deref().unwrap_or(""),
+                pod.uid()
+            ));
+            return;
+        }
+        match adopt_pod(client, self.rs, &pod.pod) {
+            Ok(true) => self.claimed.pods.push(pod),
+            Ok(false) => {}
+            Err(e) => self.errors.push(e.to_string()),
+        }
+    }
+}
+
 /// A sync's view of the controller: the caches it reads, from which the claimed pods are
 /// borrowed for the whole sync, and apart from them the queue, expectations and counters it
 /// updates.
@@ -139,6 +202,7 @@ struct SyncCx<'a> {
     metrics: &'a mut Metrics,
     pod_deletion_cost: bool,
     terminating_replicas: bool,
+    full_controller_key: bool,
 }
 
 impl ReplicaSetController {
@@ -152,6 +216,9 @@ impl ReplicaSetController {
         ReplicaSetController {
             pod_deletion_cost: features.enabled("PodDeletionCost"),
             terminating_replicas: features.enabled("DeploymentReplicaSetTerminatingReplicas"),
+            full_controller_key: features
+                .version()
+                .has(changes::POD_CONTROLLER_INDEX_FULL_KEY),
             cache: Cache::default(),
             queue: WorkQueue::default(),
             expectations: Expectations::default(),
@@ -250,6 +317,7 @@ impl ReplicaSetController {
             metrics: &mut self.metrics,
             pod_deletion_cost: self.pod_deletion_cost,
             terminating_replicas: self.terminating_replicas,
+            full_controller_key: self.full_controller_key,
         }
         .sync(key, now, client)
     }
@@ -308,11 +376,11 @@ impl<'a> SyncCx<'a> {
         }
     }
 
-    /// Upstream `claimPods` over the active pods the ReplicaSet owns and the orphans of its
-    /// namespace: the ControllerRefManager adopts matching orphans and releases owned pods that
-    /// stopped matching. Any error fails the sync before pods are created or deleted. On the way
-    /// it counts the owned terminating pods that match: one pass, one selector evaluation per
-    /// distinct label map.
+    /// Upstream `claimPods` over the pods the ReplicaSet lists as its own
+    /// ([`Cache::controlled_pods`]) and the orphans of its namespace: the ControllerRefManager
+    /// adopts matching orphans and releases owned pods that stopped matching. Any error fails
+    /// the sync before pods are created or deleted. On the way it counts the owned terminating
+    /// pods that match: one pass, one selector evaluation per distinct label map.
     fn claim_pods(
         &self,
         rs: &Arc<ReplicaSet>,
@@ -320,73 +388,37 @@ impl<'a> SyncCx<'a> {
         client: &mut dyn Client,
     ) -> Result<Claimed<'a>, String> {
         let cache: &'a Cache = self.cache;
-        let (ns, name) = ns_name(&rs.metadata);
-        let uid = rs.metadata.uid.clone().unwrap_or_default();
-        let deleting = rs.metadata.deletion_timestamp.is_some();
-        // The index by controller UID has the owned pods; like the orphans, they must be in
-        // the ReplicaSet's namespace.
+        let ns = rs.metadata.namespace.as_deref().unwrap_or("default");
         let owned = cache
-            .pods_by_controller_uid
-            .get(&uid)
-            .and_then(|m| m.namespace(&ns));
-        let orphans = cache.orphan_pods.namespace(&ns);
-        let mut claimed =
-            Vec::with_capacity(owned.map_or(0, BTreeMap::len) + orphans.map_or(0, BTreeMap::len));
-        let owned = owned
-            .into_iter()
-            .flat_map(|m| m.values())
+            .controlled_pods(rs, self.full_controller_key)
             .filter(|p| p.namespaced)
             .map(|p| (p, true));
-        let orphans = orphans
+        let orphans = cache
+            .orphan_pods
+            .namespace(ns)
             .into_iter()
             .flat_map(|m| m.values())
             .map(|p| (p, false));
-        let mut selects = SelectorMemo::new(selector, &cache.label_sets);
-        let mut terminating = 0;
-        let mut errors = Vec::new();
-        let mut can_adopt: Option<Result<(), String>> = None;
+        let mut claim = Claim {
+            rs,
+            selects: SelectorMemo::new(selector, &cache.label_sets),
+            claimed: Claimed {
+                pods: Vec::new(),
+                terminating: 0,
+            },
+            errors: Vec::new(),
+            can_adopt: None,
+        };
         for (pod, owned) in owned.chain(orphans) {
-            if !pod.active {
-                if pod.deleting && owned && selects.matches(pod.labels) {
-                    terminating += 1;
-                }
-                continue;
-            }
-            let matches = selects.matches(pod.labels);
-            // An active orphan of the namespace is not being deleted: it is adoptable.
-            match claim_rule(owned.then_some(true), true, deleting, matches) {
-                ClaimAction::Claim => claimed.push(pod),
-                ClaimAction::Ignore => {}
-                ClaimAction::Adopt => {
-                    let check = can_adopt
-                        .get_or_insert_with(|| recheck_replica_set(client, &ns, &name, &uid))
-                        .clone();
-                    if let Err(e) = check {
-                        errors.push(format!(
-                            "can't adopt Pod {}/{} ({}): {e}",
-                            ns,
-                            pod.pod.metadata.name.as_deref().unwrap_or(""),
-                            pod.uid()
-                        ));
-                        continue;
-                    }
-                    match adopt_pod(client, rs, &pod.pod) {
-                        Ok(true) => claimed.push(pod),
-                        Ok(false) => {}
-                        Err(e) => errors.push(e.to_string()),
-                    }
-                }
-                ClaimAction::Release => match release_pod(client, &uid, &pod.pod) {
-                    Ok(()) => {}
-                    Err(e) => errors.push(e.to_string()),
-                },
-            }
+            claim.consider(pod, owned, client);
         }
+        let Claim {
+            claimed,
+            mut errors,
+            ..
+        } = claim;
         match errors.len() {
-            0 => Ok(Claimed {
-                pods: claimed,
-                terminating,
-            }),
+            0 => Ok(claimed),
             1 => Err(errors.remove(0)),
             _ => Err(format!("[{}]", errors.join(", "))),
         }

@@ -1205,7 +1205,11 @@ fn assert_cache_holds(cache: &Cache, current: &BTreeMap<String, Arc<Pod>>) {
         assert_eq!(cache.label_sets.get(cp.labels), Some(labels(&pod.metadata)));
         assert_eq!(cp.facts, ranking::SortFacts::of(pod));
         let indexed = match controller_of(&pod.metadata) {
-            Some(c) => cache.pods_by_controller_uid.get(&c.uid),
+            Some(c) => cache
+                .pods_by_controller
+                .get(&c.uid)
+                .and_then(|g| g.0.iter().find(|(k, _)| k.0 == c.kind && k.1 == c.name))
+                .map(|(_, pods)| pods),
             None => Some(&cache.orphan_pods),
         };
         let indexed = indexed
@@ -1215,8 +1219,9 @@ fn assert_cache_holds(cache: &Cache, current: &BTreeMap<String, Arc<Pod>>) {
         *users.entry(cp.labels).or_default() += 1;
     }
     let indexed: usize = cache
-        .pods_by_controller_uid
+        .pods_by_controller
         .values()
+        .flat_map(|g| g.0.iter().map(|(_, pods)| pods))
         .chain([&cache.orphan_pods])
         .flat_map(|m| m.0.values())
         .map(BTreeMap::len)
@@ -1595,6 +1600,101 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                 get_rs(&client, n).status.as_ref().unwrap().replicas as usize,
                 want,
                 "seed {seed}: {n} status"
+            );
+        }
+    }
+}
+
+// ----- the pod index by controller (kubernetes#134654, #134658) --------------------------------
+
+/// How one stray pod's controller reference differs from the ReplicaSet `web` it carries the UID
+/// of.
+struct StrayCase {
+    name: &'static str,
+    kind: &'static str,
+    owner_name: &'static str,
+    namespace: &'static str,
+    app: &'static str,
+    /// Pods `web` (2 replicas) creates at v1.34.1 and at v1.34.2.
+    created: [usize; 2],
+    /// Whether the stray pod still has a controller at v1.34.1 and at v1.34.2.
+    keeps_controller: [bool; 2],
+}
+
+#[test]
+fn the_pod_index_keys_by_the_whole_controller_reference_from_v1_34_2() {
+    use kubeplane_core::version::v1;
+    let cases = [
+        StrayCase {
+            name: "a pod whose reference names the ReplicaSet with its UID is its own in every release",
+            kind: KIND,
+            owner_name: "web",
+            namespace: "default",
+            app: "web",
+            created: [1, 1],
+            keeps_controller: [true, true],
+        },
+        StrayCase {
+            name: "a pod whose reference has the UID but another name counts as a replica only before v1.34.2",
+            kind: KIND,
+            owner_name: "web-old",
+            namespace: "default",
+            app: "web",
+            created: [1, 2],
+            keeps_controller: [true, true],
+        },
+        StrayCase {
+            name: "a pod whose reference has the UID but another kind counts as a replica only before v1.34.2",
+            kind: "Deployment",
+            owner_name: "web",
+            namespace: "default",
+            app: "web",
+            created: [1, 2],
+            keeps_controller: [true, true],
+        },
+        StrayCase {
+            name: "a pod of another namespace whose reference names the ReplicaSet counts only before v1.34.2",
+            kind: KIND,
+            owner_name: "web",
+            namespace: "other",
+            app: "web",
+            created: [1, 2],
+            keeps_controller: [true, true],
+        },
+        StrayCase {
+            name: "a non-matching pod with the UID and another name is released before v1.34.2 and left alone after",
+            kind: KIND,
+            owner_name: "web-old",
+            namespace: "default",
+            app: "debug",
+            created: [2, 2],
+            keeps_controller: [false, true],
+        },
+    ];
+    for case in cases {
+        for (i, version) in [v1(34, 1), v1(34, 2)].into_iter().enumerate() {
+            let mut client = TestClient::new(1);
+            let mut rsc = ReplicaSetController::with_features(FeatureGates::for_version(version));
+            let rs = create(&mut client, rs_object(replica_set("web", 2, "web")));
+            let mut reference = new_controller_ref(API_VERSION, case.kind, rs.meta());
+            reference.name = case.owner_name.into();
+            let stray = pod_builder("stray")
+                .namespace(case.namespace)
+                .label("app", case.app)
+                .owner_reference(reference);
+            create(&mut client, stray.object());
+            settle(&mut client, &mut rsc);
+            let what = format!("{} ({version})", case.name);
+            assert_eq!(
+                client.events_with_reason(REASON_SUCCESSFUL_CREATE).len(),
+                case.created[i],
+                "{what}"
+            );
+            let stray = client.store.get_pod(case.namespace, "stray").unwrap();
+            assert_eq!(
+                controller_of(&stray.metadata).is_some(),
+                case.keeps_controller[i],
+                "{what}"
             );
         }
     }
