@@ -165,7 +165,6 @@ pub mod changes {
         ("kube-scheduler: opportunistic batching (OpportunisticBatching, #135231)", FROM_1_35),
         ("kube-scheduler and API server: nominatedNodeName set before binding and cleared after it or on failure (#135103, #135007)", FROM_1_35),
         ("kube-scheduler: async preemption dedup, no cycling while victims terminate, a pod deleted while binding (#134730, #134294, #134157)", FROM_1_35),
-        ("Deployment status.terminatingReplicas (#133087; the ReplicaSet's is modelled)", FROM_1_35),
         ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158)", FROM_1_35),
         ("kube-scheduler: the NodeResourcesBalancedAllocation formula (#135573)", FROM_1_36),
         ("kube-scheduler: the NodeDeclaredFeatures filter (#136042)", FROM_1_36),

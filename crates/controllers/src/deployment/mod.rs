@@ -32,6 +32,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use kubeplane_api::{
     ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
 };
+use kubeplane_core::features::FeatureGates;
 use kubeplane_core::labels::{from_label_selector, Selector};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
@@ -113,6 +114,8 @@ pub struct DeploymentController {
     pods_by_controller_uid: FxHashMap<String, FxHashMap<String, Arc<Pod>>>,
     queue: WorkQueue,
     metrics: Metrics,
+    /// `DeploymentReplicaSetTerminatingReplicas`: the status reports terminating replicas.
+    terminating_replicas: bool,
 }
 
 impl Default for DeploymentController {
@@ -122,13 +125,20 @@ impl Default for DeploymentController {
 }
 
 impl DeploymentController {
+    /// A controller with the default release's feature gates.
     pub fn new() -> Self {
+        Self::with_features(&FeatureGates::default())
+    }
+
+    /// A controller honouring `DeploymentReplicaSetTerminatingReplicas`.
+    pub fn with_features(features: &FeatureGates) -> Self {
         DeploymentController {
             deployments: BTreeMap::new(),
             replica_sets: BTreeMap::new(),
             pods_by_controller_uid: FxHashMap::default(),
             queue: WorkQueue::default(),
             metrics: Metrics::default(),
+            terminating_replicas: features.enabled("DeploymentReplicaSetTerminatingReplicas"),
         }
     }
 

@@ -522,6 +522,25 @@ pub fn sum_available_replicas(rss: &[Arc<ReplicaSet>]) -> i32 {
     rss.iter().map(|rs| status_of(rs).2).sum()
 }
 
+/// The terminating replicas of the ReplicaSets (upstream
+/// `GetTerminatingReplicaCountForReplicaSets`): a ReplicaSet its controller has never synced
+/// (no `observedGeneration`) and that reports none is skipped; any other that does not report
+/// them makes the sum unknown (`None`).
+pub fn terminating_replica_count(rss: &[Arc<ReplicaSet>]) -> Option<i32> {
+    let mut total = 0;
+    for rs in rss {
+        let status = rs.status.as_ref();
+        let terminating = status.and_then(|s| s.terminating_replicas);
+        let observed = status.and_then(|s| s.observed_generation).unwrap_or(0);
+        match terminating {
+            Some(n) => total += n,
+            None if observed == 0 => {}
+            None => return None,
+        }
+    }
+    Some(total)
+}
+
 pub fn available_replicas(rs: &ReplicaSet) -> i32 {
     status_of(rs).2
 }

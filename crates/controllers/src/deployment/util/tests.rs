@@ -274,3 +274,50 @@ fn setting_a_condition_keeps_the_transition_time_of_an_unchanged_status() {
         CONDITION_PROGRESSING
     );
 }
+
+#[test]
+fn terminating_replica_counts_follow_the_upstream_cases() {
+    // Upstream TestGetReplicaCountForReplicaSets (deployment_util_test.go), its terminating
+    // column.
+    let rs = |observed: i64, terminating: Option<i32>| {
+        Arc::new(ReplicaSet {
+            status: Some(ReplicaSetStatus {
+                observed_generation: (observed != 0).then_some(observed),
+                terminating_replicas: terminating,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    };
+    let rs1 = rs(1, Some(3));
+    let rs2 = rs(0, Some(1));
+    let unsynced = rs(0, None);
+    let dropped = rs(1, None);
+    let cases = [
+        ("scaling down one ReplicaSet", vec![rs1.clone()], Some(3)),
+        ("scaling down two", vec![rs1.clone(), rs2.clone()], Some(4)),
+        (
+            "an unsynced ReplicaSet counts nothing",
+            vec![unsynced.clone()],
+            Some(0),
+        ),
+        (
+            "two scaling down and an unsynced one scaling up",
+            vec![rs1.clone(), rs2.clone(), unsynced.clone()],
+            Some(4),
+        ),
+        (
+            "a synced ReplicaSet without the field is unknown",
+            vec![dropped.clone()],
+            None,
+        ),
+        (
+            "one unknown ReplicaSet makes the whole sum unknown",
+            vec![rs1, rs2, unsynced, dropped],
+            None,
+        ),
+    ];
+    for (name, rss, want) in cases {
+        assert_eq!(terminating_replica_count(&rss), want, "{name}");
+    }
+}
