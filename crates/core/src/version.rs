@@ -168,7 +168,6 @@ pub mod changes {
         ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158)", FROM_1_35),
         ("kube-scheduler: the NodeResourcesBalancedAllocation formula (#135573)", FROM_1_36),
         ("kube-scheduler: the NodeDeclaredFeatures filter (#136042)", FROM_1_36),
-        ("ReplicaSet controller: syncs wait for its own writes (StaleControllerConsistencyReplicaSet, #137212)", FROM_1_36),
         ("node lifecycle controller: a live Lease check before marking a node Unknown (#138698)", FROM_1_37),
         ("kube-scheduler: gated pods' nominations, binding retries, pod event subtypes, ImageLocality (#139057, #138855, #135905, #138951)", FROM_1_37),
         ("v1.37 release notes after v1.37.0-alpha.1 not read", FROM_1_37),
