@@ -220,6 +220,14 @@ impl DeploymentController {
     }
 
     fn on_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>) {
+        self.index_pod(ev, pod);
+        if ev.type_ == EventType::Deleted {
+            self.pod_deleted(pod);
+        }
+    }
+
+    /// Keeps the index of pods by controller UID up to date.
+    fn index_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>) {
         let pod_uid = pod.metadata.uid.as_deref().unwrap_or_default();
         // An update under the same controller replaces the entry in place.
         if ev.type_ == EventType::Modified {
@@ -258,10 +266,12 @@ impl DeploymentController {
                 };
                 pods.insert(pod_uid.to_string(), pod.clone());
             }
-            return;
         }
+    }
+
+    /// A deleted pod may be the last one a Recreate rollout waits for.
+    fn pod_deleted(&mut self, pod: &Arc<Pod>) {
         let key = ns_name(&pod.metadata);
-        // A deleted pod may be the last one a Recreate rollout waits for.
         let Some(rs) = controller_of(&pod.metadata)
             .filter(|r| r.kind == "ReplicaSet")
             .and_then(|r| {

@@ -434,97 +434,136 @@ impl<'a> SyncCx<'a> {
         client: &mut dyn Client,
     ) -> Result<(), String> {
         let diff = claimed.len() as i64 - i64::from(spec_replicas(rs));
-        let (ns, name) = key.clone();
-        if diff < 0 {
-            let n = ((-diff) as usize).min(BURST_REPLICAS);
-            // Expect the creates before making any: their watch events may arrive at any time.
-            self.expectations.expect_creations(key, n, now);
-            let mut created = 0u64;
-            let (successes, err) = slow_start_batch(n, SLOW_START_INITIAL_BATCH_SIZE, || {
-                let r = create_pod(client, rs, now);
-                if r.is_ok() {
-                    created += 1;
-                }
-                r
-            });
-            self.metrics.pods_created += created;
-            // The informer will never see the creates that failed or were not attempted.
-            for _ in successes..n {
-                self.expectations.creation_observed(key);
+        match diff {
+            d if d < 0 => {
+                let n = ((-d) as usize).min(BURST_REPLICAS);
+                self.create_replicas(n, rs, key, now, client)
             }
-            return match err {
-                Some(e) => Err(e),
-                None => Ok(()),
-            };
+            d if d > 0 => {
+                let n = (d as usize).min(BURST_REPLICAS);
+                self.delete_replicas(n, claimed, rs, key, now, client)
+            }
+            _ => Ok(()),
         }
-        if diff > 0 {
-            let n = (diff as usize).min(BURST_REPLICAS);
-            let pods_on_node = self.cache.related_active_pods_per_node(rs);
-            let now_ts = client.clock().timestamp(now).0;
-            let ctx = RankContext {
-                now: Some(now_ts),
-                pod_deletion_cost: self.pod_deletion_cost,
-            };
-            let choice = get_pods_to_delete_with_counts(claimed, &pods_on_node, n, &ctx);
-            if choice.sorted {
-                self.metrics.deletion_age_ratio_observations +=
-                    choice.victims.iter().filter(|p| is_pod_ready(p)).count() as u64;
+    }
+
+    /// Creates `n` pods in slow-start batches.
+    fn create_replicas(
+        &mut self,
+        n: usize,
+        rs: &Arc<ReplicaSet>,
+        key: &NsName,
+        now: SimTime,
+        client: &mut dyn Client,
+    ) -> Result<(), String> {
+        // Expect the creates before making any: their watch events may arrive at any time.
+        self.expectations.expect_creations(key, n, now);
+        let mut created = 0u64;
+        let (successes, err) = slow_start_batch(n, SLOW_START_INITIAL_BATCH_SIZE, || {
+            let r = create_pod(client, rs, now);
+            if r.is_ok() {
+                created += 1;
             }
-            if client.explain() {
-                let record =
-                    ranking::explain_record(now.as_secs_f64(), &ns, &name, &choice, n, &ctx);
-                client.emit_record(record);
-            }
-            let pod_keys: Vec<String> = choice
-                .victims
-                .iter()
-                .map(|p| key_string(&ns_name(&p.metadata)))
-                .collect();
-            self.expectations
-                .expect_deletions(key, pod_keys.clone(), now);
-            let mut first_err = None;
-            for (pod, pod_key) in choice.victims.iter().zip(&pod_keys) {
-                let pod_name = pod.metadata.name.clone().unwrap_or_default();
-                let obj_key = ObjectKey::new(Kind::Pod, &ns, &pod_name);
-                match client.delete(&obj_key, DeleteOptions::default()) {
-                    Ok(_) => {
-                        self.metrics.pods_deleted += 1;
-                        client.record_event(EventRecord::normal(
-                            now,
-                            CONTROLLER_NAME,
-                            KIND,
-                            &ns,
-                            &name,
-                            REASON_SUCCESSFUL_DELETE,
-                            format!("Deleted pod: {pod_name}"),
-                        ));
-                    }
-                    Err(e) => {
-                        // The informer will never see this deletion.
-                        self.expectations.deletion_observed(key, pod_key);
-                        if !matches!(e, ApiError::NotFound { .. }) {
-                            client.record_event(EventRecord::warning(
-                                now,
-                                CONTROLLER_NAME,
-                                KIND,
-                                &ns,
-                                &name,
-                                REASON_FAILED_DELETE,
-                                format!("Error deleting: {e}"),
-                            ));
-                            if first_err.is_none() {
-                                first_err = Some(format!("unable to delete pods: {e}"));
-                            }
-                        }
-                    }
-                }
-            }
-            return match first_err {
-                Some(e) => Err(e),
-                None => Ok(()),
-            };
+            r
+        });
+        self.metrics.pods_created += created;
+        // The informer will never see the creates that failed or were not attempted.
+        for _ in successes..n {
+            self.expectations.creation_observed(key);
         }
-        Ok(())
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes the `n` claimed pods that rank first for deletion.
+    fn delete_replicas(
+        &mut self,
+        n: usize,
+        claimed: &[&CachedPod],
+        rs: &Arc<ReplicaSet>,
+        key: &NsName,
+        now: SimTime,
+        client: &mut dyn Client,
+    ) -> Result<(), String> {
+        let pods_on_node = self.cache.related_active_pods_per_node(rs);
+        let now_ts = client.clock().timestamp(now).0;
+        let ctx = RankContext {
+            now: Some(now_ts),
+            pod_deletion_cost: self.pod_deletion_cost,
+        };
+        let choice = get_pods_to_delete_with_counts(claimed, &pods_on_node, n, &ctx);
+        if choice.sorted {
+            self.metrics.deletion_age_ratio_observations +=
+                choice.victims.iter().filter(|p| is_pod_ready(p)).count() as u64;
+        }
+        if client.explain() {
+            let (ns, name) = key;
+            let record = ranking::explain_record(now.as_secs_f64(), ns, name, &choice, n, &ctx);
+            client.emit_record(record);
+        }
+        self.delete_victims(&choice.victims, key, now, client)
+    }
+
+    /// Deletes the chosen pods, expecting their deletions first.
+    fn delete_victims(
+        &mut self,
+        victims: &[&Pod],
+        key: &NsName,
+        now: SimTime,
+        client: &mut dyn Client,
+    ) -> Result<(), String> {
+        let (ns, name) = key;
+        let pod_keys: Vec<String> = victims
+            .iter()
+            .map(|p| key_string(&ns_name(&p.metadata)))
+            .collect();
+        self.expectations
+            .expect_deletions(key, pod_keys.clone(), now);
+        let mut first_err = None;
+        for (pod, pod_key) in victims.iter().zip(&pod_keys) {
+            let pod_name = pod.metadata.name.clone().unwrap_or_default();
+            let obj_key = ObjectKey::new(Kind::Pod, ns, &pod_name);
+            let event = match client.delete(&obj_key, DeleteOptions::default()) {
+                Ok(_) => {
+                    self.metrics.pods_deleted += 1;
+                    let message = format!("Deleted pod: {pod_name}");
+                    EventRecord::normal(
+                        now,
+                        CONTROLLER_NAME,
+                        KIND,
+                        ns,
+                        name,
+                        REASON_SUCCESSFUL_DELETE,
+                        message,
+                    )
+                }
+                Err(e) => {
+                    // The informer will never see this deletion.
+                    self.expectations.deletion_observed(key, pod_key);
+                    if matches!(e, ApiError::NotFound { .. }) {
+                        continue;
+                    }
+                    first_err.get_or_insert_with(|| format!("unable to delete pods: {e}"));
+                    let message = format!("Error deleting: {e}");
+                    EventRecord::warning(
+                        now,
+                        CONTROLLER_NAME,
+                        KIND,
+                        ns,
+                        name,
+                        REASON_FAILED_DELETE,
+                        message,
+                    )
+                }
+            };
+            client.record_event(event);
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
