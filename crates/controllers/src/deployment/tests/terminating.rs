@@ -21,6 +21,10 @@ fn rs_with_status(name: &str, observed: Option<i64>, terminating: Option<i32>) -
     })
 }
 
+/// A case name, the release, the Deployment's ReplicaSets and the terminating replicas its
+/// status reports.
+type Case = (&'static str, KubeVersion, Vec<Arc<ReplicaSet>>, Option<i32>);
+
 #[test]
 fn the_deployment_status_sums_its_replica_sets_terminating_replicas_when_the_gate_is_on() {
     let d = deployment(
@@ -31,7 +35,7 @@ fn the_deployment_status_sums_its_replica_sets_terminating_replicas_when_the_gat
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
         "2025-01-01T00:00:00Z".parse().unwrap(),
     );
-    let cases: [(&str, KubeVersion, Vec<Arc<ReplicaSet>>, Option<i32>); 4] = [
+    let cases: [Case; 4] = [
         (
             "from v1.35 the terminating replicas of every ReplicaSet are summed",
             v1(35, 0),
