@@ -415,29 +415,34 @@ impl Cache {
     }
 
     /// The pods a ReplicaSet lists as its own (upstream `FilterPodsByOwner` without the
-    /// orphans). With `full_key` (kubernetes#134654: v1.35.0, and v1.34.2 as #134658) the pod
+    /// orphans), as maps of pods by name, one per namespace. With `full_key` (kubernetes#134654: v1.35.0, and v1.34.2 as #134658) the pod
     /// index is keyed by the controller reference's namespace, kind, name and UID, so only
     /// pods in the ReplicaSet's namespace whose reference names this very ReplicaSet are
     /// listed. Before, it was keyed by the UID alone: every pod whose controller reference
     /// carries the ReplicaSet's UID, whatever kind and name it gives and in any namespace.
-    pub(super) fn controlled_pods<'a>(
-        &'a self,
+    pub(super) fn controlled_pods(
+        &self,
         rs: &ReplicaSet,
         full_key: bool,
-    ) -> impl Iterator<Item = &'a CachedPod> + 'a {
+    ) -> Vec<&BTreeMap<String, CachedPod>> {
         let (ns, name) = ns_name(&rs.metadata);
         let uid = rs.metadata.uid.as_deref().unwrap_or_default();
-        self.pods_by_controller
+        let groups = self
+            .pods_by_controller
             .get(uid)
-            .into_iter()
-            .flat_map(|groups| groups.0.iter())
-            .filter(move |((kind, n), _)| !full_key || (kind == KIND && *n == name))
-            .flat_map(move |(_, pods)| {
-                let in_namespace = full_key.then(|| pods.namespace(&ns)).flatten();
-                let everywhere = (!full_key).then(|| pods.0.values()).into_iter().flatten();
-                in_namespace.into_iter().chain(everywhere)
-            })
-            .flat_map(BTreeMap::values)
+            .map_or(&[][..], |g| g.0.as_slice());
+        if full_key {
+            groups
+                .iter()
+                .filter(|((kind, n), _)| kind == KIND && *n == name)
+                .filter_map(|(_, pods)| pods.namespace(&ns))
+                .collect()
+        } else {
+            groups
+                .iter()
+                .flat_map(|(_, pods)| pods.0.values())
+                .collect()
+        }
     }
 
     /// The ReplicaSet a controller reference points to, if it is in the cache with that UID.

@@ -135,6 +135,8 @@ struct Claimed<'a> {
 /// One `claimPods` pass: what it claimed and counted so far, and the errors it met.
 struct Claim<'a, 's> {
     rs: &'s Arc<ReplicaSet>,
+    /// The ReplicaSet is being deleted.
+    deleting: bool,
     selects: SelectorMemo<'s>,
     claimed: Claimed<'a>,
     errors: Vec<String>,
@@ -145,6 +147,7 @@ struct Claim<'a, 's> {
 impl<'a> Claim<'a, '_> {
     /// The ControllerRefManager's decision on one pod, `owned` when it was listed as the
     /// ReplicaSet's own.
+    #[inline]
     fn consider(&mut self, pod: &'a CachedPod, owned: bool, client: &mut dyn Client) {
         if !pod.active {
             if pod.deleting && owned && self.selects.matches(pod.labels) {
@@ -153,9 +156,8 @@ impl<'a> Claim<'a, '_> {
             return;
         }
         let matches = self.selects.matches(pod.labels);
-        let deleting = self.rs.metadata.deletion_timestamp.is_some();
         // An active orphan of the namespace is not being deleted: it is adoptable.
-        match claim_rule(owned.then_some(true), true, deleting, matches) {
+        match claim_rule(owned.then_some(true), true, self.deleting, matches) {
             ClaimAction::Claim => self.claimed.pods.push(pod),
             ClaimAction::Ignore => {}
             ClaimAction::Adopt => self.adopt(pod, client),
@@ -389,21 +391,25 @@ impl<'a> SyncCx<'a> {
     ) -> Result<Claimed<'a>, String> {
         let cache: &'a Cache = self.cache;
         let ns = rs.metadata.namespace.as_deref().unwrap_or("default");
-        let owned = cache
-            .controlled_pods(rs, self.full_controller_key)
+        let owned = cache.controlled_pods(rs, self.full_controller_key);
+        let orphans = cache.orphan_pods.namespace(ns);
+        let n_candidates =
+            owned.iter().map(|m| m.len()).sum::<usize>() + orphans.map_or(0, BTreeMap::len);
+        let owned = owned
+            .into_iter()
+            .flat_map(|m| m.values())
             .filter(|p| p.namespaced)
             .map(|p| (p, true));
-        let orphans = cache
-            .orphan_pods
-            .namespace(ns)
+        let orphans = orphans
             .into_iter()
             .flat_map(|m| m.values())
             .map(|p| (p, false));
         let mut claim = Claim {
             rs,
+            deleting: rs.metadata.deletion_timestamp.is_some(),
             selects: SelectorMemo::new(selector, &cache.label_sets),
             claimed: Claimed {
-                pods: Vec::new(),
+                pods: Vec::with_capacity(n_candidates),
                 terminating: 0,
             },
             errors: Vec::new(),
