@@ -101,6 +101,15 @@ fn note_unmodelled(version: KubeVersion) {
             missing.join("; ")
         );
     }
+    let unverified = kubeplane_core::version::changes::unverified(version);
+    if !unverified.is_empty() {
+        eprintln!(
+            "note: Kubernetes {version}: {} upstream change(s) of this release are implemented \
+             but not verified against the release's source: {}",
+            unverified.len(),
+            unverified.join("; ")
+        );
+    }
 }
 
 /// `--why POD`: the pod's story instead of the records.

@@ -89,9 +89,6 @@ const MAX_FN_LINES: usize = 70;
 const LONG_FUNCTIONS: &[&str] = &[
     "crates/cli/src/bench_controllers/node_lifecycle.rs::bench_node_monitor",
     "crates/cli/src/simulate.rs::run",
-    "crates/controllers/src/deployment/mod.rs::on_pod",
-    "crates/controllers/src/replicaset/mod.rs::claim_pods",
-    "crates/controllers/src/replicaset/mod.rs::manage_replicas",
     "crates/scheduler/src/config.rs::build_profile",
     "crates/scheduler/src/config.rs::resolve",
     "crates/scheduler/src/framework/runtime.rs::run_pre_filter_plugins",

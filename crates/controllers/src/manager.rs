@@ -18,7 +18,7 @@ use crate::taint_eviction::TaintEvictionController;
 pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
     vec![
         Box::new(TaintEvictionController::new()),
-        Box::new(DeploymentController::new()),
+        Box::new(DeploymentController::with_features(features)),
         Box::new(ReplicaSetController::with_features(features.clone())),
         Box::new(DisruptionController::new()),
         Box::new(GarbageCollector::new()),

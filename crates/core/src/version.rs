@@ -35,8 +35,9 @@ pub const SUPPORTED: &[KubeVersion] = &[v1(34, 7), v1(35, 4), v1(36, 0), v1(37, 
 /// names one: the newest release whose behaviour changes are all implemented and verified
 /// (docs/compatibility.md). v1.34.1 changed nothing kubeplane simulates (its notes list
 /// apiserver, kubeadm, SELinux and kubectl fixes); v1.34.2 changed preemption of terminating
-/// victims (#134247, implemented: [`changes::PREEMPTION_SKIPS_TERMINATING_VICTIMS`]) and
-/// ownerReference UID handling (#134658), which kubeplane does not implement yet.
+/// victims (#134247, [`changes::PREEMPTION_SKIPS_TERMINATING_VICTIMS`]) and the pod index by
+/// controller (#134658, [`changes::POD_CONTROLLER_INDEX_FULL_KEY`]), both implemented but not
+/// yet verified against the tagged release's source ([`changes::UNVERIFIED`]).
 pub const DEFAULT: KubeVersion = v1(34, 1);
 
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -159,6 +160,14 @@ pub mod changes {
     pub const PREEMPTION_SKIPS_TERMINATING_VICTIMS: Versioned<bool> =
         &[(v1(34, 0), true), (v1(34, 2), false), (v1(35, 0), true)];
 
+    /// kube-controller-manager's pod index by controller keys a pod by its controller
+    /// reference's namespace, kind, name and UID instead of the UID alone, so the ReplicaSet
+    /// controller no longer lists as its own a pod whose reference carries its UID but names
+    /// another object or sits in another namespace (kubernetes#134654 in v1.35.0;
+    /// cherry-picked to v1.34.2 as #134658, per CHANGELOG-1.34.md).
+    pub const POD_CONTROLLER_INDEX_FULL_KEY: Versioned<bool> =
+        &[(v1(34, 0), false), (v1(34, 2), true), (v1(35, 0), true)];
+
     const FROM_1_34_2: Versioned<bool> = &[(v1(34, 2), true), (v1(35, 0), true)];
     const FROM_1_35: Versioned<bool> = &[(v1(35, 0), true)];
     const FROM_1_36: Versioned<bool> = &[(v1(36, 0), true)];
@@ -169,16 +178,30 @@ pub mod changes {
     /// with the sources). A run of a release these apply to is exact only where they do not
     /// matter.
     pub const NOT_MODELLED: &[(&str, Versioned<bool>)] = &[
-        ("kube-controller-manager: pods with an ownerReference of the wrong UID (#134658)", FROM_1_34_2),
         ("kube-scheduler and API server: nominatedNodeName set before binding and cleared after it or on failure (#135103, #135007)", FROM_1_35),
-        ("Deployment status.terminatingReplicas (#133087; the ReplicaSet's is modelled)", FROM_1_35),
         ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158)", FROM_1_35),
         ("kube-scheduler: the NodeDeclaredFeatures filter for pods requiring declared node features (#136042)", FROM_1_36),
-        ("ReplicaSet controller: syncs wait for its own writes (StaleControllerConsistencyReplicaSet, #137212)", FROM_1_36),
         ("node lifecycle controller: a live Lease check before marking a node Unknown (#138698)", FROM_1_37),
         ("kube-scheduler: gated pods' nominations, binding retries, pod event subtypes, ImageLocality (#139057, #138855, #135905, #138951)", FROM_1_37),
         ("v1.37 release notes after v1.37.0-alpha.1 not read", FROM_1_37),
     ];
+
+    /// Upstream changes kubeplane implements from the pull request (its description, diff and
+    /// tests) but has not checked against the source of the tagged release it landed in. The
+    /// default release is the newest one with nothing here or in [`NOT_MODELLED`].
+    pub const UNVERIFIED: &[(&str, Versioned<bool>)] = &[
+        ("kube-controller-manager: the pod index by the whole controller reference (#134658; from the PR and its fix branch, not the v1.34.2 tag)", FROM_1_34_2),
+        ("kube-scheduler: terminating preemption victims preempted again (#134247, the revert of #133213; #133213's activation of the preemptor was not found)", &[(v1(34, 2), true), (v1(35, 0), false)]),
+    ];
+
+    /// The changes of [`UNVERIFIED`] that apply to a release.
+    pub fn unverified(version: super::KubeVersion) -> Vec<&'static str> {
+        UNVERIFIED
+            .iter()
+            .filter(|(_, landed)| version.has(landed))
+            .map(|(what, _)| *what)
+            .collect()
+    }
 
     /// The changes of [`NOT_MODELLED`] that apply to a release.
     pub fn not_modelled(version: super::KubeVersion) -> Vec<&'static str> {
@@ -311,22 +334,21 @@ mod tests {
     }
 
     #[test]
-    fn the_default_is_the_newest_release_without_unmodelled_changes() {
-        assert!(changes::not_modelled(DEFAULT).is_empty());
+    fn the_default_is_the_newest_release_without_unmodelled_or_unverified_changes() {
+        let open = |r| [changes::not_modelled(r), changes::unverified(r)].concat();
+        assert!(open(DEFAULT).is_empty());
         for v in SUPPORTED {
             for patch in 0..=v.patch {
                 let release = v1(v.minor, patch);
                 if release > DEFAULT {
-                    assert!(!changes::not_modelled(release).is_empty(), "{release}");
+                    assert!(!open(release).is_empty(), "{release}");
                 }
             }
         }
         assert_eq!(changes::not_modelled(v1(34, 0)), Vec::<&str>::new());
-        assert_eq!(
-            changes::not_modelled(v1(34, 2)),
-            vec!["kube-controller-manager: pods with an ownerReference of the wrong UID (#134658)"]
-        );
-        assert_eq!(changes::not_modelled(v1(34, 7)).len(), 1);
+        assert!(changes::not_modelled(v1(34, 7)).is_empty());
+        assert_eq!(changes::unverified(v1(34, 2)).len(), 2);
+        assert!(changes::unverified(v1(34, 1)).is_empty());
     }
 
     #[test]

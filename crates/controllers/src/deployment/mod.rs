@@ -32,6 +32,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use kubeplane_api::{
     ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
 };
+use kubeplane_core::features::FeatureGates;
 use kubeplane_core::labels::{from_label_selector, Selector};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
@@ -113,6 +114,8 @@ pub struct DeploymentController {
     pods_by_controller_uid: FxHashMap<String, FxHashMap<String, Arc<Pod>>>,
     queue: WorkQueue,
     metrics: Metrics,
+    /// `DeploymentReplicaSetTerminatingReplicas`: the status reports terminating replicas.
+    terminating_replicas: bool,
 }
 
 impl Default for DeploymentController {
@@ -122,13 +125,20 @@ impl Default for DeploymentController {
 }
 
 impl DeploymentController {
+    /// A controller with the default release's feature gates.
     pub fn new() -> Self {
+        Self::with_features(&FeatureGates::default())
+    }
+
+    /// A controller honouring `DeploymentReplicaSetTerminatingReplicas`.
+    pub fn with_features(features: &FeatureGates) -> Self {
         DeploymentController {
             deployments: BTreeMap::new(),
             replica_sets: BTreeMap::new(),
             pods_by_controller_uid: FxHashMap::default(),
             queue: WorkQueue::default(),
             metrics: Metrics::default(),
+            terminating_replicas: features.enabled("DeploymentReplicaSetTerminatingReplicas"),
         }
     }
 
@@ -210,6 +220,14 @@ impl DeploymentController {
     }
 
     fn on_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>) {
+        self.index_pod(ev, pod);
+        if ev.type_ == EventType::Deleted {
+            self.pod_deleted(pod);
+        }
+    }
+
+    /// Keeps the index of pods by controller UID up to date.
+    fn index_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>) {
         let pod_uid = pod.metadata.uid.as_deref().unwrap_or_default();
         // An update under the same controller replaces the entry in place.
         if ev.type_ == EventType::Modified {
@@ -248,10 +266,12 @@ impl DeploymentController {
                 };
                 pods.insert(pod_uid.to_string(), pod.clone());
             }
-            return;
         }
+    }
+
+    /// A deleted pod may be the last one a Recreate rollout waits for.
+    fn pod_deleted(&mut self, pod: &Arc<Pod>) {
         let key = ns_name(&pod.metadata);
-        // A deleted pod may be the last one a Recreate rollout waits for.
         let Some(rs) = controller_of(&pod.metadata)
             .filter(|r| r.kind == "ReplicaSet")
             .and_then(|r| {

@@ -486,7 +486,11 @@ impl DeploymentController {
             unavailable_replicas: nz(unavailable),
             collision_count: prev.collision_count,
             conditions: prev.conditions.clone(),
-            terminating_replicas: prev.terminating_replicas,
+            terminating_replicas: if self.terminating_replicas {
+                terminating_replica_count(all)
+            } else {
+                prev.terminating_replicas
+            },
         };
         if available >= replicas(d) - max_unavailable(d) {
             set_condition(

@@ -13,35 +13,40 @@
 //! observed version), and numbers the distinct label maps of the pods ([`LabelSets`]) so that a
 //! sync evaluates a selector once per distinct map rather than once per pod.
 
+mod cache;
+mod pod_control;
 pub mod ranking;
+mod status;
 
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{
     ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
 };
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::labels::{from_label_selector, selector_from_map, Selector};
 use kubeplane_core::time::SimDuration;
+use kubeplane_core::version::changes;
 use kubeplane_core::{EventRecord, SimTime};
-use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::controller_utils::{
-    add_owner_reference, available_at, claim_rule, controller_of, is_pod_active, is_pod_available,
-    is_pod_ready, key_string, labels, new_controller_ref, ns_name, pod_node, ready_long_enough,
-    remove_owner_reference, resolve_controller_ref, selecting, slow_start_batch, ClaimAction,
-    Expectations, NsName, WorkQueue, BURST_REPLICAS, SLOW_START_INITIAL_BATCH_SIZE,
+    available_at, claim_rule, controller_of, is_pod_ready, key_string, ns_name, ready_long_enough,
+    slow_start_batch, ClaimAction, Expectations, NsName, WorkQueue, BURST_REPLICAS,
+    SLOW_START_INITIAL_BATCH_SIZE,
 };
-use ranking::{get_pods_to_delete_with_counts, Candidate, RankContext, SortFacts};
+use cache::{Cache, CachedPod, SelectorMemo};
+pub use pod_control::pod_from_template;
+use pod_control::{adopt_pod, create_pod, recheck_replica_set, release_pod};
+use ranking::{get_pods_to_delete_with_counts, RankContext};
+pub use status::{calculate_status, get_condition, remove_condition, set_condition};
+use status::{status_with_counts, update_replica_set_status, StatusCounts};
 
 /// The event source of everything this controller records.
 pub const CONTROLLER_NAME: &str = "replicaset-controller";
@@ -100,257 +105,12 @@ struct Metrics {
     deletion_age_ratio_observations: u64,
 }
 
-// ----- label sets and cached pods ----------------------------------------------------------------
-
-/// The number [`LabelSets`] gives a distinct label map.
-type LabelSetId = usize;
-
-/// The distinct label maps of the cached pods, numbered. The pods of one ReplicaSet nearly all
-/// carry the same map, so a selector evaluated once per number ([`SelectorMemo`]) is evaluated a
-/// handful of times per sync instead of once per pod.
-///
-/// A map is counted once for each cached pod carrying it; when the last one goes, the map is
-/// forgotten and its number reused, so the table holds no more maps than the cache has pods
-/// (pods with labels of their own coming and going do not grow it).
-#[derive(Debug, Default)]
-struct LabelSets {
-    ids: FxHashMap<Arc<BTreeMap<String, String>>, LabelSetId>,
-    /// By number; `None` for a free number.
-    slots: Vec<Option<LabelSet>>,
-    /// Free numbers, reused before new ones.
-    free: Vec<LabelSetId>,
-}
-
-/// A numbered label map and how many cached pods carry it.
-#[derive(Debug)]
-struct LabelSet {
-    labels: Arc<BTreeMap<String, String>>,
-    users: usize,
-}
-
-impl LabelSets {
-    /// The number of `labels`, counting one more pod carrying them.
-    fn acquire(&mut self, labels: &BTreeMap<String, String>) -> LabelSetId {
-        if let Some(&id) = self.ids.get(labels) {
-            if let Some(Some(set)) = self.slots.get_mut(id) {
-                set.users += 1;
-            }
-            return id;
-        }
-        let map = Arc::new(labels.clone());
-        let slot = Some(LabelSet {
-            labels: map.clone(),
-            users: 1,
-        });
-        let id = match self.free.pop() {
-            Some(id) if id < self.slots.len() => {
-                self.slots[id] = slot;
-                id
-            }
-            _ => {
-                self.slots.push(slot);
-                self.slots.len() - 1
-            }
-        };
-        self.ids.insert(map, id);
-        id
-    }
-
-    /// One pod carrying the map numbered `id` is gone; the last one frees the number.
-    fn release(&mut self, id: LabelSetId) {
-        let Some(slot) = self.slots.get_mut(id) else {
-            return;
-        };
-        let Some(set) = slot.as_mut() else {
-            return;
-        };
-        set.users -= 1;
-        if set.users == 0 {
-            self.ids.remove(set.labels.as_ref());
-            *slot = None;
-            self.free.push(id);
-        }
-    }
-
-    /// The map numbered `id` (`None` for a free or unknown number).
-    fn get(&self, id: LabelSetId) -> Option<&BTreeMap<String, String>> {
-        match self.slots.get(id) {
-            Some(Some(set)) => Some(&set.labels),
-            _ => None,
-        }
-    }
-
-    /// One more than the highest number in use or free: the size of a table indexed by number.
-    fn capacity(&self) -> usize {
-        self.slots.len()
-    }
-}
-
-/// One selector's verdicts on numbered label maps, each computed the first time a sync asks.
-struct SelectorMemo<'a> {
-    selector: &'a Selector,
-    sets: &'a LabelSets,
-    /// By label-set number: `None` until evaluated.
-    verdicts: Vec<Option<bool>>,
-}
-
-impl<'a> SelectorMemo<'a> {
-    fn new(selector: &'a Selector, sets: &'a LabelSets) -> Self {
-        SelectorMemo {
-            selector,
-            sets,
-            verdicts: vec![None; sets.capacity()],
-        }
-    }
-
-    /// Whether the selector matches the label map numbered `id` (a free or unknown number is
-    /// an empty map; the cache never hands one out).
-    fn matches(&mut self, id: LabelSetId) -> bool {
-        let (selector, sets) = (self.selector, self.sets);
-        let eval = || match sets.get(id) {
-            Some(m) => selector.matches(m),
-            None => selector.matches(&BTreeMap::new()),
-        };
-        match self.verdicts.get_mut(id) {
-            Some(Some(v)) => *v,
-            Some(slot) => *slot.insert(eval()),
-            None => eval(),
-        }
-    }
-}
-
-/// A cached pod with what syncs read of it, computed once per observed version: a sync reads
-/// these compact records rather than the pods (several kilobytes each, spread over many cache
-/// lines and heap allocations), which only adoption, release and scale-down ranking look at.
-#[derive(Clone, Debug)]
-struct CachedPod {
-    pod: Arc<Pod>,
-    /// The number of its label map in [`LabelSets`].
-    labels: LabelSetId,
-    /// `metadata.namespace` is set: the cache files a pod without one under `default`, where it
-    /// is nevertheless no ReplicaSet's candidate.
-    namespaced: bool,
-    /// [`is_pod_active`].
-    active: bool,
-    /// A deletion was requested (`metadata.deletionTimestamp` is set).
-    deleting: bool,
-    /// A hash of the UID, for [`ByUid`].
-    uid_hash: u64,
-    /// Readiness for the status, and everything a scale-down ranks pods by.
-    facts: SortFacts,
-}
-
-impl CachedPod {
-    fn new(pod: Arc<Pod>, sets: &mut LabelSets) -> CachedPod {
-        CachedPod {
-            labels: sets.acquire(labels(&pod.metadata)),
-            namespaced: pod.metadata.namespace.is_some(),
-            active: is_pod_active(&pod),
-            deleting: pod.metadata.deletion_timestamp.is_some(),
-            facts: SortFacts::of(&pod),
-            uid_hash: FxBuildHasher.hash_one(pod.metadata.uid.as_deref().unwrap_or_default()),
-            pod,
-        }
-    }
-
-    fn uid(&self) -> &str {
-        self.pod.metadata.uid.as_deref().unwrap_or_default()
-    }
-}
-
-impl Candidate for CachedPod {
-    fn pod(&self) -> &Pod {
-        &self.pod
-    }
-
-    fn facts(&self) -> SortFacts {
-        self.facts
-    }
-}
-
-/// A cached pod as a member of a set of UIDs. It hashes as the UID hash the cache computed, and
-/// its UID is read only to tell apart pods whose hashes look alike: de-duplicating 10,000 pods
-/// by UID then hardly reads a pod.
-#[derive(Clone, Copy)]
-struct ByUid<'a>(&'a CachedPod);
-
-impl Hash for ByUid<'_> {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.0.uid_hash);
-    }
-}
-
-impl PartialEq for ByUid<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.uid() == other.0.uid()
-    }
-}
-
-impl Eq for ByUid<'_> {}
-
-// ----- the controller ----------------------------------------------------------------------------
-
-/// Cached pods by namespace, then name. The pods of a namespace are one lookup away and come in
-/// name order without comparing namespaces pod by pod (each a string of its own to read).
-#[derive(Debug, Default)]
-struct PodsByNamespace(BTreeMap<String, BTreeMap<String, CachedPod>>);
-
-impl PodsByNamespace {
-    /// The pods of one namespace, by name.
-    fn namespace(&self, namespace: &str) -> Option<&BTreeMap<String, CachedPod>> {
-        self.0.get(namespace)
-    }
-
-    fn get_mut(&mut self, (namespace, name): &NsName) -> Option<&mut CachedPod> {
-        self.0.get_mut(namespace)?.get_mut(name)
-    }
-
-    fn insert(&mut self, (namespace, name): &NsName, pod: CachedPod) {
-        match self.0.get_mut(namespace) {
-            Some(pods) => {
-                pods.insert(name.clone(), pod);
-            }
-            None => {
-                self.0
-                    .insert(namespace.clone(), BTreeMap::from([(name.clone(), pod)]));
-            }
-        }
-    }
-
-    /// Removes a pod, and its namespace with the last one.
-    fn remove(&mut self, (namespace, name): &NsName) -> Option<CachedPod> {
-        let pods = self.0.get_mut(namespace)?;
-        let old = pods.remove(name);
-        if pods.is_empty() {
-            self.0.remove(namespace);
-        }
-        old
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-/// The informer caches: every ReplicaSet and pod the controller has observed, indexed.
-#[derive(Debug, Default)]
-struct Cache {
-    replica_sets: BTreeMap<NsName, Arc<ReplicaSet>>,
-    /// ReplicaSets by the UID of their controller (upstream index `controllerUID`).
-    rs_by_controller_uid: BTreeMap<String, BTreeSet<NsName>>,
-    pods: PodsByNamespace,
-    /// Pods by the UID of their controller (upstream pod index by controller UID).
-    pods_by_controller_uid: BTreeMap<String, PodsByNamespace>,
-    /// Pods without a controller.
-    orphan_pods: PodsByNamespace,
-    /// The label maps of the cached pods.
-    label_sets: LabelSets,
-}
-
 /// The ReplicaSet controller. See the module documentation.
 pub struct ReplicaSetController {
     pod_deletion_cost: bool,
     terminating_replicas: bool,
+    /// The pod index is keyed by the whole controller reference (kubernetes#134654).
+    full_controller_key: bool,
     cache: Cache,
     queue: WorkQueue,
     expectations: Expectations,
@@ -363,146 +123,6 @@ impl Default for ReplicaSetController {
     }
 }
 
-impl Cache {
-    fn index_rs(&mut self, rs: &Arc<ReplicaSet>) {
-        let key = ns_name(&rs.metadata);
-        if let Some(c) = controller_of(&rs.metadata) {
-            self.rs_by_controller_uid
-                .entry(c.uid.clone())
-                .or_default()
-                .insert(key.clone());
-        }
-        self.replica_sets.insert(key, rs.clone());
-    }
-
-    fn unindex_rs(&mut self, key: &NsName) -> Option<Arc<ReplicaSet>> {
-        let old = self.replica_sets.remove(key)?;
-        if let Some(c) = controller_of(&old.metadata) {
-            if let Some(set) = self.rs_by_controller_uid.get_mut(&c.uid) {
-                set.remove(key);
-                if set.is_empty() {
-                    self.rs_by_controller_uid.remove(&c.uid);
-                }
-            }
-        }
-        Some(old)
-    }
-
-    /// Caches `pod` as the current version of the pod `key` (`None`: forgets the pod) and
-    /// returns the version cached before.
-    fn replace_pod(&mut self, key: &NsName, pod: Option<&Arc<Pod>>) -> Option<Arc<Pod>> {
-        // The new version takes its label map before the old one lets go of it, so that a map
-        // that did not change keeps its number.
-        let cur = pod.map(|p| CachedPod::new(p.clone(), &mut self.label_sets));
-        let old = match cur {
-            None => self.unindex_pod(key),
-            Some(cur) => match self.update_in_place(key, &cur) {
-                Some(old) => Some(old),
-                None => {
-                    let old = self.unindex_pod(key);
-                    self.index_pod(key, cur);
-                    old
-                }
-            },
-        };
-        let old = old?;
-        self.label_sets.release(old.labels);
-        Some(old.pod)
-    }
-
-    /// Replaces a cached pod whose controller did not change where its entries are, and
-    /// returns the version cached before; `None`, changing nothing, when the pod is not cached
-    /// or changed controller. Most updates (a binding, a status change) take this path, which
-    /// neither removes nor inserts tree entries.
-    fn update_in_place(&mut self, key: &NsName, cur: &CachedPod) -> Option<CachedPod> {
-        let controller = controller_of(&cur.pod.metadata).map(|c| c.uid.as_str());
-        let cached = self.pods.get_mut(key)?;
-        if controller_of(&cached.pod.metadata).map(|c| c.uid.as_str()) != controller {
-            return None;
-        }
-        let indexed = match controller {
-            Some(uid) => self.pods_by_controller_uid.get_mut(uid)?.get_mut(key),
-            None => self.orphan_pods.get_mut(key),
-        }?;
-        *indexed = cur.clone();
-        Some(std::mem::replace(cached, cur.clone()))
-    }
-
-    fn index_pod(&mut self, key: &NsName, pod: CachedPod) {
-        match controller_of(&pod.pod.metadata) {
-            Some(c) => self
-                .pods_by_controller_uid
-                .entry(c.uid.clone())
-                .or_default()
-                .insert(key, pod.clone()),
-            None => self.orphan_pods.insert(key, pod.clone()),
-        }
-        self.pods.insert(key, pod);
-    }
-
-    fn unindex_pod(&mut self, key: &NsName) -> Option<CachedPod> {
-        let old = self.pods.remove(key)?;
-        match controller_of(&old.pod.metadata) {
-            Some(c) => {
-                if let Some(m) = self.pods_by_controller_uid.get_mut(&c.uid) {
-                    m.remove(key);
-                    if m.is_empty() {
-                        self.pods_by_controller_uid.remove(&c.uid);
-                    }
-                }
-            }
-            None => {
-                self.orphan_pods.remove(key);
-            }
-        }
-        Some(old)
-    }
-
-    /// The ReplicaSet a controller reference points to, if it is in the cache with that UID.
-    fn resolve_controller_ref(&self, namespace: &str, r: &OwnerReference) -> Option<NsName> {
-        resolve_controller_ref(&self.replica_sets, KIND, namespace, r, |rs| &rs.metadata)
-    }
-
-    /// Every ReplicaSet in the pod's namespace whose (non-empty) selector matches it.
-    fn pod_replica_sets(&self, pod: &Pod) -> Vec<NsName> {
-        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-        selecting(&self.replica_sets, ns, labels(&pod.metadata), rs_selector)
-    }
-
-    /// Upstream `getIndirectlyRelatedPods` reduced to what the ranking reads of it
-    /// ([`ranking::pods_per_node`]): per node name, the active pods among those selected by
-    /// every ReplicaSet with the same controller (this one included), de-duplicated by UID. A
-    /// ReplicaSet without a controller has none, so all its pods rank 0.
-    fn related_active_pods_per_node(&self, rs: &ReplicaSet) -> ranking::PodsOnNode<'_> {
-        let mut counts = ranking::PodsOnNode::default();
-        let Some(c) = controller_of(&rs.metadata) else {
-            return counts;
-        };
-        let mut seen: FxHashSet<ByUid> = FxHashSet::default();
-        for key in self.rs_by_controller_uid.get(&c.uid).into_iter().flatten() {
-            let Some(other) = self.replica_sets.get(key) else {
-                continue;
-            };
-            let Ok(selector) = rs_selector(other) else {
-                continue;
-            };
-            let mut selects = SelectorMemo::new(&selector, &self.label_sets);
-            for pod in self
-                .pods
-                .namespace(&key.0)
-                .into_iter()
-                .flat_map(|m| m.values())
-            {
-                // A pod counts once however many ReplicaSets select it, inactive or not.
-                if selects.matches(pod.labels) && seen.insert(ByUid(pod)) && pod.active {
-                    *counts.entry(pod_node(&pod.pod)).or_insert(0) += 1;
-                }
-            }
-        }
-        counts
-    }
-}
-
 /// The pods a sync claimed, and the terminating ones it counted on the way.
 struct Claimed<'a> {
     /// The active pods the ReplicaSet owns and that match its selector, adopted ones included,
@@ -510,6 +130,68 @@ struct Claimed<'a> {
     pods: Vec<&'a CachedPod>,
     /// Owned pods that are terminating and match the selector.
     terminating: i32,
+}
+
+/// One `claimPods` pass: what it claimed and counted so far, and the errors it met.
+struct Claim<'a, 's> {
+    rs: &'s Arc<ReplicaSet>,
+    /// The ReplicaSet is being deleted.
+    deleting: bool,
+    selects: SelectorMemo<'s>,
+    claimed: Claimed<'a>,
+    errors: Vec<String>,
+    /// The outcome of the ReplicaSet's recheck, made before the first adoption.
+    can_adopt: Option<Result<(), String>>,
+}
+
+impl<'a> Claim<'a, '_> {
+    /// The ControllerRefManager's decision on one pod, `owned` when it was listed as the
+    /// ReplicaSet's own.
+    #[inline]
+    fn consider(&mut self, pod: &'a CachedPod, owned: bool, client: &mut dyn Client) {
+        if !pod.active {
+            if pod.deleting && owned && self.selects.matches(pod.labels) {
+                self.claimed.terminating += 1;
+            }
+            return;
+        }
+        let matches = self.selects.matches(pod.labels);
+        // An active orphan of the namespace is not being deleted: it is adoptable.
+        match claim_rule(owned.then_some(true), true, self.deleting, matches) {
+            ClaimAction::Claim => self.claimed.pods.push(pod),
+            ClaimAction::Ignore => {}
+            ClaimAction::Adopt => self.adopt(pod, client),
+            ClaimAction::Release => {
+                let uid = self.rs.metadata.uid.as_deref().unwrap_or_default();
+                if let Err(e) = release_pod(client, uid, &pod.pod) {
+                    self.errors.push(e.to_string());
+                }
+            }
+        }
+    }
+
+    /// Adopts an orphan once the ReplicaSet has been rechecked (one uncached GET per sync).
+    fn adopt(&mut self, pod: &'a CachedPod, client: &mut dyn Client) {
+        let (ns, name) = ns_name(&self.rs.metadata);
+        let uid = self.rs.metadata.uid.as_deref().unwrap_or_default();
+        let check = self
+            .can_adopt
+            .get_or_insert_with(|| recheck_replica_set(client, &ns, &name, uid));
+        if let Err(e) = check {
+            self.errors.push(format!(
+                "can't adopt Pod {}/{} ({}): {e}",
+                ns,
+                pod.pod.metadata.name.as_deref().unwrap_or(""),
+                pod.uid()
+            ));
+            return;
+        }
+        match adopt_pod(client, self.rs, &pod.pod) {
+            Ok(true) => self.claimed.pods.push(pod),
+            Ok(false) => {}
+            Err(e) => self.errors.push(e.to_string()),
+        }
+    }
 }
 
 /// A sync's view of the controller: the caches it reads, from which the claimed pods are
@@ -522,6 +204,7 @@ struct SyncCx<'a> {
     metrics: &'a mut Metrics,
     pod_deletion_cost: bool,
     terminating_replicas: bool,
+    full_controller_key: bool,
 }
 
 impl ReplicaSetController {
@@ -535,6 +218,9 @@ impl ReplicaSetController {
         ReplicaSetController {
             pod_deletion_cost: features.enabled("PodDeletionCost"),
             terminating_replicas: features.enabled("DeploymentReplicaSetTerminatingReplicas"),
+            full_controller_key: features
+                .version()
+                .has(changes::POD_CONTROLLER_INDEX_FULL_KEY),
             cache: Cache::default(),
             queue: WorkQueue::default(),
             expectations: Expectations::default(),
@@ -633,6 +319,7 @@ impl ReplicaSetController {
             metrics: &mut self.metrics,
             pod_deletion_cost: self.pod_deletion_cost,
             terminating_replicas: self.terminating_replicas,
+            full_controller_key: self.full_controller_key,
         }
         .sync(key, now, client)
     }
@@ -691,11 +378,11 @@ impl<'a> SyncCx<'a> {
         }
     }
 
-    /// Upstream `claimPods` over the active pods the ReplicaSet owns and the orphans of its
-    /// namespace: the ControllerRefManager adopts matching orphans and releases owned pods that
-    /// stopped matching. Any error fails the sync before pods are created or deleted. On the way
-    /// it counts the owned terminating pods that match: one pass, one selector evaluation per
-    /// distinct label map.
+    /// Upstream `claimPods` over the pods the ReplicaSet lists as its own
+    /// ([`Cache::controlled_pods`]) and the orphans of its namespace: the ControllerRefManager
+    /// adopts matching orphans and releases owned pods that stopped matching. Any error fails
+    /// the sync before pods are created or deleted. On the way it counts the owned terminating
+    /// pods that match: one pass, one selector evaluation per distinct label map.
     fn claim_pods(
         &self,
         rs: &Arc<ReplicaSet>,
@@ -703,18 +390,11 @@ impl<'a> SyncCx<'a> {
         client: &mut dyn Client,
     ) -> Result<Claimed<'a>, String> {
         let cache: &'a Cache = self.cache;
-        let (ns, name) = ns_name(&rs.metadata);
-        let uid = rs.metadata.uid.clone().unwrap_or_default();
-        let deleting = rs.metadata.deletion_timestamp.is_some();
-        // The index by controller UID has the owned pods; like the orphans, they must be in
-        // the ReplicaSet's namespace.
-        let owned = cache
-            .pods_by_controller_uid
-            .get(&uid)
-            .and_then(|m| m.namespace(&ns));
-        let orphans = cache.orphan_pods.namespace(&ns);
-        let mut claimed =
-            Vec::with_capacity(owned.map_or(0, BTreeMap::len) + orphans.map_or(0, BTreeMap::len));
+        let ns = rs.metadata.namespace.as_deref().unwrap_or("default");
+        let owned = cache.controlled_pods(rs, self.full_controller_key);
+        let orphans = cache.orphan_pods.namespace(ns);
+        let n_candidates =
+            owned.iter().map(|m| m.len()).sum::<usize>() + orphans.map_or(0, BTreeMap::len);
         let owned = owned
             .into_iter()
             .flat_map(|m| m.values())
@@ -724,52 +404,27 @@ impl<'a> SyncCx<'a> {
             .into_iter()
             .flat_map(|m| m.values())
             .map(|p| (p, false));
-        let mut selects = SelectorMemo::new(selector, &cache.label_sets);
-        let mut terminating = 0;
-        let mut errors = Vec::new();
-        let mut can_adopt: Option<Result<(), String>> = None;
+        let mut claim = Claim {
+            rs,
+            deleting: rs.metadata.deletion_timestamp.is_some(),
+            selects: SelectorMemo::new(selector, &cache.label_sets),
+            claimed: Claimed {
+                pods: Vec::with_capacity(n_candidates),
+                terminating: 0,
+            },
+            errors: Vec::new(),
+            can_adopt: None,
+        };
         for (pod, owned) in owned.chain(orphans) {
-            if !pod.active {
-                if pod.deleting && owned && selects.matches(pod.labels) {
-                    terminating += 1;
-                }
-                continue;
-            }
-            let matches = selects.matches(pod.labels);
-            // An active orphan of the namespace is not being deleted: it is adoptable.
-            match claim_rule(owned.then_some(true), true, deleting, matches) {
-                ClaimAction::Claim => claimed.push(pod),
-                ClaimAction::Ignore => {}
-                ClaimAction::Adopt => {
-                    let check = can_adopt
-                        .get_or_insert_with(|| recheck_replica_set(client, &ns, &name, &uid))
-                        .clone();
-                    if let Err(e) = check {
-                        errors.push(format!(
-                            "can't adopt Pod {}/{} ({}): {e}",
-                            ns,
-                            pod.pod.metadata.name.as_deref().unwrap_or(""),
-                            pod.uid()
-                        ));
-                        continue;
-                    }
-                    match adopt_pod(client, rs, &pod.pod) {
-                        Ok(true) => claimed.push(pod),
-                        Ok(false) => {}
-                        Err(e) => errors.push(e.to_string()),
-                    }
-                }
-                ClaimAction::Release => match release_pod(client, &uid, &pod.pod) {
-                    Ok(()) => {}
-                    Err(e) => errors.push(e.to_string()),
-                },
-            }
+            claim.consider(pod, owned, client);
         }
+        let Claim {
+            claimed,
+            mut errors,
+            ..
+        } = claim;
         match errors.len() {
-            0 => Ok(Claimed {
-                pods: claimed,
-                terminating,
-            }),
+            0 => Ok(claimed),
             1 => Err(errors.remove(0)),
             _ => Err(format!("[{}]", errors.join(", "))),
         }
@@ -785,97 +440,136 @@ impl<'a> SyncCx<'a> {
         client: &mut dyn Client,
     ) -> Result<(), String> {
         let diff = claimed.len() as i64 - i64::from(spec_replicas(rs));
-        let (ns, name) = key.clone();
-        if diff < 0 {
-            let n = ((-diff) as usize).min(BURST_REPLICAS);
-            // Expect the creates before making any: their watch events may arrive at any time.
-            self.expectations.expect_creations(key, n, now);
-            let mut created = 0u64;
-            let (successes, err) = slow_start_batch(n, SLOW_START_INITIAL_BATCH_SIZE, || {
-                let r = create_pod(client, rs, now);
-                if r.is_ok() {
-                    created += 1;
-                }
-                r
-            });
-            self.metrics.pods_created += created;
-            // The informer will never see the creates that failed or were not attempted.
-            for _ in successes..n {
-                self.expectations.creation_observed(key);
+        match diff {
+            d if d < 0 => {
+                let n = ((-d) as usize).min(BURST_REPLICAS);
+                self.create_replicas(n, rs, key, now, client)
             }
-            return match err {
-                Some(e) => Err(e),
-                None => Ok(()),
-            };
+            d if d > 0 => {
+                let n = (d as usize).min(BURST_REPLICAS);
+                self.delete_replicas(n, claimed, rs, key, now, client)
+            }
+            _ => Ok(()),
         }
-        if diff > 0 {
-            let n = (diff as usize).min(BURST_REPLICAS);
-            let pods_on_node = self.cache.related_active_pods_per_node(rs);
-            let now_ts = client.clock().timestamp(now).0;
-            let ctx = RankContext {
-                now: Some(now_ts),
-                pod_deletion_cost: self.pod_deletion_cost,
-            };
-            let choice = get_pods_to_delete_with_counts(claimed, &pods_on_node, n, &ctx);
-            if choice.sorted {
-                self.metrics.deletion_age_ratio_observations +=
-                    choice.victims.iter().filter(|p| is_pod_ready(p)).count() as u64;
+    }
+
+    /// Creates `n` pods in slow-start batches.
+    fn create_replicas(
+        &mut self,
+        n: usize,
+        rs: &Arc<ReplicaSet>,
+        key: &NsName,
+        now: SimTime,
+        client: &mut dyn Client,
+    ) -> Result<(), String> {
+        // Expect the creates before making any: their watch events may arrive at any time.
+        self.expectations.expect_creations(key, n, now);
+        let mut created = 0u64;
+        let (successes, err) = slow_start_batch(n, SLOW_START_INITIAL_BATCH_SIZE, || {
+            let r = create_pod(client, rs, now);
+            if r.is_ok() {
+                created += 1;
             }
-            if client.explain() {
-                let record =
-                    ranking::explain_record(now.as_secs_f64(), &ns, &name, &choice, n, &ctx);
-                client.emit_record(record);
-            }
-            let pod_keys: Vec<String> = choice
-                .victims
-                .iter()
-                .map(|p| key_string(&ns_name(&p.metadata)))
-                .collect();
-            self.expectations
-                .expect_deletions(key, pod_keys.clone(), now);
-            let mut first_err = None;
-            for (pod, pod_key) in choice.victims.iter().zip(&pod_keys) {
-                let pod_name = pod.metadata.name.clone().unwrap_or_default();
-                let obj_key = ObjectKey::new(Kind::Pod, &ns, &pod_name);
-                match client.delete(&obj_key, DeleteOptions::default()) {
-                    Ok(_) => {
-                        self.metrics.pods_deleted += 1;
-                        client.record_event(EventRecord::normal(
-                            now,
-                            CONTROLLER_NAME,
-                            KIND,
-                            &ns,
-                            &name,
-                            REASON_SUCCESSFUL_DELETE,
-                            format!("Deleted pod: {pod_name}"),
-                        ));
-                    }
-                    Err(e) => {
-                        // The informer will never see this deletion.
-                        self.expectations.deletion_observed(key, pod_key);
-                        if !matches!(e, ApiError::NotFound { .. }) {
-                            client.record_event(EventRecord::warning(
-                                now,
-                                CONTROLLER_NAME,
-                                KIND,
-                                &ns,
-                                &name,
-                                REASON_FAILED_DELETE,
-                                format!("Error deleting: {e}"),
-                            ));
-                            if first_err.is_none() {
-                                first_err = Some(format!("unable to delete pods: {e}"));
-                            }
-                        }
-                    }
-                }
-            }
-            return match first_err {
-                Some(e) => Err(e),
-                None => Ok(()),
-            };
+            r
+        });
+        self.metrics.pods_created += created;
+        // The informer will never see the creates that failed or were not attempted.
+        for _ in successes..n {
+            self.expectations.creation_observed(key);
         }
-        Ok(())
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes the `n` claimed pods that rank first for deletion.
+    fn delete_replicas(
+        &mut self,
+        n: usize,
+        claimed: &[&CachedPod],
+        rs: &Arc<ReplicaSet>,
+        key: &NsName,
+        now: SimTime,
+        client: &mut dyn Client,
+    ) -> Result<(), String> {
+        let pods_on_node = self.cache.related_active_pods_per_node(rs);
+        let now_ts = client.clock().timestamp(now).0;
+        let ctx = RankContext {
+            now: Some(now_ts),
+            pod_deletion_cost: self.pod_deletion_cost,
+        };
+        let choice = get_pods_to_delete_with_counts(claimed, &pods_on_node, n, &ctx);
+        if choice.sorted {
+            self.metrics.deletion_age_ratio_observations +=
+                choice.victims.iter().filter(|p| is_pod_ready(p)).count() as u64;
+        }
+        if client.explain() {
+            let (ns, name) = key;
+            let record = ranking::explain_record(now.as_secs_f64(), ns, name, &choice, n, &ctx);
+            client.emit_record(record);
+        }
+        self.delete_victims(&choice.victims, key, now, client)
+    }
+
+    /// Deletes the chosen pods, expecting their deletions first.
+    fn delete_victims(
+        &mut self,
+        victims: &[&Pod],
+        key: &NsName,
+        now: SimTime,
+        client: &mut dyn Client,
+    ) -> Result<(), String> {
+        let (ns, name) = key;
+        let pod_keys: Vec<String> = victims
+            .iter()
+            .map(|p| key_string(&ns_name(&p.metadata)))
+            .collect();
+        self.expectations
+            .expect_deletions(key, pod_keys.clone(), now);
+        let mut first_err = None;
+        for (pod, pod_key) in victims.iter().zip(&pod_keys) {
+            let pod_name = pod.metadata.name.clone().unwrap_or_default();
+            let obj_key = ObjectKey::new(Kind::Pod, ns, &pod_name);
+            let event = match client.delete(&obj_key, DeleteOptions::default()) {
+                Ok(_) => {
+                    self.metrics.pods_deleted += 1;
+                    let message = format!("Deleted pod: {pod_name}");
+                    EventRecord::normal(
+                        now,
+                        CONTROLLER_NAME,
+                        KIND,
+                        ns,
+                        name,
+                        REASON_SUCCESSFUL_DELETE,
+                        message,
+                    )
+                }
+                Err(e) => {
+                    // The informer will never see this deletion.
+                    self.expectations.deletion_observed(key, pod_key);
+                    if matches!(e, ApiError::NotFound { .. }) {
+                        continue;
+                    }
+                    first_err.get_or_insert_with(|| format!("unable to delete pods: {e}"));
+                    let message = format!("Error deleting: {e}");
+                    EventRecord::warning(
+                        now,
+                        CONTROLLER_NAME,
+                        KIND,
+                        ns,
+                        name,
+                        REASON_FAILED_DELETE,
+                        message,
+                    )
+                }
+            };
+            client.record_event(event);
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
@@ -892,344 +586,6 @@ fn status_relevant_change(old: &Pod, cur: &Pod) -> bool {
         || old.metadata.deletion_timestamp != cur.metadata.deletion_timestamp
         || crate::controller_utils::pod_phase(old) != crate::controller_utils::pod_phase(cur)
         || ready(old) != ready(cur)
-}
-
-/// Upstream `RecheckDeletionTimestamp` over an uncached GET of the ReplicaSet: adoption is only
-/// allowed while the very same ReplicaSet exists and is not being deleted.
-fn recheck_replica_set(
-    client: &mut dyn Client,
-    ns: &str,
-    name: &str,
-    uid: &str,
-) -> Result<(), String> {
-    let Ok(fresh) = client.get(&ObjectKey::new(Kind::ReplicaSet, ns, name)) else {
-        return Err(format!(
-            "can't recheck DeletionTimestamp: replicasets.apps \"{name}\" not found"
-        ));
-    };
-    if fresh.uid() != uid {
-        return Err(format!(
-            "can't recheck DeletionTimestamp: original {KIND} {ns}/{name} is gone: got uid {}, wanted {uid}",
-            fresh.uid()
-        ));
-    }
-    if let Some(ts) = fresh.meta().deletion_timestamp.as_ref() {
-        return Err(format!("{ns}/{name} has just been deleted at {}", ts.0));
-    }
-    Ok(())
-}
-
-/// Adds the ReplicaSet's controller reference to an orphan (upstream `AdoptPod`, a patch with a
-/// UID precondition). `Ok(false)` when the pod is gone.
-fn adopt_pod(client: &mut dyn Client, rs: &ReplicaSet, pod: &Pod) -> Result<bool, ApiError> {
-    let (ns, name) = ns_name(&pod.metadata);
-    let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
-        return Ok(false);
-    };
-    let key = ObjectKey::new(Kind::Pod, &ns, &name);
-    if fresh.metadata.uid != pod.metadata.uid {
-        return Err(ApiError::Conflict { key });
-    }
-    let controller_ref = new_controller_ref(API_VERSION, KIND, &rs.metadata);
-    if let Some(other) = controller_of(&fresh.metadata) {
-        if other.uid != controller_ref.uid {
-            return Err(ApiError::Invalid {
-                key,
-                message: "metadata.ownerReferences: Invalid value: Only one reference can have Controller set to true".into(),
-            });
-        }
-    }
-    let mut p = Pod::clone(&fresh);
-    add_owner_reference(&mut p.metadata, controller_ref);
-    match client.update(Object::Pod(Arc::new(p))) {
-        Ok(_) => Ok(true),
-        Err(ApiError::NotFound { .. }) => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-/// Removes the ReplicaSet's reference from a pod that no longer matches (upstream `ReleasePod`).
-/// A pod that is gone or cannot be patched counts as released.
-fn release_pod(client: &mut dyn Client, rs_uid: &str, pod: &Pod) -> Result<(), ApiError> {
-    let (ns, name) = ns_name(&pod.metadata);
-    let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
-        return Ok(());
-    };
-    if fresh.metadata.uid != pod.metadata.uid {
-        return Err(ApiError::Conflict {
-            key: ObjectKey::new(Kind::Pod, &ns, &name),
-        });
-    }
-    let mut p = Pod::clone(&fresh);
-    remove_owner_reference(&mut p.metadata, rs_uid);
-    match client.update(Object::Pod(Arc::new(p))) {
-        Ok(_) | Err(ApiError::NotFound { .. }) | Err(ApiError::Invalid { .. }) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// The pod a ReplicaSet creates (upstream `GetPodFromTemplate`): copies of the template's
-/// labels, annotations, finalizers and spec, `generateName: <rs-name>-`, and the controller
-/// reference.
-pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
-    let template = rs
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.clone())
-        .unwrap_or_default();
-    let tmeta = template.metadata.unwrap_or_default();
-    let rs_name = rs.metadata.name.clone().unwrap_or_default();
-    // The dashed prefix must itself be a valid name prefix (at most 253 characters with the
-    // generated suffix dropped); otherwise upstream falls back to the bare name.
-    let prefix = if rs_name.len() < 253 {
-        format!("{rs_name}-")
-    } else {
-        rs_name
-    };
-    Pod {
-        metadata: ObjectMeta {
-            generate_name: Some(prefix),
-            namespace: rs.metadata.namespace.clone(),
-            labels: tmeta.labels,
-            annotations: tmeta.annotations,
-            finalizers: tmeta.finalizers,
-            owner_references: Some(vec![new_controller_ref(API_VERSION, KIND, &rs.metadata)]),
-            ..Default::default()
-        },
-        spec: template.spec,
-        status: None,
-    }
-}
-
-/// Upstream `RealPodControl.CreatePods` with its events.
-fn create_pod(client: &mut dyn Client, rs: &ReplicaSet, now: SimTime) -> Result<(), String> {
-    let (ns, name) = ns_name(&rs.metadata);
-    let pod = pod_from_template(rs);
-    if pod.metadata.labels.as_ref().is_none_or(BTreeMap::is_empty) {
-        return Err("unable to create pods, no labels".into());
-    }
-    match client.create(Object::Pod(Arc::new(pod))) {
-        Ok(created) => {
-            client.record_event(EventRecord::normal(
-                now,
-                CONTROLLER_NAME,
-                KIND,
-                &ns,
-                &name,
-                REASON_SUCCESSFUL_CREATE,
-                format!("Created pod: {}", created.name()),
-            ));
-            Ok(())
-        }
-        Err(e) => {
-            client.record_event(EventRecord::warning(
-                now,
-                CONTROLLER_NAME,
-                KIND,
-                &ns,
-                &name,
-                REASON_FAILED_CREATE,
-                format!("Error creating: {e}"),
-            ));
-            Err(e.to_string())
-        }
-    }
-}
-
-fn non_zero(n: i32) -> Option<i32> {
-    (n != 0).then_some(n)
-}
-
-/// The pod counts of a ReplicaSet's status, over its claimed pods.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct StatusCounts {
-    replicas: usize,
-    fully_labeled: i32,
-    ready: i32,
-    available: i32,
-}
-
-impl StatusCounts {
-    /// The counts over pods as they are.
-    fn of_pods(rs: &ReplicaSet, claimed: &[Arc<Pod>], now: Timestamp) -> StatusCounts {
-        let template_selector = template_selector(rs);
-        let min_ready = min_ready_seconds(rs);
-        let mut counts = StatusCounts {
-            replicas: claimed.len(),
-            ..StatusCounts::default()
-        };
-        for pod in claimed {
-            if template_selector.matches(labels(&pod.metadata)) {
-                counts.fully_labeled += 1;
-            }
-            if is_pod_ready(pod) {
-                counts.ready += 1;
-                if is_pod_available(pod, min_ready, now) {
-                    counts.available += 1;
-                }
-            }
-        }
-        counts
-    }
-
-    /// The same counts over cached pods, from what the cache computed of them; the template
-    /// selector is evaluated once per label map.
-    fn of_cached(
-        rs: &ReplicaSet,
-        claimed: &[&CachedPod],
-        sets: &LabelSets,
-        now: Timestamp,
-    ) -> StatusCounts {
-        let template_selector = template_selector(rs);
-        let mut fully_labeled = SelectorMemo::new(&template_selector, sets);
-        let min_ready = min_ready_seconds(rs);
-        let mut counts = StatusCounts {
-            replicas: claimed.len(),
-            ..StatusCounts::default()
-        };
-        for pod in claimed {
-            if fully_labeled.matches(pod.labels) {
-                counts.fully_labeled += 1;
-            }
-            if pod.facts.ready {
-                counts.ready += 1;
-                if ready_long_enough(pod.facts.ready_time, min_ready, now) {
-                    counts.available += 1;
-                }
-            }
-        }
-        counts
-    }
-}
-
-/// Upstream `calculateStatus`: counts over the claimed active pods, and the ReplicaFailure
-/// condition while creates or deletes fail.
-pub fn calculate_status(
-    rs: &ReplicaSet,
-    claimed: &[Arc<Pod>],
-    manage_err: Option<&str>,
-    terminating: Option<i32>,
-    now: &Time,
-) -> ReplicaSetStatus {
-    let counts = StatusCounts::of_pods(rs, claimed, now.0);
-    status_with_counts(rs, counts, manage_err, terminating, now)
-}
-
-/// [`calculate_status`] given the pod counts.
-fn status_with_counts(
-    rs: &ReplicaSet,
-    counts: StatusCounts,
-    manage_err: Option<&str>,
-    terminating: Option<i32>,
-    now: &Time,
-) -> ReplicaSetStatus {
-    let mut status = rs.status.clone().unwrap_or_default();
-    let has_failure = get_condition(&status, CONDITION_REPLICA_FAILURE).is_some();
-    match manage_err {
-        Some(err) if !has_failure => {
-            let diff = counts.replicas as i64 - i64::from(spec_replicas(rs));
-            let reason = match diff {
-                d if d < 0 => REASON_FAILED_CREATE,
-                d if d > 0 => REASON_FAILED_DELETE,
-                _ => "",
-            };
-            set_condition(
-                &mut status,
-                ReplicaSetCondition {
-                    type_: CONDITION_REPLICA_FAILURE.into(),
-                    status: "True".into(),
-                    reason: Some(reason.into()),
-                    message: Some(err.to_string()),
-                    last_transition_time: Some(now.clone()),
-                },
-            );
-        }
-        None if has_failure => remove_condition(&mut status, CONDITION_REPLICA_FAILURE),
-        _ => {}
-    }
-    status.replicas = counts.replicas as i32;
-    status.fully_labeled_replicas = non_zero(counts.fully_labeled);
-    status.ready_replicas = non_zero(counts.ready);
-    status.available_replicas = non_zero(counts.available);
-    status.terminating_replicas = terminating;
-    status
-}
-
-pub fn get_condition<'a>(
-    status: &'a ReplicaSetStatus,
-    type_: &str,
-) -> Option<&'a ReplicaSetCondition> {
-    status
-        .conditions
-        .as_ref()
-        .and_then(|cs| cs.iter().find(|c| c.type_ == type_))
-}
-
-/// Upstream `SetCondition`: a condition with the same status and reason is kept as it is;
-/// otherwise the old one of that type is removed and the new one appended.
-pub fn set_condition(status: &mut ReplicaSetStatus, cond: ReplicaSetCondition) {
-    if let Some(cur) = get_condition(status, &cond.type_) {
-        if cur.status == cond.status && cur.reason == cond.reason {
-            return;
-        }
-    }
-    let conditions = status.conditions.get_or_insert_with(Vec::new);
-    conditions.retain(|c| c.type_ != cond.type_);
-    conditions.push(cond);
-}
-
-pub fn remove_condition(status: &mut ReplicaSetStatus, type_: &str) {
-    if let Some(cs) = status.conditions.as_mut() {
-        cs.retain(|c| c.type_ != type_);
-        if cs.is_empty() {
-            status.conditions = None;
-        }
-    }
-}
-
-/// Upstream `updateReplicaSetStatus`: a no-op when nothing changed and the generation was
-/// observed; otherwise one write, and on failure one more on a fresh copy.
-fn update_replica_set_status(
-    client: &mut dyn Client,
-    rs: &Arc<ReplicaSet>,
-    mut new_status: ReplicaSetStatus,
-    with_terminating: bool,
-) -> Result<Arc<ReplicaSet>, String> {
-    let cur = rs.status.clone().unwrap_or_default();
-    let g = |o: Option<i32>| o.unwrap_or(0);
-    let generation = rs.metadata.generation.unwrap_or(0);
-    if cur.replicas == new_status.replicas
-        && g(cur.fully_labeled_replicas) == g(new_status.fully_labeled_replicas)
-        && g(cur.ready_replicas) == g(new_status.ready_replicas)
-        && g(cur.available_replicas) == g(new_status.available_replicas)
-        && (!with_terminating || cur.terminating_replicas == new_status.terminating_replicas)
-        && generation == cur.observed_generation.unwrap_or(0)
-        && cur.conditions.as_deref().unwrap_or_default()
-            == new_status.conditions.as_deref().unwrap_or_default()
-    {
-        return Ok(rs.clone());
-    }
-    new_status.observed_generation = (generation != 0).then_some(generation);
-    let (ns, name) = ns_name(&rs.metadata);
-    let mut attempt = ReplicaSet::clone(rs);
-    let mut last_err = String::new();
-    for i in 0..2 {
-        attempt.status = Some(new_status.clone());
-        match client.update_status(Object::ReplicaSet(Arc::new(attempt.clone()))) {
-            Ok(Object::ReplicaSet(updated)) => return Ok(updated),
-            Ok(_) => return Ok(Arc::new(attempt)),
-            Err(e) => last_err = e.to_string(),
-        }
-        if i == 1 {
-            break;
-        }
-        // Upstream reads the latest version with an uncached GET before the retry.
-        match client.get(&ObjectKey::new(Kind::ReplicaSet, &ns, &name)) {
-            Ok(Object::ReplicaSet(fresh)) => attempt = ReplicaSet::clone(&fresh),
-            _ => return Err(format!("replicasets.apps \"{name}\" not found")),
-        }
-    }
-    Err(last_err)
 }
 
 impl Component for ReplicaSetController {

@@ -1,6 +1,7 @@
 //! Pure helpers of the Deployment controller, after upstream
-//! `pkg/controller/deployment/util/deployment_util.go`: defaults, fenceposts, the pod template
-//! hash, revision and replica annotations, conditions, proportions and status arithmetic.
+//! `pkg/controller/deployment/util/deployment_util.go`: defaults, fenceposts, revision and
+//! replica annotations, new and old ReplicaSets, conditions, proportions and status arithmetic;
+//! the pod template hash is in `hash.rs`.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -13,7 +14,12 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use serde_json::Value;
+
+mod hash;
+#[cfg(test)]
+mod tests;
+
+pub use hash::{compute_hash, equal_ignore_hash, fnv32a, safe_encode_string};
 
 pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
 pub const REVISION_HISTORY_ANNOTATION: &str = "deployment.kubernetes.io/revision-history";
@@ -224,84 +230,6 @@ pub fn validate_rolling_update(d: &Deployment) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-// ----- the pod template hash ----------------------------------------------------------------
-
-/// 32-bit FNV-1a.
-pub fn fnv32a(bytes: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for &b in bytes {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h
-}
-
-/// Upstream `rand.SafeEncodeString`: maps each character onto an alphabet without vowels or
-/// confusable digits, so a hash never spells a word.
-pub fn safe_encode_string(s: &str) -> String {
-    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    s.chars()
-        .map(|c| ALPHANUMS[(c as usize) % ALPHANUMS.len()] as char)
-        .collect()
-}
-
-/// The `pod-template-hash` of a template (upstream `controller.ComputeHash`).
-///
-/// Upstream feeds FNV-32a with Go's spew dump of the PodTemplateSpec struct, which has no
-/// Rust equivalent; kubeplane feeds it the template's canonical JSON instead (fields in
-/// declaration order, maps sorted by key). The rest is upstream's: the collision count is
-/// appended as 8 little-endian bytes, and the decimal sum is encoded with
-/// [`safe_encode_string`]. Hashes are therefore stable and well-formed but differ from a real
-/// cluster's for the same template.
-pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
-    let mut bytes = serde_json::to_vec(template).unwrap_or_default();
-    if let Some(c) = collision_count {
-        let mut cc = [0u8; 8];
-        cc[..4].copy_from_slice(&(c as u32).to_le_bytes());
-        bytes.extend_from_slice(&cc);
-    }
-    safe_encode_string(&fnv32a(&bytes).to_string())
-}
-
-/// Drops empty objects, arrays and nulls, so nil and empty compare equal as in upstream's
-/// semantic deep equality.
-fn prune(v: Value) -> Option<Value> {
-    match v {
-        Value::Null => None,
-        Value::Array(a) => {
-            let a: Vec<Value> = a
-                .into_iter()
-                .map(|x| prune(x).unwrap_or(Value::Null))
-                .collect();
-            (!a.is_empty()).then_some(Value::Array(a))
-        }
-        Value::Object(m) => {
-            let m: serde_json::Map<String, Value> = m
-                .into_iter()
-                .filter_map(|(k, x)| prune(x).map(|x| (k, x)))
-                .collect();
-            (!m.is_empty()).then_some(Value::Object(m))
-        }
-        other => Some(other),
-    }
-}
-
-fn template_without_hash(t: &PodTemplateSpec) -> Option<Value> {
-    let mut t = t.clone();
-    if let Some(m) = t.metadata.as_mut() {
-        if let Some(l) = m.labels.as_mut() {
-            l.remove(POD_TEMPLATE_HASH_LABEL);
-        }
-    }
-    prune(serde_json::to_value(&t).unwrap_or(Value::Null))
-}
-
-/// Two templates are equal once the `pod-template-hash` label is ignored (upstream
-/// `EqualIgnoreHash`).
-pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
-    template_without_hash(a) == template_without_hash(b)
 }
 
 pub fn rs_template(rs: &ReplicaSet) -> PodTemplateSpec {
@@ -594,6 +522,25 @@ pub fn sum_available_replicas(rss: &[Arc<ReplicaSet>]) -> i32 {
     rss.iter().map(|rs| status_of(rs).2).sum()
 }
 
+/// The terminating replicas of the ReplicaSets (upstream
+/// `GetTerminatingReplicaCountForReplicaSets`): a ReplicaSet its controller has never synced
+/// (no `observedGeneration`) and that reports none is skipped; any other that does not report
+/// them makes the sum unknown (`None`).
+pub fn terminating_replica_count(rss: &[Arc<ReplicaSet>]) -> Option<i32> {
+    let mut total = 0;
+    for rs in rss {
+        let status = rs.status.as_ref();
+        let terminating = status.and_then(|s| s.terminating_replicas);
+        let observed = status.and_then(|s| s.observed_generation).unwrap_or(0);
+        match terminating {
+            Some(n) => total += n,
+            None if observed == 0 => {}
+            None => return None,
+        }
+    }
+    Some(total)
+}
+
 pub fn available_replicas(rs: &ReplicaSet) -> i32 {
     status_of(rs).2
 }
@@ -774,284 +721,4 @@ pub fn deployment_timed_out(d: &Deployment, new: &DeploymentStatus, now: Timesta
     };
     let deadline = jiff::SignedDuration::from_secs(i64::from(progress_deadline_seconds(d)));
     from.0.checked_add(deadline).is_ok_and(|t| t < now)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::apps::v1::{
-        DeploymentSpec, DeploymentStrategy, ReplicaSetSpec, ReplicaSetStatus,
-        RollingUpdateDeployment,
-    };
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn deployment(replicas: i32, surge: IntOrString, unavailable: IntOrString) -> Deployment {
-        Deployment {
-            spec: Some(DeploymentSpec {
-                replicas: Some(replicas),
-                strategy: Some(DeploymentStrategy {
-                    type_: Some(STRATEGY_ROLLING_UPDATE.into()),
-                    rolling_update: Some(RollingUpdateDeployment {
-                        max_surge: Some(surge),
-                        max_unavailable: Some(unavailable),
-                    }),
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    fn pct(s: &str) -> IntOrString {
-        IntOrString::String(s.into())
-    }
-
-    fn rs(
-        name: &str,
-        replicas: i32,
-        max_annotation: Option<i32>,
-        created_secs: i64,
-    ) -> Arc<ReplicaSet> {
-        let mut ann = BTreeMap::new();
-        if let Some(m) = max_annotation {
-            ann.insert(MAX_REPLICAS_ANNOTATION.to_string(), m.to_string());
-        }
-        Arc::new(ReplicaSet {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                annotations: Some(ann),
-                creation_timestamp: Some(Time(
-                    Timestamp::from_second(1_700_000_000 + created_secs).unwrap(),
-                )),
-                ..Default::default()
-            },
-            spec: Some(ReplicaSetSpec {
-                replicas: Some(replicas),
-                ..Default::default()
-            }),
-            status: Some(ReplicaSetStatus::default()),
-        })
-    }
-
-    #[test]
-    fn fenceposts_round_surge_up_and_unavailable_down() {
-        // Upstream deployment_util_test TestResolveFenceposts.
-        let cases = [
-            (IntOrString::Int(0), IntOrString::Int(0), 0, (0, 1)),
-            (IntOrString::Int(39), IntOrString::Int(1), 10, (39, 1)),
-            (pct("39%"), pct("39%"), 10, (4, 3)),
-            (pct("25%"), pct("25%"), 4, (1, 1)),
-            (pct("25%"), pct("25%"), 10, (3, 2)),
-            (pct("0%"), pct("1%"), 10, (0, 1)),
-            (pct("0%"), pct("0%"), 10, (0, 1)),
-            (pct("1%"), pct("0%"), 10, (1, 0)),
-            (pct("50%"), pct("0%"), 0, (0, 1)),
-        ];
-        for (s, u, desired, want) in cases {
-            assert_eq!(
-                resolve_fenceposts(&s, &u, desired),
-                Ok(want),
-                "{s:?} {u:?} {desired}"
-            );
-        }
-        assert!(resolve_fenceposts(&pct("abc"), &pct("1%"), 10).is_err());
-        assert!(resolve_fenceposts(&IntOrString::String("5".into()), &pct("1%"), 10).is_err());
-    }
-
-    #[test]
-    fn max_unavailable_is_capped_by_the_replicas_and_zero_for_recreate() {
-        // Upstream TestMaxUnavailable.
-        assert_eq!(
-            max_unavailable(&deployment(10, IntOrString::Int(1), IntOrString::Int(5))),
-            5
-        );
-        assert_eq!(
-            max_unavailable(&deployment(10, IntOrString::Int(1), IntOrString::Int(25))),
-            10
-        );
-        assert_eq!(max_unavailable(&deployment(10, pct("100%"), pct("50%"))), 5);
-        assert_eq!(
-            max_unavailable(&deployment(0, IntOrString::Int(1), IntOrString::Int(5))),
-            0
-        );
-        let mut recreate = deployment(10, IntOrString::Int(1), IntOrString::Int(5));
-        recreate
-            .spec
-            .as_mut()
-            .unwrap()
-            .strategy
-            .as_mut()
-            .unwrap()
-            .type_ = Some(STRATEGY_RECREATE.into());
-        assert_eq!(max_unavailable(&recreate), 0);
-        assert_eq!(max_surge(&recreate), 0);
-        // Defaults: 25% and 25%.
-        let d = Deployment {
-            spec: Some(DeploymentSpec {
-                replicas: Some(10),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        assert_eq!((max_surge(&d), max_unavailable(&d)), (3, 2));
-    }
-
-    #[test]
-    fn validation_rejects_both_fenceposts_zero() {
-        let d = deployment(3, IntOrString::Int(0), pct("0%"));
-        let err = validate_rolling_update(&d).unwrap_err();
-        assert!(err.contains("may not be 0 when `maxSurge` is 0"), "{err}");
-        assert!(
-            validate_rolling_update(&deployment(3, IntOrString::Int(1), IntOrString::Int(0)))
-                .is_ok()
-        );
-        assert!(validate_rolling_update(&deployment(3, IntOrString::Int(1), pct("101%"))).is_err());
-    }
-
-    #[test]
-    fn proportions_follow_the_worked_examples() {
-        // {3, 2} with max 5, scaled to 10 (maxSurge 0) -> {6, 4}.
-        let d = deployment(10, IntOrString::Int(0), IntOrString::Int(1));
-        let a = rs("a", 3, Some(5), 0);
-        let b = rs("b", 2, Some(5), 1);
-        assert_eq!(get_replica_set_fraction(&a, &d), 3);
-        assert_eq!(get_replica_set_fraction(&b, &d), 2);
-        assert_eq!(get_proportion(&a, &d, 5, 0), 3);
-        assert_eq!(get_proportion(&b, &d, 5, 3), 2);
-        // {6, 4} with max 10, scaled to 5 -> {3, 2}.
-        let d = deployment(5, IntOrString::Int(0), IntOrString::Int(1));
-        let a = rs("a", 6, Some(10), 0);
-        let b = rs("b", 4, Some(10), 1);
-        assert_eq!(get_proportion(&a, &d, -5, 0), -3);
-        assert_eq!(get_proportion(&b, &d, -5, -3), -2);
-        // {1, 1, 1} with max 3, scaled to 4: each fraction round(1.33) - 1 = 0.
-        let d = deployment(4, IntOrString::Int(0), IntOrString::Int(1));
-        assert_eq!(get_replica_set_fraction(&rs("a", 1, Some(3), 0), &d), 0);
-        // Scaling to zero takes everything.
-        let d = deployment(0, IntOrString::Int(0), IntOrString::Int(1));
-        assert_eq!(get_replica_set_fraction(&rs("a", 7, Some(3), 0), &d), -7);
-        // A zero-sized ReplicaSet or nothing to add gets nothing.
-        let d = deployment(4, IntOrString::Int(0), IntOrString::Int(1));
-        assert_eq!(get_proportion(&rs("a", 0, Some(3), 0), &d, 3, 0), 0);
-        assert_eq!(get_proportion(&rs("a", 2, Some(3), 0), &d, 3, 3), 0);
-    }
-
-    #[test]
-    fn size_sorts_break_ties_by_age() {
-        let old = rs("old", 3, None, 0);
-        let new = rs("new", 3, None, 10);
-        let big = rs("big", 5, None, 5);
-        let mut v = [old.clone(), new.clone(), big.clone()];
-        v.sort_by(|a, b| by_size_newer(a, b));
-        assert_eq!(
-            v.iter().map(|r| name(r)).collect::<Vec<_>>(),
-            ["big", "new", "old"]
-        );
-        v.sort_by(|a, b| by_size_older(a, b));
-        assert_eq!(
-            v.iter().map(|r| name(r)).collect::<Vec<_>>(),
-            ["big", "old", "new"]
-        );
-    }
-
-    #[test]
-    fn new_rs_replicas_respect_the_surge() {
-        let d = deployment(10, pct("25%"), pct("25%"));
-        let old = rs("old", 10, None, 0);
-        let new = rs("new", 0, None, 1);
-        let all = vec![old.clone(), new.clone()];
-        // maxSurge 3: the new ReplicaSet may start with 3.
-        assert_eq!(new_rs_new_replicas(&d, &all, &new), Ok(3));
-        let new3 = rs("new", 3, None, 1);
-        assert_eq!(new_rs_new_replicas(&d, &[old, new3.clone()], &new3), Ok(3));
-    }
-
-    #[test]
-    fn the_template_hash_is_stable_safe_and_sensitive_to_collisions() {
-        let t = PodTemplateSpec::default();
-        let h = compute_hash(&t, None);
-        assert_eq!(h, compute_hash(&t, None));
-        assert!(h.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
-        assert_ne!(h, compute_hash(&t, Some(1)));
-        assert_eq!(safe_encode_string("0123456789"), "456789bcdf");
-        assert_eq!(fnv32a(b""), 0x811c_9dc5);
-        assert_eq!(fnv32a(b"a"), 0xe40c_292c);
-    }
-
-    #[test]
-    fn templates_compare_equal_ignoring_the_hash_label() {
-        let mut a = PodTemplateSpec::default();
-        let mut b = a.clone();
-        b.metadata = Some(ObjectMeta {
-            labels: Some([(POD_TEMPLATE_HASH_LABEL.to_string(), "abc".to_string())].into()),
-            ..Default::default()
-        });
-        assert!(equal_ignore_hash(&a, &b));
-        a.metadata = Some(ObjectMeta {
-            labels: Some([("app".to_string(), "web".to_string())].into()),
-            ..Default::default()
-        });
-        assert!(!equal_ignore_hash(&a, &b));
-    }
-
-    #[test]
-    fn revision_annotations_keep_a_history_of_superseded_revisions() {
-        let d = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
-        let mut r = ReplicaSet::clone(&rs("a", 3, None, 0));
-        assert!(set_new_replica_set_annotations(&d, &mut r, 1, false));
-        assert_eq!(revision(&r), Ok(1));
-        assert!(!set_new_replica_set_annotations(&d, &mut r, 1, true));
-        assert!(set_new_replica_set_annotations(&d, &mut r, 3, true));
-        assert_eq!(revision(&r), Ok(3));
-        let ann = r.metadata.annotations.as_ref().unwrap();
-        assert_eq!(ann[REVISION_HISTORY_ANNOTATION], "1");
-        assert_eq!(ann[DESIRED_REPLICAS_ANNOTATION], "3");
-        assert_eq!(ann[MAX_REPLICAS_ANNOTATION], "4");
-    }
-
-    #[test]
-    fn setting_a_condition_keeps_the_transition_time_of_an_unchanged_status() {
-        let t0 = Time(Timestamp::from_second(0).unwrap());
-        let t1 = Time(Timestamp::from_second(10).unwrap());
-        let mut s = DeploymentStatus::default();
-        set_condition(
-            &mut s,
-            new_condition(
-                CONDITION_PROGRESSING,
-                "True",
-                REASON_NEW_RS_CREATED,
-                "a".into(),
-                &t0,
-            ),
-        );
-        set_condition(
-            &mut s,
-            new_condition(
-                CONDITION_AVAILABLE,
-                "True",
-                REASON_MIN_AVAILABLE,
-                "b".into(),
-                &t0,
-            ),
-        );
-        set_condition(
-            &mut s,
-            new_condition(
-                CONDITION_PROGRESSING,
-                "True",
-                REASON_RS_UPDATED,
-                "c".into(),
-                &t1,
-            ),
-        );
-        let c = get_condition(&s, CONDITION_PROGRESSING).unwrap();
-        assert_eq!(c.reason.as_deref(), Some(REASON_RS_UPDATED));
-        assert_eq!(c.last_transition_time, Some(t0));
-        assert_eq!(c.last_update_time, Some(t1));
-        // The replaced condition moved to the end.
-        assert_eq!(
-            s.conditions.as_ref().unwrap()[1].type_,
-            CONDITION_PROGRESSING
-        );
-    }
 }

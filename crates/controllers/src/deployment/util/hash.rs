@@ -1,0 +1,83 @@
+//! The pod template hash (upstream `controller.ComputeHash` over `hashutil.DeepHashObject`, and
+//! `EqualIgnoreHash` of `deployment_util.go`).
+
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use serde_json::Value;
+
+use super::POD_TEMPLATE_HASH_LABEL;
+
+/// 32-bit FNV-1a.
+pub fn fnv32a(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in bytes {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// Upstream `rand.SafeEncodeString`: maps each character onto an alphabet without vowels or
+/// confusable digits, so a hash never spells a word.
+pub fn safe_encode_string(s: &str) -> String {
+    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    s.chars()
+        .map(|c| ALPHANUMS[(c as usize) % ALPHANUMS.len()] as char)
+        .collect()
+}
+
+/// The `pod-template-hash` of a template (upstream `controller.ComputeHash`).
+///
+/// Upstream feeds FNV-32a with Go's spew dump of the PodTemplateSpec struct, which has no
+/// Rust equivalent; kubeplane feeds it the template's canonical JSON instead (fields in
+/// declaration order, maps sorted by key). The rest is upstream's: the collision count is
+/// appended as 8 little-endian bytes, and the decimal sum is encoded with
+/// [`safe_encode_string`]. Hashes are therefore stable and well-formed but differ from a real
+/// cluster's for the same template.
+pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
+    let mut bytes = serde_json::to_vec(template).unwrap_or_default();
+    if let Some(c) = collision_count {
+        let mut cc = [0u8; 8];
+        cc[..4].copy_from_slice(&(c as u32).to_le_bytes());
+        bytes.extend_from_slice(&cc);
+    }
+    safe_encode_string(&fnv32a(&bytes).to_string())
+}
+
+/// Drops empty objects, arrays and nulls, so nil and empty compare equal as in upstream's
+/// semantic deep equality.
+fn prune(v: Value) -> Option<Value> {
+    match v {
+        Value::Null => None,
+        Value::Array(a) => {
+            let a: Vec<Value> = a
+                .into_iter()
+                .map(|x| prune(x).unwrap_or(Value::Null))
+                .collect();
+            (!a.is_empty()).then_some(Value::Array(a))
+        }
+        Value::Object(m) => {
+            let m: serde_json::Map<String, Value> = m
+                .into_iter()
+                .filter_map(|(k, x)| prune(x).map(|x| (k, x)))
+                .collect();
+            (!m.is_empty()).then_some(Value::Object(m))
+        }
+        other => Some(other),
+    }
+}
+
+fn template_without_hash(t: &PodTemplateSpec) -> Option<Value> {
+    let mut t = t.clone();
+    if let Some(m) = t.metadata.as_mut() {
+        if let Some(l) = m.labels.as_mut() {
+            l.remove(POD_TEMPLATE_HASH_LABEL);
+        }
+    }
+    prune(serde_json::to_value(&t).unwrap_or(Value::Null))
+}
+
+/// Two templates are equal once the `pod-template-hash` label is ignored (upstream
+/// `EqualIgnoreHash`).
+pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
+    template_without_hash(a) == template_without_hash(b)
+}

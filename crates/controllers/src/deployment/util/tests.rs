@@ -1,0 +1,323 @@
+//! Table tests of the Deployment helpers.
+
+use super::*;
+use k8s_openapi::api::apps::v1::{
+    DeploymentSpec, DeploymentStrategy, ReplicaSetSpec, ReplicaSetStatus, RollingUpdateDeployment,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+fn deployment(replicas: i32, surge: IntOrString, unavailable: IntOrString) -> Deployment {
+    Deployment {
+        spec: Some(DeploymentSpec {
+            replicas: Some(replicas),
+            strategy: Some(DeploymentStrategy {
+                type_: Some(STRATEGY_ROLLING_UPDATE.into()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(surge),
+                    max_unavailable: Some(unavailable),
+                }),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn pct(s: &str) -> IntOrString {
+    IntOrString::String(s.into())
+}
+
+fn rs(
+    name: &str,
+    replicas: i32,
+    max_annotation: Option<i32>,
+    created_secs: i64,
+) -> Arc<ReplicaSet> {
+    let mut ann = BTreeMap::new();
+    if let Some(m) = max_annotation {
+        ann.insert(MAX_REPLICAS_ANNOTATION.to_string(), m.to_string());
+    }
+    Arc::new(ReplicaSet {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            annotations: Some(ann),
+            creation_timestamp: Some(Time(
+                Timestamp::from_second(1_700_000_000 + created_secs).unwrap(),
+            )),
+            ..Default::default()
+        },
+        spec: Some(ReplicaSetSpec {
+            replicas: Some(replicas),
+            ..Default::default()
+        }),
+        status: Some(ReplicaSetStatus::default()),
+    })
+}
+
+#[test]
+fn fenceposts_round_surge_up_and_unavailable_down() {
+    // Upstream deployment_util_test TestResolveFenceposts.
+    let cases = [
+        (IntOrString::Int(0), IntOrString::Int(0), 0, (0, 1)),
+        (IntOrString::Int(39), IntOrString::Int(1), 10, (39, 1)),
+        (pct("39%"), pct("39%"), 10, (4, 3)),
+        (pct("25%"), pct("25%"), 4, (1, 1)),
+        (pct("25%"), pct("25%"), 10, (3, 2)),
+        (pct("0%"), pct("1%"), 10, (0, 1)),
+        (pct("0%"), pct("0%"), 10, (0, 1)),
+        (pct("1%"), pct("0%"), 10, (1, 0)),
+        (pct("50%"), pct("0%"), 0, (0, 1)),
+    ];
+    for (s, u, desired, want) in cases {
+        assert_eq!(
+            resolve_fenceposts(&s, &u, desired),
+            Ok(want),
+            "{s:?} {u:?} {desired}"
+        );
+    }
+    assert!(resolve_fenceposts(&pct("abc"), &pct("1%"), 10).is_err());
+    assert!(resolve_fenceposts(&IntOrString::String("5".into()), &pct("1%"), 10).is_err());
+}
+
+#[test]
+fn max_unavailable_is_capped_by_the_replicas_and_zero_for_recreate() {
+    // Upstream TestMaxUnavailable.
+    assert_eq!(
+        max_unavailable(&deployment(10, IntOrString::Int(1), IntOrString::Int(5))),
+        5
+    );
+    assert_eq!(
+        max_unavailable(&deployment(10, IntOrString::Int(1), IntOrString::Int(25))),
+        10
+    );
+    assert_eq!(max_unavailable(&deployment(10, pct("100%"), pct("50%"))), 5);
+    assert_eq!(
+        max_unavailable(&deployment(0, IntOrString::Int(1), IntOrString::Int(5))),
+        0
+    );
+    let mut recreate = deployment(10, IntOrString::Int(1), IntOrString::Int(5));
+    recreate
+        .spec
+        .as_mut()
+        .unwrap()
+        .strategy
+        .as_mut()
+        .unwrap()
+        .type_ = Some(STRATEGY_RECREATE.into());
+    assert_eq!(max_unavailable(&recreate), 0);
+    assert_eq!(max_surge(&recreate), 0);
+    // Defaults: 25% and 25%.
+    let d = Deployment {
+        spec: Some(DeploymentSpec {
+            replicas: Some(10),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    assert_eq!((max_surge(&d), max_unavailable(&d)), (3, 2));
+}
+
+#[test]
+fn validation_rejects_both_fenceposts_zero() {
+    let d = deployment(3, IntOrString::Int(0), pct("0%"));
+    let err = validate_rolling_update(&d).unwrap_err();
+    assert!(err.contains("may not be 0 when `maxSurge` is 0"), "{err}");
+    assert!(
+        validate_rolling_update(&deployment(3, IntOrString::Int(1), IntOrString::Int(0))).is_ok()
+    );
+    assert!(validate_rolling_update(&deployment(3, IntOrString::Int(1), pct("101%"))).is_err());
+}
+
+#[test]
+fn proportions_follow_the_worked_examples() {
+    // {3, 2} with max 5, scaled to 10 (maxSurge 0) -> {6, 4}.
+    let d = deployment(10, IntOrString::Int(0), IntOrString::Int(1));
+    let a = rs("a", 3, Some(5), 0);
+    let b = rs("b", 2, Some(5), 1);
+    assert_eq!(get_replica_set_fraction(&a, &d), 3);
+    assert_eq!(get_replica_set_fraction(&b, &d), 2);
+    assert_eq!(get_proportion(&a, &d, 5, 0), 3);
+    assert_eq!(get_proportion(&b, &d, 5, 3), 2);
+    // {6, 4} with max 10, scaled to 5 -> {3, 2}.
+    let d = deployment(5, IntOrString::Int(0), IntOrString::Int(1));
+    let a = rs("a", 6, Some(10), 0);
+    let b = rs("b", 4, Some(10), 1);
+    assert_eq!(get_proportion(&a, &d, -5, 0), -3);
+    assert_eq!(get_proportion(&b, &d, -5, -3), -2);
+    // {1, 1, 1} with max 3, scaled to 4: each fraction round(1.33) - 1 = 0.
+    let d = deployment(4, IntOrString::Int(0), IntOrString::Int(1));
+    assert_eq!(get_replica_set_fraction(&rs("a", 1, Some(3), 0), &d), 0);
+    // Scaling to zero takes everything.
+    let d = deployment(0, IntOrString::Int(0), IntOrString::Int(1));
+    assert_eq!(get_replica_set_fraction(&rs("a", 7, Some(3), 0), &d), -7);
+    // A zero-sized ReplicaSet or nothing to add gets nothing.
+    let d = deployment(4, IntOrString::Int(0), IntOrString::Int(1));
+    assert_eq!(get_proportion(&rs("a", 0, Some(3), 0), &d, 3, 0), 0);
+    assert_eq!(get_proportion(&rs("a", 2, Some(3), 0), &d, 3, 3), 0);
+}
+
+#[test]
+fn size_sorts_break_ties_by_age() {
+    let old = rs("old", 3, None, 0);
+    let new = rs("new", 3, None, 10);
+    let big = rs("big", 5, None, 5);
+    let mut v = [old.clone(), new.clone(), big.clone()];
+    v.sort_by(|a, b| by_size_newer(a, b));
+    assert_eq!(
+        v.iter().map(|r| name(r)).collect::<Vec<_>>(),
+        ["big", "new", "old"]
+    );
+    v.sort_by(|a, b| by_size_older(a, b));
+    assert_eq!(
+        v.iter().map(|r| name(r)).collect::<Vec<_>>(),
+        ["big", "old", "new"]
+    );
+}
+
+#[test]
+fn new_rs_replicas_respect_the_surge() {
+    let d = deployment(10, pct("25%"), pct("25%"));
+    let old = rs("old", 10, None, 0);
+    let new = rs("new", 0, None, 1);
+    let all = vec![old.clone(), new.clone()];
+    // maxSurge 3: the new ReplicaSet may start with 3.
+    assert_eq!(new_rs_new_replicas(&d, &all, &new), Ok(3));
+    let new3 = rs("new", 3, None, 1);
+    assert_eq!(new_rs_new_replicas(&d, &[old, new3.clone()], &new3), Ok(3));
+}
+
+#[test]
+fn the_template_hash_is_stable_safe_and_sensitive_to_collisions() {
+    let t = PodTemplateSpec::default();
+    let h = compute_hash(&t, None);
+    assert_eq!(h, compute_hash(&t, None));
+    assert!(h.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
+    assert_ne!(h, compute_hash(&t, Some(1)));
+    assert_eq!(safe_encode_string("0123456789"), "456789bcdf");
+    assert_eq!(fnv32a(b""), 0x811c_9dc5);
+    assert_eq!(fnv32a(b"a"), 0xe40c_292c);
+}
+
+#[test]
+fn templates_compare_equal_ignoring_the_hash_label() {
+    let mut a = PodTemplateSpec::default();
+    let mut b = a.clone();
+    b.metadata = Some(ObjectMeta {
+        labels: Some([(POD_TEMPLATE_HASH_LABEL.to_string(), "abc".to_string())].into()),
+        ..Default::default()
+    });
+    assert!(equal_ignore_hash(&a, &b));
+    a.metadata = Some(ObjectMeta {
+        labels: Some([("app".to_string(), "web".to_string())].into()),
+        ..Default::default()
+    });
+    assert!(!equal_ignore_hash(&a, &b));
+}
+
+#[test]
+fn revision_annotations_keep_a_history_of_superseded_revisions() {
+    let d = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
+    let mut r = ReplicaSet::clone(&rs("a", 3, None, 0));
+    assert!(set_new_replica_set_annotations(&d, &mut r, 1, false));
+    assert_eq!(revision(&r), Ok(1));
+    assert!(!set_new_replica_set_annotations(&d, &mut r, 1, true));
+    assert!(set_new_replica_set_annotations(&d, &mut r, 3, true));
+    assert_eq!(revision(&r), Ok(3));
+    let ann = r.metadata.annotations.as_ref().unwrap();
+    assert_eq!(ann[REVISION_HISTORY_ANNOTATION], "1");
+    assert_eq!(ann[DESIRED_REPLICAS_ANNOTATION], "3");
+    assert_eq!(ann[MAX_REPLICAS_ANNOTATION], "4");
+}
+
+#[test]
+fn setting_a_condition_keeps_the_transition_time_of_an_unchanged_status() {
+    let t0 = Time(Timestamp::from_second(0).unwrap());
+    let t1 = Time(Timestamp::from_second(10).unwrap());
+    let mut s = DeploymentStatus::default();
+    set_condition(
+        &mut s,
+        new_condition(
+            CONDITION_PROGRESSING,
+            "True",
+            REASON_NEW_RS_CREATED,
+            "a".into(),
+            &t0,
+        ),
+    );
+    set_condition(
+        &mut s,
+        new_condition(
+            CONDITION_AVAILABLE,
+            "True",
+            REASON_MIN_AVAILABLE,
+            "b".into(),
+            &t0,
+        ),
+    );
+    set_condition(
+        &mut s,
+        new_condition(
+            CONDITION_PROGRESSING,
+            "True",
+            REASON_RS_UPDATED,
+            "c".into(),
+            &t1,
+        ),
+    );
+    let c = get_condition(&s, CONDITION_PROGRESSING).unwrap();
+    assert_eq!(c.reason.as_deref(), Some(REASON_RS_UPDATED));
+    assert_eq!(c.last_transition_time, Some(t0));
+    assert_eq!(c.last_update_time, Some(t1));
+    // The replaced condition moved to the end.
+    assert_eq!(
+        s.conditions.as_ref().unwrap()[1].type_,
+        CONDITION_PROGRESSING
+    );
+}
+
+#[test]
+fn terminating_replica_counts_follow_the_upstream_cases() {
+    // Upstream TestGetReplicaCountForReplicaSets (deployment_util_test.go), its terminating
+    // column.
+    let rs = |observed: i64, terminating: Option<i32>| {
+        Arc::new(ReplicaSet {
+            status: Some(ReplicaSetStatus {
+                observed_generation: (observed != 0).then_some(observed),
+                terminating_replicas: terminating,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    };
+    let rs1 = rs(1, Some(3));
+    let rs2 = rs(0, Some(1));
+    let unsynced = rs(0, None);
+    let dropped = rs(1, None);
+    let cases = [
+        ("scaling down one ReplicaSet", vec![rs1.clone()], Some(3)),
+        ("scaling down two", vec![rs1.clone(), rs2.clone()], Some(4)),
+        (
+            "an unsynced ReplicaSet counts nothing",
+            vec![unsynced.clone()],
+            Some(0),
+        ),
+        (
+            "two scaling down and an unsynced one scaling up",
+            vec![rs1.clone(), rs2.clone(), unsynced.clone()],
+            Some(4),
+        ),
+        (
+            "a synced ReplicaSet without the field is unknown",
+            vec![dropped.clone()],
+            None,
+        ),
+        (
+            "one unknown ReplicaSet makes the whole sum unknown",
+            vec![rs1, rs2, unsynced, dropped],
+            None,
+        ),
+    ];
+    for (name, rss, want) in cases {
+        assert_eq!(terminating_replica_count(&rss), want, "{name}");
+    }
+}

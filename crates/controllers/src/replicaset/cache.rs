@@ -1,0 +1,495 @@
+//! The controller's informer caches (upstream: the ReplicaSet and pod listers with their
+//! indexes by controller UID and of orphans per namespace), with what syncs read of each pod.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kubeplane_core::labels::Selector;
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
+
+use super::ranking::{Candidate, SortFacts};
+use super::{ranking, rs_selector, KIND};
+use crate::controller_utils::{
+    controller_of, is_pod_active, labels, ns_name, pod_node, resolve_controller_ref, selecting,
+    NsName,
+};
+
+// ----- label sets and cached pods ----------------------------------------------------------------
+
+/// The number [`LabelSets`] gives a distinct label map.
+pub(super) type LabelSetId = usize;
+
+/// The distinct label maps of the cached pods, numbered. The pods of one ReplicaSet nearly all
+/// carry the same map, so a selector evaluated once per number ([`SelectorMemo`]) is evaluated a
+/// handful of times per sync instead of once per pod.
+///
+/// A map is counted once for each cached pod carrying it; when the last one goes, the map is
+/// forgotten and its number reused, so the table holds no more maps than the cache has pods
+/// (pods with labels of their own coming and going do not grow it).
+#[derive(Debug, Default)]
+pub(super) struct LabelSets {
+    pub(super) ids: FxHashMap<Arc<BTreeMap<String, String>>, LabelSetId>,
+    /// By number; `None` for a free number.
+    pub(super) slots: Vec<Option<LabelSet>>,
+    /// Free numbers, reused before new ones.
+    pub(super) free: Vec<LabelSetId>,
+}
+
+/// A numbered label map and how many cached pods carry it.
+#[derive(Debug)]
+pub(super) struct LabelSet {
+    pub(super) labels: Arc<BTreeMap<String, String>>,
+    pub(super) users: usize,
+}
+
+impl LabelSets {
+    /// The number of `labels`, counting one more pod carrying them.
+    pub(super) fn acquire(&mut self, labels: &BTreeMap<String, String>) -> LabelSetId {
+        if let Some(&id) = self.ids.get(labels) {
+            if let Some(Some(set)) = self.slots.get_mut(id) {
+                set.users += 1;
+            }
+            return id;
+        }
+        let map = Arc::new(labels.clone());
+        let slot = Some(LabelSet {
+            labels: map.clone(),
+            users: 1,
+        });
+        let id = match self.free.pop() {
+            Some(id) if id < self.slots.len() => {
+                self.slots[id] = slot;
+                id
+            }
+            _ => {
+                self.slots.push(slot);
+                self.slots.len() - 1
+            }
+        };
+        self.ids.insert(map, id);
+        id
+    }
+
+    /// One pod carrying the map numbered `id` is gone; the last one frees the number.
+    pub(super) fn release(&mut self, id: LabelSetId) {
+        let Some(slot) = self.slots.get_mut(id) else {
+            return;
+        };
+        let Some(set) = slot.as_mut() else {
+            return;
+        };
+        set.users -= 1;
+        if set.users == 0 {
+            self.ids.remove(set.labels.as_ref());
+            *slot = None;
+            self.free.push(id);
+        }
+    }
+
+    /// The map numbered `id` (`None` for a free or unknown number).
+    pub(super) fn get(&self, id: LabelSetId) -> Option<&BTreeMap<String, String>> {
+        match self.slots.get(id) {
+            Some(Some(set)) => Some(&set.labels),
+            _ => None,
+        }
+    }
+
+    /// One more than the highest number in use or free: the size of a table indexed by number.
+    pub(super) fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+/// One selector's verdicts on numbered label maps, each computed the first time a sync asks.
+pub(super) struct SelectorMemo<'a> {
+    pub(super) selector: &'a Selector,
+    pub(super) sets: &'a LabelSets,
+    /// By label-set number: `None` until evaluated.
+    pub(super) verdicts: Vec<Option<bool>>,
+}
+
+impl<'a> SelectorMemo<'a> {
+    pub(super) fn new(selector: &'a Selector, sets: &'a LabelSets) -> Self {
+        SelectorMemo {
+            selector,
+            sets,
+            verdicts: vec![None; sets.capacity()],
+        }
+    }
+
+    /// Whether the selector matches the label map numbered `id` (a free or unknown number is
+    /// an empty map; the cache never hands one out).
+    pub(super) fn matches(&mut self, id: LabelSetId) -> bool {
+        let (selector, sets) = (self.selector, self.sets);
+        let eval = || match sets.get(id) {
+            Some(m) => selector.matches(m),
+            None => selector.matches(&BTreeMap::new()),
+        };
+        match self.verdicts.get_mut(id) {
+            Some(Some(v)) => *v,
+            Some(slot) => *slot.insert(eval()),
+            None => eval(),
+        }
+    }
+}
+
+/// A cached pod with what syncs read of it, computed once per observed version: a sync reads
+/// these compact records rather than the pods (several kilobytes each, spread over many cache
+/// lines and heap allocations), which only adoption, release and scale-down ranking look at.
+#[derive(Clone, Debug)]
+pub(super) struct CachedPod {
+    pub(super) pod: Arc<Pod>,
+    /// The number of its label map in [`LabelSets`].
+    pub(super) labels: LabelSetId,
+    /// `metadata.namespace` is set: the cache files a pod without one under `default`, where it
+    /// is nevertheless no ReplicaSet's candidate.
+    pub(super) namespaced: bool,
+    /// [`is_pod_active`].
+    pub(super) active: bool,
+    /// A deletion was requested (`metadata.deletionTimestamp` is set).
+    pub(super) deleting: bool,
+    /// A hash of the UID, for [`ByUid`].
+    pub(super) uid_hash: u64,
+    /// Readiness for the status, and everything a scale-down ranks pods by.
+    pub(super) facts: SortFacts,
+}
+
+impl CachedPod {
+    pub(super) fn new(pod: Arc<Pod>, sets: &mut LabelSets) -> CachedPod {
+        CachedPod {
+            labels: sets.acquire(labels(&pod.metadata)),
+            namespaced: pod.metadata.namespace.is_some(),
+            active: is_pod_active(&pod),
+            deleting: pod.metadata.deletion_timestamp.is_some(),
+            facts: SortFacts::of(&pod),
+            uid_hash: FxBuildHasher.hash_one(pod.metadata.uid.as_deref().unwrap_or_default()),
+            pod,
+        }
+    }
+
+    pub(super) fn uid(&self) -> &str {
+        self.pod.metadata.uid.as_deref().unwrap_or_default()
+    }
+}
+
+impl Candidate for CachedPod {
+    fn pod(&self) -> &Pod {
+        &self.pod
+    }
+
+    fn facts(&self) -> SortFacts {
+        self.facts
+    }
+}
+
+/// A cached pod as a member of a set of UIDs. It hashes as the UID hash the cache computed, and
+/// its UID is read only to tell apart pods whose hashes look alike: de-duplicating 10,000 pods
+/// by UID then hardly reads a pod.
+#[derive(Clone, Copy)]
+pub(super) struct ByUid<'a>(&'a CachedPod);
+
+impl Hash for ByUid<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0.uid_hash);
+    }
+}
+
+impl PartialEq for ByUid<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.uid() == other.0.uid()
+    }
+}
+
+impl Eq for ByUid<'_> {}
+
+// ----- the controller ----------------------------------------------------------------------------
+
+/// Cached pods by namespace, then name. The pods of a namespace are one lookup away and come in
+/// name order without comparing namespaces pod by pod (each a string of its own to read).
+#[derive(Debug, Default)]
+pub(super) struct PodsByNamespace(pub(super) BTreeMap<String, BTreeMap<String, CachedPod>>);
+
+impl PodsByNamespace {
+    /// The pods of one namespace, by name.
+    pub(super) fn namespace(&self, namespace: &str) -> Option<&BTreeMap<String, CachedPod>> {
+        self.0.get(namespace)
+    }
+
+    pub(super) fn get_mut(&mut self, (namespace, name): &NsName) -> Option<&mut CachedPod> {
+        self.0.get_mut(namespace)?.get_mut(name)
+    }
+
+    pub(super) fn insert(&mut self, (namespace, name): &NsName, pod: CachedPod) {
+        match self.0.get_mut(namespace) {
+            Some(pods) => {
+                pods.insert(name.clone(), pod);
+            }
+            None => {
+                self.0
+                    .insert(namespace.clone(), BTreeMap::from([(name.clone(), pod)]));
+            }
+        }
+    }
+
+    /// Removes a pod, and its namespace with the last one.
+    pub(super) fn remove(&mut self, (namespace, name): &NsName) -> Option<CachedPod> {
+        let pods = self.0.get_mut(namespace)?;
+        let old = pods.remove(name);
+        if pods.is_empty() {
+            self.0.remove(namespace);
+        }
+        old
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The pods of one controller UID, by the kind and name their controller reference gives
+/// (nearly always a single group: references are written by the controller itself).
+#[derive(Debug, Default)]
+pub(super) struct ControllerGroups(pub(super) Vec<((String, String), PodsByNamespace)>);
+
+impl ControllerGroups {
+    fn position(&self, c: &OwnerReference) -> Option<usize> {
+        self.0
+            .iter()
+            .position(|((kind, name), _)| *kind == c.kind && *name == c.name)
+    }
+
+    fn group_mut(&mut self, c: &OwnerReference) -> Option<&mut PodsByNamespace> {
+        let i = self.position(c)?;
+        Some(&mut self.0[i].1)
+    }
+
+    fn group_or_insert(&mut self, c: &OwnerReference) -> &mut PodsByNamespace {
+        let i = match self.position(c) {
+            Some(i) => i,
+            None => {
+                self.0
+                    .push(((c.kind.clone(), c.name.clone()), PodsByNamespace::default()));
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    fn remove(&mut self, c: &OwnerReference, key: &NsName) {
+        if let Some(i) = self.position(c) {
+            self.0[i].1.remove(key);
+            if self.0[i].1.is_empty() {
+                self.0.remove(i);
+            }
+        }
+    }
+}
+
+/// Whether two controller references index a pod under the same key.
+fn same_controller(a: Option<&OwnerReference>, b: Option<&OwnerReference>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.uid == b.uid && a.kind == b.kind && a.name == b.name,
+        _ => false,
+    }
+}
+
+/// The informer caches: every ReplicaSet and pod the controller has observed, indexed.
+#[derive(Debug, Default)]
+pub(super) struct Cache {
+    pub(super) replica_sets: BTreeMap<NsName, Arc<ReplicaSet>>,
+    /// ReplicaSets by the UID of their controller (upstream index `controllerUID`).
+    pub(super) rs_by_controller_uid: BTreeMap<String, BTreeSet<NsName>>,
+    pub(super) pods: PodsByNamespace,
+    /// Pods with a controller, by their controller reference: its UID, then its kind and name
+    /// (upstream's pod index by controller; see [`Cache::controlled_pods`]).
+    pub(super) pods_by_controller: BTreeMap<String, ControllerGroups>,
+    /// Pods without a controller.
+    pub(super) orphan_pods: PodsByNamespace,
+    /// The label maps of the cached pods.
+    pub(super) label_sets: LabelSets,
+}
+
+impl Cache {
+    pub(super) fn index_rs(&mut self, rs: &Arc<ReplicaSet>) {
+        let key = ns_name(&rs.metadata);
+        if let Some(c) = controller_of(&rs.metadata) {
+            self.rs_by_controller_uid
+                .entry(c.uid.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        self.replica_sets.insert(key, rs.clone());
+    }
+
+    pub(super) fn unindex_rs(&mut self, key: &NsName) -> Option<Arc<ReplicaSet>> {
+        let old = self.replica_sets.remove(key)?;
+        if let Some(c) = controller_of(&old.metadata) {
+            if let Some(set) = self.rs_by_controller_uid.get_mut(&c.uid) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.rs_by_controller_uid.remove(&c.uid);
+                }
+            }
+        }
+        Some(old)
+    }
+
+    /// Caches `pod` as the current version of the pod `key` (`None`: forgets the pod) and
+    /// returns the version cached before.
+    pub(super) fn replace_pod(&mut self, key: &NsName, pod: Option<&Arc<Pod>>) -> Option<Arc<Pod>> {
+        // The new version takes its label map before the old one lets go of it, so that a map
+        // that did not change keeps its number.
+        let cur = pod.map(|p| CachedPod::new(p.clone(), &mut self.label_sets));
+        let old = match cur {
+            None => self.unindex_pod(key),
+            Some(cur) => match self.update_in_place(key, &cur) {
+                Some(old) => Some(old),
+                None => {
+                    let old = self.unindex_pod(key);
+                    self.index_pod(key, cur);
+                    old
+                }
+            },
+        };
+        let old = old?;
+        self.label_sets.release(old.labels);
+        Some(old.pod)
+    }
+
+    /// Replaces a cached pod whose controller did not change where its entries are, and
+    /// returns the version cached before; `None`, changing nothing, when the pod is not cached
+    /// or changed controller. Most updates (a binding, a status change) take this path, which
+    /// neither removes nor inserts tree entries.
+    pub(super) fn update_in_place(&mut self, key: &NsName, cur: &CachedPod) -> Option<CachedPod> {
+        let controller = controller_of(&cur.pod.metadata);
+        let cached = self.pods.get_mut(key)?;
+        if !same_controller(controller_of(&cached.pod.metadata), controller) {
+            return None;
+        }
+        let indexed = match controller {
+            Some(c) => self
+                .pods_by_controller
+                .get_mut(&c.uid)?
+                .group_mut(c)?
+                .get_mut(key),
+            None => self.orphan_pods.get_mut(key),
+        }?;
+        *indexed = cur.clone();
+        Some(std::mem::replace(cached, cur.clone()))
+    }
+
+    pub(super) fn index_pod(&mut self, key: &NsName, pod: CachedPod) {
+        match controller_of(&pod.pod.metadata) {
+            Some(c) => self
+                .pods_by_controller
+                .entry(c.uid.clone())
+                .or_default()
+                .group_or_insert(c)
+                .insert(key, pod.clone()),
+            None => self.orphan_pods.insert(key, pod.clone()),
+        }
+        self.pods.insert(key, pod);
+    }
+
+    pub(super) fn unindex_pod(&mut self, key: &NsName) -> Option<CachedPod> {
+        let old = self.pods.remove(key)?;
+        match controller_of(&old.pod.metadata) {
+            Some(c) => {
+                if let Some(groups) = self.pods_by_controller.get_mut(&c.uid) {
+                    groups.remove(c, key);
+                    if groups.0.is_empty() {
+                        self.pods_by_controller.remove(&c.uid);
+                    }
+                }
+            }
+            None => {
+                self.orphan_pods.remove(key);
+            }
+        }
+        Some(old)
+    }
+
+    /// The pods a ReplicaSet lists as its own (upstream `FilterPodsByOwner` without the
+    /// orphans), as maps of pods by name, one per namespace. With `full_key` (kubernetes#134654: v1.35.0, and v1.34.2 as #134658) the pod
+    /// index is keyed by the controller reference's namespace, kind, name and UID, so only
+    /// pods in the ReplicaSet's namespace whose reference names this very ReplicaSet are
+    /// listed. Before, it was keyed by the UID alone: every pod whose controller reference
+    /// carries the ReplicaSet's UID, whatever kind and name it gives and in any namespace.
+    pub(super) fn controlled_pods(
+        &self,
+        rs: &ReplicaSet,
+        full_key: bool,
+    ) -> Vec<&BTreeMap<String, CachedPod>> {
+        let (ns, name) = ns_name(&rs.metadata);
+        let uid = rs.metadata.uid.as_deref().unwrap_or_default();
+        let groups = self
+            .pods_by_controller
+            .get(uid)
+            .map_or(&[][..], |g| g.0.as_slice());
+        if full_key {
+            groups
+                .iter()
+                .filter(|((kind, n), _)| kind == KIND && *n == name)
+                .filter_map(|(_, pods)| pods.namespace(&ns))
+                .collect()
+        } else {
+            groups
+                .iter()
+                .flat_map(|(_, pods)| pods.0.values())
+                .collect()
+        }
+    }
+
+    /// The ReplicaSet a controller reference points to, if it is in the cache with that UID.
+    pub(super) fn resolve_controller_ref(
+        &self,
+        namespace: &str,
+        r: &OwnerReference,
+    ) -> Option<NsName> {
+        resolve_controller_ref(&self.replica_sets, KIND, namespace, r, |rs| &rs.metadata)
+    }
+
+    /// Every ReplicaSet in the pod's namespace whose (non-empty) selector matches it.
+    pub(super) fn pod_replica_sets(&self, pod: &Pod) -> Vec<NsName> {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        selecting(&self.replica_sets, ns, labels(&pod.metadata), rs_selector)
+    }
+
+    /// Upstream `getIndirectlyRelatedPods` reduced to what the ranking reads of it
+    /// ([`ranking::pods_per_node`]): per node name, the active pods among those selected by
+    /// every ReplicaSet with the same controller (this one included), de-duplicated by UID. A
+    /// ReplicaSet without a controller has none, so all its pods rank 0.
+    pub(super) fn related_active_pods_per_node(&self, rs: &ReplicaSet) -> ranking::PodsOnNode<'_> {
+        let mut counts = ranking::PodsOnNode::default();
+        let Some(c) = controller_of(&rs.metadata) else {
+            return counts;
+        };
+        let mut seen: FxHashSet<ByUid> = FxHashSet::default();
+        for key in self.rs_by_controller_uid.get(&c.uid).into_iter().flatten() {
+            let Some(other) = self.replica_sets.get(key) else {
+                continue;
+            };
+            let Ok(selector) = rs_selector(other) else {
+                continue;
+            };
+            let mut selects = SelectorMemo::new(&selector, &self.label_sets);
+            for pod in self
+                .pods
+                .namespace(&key.0)
+                .into_iter()
+                .flat_map(|m| m.values())
+            {
+                // A pod counts once however many ReplicaSets select it, inactive or not.
+                if selects.matches(pod.labels) && seen.insert(ByUid(pod)) && pod.active {
+                    *counts.entry(pod_node(&pod.pod)).or_insert(0) += 1;
+                }
+            }
+        }
+        counts
+    }
+}

@@ -1,0 +1,170 @@
+//! Writes to pods: adoption and release (upstream `controller_ref_manager.go`) and creation from
+//! the template (upstream `controller_utils.go`, `RealPodControl`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeplane_api::{ApiError, Client, Kind, Object, ObjectKey};
+use kubeplane_core::{EventRecord, SimTime};
+
+use super::{API_VERSION, CONTROLLER_NAME, KIND, REASON_FAILED_CREATE, REASON_SUCCESSFUL_CREATE};
+use crate::controller_utils::{
+    add_owner_reference, controller_of, new_controller_ref, ns_name, remove_owner_reference,
+};
+
+/// Upstream `RecheckDeletionTimestamp` over an uncached GET of the ReplicaSet: adoption is only
+/// allowed while the very same ReplicaSet exists and is not being deleted.
+pub(super) fn recheck_replica_set(
+    client: &mut dyn Client,
+    ns: &str,
+    name: &str,
+    uid: &str,
+) -> Result<(), String> {
+    let Ok(fresh) = client.get(&ObjectKey::new(Kind::ReplicaSet, ns, name)) else {
+        return Err(format!(
+            "can't recheck DeletionTimestamp: replicasets.apps \"{name}\" not found"
+        ));
+    };
+    if fresh.uid() != uid {
+        return Err(format!(
+            "can't recheck DeletionTimestamp: original {KIND} {ns}/{name} is gone: got uid {}, wanted {uid}",
+            fresh.uid()
+        ));
+    }
+    if let Some(ts) = fresh.meta().deletion_timestamp.as_ref() {
+        return Err(format!("{ns}/{name} has just been deleted at {}", ts.0));
+    }
+    Ok(())
+}
+
+/// Adds the ReplicaSet's controller reference to an orphan (upstream `AdoptPod`, a patch with a
+/// UID precondition). `Ok(false)` when the pod is gone.
+pub(super) fn adopt_pod(
+    client: &mut dyn Client,
+    rs: &ReplicaSet,
+    pod: &Pod,
+) -> Result<bool, ApiError> {
+    let (ns, name) = ns_name(&pod.metadata);
+    let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
+        return Ok(false);
+    };
+    let key = ObjectKey::new(Kind::Pod, &ns, &name);
+    if fresh.metadata.uid != pod.metadata.uid {
+        return Err(ApiError::Conflict { key });
+    }
+    let controller_ref = new_controller_ref(API_VERSION, KIND, &rs.metadata);
+    if let Some(other) = controller_of(&fresh.metadata) {
+        if other.uid != controller_ref.uid {
+            return Err(ApiError::Invalid {
+                key,
+                message: "metadata.ownerReferences: Invalid value: Only one reference can have Controller set to true".into(),
+            });
+        }
+    }
+    let mut p = Pod::clone(&fresh);
+    add_owner_reference(&mut p.metadata, controller_ref);
+    match client.update(Object::Pod(Arc::new(p))) {
+        Ok(_) => Ok(true),
+        Err(ApiError::NotFound { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes the ReplicaSet's reference from a pod that no longer matches (upstream `ReleasePod`).
+/// A pod that is gone or cannot be patched counts as released.
+pub(super) fn release_pod(
+    client: &mut dyn Client,
+    rs_uid: &str,
+    pod: &Pod,
+) -> Result<(), ApiError> {
+    let (ns, name) = ns_name(&pod.metadata);
+    let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
+        return Ok(());
+    };
+    if fresh.metadata.uid != pod.metadata.uid {
+        return Err(ApiError::Conflict {
+            key: ObjectKey::new(Kind::Pod, &ns, &name),
+        });
+    }
+    let mut p = Pod::clone(&fresh);
+    remove_owner_reference(&mut p.metadata, rs_uid);
+    match client.update(Object::Pod(Arc::new(p))) {
+        Ok(_) | Err(ApiError::NotFound { .. }) | Err(ApiError::Invalid { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The pod a ReplicaSet creates (upstream `GetPodFromTemplate`): copies of the template's
+/// labels, annotations, finalizers and spec, `generateName: <rs-name>-`, and the controller
+/// reference.
+pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
+    let template = rs
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.clone())
+        .unwrap_or_default();
+    let tmeta = template.metadata.unwrap_or_default();
+    let rs_name = rs.metadata.name.clone().unwrap_or_default();
+    // The dashed prefix must itself be a valid name prefix (at most 253 characters with the
+    // generated suffix dropped); otherwise upstream falls back to the bare name.
+    let prefix = if rs_name.len() < 253 {
+        format!("{rs_name}-")
+    } else {
+        rs_name
+    };
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(prefix),
+            namespace: rs.metadata.namespace.clone(),
+            labels: tmeta.labels,
+            annotations: tmeta.annotations,
+            finalizers: tmeta.finalizers,
+            owner_references: Some(vec![new_controller_ref(API_VERSION, KIND, &rs.metadata)]),
+            ..Default::default()
+        },
+        spec: template.spec,
+        status: None,
+    }
+}
+
+/// Upstream `RealPodControl.CreatePods` with its events.
+pub(super) fn create_pod(
+    client: &mut dyn Client,
+    rs: &ReplicaSet,
+    now: SimTime,
+) -> Result<(), String> {
+    let (ns, name) = ns_name(&rs.metadata);
+    let pod = pod_from_template(rs);
+    if pod.metadata.labels.as_ref().is_none_or(BTreeMap::is_empty) {
+        return Err("unable to create pods, no labels".into());
+    }
+    match client.create(Object::Pod(Arc::new(pod))) {
+        Ok(created) => {
+            client.record_event(EventRecord::normal(
+                now,
+                CONTROLLER_NAME,
+                KIND,
+                &ns,
+                &name,
+                REASON_SUCCESSFUL_CREATE,
+                format!("Created pod: {}", created.name()),
+            ));
+            Ok(())
+        }
+        Err(e) => {
+            client.record_event(EventRecord::warning(
+                now,
+                CONTROLLER_NAME,
+                KIND,
+                &ns,
+                &name,
+                REASON_FAILED_CREATE,
+                format!("Error creating: {e}"),
+            ));
+            Err(e.to_string())
+        }
+    }
+}
