@@ -103,6 +103,10 @@ pub const CASES: &[Case] = &[
         "a scale update with a stale resourceVersion is a Conflict",
         scale_precondition,
     ),
+    (
+        "a built-in kind kubeplane only stores is kept with plain semantics",
+        stored_only_kinds_have_plain_semantics,
+    ),
 ];
 
 /// Runs every case against clients from `make`.
@@ -698,4 +702,67 @@ fn scale_precondition(make: Factory) {
     let current = first.metadata.resource_version.clone().unwrap();
     let second = c.update_scale(&key, 3, Some(&current)).unwrap();
     assert_eq!(second.spec.unwrap().replicas, Some(3));
+}
+
+fn dynamic(api_version: &str, kind: &str, name: &str, extra: serde_json::Value) -> Object {
+    let t = crate::types::builtin(api_version, kind).expect("a built-in kind");
+    let mut v = serde_json::json!({"apiVersion": api_version, "kind": kind,
+                                   "metadata": {"name": name, "namespace": "default"}});
+    if let (Some(m), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    Object::Other(Arc::new(
+        crate::DynamicObject::from_value(t, &v).expect("a valid manifest"),
+    ))
+}
+
+fn stored_only_kinds_have_plain_semantics(make: Factory) {
+    let mut c = make();
+    let cm = c
+        .create(dynamic(
+            "v1",
+            "ConfigMap",
+            "settings",
+            serde_json::json!({"data": {"a": "1"}}),
+        ))
+        .unwrap();
+    assert!(!cm.uid().is_empty() && !cm.resource_version().is_empty());
+    let got = c.get(&cm.key()).unwrap();
+    assert_eq!(got.to_json()["data"], serde_json::json!({"a": "1"}));
+    // An update of a StatefulSet's main resource keeps the stored status and moves the
+    // generation for a spec change; the status subresource writes only the status.
+    let sts = c
+        .create(dynamic(
+            "apps/v1",
+            "StatefulSet",
+            "db",
+            serde_json::json!({"spec": {"replicas": 1}, "status": {"replicas": 0}}),
+        ))
+        .unwrap();
+    assert_eq!(sts.meta().generation, Some(1));
+    let mut changed = dynamic(
+        "apps/v1",
+        "StatefulSet",
+        "db",
+        serde_json::json!({"spec": {"replicas": 3}, "status": {"replicas": 9}}),
+    );
+    changed.meta_mut().resource_version = Some(sts.resource_version().to_string());
+    let updated = c.update(changed.clone()).unwrap();
+    assert_eq!(updated.meta().generation, Some(2));
+    assert_eq!(
+        updated.to_json()["status"],
+        serde_json::json!({"replicas": 0})
+    );
+    changed.meta_mut().resource_version = Some(updated.resource_version().to_string());
+    let status = c.update_status(changed).unwrap();
+    assert_eq!(
+        status.to_json()["status"],
+        serde_json::json!({"replicas": 9})
+    );
+    assert_eq!(status.to_json()["spec"], serde_json::json!({"replicas": 3}));
+    assert!(c
+        .delete(&cm.key(), DeleteOptions::default())
+        .unwrap()
+        .is_none());
+    assert!(c.get(&cm.key()).unwrap_err().is_not_found());
 }

@@ -22,6 +22,7 @@
 pub mod deployment;
 pub mod namespace;
 pub mod node;
+pub mod plain;
 pub mod pod;
 pub mod poddisruptionbudget;
 pub mod replicaset;
@@ -79,6 +80,7 @@ pub fn before_create(obj: &mut Object, now: Time) {
             }
         }
         Object::Namespace(ns) => namespace::prepare_for_create(ns),
+        Object::Other(o) => plain::prepare_for_create(o),
         _ => {}
     }
 }
@@ -96,6 +98,7 @@ pub fn prepare_for_update(old: &Object, new: &mut Object) -> Result<(), ApiError
         (Object::PodDisruptionBudget(o), Object::PodDisruptionBudget(n)) => {
             poddisruptionbudget::prepare_for_update(o, n)
         }
+        (Object::Other(o), Object::Other(n)) => plain::prepare_for_update(o, n),
         // PriorityClasses and Leases have no status subresource and no generation.
         _ => {}
     }
@@ -120,6 +123,7 @@ pub fn prepare_for_status_update(old: &Object, new: &mut Object) -> Result<(), A
         (Object::PodDisruptionBudget(o), Object::PodDisruptionBudget(n)) => {
             poddisruptionbudget::prepare_for_status_update(o, n)
         }
+        (Object::Other(o), Object::Other(n)) => plain::prepare_for_status_update(o, n),
         _ => {}
     }
     validate_update(old, new)?;
