@@ -139,6 +139,10 @@ pub struct SimulateArgs {
     /// Print no progress line and no closing note on stderr (errors are still printed).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Refuse kinds kubeplane stores but does not simulate (ConfigMap, Service, StatefulSet,
+    /// ...) instead of noting them on stderr.
+    #[arg(long)]
+    pub strict: bool,
     /// Instead of the records, tell the story of this pod (as `kubeplane why POD`).
     #[arg(long, value_name = "POD")]
     pub why: Option<String>,

@@ -90,6 +90,40 @@ fn input_error(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Says once per kind which objects of the input kubeplane stores but does not simulate
+/// (`--strict`: an error naming the first such document).
+fn note_stored_only(
+    input: &kubeplane_sim::scenario::Input,
+    strict: bool,
+    quiet: bool,
+) -> Result<(), String> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut first = None;
+    for o in &input.objects {
+        if let kubeplane_api::Kind::Other(t) = o.object.kind() {
+            *counts.entry(t.qualified_kind()).or_default() += 1;
+            first.get_or_insert(&o.source);
+        }
+    }
+    let Some(first) = first else {
+        return Ok(());
+    };
+    let list: Vec<String> = counts.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+    if strict {
+        return Err(format!(
+            "{}: document {} ({}): --strict: kubeplane stores but does not simulate {}",
+            first.file,
+            first.doc_index + 1,
+            first.what(),
+            list.join(", ")
+        ));
+    }
+    if !quiet {
+        eprintln!("note: stored, not simulated: {}", list.join(", "));
+    }
+    Ok(())
+}
+
 /// Tells a person which upstream changes of the chosen release kubeplane does not model.
 fn note_unmodelled(version: KubeVersion) {
     let missing = kubeplane_core::version::changes::not_modelled(version);
@@ -176,6 +210,9 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         Err(e) => return input_error(e),
     };
     if let Err(e) = crate::whatif::add_steps(&mut input, &args.what_ifs) {
+        return input_error(e);
+    }
+    if let Err(e) = note_stored_only(&input, args.strict, args.quiet) {
         return input_error(e);
     }
     if !args.quiet && std::io::stderr().is_terminal() {

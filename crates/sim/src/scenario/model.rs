@@ -105,8 +105,12 @@ pub struct Scenario {
     /// `metadata.name`; without one, the first input file's name without directory and
     /// extension (`stdin` for `-`).
     pub name: String,
-    /// The virtual wall-clock time of t=0 (default [`DEFAULT_START_TIME`]).
+    /// The virtual wall-clock time of t=0: `spec.startTime`; without it the latest timestamp
+    /// in the input's objects when that is later than [`DEFAULT_START_TIME`] (a cluster dump's
+    /// pods keep their ages and nothing lies in the future), else [`DEFAULT_START_TIME`].
     pub start_time: jiff::Timestamp,
+    /// Whether `spec.startTime` was given.
+    pub start_time_given: bool,
     /// How long to run; `None` runs until nothing is pending (the runtime caps it).
     pub duration: Option<SimDuration>,
     pub seed: u64,
@@ -128,6 +132,7 @@ impl Default for Scenario {
             start_time: DEFAULT_START_TIME
                 .parse()
                 .expect("the default start time parses"),
+            start_time_given: false,
             duration: None,
             seed: 0,
             pod_startup_latency: Some(DEFAULT_POD_STARTUP_LATENCY),

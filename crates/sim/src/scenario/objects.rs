@@ -5,9 +5,11 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kubeplane_api::DynamicObject;
 use kubeplane_registry::validation::{self, validate_create};
 use kubeplane_store::{Kind, Object};
 use serde::de::DeserializeOwned;
@@ -68,26 +70,18 @@ pub(crate) fn path_string(path: &serde_path_to_error::Path) -> Option<String> {
 /// The kinds a manifest may have, with their apiVersion, as listed in messages.
 pub(crate) const SUPPORTED: &str = "v1 Node, Pod, Namespace or List; apps/v1 ReplicaSet or \
      Deployment; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget; \
-     kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration; kubeplane.io/v1alpha1 Scenario";
+     coordination.k8s.io/v1 Lease; any other built-in kind of Kubernetes v1.34 (stored, not \
+     simulated); kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration; \
+     kubeplane.io/v1alpha1 Scenario";
 
-/// The stored kind of a manifest `apiVersion`/`kind`, or why it is not one kubeplane takes.
+/// The stored kind of a manifest `apiVersion`/`kind`, or why it is not one kubeplane takes:
+/// the kinds it simulates, and every other built-in kind of Kubernetes v1.34 (stored, not
+/// simulated).
 pub(crate) fn manifest_kind(api_version: &str, kind: &str) -> Result<Kind, FieldError> {
-    let k = match kind {
-        "Node" => Kind::Node,
-        "Pod" => Kind::Pod,
-        "Namespace" => Kind::Namespace,
-        "ReplicaSet" => Kind::ReplicaSet,
-        "Deployment" => Kind::Deployment,
-        "PriorityClass" => Kind::PriorityClass,
-        "PodDisruptionBudget" => Kind::PodDisruptionBudget,
-        _ => {
-            return Err(FieldError::at(
-                "kind",
-                format!("unsupported kind {kind:?} (expected one of: {SUPPORTED})"),
-            ))
-        }
-    };
-    if api_version != k.api_version() {
+    if let Some(k) = Kind::from_manifest(api_version, kind) {
+        return Ok(k);
+    }
+    if let Some(k) = Kind::ALL.into_iter().find(|k| k.as_str() == kind) {
         return Err(FieldError::at(
             "apiVersion",
             format!(
@@ -96,7 +90,13 @@ pub(crate) fn manifest_kind(api_version: &str, kind: &str) -> Result<Kind, Field
             ),
         ));
     }
-    Ok(k)
+    Err(FieldError::at(
+        "kind",
+        format!(
+            "unsupported kind {kind:?} of apiVersion {api_version:?}: not a built-in kind of \
+             Kubernetes v1.34 (custom resources are not stored yet; expected one of: {SUPPORTED})"
+        ),
+    ))
 }
 
 /// Reads one manifest (a mapping whose `apiVersion` and `kind` name a supported kind) and
@@ -118,15 +118,11 @@ pub(crate) fn parse_object(value: &Value) -> Result<Object, FieldError> {
         Kind::PodDisruptionBudget => {
             Object::PodDisruptionBudget(Arc::new(typed::<PodDisruptionBudget>(value)?))
         }
-        Kind::Lease | Kind::Other(_) => {
-            return Err(FieldError::at(
-                "kind",
-                format!(
-                    "unsupported kind {kind:?} (expected one of: {SUPPORTED})",
-                    kind = kind.as_str()
-                ),
-            ))
-        }
+        Kind::Lease => Object::Lease(Arc::new(typed::<Lease>(value)?)),
+        Kind::Other(t) => Object::Other(Arc::new(
+            DynamicObject::from_value(t, value)
+                .map_err(|e| FieldError::at("metadata", format!("invalid metadata: {e}")))?,
+        )),
     };
     if let Err(errs) = validate_create(&obj) {
         if let Some(first) = errs.0.into_iter().next() {

@@ -404,6 +404,16 @@ impl Builder {
         if scenario.name.is_empty() {
             scenario.name = first_file.map(file_stem).unwrap_or_default();
         }
+        if !scenario.start_time_given {
+            let latest = self
+                .objects
+                .iter()
+                .filter_map(|o| latest_timestamp(&o.object))
+                .max();
+            if let Some(t) = latest.filter(|t| *t > scenario.start_time) {
+                scenario.start_time = t;
+            }
+        }
         Input {
             objects: self.objects,
             scheduler_configs: self.scheduler_configs,
@@ -411,6 +421,48 @@ impl Builder {
             scenario_source,
         }
     }
+}
+
+/// The object fields that hold a past instant (not `deletionTimestamp`, which a terminating
+/// pod's grace period puts in the future).
+const PAST_TIMESTAMPS: [&str; 11] = [
+    "creationTimestamp",
+    "lastTransitionTime",
+    "lastHeartbeatTime",
+    "lastProbeTime",
+    "lastUpdateTime",
+    "lastScaleTime",
+    "startTime",
+    "renewTime",
+    "acquireTime",
+    "startedAt",
+    "time",
+];
+
+/// The latest instant an object records (its creation, conditions, container starts,
+/// managedFields' times, a Lease's renewals).
+fn latest_timestamp(obj: &Object) -> Option<jiff::Timestamp> {
+    fn walk(v: &Value, latest: &mut Option<jiff::Timestamp>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    match v {
+                        Value::String(s) if PAST_TIMESTAMPS.contains(&k.as_str()) => {
+                            if let Ok(t) = s.parse::<jiff::Timestamp>() {
+                                *latest = (*latest).max(Some(t));
+                            }
+                        }
+                        _ => walk(v, latest),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, latest)),
+            _ => {}
+        }
+    }
+    let mut latest = None;
+    walk(&obj.to_json(), &mut latest);
+    latest
 }
 
 /// Where a document is: its file and index.

@@ -47,6 +47,7 @@ pub(super) fn parse_scenario(
         version,
     )?;
     if let Some(t) = spec.start_time {
+        s.start_time_given = true;
         s.start_time = t.trim().parse().map_err(|e| {
             FieldError::at(
                 "spec.startTime",

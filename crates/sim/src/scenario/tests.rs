@@ -699,8 +699,13 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "an unsupported kind lists what is supported",
-        input: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
-        expect: &["document 1 (Service s): kind: unsupported kind \"Service\"", "PodDisruptionBudget"],
+        input: "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: s}\n",
+        expect: &["document 1 (Widget s): kind: unsupported kind \"Widget\" of apiVersion \"example.com/v1\"", "custom resources are not stored yet", "PodDisruptionBudget"],
+    },
+    Case {
+        name: "a modelled kind at another apiVersion names the one expected",
+        input: "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: d}\n",
+        expect: &["apiVersion: unsupported apiVersion \"extensions/v1beta1\" for Deployment (expected \"apps/v1\")"],
     },
     Case {
         name: "the wrong apiVersion for a kind names the right one",
