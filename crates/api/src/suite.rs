@@ -137,6 +137,11 @@ fn pod(name: &str, node: Option<&str>) -> Object {
         metadata: meta(name),
         spec: Some(PodSpec {
             node_name: node.map(str::to_string),
+            containers: vec![k8s_openapi::api::core::v1::Container {
+                name: "c".into(),
+                image: Some("nginx".into()),
+                ..Default::default()
+            }],
             ..Default::default()
         }),
         ..Default::default()
@@ -231,10 +236,7 @@ fn generation_follows_the_spec(make: Factory) {
     let d = |replicas: i32| {
         Object::Deployment(Arc::new(Deployment {
             metadata: meta("web"),
-            spec: Some(DeploymentSpec {
-                replicas: Some(replicas),
-                ..Default::default()
-            }),
+            spec: Some(web_deployment_spec(replicas)),
             ..Default::default()
         }))
     };
@@ -454,6 +456,7 @@ fn deployment(name: &str, finalizers: &[&str]) -> Object {
         (!finalizers.is_empty()).then(|| finalizers.iter().map(|f| f.to_string()).collect());
     Object::Deployment(Arc::new(Deployment {
         metadata: m,
+        spec: Some(web_deployment_spec(1)),
         ..Default::default()
     }))
 }
@@ -607,6 +610,34 @@ fn namespace_termination(make: Factory) {
     assert!(c.get(&ns).unwrap_err().is_not_found());
 }
 
+/// A valid Deployment spec: selector and template label `app: web`, one container.
+fn web_deployment_spec(replicas: i32) -> DeploymentSpec {
+    let labels = web_selector().match_labels;
+    DeploymentSpec {
+        replicas: Some(replicas),
+        selector: web_selector(),
+        template: k8s_openapi::api::core::v1::PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels,
+                ..Default::default()
+            }),
+            spec: pod("t", None).as_pod().and_then(|p| p.spec.clone()),
+        },
+        ..Default::default()
+    }
+}
+
+/// A valid ReplicaSet spec, with the Deployment's selector and template.
+fn web_replica_set_spec(replicas: i32) -> ReplicaSetSpec {
+    let d = web_deployment_spec(replicas);
+    ReplicaSetSpec {
+        replicas: d.replicas,
+        selector: d.selector,
+        template: Some(d.template),
+        ..Default::default()
+    }
+}
+
 fn web_selector() -> LabelSelector {
     LabelSelector {
         match_labels: Some([("app".to_string(), "web".to_string())].into()),
@@ -621,11 +652,7 @@ fn scale_writes_only_the_replicas(make: Factory) {
     let created = c
         .create(Object::Deployment(Arc::new(Deployment {
             metadata: m,
-            spec: Some(DeploymentSpec {
-                replicas: Some(1),
-                selector: web_selector(),
-                ..Default::default()
-            }),
+            spec: Some(web_deployment_spec(1)),
             ..Default::default()
         })))
         .unwrap();
@@ -654,11 +681,7 @@ fn scale_writes_only_the_replicas(make: Factory) {
     let rs = c
         .create(Object::ReplicaSet(Arc::new(ReplicaSet {
             metadata: meta("web-1"),
-            spec: Some(ReplicaSetSpec {
-                replicas: Some(2),
-                selector: web_selector(),
-                ..Default::default()
-            }),
+            spec: Some(web_replica_set_spec(2)),
             ..Default::default()
         })))
         .unwrap();
@@ -683,11 +706,7 @@ fn scale_precondition(make: Factory) {
     let created = c
         .create(Object::ReplicaSet(Arc::new(ReplicaSet {
             metadata: meta("web"),
-            spec: Some(ReplicaSetSpec {
-                replicas: Some(1),
-                selector: web_selector(),
-                ..Default::default()
-            }),
+            spec: Some(web_replica_set_spec(1)),
             ..Default::default()
         })))
         .unwrap();

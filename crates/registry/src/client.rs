@@ -130,46 +130,56 @@ pub fn create(b: &mut impl Backend, mut obj: Object, now: SimTime) -> Result<Obj
 
 /// Replaces the main resource (the kind's update strategy keeps the stored status).
 pub fn update(b: &mut impl Backend, obj: Object) -> Result<Object, ApiError> {
-    if let Some(removed) = update_deletes(b, &obj)? {
-        return Ok(removed);
-    }
-    b.update(obj, |old, new| {
-        crate::deletion::check_update(old, new)?;
-        strategy::prepare_for_update(old, new)
-    })
+    update_as(b, obj, Validate::No, strategy::prepare_for_update)
+}
+
+/// [`update`] with the API server's update validation first (`validation::validate_update`).
+pub fn update_validated(b: &mut impl Backend, obj: Object) -> Result<Object, ApiError> {
+    update_as(b, obj, Validate::Yes, strategy::prepare_for_update)
 }
 
 /// Replaces the status subresource (the kind's status strategy keeps the rest).
 pub fn update_status(b: &mut impl Backend, obj: Object) -> Result<Object, ApiError> {
-    if let Some(removed) = update_deletes(b, &obj)? {
-        return Ok(removed);
-    }
-    b.update(obj, |old, new| {
-        crate::deletion::check_update(old, new)?;
-        strategy::prepare_for_status_update(old, new)
-    })
+    update_as(b, obj, Validate::No, strategy::prepare_for_status_update)
 }
 
-/// Upstream's `ShouldDeleteDuringUpdate`: an update that leaves an object being deleted with
-/// no finalizers (and grace period 0) removes it instead of writing it. Returns the removed
-/// object then (the watch shows a Deleted event), `None` when the update is to be written.
-fn update_deletes(b: &mut impl Backend, obj: &Object) -> Result<Option<Object>, ApiError> {
-    let Some(old) = b.get(obj.kind(), obj.namespace(), obj.name()) else {
-        return Ok(None);
-    };
-    if old.meta().deletion_timestamp.is_none() {
-        return Ok(None);
+/// Whether an update is validated as the API server validates it.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Validate {
+    Yes,
+    No,
+}
+
+/// An update in one lookup of the stored object: validation, the deletion rules of an update
+/// (no new finalizers on a deleting object; upstream's `ShouldDeleteDuringUpdate`: an update
+/// that leaves a deleting object with no finalizers and grace period 0 removes it, and the
+/// call returns the removed object, the watch showing a Deleted event), then the kind's
+/// strategy.
+fn update_as(
+    b: &mut impl Backend,
+    obj: Object,
+    validate: Validate,
+    prepare: fn(&Object, &mut Object) -> Result<(), ApiError>,
+) -> Result<Object, ApiError> {
+    let mut remove: Option<ObjectKey> = None;
+    let written = b.update(obj, |old, new| {
+        if validate == Validate::Yes {
+            crate::validation::check_update(Some(old), new)?;
+        }
+        if old.meta().deletion_timestamp.is_some() {
+            crate::deletion::check_update(old, new)?;
+            if crate::deletion::should_delete_during_update(old, new) {
+                remove = Some(new.key());
+                // Abandons the write; the object is removed below instead.
+                return Err(ApiError::Conflict { key: new.key() });
+            }
+        }
+        prepare(old, new)
+    });
+    match remove {
+        Some(key) => b.delete(&key),
+        None => written,
     }
-    let given_rv = obj.resource_version();
-    let stale = !given_rv.is_empty() && given_rv != old.resource_version();
-    if stale || (!obj.uid().is_empty() && obj.uid() != old.uid()) {
-        return Err(ApiError::Conflict { key: obj.key() });
-    }
-    crate::deletion::check_update(&old, obj)?;
-    if crate::deletion::should_delete_during_update(&old, obj) {
-        return b.delete(&obj.key()).map(Some);
-    }
-    Ok(None)
 }
 
 /// Upstream's PatchPodStatus: `patch` applied to the current pod's status, the pod's UID as
@@ -305,9 +315,10 @@ impl Client for ApiClient<'_> {
 
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
         if self.admission {
-            crate::validation::check_update(self.store.get_key(&obj.key()), &obj)?;
+            update_validated(self.store, obj)
+        } else {
+            update(self.store, obj)
         }
-        update(self.store, obj)
     }
 
     fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {

@@ -353,13 +353,13 @@ impl Client for StorageClient {
 
     fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
         self.sync();
-        let obj = crate::admission::admit_create(obj, &self.cache)?;
+        let obj = crate::validation::admit_and_validate_create(obj, &self.cache)?;
         let now = self.now;
         self.write(|w| client::create(w, obj, now))
     }
 
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.write(|w| client::update(w, obj))
+        self.write(|w| client::update_validated(w, obj))
     }
 
     fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
