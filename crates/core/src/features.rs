@@ -81,7 +81,7 @@ pub const GATES: &[GateSpec] = &[
     gate(
         "ClearingNominatedNodeNameAfterBinding",
         &[(v1(34, 0), ALPHA_OFF), (v1(35, 0), BETA_ON)],
-        false,
+        true,
     ),
     gate(
         "DeploymentReplicaSetTerminatingReplicas",
@@ -140,7 +140,7 @@ pub const GATES: &[GateSpec] = &[
     gate(
         "PodTopologyLabelsAdmission",
         &[(v1(34, 0), ALPHA_OFF), (v1(35, 0), BETA_ON)],
-        false,
+        true,
     ),
     // On in v1.34.0; off from v1.34.2 (#134401, the cherry-pick of #134400); on again in
     // v1.35.0 (#135059); off from v1.35.1 (#135904) and in v1.36.0 (#135903).

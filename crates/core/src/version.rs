@@ -178,8 +178,6 @@ pub mod changes {
     /// with the sources). A run of a release these apply to is exact only where they do not
     /// matter.
     pub const NOT_MODELLED: &[(&str, Versioned<bool>)] = &[
-        ("kube-scheduler and API server: nominatedNodeName set before binding and cleared after it or on failure (#135103, #135007)", FROM_1_35),
-        ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158)", FROM_1_35),
         ("kube-scheduler: the NodeDeclaredFeatures filter for pods requiring declared node features (#136042)", FROM_1_36),
         ("node lifecycle controller: a live Lease check before marking a node Unknown (#138698)", FROM_1_37),
         ("kube-scheduler: gated pods' nominations, binding retries, pod event subtypes, ImageLocality (#139057, #138855, #135905, #138951)", FROM_1_37),
@@ -192,6 +190,8 @@ pub mod changes {
     pub const UNVERIFIED: &[(&str, Versioned<bool>)] = &[
         ("kube-controller-manager: the pod index by the whole controller reference (#134658; from the PR and its fix branch, not the v1.34.2 tag)", FROM_1_34_2),
         ("kube-scheduler: terminating preemption victims preempted again (#134247, the revert of #133213; #133213's activation of the preemptor was not found)", &[(v1(34, 2), true), (v1(35, 0), false)]),
+        ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158; the plugin from a stored post-1.35 admission.go, the binding's copy from a quoted storage.go, not the v1.35.0 tag)", FROM_1_35),
+        ("API server: nominatedNodeName cleared by the binding (ClearingNominatedNodeNameAfterBinding, #135103; the binding from a quoted storage.go and upstream's integration test, not the v1.35.0 tag)", FROM_1_35),
     ];
 
     /// The changes of [`UNVERIFIED`] that apply to a release.
@@ -349,6 +349,8 @@ mod tests {
         assert!(changes::not_modelled(v1(34, 7)).is_empty());
         assert_eq!(changes::unverified(v1(34, 2)).len(), 2);
         assert!(changes::unverified(v1(34, 1)).is_empty());
+        assert_eq!(changes::unverified(v1(35, 0)).len(), 3);
+        assert!(changes::not_modelled(v1(35, 4)).is_empty());
     }
 
     #[test]

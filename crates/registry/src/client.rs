@@ -12,7 +12,7 @@ use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_store::{NameSource, Store};
 
 use crate::deletion::DeletePlan;
-use crate::strategy::{self, pod::BindError};
+use crate::strategy::{self, pod::BindError, pod::BindFeatures};
 
 /// Where the events and explanation records of a run go.
 pub trait Sink {
@@ -227,7 +227,8 @@ pub fn delete(
     }
 }
 
-/// The pods/binding subresource.
+/// The pods/binding subresource: with PodTopologyLabelsAdmission, admission first gives the
+/// binding the node's topology labels, then the pod strategy's binding.
 pub fn bind(
     b: &mut impl Backend,
     namespace: &str,
@@ -235,13 +236,19 @@ pub fn bind(
     uid: &str,
     node: &str,
     now: SimTime,
+    features: BindFeatures,
 ) -> Result<Object, ApiError> {
     let ts = b.clock().timestamp(now);
+    let labels = if features.topology_labels {
+        crate::admission::pod_topology_labels::topology_labels_for(b, node)
+    } else {
+        Default::default()
+    };
     b.update_with(Kind::Pod, namespace, name, |current| {
         let Object::Pod(pod) = current else {
             unreachable!("the pod bucket holds pods")
         };
-        match strategy::pod::bind(pod, uid, node, ts) {
+        match strategy::pod::bind(pod, uid, node, ts, features, &labels) {
             Ok(p) => Ok(Object::Pod(Arc::new(p))),
             Err(BindError::Conflict) => Err(ApiError::Conflict { key: current.key() }),
             Err(BindError::Invalid(message)) => Err(ApiError::Invalid {
@@ -286,6 +293,8 @@ pub struct ApiClient<'a> {
     /// Whether writes go through admission and validation (component unit tests build their
     /// pods complete and turn it off).
     pub admission: bool,
+    /// What a binding does besides setting the node, by the run's feature gates.
+    pub binding: BindFeatures,
 }
 
 impl Client for ApiClient<'_> {
@@ -307,6 +316,11 @@ impl Client for ApiClient<'_> {
     fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
         let obj = if self.admission {
             crate::validation::admit_and_validate_create(obj, self.store)?
+        } else {
+            obj
+        };
+        let obj = if self.binding.topology_labels {
+            crate::admission::pod_topology_labels::admit_created_pod(self.store, obj)
         } else {
             obj
         };
@@ -354,7 +368,15 @@ impl Client for ApiClient<'_> {
         uid: &str,
         node: &str,
     ) -> Result<Object, ApiError> {
-        bind(self.store, namespace, name, uid, node, self.now)
+        bind(
+            self.store,
+            namespace,
+            name,
+            uid,
+            node,
+            self.now,
+            self.binding,
+        )
     }
 
     fn update_scale(
@@ -420,6 +442,7 @@ mod tests {
             sink: &mut sink,
             explain: false,
             admission: true,
+            binding: Default::default(),
         });
     }
 

@@ -268,6 +268,9 @@ pub struct StorageClient {
     /// Every explanation record emitted through this client.
     pub records: Vec<serde_json::Value>,
     pub explain: bool,
+    /// What a binding does besides setting the node, by the feature gates (the v1.34 binding
+    /// unless set).
+    pub binding: crate::strategy::pod::BindFeatures,
 }
 
 impl StorageClient {
@@ -287,6 +290,7 @@ impl StorageClient {
             events: Vec::new(),
             records: Vec::new(),
             explain: false,
+            binding: Default::default(),
         }
     }
 
@@ -300,6 +304,7 @@ impl StorageClient {
             events: Vec::new(),
             records: Vec::new(),
             explain: self.explain,
+            binding: self.binding,
         }
     }
 
@@ -355,7 +360,15 @@ impl Client for StorageClient {
         self.sync();
         let obj = crate::validation::admit_and_validate_create(obj, &self.cache)?;
         let now = self.now;
-        self.write(|w| client::create(w, obj, now))
+        let topology_labels = self.binding.topology_labels;
+        self.write(|w| {
+            let obj = if topology_labels {
+                crate::admission::pod_topology_labels::admit_created_pod(w, obj)
+            } else {
+                obj
+            };
+            client::create(w, obj, now)
+        })
     }
 
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
@@ -396,7 +409,8 @@ impl Client for StorageClient {
         node: &str,
     ) -> Result<Object, ApiError> {
         let now = self.now;
-        self.write(|w| client::bind(w, namespace, name, uid, node, now))
+        let features = self.binding;
+        self.write(|w| client::bind(w, namespace, name, uid, node, now, features))
     }
 
     fn update_scale(

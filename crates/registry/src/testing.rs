@@ -120,6 +120,7 @@ impl TestClient {
             sink: &mut sink,
             explain: self.explain,
             admission: false,
+            binding: Default::default(),
         };
         f(&mut api)
     }

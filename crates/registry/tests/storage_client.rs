@@ -133,3 +133,51 @@ fn the_same_calls_give_the_same_objects_over_the_store_and_over_storage() {
         assert_eq!(s.meta(), t.meta());
     }
 }
+
+#[test]
+fn the_binding_over_storage_follows_the_clients_binding_features() {
+    use k8s_openapi::api::core::v1::{Node, PodStatus};
+    use kubeplane_registry::strategy::pod::BindFeatures;
+    let node = Object::Node(Arc::new(Node {
+        metadata: ObjectMeta {
+            name: Some("n1".into()),
+            labels: Some([("topology.kubernetes.io/zone".to_string(), "z1".to_string())].into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }));
+    let cases = [
+        (
+            "the v1.34 binding (the default) keeps the nomination and adds no label",
+            BindFeatures::default(),
+            Some("n1"),
+            None,
+        ),
+        (
+            "the v1.35 binding clears the nomination and copies the zone",
+            BindFeatures {
+                clear_nominated_node_name: true,
+                topology_labels: true,
+            },
+            None,
+            Some("z1"),
+        ),
+    ];
+    for (name, features, nominated, zone) in cases {
+        let mut c = StorageClient::new(1, clock(), 100);
+        c.binding = features;
+        c.create(node.clone()).unwrap();
+        let pod = c.create(generated_pod("web-")).unwrap();
+        let mut nominate = |s: &mut PodStatus| s.nominated_node_name = Some("n1".into());
+        c.patch_pod_status("default", pod.name(), "", &mut nominate)
+            .unwrap();
+        let Object::Pod(bound) = c.bind("default", pod.name(), "", "n1").unwrap() else {
+            panic!("{name}: not a pod")
+        };
+        let status = bound.status.as_ref().unwrap();
+        assert_eq!(status.nominated_node_name.as_deref(), nominated, "{name}");
+        let labels = bound.metadata.labels.as_ref();
+        let got = labels.and_then(|l| l.get("topology.kubernetes.io/zone"));
+        assert_eq!(got.map(String::as_str), zone, "{name}");
+    }
+}

@@ -319,6 +319,7 @@ fn an_invalid_create_through_the_api_client_fails_with_invalid_and_upstream_mess
         sink: &mut sink,
         explain: false,
         admission: true,
+        binding: Default::default(),
     };
     let bad = pod_with("web-1", |s| s.containers[0].image = None);
     let err = api.create(bad).unwrap_err();

@@ -38,7 +38,10 @@ pub(crate) struct BindingCycle {
 
 impl Scheduler {
     /// Upstream `bindingCycle`: PreBind, then Bind; the rest follows in
-    /// [`Scheduler::finish_binding`], now or when a queued binding call completes.
+    /// [`Scheduler::finish_binding`], now or when a queued binding call completes. Upstream's
+    /// first step with NominatedNodeNameForExpectation (v1.35: PreBindPreFlight, and a status
+    /// patch nominating the chosen node when a pre-flight succeeds or Permit makes the pod
+    /// wait) never acts here: no plugin of kubeplane's implements PreBind or a waiting Permit.
     pub(crate) fn binding_cycle(
         &mut self,
         now: SimTime,

@@ -144,6 +144,8 @@ pub struct Simulation {
     runs_per_component: Vec<u64>,
     /// Reused buffer for dispatching watch events.
     event_buf: Vec<kubeplane_store::WatchEvent>,
+    /// What the API server's binding does besides setting the node, by the run's gates.
+    binding: kubeplane_registry::strategy::pod::BindFeatures,
 }
 
 impl Simulation {
@@ -204,6 +206,7 @@ impl Simulation {
             round_budget: BASE_ROUNDS_PER_INSTANT,
             runs_per_component: Vec::new(),
             event_buf: Vec::new(),
+            binding: kubeplane_registry::strategy::pod::BindFeatures::from_gates(&features),
         };
         for o in input.objects {
             if let Err(e) = sim.with_client(|client| client.create(o.object)) {
@@ -225,6 +228,7 @@ impl Simulation {
             sink: &mut output,
             explain: self.explain,
             admission: true,
+            binding: self.binding,
         };
         f(&mut client)
     }
@@ -295,6 +299,7 @@ impl Simulation {
                 sink: &mut output,
                 explain: self.explain,
                 admission: true,
+                binding: self.binding,
             };
             let runs = &mut self.runs_per_component;
             for (i, c) in self

@@ -7,8 +7,8 @@ use kubeplane_core::version::{v1, KubeVersion};
 use kubeplane_sim::scenario::parse_files_for;
 use kubeplane_sim::{RunOptions, Simulation};
 
-/// The jsonl records of a run of `file` following `version`, and its failed expectations.
-fn run(file: &str, version: KubeVersion) -> (Vec<serde_json::Value>, usize) {
+/// A finished run of `file` following `version`.
+fn simulate(file: &str, version: KubeVersion) -> Simulation {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/scenarios")
         .join(file);
@@ -16,6 +16,12 @@ fn run(file: &str, version: KubeVersion) -> (Vec<serde_json::Value>, usize) {
     let input = parse_files_for(&[(file.to_string(), text)], Some(version)).unwrap();
     let mut sim = Simulation::new(input, &RunOptions::default()).unwrap();
     sim.run(&mut |_, _| {}).unwrap();
+    sim
+}
+
+/// The jsonl records of a run of `file` following `version`, and its failed expectations.
+fn run(file: &str, version: KubeVersion) -> (Vec<serde_json::Value>, usize) {
+    let mut sim = simulate(file, version);
     let records = sim.take_records().iter().map(|r| r.to_json()).collect();
     (records, sim.n_failed)
 }
@@ -73,5 +79,85 @@ fn a_terminating_victim_gets_api_calls_again_only_from_1_34_2_to_1_34_7() {
             Some("n1"),
             "{version}"
         );
+    }
+}
+
+/// The final state of a run of `file` following `version` (every stored object as JSON), and
+/// its failed expectations.
+fn run_to_final_state(file: &str, version: KubeVersion) -> (Vec<serde_json::Value>, usize) {
+    let sim = simulate(file, version);
+    (sim.final_state(), sim.n_failed)
+}
+
+/// The pod `default/name` of a final state.
+fn pod<'a>(state: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    state
+        .iter()
+        .find(|o| {
+            o["kind"] == "Pod"
+                && o["metadata"]["name"] == name
+                && o["metadata"]["namespace"] == "default"
+        })
+        .unwrap_or_else(|| panic!("no pod {name}"))
+}
+
+#[test]
+fn bound_pods_take_the_nodes_zone_and_region_labels_from_1_35() {
+    let file = "pod-topology-labels-by-release.yaml";
+    let zone = "topology.kubernetes.io/zone";
+    let region = "topology.kubernetes.io/region";
+    for (version, copied, failed) in [
+        (v1(34, 1), false, 2),
+        (v1(35, 0), true, 0),
+        (v1(37, 0), true, 0),
+    ] {
+        let (state, n_failed) = run_to_final_state(file, version);
+        assert_eq!(n_failed, failed, "{version}");
+        for name in ["fixed", "plain", "own"] {
+            let labels = &pod(&state, name)["metadata"]["labels"];
+            assert_eq!(
+                labels[region].as_str(),
+                copied.then_some("region-1"),
+                "{version} {name}"
+            );
+            let own_zone = (name == "own").then_some("mine");
+            let want_zone = if copied { Some("zone-a") } else { own_zone };
+            assert_eq!(labels[zone].as_str(), want_zone, "{version} {name}");
+            assert!(
+                labels["topology.kubernetes.io/rack"].is_null(),
+                "{version} {name}"
+            );
+        }
+        let elsewhere = &pod(&state, "elsewhere")["metadata"];
+        assert!(
+            elsewhere["labels"][zone].is_null(),
+            "{version}: n2 has no zone"
+        );
+        assert_eq!(
+            pod(&state, "elsewhere")["spec"]["nodeName"],
+            "n2",
+            "{version}"
+        );
+    }
+}
+
+#[test]
+fn the_binding_clears_the_nominated_node_from_1_35() {
+    let file = "nominated-node-cleared-on-binding-by-release.yaml";
+    for (version, kept, failed) in [
+        (v1(34, 1), Some("n1"), 1),
+        (v1(34, 7), Some("n1"), 1),
+        (v1(35, 0), None, 0),
+        (v1(37, 0), None, 0),
+    ] {
+        let (state, n_failed) = run_to_final_state(file, version);
+        let web = pod(&state, "web");
+        assert_eq!(web["spec"]["nodeName"], "n1", "{version}");
+        assert_eq!(
+            web["status"]["nominatedNodeName"].as_str(),
+            kept,
+            "{version}"
+        );
+        assert_eq!(n_failed, failed, "{version}");
     }
 }

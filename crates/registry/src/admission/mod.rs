@@ -3,6 +3,7 @@
 
 pub mod default_toleration_seconds;
 pub mod namespace_lifecycle;
+pub mod pod_topology_labels;
 pub mod priority;
 
 use std::sync::Arc;

@@ -2,11 +2,13 @@
 //! resource and of the status subresource keeps, the immutable nodeName, the grace period of a
 //! delete, and the binding (`pods/binding`, upstream `storage/storage.go`'s `assignPod`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::DeleteOptions;
+use kubeplane_core::features::FeatureGates;
 
 /// The default grace period of a pod without terminationGracePeriodSeconds.
 pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECS: i64 = 30;
@@ -77,10 +79,40 @@ pub enum BindError {
     Invalid(&'static str),
 }
 
-/// The pod as a binding to `node` leaves it: spec.nodeName set and the PodScheduled condition
-/// True since `now`. Refused for another UID (when `uid` is given), a pod being deleted, and
-/// a pod already bound.
-pub fn bind(pod: &Pod, uid: &str, node: &str, now: Time) -> Result<Pod, BindError> {
+/// What a binding does besides setting the node, by kube-apiserver's feature gates (both on
+/// from v1.35.0; off, the v1.34 binding).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct BindFeatures {
+    /// ClearingNominatedNodeNameAfterBinding: the binding clears `status.nominatedNodeName`.
+    pub clear_nominated_node_name: bool,
+    /// PodTopologyLabelsAdmission: the binding's labels (the node's zone and region, from
+    /// [`crate::admission::pod_topology_labels`]) are written onto the pod.
+    pub topology_labels: bool,
+}
+
+impl BindFeatures {
+    /// The binding of a run with these gates.
+    pub fn from_gates(gates: &FeatureGates) -> BindFeatures {
+        BindFeatures {
+            clear_nominated_node_name: gates.enabled("ClearingNominatedNodeNameAfterBinding"),
+            topology_labels: gates.enabled("PodTopologyLabelsAdmission"),
+        }
+    }
+}
+
+/// The pod as a binding to `node` leaves it (upstream `setPodNodeAndMetadata`): spec.nodeName
+/// set, with ClearingNominatedNodeNameAfterBinding the nominated node cleared, with
+/// PodTopologyLabelsAdmission the binding's `labels` written over the pod's, and the
+/// PodScheduled condition True since `now`. Refused for another UID (when `uid` is given), a
+/// pod being deleted, and a pod already bound.
+pub fn bind(
+    pod: &Pod,
+    uid: &str,
+    node: &str,
+    now: Time,
+    features: BindFeatures,
+    labels: &BTreeMap<String, String>,
+) -> Result<Pod, BindError> {
     if !uid.is_empty() && pod.metadata.uid.as_deref() != Some(uid) {
         return Err(BindError::Conflict);
     }
@@ -92,7 +124,13 @@ pub fn bind(pod: &Pod, uid: &str, node: &str, now: Time) -> Result<Pod, BindErro
     }
     let mut p = pod.clone();
     p.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+    if features.topology_labels {
+        crate::admission::pod_topology_labels::copy_labels_overwriting(&mut p, labels);
+    }
     let status = p.status.get_or_insert_with(Default::default);
+    if features.clear_nominated_node_name {
+        status.nominated_node_name = None;
+    }
     let conditions = status.conditions.get_or_insert_with(Vec::new);
     conditions.retain(|c| c.type_ != "PodScheduled");
     conditions.push(PodCondition {
@@ -108,6 +146,11 @@ pub fn bind(pod: &Pod, uid: &str, node: &str, now: Time) -> Result<Pod, BindErro
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
+
+    const OFF: BindFeatures = BindFeatures {
+        clear_nominated_node_name: false,
+        topology_labels: false,
+    };
 
     fn pod(node: Option<&str>, phase: Option<&str>) -> Pod {
         Pod {
@@ -195,11 +238,15 @@ mod tests {
 
     #[test]
     fn binding_sets_the_node_and_the_pod_scheduled_condition_once() {
+        let none = BTreeMap::new();
         let mut p = pod(None, None);
         p.metadata.uid = Some("u1".into());
         let now = Time(jiff::Timestamp::UNIX_EPOCH);
-        assert_eq!(bind(&p, "u2", "n1", now.clone()), Err(BindError::Conflict));
-        let bound = bind(&p, "u1", "n1", now.clone()).unwrap();
+        assert_eq!(
+            bind(&p, "u2", "n1", now.clone(), OFF, &none),
+            Err(BindError::Conflict)
+        );
+        let bound = bind(&p, "u1", "n1", now.clone(), OFF, &none).unwrap();
         assert_eq!(node_name(&bound), Some("n1"));
         let cond = &bound.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
         assert_eq!(
@@ -207,14 +254,88 @@ mod tests {
             ("PodScheduled", "True")
         );
         assert_eq!(
-            bind(&bound, "", "n2", now.clone()),
+            bind(&bound, "", "n2", now.clone(), OFF, &none),
             Err(BindError::Conflict)
         );
         let mut deleting = p.clone();
         deleting.metadata.deletion_timestamp = Some(now.clone());
         assert_eq!(
-            bind(&deleting, "", "n1", now),
+            bind(&deleting, "", "n1", now, OFF, &none),
             Err(BindError::Invalid(MESSAGE_BIND_DELETING))
         );
+    }
+
+    #[test]
+    fn the_v1_35_binding_clears_the_nomination_and_writes_the_binding_labels() {
+        let mut p = pod(None, None);
+        p.status = Some(PodStatus {
+            nominated_node_name: Some("n2".into()),
+            ..Default::default()
+        });
+        p.metadata.labels =
+            Some([("topology.kubernetes.io/zone".to_string(), "own".to_string())].into());
+        let labels: BTreeMap<String, String> =
+            [("topology.kubernetes.io/zone".to_string(), "z1".to_string())].into();
+        let now = Time(jiff::Timestamp::UNIX_EPOCH);
+        let on = BindFeatures {
+            clear_nominated_node_name: true,
+            topology_labels: true,
+        };
+        let cases = [
+            (
+                "with both gates off the pod keeps its nomination and labels",
+                OFF,
+                Some("n2"),
+                "own",
+            ),
+            (
+                "with ClearingNominatedNodeNameAfterBinding the nomination is cleared",
+                BindFeatures {
+                    clear_nominated_node_name: true,
+                    ..OFF
+                },
+                None,
+                "own",
+            ),
+            (
+                "with PodTopologyLabelsAdmission the node's zone replaces the pod's",
+                BindFeatures {
+                    topology_labels: true,
+                    ..OFF
+                },
+                Some("n2"),
+                "z1",
+            ),
+            ("with both gates on both happen", on, None, "z1"),
+        ];
+        for (name, features, nominated, zone) in cases {
+            let bound = bind(&p, "", "n1", now.clone(), features, &labels).unwrap();
+            let status = bound.status.as_ref().unwrap();
+            assert_eq!(status.nominated_node_name.as_deref(), nominated, "{name}");
+            assert_eq!(
+                bound.metadata.labels.as_ref().unwrap()["topology.kubernetes.io/zone"],
+                zone,
+                "{name}"
+            );
+            assert_eq!(node_name(&bound), Some("n1"), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_features_follow_the_release() {
+        use kubeplane_core::version::v1;
+        let at =
+            |minor, patch| BindFeatures::from_gates(&FeatureGates::for_version(v1(minor, patch)));
+        assert_eq!(at(34, 1), OFF);
+        assert_eq!(at(34, 7), OFF);
+        for minor in 35..=37 {
+            assert_eq!(
+                at(minor, 0),
+                BindFeatures {
+                    clear_nominated_node_name: true,
+                    topology_labels: true
+                }
+            );
+        }
     }
 }
