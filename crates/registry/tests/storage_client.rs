@@ -23,6 +23,14 @@ fn generated_pod(prefix: &str) -> Object {
             namespace: Some("default".into()),
             ..Default::default()
         },
+        spec: Some(k8s_openapi::api::core::v1::PodSpec {
+            containers: vec![k8s_openapi::api::core::v1::Container {
+                name: "c".into(),
+                image: Some("nginx".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
         ..Default::default()
     }))
 }
