@@ -272,3 +272,49 @@ pub fn compare_placements(runs: &mut [Run]) {
         run.unmatched = unmatched;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, owner: Option<&str>, node: Option<&str>) -> Placement {
+        Placement {
+            namespace: "default".into(),
+            name: name.into(),
+            generated_by: owner.map(|o| ("ReplicaSet".into(), o.into())),
+            node: node.map(String::from),
+        }
+    }
+
+    #[test]
+    fn pods_are_matched_by_name_then_generated_ones_by_owner_and_ordinal() {
+        let a = [
+            pod("batch", None, Some("n1")),
+            pod("web-x", Some("web"), Some("n1")),
+            pod("web-a", Some("web"), Some("n2")),
+            pod("db-q", Some("db"), Some("n3")),
+            pod("solo", None, Some("n1")),
+        ];
+        let b = [
+            pod("batch", None, Some("n2")),
+            // Same names: matched by name, whatever their order.
+            pod("web-a", Some("web"), Some("n2")),
+            // Renamed: web-x (a's first leftover of web) pairs with web-b (b's first).
+            pod("web-b", Some("web"), None),
+            pod("db-r", Some("db"), Some("n3")),
+            pod("db-s", Some("db"), Some("n3")),
+        ];
+        // Moved: batch (n1 → n2), web-x/web-b (n1 → pending). Unmatched: solo, one db pod.
+        assert_eq!(moved(&a, &b), (2, 2));
+        assert_eq!(moved(&a, &a), (0, 0));
+    }
+
+    #[test]
+    fn the_spread_is_the_mean_the_population_deviation_and_the_range() {
+        let s = Spread::of(&[100.0, 100.0, 0.0]);
+        assert!((s.mean - 200.0 / 3.0).abs() < 1e-9);
+        assert!((s.std_dev - (20000.0f64 / 9.0).sqrt()).abs() < 1e-9);
+        assert_eq!(s.range, 100.0);
+        assert_eq!(Spread::of(&[]), Spread::default());
+    }
+}
