@@ -219,6 +219,11 @@ pub fn measure(
     run
 }
 
+/// A controller of pods with generated names: namespace, kind, name.
+type Controller<'a> = (&'a str, &'a str, &'a str);
+/// The pods of a controller that no pod of the other run matches by name: of `a`, of `b`.
+type Leftovers<'a> = (Vec<&'a Placement>, Vec<&'a Placement>);
+
 /// Matched pairs' placements differing, and the pods without a counterpart, of `b` against `a`.
 pub fn moved(a: &[Placement], b: &[Placement]) -> (usize, usize) {
     type Key<'a> = (&'a str, &'a str);
@@ -231,9 +236,7 @@ pub fn moved(a: &[Placement], b: &[Placement]) -> (usize, usize) {
         .map(|p| (p.namespace.as_str(), p.name.as_str()))
         .collect();
     let (mut moved, mut unmatched) = (0, 0);
-    // (namespace, controller kind, controller name) → the leftover pods of a and of b.
-    let mut groups: BTreeMap<(&str, &str, &str), (Vec<&Placement>, Vec<&Placement>)> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<Controller, Leftovers> = BTreeMap::new();
     for p in b {
         match by_name.get(&(p.namespace.as_str(), p.name.as_str())) {
             Some(q) => moved += usize::from(q.node != p.node),
