@@ -91,7 +91,7 @@ pub(crate) fn input_error(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 /// Tells a person which upstream changes of the chosen release kubeplane does not model.
-fn note_unmodelled(version: KubeVersion) {
+pub(crate) fn note_unmodelled(version: KubeVersion) {
     let missing = kubeplane_core::version::changes::not_modelled(version);
     if !missing.is_empty() {
         eprintln!(

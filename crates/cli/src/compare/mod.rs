@@ -5,7 +5,7 @@
 mod measures;
 mod render;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -112,7 +112,14 @@ fn run_all(args: &CompareArgs, input: &Input) -> Result<Vec<measures::Run>, Stri
 }
 
 pub fn run(args: CompareArgs) -> ExitCode {
-    let runs = match load_input(&args).and_then(|input| run_all(&args, &input)) {
+    let input = match load_input(&args) {
+        Ok(input) => input,
+        Err(e) => return input_error(e),
+    };
+    if std::io::stderr().is_terminal() {
+        crate::simulate::note_unmodelled(input.scenario.kubernetes_version);
+    }
+    let runs = match run_all(&args, &input) {
         Ok(runs) => runs,
         Err(e) => return input_error(e),
     };
