@@ -62,6 +62,22 @@ POD is NAME, NAMESPACE/NAME or pod/NAME (in --namespace), or a prefix of one pod
 Example: kubeplane why web-1 examples/scheduling.yaml"
     )]
     Why(WhyArgs),
+    /// Run the same input under several scheduler configurations and compare them side by side.
+    #[command(
+        long_about = "Run the same input once per KubeSchedulerConfiguration and print \
+one column per configuration (named by its file's stem) and one row per measure: pods scheduled \
+and pending at the end, nodes used, CPU and memory utilisation per node (requests of the pods \
+bound at the end over allocatable: mean, standard deviation, max - min), pods per zone \
+(topology.kubernetes.io/zone), preemptions, evictions, pods placed on another node than under \
+the first configuration, and the expectations of each run.\n\n\
+--config default is the built-in default profile (it replaces a KubeSchedulerConfiguration of \
+the input); a file's configuration is applied as `simulate --scheduler-config` applies it.\n\n\
+Example: kubeplane compare --config default --config examples/configs/bin-packing.yaml \
+examples/what-if.yaml\n\n\
+Exit status: 0 every run's expectations held; 1 an expectation or step of a run failed; 2 the \
+input, a configuration or the command line is invalid (nothing is simulated)."
+    )]
+    Compare(CompareArgs),
     /// Run the performance benchmarks and print their figures.
     Bench(BenchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -247,6 +263,41 @@ impl SimulateArgs {
             .map(|(_, id, value)| crate::whatif::Flag { id, value })
             .collect();
     }
+}
+
+/// The output formats of `compare`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// One column per configuration, one row per measure.
+    Table,
+    /// One JSON document with one entry per configuration.
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// A KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1), or `default` for
+    /// the built-in default profile; once per configuration, in column order.
+    #[arg(long = "config", required = true, value_name = "PATH|default")]
+    pub configs: Vec<String>,
+    /// Scenario files and manifests, read as `simulate` reads them.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<String>,
+    /// Read the subdirectories of directory arguments too.
+    #[arg(long, short = 'R')]
+    pub recursive: bool,
+    /// Virtual time to run (Go duration like 10m, or seconds); overrides spec.duration.
+    #[arg(long, value_name = "DURATION")]
+    pub until: Option<String>,
+    /// Seed of every random choice; overrides spec.seed.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// The Kubernetes release to follow (as `simulate --kubernetes-version`).
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes_version: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub output: CompareFormat,
 }
 
 #[derive(Args, Debug)]

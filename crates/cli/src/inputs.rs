@@ -45,6 +45,32 @@ pub fn read_inputs(args: &[String], recursive: bool) -> Result<Vec<Input>, Strin
     Ok(out)
 }
 
+/// Reads a KubeSchedulerConfiguration file given with `flag` (one file, one YAML document), as
+/// the input's own KubeSchedulerConfiguration documents are kept: its document and where it
+/// came from. Errors name the file.
+pub fn read_scheduler_config(
+    path: &Path,
+    flag: &str,
+) -> Result<(kubeplane_sim::scenario::Source, serde_json::Value), String> {
+    let name = path.display().to_string();
+    let text = match read_inputs(std::slice::from_ref(&name), false) {
+        Ok(mut inputs) if inputs.len() == 1 => inputs.remove(0).1,
+        Ok(_) => return Err(format!("{name}: {flag} takes one file")),
+        Err(e) => return Err(e),
+    };
+    let value =
+        kubeplane_sim::scenario::parse_yaml_document(&name, &text).map_err(|e| e.to_string())?;
+    let source = kubeplane_sim::scenario::Source {
+        file: name,
+        doc_index: 0,
+        item: None,
+        kind: "KubeSchedulerConfiguration".into(),
+        namespace: String::new(),
+        name: String::new(),
+    };
+    Ok((source, value))
+}
+
 fn read_file(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))
 }

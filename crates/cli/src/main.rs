@@ -5,6 +5,7 @@ mod bench_controllers;
 mod bench_scheduler;
 mod bench_support;
 mod cli;
+mod compare;
 mod generate;
 mod inputs;
 mod output;
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
             a.simulate.why = Some(a.pod);
             simulate::run(a.simulate)
         }
+        cli::Command::Compare(a) => compare::run(a),
         cli::Command::Bench(a) => bench::run(a),
         cli::Command::Completion(a) => generate::completion(a.shell),
         cli::Command::Man => generate::man(),

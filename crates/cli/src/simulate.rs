@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use kubeplane_core::version::KubeVersion;
-use kubeplane_sim::scenario::{parse_files_for, Source};
+use kubeplane_sim::scenario::parse_files_for;
 use kubeplane_sim::{RunOptions, Simulation};
 
 use crate::cli::{OutputFormat, SimulateArgs};
@@ -85,7 +85,7 @@ fn summarise(
     summary
 }
 
-fn input_error(msg: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn input_error(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(2)
 }
@@ -125,7 +125,7 @@ fn note_stored_only(
 }
 
 /// Tells a person which upstream changes of the chosen release kubeplane does not model.
-fn note_unmodelled(version: KubeVersion) {
+pub(crate) fn note_unmodelled(version: KubeVersion) {
     let missing = kubeplane_core::version::changes::not_modelled(version);
     if !missing.is_empty() {
         eprintln!(
@@ -219,25 +219,10 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         note_unmodelled(input.scenario.kubernetes_version);
     }
     if let Some(path) = &args.scheduler_config {
-        let name = path.display().to_string();
-        let text = match crate::inputs::read_inputs(std::slice::from_ref(&name), false) {
-            Ok(mut inputs) if inputs.len() == 1 => inputs.remove(0).1,
-            Ok(_) => return input_error(format!("{name}: --scheduler-config takes one file")),
+        match crate::inputs::read_scheduler_config(path, "--scheduler-config") {
+            Ok(config) => input.scheduler_configs.push(config),
             Err(e) => return input_error(e),
-        };
-        let value = match kubeplane_sim::scenario::parse_yaml_document(&name, &text) {
-            Ok(v) => v,
-            Err(e) => return input_error(e),
-        };
-        let source = Source {
-            file: name,
-            doc_index: 0,
-            item: None,
-            kind: "KubeSchedulerConfiguration".into(),
-            namespace: String::new(),
-            name: String::new(),
-        };
-        input.scheduler_configs.push((source, value));
+        }
     }
     let until = match &args.until {
         Some(u) => match kubeplane_core::duration::parse_duration(u) {
