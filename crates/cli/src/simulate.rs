@@ -235,7 +235,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         let r = rayon::scope(|_| {
             sim.run_observed(&mut |store, now, end| {
                 if let Some(s) = samples.as_mut() {
-                    s.observe(store, now);
+                    s.observe(store, now, end);
                 }
                 progress.update(now, end)
             })
@@ -245,12 +245,10 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     };
     progress.clear();
     if let (Some(path), Some(samples)) = (&args.report, samples.as_mut()) {
-        if let Err(e) = crate::report::write(path, &sim, &records, samples) {
+        let keep = args.explain || args.why.is_some();
+        if let Err(e) = crate::report::write(path, &sim, &mut records, samples, keep) {
             eprintln!("error: --report {}: {e}", path.display());
             return ExitCode::from(2);
-        }
-        if !(args.explain || args.why.is_some()) {
-            records.retain(|r| !crate::report::is_explanation(r));
         }
     }
     if let Some(pod) = &args.why {

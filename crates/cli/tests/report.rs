@@ -17,7 +17,9 @@ fn run(extra: &[&str], report: Option<&std::path::Path>) -> (String, String) {
     args.push("examples/node-failure.yaml");
     let out = kubeplane(&args);
     assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-    let html = report.map(|p| std::fs::read_to_string(p).unwrap()).unwrap_or_default();
+    let html = report
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .unwrap_or_default();
     (stdout(&out), html)
 }
 

@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+use crate::output::age::format_age_secs;
+
 use super::sample::{NodeCell, NodeState, Samples};
 use super::svg::{step_path, Scale, Svg};
 
@@ -32,24 +34,26 @@ fn time_axis(svg: &mut Svg, x: Scale, y: f64) {
     for i in 0..=5 {
         let t = x.d1 * f64::from(i) / 5.0;
         svg.line((x.at(t), y), (x.at(t), y + 4.0), "#999", "tick");
-        svg.text(x.at(t), y + 16.0, "middle", &format!("{:.0}s", t));
+        svg.text(x.at(t), y + 16.0, "middle", &format_age_secs(t.round()));
     }
 }
 
-/// The nodes to draw: those with the most pods at any sample, in first-seen order.
+/// The nodes to draw: first those that were ever not Ready or cordoned, then those with the
+/// most pods at any sample; listed in first-seen order.
 pub fn chosen_nodes(samples: &Samples) -> Vec<usize> {
-    let mut peak: Vec<(u32, usize)> = (0..samples.names.len())
+    let mut peak: Vec<(bool, u32, usize)> = (0..samples.names.len())
         .map(|i| {
-            let most = (samples.samples.iter())
-                .filter_map(|s| samples.cell(s, i))
-                .map(|c| c.pods)
-                .max()
-                .unwrap_or(0);
-            (most, i)
+            let cells = || samples.samples.iter().filter_map(|s| samples.cell(s, i));
+            let trouble = cells().any(|c| c.state != NodeState::Ready || c.cordoned);
+            (trouble, cells().map(|c| c.pods).max().unwrap_or(0), i)
         })
         .collect();
-    peak.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut chosen: Vec<usize> = peak.into_iter().take(MAX_NODES).map(|(_, i)| i).collect();
+    peak.sort_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)).then(a.2.cmp(&b.2)));
+    let mut chosen: Vec<usize> = peak
+        .into_iter()
+        .take(MAX_NODES)
+        .map(|(_, _, i)| i)
+        .collect();
     chosen.sort_unstable();
     chosen
 }

@@ -105,11 +105,8 @@ pub fn render(sim: &Simulation, records: &[Value], samples: &Samples) -> String 
     })
 }
 
-/// Whether `r` is one of the records only `--explain` prints.
-pub fn is_explanation(r: &kubeplane_sim::Record) -> bool {
-    let kubeplane_sim::Record::Json(v) = r else {
-        return false;
-    };
+/// Whether `v` is one of the records only `--explain` prints.
+fn is_explanation(v: &Value) -> bool {
     matches!(
         v.get("kind").and_then(Value::as_str),
         Some("SchedulingAttempt" | "EvictionDecision" | "ScaleDownDecision")
@@ -117,13 +114,32 @@ pub fn is_explanation(r: &kubeplane_sim::Record) -> bool {
 }
 
 /// Takes the last sample from the state at the end of the run and writes the page to `path`.
+/// Without `keep_explanations` the explanation records move out of `records` into the page
+/// (the printed records are then those of a run without `--explain`, and the largest records
+/// are not held twice).
 pub fn write(
     path: &std::path::Path,
     sim: &Simulation,
-    records: &[kubeplane_sim::Record],
+    records: &mut Vec<kubeplane_sim::Record>,
     samples: &mut Samples,
+    keep_explanations: bool,
 ) -> std::io::Result<()> {
     samples.finish(&sim.store, sim.now);
-    let json: Vec<Value> = records.iter().map(kubeplane_sim::Record::to_json).collect();
+    let mut json = Vec::with_capacity(records.len());
+    if keep_explanations {
+        json.extend(records.iter().map(kubeplane_sim::Record::to_json));
+    } else {
+        let mut kept = Vec::with_capacity(records.len());
+        for r in records.drain(..) {
+            match r {
+                kubeplane_sim::Record::Json(v) if is_explanation(&v) => json.push(v),
+                r => {
+                    json.push(r.to_json());
+                    kept.push(r);
+                }
+            }
+        }
+        *records = kept;
+    }
     std::fs::write(path, render(sim, &json, samples))
 }

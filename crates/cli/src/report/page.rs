@@ -175,8 +175,8 @@ fn charts_html(parts: &Parts) -> String {
     if drawn < sm.names.len() {
         let _ = writeln!(
             out,
-            "<p class=\"note\">The per-node charts draw the {drawn} nodes with the most pods \
-             of {}.</p>",
+            "<p class=\"note\">The per-node charts draw {drawn} of {} nodes: those ever not \
+             Ready or cordoned first, then those with the most pods.</p>",
             sm.names.len()
         );
     }

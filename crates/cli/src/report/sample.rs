@@ -1,11 +1,13 @@
 //! Samples of the store during a run, for the report's time series: pods, requested CPU and
 //! memory and allocatable per node, node states and pending pods. Memory stays bounded: a
-//! sample is taken at most every `interval` seconds of virtual time, and when the samples
-//! outgrow their budget every other one is dropped and the interval doubles. Node state,
+//! sample is taken at most every `interval` seconds of virtual time (a 500th of the run when
+//! it has a duration, else from 1s), and when the samples outgrow their budget every other one
+//! is dropped and the interval doubles. Node state,
 //! cordon and taint changes are checked at every instant (cheap: one pass over the nodes) and
 //! kept as markers, up to a cap.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 use kubeplane_core::resources::{node_allocatable, pod_requests};
@@ -67,6 +69,8 @@ pub struct Samples {
     pub markers_dropped: usize,
     interval: f64,
     last_nodes: BTreeMap<String, (NodeState, bool, String)>,
+    /// The node versions of the last check.
+    last_arcs: Vec<Arc<Node>>,
 }
 
 fn secs(t: SimTime) -> f64 {
@@ -112,9 +116,15 @@ impl Samples {
         }
     }
 
-    /// Called with the settled store after every instant.
-    pub fn observe(&mut self, store: &Store, now: SimTime) {
+    /// Called with the settled store after every instant; `end` is the end of the run when
+    /// it has one (then the first sample sets the interval to spread about half of the
+    /// samples budget over the run, so they rarely need thinning).
+    pub fn observe(&mut self, store: &Store, now: SimTime, end: Option<SimTime>) {
         let t = secs(now);
+        if let (None, Some(end)) = (self.samples.first(), end) {
+            let span = secs(end) - t;
+            self.interval = (span / (MAX_SAMPLES / 2) as f64).max(1.0);
+        }
         self.check_markers(store, t);
         let due = self
             .samples
@@ -145,6 +155,16 @@ impl Samples {
     }
 
     fn check_markers(&mut self, store: &Store, t: f64) {
+        // Most instants change no node: the same stored versions as at the last check.
+        let same = store.nodes().count() == self.last_arcs.len()
+            && store
+                .nodes()
+                .zip(&self.last_arcs)
+                .all(|(a, b)| Arc::ptr_eq(a, b));
+        if same {
+            return;
+        }
+        self.last_arcs = store.nodes().cloned().collect();
         let mut seen = BTreeMap::new();
         for node in store.nodes() {
             let name = node.metadata.name.clone().unwrap_or_default();
