@@ -233,3 +233,59 @@ pub fn markers(samples: &Samples, records: &[Value], end: f64) -> String {
     time_axis(&mut svg, x, height - 24.0);
     svg.finish("events over time")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::sample::Sample;
+    use super::*;
+
+    fn cell(pods: u32, state: NodeState) -> Option<NodeCell> {
+        Some(NodeCell {
+            pods,
+            cpu_milli: 0,
+            memory: 0,
+            alloc_cpu_milli: 1000,
+            alloc_memory: 1,
+            state,
+            cordoned: false,
+        })
+    }
+
+    #[test]
+    fn the_drawn_nodes_are_the_troubled_ones_then_the_busiest_in_first_seen_order() {
+        let mut samples = Samples::new();
+        samples.names = (0..MAX_NODES + 2).map(|i| format!("n{i}")).collect();
+        let mut nodes: Vec<Option<NodeCell>> = (0..MAX_NODES + 2)
+            .map(|i| cell(i as u32 + 10, NodeState::Ready))
+            .collect();
+        nodes[0] = cell(0, NodeState::Unreachable);
+        samples.samples.push(Sample {
+            time: 0.0,
+            pending: 0,
+            nodes,
+        });
+        let chosen = chosen_nodes(&samples);
+        assert_eq!(chosen.len(), MAX_NODES);
+        assert_eq!(chosen[0], 0, "the unreachable node, though it has no pods");
+        assert!(
+            !chosen.contains(&1) && !chosen.contains(&2),
+            "the two least busy"
+        );
+        assert!(chosen.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn a_pod_event_lands_in_its_lane_and_other_events_in_none() {
+        let r = |kind: &str, reason: &str| serde_json::json!({"kind": kind, "reason": reason});
+        assert_eq!(lane_of(&r("Pod", "Preempted")), Some("preemptions"));
+        assert_eq!(
+            lane_of(&r("Pod", "TaintManagerEviction")),
+            Some("evictions")
+        );
+        assert_eq!(
+            lane_of(&r("Deployment", "ScalingReplicaSet")),
+            Some("scale events")
+        );
+        assert_eq!(lane_of(&r("Pod", "Scheduled")), None);
+    }
+}
