@@ -141,6 +141,10 @@ pub struct SimulateArgs {
     /// ScaleDownDecision records).
     #[arg(long)]
     pub explain: bool,
+    /// Also write a self-contained HTML report of the run to PATH: events, pods and requested
+    /// resources per node over time, the records in a filterable table, each pod's story.
+    #[arg(long, value_name = "PATH")]
+    pub report: Option<PathBuf>,
     /// A KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1).
     #[arg(long, value_name = "PATH")]
     pub scheduler_config: Option<PathBuf>,

@@ -10,6 +10,7 @@ mod generate;
 mod inputs;
 mod output;
 mod progress;
+mod report;
 mod simulate;
 mod summary;
 mod whatif;

@@ -232,7 +232,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         None => None,
     };
     let opts = RunOptions {
-        explain: args.explain || args.why.is_some(),
+        explain: args.explain || args.why.is_some() || args.report.is_some(),
         until,
         seed: args.seed,
         recompute_node_local: args.recompute_node_local,
@@ -251,13 +251,28 @@ pub fn run(args: SimulateArgs) -> ExitCode {
     let mut writer = Writer::new(std::io::BufWriter::new(stdout.lock()), format);
     let mut progress = Progress::new(!args.quiet && std::io::stderr().is_terminal());
     let mut records = Vec::new();
+    let mut samples = args.report.as_ref().map(|_| crate::report::Samples::new());
     let result = {
         // On a thread of the pool: parallel filtering keeps part of the work on this thread.
-        let r = rayon::scope(|_| sim.run(&mut |now, end| progress.update(now, end)));
+        let r = rayon::scope(|_| {
+            sim.run_observed(&mut |store, now, end| {
+                if let Some(s) = samples.as_mut() {
+                    s.observe(store, now, end);
+                }
+                progress.update(now, end)
+            })
+        });
         records.extend(sim.take_records());
         r
     };
     progress.clear();
+    if let (Some(path), Some(samples)) = (&args.report, samples.as_mut()) {
+        let keep = args.explain || args.why.is_some();
+        if let Err(e) = crate::report::write(path, &sim, &mut records, samples, keep) {
+            eprintln!("error: --report {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
     if let Some(pod) = &args.why {
         return tell_why(pod, args.why_namespace(), &sim, &records, result);
     }
