@@ -265,7 +265,9 @@ fn preemption(p: &Value) -> String {
         .cloned()
         .unwrap_or_default();
     if candidates.is_empty() {
-        return format!("{:10}preemption: {}\n", "", s(p, "message"));
+        let message = s(p, "message");
+        let message = message.strip_prefix("preemption: ").unwrap_or(message);
+        return format!("{:10}preemption: {message}\n", "");
     }
     let mut out = format!(
         "{:10}preemption: {} candidate node(s)\n",

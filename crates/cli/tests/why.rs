@@ -117,3 +117,19 @@ fn an_unknown_or_ambiguous_pod_exits_2_naming_the_pods() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_pending_pod_shows_why_each_node_refused_it() {
+    let text = why(&["too-big", "examples/scheduling.yaml", "--until", "30s"]);
+    assert_contains(
+        &text,
+        &[
+            "Pod default/too-big: pending at the end of the run; 1 scheduling attempt(s).",
+            "attempt 1 (default-scheduler): unschedulable",
+            "big              TaintToleration: node(s) had untolerated taint {dedicated: db}",
+            "gpu              NodeResourcesFit: Insufficient cpu",
+            "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+        ],
+    );
+    assert!(!text.contains("preemption: preemption:"), "{text}");
+}
