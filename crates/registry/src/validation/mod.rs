@@ -275,6 +275,17 @@ pub fn validate_create(obj: &Object) -> Result<(), FieldErrors> {
 /// Validates an update of `old` to `new` as the API server does (upstream's `ValidateXUpdate`):
 /// the fields that may not change, then the new object as on create.
 pub fn validate_update(old: &Object, new: &Object) -> Result<(), FieldErrors> {
+    if let (Object::Lease(o), Object::Lease(n)) = (old, new) {
+        // A Lease's only update rule is the immutable uid; checked here without the general
+        // path, because node agents renew a Lease every 10 s (a day of 1000 nodes is 8.6
+        // million updates).
+        return match n.metadata.uid.as_deref().filter(|u| !u.is_empty()) {
+            Some(uid) if o.metadata.uid.as_deref() != Some(uid) => Err(FieldErrors::from(
+                meta::immutable("metadata.uid".into(), quote(uid)),
+            )),
+            _ => Ok(()),
+        };
+    }
     let mut errs = FieldErrors::default();
     errs.0.extend(meta::validate_meta_update(
         old.meta(),
