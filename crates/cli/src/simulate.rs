@@ -170,18 +170,7 @@ fn tell_why(
         Ok(found) => found,
         Err(e) => return input_error(format!("why: {e}")),
     };
-    let end = match sim.store.get_pod(&ns, &name) {
-        Some(p) => crate::why::EndState::Present {
-            node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
-            phase: p
-                .status
-                .as_ref()
-                .and_then(|s| s.phase.clone())
-                .unwrap_or_default(),
-            terminating: p.metadata.deletion_timestamp.is_some(),
-        },
-        None => crate::why::EndState::Gone,
-    };
+    let end = crate::why::EndState::of(&sim.store, &ns, &name);
     let text = crate::why::story(&ns, &name, &json, &end);
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
     if let Err(e) = result {

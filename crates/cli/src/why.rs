@@ -26,6 +26,22 @@ pub enum EndState {
     Gone,
 }
 
+impl EndState {
+    /// Where pod `namespace/name` is in the store at the end of a run.
+    pub fn of(store: &kubeplane_store::Store, namespace: &str, name: &str) -> EndState {
+        match store.get_pod(namespace, name) {
+            Some(p) => EndState::Present {
+                node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
+                phase: (p.status.as_ref())
+                    .and_then(|s| s.phase.clone())
+                    .unwrap_or_default(),
+                terminating: p.metadata.deletion_timestamp.is_some(),
+            },
+            None => EndState::Gone,
+        }
+    }
+}
+
 fn s<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
 }

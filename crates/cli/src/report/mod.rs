@@ -21,20 +21,6 @@ pub use sample::Samples;
 /// warnings, then the rest by name).
 const MAX_STORIES: usize = 300;
 
-/// Where pod `namespace/name` is at the end of the run.
-fn end_state(sim: &Simulation, namespace: &str, name: &str) -> EndState {
-    match sim.store.get_pod(namespace, name) {
-        Some(p) => EndState::Present {
-            node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
-            phase: (p.status.as_ref())
-                .and_then(|s| s.phase.clone())
-                .unwrap_or_default(),
-            terminating: p.metadata.deletion_timestamp.is_some(),
-        },
-        None => EndState::Gone,
-    }
-}
-
 /// The pods to tell the story of, in the order the page lists them, and how many were left out.
 fn story_pods(sim: &Simulation, records: &[Value]) -> (Vec<(String, String)>, usize) {
     let s = |r: &Value, k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
@@ -91,7 +77,7 @@ pub fn render(sim: &Simulation, records: &[Value], samples: &Samples) -> String 
     let stories: Vec<(String, String)> = pods
         .iter()
         .map(|(ns, name)| {
-            let story = crate::why::story(ns, name, records, &end_state(sim, ns, name));
+            let story = crate::why::story(ns, name, records, &EndState::of(&sim.store, ns, name));
             (format!("{ns}/{name}"), story)
         })
         .collect();
