@@ -18,6 +18,7 @@
 
 pub mod client;
 pub mod component;
+mod delegate;
 pub mod error;
 pub mod informer;
 pub mod object;
@@ -27,6 +28,8 @@ pub mod watch;
 
 pub use client::{Cache, Client, Clock, DeleteOptions, PropagationPolicy};
 pub use component::Component;
+#[doc(hidden)]
+pub use delegate::__reexport;
 pub use error::ApiError;
 pub use informer::Informer;
 pub use object::{DynamicObject, Kind, Object, ObjectKey};

@@ -52,83 +52,17 @@ fn the_in_process_cache_shows_each_write_at_once() {
 struct StatusOnlyUpdates(TestClient);
 
 impl Client for StatusOnlyUpdates {
-    fn cache(&self) -> &dyn kubeplane_api::Cache {
-        self.0.cache()
-    }
-    fn clock(&self) -> kubeplane_api::Clock {
-        self.0.clock()
-    }
-    fn get(&mut self, key: &ObjectKey) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
-        self.0.get(key)
-    }
-    fn create(
-        &mut self,
-        obj: kubeplane_api::Object,
-    ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
-        self.0.create(obj)
-    }
     fn update(
         &mut self,
         obj: kubeplane_api::Object,
     ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
         self.0.update_status(obj)
     }
-    fn update_status(
-        &mut self,
-        obj: kubeplane_api::Object,
-    ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
-        self.0.update_status(obj)
-    }
-    fn patch_pod_status(
-        &mut self,
-        namespace: &str,
-        name: &str,
-        uid: &str,
-        patch: &mut dyn FnMut(&mut k8s_openapi::api::core::v1::PodStatus),
-    ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
-        self.0.patch_pod_status(namespace, name, uid, patch)
-    }
-    fn delete(
-        &mut self,
-        key: &ObjectKey,
-        opts: kubeplane_api::DeleteOptions,
-    ) -> Result<Option<kubeplane_api::Object>, kubeplane_api::ApiError> {
-        self.0.delete(key, opts)
-    }
-    fn evict(
-        &mut self,
-        namespace: &str,
-        name: &str,
-        opts: kubeplane_api::DeleteOptions,
-    ) -> Result<(), kubeplane_api::ApiError> {
-        self.0.evict(namespace, name, opts)
-    }
-    fn bind(
-        &mut self,
-        namespace: &str,
-        name: &str,
-        uid: &str,
-        node: &str,
-    ) -> Result<kubeplane_api::Object, kubeplane_api::ApiError> {
-        self.0.bind(namespace, name, uid, node)
-    }
-    fn update_scale(
-        &mut self,
-        key: &ObjectKey,
-        replicas: i32,
-        resource_version: Option<&str>,
-    ) -> Result<k8s_openapi::api::autoscaling::v1::Scale, kubeplane_api::ApiError> {
-        self.0.update_scale(key, replicas, resource_version)
-    }
-    fn record_event(&mut self, ev: kubeplane_core::EventRecord) {
-        self.0.record_event(ev)
-    }
     fn explain(&self) -> bool {
         false
     }
-    fn emit_record(&mut self, record: serde_json::Value) {
-        self.0.emit_record(record)
-    }
+    kubeplane_api::delegate_client!(0: cache, clock, get, create, update_status,
+        patch_pod_status, delete, evict, bind, update_scale, record_event, emit_record);
 }
 
 #[test]

@@ -10,8 +10,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::PodStatus;
-use kubeplane_api::{ApiError, Cache, Client, Clock, DeleteOptions, Object, ObjectKey};
+use kubeplane_api::{ApiError, Client, Object};
 use kubeplane_core::{EventRecord, SimTime};
 
 use crate::api_dispatcher::{
@@ -221,47 +220,6 @@ struct QueueingClient<'a> {
 }
 
 impl Client for QueueingClient<'_> {
-    fn cache(&self) -> &dyn Cache {
-        self.inner.cache()
-    }
-    fn update_scale(
-        &mut self,
-        key: &ObjectKey,
-        replicas: i32,
-        resource_version: Option<&str>,
-    ) -> Result<k8s_openapi::api::autoscaling::v1::Scale, ApiError> {
-        self.inner.update_scale(key, replicas, resource_version)
-    }
-    fn clock(&self) -> Clock {
-        self.inner.clock()
-    }
-    fn get(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
-        self.inner.get(key)
-    }
-    fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.inner.create(obj)
-    }
-    fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.inner.update(obj)
-    }
-    fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.inner.update_status(obj)
-    }
-    fn patch_pod_status(
-        &mut self,
-        namespace: &str,
-        name: &str,
-        uid: &str,
-        patch: &mut dyn FnMut(&mut PodStatus),
-    ) -> Result<Object, ApiError> {
-        self.inner.patch_pod_status(namespace, name, uid, patch)
-    }
-    fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
-        self.inner.delete(key, opts)
-    }
-    fn evict(&mut self, namespace: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError> {
-        self.inner.evict(namespace, name, opts)
-    }
     /// Queues the binding; the assumed pod stands for the bound one meanwhile. The real
     /// outcome reaches the binding cycle as a [`Completion`].
     fn bind(
@@ -284,20 +242,13 @@ impl Client for QueueingClient<'_> {
         self.queued = true;
         Ok(Object::Pod(self.assumed.pod.clone()))
     }
-    fn record_event(&mut self, ev: EventRecord) {
-        self.inner.record_event(ev);
-    }
-    fn explain(&self) -> bool {
-        self.inner.explain()
-    }
-    fn emit_record(&mut self, record: serde_json::Value) {
-        self.inner.emit_record(record);
-    }
+    kubeplane_api::delegate_client!(inner: cache, clock, get, create, update, update_status,
+        patch_pod_status, delete, evict, update_scale, record_event, explain, emit_record);
 }
 
 #[cfg(test)]
 mod tests {
-    use kubeplane_api::Component;
+    use kubeplane_api::{Component, ObjectKey};
     use kubeplane_core::features::FeatureGates;
     use kubeplane_registry::testing::TestClient;
 
@@ -386,63 +337,12 @@ mod tests {
     }
 
     impl Client for RefusingBind<'_> {
-        fn cache(&self) -> &dyn Cache {
-            self.inner.cache()
-        }
-        fn update_scale(
-            &mut self,
-            key: &ObjectKey,
-            replicas: i32,
-            resource_version: Option<&str>,
-        ) -> Result<k8s_openapi::api::autoscaling::v1::Scale, ApiError> {
-            self.inner.update_scale(key, replicas, resource_version)
-        }
-        fn clock(&self) -> Clock {
-            self.inner.clock()
-        }
-        fn get(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
-            self.inner.get(key)
-        }
-        fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
-            self.inner.create(obj)
-        }
-        fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
-            self.inner.update(obj)
-        }
-        fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
-            self.inner.update_status(obj)
-        }
-        fn patch_pod_status(
-            &mut self,
-            namespace: &str,
-            name: &str,
-            uid: &str,
-            patch: &mut dyn FnMut(&mut PodStatus),
-        ) -> Result<Object, ApiError> {
-            self.inner.patch_pod_status(namespace, name, uid, patch)
-        }
-        fn delete(
-            &mut self,
-            key: &ObjectKey,
-            o: DeleteOptions,
-        ) -> Result<Option<Object>, ApiError> {
-            self.inner.delete(key, o)
-        }
-        fn evict(&mut self, ns: &str, name: &str, o: DeleteOptions) -> Result<(), ApiError> {
-            self.inner.evict(ns, name, o)
-        }
         fn bind(&mut self, _: &str, _: &str, _: &str, _: &str) -> Result<Object, ApiError> {
             Err(self.error.clone())
         }
-        fn record_event(&mut self, ev: EventRecord) {
-            self.inner.record_event(ev);
-        }
-        fn explain(&self) -> bool {
-            self.inner.explain()
-        }
-        fn emit_record(&mut self, record: serde_json::Value) {
-            self.inner.emit_record(record);
-        }
+        kubeplane_api::delegate_client!(inner: cache, clock, get, create, update,
+            update_status, patch_pod_status, delete, evict, update_scale, record_event,
+            explain, emit_record);
     }
 
     #[test]

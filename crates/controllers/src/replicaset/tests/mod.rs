@@ -358,35 +358,6 @@ struct FailingCreates {
 }
 
 impl Client for FailingCreates {
-    fn cache(&self) -> &dyn kubeplane_api::Cache {
-        self.inner.cache()
-    }
-    fn update_scale(
-        &mut self,
-        key: &ObjectKey,
-        replicas: i32,
-        resource_version: Option<&str>,
-    ) -> Result<k8s_openapi::api::autoscaling::v1::Scale, ApiError> {
-        self.inner.update_scale(key, replicas, resource_version)
-    }
-    fn clock(&self) -> kubeplane_api::Clock {
-        self.inner.clock()
-    }
-    fn get(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
-        self.inner.get(key)
-    }
-    fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.inner.update_status(obj)
-    }
-    fn patch_pod_status(
-        &mut self,
-        ns: &str,
-        name: &str,
-        uid: &str,
-        patch: &mut dyn FnMut(&mut k8s_openapi::api::core::v1::PodStatus),
-    ) -> Result<Object, ApiError> {
-        self.inner.patch_pod_status(ns, name, uid, patch)
-    }
     fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
         if obj.kind() == Kind::Pod {
             self.attempts += 1;
@@ -400,27 +371,11 @@ impl Client for FailingCreates {
         }
         self.inner.create(obj)
     }
-    fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.inner.update(obj)
-    }
-    fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
-        self.inner.delete(key, opts)
-    }
-    fn evict(&mut self, ns: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError> {
-        self.inner.evict(ns, name, opts)
-    }
-    fn bind(&mut self, ns: &str, name: &str, uid: &str, node: &str) -> Result<Object, ApiError> {
-        self.inner.bind(ns, name, uid, node)
-    }
-    fn record_event(&mut self, ev: EventRecord) {
-        self.inner.record_event(ev)
-    }
     fn explain(&self) -> bool {
         false
     }
-    fn emit_record(&mut self, record: serde_json::Value) {
-        self.inner.emit_record(record)
-    }
+    kubeplane_api::delegate_client!(inner: cache, clock, get, update, update_status,
+        patch_pod_status, delete, evict, bind, update_scale, record_event, emit_record);
 }
 
 #[test]
