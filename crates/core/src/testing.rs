@@ -31,6 +31,22 @@ pub fn time(rfc3339: &str) -> Time {
     Time(rfc3339.parse().expect("a valid RFC 3339 timestamp"))
 }
 
+/// The image of the containers the builder adds with requests.
+const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.9";
+
+/// A container with this name and image, requesting `requests` when given.
+fn container(name: String, image: &str, requests: Option<&[(&str, &str)]>) -> Container {
+    Container {
+        name,
+        image: Some(image.to_string()),
+        resources: requests.map(|r| ResourceRequirements {
+            requests: Some(quantities(r)),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 pub fn quantities(list: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
     list.iter()
         .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
@@ -203,26 +219,16 @@ impl PodBuilder {
     /// Adds a container named `c<i>` with these requests.
     pub fn req(mut self, requests: &[(&str, &str)]) -> Self {
         let i = self.spec().containers.len();
-        self.spec().containers.push(Container {
-            name: format!("c{i}"),
-            image: Some("registry.k8s.io/pause:3.9".to_string()),
-            resources: Some(ResourceRequirements {
-                requests: Some(quantities(requests)),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
+        let c = container(format!("c{i}"), PAUSE_IMAGE, Some(requests));
+        self.spec().containers.push(c);
         self
     }
 
     /// Adds a container with this image and no requests.
     pub fn image(mut self, image: &str) -> Self {
         let i = self.spec().containers.len();
-        self.spec().containers.push(Container {
-            name: format!("c{i}"),
-            image: Some(image.to_string()),
-            ..Default::default()
-        });
+        let c = container(format!("c{i}"), image, None);
+        self.spec().containers.push(c);
         self
     }
 
@@ -230,18 +236,11 @@ impl PodBuilder {
     pub fn init_req(mut self, requests: &[(&str, &str)], sidecar: bool) -> Self {
         let spec = self.spec();
         let i = spec.init_containers.as_ref().map_or(0, Vec::len);
+        let mut c = container(format!("init{i}"), PAUSE_IMAGE, Some(requests));
+        c.restart_policy = sidecar.then(|| "Always".to_string());
         spec.init_containers
             .get_or_insert_with(Default::default)
-            .push(Container {
-                name: format!("init{i}"),
-                image: Some("registry.k8s.io/pause:3.9".to_string()),
-                restart_policy: sidecar.then(|| "Always".to_string()),
-                resources: Some(ResourceRequirements {
-                    requests: Some(quantities(requests)),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            });
+            .push(c);
         self
     }
 
@@ -249,13 +248,10 @@ impl PodBuilder {
     pub fn init_image(mut self, image: &str) -> Self {
         let spec = self.spec();
         let i = spec.init_containers.as_ref().map_or(0, Vec::len);
+        let c = container(format!("init{i}"), image, None);
         spec.init_containers
             .get_or_insert_with(Default::default)
-            .push(Container {
-                name: format!("init{i}"),
-                image: Some(image.to_string()),
-                ..Default::default()
-            });
+            .push(c);
         self
     }
 
