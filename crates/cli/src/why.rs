@@ -10,6 +10,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use crate::output::age::format_age_secs;
+use crate::output::str_of as s;
 
 /// How many of the best-scoring nodes a scheduled attempt shows.
 const BEST_NODES: usize = 3;
@@ -40,10 +41,6 @@ impl EndState {
             None => EndState::Gone,
         }
     }
-}
-
-fn s<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
 fn time(v: &Value) -> String {

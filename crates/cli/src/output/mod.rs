@@ -12,6 +12,11 @@ use serde_json::Value;
 use crate::cli::OutputFormat;
 use crate::summary::Summary;
 
+/// A string field of a JSON record ("" when absent or not a string).
+pub(crate) fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
 pub struct Writer<W: Write> {
     out: W,
     format: OutputFormat,

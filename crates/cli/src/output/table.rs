@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::age::format_age_secs;
+use super::str_of;
 
 /// The cells of one row.
 pub struct Row {
@@ -11,10 +12,6 @@ pub struct Row {
     pub object: String,
     pub reason: String,
     pub message: String,
-}
-
-fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
 fn namespaced(v: &Value) -> String {

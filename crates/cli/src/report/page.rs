@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::charts;
 use super::sample::{NodeCell, Samples};
 use super::svg::esc;
+use crate::output::str_of as s;
 
 /// Records the table shows at most (the first ones in time).
 const MAX_ROWS: usize = 20_000;
@@ -44,10 +45,6 @@ var ok=(!kind||r.dataset.kind===kind)&&r.textContent.toLowerCase().indexOf(t)>=0
 r.style.display=ok?'':'none';});}\
 q.addEventListener('input',f);k.addEventListener('change',f);\
 var h=decodeURIComponent(location.hash.slice(1));if(h.indexOf('filter=')===0){q.value=h.slice(7);f();}})();";
-
-fn s<'a>(r: &'a Value, k: &str) -> &'a str {
-    r.get(k).and_then(Value::as_str).unwrap_or("")
-}
 
 /// A quantity of bytes in the largest binary unit that keeps it above 1.
 fn bytes(v: f64) -> String {
