@@ -9,7 +9,7 @@ use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kubeplane_api::{ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::{EventRecord, SimTime};
-use kubeplane_store::{NameSource, Store};
+use kubeplane_store::{NameSource, Prepared, Store};
 
 use crate::deletion::DeletePlan;
 use crate::strategy::{self, pod::BindError, pod::BindFeatures};
@@ -42,11 +42,12 @@ pub trait Backend {
     ) -> Result<Object, ApiError>;
 
     /// Replaces the object of `obj`'s key after `prepare` adjusted `obj` against the stored
-    /// one; a stale resourceVersion or another UID on `obj` is a Conflict, before `prepare`.
+    /// one, or removes the stored object when `prepare` says so; a stale resourceVersion or
+    /// another UID on `obj` is a Conflict, before `prepare`.
     fn update(
         &mut self,
         obj: Object,
-        prepare: impl FnOnce(&Object, &mut Object) -> Result<(), ApiError>,
+        prepare: impl FnOnce(&Object, &mut Object) -> Result<Prepared, ApiError>,
     ) -> Result<Object, ApiError>;
 
     /// Replaces a stored object with what `f` makes of it.
@@ -82,7 +83,7 @@ impl Backend for Store {
     fn update(
         &mut self,
         obj: Object,
-        prepare: impl FnOnce(&Object, &mut Object) -> Result<(), ApiError>,
+        prepare: impl FnOnce(&Object, &mut Object) -> Result<Prepared, ApiError>,
     ) -> Result<Object, ApiError> {
         Store::update(self, obj, prepare)
     }
@@ -161,25 +162,19 @@ fn update_as(
     validate: Validate,
     prepare: fn(&Object, &mut Object) -> Result<(), ApiError>,
 ) -> Result<Object, ApiError> {
-    let mut remove: Option<ObjectKey> = None;
-    let written = b.update(obj, |old, new| {
+    b.update(obj, |old, new| {
         if validate == Validate::Yes {
             crate::validation::check_update(Some(old), new)?;
         }
         if old.meta().deletion_timestamp.is_some() {
             crate::deletion::check_update(old, new)?;
             if crate::deletion::should_delete_during_update(old, new) {
-                remove = Some(new.key());
-                // Abandons the write; the object is removed below instead.
-                return Err(ApiError::Conflict { key: new.key() });
+                return Ok(Prepared::Remove);
             }
         }
-        prepare(old, new)
-    });
-    match remove {
-        Some(key) => b.delete(&key),
-        None => written,
-    }
+        prepare(old, new)?;
+        Ok(Prepared::Write)
+    })
 }
 
 /// Upstream's PatchPodStatus: `patch` applied to the current pod's status, the pod's UID as

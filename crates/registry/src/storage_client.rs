@@ -27,7 +27,7 @@ use kubeplane_storage::{
     Key, ListOptions, MemoryStorage, MemoryWatcher, Prefix, Storage, StorageError, Versioned,
     Watcher,
 };
-use kubeplane_store::NameSource;
+use kubeplane_store::{NameSource, Prepared};
 
 use crate::client::{self, Backend};
 
@@ -140,7 +140,7 @@ impl Backend for Writer<'_> {
     fn update(
         &mut self,
         mut obj: Object,
-        prepare: impl FnOnce(&Object, &mut Object) -> Result<(), ApiError>,
+        prepare: impl FnOnce(&Object, &mut Object) -> Result<Prepared, ApiError>,
     ) -> Result<Object, ApiError> {
         let Some(old) = self.read(obj.kind(), obj.namespace(), obj.name()) else {
             return Err(ApiError::NotFound { key: obj.key() });
@@ -150,7 +150,9 @@ impl Backend for Writer<'_> {
         if stale || (!obj.uid().is_empty() && obj.uid() != old.value.uid()) {
             return Err(ApiError::Conflict { key: obj.key() });
         }
-        prepare(&old.value, &mut obj)?;
+        if prepare(&old.value, &mut obj)? == Prepared::Remove {
+            return Backend::delete(self, &obj.key());
+        }
         self.replace(obj, &old)
     }
 

@@ -22,4 +22,4 @@ pub use kubeplane_api::{
     WatchEvent,
 };
 pub use names::NameSource;
-pub use store::Store;
+pub use store::{Prepared, Store};

@@ -69,6 +69,15 @@ impl Bucket {
     }
 }
 
+/// What an update's prepare step decided: write the prepared object, or remove the stored one
+/// instead (upstream's `ShouldDeleteDuringUpdate`: the last finalizer of a deleting object
+/// removed).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Prepared {
+    Write,
+    Remove,
+}
+
 /// The versioned object store. Objects of each kind are kept sorted by namespace and name, so
 /// listing order is deterministic.
 pub struct Store {
@@ -246,11 +255,13 @@ impl Store {
     /// Replaces the stored object of `obj`'s key with `obj` after `prepare` has adjusted it
     /// against the stored one (the registry's strategies). Optimistic concurrency: a non-empty
     /// resourceVersion or UID on `obj` that is not the stored one is a Conflict, checked
-    /// before `prepare` runs. The object stored gets the write's resourceVersion. One lookup.
+    /// before `prepare` runs. The object stored gets the write's resourceVersion. When
+    /// `prepare` answers [`Prepared::Remove`], the stored object is removed instead (the call
+    /// returns its last state). One lookup.
     pub fn update(
         &mut self,
         mut obj: Object,
-        prepare: impl FnOnce(&Object, &mut Object) -> Result<(), ApiError>,
+        prepare: impl FnOnce(&Object, &mut Object) -> Result<Prepared, ApiError>,
     ) -> Result<Object, ApiError> {
         let kind = obj.kind();
         let rv = self.resource_version + 1;
@@ -264,7 +275,9 @@ impl Store {
         if !obj.uid().is_empty() && obj.uid() != slot.uid() {
             return Err(ApiError::Conflict { key: obj.key() });
         }
-        prepare(slot, &mut obj)?;
+        if prepare(slot, &mut obj)? == Prepared::Remove {
+            return self.delete(&obj.key());
+        }
         obj.meta_mut().resource_version = Some(rv.to_string());
         let old = std::mem::replace(slot, obj.clone());
         self.resource_version = rv;
@@ -333,8 +346,8 @@ mod tests {
         Object::Pod(Arc::new(p))
     }
 
-    fn keep(_: &Object, _: &mut Object) -> Result<(), ApiError> {
-        Ok(())
+    fn keep(_: &Object, _: &mut Object) -> Result<Prepared, ApiError> {
+        Ok(Prepared::Write)
     }
 
     #[test]
