@@ -80,6 +80,20 @@ input, a configuration or the command line is invalid (nothing is simulated)."
     Compare(CompareArgs),
     /// Run the performance benchmarks and print their figures.
     Bench(BenchArgs),
+    /// Serve a kubectl-compatible API with the scheduler, controllers and simulated kubelets inside.
+    #[command(
+        long_about = "Serve the Kubernetes API over HTTPS (HTTP/1.1 and HTTP/2) with kubeplane's \
+scheduler, controllers and a simulated kubelet for every Node inside, so kubectl, client-go \
+tools, the Python client and kube-rs work against it unchanged.\n\n\
+FILEs are the inputs `simulate` takes: their objects are the initial state.\n\n\
+Every request needs the admin bearer token (written with the CA into --kubeconfig-out) or a \
+client certificate signed by the server's CA; /readyz, /livez, /healthz and /version are open.\n\n\
+Example:\n  kubeplane serve --kubeconfig-out /tmp/kubeplane.yaml examples/what-if.yaml &\n  \
+KUBECONFIG=/tmp/kubeplane.yaml kubectl get nodes\n\n\
+Exit status: 0 stopped by SIGINT or SIGTERM; 1 the server failed; 2 the input or the \
+command line is invalid (nothing is started)."
+    )]
+    Serve(ServeArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(long_about = "Print a shell completion script to standard output.\n\n\
 bash:  kubeplane completion bash > ~/.local/share/bash-completion/completions/kubeplane\n\
@@ -92,6 +106,47 @@ kubeplane man > kubeplane.1 && man ./kubeplane.1")]
     Man,
     /// Print the JSON Schema of the Scenario document, for editors (yaml-language-server).
     Schema,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Manifests (and a Scenario) whose objects are the initial state; directories as
+    /// `kubectl apply -f` reads them.
+    pub files: Vec<String>,
+    /// Read the subdirectories of directory FILEs too.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
+    /// The address to listen on (HTTPS).
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    pub listen: std::net::SocketAddr,
+    /// Keep the CA, the serving certificate and the admin token here (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Write an admin kubeconfig here once the server is ready.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig_out: Option<PathBuf>,
+    /// The cluster's clock: the wall clock, or a virtual one running --speed times faster.
+    #[arg(long, value_enum, default_value = "wall")]
+    pub clock: ClockArg,
+    /// How much faster than wall time a virtual clock runs.
+    #[arg(long, default_value = "1", value_name = "FACTOR")]
+    pub speed: f64,
+    /// Keep state in an etcd cluster (not available yet).
+    #[arg(long, value_name = "URL[,URL]")]
+    pub etcd_servers: Option<String>,
+    /// A KubeSchedulerConfiguration file, as for simulate.
+    #[arg(long, value_name = "PATH")]
+    pub scheduler_config: Option<PathBuf>,
+    /// The Kubernetes release to follow (as for simulate).
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes_version: Option<String>,
+}
+
+/// `--clock`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClockArg {
+    Wall,
+    Virtual,
 }
 
 #[derive(Args, Debug)]

@@ -148,6 +148,42 @@ pub struct Simulation {
     binding: kubeplane_registry::strategy::pod::BindFeatures,
 }
 
+/// The scheduler of a run: the last KubeSchedulerConfiguration given (or the defaults),
+/// resolved under the run's feature gates, with the API calls of the SchedulerAsyncAPICalls
+/// gate taking no time (queued calls run at the instant they are queued). Also used by
+/// `kubeplane serve`.
+pub fn build_scheduler(
+    configs: &[(crate::scenario::Source, serde_json::Value)],
+    features: &FeatureGates,
+    seed: u64,
+) -> Result<Scheduler, SimError> {
+    let cfg = match configs.last() {
+        Some((source, value)) => Some(
+            kubeplane_scheduler::config::decode(value)
+                .map_err(|e| SimError::Setup(format!("{source}: {e}")))?,
+        ),
+        None => None,
+    };
+    let setup = kubeplane_scheduler::config::resolve(cfg.as_ref(), features).map_err(|e| {
+        let source = configs
+            .last()
+            .map(|(s, _)| s.to_string())
+            .unwrap_or_else(|| "scheduler configuration".into());
+        SimError::Setup(format!("{source}: {e}"))
+    })?;
+    let queue = kubeplane_scheduler::queue::SchedulingQueue::new(setup.queue);
+    let mut scheduler = Scheduler::new(
+        setup.frameworks,
+        queue,
+        setup.percentage_of_nodes_to_score,
+        seed,
+    );
+    if features.enabled("SchedulerAsyncAPICalls") {
+        scheduler.set_async_api_calls(Some(ApiCallDrain::AtOnce));
+    }
+    Ok(scheduler)
+}
+
 impl Simulation {
     /// Sets up the store with the initial objects (created at t=0 in file order), the
     /// scheduler with its configuration, the controllers and the node agents.
@@ -155,34 +191,9 @@ impl Simulation {
         let scenario = input.scenario;
         let seed = opts.seed.unwrap_or(scenario.seed);
         let features: FeatureGates = scenario.feature_gates.clone();
-        let cfg = match input.scheduler_configs.last() {
-            Some((source, value)) => Some(
-                kubeplane_scheduler::config::decode(value)
-                    .map_err(|e| SimError::Setup(format!("{source}: {e}")))?,
-            ),
-            None => None,
-        };
-        let setup = kubeplane_scheduler::config::resolve(cfg.as_ref(), &features).map_err(|e| {
-            let source = input
-                .scheduler_configs
-                .last()
-                .map(|(s, _)| s.to_string())
-                .unwrap_or_else(|| "scheduler configuration".into());
-            SimError::Setup(format!("{source}: {e}"))
-        })?;
-        let queue = kubeplane_scheduler::queue::SchedulingQueue::new(setup.queue);
-        let mut scheduler = Scheduler::new(
-            setup.frameworks,
-            queue,
-            setup.percentage_of_nodes_to_score,
-            seed,
-        );
+        let mut scheduler = build_scheduler(&input.scheduler_configs, &features, seed)?;
         if opts.recompute_node_local {
             scheduler.set_reuse_node_local(false);
-        }
-        if features.enabled("SchedulerAsyncAPICalls") {
-            // Calls take no virtual time: queued calls run at the instant they are queued.
-            scheduler.set_async_api_calls(Some(ApiCallDrain::AtOnce));
         }
         let duration = opts.until.or(scenario.duration);
         let mut sim = Simulation {
