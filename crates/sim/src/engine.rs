@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use thiserror::Error;
 
 use crate::agents::NodeAgents;
+use crate::drain::Drains;
 use crate::scenario::{Assertion, Input, Step, StepAction};
 
 /// A run without `duration` stops when nothing is pending, and at the latest after this long.
@@ -122,6 +123,8 @@ pub struct Simulation {
     pub now: SimTime,
     scheduler: Scheduler,
     agents: NodeAgents,
+    /// The `drain` steps in progress (kubectl's evictions, retries and waits).
+    drains: Drains,
     /// Controllers whose timers mean pending work (not periodic housekeeping).
     controllers: Vec<Box<dyn Component + Send>>,
     /// Controllers that run periodically for ever (node lifecycle).
@@ -190,6 +193,7 @@ impl Simulation {
             now: SimTime::ZERO,
             scheduler,
             agents: NodeAgents::new(scenario.pod_startup_latency),
+            drains: Drains::default(),
             controllers: kubeplane_controllers::manager::controllers(&features),
             periodic: kubeplane_controllers::manager::periodic_controllers(&features),
             steps: scenario.steps.into_iter().collect(),
@@ -319,6 +323,10 @@ impl Simulation {
                 runs[n_components - 2] += 1;
                 ran = true;
             }
+            if self.drains.next_wakeup().is_some_and(|t| t <= now) {
+                self.drains.run(now, &mut client);
+                ran = true;
+            }
             if !ran
                 && !client.store.has_events()
                 && self.scheduler.next_wakeup().is_some_and(|t| t <= now)
@@ -380,10 +388,14 @@ impl Simulation {
         let now = self.now;
         let after = |t: Option<SimTime>| t.filter(|&t| t > now);
         let mut next = self.steps.front().map(|s| s.at).filter(|&t| t > now);
-        let candidates = [self.scheduler.next_wakeup(), self.agents.next_wakeup()]
-            .into_iter()
-            .chain(self.controllers.iter().map(|c| c.next_wakeup()))
-            .chain(self.periodic.iter().map(|c| c.next_wakeup()));
+        let candidates = [
+            self.scheduler.next_wakeup(),
+            self.agents.next_wakeup(),
+            self.drains.next_wakeup(),
+        ]
+        .into_iter()
+        .chain(self.controllers.iter().map(|c| c.next_wakeup()))
+        .chain(self.periodic.iter().map(|c| c.next_wakeup()));
         for t in candidates {
             if let Some(t) = after(t) {
                 next = Some(next.map_or(t, |n: SimTime| n.min(t)));
@@ -398,6 +410,7 @@ impl Simulation {
             || self.scheduler.has_pending_work()
             || self.agents.has_pod_work()
             || self.controllers.iter().any(|c| c.next_wakeup().is_some())
+            || self.drains.next_wakeup().is_some()
     }
 
     /// Runs to the end: the scenario's duration, or until nothing is pending (at most 24 h).
@@ -432,6 +445,7 @@ impl Simulation {
                         self.apply_due_steps()?;
                         observe(&self.store, self.now, self.end);
                     }
+                    self.end_drains();
                     self.fail_unchecked_expectations();
                     return Ok(());
                 }
@@ -471,6 +485,12 @@ impl Simulation {
             }
         }
         Ok(())
+    }
+
+    /// The drains still in progress when the run ends write their records.
+    fn end_drains(&mut self) {
+        let mut drains = std::mem::take(&mut self.drains);
+        self.with_client(|c| drains.end(c.now, c));
     }
 
     /// Expectations due after the run ended (`--until` shorter than the steps, or the 24 h cap
@@ -725,6 +745,12 @@ impl Simulation {
                     }
                 }
                 self.put_status(Object::Pod(Arc::new(p)))
+            }
+            StepAction::Drain(opts) => {
+                let mut drains = std::mem::take(&mut self.drains);
+                let started = self.with_client(|c| drains.start(opts.clone(), now, c));
+                self.drains = drains;
+                started
             }
             StepAction::Expect(_) => Ok(()),
         }
