@@ -338,23 +338,30 @@ impl Simulation {
             if !ran && !self.store.has_events() {
                 return Ok(());
             }
-            self.rounds += 1;
-            if self.rounds > BASE_ROUNDS_PER_INSTANT
-                && (self.rounds - BASE_ROUNDS_PER_INSTANT) % ROUNDS_PER_RECOUNT == 1
-            {
-                let n_pods = self
-                    .store
-                    .pods()
-                    .filter(|p| p.metadata.deletion_timestamp.is_none())
-                    .count() as u64;
-                self.round_budget = BASE_ROUNDS_PER_INSTANT
-                    .saturating_add(n_pods.saturating_mul(ROUNDS_PER_POD))
-                    .min(MAX_ROUNDS_PER_INSTANT);
-            }
-            if self.rounds > BASE_ROUNDS_PER_INSTANT && self.rounds > self.round_budget {
-                return Err(self.livelock());
-            }
+            self.count_round()?;
         }
+    }
+
+    /// Counts one round of work at this instant: past [`BASE_ROUNDS_PER_INSTANT`] the budget
+    /// is recounted now and then, and an instant over its budget is a livelock.
+    fn count_round(&mut self) -> Result<(), SimError> {
+        self.rounds += 1;
+        if self.rounds > BASE_ROUNDS_PER_INSTANT
+            && (self.rounds - BASE_ROUNDS_PER_INSTANT) % ROUNDS_PER_RECOUNT == 1
+        {
+            let n_pods = self
+                .store
+                .pods()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .count() as u64;
+            self.round_budget = BASE_ROUNDS_PER_INSTANT
+                .saturating_add(n_pods.saturating_mul(ROUNDS_PER_POD))
+                .min(MAX_ROUNDS_PER_INSTANT);
+        }
+        if self.rounds > BASE_ROUNDS_PER_INSTANT && self.rounds > self.round_budget {
+            return Err(self.livelock());
+        }
+        Ok(())
     }
 
     /// The error for an instant that did not settle: which components ran, busiest first.
