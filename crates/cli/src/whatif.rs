@@ -376,6 +376,48 @@ mod tests {
     }
 
     #[test]
+    fn drain_takes_kubectls_defaults_and_the_options_given() {
+        let mut i = input();
+        add_steps(
+            &mut i,
+            &flags(&[("at", "1m"), ("drain", "n3")]),
+            &DrainFlags::default(),
+        )
+        .unwrap();
+        let step = &i.scenario.steps[0];
+        assert_eq!(step.at, SimTime::from_secs(60));
+        let StepAction::Drain(opts) = &step.action else {
+            panic!("a drain step: {:?}", step.action)
+        };
+        let kubectl_defaults = DrainOptions {
+            node: "n3".into(),
+            ..DrainOptions::default()
+        };
+        assert_eq!(*opts, kubectl_defaults);
+        assert_eq!(opts.grace_period_seconds, -1);
+        let given = DrainFlags {
+            ignore_daemonsets: true,
+            force: true,
+            grace_period: Some(0),
+            timeout: Some("2m".into()),
+            pod_selector: Some("app=web".into()),
+            ..DrainFlags::default()
+        };
+        let mut i = input();
+        add_steps(&mut i, &flags(&[("drain", "n4")]), &given).unwrap();
+        let StepAction::Drain(opts) = &i.scenario.steps[0].action else {
+            panic!("a drain step")
+        };
+        assert!(opts.ignore_daemon_sets && opts.force && !opts.delete_empty_dir_data);
+        assert_eq!(opts.grace_period_seconds, 0);
+        assert_eq!(
+            opts.timeout,
+            kubeplane_core::time::SimDuration::from_secs(120)
+        );
+        assert_eq!(opts.pod_selector, "app=web");
+    }
+
+    #[test]
     fn untaint_takes_an_optional_effect_and_keys_may_have_a_prefix() {
         let mut i = input();
         add_steps(
