@@ -294,6 +294,50 @@ pub struct SimulateArgs {
         help_heading = "What-ifs (each a step, in order)"
     )]
     pub delete: Vec<String>,
+    /// Drain a node as `kubectl drain` does: cordon it, then evict its pods, respecting
+    /// PodDisruptionBudgets (the options below are kubectl drain's).
+    #[arg(
+        long,
+        value_name = "NODE",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub drain: Vec<String>,
+    /// --drain: ignore DaemonSet-managed pods.
+    #[arg(long, help_heading = "Options of --drain (kubectl drain's)")]
+    pub ignore_daemonsets: bool,
+    /// --drain: continue even if there are pods using emptyDir (local data that will be
+    /// deleted when the node is drained).
+    #[arg(long, help_heading = "Options of --drain (kubectl drain's)")]
+    pub delete_emptydir_data: bool,
+    /// --drain: continue even if there are pods that do not declare a controller.
+    #[arg(long, help_heading = "Options of --drain (kubectl drain's)")]
+    pub force: bool,
+    /// --drain: seconds given to each pod to terminate gracefully; negative uses the pod's
+    /// own [default: -1].
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        allow_negative_numbers = true,
+        help_heading = "Options of --drain (kubectl drain's)"
+    )]
+    pub grace_period: Option<i64>,
+    /// --drain: how long to wait before giving up (Go duration); 0 waits for ever [default: 0s].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Options of --drain (kubectl drain's)"
+    )]
+    pub timeout: Option<String>,
+    /// --drain: a label selector to filter the pods on the node.
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        help_heading = "Options of --drain (kubectl drain's)"
+    )]
+    pub pod_selector: Option<String>,
+    /// --drain: delete the pods instead of evicting them, bypassing PodDisruptionBudgets.
+    #[arg(long, help_heading = "Options of --drain (kubectl drain's)")]
+    pub disable_eviction: bool,
     /// The what-if flags in command-line order (filled in from the parsed matches).
     #[arg(skip)]
     pub what_ifs: Vec<crate::whatif::Flag>,
@@ -303,6 +347,19 @@ impl SimulateArgs {
     /// The namespace --why's pod is in: the last `-n`, else `default`.
     pub fn why_namespace(&self) -> &str {
         self.namespace.last().map_or("default", String::as_str)
+    }
+
+    /// The options of `--drain` as given.
+    pub fn drain_flags(&self) -> crate::whatif::DrainFlags {
+        crate::whatif::DrainFlags {
+            ignore_daemonsets: self.ignore_daemonsets,
+            delete_emptydir_data: self.delete_emptydir_data,
+            force: self.force,
+            grace_period: self.grace_period,
+            timeout: self.timeout.clone(),
+            pod_selector: self.pod_selector.clone(),
+            disable_eviction: self.disable_eviction,
+        }
     }
 
     /// Fills `what_ifs` from the matches of this command, in command-line order.

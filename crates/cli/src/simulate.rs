@@ -198,7 +198,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => return input_error(e),
     };
-    if let Err(e) = crate::whatif::add_steps(&mut input, &args.what_ifs) {
+    if let Err(e) = crate::whatif::add_steps(&mut input, &args.what_ifs, &args.drain_flags()) {
         return input_error(e);
     }
     if let Err(e) = note_stored_only(&input, args.strict, args.quiet) {
