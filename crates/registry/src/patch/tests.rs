@@ -178,6 +178,67 @@ fn retain_keys_clears_the_live_keys_it_does_not_list() {
     );
 }
 
+fn volumes_after(current: Value, spec_patch: Value) -> Value {
+    let pod = json!({"spec": {"volumes": current}});
+    let merged = smp(Kind::Pod, pod, json!({"spec": spec_patch})).unwrap_or_else(|e| panic!("{e}"));
+    merged["spec"]["volumes"].clone()
+}
+
+#[test]
+fn retain_keys_on_items_of_a_merged_list() {
+    let order = json!([{"name": "bar"}, {"name": "foo"}]);
+    let cases = [
+        (
+            "retainKeys list of maps clears a field",
+            json!([{"name": "bar"}, {"name": "foo", "value": "a", "other": "x"}]),
+            json!([{"$retainKeys": ["name", "value"], "name": "foo"}]),
+            json!([{"name": "bar"}, {"name": "foo", "value": "a"}]),
+        ),
+        (
+            "retainKeys list of maps changes a field and clear a field",
+            json!([{"name": "bar"}, {"name": "foo", "value": "old", "other": "x"}]),
+            json!([{"$retainKeys": ["name", "value"], "name": "foo", "value": "new"}]),
+            json!([{"name": "bar"}, {"name": "foo", "value": "new"}]),
+        ),
+        (
+            "retainKeys list of maps adds a field and clear a field",
+            json!([{"name": "bar"}, {"name": "foo", "other": "x"}]),
+            json!([{"$retainKeys": ["name", "value"], "name": "foo", "value": "a"}]),
+            json!([{"name": "bar"}, {"name": "foo", "value": "a"}]),
+        ),
+        (
+            "retainKeys list of maps deletes a field and clear a field",
+            json!([{"name": "bar"}, {"name": "foo", "value": "a", "other": "x"}]),
+            json!([{"$retainKeys": ["name"], "name": "foo", "value": null}]),
+            json!([{"name": "bar"}, {"name": "foo"}]),
+        ),
+    ];
+    for (name, current, list, want) in cases {
+        let patch = json!({"$setElementOrder/volumes": order, "volumes": list});
+        assert_eq!(volumes_after(current, patch), want, "{name}");
+    }
+}
+
+#[test]
+fn delete_and_reorder_in_one_list_reorder_in_another() {
+    let pod = json!({"spec": {
+        "containers": [{"name": "a", "image": "a"}, {"name": "b", "image": "b"}],
+        "volumes": [{"name": "c", "value": "c"}, {"name": "d", "value": "d"}]}});
+    let patch = json!({"spec": {
+        "$setElementOrder/containers": [{"name": "b"}],
+        "$setElementOrder/volumes": [{"name": "d"}, {"name": "c"}],
+        "containers": [{"$patch": "delete", "name": "a"}]}});
+    let merged = smp(Kind::Pod, pod, patch).unwrap();
+    assert_eq!(
+        merged["spec"]["containers"],
+        json!([{"name": "b", "image": "b"}])
+    );
+    assert_eq!(
+        merged["spec"]["volumes"],
+        json!([{"name": "d", "value": "d"}, {"name": "c", "value": "c"}])
+    );
+}
+
 #[test]
 fn map_directives_replace_or_empty_the_map() {
     let pod = json!({"metadata": {"labels": {"a": "1", "b": "2"}}});
