@@ -546,6 +546,31 @@ fn merge_patches_remove_fields_with_null_and_replace_lists() {
     for body in [&b"{"[..], b"null", b"\"x\""] {
         assert_eq!(apply(Kind::Pod, &pod, PatchType::Merge, body), invalid);
     }
+    let err = apply(Kind::Pod, &pod, PatchType::Merge, b"[1]").unwrap_err();
+    assert_eq!(
+        err.code(),
+        422,
+        "a list replaces the object, which then does not decode"
+    );
+}
+
+#[test]
+fn service_ports_merge_on_the_port() {
+    let svc = json!({"spec": {"ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
+    let patch = json!({"spec": {"ports": [{"port": 80, "targetPort": 9090},
+                                          {"port": 443, "protocol": "TCP"}]}});
+    let merged = smp(
+        Kind::Other(kubeplane_api::types::builtin("v1", "Service").unwrap()),
+        svc,
+        patch,
+    )
+    .unwrap();
+    assert_eq!(
+        merged["spec"]["ports"],
+        json!([{"port": 80, "targetPort": 9090, "protocol": "TCP"},
+               {"port": 443, "protocol": "TCP"}]),
+        "items the patch names keep the patch's order"
+    );
 }
 
 #[test]
