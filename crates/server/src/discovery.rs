@@ -106,13 +106,26 @@ fn resource_list(group: &str, version: &str) -> Option<Value> {
             "categories": categories(k),
         }));
         for (sub, kind, verbs) in subresources(k) {
-            resources.push(json!({
+            let mut r = json!({
                 "name": format!("{}/{sub}", k.plural()),
                 "singularName": "",
                 "namespaced": k.is_namespaced(),
                 "kind": kind,
                 "verbs": verbs,
-            }));
+            });
+            // Subresources of another group name it, as kubectl drain looks for.
+            match sub {
+                "eviction" => r.as_object_mut().map(|m| {
+                    m.insert("group".into(), "policy".into());
+                    m.insert("version".into(), "v1".into())
+                }),
+                "scale" => r.as_object_mut().map(|m| {
+                    m.insert("group".into(), "autoscaling".into());
+                    m.insert("version".into(), "v1".into())
+                }),
+                _ => None,
+            };
+            resources.push(r);
         }
     }
     if resources.is_empty() {

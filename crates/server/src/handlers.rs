@@ -102,6 +102,10 @@ pub fn list(state: &State, req: &ResourceRequest, q: &Query) -> Result<Reply> {
 
 /// Reads a request body (JSON, or YAML as kubectl can send) into a JSON value.
 pub fn parse_body(body: &[u8], content_type: &str) -> Result<Value> {
+    if content_type.contains("protobuf") {
+        return crate::proto::decode(body)
+            .ok_or_else(|| StatusError::unsupported_media_type(content_type));
+    }
     if content_type.contains("yaml") {
         let text =
             std::str::from_utf8(body).map_err(|e| StatusError::bad_request(e.to_string()))?;

@@ -237,7 +237,7 @@ fn dispatch(
         if body.iter().all(u8::is_ascii_whitespace) {
             Ok(None)
         } else {
-            handlers::parse_body(body, "application/json").map(Some)
+            handlers::parse_body(body, content_type).map(Some)
         }
     };
     match (method.as_str(), req.name.is_some()) {

@@ -23,6 +23,7 @@ pub mod kubeconfig;
 pub mod list;
 pub mod openapi;
 pub mod patch;
+pub mod proto;
 pub mod request;
 pub mod runtime;
 pub mod state;

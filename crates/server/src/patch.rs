@@ -3,6 +3,7 @@
 //! a fresh read and retry on conflict (upstream's GuaranteedUpdate).
 
 use kubeplane_api::{Client, Kind, Object};
+use kubeplane_registry::patch::PatchType;
 use serde_json::Value;
 
 use crate::handlers::{decode, read, Reply};
@@ -10,67 +11,22 @@ use crate::request::{Query, ResourceRequest};
 use crate::state::State;
 use crate::status::StatusError;
 
-/// The patch formats (from the request's Content-Type).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum PatchType {
-    Json,
-    Merge,
-    StrategicMerge,
-    Apply,
-}
-
-impl PatchType {
-    pub fn from_content_type(ct: &str) -> Option<PatchType> {
-        let base = ct.split(';').next().unwrap_or("").trim();
-        match base {
-            "application/json-patch+json" => Some(PatchType::Json),
-            "application/merge-patch+json" => Some(PatchType::Merge),
-            "application/strategic-merge-patch+json" => Some(PatchType::StrategicMerge),
-            "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
-                Some(PatchType::Apply)
-            }
-            _ => None,
-        }
-    }
-}
-
-/// RFC 7386 JSON merge patch.
-fn merge_patch(target: &mut Value, patch: &Value) {
-    match patch {
-        Value::Object(p) => {
-            if !target.is_object() {
-                *target = Value::Object(Default::default());
-            }
-            let t = target.as_object_mut().expect("made an object");
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else {
-                    merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        other => *target = other.clone(),
-    }
-}
-
-/// The patched JSON of `current`.
+/// The patched JSON of `current`: JSON patch, JSON merge patch and strategic merge patch by
+/// the registry's patch library; server-side apply is not served yet (a 415 naming it).
 pub fn apply_patch(
-    _kind: Kind,
+    kind: Kind,
     current: &Value,
-    kind: PatchType,
+    patch_type: PatchType,
     body: &[u8],
 ) -> Result<Value, StatusError> {
-    let patch: Value = serde_json::from_slice(body)
-        .map_err(|e| StatusError::bad_request(format!("error decoding patch: {e}")))?;
-    match kind {
-        PatchType::Merge | PatchType::StrategicMerge => {
-            let mut out = current.clone();
-            merge_patch(&mut out, &patch);
-            Ok(out)
-        }
-        other => Err(StatusError::unsupported_media_type(&format!("{other:?}"))),
+    if patch_type == PatchType::Apply {
+        return Err(StatusError::new(
+            415,
+            "UnsupportedMediaType",
+            "server-side apply (application/apply-patch+yaml) is not supported by kubeplane serve yet; use client-side kubectl apply",
+        ));
     }
+    kubeplane_registry::patch::apply(kind, current, patch_type, body).map_err(StatusError::from)
 }
 
 /// PATCH of the `scale` subresource of a Deployment or ReplicaSet.
@@ -111,8 +67,7 @@ pub fn patch(
     content_type: &str,
     body: &[u8],
 ) -> Result<Reply, StatusError> {
-    let patch_type = PatchType::from_content_type(content_type)
-        .ok_or_else(|| StatusError::unsupported_media_type(content_type))?;
+    let patch_type = PatchType::from_content_type(content_type).map_err(StatusError::from)?;
     if req.subresource.as_deref() == Some("scale") {
         return patch_scale(state, req, q, patch_type, body);
     }
