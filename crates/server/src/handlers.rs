@@ -119,17 +119,36 @@ pub fn parse_body(body: &[u8], content_type: &str) -> Result<Value> {
 /// unknown field is an error; Warn, the default, and Ignore: it is dropped).
 pub fn decode(req: &ResourceRequest, body: &Value, q: &Query) -> Result<(Object, Vec<String>)> {
     let strict = q.get("fieldValidation") == Some("Strict");
+    let mut body = body.clone();
+    // As upstream's decoder: a body without apiVersion or kind takes the request's.
+    if let Some(m) = body.as_object_mut() {
+        for (field, value) in [
+            ("apiVersion", req.kind.api_version()),
+            ("kind", req.kind.as_str()),
+        ] {
+            if m.get(field)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                m.insert(field.to_string(), value.into());
+            }
+        }
+    }
     let kind_in_body = body.get("kind").and_then(Value::as_str).unwrap_or("");
     let version_in_body = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if kind_in_body != req.kind.as_str() || version_in_body != req.kind.api_version() {
+    if kind_in_body != req.kind.as_str() {
+        return Err(StatusError::bad_request(format!(
+            "the kind in the data ({kind_in_body}) does not match the expected kind ({})",
+            req.kind.as_str()
+        )));
+    }
+    if version_in_body != req.kind.api_version() {
         return Err(StatusError::bad_request(format!(
             "the API version in the data ({version_in_body}) does not match the expected API version ({})",
             req.kind.api_version()
-        ))
-        .if_kind_matches(kind_in_body == req.kind.as_str(), || {
-            StatusError::bad_request(format!("the kind in the data ({kind_in_body}) does not match the expected kind ({})", req.kind.as_str()))
-        }));
+        )));
     }
+    let body = &body;
     let name = body
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -152,20 +171,6 @@ pub fn decode(req: &ResourceRequest, body: &Value, q: &Query) -> Result<(Object,
         obj.meta_mut().namespace = None;
     }
     Ok((obj, warnings))
-}
-
-impl StatusError {
-    fn if_kind_matches(
-        self,
-        kind_matches: bool,
-        other: impl FnOnce() -> StatusError,
-    ) -> StatusError {
-        if kind_matches {
-            self
-        } else {
-            other()
-        }
-    }
 }
 
 /// POST to a collection (create), or to `pods/{name}/binding` and `pods/{name}/eviction`.
