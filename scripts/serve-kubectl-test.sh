@@ -59,7 +59,8 @@ story() {
   [ -z "$("$k" -n shop get pods --field-selector=spec.nodeName="$node" -o name 2>&1)" ] || fail "pods left on $node"
   check "get -w streams changes" "web-" "$(timeout 3 "$k" -n shop get pods -w 2>&1)"
   check "--chunk-size pages" "4" "$("$k" -n shop get pods -l app=web --chunk-size=1 -o name 2>&1 | wc -l)"
-  check "describe shows the scheduler's event" "Successfully assigned shop/" "$("$k" -n shop describe pods 2>&1)"
+  local pod; pod=$("$k" -n shop get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
+  check "describe shows the scheduler's event" "Successfully assigned shop/$pod" "$("$k" -n shop describe pod "$pod" 2>&1)"
   check "events" "Scheduled" "$("$k" -n shop events 2>&1)"
   check "delete --wait" 'deleted' "$("$k" -n shop delete deploy web --wait=true --timeout=60s 2>&1)"
   check "namespace deletion" 'namespace "shop" deleted' "$("$k" delete namespace shop --timeout=60s 2>&1)"
