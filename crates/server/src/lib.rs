@@ -161,33 +161,96 @@ fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
     })
 }
 
-/// Runs the server until SIGINT or SIGTERM.
-pub fn run(config: Config, mut input: Input) -> Result<(), ServeError> {
+/// A server running on its own threads.
+pub struct Handle {
+    /// `host:port` clients reach it at.
+    pub address: String,
+    pub credentials: tls::Credentials,
+    stop: tokio::sync::watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Handle {
+    /// Stops accepting, lets in-flight requests finish, stops the control plane, and returns
+    /// once all of it has ended.
+    pub fn stop(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts the server on threads of its own and returns once it accepts requests (and the
+/// kubeconfig, when asked for, is written).
+pub fn start(config: Config, mut input: Input) -> Result<Handle, ServeError> {
     let p = prepare(&config, &mut input)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let credentials = p.creds.clone();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("kubeplane-serve".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(ServeError::Runtime(e.to_string())));
+                    return;
+                }
+            };
+            rt.block_on(serve(config, input, p, stop_rx, ready_tx));
+        })
+        .map_err(|e| ServeError::Runtime(e.to_string()))?;
+    match ready_rx.recv() {
+        Ok(Ok(address)) => Ok(Handle { address, credentials, stop: stop_tx, thread: Some(thread) }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => Err(ServeError::Runtime("the server thread ended before it was ready".into())),
+    }
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+pub fn run(config: Config, input: Input) -> Result<(), ServeError> {
+    let handle = start(config, input)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| ServeError::Runtime(e.to_string()))?;
-    rt.block_on(serve(config, input, p))
+    rt.block_on(wait_for_signal());
+    handle.stop();
+    eprintln!("kubeplane serve: stopped");
+    Ok(())
 }
 
-/// Listens, starts the control plane, writes the kubeconfig and serves until a signal.
-async fn serve(config: Config, input: Input, p: Prepared) -> Result<(), ServeError> {
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(|e| ServeError::Runtime(format!("listen on {}: {e}", config.listen)))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| ServeError::Runtime(e.to_string()))?;
-    let address = kubeconfig::client_address(bound);
+type Ready = std::sync::mpsc::Sender<Result<String, ServeError>>;
+
+/// Listens, starts the control plane, writes the kubeconfig, says it is ready and serves
+/// until `stop` turns true.
+async fn serve(
+    config: Config,
+    input: Input,
+    p: Prepared,
+    stop: tokio::sync::watch::Receiver<bool>,
+    ready: Ready,
+) {
+    let listener = match tokio::net::TcpListener::bind(config.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = ready.send(Err(ServeError::Runtime(format!("listen on {}: {e}", config.listen))));
+            return;
+        }
+    };
+    let address = match listener.local_addr() {
+        Ok(a) => kubeconfig::client_address(a),
+        Err(e) => {
+            let _ = ready.send(Err(ServeError::Runtime(e.to_string())));
+            return;
+        }
+    };
     let version = input.scenario.kubernetes_version;
-    let state = State::new(
-        p.client,
-        p.clock,
-        p.creds.token.clone(),
-        version,
-        address.clone(),
-    );
+    let state = State::new(p.client, p.clock, p.creds.token.clone(), version, address.clone());
     let mut control_plane = ControlPlane::new(
         state.client(),
         p.scheduler,
@@ -199,37 +262,26 @@ async fn serve(config: Config, input: Input, p: Prepared) -> Result<(), ServeErr
     let cp_state = state.clone();
     let cp = std::thread::Builder::new()
         .name("control-plane".into())
-        .spawn(move || control_plane.run(cp_state))
-        .map_err(|e| ServeError::Runtime(e.to_string()))?;
+        .spawn(move || control_plane.run(cp_state));
     if let Some(path) = &config.kubeconfig_out {
-        kubeconfig::write(path, &address, &p.creds)
-            .map_err(|e| ServeError::Runtime(format!("{}: {e}", path.display())))?;
+        if let Err(e) = kubeconfig::write(path, &address, &p.creds) {
+            state.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = ready.send(Err(ServeError::Runtime(format!("{}: {e}", path.display()))));
+            return;
+        }
     }
     let clock = match config.clock {
         ClockMode::Wall => "wall clock".to_string(),
         ClockMode::Virtual { speed } => format!("virtual clock, {speed}x"),
     };
     eprintln!("kubeplane serve: listening on https://{address} ({clock})");
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        wait_for_signal().await;
-        let _ = stop_tx.send(true);
-    });
+    let _ = ready.send(Ok(address));
     let acceptor = tokio_rustls::TlsAcceptor::from(p.tls);
-    http::serve(
-        listener,
-        acceptor,
-        state.clone(),
-        stop_rx,
-        Duration::from_secs(10),
-    )
-    .await;
-    state
-        .stopping
-        .store(true, std::sync::atomic::Ordering::Relaxed);
-    let _ = tokio::task::spawn_blocking(move || cp.join()).await;
-    eprintln!("kubeplane serve: stopped");
-    Ok(())
+    http::serve(listener, acceptor, state.clone(), stop, Duration::from_secs(10)).await;
+    state.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Ok(cp) = cp {
+        let _ = tokio::task::spawn_blocking(move || cp.join()).await;
+    }
 }
 
 async fn wait_for_signal() {

@@ -149,8 +149,7 @@ pub fn flush_events(client: &mut StorageClient) {
         let at = client.clock().timestamp(ev.time).0;
         let uid = client
             .cache()
-            .list(kind_of(ev.kind))
-            .find(|o| o.namespace() == ev.namespace && o.name() == ev.name)
+            .get(kind_of(ev.kind), &ev.namespace, &ev.name)
             .map(|o| o.uid().to_string());
         for bump in 0..64 {
             let at = at + jiff::SignedDuration::from_nanos(bump);
