@@ -83,6 +83,8 @@
 //! ```
 
 mod api;
+mod durable;
+mod journal;
 mod key;
 mod memory;
 mod watch;
@@ -91,6 +93,8 @@ pub use api::{
     Event, EventKind, ListOptions, ListPage, Result, Revision, Storage, StorageError, Versioned,
     Watcher,
 };
+pub use durable::{DurableError, DurableStorage, DATABASE_FILE};
+pub use journal::Codec;
 pub use key::{Key, Prefix};
 pub use memory::MemoryStorage;
 pub use watch::MemoryWatcher;
