@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeplane_api::{Client, Clock, Kind, Object, ObjectKey};
 use kubeplane_registry::{object_from_json, ObjectJson, StorageClient};
-use kubeplane_storage::{Codec, Storage};
+use kubeplane_storage::Codec;
 
 fn clock() -> Clock {
     Clock::new("2025-01-01T00:00:00Z".parse().unwrap())

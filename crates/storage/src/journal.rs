@@ -308,7 +308,7 @@ impl<V: Clone + Send + Sync + 'static> Committer<V> {
                 // Visible only now that it is durable; then acknowledged.
                 let mut state = self.memory.write();
                 state.make_visible(revision);
-                self.memory.notifier.publish(state.current());
+                self.memory.notifier.publish(state.visible());
                 drop(state);
                 self.memory.notifier.wake();
             }

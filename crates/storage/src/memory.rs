@@ -146,7 +146,7 @@ impl<V: Clone> State<V> {
     }
 
     /// The latest revision readers see.
-    pub(crate) fn current(&self) -> Revision {
+    pub(crate) fn visible(&self) -> Revision {
         self.visible
     }
 
@@ -487,7 +487,7 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
     /// A storage whose state is `state` (a recovered one).
     pub(crate) fn from_state(state: State<V>) -> MemoryStorage<V> {
         let notifier = Notifier::default();
-        notifier.publish(state.current());
+        notifier.publish(state.visible());
         MemoryStorage {
             shared: Arc::new(Shared {
                 state: RwLock::new(state),
@@ -531,7 +531,7 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
             let event = f(&mut state)?;
             state.make_visible(event.revision);
             // Published under the lock so that the published revision never goes backwards.
-            self.shared.notifier.publish(state.current());
+            self.shared.notifier.publish(state.visible());
             event
         };
         // Woken cursors take the read lock, so they are woken after the write lock is released.
@@ -542,7 +542,7 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
 
 impl<V: Clone + Send + Sync + 'static> Storage<V> for MemoryStorage<V> {
     fn current_revision(&self) -> Revision {
-        self.shared.read().current()
+        self.shared.read().visible()
     }
 
     fn oldest_revision(&self) -> Revision {
