@@ -158,3 +158,48 @@ fn clients_on_several_threads_write_durably_to_one_directory() {
     drop(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Pods created per second through clients over one durable directory, with 1, 16 and 64
+/// threads each with its own client, for two seconds each, on the temporary directory's disk
+/// (or in `KUBEPLANE_BENCH_DIR`): `cargo test --release -p kubeplane-registry --test durable
+/// -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn durable_pod_creates_per_second_by_client_threads() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+    for threads in [1, 16, 64] {
+        let base = std::env::var_os("KUBEPLANE_BENCH_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir);
+        let dir = base.join(format!("kubeplane-registry-bench-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let c = StorageClient::open(&dir, 1, clock(), 100_000).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let start = Instant::now();
+        let writers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (mut c, stop) = (c.handle(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        c.create(pod(&format!("p-{t}-{n}"), false)).unwrap();
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs(2));
+        stop.store(true, Ordering::Relaxed);
+        let n: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+        let elapsed = start.elapsed().as_secs_f64();
+        println!(
+            "registry over durable storage, {threads:>2} client threads: {n} pod creates in \
+             {elapsed:.2} s, {:.0} creates/s",
+            n as f64 / elapsed
+        );
+        drop(c);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -279,6 +279,20 @@ fn unavailable(message: &str) -> StorageError {
     }
 }
 
+/// Fails the journal if the committer thread panics (a codec that panics), so that writers
+/// waiting for it get [`StorageError::Unavailable`] instead of waiting forever.
+struct FailOnPanic<V>(Arc<Journal<V>>);
+
+impl<V> Drop for FailOnPanic<V> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut q = self.0.lock();
+            q.failed = Some("the storage's committer thread panicked".to_string());
+            self.0.done.notify_all();
+        }
+    }
+}
+
 /// The committer thread's state: the database and what the last transaction left in `meta`.
 pub(crate) struct Committer<V> {
     pub(crate) db: Database,
@@ -293,6 +307,7 @@ pub(crate) struct Committer<V> {
 impl<V: Clone + Send + Sync + 'static> Committer<V> {
     /// Commits groups until the storage closes or the disk fails.
     pub(crate) fn run(mut self) {
+        let _guard = FailOnPanic(self.journal.clone());
         while let Some((items, seq)) = self.journal.take() {
             let last_write = items.iter().rev().find_map(|item| match item {
                 Item::Write(e) => Some(e.revision),

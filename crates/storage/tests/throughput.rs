@@ -154,7 +154,8 @@ impl kubeplane_storage::Codec<Vec<u8>> for Bytes {
 }
 
 /// Durable writes per second with 1, 16 and 64 writer threads, each creating its own keys with
-/// 1 KiB values for two seconds, on the temporary directory's disk: what group commit buys.
+/// 1 KiB values for two seconds, on the temporary directory's disk (or in
+/// `KUBEPLANE_BENCH_DIR`): what group commit buys.
 /// `cargo test --release -p kubeplane-storage --test throughput -- --ignored --nocapture durable`
 #[test]
 #[ignore]
@@ -162,7 +163,10 @@ fn durable_writes_per_second_by_writer_threads() {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
     for threads in [1, 16, 64] {
-        let dir = std::env::temp_dir().join(format!("kubeplane-bench-{}", std::process::id()));
+        let base = std::env::var_os("KUBEPLANE_BENCH_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir);
+        let dir = base.join(format!("kubeplane-bench-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let storage =
             Arc::new(kubeplane_storage::DurableStorage::open(&dir, 100_000, Bytes).unwrap());
