@@ -107,7 +107,7 @@ impl<V: Clone> State<V> {
     ) -> std::result::Result<State<V>, String> {
         let mut state = State::empty(window);
         (state.oldest, state.current, state.visible) = (oldest, current, current);
-        for (i, event) in events.into_iter().enumerate() {
+        for (i, mut event) in events.into_iter().enumerate() {
             if event.revision != oldest + 1 + i as Revision {
                 return Err(format!(
                     "event log is not contiguous: expected revision {}, found {}",
@@ -119,6 +119,15 @@ impl<V: Clone> State<V> {
                 .keys
                 .entry(event.key.clone())
                 .or_insert_with(|| event.prev.iter().map(Ver::of).collect::<VecDeque<_>>());
+            // The previous version is the history's last one: share its value (one copy per
+            // version, as the writes left them, rather than one per event).
+            if let (Some(prev), Some(last)) = (&mut event.prev, history.back()) {
+                if last.mod_revision == prev.mod_revision {
+                    if let Some(value) = &last.value {
+                        prev.value = value.clone();
+                    }
+                }
+            }
             history.push_back(match &event.current {
                 Some(v) => Ver::of(v),
                 None => Ver {
