@@ -15,6 +15,7 @@
 //! and UIDs and generated names come from the backend's seeded source.
 
 pub mod admission;
+pub mod backing;
 pub mod client;
 pub mod deletion;
 pub mod eviction;
@@ -24,6 +25,7 @@ pub mod strategy;
 pub mod testing;
 pub mod validation;
 
+pub use backing::{object_from_json, ObjectJson};
 pub use client::{ApiClient, Backend, Sink};
 pub use kubeplane_api::Client;
 pub use storage_client::StorageClient;
