@@ -18,6 +18,7 @@ pub mod admission;
 pub mod client;
 pub mod deletion;
 pub mod eviction;
+pub mod printers;
 pub mod storage_client;
 pub mod strategy;
 pub mod testing;
