@@ -7,11 +7,12 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::autoscaling::v2::{
-    HorizontalPodAutoscaler, MetricSpec, MetricStatus, MetricTarget,
+    HorizontalPodAutoscaler, MetricSpec, MetricStatus, MetricTarget, MetricValueStatus,
 };
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::rbac::v1::{RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kubeplane_api::Object;
 use serde_json::{json, Value};
@@ -308,85 +309,76 @@ fn hpa_from_v1(v1: &Value) -> HorizontalPodAutoscaler {
     serde_json::from_value(v).unwrap_or_default()
 }
 
-/// `current/target` of one metric: quantities as stored, utilizations as percentages.
+const UNKNOWN: &str = "<unknown>";
+
+/// A quantity as stored, `<unknown>` when absent.
+fn quantity(q: Option<&Quantity>) -> String {
+    q.map_or(UNKNOWN.to_string(), |q| q.0.clone())
+}
+
+/// `current/target (avg)` for an average-value target, else `current/target` of the value.
+fn value_or_average(target: &MetricTarget, current: Option<&MetricValueStatus>) -> String {
+    if target.average_value.is_some() {
+        let avg = current.and_then(|c| c.average_value.as_ref());
+        let t = quantity(target.average_value.as_ref());
+        format!("{}/{t} (avg)", quantity(avg))
+    } else {
+        let val = current.map_or(UNKNOWN.to_string(), |c| quantity(c.value.as_ref()));
+        format!("{val}/{}", quantity(target.value.as_ref()))
+    }
+}
+
+/// `name: current/target` of a (container) resource metric: values, or utilizations in
+/// percent (`<auto>` without a target utilization).
+fn resource_metric(
+    name: &str,
+    target: &MetricTarget,
+    current: Option<&MetricValueStatus>,
+) -> String {
+    if target.average_value.is_some() {
+        let avg = current.map_or(UNKNOWN.to_string(), |c| quantity(c.average_value.as_ref()));
+        format!("{name}: {avg}/{}", quantity(target.average_value.as_ref()))
+    } else {
+        let util = current.and_then(|c| c.average_utilization);
+        let cur = util.map_or(UNKNOWN.to_string(), |p| format!("{p}%"));
+        let t = target
+            .average_utilization
+            .map_or("<auto>".to_string(), |p| format!("{p}%"));
+        format!("{name}: {cur}/{t}")
+    }
+}
+
+/// `current/target` of one metric (upstream `formatHPAMetrics`' cases).
 fn hpa_metric(spec: &MetricSpec, status: Option<&MetricStatus>) -> String {
-    let unknown = || "<unknown>".to_string();
-    let q = |v: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>| {
-        v.map_or_else(unknown, |q| q.0.clone())
-    };
-    let value_or_avg = |target: &MetricTarget, avg: Option<String>, val: Option<String>| {
-        if target.average_value.is_some() {
-            format!(
-                "{}/{} (avg)",
-                avg.unwrap_or_else(unknown),
-                q(target.average_value.as_ref())
-            )
-        } else {
-            format!(
-                "{}/{}",
-                val.unwrap_or_else(unknown),
-                q(target.value.as_ref())
-            )
-        }
-    };
-    let percent = |p: Option<i32>| p.map_or_else(unknown, |p| format!("{p}%"));
-    let resource = |name: &str, target: &MetricTarget, avg: Option<String>, util: Option<i32>| {
-        if target.average_value.is_some() {
-            let t = q(target.average_value.as_ref());
-            format!("{name}: {}/{t}", avg.unwrap_or_else(unknown))
-        } else {
-            let t = target
-                .average_utilization
-                .map_or("<auto>".to_string(), |p| format!("{p}%"));
-            format!("{name}: {}/{t}", percent(util))
-        }
-    };
+    let unknown_type = || "<unknown type>".to_string();
     match spec.type_.as_str() {
-        "External" => {
-            let e = spec.external.as_ref().map(|e| &e.target);
+        "External" => spec.external.as_ref().map_or_else(unknown_type, |e| {
             let cur = status.and_then(|s| s.external.as_ref()).map(|s| &s.current);
-            let avg = cur
-                .and_then(|c| c.average_value.as_ref())
-                .map(|q| q.0.clone());
-            let val = cur.map(|c| q(c.value.as_ref()));
-            e.map_or("<unknown type>".to_string(), |t| value_or_avg(t, avg, val))
-        }
-        "Object" => {
-            let o = spec.object.as_ref().map(|o| &o.target);
+            value_or_average(&e.target, cur)
+        }),
+        "Object" => spec.object.as_ref().map_or_else(unknown_type, |o| {
             let cur = status.and_then(|s| s.object.as_ref()).map(|s| &s.current);
-            let avg = cur
-                .and_then(|c| c.average_value.as_ref())
-                .map(|q| q.0.clone());
-            let val = cur.map(|c| q(c.value.as_ref()));
-            o.map_or("<unknown type>".to_string(), |t| value_or_avg(t, avg, val))
-        }
-        "Pods" => {
-            let t = spec.pods.as_ref().map(|p| &p.target);
+            value_or_average(&o.target, cur)
+        }),
+        "Pods" => spec.pods.as_ref().map_or_else(unknown_type, |p| {
             let cur = status.and_then(|s| s.pods.as_ref()).map(|s| &s.current);
-            let current = cur.map_or_else(unknown, |c| q(c.average_value.as_ref()));
-            format!("{current}/{}", q(t.and_then(|t| t.average_value.as_ref())))
-        }
-        "Resource" => {
-            let Some(r) = spec.resource.as_ref() else {
-                return "<unknown type>".to_string();
-            };
+            let current = cur.map_or(UNKNOWN.to_string(), |c| quantity(c.average_value.as_ref()));
+            format!("{current}/{}", quantity(p.target.average_value.as_ref()))
+        }),
+        "Resource" => spec.resource.as_ref().map_or_else(unknown_type, |r| {
             let cur = status.and_then(|s| s.resource.as_ref()).map(|s| &s.current);
-            let avg = cur.map(|c| q(c.average_value.as_ref()));
-            let util = cur.and_then(|c| c.average_utilization);
-            resource(&r.name, &r.target, avg, util)
-        }
-        "ContainerResource" => {
-            let Some(r) = spec.container_resource.as_ref() else {
-                return "<unknown type>".to_string();
-            };
-            let cur = status
-                .and_then(|s| s.container_resource.as_ref())
-                .map(|s| &s.current);
-            let avg = cur.map(|c| q(c.average_value.as_ref()));
-            let util = cur.and_then(|c| c.average_utilization);
-            resource(&r.name, &r.target, avg, util)
-        }
-        _ => "<unknown type>".to_string(),
+            resource_metric(&r.name, &r.target, cur)
+        }),
+        "ContainerResource" => spec
+            .container_resource
+            .as_ref()
+            .map_or_else(unknown_type, |r| {
+                let cur = status
+                    .and_then(|s| s.container_resource.as_ref())
+                    .map(|s| &s.current);
+                resource_metric(&r.name, &r.target, cur)
+            }),
+        _ => unknown_type(),
     }
 }
 
