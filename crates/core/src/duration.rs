@@ -332,6 +332,7 @@ mod tests {
 
     #[test]
     fn human_durations_round_like_upstream() {
+        // Upstream's TestHumanDuration and TestHumanDurationBoundaries, and more.
         let cases: &[(&str, i64, &str)] = &[
             ("a second of clock skew is now", -S, "0s"),
             (
@@ -394,6 +395,27 @@ mod tests {
                 "8y",
             ),
             ("fractions of a second truncate", 1_999 * MS_I, "1s"),
+            ("a second less a nanosecond ahead is now", -2 * S + 1, "0s"),
+            ("seventy minutes", 70 * 60 * S, "70m"),
+            ("forty-nine hours", 49 * 3600 * S, "2d1h"),
+            ("just under eight days", 8 * 86_400 * S - MS_I, "7d23h"),
+            ("a year and two days", 367 * 86_400 * S, "367d"),
+            (
+                "two years and a day",
+                (2 * 365 * 24 + 25) * 3600 * S,
+                "2y1d",
+            ),
+            (
+                "just under a full day past two years",
+                (2 * 365 + 1) * 86_400 * S - MS_I,
+                "2y",
+            ),
+            (
+                "just under eight years",
+                8 * 365 * 86_400 * S - MS_I,
+                "7y364d",
+            ),
+            ("nine years", 9 * 365 * 86_400 * S, "9y"),
         ];
         for (case, nanos, want) in cases {
             assert_eq!(human_duration(SimDuration(*nanos)), *want, "{case}");

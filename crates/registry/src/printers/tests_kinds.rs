@@ -94,6 +94,12 @@ fn namespaces_print_their_phase() {
     let ns = json!({ "apiVersion": "v1", "kind": "Namespace",
         "metadata": { "name": "team", "creationTimestamp": ago(45) }, "status": { "phase": "Active" } });
     assert_eq!(cells(ns), [json!("team"), json!("Active"), json!("45s")]);
+    let bare =
+        json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "namespace2" } });
+    assert_eq!(
+        cells(bare),
+        [json!("namespace2"), json!(""), json!("<unknown>")]
+    );
 }
 
 fn template() -> Value {
@@ -407,6 +413,29 @@ fn events_print_when_what_and_where_for_both_event_apis() {
             json!(3),
             json!("web.1")
         ]
+    );
+    // Upstream's "event serie" case: the series' last observation and count win.
+    let series = json!({ "apiVersion": "v1", "kind": "Event", "metadata": meta("s"),
+        "involvedObject": { "kind": "Deployment", "name": "Deployment Name" },
+        "reason": "R", "type": "Warning", "message": "M", "eventTime": ago(3 * 86_400),
+        "series": { "count": 2, "lastObservedTime": ago(2 * 86_400) },
+        "reportingComponent": "kubelet", "reportingInstance": "test" });
+    let c = cells(series);
+    assert_eq!(
+        (
+            c[0].clone(),
+            c[3].clone(),
+            c[5].clone(),
+            c[7].clone(),
+            c[8].clone()
+        ),
+        (
+            json!("2d"),
+            json!("deployment/Deployment Name"),
+            json!("kubelet, test"),
+            json!("3d"),
+            json!(2)
+        )
     );
     let new_api = json!({ "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": meta("web.2"),
         "eventTime": ago(30), "reportingController": "kubelet", "reportingInstance": "n1",
