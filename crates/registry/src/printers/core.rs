@@ -1,17 +1,22 @@
 //! The core group's printers besides the Pod's (upstream `printNode`, `printNamespace`,
 //! `printService`, `printConfigMap`, `printSecret`, `printServiceAccount`, `printEvent`,
-//! `printEndpoints`, `printPersistentVolumeClaim`).
+//! `printEndpoints`, `printPersistentVolumeClaim`, `printPersistentVolume`,
+//! `printReplicationController`, `printPodTemplate`).
 
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Endpoints, Event, Node, PersistentVolumeClaim, Secret, Service, ServiceAccount,
+    ConfigMap, Endpoints, Event, Node, PersistentVolume, PersistentVolumeClaim, PodTemplate,
+    ReplicationController, Secret, Service, ServiceAccount,
 };
 use kubeplane_api::Object;
 use serde_json::Value;
 
 use super::descriptions as d;
-use super::{age, decode, format_labels, object_age, since, Column, Entry, Row, AGE, NAME};
+use super::{
+    age, container_cells, decode, format_labels, object_age, since, Column, Entry, Row, AGE,
+    CONTAINERS, IMAGES, NAME,
+};
 
 /// The printer of a core-group kind stored as [`Object::Other`].
 pub(super) fn printer(kind: &str) -> Option<Entry> {
@@ -23,6 +28,9 @@ pub(super) fn printer(kind: &str) -> Option<Entry> {
         "Event" => (EVENT_COLUMNS, event_row),
         "Endpoints" => (ENDPOINTS_COLUMNS, endpoints_row),
         "PersistentVolumeClaim" => (PVC_COLUMNS, pvc_row),
+        "PersistentVolume" => (PV_COLUMNS, pv_row),
+        "ReplicationController" => (RC_COLUMNS, rc_row),
+        "PodTemplate" => (POD_TEMPLATE_COLUMNS, pod_template_row),
         _ => return None,
     })
 }
@@ -440,14 +448,7 @@ fn pvc_row(object: &Object, now: jiff::Timestamp) -> Row {
             access_modes(status.access_modes.as_deref().unwrap_or(&[])),
         )
     };
-    // The beta annotation wins over the field, as upstream's GetPersistentVolumeClaimClass.
-    let class = object
-        .meta()
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get("volume.beta.kubernetes.io/storage-class").cloned())
-        .or(spec.storage_class_name.clone())
-        .unwrap_or_default();
+    let class = storage_class(object, spec.storage_class_name.clone());
     let unset = |s: Option<String>| s.unwrap_or_else(|| "<unset>".to_string());
     Row::new(vec![
         object.name().into(),
@@ -459,5 +460,125 @@ fn pvc_row(object: &Object, now: jiff::Timestamp) -> Row {
         unset(spec.volume_attributes_class_name).into(),
         age(object.meta().creation_timestamp.as_ref(), now).into(),
         unset(spec.volume_mode).into(),
+    ])
+}
+
+/// The class of a claim or volume: the beta annotation wins over the field, as upstream's
+/// `GetPersistentVolumeClaimClass` and `GetPersistentVolumeClass`.
+fn storage_class(object: &Object, field: Option<String>) -> String {
+    object
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("volume.beta.kubernetes.io/storage-class").cloned())
+        .or(field)
+        .unwrap_or_default()
+}
+
+const PV_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("Capacity", "string", d::PV_SPEC_CAPACITY),
+    Column::new("Access Modes", "string", d::PV_SPEC_ACCESS_MODES),
+    Column::new("Reclaim Policy", "string", d::PV_SPEC_RECLAIM_POLICY),
+    Column::new("Status", "string", d::PV_STATUS_PHASE),
+    Column::new("Claim", "string", d::PV_SPEC_CLAIM_REF),
+    Column::new("StorageClass", "string", "StorageClass of the pv"),
+    Column::new(
+        "VolumeAttributesClass",
+        "string",
+        "VolumeAttributesClass of the pv",
+    ),
+    Column::new("Reason", "string", d::PV_STATUS_REASON),
+    AGE,
+    Column::new("VolumeMode", "string", d::PV_SPEC_VOLUME_MODE).wide(),
+];
+
+fn pv_row(object: &Object, now: jiff::Timestamp) -> Row {
+    let pv: PersistentVolume = decode(object);
+    let spec = pv.spec.clone().unwrap_or_default();
+    let status = pv.status.clone().unwrap_or_default();
+    let claim = spec.claim_ref.as_ref().map_or(String::new(), |c| {
+        let ns = c.namespace.as_deref().unwrap_or("");
+        format!("{ns}/{}", c.name.as_deref().unwrap_or(""))
+    });
+    let capacity = spec.capacity.as_ref().and_then(|c| c.get("storage"));
+    let mut phase = status.phase.clone().unwrap_or_default();
+    if object.meta().deletion_timestamp.is_some() {
+        phase = "Terminating".to_string();
+    }
+    let unset = |s: Option<String>| s.unwrap_or_else(|| "<unset>".to_string());
+    Row::new(vec![
+        object.name().into(),
+        capacity.map_or("0".to_string(), |q| q.0.clone()).into(),
+        access_modes(spec.access_modes.as_deref().unwrap_or(&[])).into(),
+        spec.persistent_volume_reclaim_policy
+            .clone()
+            .unwrap_or_default()
+            .into(),
+        phase.into(),
+        claim.into(),
+        storage_class(object, spec.storage_class_name.clone()).into(),
+        unset(spec.volume_attributes_class_name).into(),
+        status.reason.unwrap_or_default().into(),
+        object_age(object, now),
+        unset(spec.volume_mode).into(),
+    ])
+}
+
+const RC_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("Desired", "integer", d::RC_SPEC_REPLICAS),
+    Column::new("Current", "integer", d::RC_STATUS_REPLICAS),
+    Column::new("Ready", "integer", d::RC_STATUS_READY_REPLICAS),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    Column::new("Selector", "string", d::RC_SPEC_SELECTOR).wide(),
+];
+
+fn rc_row(object: &Object, now: jiff::Timestamp) -> Row {
+    let rc: ReplicationController = decode(object);
+    let spec = rc.spec.unwrap_or_default();
+    let status = rc.status.unwrap_or_default();
+    let pod_spec = spec.template.as_ref().and_then(|t| t.spec.as_ref());
+    let (containers, images) = container_cells(pod_spec);
+    Row::new(vec![
+        object.name().into(),
+        // An unset replicas is the defaulted 1 the API server would have stored.
+        spec.replicas.unwrap_or(1).into(),
+        status.replicas.into(),
+        status.ready_replicas.unwrap_or(0).into(),
+        object_age(object, now),
+        containers,
+        images,
+        format_labels(spec.selector.as_ref()).into(),
+    ])
+}
+
+const POD_TEMPLATE_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new(
+        "Containers",
+        "string",
+        "Names of each container in the template.",
+    ),
+    Column::new(
+        "Images",
+        "string",
+        "Images referenced by each container in the template.",
+    ),
+    Column::new("Pod Labels", "string", "The labels for the pod template."),
+];
+
+fn pod_template_row(object: &Object, _now: jiff::Timestamp) -> Row {
+    let pt: PodTemplate = decode(object);
+    let template = pt.template.unwrap_or_default();
+    let (containers, images) = container_cells(template.spec.as_ref());
+    let labels = template.metadata.and_then(|m| m.labels);
+    Row::new(vec![
+        object.name().into(),
+        containers,
+        images,
+        format_labels(labels.as_ref()).into(),
     ])
 }

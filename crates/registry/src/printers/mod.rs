@@ -10,13 +10,15 @@
 //! `PartialObjectMetadata`), as the API server's `asTable` handler sets it.
 //!
 //! One module per API group, as upstream's printers are grouped: `core` (and `pod` for the
-//! pod's STATUS rules), `apps`, `batch`, `other` (networking, policy, scheduling,
-//! coordination, rbac, autoscaling, events.k8s.io).
+//! pod's STATUS rules), `apps`, `batch`, `networking` (with discovery, admission webhooks and
+//! RuntimeClass), `other` (Ingress, policy, scheduling, coordination, rbac, autoscaling,
+//! events.k8s.io).
 
 mod apps;
 mod batch;
 mod core;
 pub mod descriptions;
+mod networking;
 mod other;
 mod pod;
 
@@ -197,7 +199,9 @@ fn printer(kind: Kind) -> Option<Printer> {
             ("", _) => core::printer(t.kind)?,
             ("apps", _) => apps::printer(t.kind)?,
             ("batch", _) => batch::printer(t.kind)?,
-            _ => other::printer(t.group, t.kind)?,
+            _ => {
+                other::printer(t.group, t.kind).or_else(|| networking::printer(t.group, t.kind))?
+            }
         },
     };
     Some(Printer { columns, row })
@@ -371,5 +375,7 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned + Default>(object: &Object) 
 mod tests;
 #[cfg(test)]
 mod tests_kinds;
+#[cfg(test)]
+mod tests_more;
 #[cfg(test)]
 mod tests_rows;

@@ -665,6 +665,17 @@ pub(super) fn one_of_each_kind() -> Vec<Value> {
         json!({ "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": m() }),
         json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": m() }),
         json!({ "apiVersion": "v1", "kind": "LimitRange", "metadata": m() }),
+        json!({ "apiVersion": "v1", "kind": "PersistentVolume", "metadata": { "name": "pv" } }),
+        json!({ "apiVersion": "v1", "kind": "ReplicationController", "metadata": m() }),
+        json!({ "apiVersion": "v1", "kind": "PodTemplate", "metadata": m() }),
+        json!({ "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": { "name": "i" } }),
+        json!({ "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": m() }),
+        json!({ "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": m(),
+                "addressType": "IPv4", "endpoints": [] }),
+        json!({ "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                "metadata": { "name": "w" } }),
+        json!({ "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": { "name": "r" },
+                "handler": "runc" }),
     ]
 }
 
