@@ -20,6 +20,7 @@ pub mod client;
 pub mod deletion;
 pub mod eviction;
 pub mod patch;
+pub mod printers;
 pub mod storage_client;
 pub mod strategy;
 pub mod testing;

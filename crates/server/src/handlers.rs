@@ -8,7 +8,6 @@ use std::sync::Arc;
 use kubeplane_api::{Client, DeleteOptions, Kind, Object, ObjectKey, PropagationPolicy};
 use kubeplane_registry::storage_client::storage_key;
 use kubeplane_registry::strategy::scale::scale_of;
-use kubeplane_storage::Storage;
 use serde_json::{json, Value};
 
 use crate::list;

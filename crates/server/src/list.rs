@@ -7,7 +7,7 @@ use base64::Engine;
 use kubeplane_api::{Kind, Object};
 use kubeplane_core::labels::{self, Selector};
 use kubeplane_registry::storage_client::resource;
-use kubeplane_storage::{Key, ListOptions, Prefix, Storage, StorageError};
+use kubeplane_storage::{Key, ListOptions, Prefix, StorageError};
 use serde_json::json;
 
 use crate::fields::FieldSelector;

@@ -15,7 +15,7 @@ use kubeplane_core::SimTime;
 use kubeplane_registry::StorageClient;
 use kubeplane_scheduler::Scheduler;
 use kubeplane_sim::agents::NodeAgents;
-use kubeplane_storage::{Event, EventKind, Prefix, Storage, Watcher};
+use kubeplane_storage::{Event, EventKind, Prefix, Watcher};
 
 use crate::state::{flush_events, State};
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use kubeplane_api::{ApiError, Client, ObjectKey};
 use kubeplane_core::version::KubeVersion;
 use kubeplane_registry::StorageClient;
-use kubeplane_storage::{MemoryStorage, Storage};
+use kubeplane_storage::Storage;
 
 use crate::clock::ServerClock;
 use crate::events::event_object;
@@ -54,7 +54,7 @@ impl State {
         })
     }
 
-    pub fn storage(&self) -> &MemoryStorage<kubeplane_api::Object> {
+    pub fn storage(&self) -> &dyn Storage<kubeplane_api::Object> {
         self.reader.storage()
     }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kubeplane_api::Object;
-use kubeplane_storage::{EventKind, ListOptions, Storage, StorageError};
+use kubeplane_storage::{EventKind, ListOptions, StorageError};
 use serde_json::json;
 use tokio::sync::mpsc;
 
