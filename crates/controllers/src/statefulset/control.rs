@@ -318,7 +318,13 @@ impl SetControl<'_> {
             return (status, Ok(()));
         }
         let converged = self.converge(set, &update_set, &mut replicas, &condemned);
-        count_status(&mut status, min_ready, self.now, names, &[&replicas, &condemned]);
+        count_status(
+            &mut status,
+            min_ready,
+            self.now,
+            names,
+            &[&replicas, &condemned],
+        );
         match converged {
             Ok(true) if update_strategy_type(set) != "OnDelete" => {
                 let result = self.rolling_update(set, &replicas, names.1, &mut status);

@@ -70,9 +70,7 @@ pub fn defaulted(mut set: StatefulSet) -> StatefulSet {
     let strategy = spec
         .update_strategy
         .get_or_insert_with(StatefulSetUpdateStrategy::default);
-    let type_ = strategy
-        .type_
-        .get_or_insert_with(|| "RollingUpdate".into());
+    let type_ = strategy.type_.get_or_insert_with(|| "RollingUpdate".into());
     if type_ == "RollingUpdate" {
         let ru = strategy
             .rolling_update
@@ -152,7 +150,9 @@ impl StatefulSetController {
         self.sets
             .range((ns.to_string(), String::new())..)
             .take_while(|(k, _)| k.0 == ns)
-            .filter(|(_, s)| selector_of(&s.set).is_ok_and(|sel| sel.matches(labels(&pod.metadata))))
+            .filter(|(_, s)| {
+                selector_of(&s.set).is_ok_and(|sel| sel.matches(labels(&pod.metadata)))
+            })
             .map(|(k, _)| k.clone())
             .collect()
     }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kubeplane_api::{types, ApiError, Client, DeleteOptions, DynamicObject, Kind, Object, ObjectKey};
+use kubeplane_api::{
+    types, ApiError, Client, DeleteOptions, DynamicObject, Kind, Object, ObjectKey,
+};
 use kubeplane_core::{EventRecord, SimTime};
 
 use super::utils::{
@@ -51,7 +53,13 @@ impl PodControl<'_> {
     }
 
     /// Upstream `recordPodEvent`.
-    pub(super) fn pod_event(&mut self, verb: &str, set: &StatefulSet, pod: &str, err: Option<&str>) {
+    pub(super) fn pod_event(
+        &mut self,
+        verb: &str,
+        set: &StatefulSet,
+        pod: &str,
+        err: Option<&str>,
+    ) {
         let set_name = set_name(set).to_string();
         match err {
             None => self.event(
@@ -150,7 +158,11 @@ impl PodControl<'_> {
     }
 
     /// Upstream `createMissingPersistentVolumeClaims`.
-    pub(super) fn create_missing_claims(&mut self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+    pub(super) fn create_missing_claims(
+        &mut self,
+        set: &StatefulSet,
+        pod: &Pod,
+    ) -> Result<(), String> {
         self.create_claims(set, pod)?;
         if let Err(e) = self.update_claims_for_retention(set, pod) {
             self.pod_event("update", set, pod_name(pod), Some(&e));
@@ -211,7 +223,12 @@ impl PodControl<'_> {
         }
         if attempted {
             let name = pod_name(&pod).to_string();
-            self.pod_event("update", set, &name, result.as_ref().err().map(String::as_str));
+            self.pod_event(
+                "update",
+                set,
+                &name,
+                result.as_ref().err().map(String::as_str),
+            );
         }
         result
     }
@@ -219,7 +236,10 @@ impl PodControl<'_> {
     /// Upstream `DeleteStatefulPod`.
     pub(super) fn delete_pod(&mut self, set: &StatefulSet, pod: &Pod) -> Result<(), ApiError> {
         let key = ObjectKey::new(Kind::Pod, set_namespace(set), pod_name(pod));
-        let result = self.client.delete(&key, DeleteOptions::default()).map(|_| ());
+        let result = self
+            .client
+            .delete(&key, DeleteOptions::default())
+            .map(|_| ());
         let err = result.as_ref().err().map(ToString::to_string);
         self.pod_event("delete", set, pod_name(pod), err.as_deref());
         result

@@ -524,7 +524,11 @@ pub fn pod_owner(pod: &Pod) -> Owner<'_> {
 }
 
 fn refs(claim: &PersistentVolumeClaim) -> &[OwnerReference] {
-    claim.metadata.owner_references.as_deref().unwrap_or_default()
+    claim
+        .metadata
+        .owner_references
+        .as_deref()
+        .unwrap_or_default()
 }
 
 fn has_owner_ref(claim: &PersistentVolumeClaim, owner: &Owner) -> bool {
@@ -587,9 +591,9 @@ impl ClaimOwnership<'_> {
             if has_unexpected_controller(claim, &set, &pod, self.retain_retain()) {
                 return !(has_owner_ref(claim, &set) || has_owner_ref(claim, &pod));
             }
-            let non_controller = refs(claim).iter().any(|r| {
-                (r.uid == set.uid() || r.uid == pod.uid()) && r.controller != Some(true)
-            });
+            let non_controller = refs(claim)
+                .iter()
+                .any(|r| (r.uid == set.uid() || r.uid == pod.uid()) && r.controller != Some(true));
             if non_controller {
                 return false;
             }
