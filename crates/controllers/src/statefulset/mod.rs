@@ -30,9 +30,7 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kubeplane_api::{
-    Client, Component, DynamicObject, EventType, Kind, Object, ObjectKey, WatchEvent,
-};
+use kubeplane_api::{Client, Component, DynamicObject, EventType, Object, WatchEvent};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::labels::{from_label_selector, Selector};
 use kubeplane_core::SimTime;
@@ -392,13 +390,4 @@ impl Component for StatefulSetController {
     fn next_wakeup(&self) -> Option<SimTime> {
         self.queue.next_wakeup()
     }
-}
-
-/// The key of a set's pod of an ordinal (for tests and tools).
-pub fn pod_key(set: &StatefulSet, ordinal: i64) -> ObjectKey {
-    ObjectKey::new(
-        Kind::Pod,
-        utils::set_namespace(set),
-        &utils::pod_name(set, ordinal),
-    )
 }

@@ -356,3 +356,28 @@ fn when_deleted_delete_gives_the_claims_to_the_set() {
         assert_eq!(refs[0]["uid"], "uid-web");
     }
 }
+
+#[test]
+fn a_claim_being_deleted_blocks_its_pod_with_a_failed_create() {
+    let mut h = Harness::new(&[]);
+    let t = kubeplane_api::types::builtin("v1", "PersistentVolumeClaim").unwrap();
+    let claim = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "datadir-web-0", "namespace": "default",
+                     "finalizers": ["kubernetes.io/pvc-protection"]},
+        "spec": {"accessModes": ["ReadWriteOnce"]}});
+    let obj = kubeplane_api::Object::Other(std::sync::Arc::new(
+        kubeplane_api::DynamicObject::from_value(t, &claim).unwrap(),
+    ));
+    let key = obj.key();
+    kubeplane_api::Client::create(&mut h.client, obj).unwrap();
+    kubeplane_api::Client::delete(&mut h.client, &key, Default::default()).unwrap();
+    h.create(&set_manifest("web", 1, &[]));
+    assert!(h.pod_names().is_empty());
+    let failed = h.messages("FailedCreate");
+    assert_eq!(
+        failed.first().map(String::as_str),
+        Some(
+            "create Pod web-0 in StatefulSet web failed error: pvc datadir-web-0 is being deleted"
+        )
+    );
+}

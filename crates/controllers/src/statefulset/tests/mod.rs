@@ -9,7 +9,6 @@ use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{types, Client, DynamicObject, Kind, Object, ObjectKey};
 use kubeplane_core::features::FeatureGates;
-use kubeplane_core::SimTime;
 use kubeplane_registry::testing::TestClient;
 use serde_json::{json, Value};
 
@@ -178,9 +177,4 @@ impl Harness {
         let until = self.client.now + kubeplane_core::time::SimDuration::from_secs(secs);
         self.client.run_until(until, &mut [&mut self.ssc]);
     }
-}
-
-#[allow(dead_code)]
-pub(super) fn at(secs: i64) -> SimTime {
-    SimTime::from_secs(secs)
 }
