@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{
-    PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, Volume,
+    PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, PodTemplateSpec, Volume,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
@@ -286,15 +286,28 @@ pub fn is_unavailable(pod: &Pod, min_ready: i32, now: Timestamp) -> bool {
 // ----- revisions ---------------------------------------------------------------------------------
 
 /// The revision data of a set (upstream `getPatch`): its pod template under `spec.template`,
-/// marked to replace the template wholesale. Keys are sorted, as Go's JSON encoding of the map
-/// upstream builds sorts them.
+/// marked to replace the template wholesale. Keys are sorted at every level, as Go's JSON
+/// encoding of the maps upstream builds sorts them.
 pub fn revision_patch(set: &StatefulSet) -> Value {
     let template = set.spec.as_ref().map(|s| &s.template);
     let mut template = serde_json::to_value(template).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut template {
         m.insert("$patch".into(), "replace".into());
     }
-    json!({ "spec": { "template": template } })
+    sorted(json!({ "spec": { "template": template } }))
+}
+
+/// The value with the keys of every object in sorted order.
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
+        other => other,
+    }
 }
 
 /// 32-bit FNV-1 (Go's `fnv.New32`).
@@ -352,9 +365,29 @@ pub fn new_revision(set: &StatefulSet, number: i64, collision_count: i32) -> Con
 }
 
 /// Whether two revisions hold the same data (upstream `EqualRevision`: the hashes are not
-/// numbers, so the data decides).
+/// numbers, so the data decides). The templates are compared as decoded, so a revision written
+/// by a real API server (Go's `"creationTimestamp": null` in the template's metadata, say) equals
+/// the one kubeplane computes from the same template: a dumped cluster's pods stay at their
+/// revision.
 pub fn equal_revision(a: &ControllerRevision, b: &ControllerRevision) -> bool {
-    a.data.as_ref().map(|d| &d.0) == b.data.as_ref().map(|d| &d.0)
+    let data = |r: &ControllerRevision| r.data.as_ref().map(|d| d.0.clone());
+    let (da, db) = (data(a), data(b));
+    da == db || (da.is_some() && normalized(da.as_ref()) == normalized(db.as_ref()))
+}
+
+/// A revision's data with its template decoded and encoded again (`None` when it has none or
+/// it does not decode).
+fn normalized(data: Option<&Value>) -> Option<Value> {
+    let template = data?.pointer("/spec/template")?.clone();
+    let mut template = match template {
+        Value::Object(mut m) => {
+            let patch = m.remove("$patch");
+            (Value::Object(m), patch)
+        }
+        other => (other, None),
+    };
+    let decoded: PodTemplateSpec = serde_json::from_value(template.0.take()).ok()?;
+    Some(json!({ "template": decoded, "patch": template.1 }))
 }
 
 /// The set with the pod template a revision recorded (upstream `ApplyRevision`: the patch

@@ -513,8 +513,34 @@ fn the_collision_count_changes_the_hash_and_long_names_are_cut() {
     let set = typed_set(set_manifest("web", 1, &[]));
     let data = revision_patch(&set);
     assert_ne!(hash_revision(&data, 0), hash_revision(&data, 1));
+    let keys: Vec<&String> = data["spec"]["template"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(
+        keys,
+        ["$patch", "metadata", "spec"],
+        "keys sorted as Go's map encoding sorts them"
+    );
     assert_eq!(fnv32(b""), 0x811c_9dc5);
     assert_eq!(fnv32(b"a"), 0x050c_5d7e);
     let long = "x".repeat(300);
     assert_eq!(revision_name(&long, "h").len(), 223 + 2);
+}
+
+#[test]
+fn a_revision_written_by_a_real_api_server_equals_the_one_computed_from_its_template() {
+    let set = typed_set(set_manifest("web", 1, &[]));
+    let mut dumped = new_revision(&set, 1, 0);
+    let template = |r: &mut k8s_openapi::api::apps::v1::ControllerRevision| {
+        r.data.as_mut().unwrap().0["spec"]["template"].clone()
+    };
+    let mut t = template(&mut dumped);
+    t["metadata"]["creationTimestamp"] = serde_json::Value::Null;
+    dumped.data.as_mut().unwrap().0["spec"]["template"] = t.clone();
+    assert!(equal_revision(&dumped, &new_revision(&set, 2, 0)));
+    t["spec"]["containers"][0]["image"] = "nginx:2".into();
+    dumped.data.as_mut().unwrap().0["spec"]["template"] = t;
+    assert!(!equal_revision(&dumped, &new_revision(&set, 2, 0)));
 }
