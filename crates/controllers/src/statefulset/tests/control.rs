@@ -381,3 +381,20 @@ fn a_claim_being_deleted_blocks_its_pod_with_a_failed_create() {
         )
     );
 }
+
+#[test]
+fn an_evicted_pod_is_recreated_under_its_name() {
+    let (mut h, _) = running(2, &[], &[]);
+    let old_uid = h.pod("web-0").metadata.uid.clone();
+    kubeplane_api::Client::evict(&mut h.client, "default", "web-0", Default::default()).unwrap();
+    h.settle();
+    assert_eq!(h.pod_names(), names(&["web-0", "web-1"]));
+    assert_ne!(h.pod("web-0").metadata.uid, old_uid);
+    assert_eq!(
+        h.messages("SuccessfulCreate")
+            .iter()
+            .filter(|m| m.starts_with("create Pod web-0"))
+            .count(),
+        2
+    );
+}
