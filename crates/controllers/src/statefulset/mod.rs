@@ -4,9 +4,9 @@
 //! ControllerRevisions, and the set's status.
 //!
 //! StatefulSets, ControllerRevisions and PersistentVolumeClaims are kinds kubeplane stores
-//! without a [`Kind`] of their own (`Kind::Other`): the controller reads each into its
-//! k8s-openapi type once per observed change, keeps it in its own cache (upstream's listers),
-//! and writes them back as [`Object::Other`]. A set is read with the API server's defaults
+//! without a [`Kind`](kubeplane_api::Kind) variant of their own (`Kind::Other`): the controller
+//! reads each into its k8s-openapi type once per observed change, keeps it in its own cache
+//! (upstream's listers), and writes them back as [`Object::Other`]. A set is read with the API server's defaults
 //! applied ([`defaulted`]); its status is written onto the object as stored.
 //!
 //! Files follow upstream's: [`control`] is `stateful_set_control.go`, [`utils`]
