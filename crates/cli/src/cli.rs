@@ -214,7 +214,7 @@ pub struct SimulateArgs {
     /// Print no progress line and no closing note on stderr (errors are still printed).
     #[arg(long, short)]
     pub quiet: bool,
-    /// Refuse kinds kubeplane stores but does not simulate (ConfigMap, Service, StatefulSet,
+    /// Refuse kinds kubeplane stores but does not simulate (ConfigMap, Service, DaemonSet,
     /// ...) instead of noting them on stderr.
     #[arg(long)]
     pub strict: bool,

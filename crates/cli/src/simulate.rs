@@ -90,6 +90,9 @@ pub(crate) fn input_error(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The kinds stored as `Kind::Other` that a controller nevertheless simulates.
+const CONTROLLED_OTHER: &[(&str, &str)] = &[("apps", "StatefulSet")];
+
 /// Says once per kind which objects of the input kubeplane stores but does not simulate
 /// (`--strict`: an error naming the first such document).
 fn note_stored_only(
@@ -101,6 +104,9 @@ fn note_stored_only(
     let mut first = None;
     for o in &input.objects {
         if let kubeplane_api::Kind::Other(t) = o.object.kind() {
+            if CONTROLLED_OTHER.contains(&(t.group, t.kind)) {
+                continue;
+            }
             *counts.entry(t.qualified_kind()).or_default() += 1;
             first.get_or_insert(&o.source);
         }

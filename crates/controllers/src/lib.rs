@@ -10,6 +10,7 @@ pub mod manager;
 pub mod namespace;
 pub mod pod_gc;
 pub mod replicaset;
+pub mod statefulset;
 
 pub mod node_lifecycle;
 #[cfg(test)]

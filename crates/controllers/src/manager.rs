@@ -11,6 +11,7 @@ use crate::namespace::NamespaceController;
 use crate::node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
 use crate::pod_gc::PodGcController;
 use crate::replicaset::ReplicaSetController;
+use crate::statefulset::StatefulSetController;
 use crate::taint_eviction::TaintEvictionController;
 
 /// Controllers whose timers are pending work (a run without `duration` waits for them). PodGC
@@ -20,6 +21,7 @@ pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
         Box::new(TaintEvictionController::new()),
         Box::new(DeploymentController::with_features(features)),
         Box::new(ReplicaSetController::with_features(features.clone())),
+        Box::new(StatefulSetController::with_features(features)),
         Box::new(DisruptionController::new()),
         Box::new(GarbageCollector::new()),
         Box::new(PodGcController::default()),
