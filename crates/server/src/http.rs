@@ -111,6 +111,12 @@ async fn handle(
     }
     let method = req.method().clone();
     let query = Query::parse(req.uri().query());
+    let accept = req
+        .headers()
+        .get("accept")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let content_type = req
         .headers()
         .get("content-type")
@@ -127,18 +133,30 @@ async fn handle(
             )))
         }
     };
-    let response = route(state.clone(), &method, &path, query, &content_type, body).await;
+    let call = Call {
+        method,
+        path,
+        query,
+        content_type,
+        accept,
+        body,
+    };
+    let response = route(state.clone(), call).await;
     Ok(response)
 }
 
-async fn route(
-    state: Arc<State>,
-    method: &Method,
-    path: &str,
+/// What a request asks, once authenticated and read.
+struct Call {
+    method: Method,
+    path: String,
     query: Query,
-    content_type: &str,
+    content_type: String,
+    accept: String,
     body: Bytes,
-) -> Response<Body> {
+}
+
+async fn route(state: Arc<State>, call: Call) -> Response<Body> {
+    let (method, path, query) = (&call.method, call.path.as_str(), &call.query);
     match path {
         "/metrics" => {
             return respond(
@@ -170,11 +188,21 @@ async fn route(
         }
         Target::Resource(r) => r,
     };
-    let verb = verb_of(method, &req, &query);
+    let verb = verb_of(method, &req, query);
     let resource = req.kind.plural();
+    let table = match crate::table::requested(&call.accept, query) {
+        Ok(t) => t,
+        Err(e) => return status_response(&e),
+    };
     if verb == "watch" {
-        let render: crate::watch::Render = Arc::new(|o| o.to_json());
-        return match crate::watch::start(state.clone(), req, &query, render) {
+        let render: crate::watch::Render = match table {
+            Some(opts) => {
+                let st = state.clone();
+                Arc::new(move |o| crate::table::of_object(o, st.clock.timestamp(), &opts))
+            }
+            None => Arc::new(|o| o.to_json()),
+        };
+        return match crate::watch::start(state.clone(), req, query, render) {
             Ok(rx) => {
                 state.count_request("WATCH", resource, 200);
                 respond(200, "application/json", ChannelBody(rx).boxed(), &[])
@@ -182,13 +210,8 @@ async fn route(
             Err(e) => status_response(&e),
         };
     }
-    let method = method.clone();
-    let content_type = content_type.to_string();
     let st = state.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        dispatch(&st, &method, &req, &query, &content_type, &body)
-    })
-    .await;
+    let result = tokio::task::spawn_blocking(move || dispatch(&st, &call, &req, table)).await;
     let reply = match result {
         Ok(r) => r,
         Err(_) => Err(StatusError::new(
@@ -226,12 +249,16 @@ fn verb_of(method: &Method, req: &ResourceRequest, q: &Query) -> &'static str {
 
 fn dispatch(
     state: &State,
-    method: &Method,
+    call: &Call,
     req: &ResourceRequest,
-    q: &Query,
-    content_type: &str,
-    body: &[u8],
+    table: Option<kubeplane_registry::printers::TableOptions>,
 ) -> Result<Reply, StatusError> {
+    let (method, q, content_type, body) = (
+        &call.method,
+        &call.query,
+        call.content_type.as_str(),
+        &call.body[..],
+    );
     let parsed = || handlers::parse_body(body, content_type);
     let optional = || {
         if body.iter().all(u8::is_ascii_whitespace) {
@@ -241,8 +268,22 @@ fn dispatch(
         }
     };
     match (method.as_str(), req.name.is_some()) {
-        ("GET", true) => handlers::get(state, req),
-        ("GET", false) => handlers::list(state, req, q),
+        ("GET", true) => match table {
+            Some(opts) if req.subresource.is_none() => {
+                let obj = handlers::read(state, &handlers::key_of(req)?)?;
+                let t = crate::table::of_object(&obj, state.clock.timestamp(), &opts);
+                Ok(Reply::json(200, &t))
+            }
+            _ => handlers::get(state, req),
+        },
+        ("GET", false) => match table {
+            Some(opts) => {
+                let page = crate::list::list(state, req, q)?;
+                let t = crate::table::of_page(req.kind, &page, state.clock.timestamp(), &opts);
+                Ok(Reply::json(200, &t))
+            }
+            None => handlers::list(state, req, q),
+        },
         ("POST", _) => handlers::create(state, req, q, &parsed()?),
         ("PUT", true) => handlers::update(state, req, q, &parsed()?),
         ("PATCH", true) => crate::patch::patch(state, req, q, content_type, body),
