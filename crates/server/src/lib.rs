@@ -136,10 +136,24 @@ fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
     let scheduler =
         kubeplane_sim::engine::build_scheduler(&input.scheduler_configs, &features, seed)
             .map_err(|e| ServeError::Input(e.to_string()))?;
-    let mut client = StorageClient::new(seed, clock.api_clock(), WATCH_WINDOW);
+    let mut client = match &config.data_dir {
+        Some(dir) => {
+            StorageClient::open(dir.join("storage"), seed, clock.api_clock(), WATCH_WINDOW)
+                .map_err(|e| ServeError::Runtime(e.to_string()))?
+        }
+        None => StorageClient::new(seed, clock.api_clock(), WATCH_WINDOW),
+    };
     client.binding = BindFeatures::from_gates(&features);
     client.now = clock.now();
-    load(&mut client, input)?;
+    let revision = client.storage().current_revision();
+    if revision == 0 {
+        load(&mut client, input)?;
+    } else {
+        eprintln!(
+            "kubeplane serve: resuming the state kept in {} at resourceVersion {revision}; the FILEs were loaded when it was new",
+            config.data_dir.as_deref().unwrap_or(std::path::Path::new("")).display()
+        );
+    }
     let host = config.listen.ip().to_string();
     let hosts = if tls::is_ip(&host) {
         vec![host]
