@@ -3,6 +3,7 @@
 mod bench;
 mod bench_controllers;
 mod bench_scheduler;
+mod bench_serve;
 mod bench_support;
 mod cli;
 mod compare;

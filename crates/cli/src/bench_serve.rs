@@ -1,0 +1,218 @@
+//! The `kubeplane serve` benchmarks: the server started in this process on a free loopback
+//! port, driven over HTTPS by client threads with keep-alive connections (a small HTTP/1.1
+//! client over rustls, so the figures are the server's and not a client library's). Wall
+//! time is measured here, at the edge.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kubeplane_server::clock::ClockMode;
+use kubeplane_server::{Config, Handle};
+use kubeplane_sim::workloads;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+
+use crate::bench_support::peak_memory_mib;
+
+type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+/// One keep-alive HTTPS connection to the server.
+struct Conn {
+    stream: BufReader<Tls>,
+    token: String,
+}
+
+impl Conn {
+    fn open(h: &Handle) -> Result<Conn, String> {
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(h.credentials.ca_cert.as_bytes()) {
+            roots.add(c.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let name = ServerName::try_from("127.0.0.1").map_err(|e| e.to_string())?;
+        let conn = rustls::ClientConnection::new(Arc::new(cfg), name).map_err(|e| e.to_string())?;
+        let tcp = TcpStream::connect(&h.address).map_err(|e| e.to_string())?;
+        tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+        Ok(Conn { stream: BufReader::new(rustls::StreamOwned::new(conn, tcp)), token: h.credentials.token.clone() })
+    }
+
+    /// One request; the status code and the body.
+    fn call(&mut self, method: &str, path: &str, body: &str) -> Result<(u16, Vec<u8>), String> {
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.token,
+            body.len()
+        );
+        let io = |e: std::io::Error| e.to_string();
+        self.stream.get_mut().write_all(req.as_bytes()).map_err(io)?;
+        let mut line = String::new();
+        self.stream.read_line(&mut line).map_err(io)?;
+        let code: u16 = line.split_whitespace().nth(1).and_then(|c| c.parse().ok()).ok_or("a status line")?;
+        let mut len = 0usize;
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).map_err(io)?;
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().map_err(|_| "a content length")?;
+            }
+        }
+        let mut out = vec![0; len];
+        self.stream.read_exact(&mut out).map_err(io)?;
+        Ok((code, out))
+    }
+}
+
+fn start(objects: Vec<kubeplane_api::Object>) -> Result<Handle, String> {
+    let config = Config {
+        listen: "127.0.0.1:0".parse().expect("an address"),
+        data_dir: None,
+        kubeconfig_out: None,
+        clock: ClockMode::Wall,
+    };
+    let input = workloads::input(objects, Default::default());
+    kubeplane_server::start(config, input).map_err(|e| e.to_string())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(i).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// `n` calls spread over `clients` threads; each call is `make(thread, i)` → (method, path,
+/// body). Returns the sorted latencies and the wall time.
+fn drive(h: &Handle, clients: usize, n: usize, make: &(dyn Fn(usize, usize) -> (String, String, String) + Sync)) -> Result<(Vec<Duration>, f64), String> {
+    let started = Instant::now();
+    let results: Vec<Result<Vec<Duration>, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..clients)
+            .map(|t| {
+                s.spawn(move || {
+                    let mut conn = Conn::open(h)?;
+                    let mut lat = Vec::new();
+                    for i in (t..n).step_by(clients) {
+                        let (m, p, b) = make(t, i);
+                        let at = Instant::now();
+                        let (code, _) = conn.call(&m, &p, &b)?;
+                        lat.push(at.elapsed());
+                        if code >= 300 {
+                            return Err(format!("{m} {p}: HTTP {code}"));
+                        }
+                    }
+                    Ok(lat)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a client panicked".into()))).collect()
+    });
+    let wall = started.elapsed().as_secs_f64();
+    let mut all = Vec::new();
+    for r in results {
+        all.extend(r?);
+    }
+    all.sort();
+    Ok((all, wall))
+}
+
+/// API latency of create, get and list of ConfigMaps under 1, 16 and 64 concurrent clients.
+pub fn api_latency(n: usize) -> Result<(), String> {
+    let h = start(Vec::new())?;
+    for clients in [1, 16, 64] {
+        let ns = format!("c{clients}");
+        let create = move |_: usize, i: usize| {
+            let body = format!("{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"cm-{i}\"}},\"data\":{{\"k\":\"v\"}}}}");
+            ("POST".to_string(), format!("/api/v1/namespaces/{ns}/configmaps"), body)
+        };
+        let mut setup = Conn::open(&h)?;
+        setup.call("POST", "/api/v1/namespaces", &format!("{{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{{\"name\":\"c{clients}\"}}}}"))?;
+        let ns = format!("c{clients}");
+        let get = |_: usize, i: usize| ("GET".to_string(), format!("/api/v1/namespaces/{ns}/configmaps/cm-{i}"), String::new());
+        let list = |_: usize, _: usize| ("GET".to_string(), format!("/api/v1/namespaces/{ns}/configmaps?limit=100"), String::new());
+        for (verb, make, count) in [
+            ("create", &create as &(dyn Fn(usize, usize) -> (String, String, String) + Sync), n),
+            ("get", &get, n),
+            ("list (100 of them)", &list, n / 10),
+        ] {
+            let (lat, wall) = drive(&h, clients, count, make)?;
+            println!(
+                "ServeAPI/{verb}/{clients}Clients: {count} calls, {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms",
+                count as f64 / wall,
+                percentile(&lat, 0.5),
+                percentile(&lat, 0.99)
+            );
+        }
+    }
+    h.stop();
+    Ok(())
+}
+
+/// `n_pods` pods created through the API on `n_nodes` nodes until all are Running.
+pub fn pods_end_to_end(n_nodes: usize, n_pods: usize) -> Result<(), String> {
+    let h = start(workloads::nodes(n_nodes))?;
+    let body = |i: usize| format!("{{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{{\"name\":\"p-{i}\"}},\"spec\":{{\"containers\":[{{\"name\":\"c\",\"image\":\"pause\",\"resources\":{{\"requests\":{{\"cpu\":\"10m\",\"memory\":\"10Mi\"}}}}}}]}}}}");
+    let create = |_: usize, i: usize| ("POST".to_string(), "/api/v1/namespaces/default/pods".to_string(), body(i));
+    let started = Instant::now();
+    let (lat, _) = drive(&h, 16, n_pods, &create)?;
+    let created = started.elapsed().as_secs_f64();
+    let mut conn = Conn::open(&h)?;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        // Done when no pod is left that is not Running.
+        let (_, b) = conn.call("GET", "/api/v1/namespaces/default/pods?fieldSelector=status.phase%21%3DRunning&limit=1", "")?;
+        let v: serde_json::Value = serde_json::from_slice(&b).map_err(|e| e.to_string())?;
+        if v["items"].as_array().is_some_and(Vec::is_empty) {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("ServePods: not all {n_pods} pods Running after 600 s"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let wall = started.elapsed().as_secs_f64();
+    println!(
+        "ServePods/{n_nodes}Nodes_{n_pods}Pods: {:.0} pods/s end to end (created in {created:.2} s, create p50 {:.2} ms, p99 {:.2} ms; all Running after {wall:.2} s), peak memory {:.0} MiB",
+        n_pods as f64 / wall,
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99),
+        peak_memory_mib().unwrap_or(0.0)
+    );
+    h.stop();
+    Ok(())
+}
+
+/// One LIST of every pod of a large cluster (the pods given as the server's input).
+pub fn list_all(n_nodes: usize, n_pods: usize) -> Result<(), String> {
+    let mut objects = workloads::nodes(n_nodes);
+    objects.extend(workloads::pods("default", "pod", n_pods));
+    let loaded = Instant::now();
+    let h = start(objects)?;
+    let load = loaded.elapsed().as_secs_f64();
+    let mut conn = Conn::open(&h)?;
+    let mut best = f64::MAX;
+    let mut size = 0;
+    for _ in 0..3 {
+        let at = Instant::now();
+        let (code, body) = conn.call("GET", "/api/v1/pods", "")?;
+        if code != 200 {
+            return Err(format!("LIST pods: HTTP {code}"));
+        }
+        best = best.min(at.elapsed().as_secs_f64());
+        size = body.len();
+    }
+    println!(
+        "ServeList/{n_pods}Pods: LIST of {n_pods} pods in {best:.3} s ({:.0} MiB of JSON; loaded in {load:.1} s), peak memory {:.0} MiB",
+        size as f64 / 1048576.0,
+        peak_memory_mib().unwrap_or(0.0)
+    );
+    h.stop();
+    Ok(())
+}
