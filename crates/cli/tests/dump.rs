@@ -33,8 +33,7 @@ fn a_consistent_dump_runs_without_any_change_at_t0_and_keeps_every_object() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stderr(&out)
-            .contains("note: stored, not simulated: ConfigMap (1), Service (1)"),
+        stderr(&out).contains("note: stored, not simulated: ConfigMap (1), Service (1)"),
         "{}",
         stderr(&out)
     );

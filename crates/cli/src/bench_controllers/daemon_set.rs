@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeplane_api::{Client, Component, DynamicObject, Kind, Object};
-use kubeplane_controllers::daemon::{daemon_set_type, DaemonSetsController, REASON_SUCCESSFUL_CREATE};
+use kubeplane_controllers::daemon::{
+    daemon_set_type, DaemonSetsController, REASON_SUCCESSFUL_CREATE,
+};
 use kubeplane_registry::testing::TestClient;
 use serde_json::{json, Value};
 
@@ -73,7 +75,10 @@ fn pods_with_image(client: &TestClient, image: &str) -> usize {
         .list(Kind::Pod)
         .filter_map(|o| o.as_pod())
         .filter(|p| {
-            p.spec.as_ref().and_then(|s| s.containers.first()).and_then(|c| c.image.as_deref())
+            p.spec
+                .as_ref()
+                .and_then(|s| s.containers.first())
+                .and_then(|c| c.image.as_deref())
                 == Some(image)
         })
         .count()
@@ -97,7 +102,9 @@ pub fn bench_daemon_set(n_nodes: usize) -> BenchReport {
     let setup_wall = started.elapsed();
 
     let started = Instant::now();
-    client.create(ds_object(&daemon_set("agent:v1"))).expect("daemonset");
+    client
+        .create(ds_object(&daemon_set("agent:v1")))
+        .expect("daemonset");
     client.settle(&mut [&mut dsc]);
     let launch_wall = started.elapsed();
 

@@ -37,8 +37,8 @@ use crate::controller_utils::{
     controller_of, is_pod_ready, key_string, ns_name, Expectations, NsName, WorkQueue,
 };
 use backoff::Backoff;
-use cache::{Cache, CachedDs};
 pub use cache::DaemonPodView;
+use cache::{Cache, CachedDs};
 
 /// The event source of everything this controller records.
 pub const CONTROLLER_NAME: &str = "daemonset-controller";
@@ -119,11 +119,16 @@ impl DaemonSetsController {
             self.queue.add(key);
             return;
         }
-        let Ok(ds) = serde_json::from_value::<DaemonSet>(serde_json::to_value(&**obj).unwrap_or_default())
+        let Ok(ds) =
+            serde_json::from_value::<DaemonSet>(serde_json::to_value(&**obj).unwrap_or_default())
         else {
             return;
         };
-        let old_uid = self.cache.daemon_sets.get(&key).map(|c| c.uid().to_string());
+        let old_uid = self
+            .cache
+            .daemon_sets
+            .get(&key)
+            .map(|c| c.uid().to_string());
         if old_uid.is_some_and(|u| Some(u.as_str()) != ds.metadata.uid.as_deref()) {
             // Re-created under the same name: the old one's expectations go (upstream
             // `updateDaemonset` calls `deleteDaemonset` for the old UID).
@@ -253,8 +258,7 @@ impl DaemonSetsController {
             return;
         }
         for (key, ds) in &self.cache.daemon_sets {
-            if ds.view.node_should_run_daemon_pod(old) != ds.view.node_should_run_daemon_pod(cur)
-            {
+            if ds.view.node_should_run_daemon_pod(old) != ds.view.node_should_run_daemon_pod(cur) {
                 self.queue.add(key.clone());
             }
         }

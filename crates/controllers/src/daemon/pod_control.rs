@@ -50,11 +50,7 @@ pub fn new_daemon_pod(ds: &CachedDs, template: &PodTemplateSpec, node: &str) -> 
             labels: tmeta.labels,
             annotations: tmeta.annotations,
             finalizers: tmeta.finalizers,
-            owner_references: Some(vec![new_controller_ref(
-                API_VERSION,
-                KIND,
-                &ds.ds.metadata,
-            )]),
+            owner_references: Some(vec![new_controller_ref(API_VERSION, KIND, &ds.ds.metadata)]),
             ..Default::default()
         },
         spec: Some(spec),

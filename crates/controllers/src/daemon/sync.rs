@@ -15,8 +15,7 @@ use super::cache::{Cache, CachedDs};
 use super::pod_control::{adopt_pod, create_pod, delete_pod, recheck_daemon_set, release_pod};
 use super::util::{
     allows_surge, create_pod_template, get_target_node_name, get_template_generation,
-    is_pod_updated, strategy_type,
-    DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY, STRATEGY_ROLLING_UPDATE,
+    is_pod_updated, strategy_type, DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY, STRATEGY_ROLLING_UPDATE,
 };
 use super::*;
 use crate::controller_utils::{
@@ -65,8 +64,14 @@ impl DaemonSetsController {
 /// The selector `{}` (upstream compares it with an empty LabelSelector).
 fn selects_everything(ds: &DaemonSet) -> bool {
     ds.spec.as_ref().is_some_and(|s| {
-        s.selector.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
-            && s.selector.match_expressions.as_ref().is_none_or(Vec::is_empty)
+        s.selector
+            .match_labels
+            .as_ref()
+            .is_none_or(BTreeMap::is_empty)
+            && s.selector
+                .match_expressions
+                .as_ref()
+                .is_none_or(Vec::is_empty)
     })
 }
 
@@ -107,7 +112,9 @@ pub(super) fn node_to_daemon_pods(
 ) -> NodeToDaemonPods {
     let mut out = NodeToDaemonPods::new();
     for pod in claimed {
-        if !include_deleted_terminal && is_terminal(pod) && pod.metadata.deletion_timestamp.is_some()
+        if !include_deleted_terminal
+            && is_terminal(pod)
+            && pod.metadata.deletion_timestamp.is_some()
         {
             continue;
         }
@@ -140,14 +147,29 @@ pub struct StatusCounts {
 }
 
 impl<'a> SyncCx<'a> {
-    fn event(&self, client: &mut dyn Client, ds: &CachedDs, warning: bool, reason: &str, msg: String) {
+    fn event(
+        &self,
+        client: &mut dyn Client,
+        ds: &CachedDs,
+        warning: bool,
+        reason: &str,
+        msg: String,
+    ) {
         let (ns, name) = ns_name(&ds.ds.metadata);
         let make = if warning {
             EventRecord::warning
         } else {
             EventRecord::normal
         };
-        client.record_event(make(self.now, CONTROLLER_NAME, KIND, &ns, &name, reason, msg));
+        client.record_event(make(
+            self.now,
+            CONTROLLER_NAME,
+            KIND,
+            &ns,
+            &name,
+            reason,
+            msg,
+        ));
     }
 
     /// Upstream `syncDaemonSet`. An error requeues the key with backoff.
@@ -308,7 +330,8 @@ impl<'a> SyncCx<'a> {
         match daemon_pods {
             None if should_run => nodes_needing.push(name.to_string()),
             Some(pods) if should_continue => {
-                let mut running = self.running_or_delete_finished(ds, name, pods, to_delete, client);
+                let mut running =
+                    self.running_or_delete_finished(ds, name, pods, to_delete, client);
                 if !allows_surge(&ds.ds) {
                     if running.len() > 1 {
                         sort_by_creation_timestamp_and_phase(&mut running);
@@ -325,7 +348,9 @@ impl<'a> SyncCx<'a> {
                 self.prune_surge_pods(ds, hash, running, to_delete);
             }
             Some(pods) if !should_continue => {
-                let live = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none());
+                let live = pods
+                    .iter()
+                    .filter(|p| p.metadata.deletion_timestamp.is_none());
                 to_delete.extend(live.map(|p| pod_name(p).to_string()));
             }
             _ => {}
@@ -351,9 +376,11 @@ impl<'a> SyncCx<'a> {
             match pod_phase(pod) {
                 "Failed" => {
                     let observed = ds.ds.status.as_ref().and_then(|s| s.observed_generation);
-                    let backoff_key =
-                        format!("{}/{}/{node}", ds.uid(), observed.unwrap_or(0));
-                    if self.backoff.is_in_back_off_since_update(&backoff_key, self.now) {
+                    let backoff_key = format!("{}/{}/{node}", ds.uid(), observed.unwrap_or(0));
+                    if self
+                        .backoff
+                        .is_in_back_off_since_update(&backoff_key, self.now)
+                    {
                         let delay = self.backoff.get(&backoff_key);
                         let key = ns_name(&ds.ds.metadata);
                         self.queue.add_after(key, self.now + delay);
@@ -394,7 +421,8 @@ impl<'a> SyncCx<'a> {
         let mut oldest_new: Option<&Arc<Pod>> = None;
         let mut oldest_old: Option<&Arc<Pod>> = None;
         for pod in &running {
-            let slot = if labels(&pod.metadata).get(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY)
+            let slot = if labels(&pod.metadata)
+                .get(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY)
                 .map(String::as_str)
                 == Some(hash)
             {

@@ -161,7 +161,8 @@ impl Harness {
     fn run_all(&mut self) {
         for pod in self.pods() {
             if pod.metadata.deletion_timestamp.is_some() {
-                let key = ObjectKey::new(Kind::Pod, "default", pod.metadata.name.as_deref().unwrap());
+                let key =
+                    ObjectKey::new(Kind::Pod, "default", pod.metadata.name.as_deref().unwrap());
                 self.client.delete(&key, DeleteOptions::now()).unwrap();
             }
         }
@@ -182,7 +183,11 @@ impl Harness {
     }
 
     fn pod(&self, name: &str) -> Arc<Pod> {
-        self.client.cache().get_pod("default", name).unwrap().clone()
+        self.client
+            .cache()
+            .get_pod("default", name)
+            .unwrap()
+            .clone()
     }
 
     fn set_pod(&mut self, pod: &Pod, f: impl FnOnce(&mut Pod)) {
@@ -216,7 +221,9 @@ impl Harness {
 }
 
 fn nodes(n: usize) -> Vec<Node> {
-    (0..n).map(|i| node(&format!("node-{i}"), &[], &[])).collect()
+    (0..n)
+        .map(|i| node(&format!("node-{i}"), &[], &[]))
+        .collect()
 }
 
 // ----- placement ------------------------------------------------------------------------------
@@ -245,7 +252,10 @@ fn a_daemon_set_launches_one_pod_per_node_pinned_by_a_node_affinity_term() {
             .node_selector_terms;
         assert_eq!(terms.len(), 1);
         let field = &terms[0].match_fields.as_ref().unwrap()[0];
-        assert_eq!((field.key.as_str(), field.operator.as_str()), ("metadata.name", "In"));
+        assert_eq!(
+            (field.key.as_str(), field.operator.as_str()),
+            ("metadata.name", "In")
+        );
         assert!(labels(&pod.metadata).contains_key(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY));
         assert_eq!(labels(&pod.metadata)["name"], "simple-daemon");
     }
@@ -286,9 +296,16 @@ fn daemon_pods_tolerate_node_problems_forever_and_host_network_pods_the_network_
                          "effect": "NoExecute", "tolerationSeconds": 300}]}}}));
     let h = Harness::new(nodes(1), host);
     let tols = tol_keys(&h);
-    assert_eq!(tols.len(), 7, "the user's not-ready toleration is replaced, not doubled");
+    assert_eq!(
+        tols.len(),
+        7,
+        "the user's not-ready toleration is replaced, not doubled"
+    );
     assert_eq!(tols[0], want("node.kubernetes.io/not-ready", "NoExecute"));
-    assert_eq!(tols[6], want("node.kubernetes.io/network-unavailable", "NoSchedule"));
+    assert_eq!(
+        tols[6],
+        want("node.kubernetes.io/network-unavailable", "NoSchedule")
+    );
 }
 
 #[test]
@@ -298,7 +315,12 @@ fn node_should_run_daemon_pod_follows_node_name_selector_affinity_and_taints() {
         DaemonPodView::new(&serde_json::from_value::<DaemonSet>(v).unwrap())
     };
     let cases: Vec<(&str, DaemonPodView, Node, (bool, bool))> = vec![
-        ("a plain node runs the pod", ds(json!({})), node("n", &[], &[]), (true, true)),
+        (
+            "a plain node runs the pod",
+            ds(json!({})),
+            node("n", &[], &[]),
+            (true, true),
+        ),
         (
             "a template nodeName naming another node excludes it",
             ds(json!({"template": {"spec": {"nodeName": "other"}}})),
@@ -320,9 +342,9 @@ fn node_should_run_daemon_pod_follows_node_name_selector_affinity_and_taints() {
         (
             "a required node affinity the node fails excludes it",
             ds(json!({"template": {"spec": {"affinity": {"nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
-                ]}}}}}})),
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+            ]}}}}}})),
             node("n", &[("zone", "b")], &[]),
             (false, false),
         ),
@@ -363,13 +385,21 @@ fn node_should_run_daemon_pod_follows_node_name_selector_affinity_and_taints() {
         (
             "network-unavailable is tolerated only with hostNetwork",
             ds(json!({})),
-            node("n", &[], &[("node.kubernetes.io/network-unavailable", "NoSchedule")]),
+            node(
+                "n",
+                &[],
+                &[("node.kubernetes.io/network-unavailable", "NoSchedule")],
+            ),
             (false, true),
         ),
         (
             "a hostNetwork pod tolerates network-unavailable",
             ds(json!({"template": {"spec": {"hostNetwork": true}}})),
-            node("n", &[], &[("node.kubernetes.io/network-unavailable", "NoSchedule")]),
+            node(
+                "n",
+                &[],
+                &[("node.kubernetes.io/network-unavailable", "NoSchedule")],
+            ),
             (true, true),
         ),
     ];
@@ -419,18 +449,29 @@ fn one_sync_creates_at_most_250_pods_and_waits_to_observe_them_before_the_rest()
     for n in nodes(300) {
         client.create(Object::Node(Arc::new(n))).unwrap();
     }
-    client.create(ds_object(&daemon_set_json(json!({})))).unwrap();
+    client
+        .create(ds_object(&daemon_set_json(json!({}))))
+        .unwrap();
     let mut dsc = DaemonSetsController::new();
     client.dispatch(&mut [&mut dsc]);
     dsc.run(client.now, &mut client);
     let key = ("default".to_string(), "foo".to_string());
-    assert_eq!(client.events_with_reason(REASON_SUCCESSFUL_CREATE).len(), 250);
+    assert_eq!(
+        client.events_with_reason(REASON_SUCCESSFUL_CREATE).len(),
+        250
+    );
     assert_eq!(dsc.expectations().get(&key).unwrap().add, 250);
     // Nothing more until the creates are observed.
     dsc.sync(&key, client.now, &mut client).unwrap();
-    assert_eq!(client.events_with_reason(REASON_SUCCESSFUL_CREATE).len(), 250);
+    assert_eq!(
+        client.events_with_reason(REASON_SUCCESSFUL_CREATE).len(),
+        250
+    );
     client.settle(&mut [&mut dsc]);
-    assert_eq!(client.events_with_reason(REASON_SUCCESSFUL_CREATE).len(), 300);
+    assert_eq!(
+        client.events_with_reason(REASON_SUCCESSFUL_CREATE).len(),
+        300
+    );
     assert!(dsc.expectations().satisfied(&key, client.now));
 }
 
@@ -450,7 +491,11 @@ fn of_several_pods_on_one_node_the_oldest_stays_and_the_others_are_deleted() {
     dup.metadata.creation_timestamp = Some(h.client.clock().timestamp(h.client.now));
     h.client.create(Object::Pod(Arc::new(dup))).unwrap();
     h.settle();
-    let names: Vec<String> = h.pods().iter().map(|p| p.metadata.name.clone().unwrap()).collect();
+    let names: Vec<String> = h
+        .pods()
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
     assert_eq!(names, [first.metadata.name.clone().unwrap()]);
     assert_eq!(h.events(REASON_SUCCESSFUL_DELETE), ["Deleted pod: foo-zzz"]);
 }
@@ -466,13 +511,20 @@ fn a_matching_orphan_is_adopted_instead_of_creating_a_pod() {
         .node("node-0")
         .obj();
     client.create(Object::Pod(Arc::new(orphan))).unwrap();
-    client.create(ds_object(&daemon_set_json(json!({})))).unwrap();
+    client
+        .create(ds_object(&daemon_set_json(json!({}))))
+        .unwrap();
     let mut dsc = DaemonSetsController::new();
     client.settle(&mut [&mut dsc]);
-    assert!(client.events_with_reason(REASON_SUCCESSFUL_CREATE).is_empty());
+    assert!(client
+        .events_with_reason(REASON_SUCCESSFUL_CREATE)
+        .is_empty());
     let pod = client.cache().get_pod("default", "orphan").unwrap();
     let owner = crate::controller_utils::controller_of(&pod.metadata).unwrap();
-    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("DaemonSet", "foo"));
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("DaemonSet", "foo")
+    );
 }
 
 // ----- failed pods -------------------------------------------------------------------------------
@@ -515,7 +567,11 @@ fn status_counts_scheduled_ready_available_and_misscheduled_pods_and_the_generat
     let mut h = Harness::new(vec![n("a"), n("b"), n("c")], ds);
     let st = h.daemon_set().status.unwrap();
     assert_eq!(
-        (st.desired_number_scheduled, st.current_number_scheduled, st.number_ready),
+        (
+            st.desired_number_scheduled,
+            st.current_number_scheduled,
+            st.number_ready
+        ),
         (3, 3, 0)
     );
     assert_eq!(st.number_unavailable, Some(3));
@@ -526,7 +582,10 @@ fn status_counts_scheduled_ready_available_and_misscheduled_pods_and_the_generat
     assert_eq!(st.updated_number_scheduled, Some(3));
     h.advance(10);
     let st = h.daemon_set().status.unwrap();
-    assert_eq!((st.number_available, st.number_unavailable), (Some(3), None));
+    assert_eq!(
+        (st.number_available, st.number_unavailable),
+        (Some(3), None)
+    );
     // Node c leaves the selector while its pod is still there (a NoSchedule taint it does
     // not tolerate keeps the pod: misscheduled is for pods on nodes that should not run one).
     let mut c = Node::clone(h.client.cache().get_node("c").unwrap());
@@ -539,7 +598,11 @@ fn status_counts_scheduled_ready_available_and_misscheduled_pods_and_the_generat
     h.settle();
     let st = h.daemon_set().status.unwrap();
     assert_eq!(
-        (st.desired_number_scheduled, st.current_number_scheduled, st.number_misscheduled),
+        (
+            st.desired_number_scheduled,
+            st.current_number_scheduled,
+            st.number_misscheduled
+        ),
         (2, 2, 1)
     );
 }
@@ -557,14 +620,22 @@ fn images(h: &Harness) -> Vec<String> {
     h.pods()
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .map(|p| p.spec.as_ref().unwrap().containers[0].image.clone().unwrap())
+        .map(|p| {
+            p.spec.as_ref().unwrap().containers[0]
+                .image
+                .clone()
+                .unwrap()
+        })
         .collect()
 }
 
 #[test]
 fn a_rolling_update_replaces_at_most_max_unavailable_pods_at_a_time() {
     let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}});
-    let mut h = Harness::new(nodes(5), daemon_set_json(json!({"updateStrategy": strategy})));
+    let mut h = Harness::new(
+        nodes(5),
+        daemon_set_json(json!({"updateStrategy": strategy})),
+    );
     h.run_all();
     h.apply_ds(v2(strategy));
     // Two old pods go; they are recreated from v2 once they have terminated.
@@ -590,7 +661,10 @@ fn a_rolling_update_replaces_at_most_max_unavailable_pods_at_a_time() {
 fn with_max_surge_a_new_pod_starts_beside_the_old_one_which_goes_once_the_new_is_available() {
     let strategy =
         json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}});
-    let mut h = Harness::new(nodes(2), daemon_set_json(json!({"updateStrategy": strategy})));
+    let mut h = Harness::new(
+        nodes(2),
+        daemon_set_json(json!({"updateStrategy": strategy})),
+    );
     h.run_all();
     h.apply_ds(v2(strategy));
     assert_eq!(h.pods().len(), 3, "one surge pod");
@@ -605,7 +679,10 @@ fn with_max_surge_a_new_pod_starts_beside_the_old_one_which_goes_once_the_new_is
 #[test]
 fn on_delete_leaves_old_pods_until_someone_deletes_them() {
     let strategy = json!({"type": "OnDelete"});
-    let mut h = Harness::new(nodes(2), daemon_set_json(json!({"updateStrategy": strategy})));
+    let mut h = Harness::new(
+        nodes(2),
+        daemon_set_json(json!({"updateStrategy": strategy})),
+    );
     h.run_all();
     h.apply_ds(v2(strategy));
     assert!(h.events(REASON_SUCCESSFUL_DELETE).is_empty());
@@ -622,7 +699,10 @@ fn on_delete_leaves_old_pods_until_someone_deletes_them() {
 #[test]
 fn each_template_gets_a_controller_revision_named_after_its_hash() {
     let strategy = json!({"type": "OnDelete"});
-    let mut h = Harness::new(nodes(1), daemon_set_json(json!({"updateStrategy": strategy})));
+    let mut h = Harness::new(
+        nodes(1),
+        daemon_set_json(json!({"updateStrategy": strategy})),
+    );
     let revisions = |h: &Harness| -> BTreeMap<i64, String> {
         h.client
             .cache()

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use kubeplane_api::{ApiError, Client, DeleteOptions, DynamicObject, Kind, Object, ObjectKey};
 use serde_json::{json, Value};
 
@@ -25,16 +25,22 @@ use super::{controller_revision_type, daemon_set_type, API_VERSION, KIND};
 use crate::controller_utils::{labels, new_controller_ref, ns_name, NsName};
 use crate::deployment::util::hash::compute_hash;
 
+/// A node's pod of the current revision and its older one, either possibly absent.
+pub type NewAndOld<'p> = (Option<&'p Arc<Pod>>, Option<&'p Arc<Pod>>);
+
 /// Upstream `findUpdatedPodsOnNode`: the node's new and old pod that are not being deleted;
 /// `None` when there is more than one of either (the manage loop prunes those first).
 pub fn find_updated_pods_on_node<'p>(
     ds: &DaemonSet,
     pods: &'p [Arc<Pod>],
     hash: &str,
-) -> Option<(Option<&'p Arc<Pod>>, Option<&'p Arc<Pod>>)> {
+) -> Option<NewAndOld<'p>> {
     let generation = get_template_generation(ds).ok().flatten();
     let (mut new, mut old) = (None, None);
-    for pod in pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none()) {
+    for pod in pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+    {
         let slot = if is_pod_updated(pod, hash, generation) {
             &mut new
         } else {
@@ -81,8 +87,8 @@ impl SyncCx<'_> {
         }
         let mut max_unavailable = unavailable_count(&ds.ds, desired)
             .map_err(|e| format!("invalid value for MaxUnavailable: {e}"))?;
-        let max_surge = surge_count(&ds.ds, desired)
-            .map_err(|e| format!("invalid value for MaxSurge: {e}"))?;
+        let max_surge =
+            surge_count(&ds.ds, desired).map_err(|e| format!("invalid value for MaxSurge: {e}"))?;
         // An impossible configuration falls back to one unavailable pod.
         if desired > 0 && max_unavailable == 0 && max_surge == 0 {
             max_unavailable = 1;
@@ -272,7 +278,11 @@ impl SyncCx<'_> {
         let hash = compute_hash(&spec.template, collision_count);
         let (ns, ds_name) = ns_name(&ds.ds.metadata);
         let name = format!("{ds_name}-{hash}");
-        let mut cr_labels = spec.template.metadata.and_then(|m| m.labels).unwrap_or_default();
+        let mut cr_labels = spec
+            .template
+            .metadata
+            .and_then(|m| m.labels)
+            .unwrap_or_default();
         cr_labels.insert(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY.into(), hash);
         let history = ControllerRevision {
             metadata: ObjectMeta {
@@ -280,7 +290,11 @@ impl SyncCx<'_> {
                 namespace: Some(ns.clone()),
                 labels: Some(cr_labels),
                 annotations: ds.ds.metadata.annotations.clone(),
-                owner_references: Some(vec![new_controller_ref(API_VERSION, KIND, &ds.ds.metadata)]),
+                owner_references: Some(vec![new_controller_ref(
+                    API_VERSION,
+                    KIND,
+                    &ds.ds.metadata,
+                )]),
                 ..Default::default()
             },
             data: Some(RawExtension(patch.clone())),
@@ -324,8 +338,10 @@ impl SyncCx<'_> {
         let mut obj = DynamicObject::clone(&fresh);
         let mut status = fresh_ds.status.unwrap_or_default();
         status.collision_count = Some(current.unwrap_or(0) + 1);
-        obj.fields
-            .insert("status".into(), serde_json::to_value(status).unwrap_or_default());
+        obj.fields.insert(
+            "status".into(),
+            serde_json::to_value(status).unwrap_or_default(),
+        );
         client
             .update_status(Object::Other(Arc::new(obj)))
             .map(|_| ())
@@ -415,8 +431,8 @@ fn write_revision(
     create: bool,
 ) -> Result<ControllerRevision, String> {
     let value = serde_json::to_value(cr).map_err(|e| e.to_string())?;
-    let obj = DynamicObject::from_value(controller_revision_type(), &value)
-        .map_err(|e| e.to_string())?;
+    let obj =
+        DynamicObject::from_value(controller_revision_type(), &value).map_err(|e| e.to_string())?;
     let obj = Object::Other(Arc::new(obj));
     let written = if create {
         client.create(obj)

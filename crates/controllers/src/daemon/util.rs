@@ -107,7 +107,10 @@ pub fn create_pod_template(
         .labels
         .get_or_insert_with(BTreeMap::new);
     if let Some(g) = generation {
-        labels.insert(DAEMON_SET_TEMPLATE_GENERATION_KEY.to_string(), g.to_string());
+        labels.insert(
+            DAEMON_SET_TEMPLATE_GENERATION_KEY.to_string(),
+            g.to_string(),
+        );
     }
     if !hash.is_empty() {
         labels.insert(
@@ -171,10 +174,16 @@ pub fn allows_surge(ds: &DaemonSet) -> bool {
 pub fn is_pod_updated(pod: &Pod, hash: &str, generation: Option<i64>) -> bool {
     let labels = crate::controller_utils::labels(&pod.metadata);
     let template_matches = generation.is_some_and(|g| {
-        labels.get(DAEMON_SET_TEMPLATE_GENERATION_KEY).map(String::as_str) == Some(&g.to_string())
+        labels
+            .get(DAEMON_SET_TEMPLATE_GENERATION_KEY)
+            .map(String::as_str)
+            == Some(&g.to_string())
     });
     let hash_matches = !hash.is_empty()
-        && labels.get(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY).map(String::as_str) == Some(hash);
+        && labels
+            .get(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY)
+            .map(String::as_str)
+            == Some(hash);
     hash_matches || template_matches
 }
 
@@ -217,7 +226,10 @@ pub fn get_target_node_name(pod: &Pod) -> Result<&str, String> {
     let Some(required) = spec
         .and_then(|s| s.affinity.as_ref())
         .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
     else {
         return Err(format!(
             "no spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution for pod {ns}/{name}"
