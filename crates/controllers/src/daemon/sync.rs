@@ -8,11 +8,13 @@ use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kubeplane_api::{ApiError, Client, Kind, Object, ObjectKey};
 use kubeplane_core::time::SimDuration;
-use kubeplane_core::{EventRecord, SimTime};
+use kubeplane_core::SimTime;
 
 use super::backoff::Backoff;
 use super::cache::{Cache, CachedDs};
-use super::pod_control::{adopt_pod, create_pod, delete_pod, recheck_daemon_set, release_pod};
+use super::pod_control::{
+    adopt_pod, create_pod, delete_pod, event, recheck_daemon_set, release_pod,
+};
 use super::util::{
     allows_surge, create_pod_template, get_target_node_name, get_template_generation,
     is_pod_updated, strategy_type, DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY, STRATEGY_ROLLING_UPDATE,
@@ -147,29 +149,8 @@ pub struct StatusCounts {
 }
 
 impl<'a> SyncCx<'a> {
-    fn event(
-        &self,
-        client: &mut dyn Client,
-        ds: &CachedDs,
-        warning: bool,
-        reason: &str,
-        msg: String,
-    ) {
-        let (ns, name) = ns_name(&ds.ds.metadata);
-        let make = if warning {
-            EventRecord::warning
-        } else {
-            EventRecord::normal
-        };
-        client.record_event(make(
-            self.now,
-            CONTROLLER_NAME,
-            KIND,
-            &ns,
-            &name,
-            reason,
-            msg,
-        ));
+    fn event(&self, c: &mut dyn Client, ds: &CachedDs, warning: bool, reason: &str, m: String) {
+        c.record_event(event(self.now, ds, warning, reason, m));
     }
 
     /// Upstream `syncDaemonSet`. An error requeues the key with backoff.
@@ -304,12 +285,6 @@ impl<'a> SyncCx<'a> {
             to_delete.extend(unbound.map(|p| pod_name(p).to_string()));
         }
         self.sync_nodes(ds, key, &to_delete, &nodes_needing, hash, client)
-            .map_err(|e| {
-                format!(
-                    "couldn't sync daemon set {:?}: {e}",
-                    ds.ds.metadata.name.as_deref().unwrap_or("")
-                )
-            })
     }
 
     /// Upstream `podsShouldBeOnNode`: pushes the node to `out.0` when it needs a pod, and the
