@@ -133,11 +133,16 @@ impl Cache {
             Some(p) => self.pods.insert(key.clone(), p.clone()),
             None => self.pods.remove(key),
         };
-        if let Some(old) = &old {
-            self.unindex(key, old);
-        }
-        if let Some(p) = pod {
-            self.index(key, p);
+        // Most updates (bindings, status) keep the pod where it is indexed.
+        let same_index = matches!((&old, pod),
+            (Some(o), Some(p)) if daemon_controller_uid(o) == daemon_controller_uid(p));
+        if !same_index {
+            if let Some(old) = &old {
+                self.unindex(key, old);
+            }
+            if let Some(p) = pod {
+                self.index(key, p);
+            }
         }
         old
     }

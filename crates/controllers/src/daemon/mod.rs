@@ -193,6 +193,12 @@ impl DaemonSetsController {
         if old.metadata.resource_version == cur.metadata.resource_version {
             return;
         }
+        if !sync_relevant_change(old, cur) {
+            // Upstream syncs on every pod update; a sync after a binding to the node the pod
+            // was made for finds nothing to do, and with 5,000 nodes one sync per binding is
+            // quadratic work. kubeplane skips it, as the ReplicaSet controller does.
+            return;
+        }
         if cur.metadata.deletion_timestamp.is_some() {
             self.delete_pod(cur);
             return;
@@ -302,6 +308,22 @@ impl DaemonSetsController {
             EventType::Deleted => self.delete_pod(pod),
         }
     }
+}
+
+/// Whether a pod update can change what a sync of its DaemonSet does: which DaemonSet claims
+/// it, whether it is active or terminal, its readiness, or the node it counts for.
+fn sync_relevant_change(old: &Pod, cur: &Pod) -> bool {
+    let ready = |p: &Pod| {
+        crate::controller_utils::pod_ready_condition(p)
+            .map(|c| (c.status.clone(), c.last_transition_time.clone()))
+    };
+    let target = |p: &Pod| util::get_target_node_name(p).ok().map(str::to_string);
+    old.metadata.labels != cur.metadata.labels
+        || old.metadata.owner_references != cur.metadata.owner_references
+        || old.metadata.deletion_timestamp != cur.metadata.deletion_timestamp
+        || crate::controller_utils::pod_phase(old) != crate::controller_utils::pod_phase(cur)
+        || ready(old) != ready(cur)
+        || target(old) != target(cur)
 }
 
 impl Component for DaemonSetsController {

@@ -727,3 +727,5 @@ fn each_template_gets_a_controller_revision_named_after_its_hash() {
     assert_eq!(third.len(), 2);
     assert_eq!(third[&3], first[&1]);
 }
+
+mod one_sync;
