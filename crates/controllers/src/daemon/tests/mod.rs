@@ -728,4 +728,33 @@ fn each_template_gets_a_controller_revision_named_after_its_hash() {
     assert_eq!(third[&3], first[&1]);
 }
 
+fn syncs(dsc: &DaemonSetsController) -> u64 {
+    dsc.metrics()
+        .iter()
+        .find(|(n, _)| n.starts_with("workqueue_adds_total"))
+        .map_or(0, |(_, v)| *v)
+}
+
+#[test]
+fn a_binding_to_the_pods_own_node_does_not_sync_but_readiness_does() {
+    let mut h = Harness::new(nodes(1), daemon_set_json(json!({})));
+    let before = syncs(&h.dsc);
+    let pod = h.pods()[0].clone();
+    h.set_pod(&pod, |p| {
+        p.spec.as_mut().unwrap().node_name = Some("node-0".into())
+    });
+    h.settle();
+    assert_eq!(
+        syncs(&h.dsc),
+        before,
+        "the binding changes nothing a sync reads"
+    );
+    let pod = h.pods()[0].clone();
+    let now = h.client.clock().timestamp(h.client.now);
+    h.set_status(&pod, "Running", Some(now));
+    h.settle();
+    assert!(syncs(&h.dsc) > before);
+    assert_eq!(h.daemon_set().status.unwrap().number_ready, 1);
+}
+
 mod one_sync;
