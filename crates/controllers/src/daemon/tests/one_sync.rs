@@ -7,9 +7,12 @@ use super::*;
 use crate::controller_utils::new_controller_ref;
 use crate::deployment::util::hash::compute_hash;
 
+/// `(creates, deletes, other events)` of one sync.
+type Outcome = (usize, usize, usize);
+
 /// One sync of `foo` over these nodes and its own pods `(name, node, phase, terminating)`:
 /// `(creates, deletes, events other than creates and deletes)`.
-fn one_sync(nodes: Vec<Node>, pods: &[(&str, &str, &str, bool)]) -> (usize, usize, usize) {
+fn one_sync(nodes: Vec<Node>, pods: &[(&str, &str, &str, bool)]) -> Outcome {
     let mut client = TestClient::new(1);
     for n in nodes {
         client.create(Object::Node(Arc::new(n))).unwrap();
@@ -47,7 +50,7 @@ fn one_sync(nodes: Vec<Node>, pods: &[(&str, &str, &str, bool)]) -> (usize, usiz
 #[test]
 fn failed_pods_are_killed_with_an_event_and_extra_pods_pruned() {
     // Upstream TestDaemonKillFailedPods.
-    let cases: [(&str, usize, usize, (usize, usize, usize)); 4] = [
+    let cases: [(&str, usize, usize, Outcome); 4] = [
         ("a normal pod: nothing to do", 0, 1, (0, 0, 0)),
         ("no pods: one is created", 0, 0, (1, 0, 0)),
         (
