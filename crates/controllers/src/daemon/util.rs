@@ -170,9 +170,16 @@ pub fn allows_surge(ds: &DaemonSet) -> bool {
 }
 
 /// Upstream `IsPodUpdated`: the pod carries the current hash, or the current template
-/// generation.
+/// generation. A pod carrying neither label (one written into a scenario by hand: the
+/// controller's own pods always have the hash) counts as current, where upstream would replace
+/// it (docs/daemonset.md §5).
 pub fn is_pod_updated(pod: &Pod, hash: &str, generation: Option<i64>) -> bool {
     let labels = crate::controller_utils::labels(&pod.metadata);
+    if !labels.contains_key(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY)
+        && !labels.contains_key(DAEMON_SET_TEMPLATE_GENERATION_KEY)
+    {
+        return true;
+    }
     let template_matches = generation.is_some_and(|g| {
         labels
             .get(DAEMON_SET_TEMPLATE_GENERATION_KEY)

@@ -105,3 +105,35 @@ fn not_ready_and_unreachable_nodes_still_get_a_pod() {
         assert_eq!(one_sync(n, &[]), (1, 0, 0), "{taint}");
     }
 }
+
+#[test]
+fn a_pod_without_revision_labels_counts_as_current_and_is_not_rolled() {
+    let mut client = TestClient::new(1);
+    client
+        .create(Object::Node(Arc::new(node("node-0", &[], &[]))))
+        .unwrap();
+    let ds = client
+        .create(ds_object(&daemon_set_json(json!({}))))
+        .unwrap();
+    let pod = kubeplane_core::testing::PodBuilder::new("by-hand")
+        .label("name", "simple-daemon")
+        .node("node-0")
+        .ready()
+        .owner_reference(new_controller_ref(API_VERSION, KIND, ds.meta()))
+        .obj();
+    client.create(Object::Pod(Arc::new(pod))).unwrap();
+    let mut dsc = DaemonSetsController::new();
+    client.settle(&mut [&mut dsc]);
+    assert!(client
+        .events_with_reason(REASON_SUCCESSFUL_DELETE)
+        .is_empty());
+    assert!(client
+        .events_with_reason(REASON_SUCCESSFUL_CREATE)
+        .is_empty());
+    let o = client
+        .cache()
+        .get(Kind::Other(daemon_set_type()), "default", "foo")
+        .unwrap();
+    let st: DaemonSet = serde_json::from_value(o.to_json()).unwrap();
+    assert_eq!(st.status.unwrap().updated_number_scheduled, Some(1));
+}
