@@ -113,6 +113,17 @@ fn node_monitor(n_nodes: usize, hours: i64) -> Result<(), String> {
     Ok(())
 }
 
+/// The DaemonSet controller on `n_nodes` nodes: a pod for every node, then a rolling update of
+/// all of them.
+fn daemon_set(n_nodes: usize) -> Result<(), String> {
+    let r = crate::bench_controllers::daemon_set::bench_daemon_set(n_nodes);
+    println!("DaemonSet/{n_nodes}Nodes: {}", r.summary());
+    if !r.ok {
+        return Err("DaemonSet: not every node ended with one pod of the new template".into());
+    }
+    Ok(())
+}
+
 /// A Deployment scaled from 0 to `up` replicas on `n_nodes` nodes, then down to `down`:
 /// ReplicaSet slow start, scheduling, kubelets, and the scale-down victim order.
 fn deployment_scale(n_nodes: usize, up: i32, down: i32, metrics: bool) -> Result<(), String> {
@@ -244,6 +255,11 @@ fn all_workloads(s: usize, metrics: bool) -> Vec<Workload> {
             name: "node-monitor-24h",
             about: "the node lifecycle monitor over 24 h of 1000 nodes (a quiet-host reference)",
             run: Box::new(move || node_monitor(1000 / s, 24)),
+        },
+        Workload {
+            name: "daemonset-5000",
+            about: "DaemonSet5000: a DaemonSet on 5000 nodes, then a rolling update of every pod",
+            run: Box::new(move || daemon_set(5000 / s)),
         },
         Workload {
             name: "deployment-scale",

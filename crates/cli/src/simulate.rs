@@ -91,7 +91,7 @@ pub(crate) fn input_error(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 /// The kinds stored as `Kind::Other` that a controller nevertheless simulates.
-const CONTROLLED_OTHER: &[(&str, &str)] = &[("apps", "StatefulSet")];
+const CONTROLLED_OTHER: &[(&str, &str)] = &[("apps", "StatefulSet"), ("apps", "DaemonSet")];
 
 /// Says once per kind which objects of the input kubeplane stores but does not simulate
 /// (`--strict`: an error naming the first such document).

@@ -134,12 +134,13 @@ fn the_man_page_is_roff_with_a_section_per_subcommand() {
     assert!(page.contains("\\-\\-explain"));
 }
 
-const BENCHMARKS: [&str; 12] = [
+const BENCHMARKS: [&str; 13] = [
     "scheduling-basic-10k",
     "scheduling-basic-50k",
     "heartbeats-24h",
     "noexecute-eviction",
     "node-monitor-24h",
+    "daemonset-5000",
     "deployment-scale",
     "preemption-basic",
     "preemption-basic-5000",

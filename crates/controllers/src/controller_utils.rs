@@ -330,6 +330,15 @@ impl Expectations {
         self.set(key, 0, n as i64, now);
     }
 
+    /// Expects `add` creates and the deletion of exactly these pods at once (the DaemonSet
+    /// controller's `SetExpectations(key, creates, deletes)`).
+    pub fn expect(&mut self, key: &NsName, add: usize, pod_keys: Vec<String>, now: SimTime) {
+        let n = pod_keys.len();
+        self.deletion_keys
+            .insert(key.clone(), pod_keys.into_iter().collect());
+        self.set(key, add as i64, n as i64, now);
+    }
+
     /// One expected create was seen, or will never happen. Without a record, nothing happens.
     pub fn creation_observed(&mut self, key: &NsName) {
         if let Some(e) = self.records.get_mut(key) {

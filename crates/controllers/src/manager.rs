@@ -4,6 +4,7 @@
 use kubeplane_api::Component;
 use kubeplane_core::features::FeatureGates;
 
+use crate::daemon::DaemonSetsController;
 use crate::deployment::DeploymentController;
 use crate::disruption::DisruptionController;
 use crate::garbage_collector::GarbageCollector;
@@ -22,6 +23,7 @@ pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
         Box::new(DeploymentController::with_features(features)),
         Box::new(ReplicaSetController::with_features(features.clone())),
         Box::new(StatefulSetController::with_features(features)),
+        Box::new(DaemonSetsController::new()),
         Box::new(DisruptionController::new()),
         Box::new(GarbageCollector::new()),
         Box::new(PodGcController::default()),

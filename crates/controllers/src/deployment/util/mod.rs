@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-mod hash;
+pub mod hash;
 #[cfg(test)]
 mod tests;
 
