@@ -207,7 +207,8 @@ fn all_workloads(s: usize, metrics: bool) -> Vec<Workload> {
         },
         Workload {
             name: "serve-pods",
-            about: "kubeplane serve: 10,000 pods created through the API on 500 nodes until Running",
+            about:
+                "kubeplane serve: 10,000 pods created through the API on 500 nodes until Running",
             run: Box::new(move || crate::bench_serve::pods_end_to_end(500 / s, 10000 / s)),
         },
         Workload {

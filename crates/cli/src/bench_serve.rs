@@ -28,7 +28,9 @@ impl Conn {
     fn open(h: &Handle) -> Result<Conn, String> {
         let mut roots = rustls::RootCertStore::empty();
         for c in CertificateDer::pem_slice_iter(h.credentials.ca_cert.as_bytes()) {
-            roots.add(c.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+            roots
+                .add(c.map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string())?;
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
@@ -41,7 +43,10 @@ impl Conn {
         let conn = rustls::ClientConnection::new(Arc::new(cfg), name).map_err(|e| e.to_string())?;
         let tcp = TcpStream::connect(&h.address).map_err(|e| e.to_string())?;
         tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-        Ok(Conn { stream: BufReader::new(rustls::StreamOwned::new(conn, tcp)), token: h.credentials.token.clone() })
+        Ok(Conn {
+            stream: BufReader::new(rustls::StreamOwned::new(conn, tcp)),
+            token: h.credentials.token.clone(),
+        })
     }
 
     /// One request; the status code and the body.
@@ -52,10 +57,17 @@ impl Conn {
             body.len()
         );
         let io = |e: std::io::Error| e.to_string();
-        self.stream.get_mut().write_all(req.as_bytes()).map_err(io)?;
+        self.stream
+            .get_mut()
+            .write_all(req.as_bytes())
+            .map_err(io)?;
         let mut line = String::new();
         self.stream.read_line(&mut line).map_err(io)?;
-        let code: u16 = line.split_whitespace().nth(1).and_then(|c| c.parse().ok()).ok_or("a status line")?;
+        let code: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .ok_or("a status line")?;
         let mut len = 0usize;
         loop {
             line.clear();
@@ -91,7 +103,12 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 /// `n` calls spread over `clients` threads; each call is `make(thread, i)` → (method, path,
 /// body). Returns the sorted latencies and the wall time.
-fn drive(h: &Handle, clients: usize, n: usize, make: &(dyn Fn(usize, usize) -> (String, String, String) + Sync)) -> Result<(Vec<Duration>, f64), String> {
+fn drive(
+    h: &Handle,
+    clients: usize,
+    n: usize,
+    make: &(dyn Fn(usize, usize) -> (String, String, String) + Sync),
+) -> Result<(Vec<Duration>, f64), String> {
     let started = Instant::now();
     let results: Vec<Result<Vec<Duration>, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..clients)
@@ -112,7 +129,10 @@ fn drive(h: &Handle, clients: usize, n: usize, make: &(dyn Fn(usize, usize) -> (
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a client panicked".into()))).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a client panicked".into())))
+            .collect()
     });
     let wall = started.elapsed().as_secs_f64();
     let mut all = Vec::new();
@@ -130,15 +150,35 @@ pub fn api_latency(n: usize) -> Result<(), String> {
         let ns = format!("c{clients}");
         let create = move |_: usize, i: usize| {
             let body = format!("{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"cm-{i}\"}},\"data\":{{\"k\":\"v\"}}}}");
-            ("POST".to_string(), format!("/api/v1/namespaces/{ns}/configmaps"), body)
+            (
+                "POST".to_string(),
+                format!("/api/v1/namespaces/{ns}/configmaps"),
+                body,
+            )
         };
         let mut setup = Conn::open(&h)?;
         setup.call("POST", "/api/v1/namespaces", &format!("{{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{{\"name\":\"c{clients}\"}}}}"))?;
         let ns = format!("c{clients}");
-        let get = |_: usize, i: usize| ("GET".to_string(), format!("/api/v1/namespaces/{ns}/configmaps/cm-{i}"), String::new());
-        let list = |_: usize, _: usize| ("GET".to_string(), format!("/api/v1/namespaces/{ns}/configmaps?limit=100"), String::new());
+        let get = |_: usize, i: usize| {
+            (
+                "GET".to_string(),
+                format!("/api/v1/namespaces/{ns}/configmaps/cm-{i}"),
+                String::new(),
+            )
+        };
+        let list = |_: usize, _: usize| {
+            (
+                "GET".to_string(),
+                format!("/api/v1/namespaces/{ns}/configmaps?limit=100"),
+                String::new(),
+            )
+        };
         for (verb, make, count) in [
-            ("create", &create as &(dyn Fn(usize, usize) -> (String, String, String) + Sync), n),
+            (
+                "create",
+                &create as &(dyn Fn(usize, usize) -> (String, String, String) + Sync),
+                n,
+            ),
             ("get", &get, n),
             ("list (100 of them)", &list, n / 10),
         ] {
@@ -158,8 +198,16 @@ pub fn api_latency(n: usize) -> Result<(), String> {
 /// `n_pods` pods created through the API on `n_nodes` nodes until all are Running.
 pub fn pods_end_to_end(n_nodes: usize, n_pods: usize) -> Result<(), String> {
     let h = start(workloads::nodes(n_nodes))?;
-    let body = |i: usize| format!("{{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{{\"name\":\"p-{i}\"}},\"spec\":{{\"containers\":[{{\"name\":\"c\",\"image\":\"pause\",\"resources\":{{\"requests\":{{\"cpu\":\"10m\",\"memory\":\"10Mi\"}}}}}}]}}}}");
-    let create = |_: usize, i: usize| ("POST".to_string(), "/api/v1/namespaces/default/pods".to_string(), body(i));
+    let body = |i: usize| {
+        format!("{{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{{\"name\":\"p-{i}\"}},\"spec\":{{\"containers\":[{{\"name\":\"c\",\"image\":\"pause\",\"resources\":{{\"requests\":{{\"cpu\":\"10m\",\"memory\":\"10Mi\"}}}}}}]}}}}")
+    };
+    let create = |_: usize, i: usize| {
+        (
+            "POST".to_string(),
+            "/api/v1/namespaces/default/pods".to_string(),
+            body(i),
+        )
+    };
     let started = Instant::now();
     let (lat, _) = drive(&h, 16, n_pods, &create)?;
     let created = started.elapsed().as_secs_f64();
@@ -167,13 +215,19 @@ pub fn pods_end_to_end(n_nodes: usize, n_pods: usize) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         // Done when no pod is left that is not Running.
-        let (_, b) = conn.call("GET", "/api/v1/namespaces/default/pods?fieldSelector=status.phase%21%3DRunning&limit=1", "")?;
+        let (_, b) = conn.call(
+            "GET",
+            "/api/v1/namespaces/default/pods?fieldSelector=status.phase%21%3DRunning&limit=1",
+            "",
+        )?;
         let v: serde_json::Value = serde_json::from_slice(&b).map_err(|e| e.to_string())?;
         if v["items"].as_array().is_some_and(Vec::is_empty) {
             break;
         }
         if Instant::now() > deadline {
-            return Err(format!("ServePods: not all {n_pods} pods Running after 600 s"));
+            return Err(format!(
+                "ServePods: not all {n_pods} pods Running after 600 s"
+            ));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -40,9 +40,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => return input_error(format!("--kubernetes-version: {e}")),
     };
-    let mut input = match parse_files_for(&files, version) {
-        Ok(i) => i,
-        Err(e) => return input_error(e),
+    // Without FILEs the cluster starts empty (but for the system namespaces).
+    let mut input = if files.is_empty() {
+        let scenario = kubeplane_sim::scenario::Scenario::for_version(version);
+        kubeplane_sim::workloads::input(Vec::new(), scenario)
+    } else {
+        match parse_files_for(&files, version) {
+            Ok(i) => i,
+            Err(e) => return input_error(e),
+        }
     };
     if let Some(path) = &args.scheduler_config {
         match crate::inputs::read_scheduler_config(path, "--scheduler-config") {

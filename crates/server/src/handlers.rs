@@ -160,7 +160,7 @@ pub fn decode(req: &ResourceRequest, body: &Value, q: &Query) -> Result<(Object,
             f => StatusError::invalid(req.kind, name, f.as_deref(), &e.message),
         })?;
     if req.kind.is_namespaced() {
-        let ns = obj.namespace().to_string();
+        let ns = obj.meta().namespace.clone().unwrap_or_default();
         if ns.is_empty() {
             obj.meta_mut().namespace = Some(req.namespace.clone());
         } else if !req.namespace.is_empty() && ns != req.namespace {

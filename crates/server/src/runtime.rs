@@ -22,8 +22,8 @@ use crate::state::{flush_events, State};
 /// The annotation that controls a node's simulated agent.
 pub const AGENT_ANNOTATION: &str = "kubeplane.io/agent";
 
-/// Rounds at one instant after which the loop yields (and says so): a component that keeps
-/// asking to run again at the same instant must not stop the server.
+/// Rounds at one instant after which the loop reads the clock again: a backlog (or a
+/// component that keeps asking to run at the same instant) must not hold the cluster's time.
 const MAX_ROUNDS: u32 = 10_000;
 
 /// The components and their thread's client.
@@ -153,7 +153,8 @@ impl ControlPlane {
                 return;
             }
         }
-        eprintln!("kubeplane serve: the control plane did not settle at {now} in {MAX_ROUNDS} rounds; going on");
+        // Not settled yet (a large backlog, one pod per scheduling round): the caller's loop
+        // comes back at once, after a look at the clock.
     }
 
     /// Runs until the server stops.
