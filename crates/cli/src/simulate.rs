@@ -101,6 +101,9 @@ fn note_stored_only(
     let mut first = None;
     for o in &input.objects {
         if let kubeplane_api::Kind::Other(t) = o.object.kind() {
+            if kubeplane_controllers::manager::simulates(t.group, t.kind) {
+                continue;
+            }
             *counts.entry(t.qualified_kind()).or_default() += 1;
             first.get_or_insert(&o.source);
         }

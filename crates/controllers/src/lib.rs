@@ -6,10 +6,12 @@ pub mod controller_utils;
 pub mod deployment;
 pub mod disruption;
 pub mod garbage_collector;
+pub mod job;
 pub mod manager;
 pub mod namespace;
 pub mod pod_gc;
 pub mod replicaset;
+pub mod ttl_after_finished;
 
 pub mod node_lifecycle;
 #[cfg(test)]

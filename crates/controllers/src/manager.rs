@@ -7,11 +7,13 @@ use kubeplane_core::features::FeatureGates;
 use crate::deployment::DeploymentController;
 use crate::disruption::DisruptionController;
 use crate::garbage_collector::GarbageCollector;
+use crate::job::JobController;
 use crate::namespace::NamespaceController;
 use crate::node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
 use crate::pod_gc::PodGcController;
 use crate::replicaset::ReplicaSetController;
 use crate::taint_eviction::TaintEvictionController;
+use crate::ttl_after_finished::TtlAfterFinishedController;
 
 /// Controllers whose timers are pending work (a run without `duration` waits for them). PodGC
 /// is one: it only wakes while something is collectable.
@@ -24,6 +26,8 @@ pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
         Box::new(GarbageCollector::new()),
         Box::new(PodGcController::default()),
         Box::new(NamespaceController::new()),
+        Box::new(JobController::new()),
+        Box::new(TtlAfterFinishedController::new()),
     ]
 }
 
@@ -32,4 +36,13 @@ pub fn periodic_controllers(_features: &FeatureGates) -> Vec<Box<dyn Component +
     vec![Box::new(NodeLifecycleController::new(
         NodeLifecycleConfig::default(),
     ))]
+}
+
+/// The kinds stored as `Kind::Other` that a controller here simulates (the CLI does not list
+/// them as "stored, not simulated").
+const SIMULATED_STORED_KINDS: &[(&str, &str)] = &[("batch", "Job")];
+
+/// Whether a controller here simulates this stored-only kind (API group, kind).
+pub fn simulates(group: &str, kind: &str) -> bool {
+    SIMULATED_STORED_KINDS.contains(&(group, kind))
 }
