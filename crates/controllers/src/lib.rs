@@ -3,6 +3,7 @@
 //! runtime.
 
 pub mod controller_utils;
+pub mod cronjob;
 pub mod deployment;
 pub mod disruption;
 pub mod garbage_collector;

@@ -4,6 +4,7 @@
 use kubeplane_api::Component;
 use kubeplane_core::features::FeatureGates;
 
+use crate::cronjob::CronJobController;
 use crate::deployment::DeploymentController;
 use crate::disruption::DisruptionController;
 use crate::garbage_collector::GarbageCollector;
@@ -27,6 +28,7 @@ pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
         Box::new(PodGcController::default()),
         Box::new(NamespaceController::new()),
         Box::new(JobController::new()),
+        Box::new(CronJobController::new()),
         Box::new(TtlAfterFinishedController::new()),
     ]
 }
@@ -40,7 +42,7 @@ pub fn periodic_controllers(_features: &FeatureGates) -> Vec<Box<dyn Component +
 
 /// The kinds stored as `Kind::Other` that a controller here simulates (the CLI does not list
 /// them as "stored, not simulated").
-const SIMULATED_STORED_KINDS: &[(&str, &str)] = &[("batch", "Job")];
+const SIMULATED_STORED_KINDS: &[(&str, &str)] = &[("batch", "Job"), ("batch", "CronJob")];
 
 /// Whether a controller here simulates this stored-only kind (API group, kind).
 pub fn simulates(group: &str, kind: &str) -> bool {
