@@ -249,107 +249,17 @@ impl SyncCx<'_> {
         if cj.metadata.deletion_timestamp.is_some() {
             return (None, update, Ok(()));
         }
-        let s = spec(cj).clone();
-        if let Some(tz) = s.time_zone.as_deref() {
-            if let Err(e) = time_zone(tz) {
-                self.event(
-                    true,
-                    "UnknownTimeZone",
-                    format!("invalid timeZone: {tz:?}: {e}"),
-                );
-                return (None, update, Ok(()));
-            }
-        }
-        if s.suspend == Some(true) {
+        let Some(sched) = self.runnable_schedule(cj) else {
             return (None, update, Ok(()));
-        }
-        if s.schedule.contains("TZ") {
-            // The API server refuses such a schedule on create; kubeplane stores CronJobs as
-            // written, so the controller refuses to run it.
-            self.event(true, "UnsupportedSchedule", format!("CRON_TZ or TZ used in schedule {:?} is not officially supported, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details", s.schedule));
-            return (None, update, Ok(()));
-        }
-        let sched = match schedule_of(cj) {
-            Ok(sched) => sched,
-            Err(e) => {
-                self.event(
-                    true,
-                    "UnparseableSchedule",
-                    format!("unparseable schedule: {:?} : {e}", s.schedule),
-                );
-                return (None, update, Ok(()));
-            }
         };
-        let next = |cj: &CronJob, now| next_schedule_delay(cj, now, &sched);
-        let scheduled = match most_recent_schedule_time(cj, self.now_ts, &sched, true) {
-            Err((_, e)) => {
-                self.event(
-                    true,
-                    "InvalidSchedule",
-                    format!("invalid schedule: {} : {e}", s.schedule),
-                );
-                return (None, update, Ok(()));
-            }
-            Ok((_, None, _)) => return (next(cj, self.now_ts), update, Ok(())),
-            Ok((_, Some(t), missed)) => {
-                if t > self.now_ts {
-                    return (next(cj, self.now_ts), update, Ok(()));
-                }
-                if missed == Missed::Many {
-                    self.event(true, "TooManyMissedTimes", "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew".into());
-                }
-                t
-            }
+        let scheduled = match self.unmet_time(cj, &sched) {
+            Ok(t) => t,
+            Err(requeue) => return (requeue, update, Ok(())),
         };
-        if let Some(secs) = s.starting_deadline_seconds {
-            if scheduled + SignedDuration::from_secs(secs) < self.now_ts {
-                let when = scheduled.strftime("%a, %d %b %Y %H:%M:%S %z").to_string();
-                self.event(
-                    true,
-                    "MissSchedule",
-                    format!("Missed scheduled time to start a job: {when}"),
-                );
-                return (next(cj, self.now_ts), update, Ok(()));
-            }
-        }
-        let name = job_name(&self.key.1, scheduled);
-        let processed = active(cj)
-            .iter()
-            .any(|r| r.name.as_deref() == Some(name.as_str()))
-            || cj
-                .status
-                .as_ref()
-                .and_then(|s| s.last_schedule_time.as_ref())
-                .map(|t| t.0)
-                == Some(scheduled);
-        if processed {
-            return (next(cj, self.now_ts), update, Ok(()));
-        }
-        let policy = s.concurrency_policy.as_deref().unwrap_or("Allow");
-        if policy == "Forbid" && !active(cj).is_empty() {
-            self.event(false, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid".into());
-            return (next(cj, self.now_ts), update, Ok(()));
-        }
-        if policy == "Replace" {
-            for r in active(cj).to_vec() {
-                let rname = r.name.clone().unwrap_or_default();
-                let key = ObjectKey::new(Kind::Other(job_type()), &self.key.0, &rname);
-                let job = match self.client.get(&key).ok().and_then(|o| job_from_object(&o)) {
-                    Some(j) => j,
-                    None => {
-                        let msg = format!("Get job: jobs.batch \"{rname}\" not found");
-                        self.event(true, "FailedGet", msg.clone());
-                        return (None, update, Err(msg));
-                    }
-                };
-                if !self.delete_job(cj, &job) {
-                    return (
-                        None,
-                        update,
-                        Err(format!("could not replace job {}/{rname}", self.key.0)),
-                    );
-                }
-                update = true;
+        if spec(cj).concurrency_policy.as_deref() == Some("Replace") {
+            match self.replace_active(cj) {
+                Ok(replaced) => update |= replaced,
+                Err(e) => return (None, update, Err(e)),
             }
         }
         match self.create_job(cj, scheduled) {
@@ -360,11 +270,117 @@ impl SyncCx<'_> {
                     .get_or_insert_with(Vec::new)
                     .push(job_ref(&job));
                 status.last_schedule_time = Some(Time(scheduled));
-                (next(cj, self.now_ts), true, Ok(()))
+                (next_schedule_delay(cj, self.now_ts, &sched), true, Ok(()))
             }
             Ok(None) => (None, update, Ok(())),
             Err(e) => (None, update, Err(e)),
         }
+    }
+
+    /// The schedule, unless the CronJob cannot run: an unknown time zone, suspended, a `TZ=`
+    /// prefix, or a schedule that does not parse (each but suspend with its warning).
+    fn runnable_schedule(&mut self, cj: &CronJob) -> Option<Schedule> {
+        let s = spec(cj);
+        if let Some(tz) = s.time_zone.as_deref() {
+            if let Err(e) = time_zone(tz) {
+                self.event(
+                    true,
+                    "UnknownTimeZone",
+                    format!("invalid timeZone: {tz:?}: {e}"),
+                );
+                return None;
+            }
+        }
+        if s.suspend == Some(true) {
+            return None;
+        }
+        if s.schedule.contains("TZ") {
+            // The API server refuses such a schedule on create; kubeplane stores CronJobs as
+            // written, so the controller refuses to run it.
+            let msg = format!("CRON_TZ or TZ used in schedule {:?} is not officially supported, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details", s.schedule);
+            self.event(true, "UnsupportedSchedule", msg);
+            return None;
+        }
+        match schedule_of(cj) {
+            Ok(sched) => Some(sched),
+            Err(e) => {
+                let msg = format!("unparseable schedule: {:?} : {e}", s.schedule);
+                self.event(true, "UnparseableSchedule", msg);
+                None
+            }
+        }
+    }
+
+    /// The scheduled time to start a Job for now, or the requeue when there is none: nothing
+    /// unmet, too late for the starting deadline, already processed, or Forbid with an active
+    /// Job (`None` after an invalid schedule).
+    fn unmet_time(
+        &mut self,
+        cj: &CronJob,
+        sched: &Schedule,
+    ) -> Result<Timestamp, Option<SignedDuration>> {
+        let s = spec(cj);
+        let now_ts = self.now_ts;
+        let requeue = || next_schedule_delay(cj, now_ts, sched);
+        let scheduled = match most_recent_schedule_time(cj, self.now_ts, sched, true) {
+            Err((_, e)) => {
+                let msg = format!("invalid schedule: {} : {e}", s.schedule);
+                self.event(true, "InvalidSchedule", msg);
+                return Err(None);
+            }
+            Ok((_, None, _)) => return Err(requeue()),
+            Ok((_, Some(t), _)) if t > self.now_ts => return Err(requeue()),
+            Ok((_, Some(t), missed)) => {
+                if missed == Missed::Many {
+                    self.event(true, "TooManyMissedTimes", "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew".into());
+                }
+                t
+            }
+        };
+        if let Some(secs) = s.starting_deadline_seconds {
+            if scheduled + SignedDuration::from_secs(secs) < self.now_ts {
+                let when = scheduled.strftime("%a, %d %b %Y %H:%M:%S %z").to_string();
+                let msg = format!("Missed scheduled time to start a job: {when}");
+                self.event(true, "MissSchedule", msg);
+                return Err(requeue());
+            }
+        }
+        let name = job_name(&self.key.1, scheduled);
+        let last = cj
+            .status
+            .as_ref()
+            .and_then(|s| s.last_schedule_time.as_ref());
+        let processed = active(cj)
+            .iter()
+            .any(|r| r.name.as_deref() == Some(name.as_str()))
+            || last.map(|t| t.0) == Some(scheduled);
+        if processed {
+            return Err(requeue());
+        }
+        if s.concurrency_policy.as_deref() == Some("Forbid") && !active(cj).is_empty() {
+            self.event(false, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid".into());
+            return Err(requeue());
+        }
+        Ok(scheduled)
+    }
+
+    /// Replace: deletes every active Job before the new one starts. Whether any was.
+    fn replace_active(&mut self, cj: &mut CronJob) -> Result<bool, String> {
+        let mut replaced = false;
+        for r in active(cj).to_vec() {
+            let rname = r.name.clone().unwrap_or_default();
+            let key = ObjectKey::new(Kind::Other(job_type()), &self.key.0, &rname);
+            let Some(job) = self.client.get(&key).ok().and_then(|o| job_from_object(&o)) else {
+                let msg = format!("Get job: jobs.batch \"{rname}\" not found");
+                self.event(true, "FailedGet", msg.clone());
+                return Err(msg);
+            };
+            if !self.delete_job(cj, &job) {
+                return Err(format!("could not replace job {}/{rname}", self.key.0));
+            }
+            replaced = true;
+        }
+        Ok(replaced)
     }
 
     /// Creates the Job of a scheduled time. `Ok(None)` when a Job of that name exists that

@@ -59,7 +59,7 @@ pub fn remaining_for_failures(failures: i32, last: Timestamp, now: Timestamp) ->
     }
     let mut backoff = DEFAULT_POD_FAILURE_BACKOFF;
     for _ in 1..failures {
-        backoff = backoff * 2;
+        backoff *= 2;
         if backoff >= MAX_POD_FAILURE_BACKOFF {
             backoff = MAX_POD_FAILURE_BACKOFF;
             break;
@@ -160,7 +160,8 @@ mod tests {
             failures_after_last_success: 2,
             last_failure_time: Some(t(1)),
         };
-        let cases: Vec<(&str, Vec<&Pod>, Vec<&Pod>, i32, Option<Timestamp>)> = vec![
+        type Case<'a> = (&'a str, Vec<&'a Pod>, Vec<&'a Pod>, i32, Option<Timestamp>);
+        let cases: Vec<Case> = vec![
             (
                 "Nothing new keeps the record",
                 vec![],

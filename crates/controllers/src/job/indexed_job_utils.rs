@@ -226,7 +226,10 @@ mod tests {
     use super::*;
     use kubeplane_core::testing::PodBuilder;
 
-    fn iv(list: &[(i64, i64)]) -> OrderedIntervals {
+    /// Intervals as (first, last) pairs.
+    type Ivs<'a> = &'a [(i64, i64)];
+
+    fn iv(list: Ivs) -> OrderedIntervals {
         OrderedIntervals(
             list.iter()
                 .map(|&(first, last)| Interval { first, last })
@@ -236,7 +239,7 @@ mod tests {
 
     #[test]
     fn completed_indexes_print_as_upstream() {
-        let cases: &[(&str, &[(i64, i64)], &str)] = &[
+        let cases: &[(&str, Ivs, &str)] = &[
             ("Empty", &[], ""),
             ("One index", &[(3, 3)], "3"),
             ("Two adjacent indexes use a comma", &[(3, 4)], "3,4"),
@@ -253,7 +256,7 @@ mod tests {
 
     #[test]
     fn completed_indexes_parse_and_merge_as_upstream() {
-        let cases: &[(&str, &str, i64, &[(i64, i64)])] = &[
+        let cases: &[(&str, &str, i64, Ivs)] = &[
             ("Empty string", "", 5, &[]),
             ("Adjacent singles merge", "0,1,2", 5, &[(0, 2)]),
             ("Ranges cut at completions", "1-3,5-9", 7, &[(1, 3), (5, 6)]),
@@ -272,7 +275,7 @@ mod tests {
 
     #[test]
     fn new_indexes_merge_into_the_intervals() {
-        let cases: &[(&str, &[(i64, i64)], &[i64], &[(i64, i64)])] = &[
+        let cases: &[(&str, Ivs, &[i64], Ivs)] = &[
             ("Nothing new", &[(0, 2)], &[], &[(0, 2)]),
             ("Into an empty list", &[], &[1, 2, 5], &[(1, 2), (5, 5)]),
             ("Bridging two intervals", &[(0, 1), (3, 4)], &[2], &[(0, 4)]),
@@ -303,7 +306,7 @@ mod tests {
         let a = indexed("a", "1");
         let b = indexed("b", "4");
         let active = vec![&a, &b];
-        let cases: &[(&str, &[(i64, i64)], usize, i64, &[i64])] = &[
+        let cases: &[(&str, Ivs, usize, i64, &[i64])] = &[
             ("Nothing held", &[], 3, 10, &[0, 2, 3]),
             (
                 "Succeeded indexes are skipped",

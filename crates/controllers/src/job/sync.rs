@@ -127,42 +127,7 @@ impl JobController {
         let pods = self.claim_pods(&cached, client)?;
         let mut ctx = self.new_ctx(key, cached, job, pods, now, client);
         self.decide_terminal(&mut ctx);
-        let mut manage_err = Ok(());
-        let mut suspend_changed = false;
-        let mut active = ctx.active.len() as i32;
-        if ctx.finished.is_some() {
-            let active_pods = ctx.active.clone();
-            let (deleted_ready, deleted, err) = delete_active_pods(&ctx, &active_pods, client);
-            if deleted != active || !satisfied {
-                // Pods not in the cache yet, or left: not finished yet.
-                ctx.finished = None;
-            }
-            active -= deleted;
-            ctx.terminating += deleted;
-            ctx.ready -= deleted_ready;
-            manage_err = err;
-        } else {
-            let mut manage_called = false;
-            if satisfied && ctx.job.metadata.deletion_timestamp.is_none() {
-                (active, manage_err) = self.manage_job(&mut ctx, client);
-                manage_called = true;
-            }
-            let complete = match ctx.completions() {
-                None => ctx.succeeded > 0 && active == 0,
-                Some(c) => ctx.succeeded >= c && active == 0,
-            };
-            if complete {
-                ctx.finished = Some(new_condition(
-                    COND_SUCCESS_CRITERIA_MET,
-                    "True",
-                    REASON_COMPLETIONS_REACHED,
-                    "Reached expected number of succeeded pods",
-                    &ctx.now_ts,
-                ));
-            } else if manage_called {
-                suspend_changed = update_suspended_condition(&mut ctx, client);
-            }
-        }
+        let (active, suspend_changed, manage_err) = self.act(&mut ctx, satisfied, client);
         let (ready, terminating) = (ctx.ready, ctx.terminating);
         let status = ctx.status();
         let needs_update = suspend_changed
@@ -176,6 +141,51 @@ impl JobController {
         self.track_status(&mut ctx, needs_update, client)
             .map_err(|e| format!("tracking status: {e}"))?;
         manage_err
+    }
+
+    /// What a sync does about pods: a Job that reached a terminal decision has its active
+    /// pods deleted; otherwise `manageJob` runs (when expectations are met) and the Job may
+    /// complete or change its Suspended condition. Returns (active, Suspended changed, error).
+    fn act(
+        &mut self,
+        ctx: &mut JobCtx,
+        satisfied: bool,
+        client: &mut dyn Client,
+    ) -> (i32, bool, Result<(), String>) {
+        let mut active = ctx.active.len() as i32;
+        if ctx.finished.is_some() {
+            let active_pods = ctx.active.clone();
+            let (deleted_ready, deleted, err) = delete_active_pods(ctx, &active_pods, client);
+            if deleted != active || !satisfied {
+                // Pods not in the cache yet, or left: not finished yet.
+                ctx.finished = None;
+            }
+            ctx.terminating += deleted;
+            ctx.ready -= deleted_ready;
+            return (active - deleted, false, err);
+        }
+        let mut manage_err = Ok(());
+        let manage_called = satisfied && ctx.job.metadata.deletion_timestamp.is_none();
+        if manage_called {
+            (active, manage_err) = self.manage_job(ctx, client);
+        }
+        let complete = match ctx.completions() {
+            None => ctx.succeeded > 0 && active == 0,
+            Some(c) => ctx.succeeded >= c && active == 0,
+        };
+        let mut suspend_changed = false;
+        if complete {
+            ctx.finished = Some(new_condition(
+                COND_SUCCESS_CRITERIA_MET,
+                "True",
+                REASON_COMPLETIONS_REACHED,
+                "Reached expected number of succeeded pods",
+                &ctx.now_ts,
+            ));
+        } else if manage_called {
+            suspend_changed = update_suspended_condition(ctx, client);
+        }
+        (active, suspend_changed, manage_err)
     }
 
     /// The sync context: pods, counts of newly finished pods, the start time and the backoff.
@@ -302,37 +312,42 @@ impl JobController {
             }
         }
         if is_indexed(&ctx.job) {
-            let completions = i64::from(ctx.completions().unwrap_or(0));
-            let completed = ctx
-                .job
-                .status
-                .as_ref()
-                .and_then(|s| s.completed_indexes.clone())
-                .unwrap_or_default();
-            ctx.prev_succeeded_indexes = OrderedIntervals::parse(&completed, completions);
-            let mut new: Vec<i64> = ctx
-                .pods
-                .iter()
-                .filter(|p| pod_phase_is(p, "Succeeded") && has_tracking_finalizer(p))
-                .filter_map(|p| ctx.valid_index(p))
-                .collect();
-            new.sort_unstable();
-            new.dedup();
-            ctx.succeeded_indexes = ctx.prev_succeeded_indexes.with_ordered_indexes(&new);
-            ctx.succeeded = ctx.succeeded_indexes.total() as i32;
-            if ctx.finished.is_none() {
-                let policy = spec(&ctx.job).success_policy.as_ref();
-                if let Some(msg) = match_success_policy(policy, completions, &ctx.succeeded_indexes)
-                {
-                    ctx.finished = Some(new_condition(
-                        COND_SUCCESS_CRITERIA_MET,
-                        "True",
-                        REASON_SUCCESS_POLICY,
-                        &msg,
-                        &ctx.now_ts,
-                    ));
-                }
-            }
+            indexed_terminal(ctx);
+        }
+    }
+}
+
+/// For Indexed Jobs: the succeeded indexes (the completed ones and those of succeeded pods
+/// not counted yet), which are the succeeded count, and the success policy.
+fn indexed_terminal(ctx: &mut JobCtx) {
+    let completions = i64::from(ctx.completions().unwrap_or(0));
+    let completed = ctx
+        .job
+        .status
+        .as_ref()
+        .and_then(|s| s.completed_indexes.clone())
+        .unwrap_or_default();
+    ctx.prev_succeeded_indexes = OrderedIntervals::parse(&completed, completions);
+    let mut new: Vec<i64> = ctx
+        .pods
+        .iter()
+        .filter(|p| pod_phase_is(p, "Succeeded") && has_tracking_finalizer(p))
+        .filter_map(|p| ctx.valid_index(p))
+        .collect();
+    new.sort_unstable();
+    new.dedup();
+    ctx.succeeded_indexes = ctx.prev_succeeded_indexes.with_ordered_indexes(&new);
+    ctx.succeeded = ctx.succeeded_indexes.total() as i32;
+    if ctx.finished.is_none() {
+        let policy = spec(&ctx.job).success_policy.as_ref();
+        if let Some(msg) = match_success_policy(policy, completions, &ctx.succeeded_indexes) {
+            ctx.finished = Some(new_condition(
+                COND_SUCCESS_CRITERIA_MET,
+                "True",
+                REASON_SUCCESS_POLICY,
+                &msg,
+                &ctx.now_ts,
+            ));
         }
     }
 }

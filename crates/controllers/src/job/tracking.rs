@@ -177,36 +177,7 @@ impl JobController {
             status.succeeded = (total != 0).then_some(total);
             status.completed_indexes = (!s.is_empty()).then_some(s);
         }
-        if let Some(fin) = ctx.finished.clone() {
-            let (reason, message) = (
-                fin.reason.clone().unwrap_or_default(),
-                fin.message.clone().unwrap_or_default(),
-            );
-            let now = ctx.now_ts.clone();
-            if fin.type_ == COND_FAILURE_TARGET {
-                ctx.status()
-                    .conditions
-                    .get_or_insert_with(Vec::new)
-                    .push(fin);
-                needs_flush = true;
-                ctx.finished = Some(new_condition(COND_FAILED, "True", &reason, &message, &now));
-            } else if fin.type_ == COND_SUCCESS_CRITERIA_MET {
-                if success_criteria_met(&ctx.job).is_none() {
-                    ctx.status()
-                        .conditions
-                        .get_or_insert_with(Vec::new)
-                        .push(fin);
-                    needs_flush = true;
-                }
-                ctx.finished = Some(new_condition(
-                    COND_COMPLETE,
-                    "True",
-                    &reason,
-                    &message,
-                    &now,
-                ));
-            }
-        }
+        needs_flush |= interim_conditions(ctx);
         // Flush the uncounted pods, then remove their finalizers.
         if needs_flush {
             self.write_status(ctx, client)?;
@@ -265,34 +236,20 @@ impl JobController {
         let mut add_f: Vec<String> = Vec::new();
         for pod in pods {
             let uid = pod.metadata.uid.clone().unwrap_or_default();
-            let failed = is_pod_failed(&pod, &ctx.job);
-            let can_remove = ctx.job.metadata.deletion_timestamp.is_some()
-                || ctx.finished.is_some()
-                || pod_phase_is(&pod, "Succeeded")
-                || failed;
-            if !can_remove {
-                continue;
-            }
-            if pod_phase_is(&pod, "Succeeded") && !ctx.uncounted_failed.contains(&uid) {
-                if indexed {
-                    if let Some(ix) = ctx.valid_index(&pod) {
-                        if !ctx.prev_succeeded_indexes.has(ix) {
-                            new_indexes.push(ix);
-                            flush = true;
-                        }
-                    }
-                } else if !ctx.uncounted_succeeded.contains(&uid) {
+            match classify_pod(ctx, &pod, finished_failing) {
+                None => continue,
+                Some(Finished::Other) => {}
+                Some(Finished::SucceededIndex(ix)) => {
+                    new_indexes.push(ix);
                     flush = true;
-                    add_s.push(uid.clone());
                 }
-            } else if (failed || finished_failing)
-                && !ctx.uncounted_failed.contains(&uid)
-                && (!indexed || ctx.valid_index(&pod).is_some())
-            {
-                let policy = spec(&ctx.job).pod_failure_policy.as_ref();
-                if match_pod_failure_policy(policy, &pod).count_failed {
+                Some(Finished::Succeeded) => {
                     flush = true;
-                    add_f.push(uid.clone());
+                    add_s.push(uid);
+                }
+                Some(Finished::Failed) => {
+                    flush = true;
+                    add_f.push(uid);
                 }
             }
             to_remove.push(pod);
@@ -334,6 +291,91 @@ impl JobController {
             Err(e) => Err(e.to_string()),
         }
     }
+}
+
+/// The interim condition of a terminal decision (FailureTarget, or SuccessCriteriaMet if not
+/// there yet) goes into status before the finalizers are removed, and the decision becomes the
+/// final Failed or Complete condition. Whether status changed.
+fn interim_conditions(ctx: &mut JobCtx) -> bool {
+    let Some(fin) = ctx.finished.clone() else {
+        return false;
+    };
+    let reason = fin.reason.clone().unwrap_or_default();
+    let message = fin.message.clone().unwrap_or_default();
+    let now = ctx.now_ts.clone();
+    let mut changed = false;
+    if fin.type_ == COND_FAILURE_TARGET {
+        ctx.status()
+            .conditions
+            .get_or_insert_with(Vec::new)
+            .push(fin);
+        changed = true;
+        ctx.finished = Some(new_condition(COND_FAILED, "True", &reason, &message, &now));
+    } else if fin.type_ == COND_SUCCESS_CRITERIA_MET {
+        if success_criteria_met(&ctx.job).is_none() {
+            ctx.status()
+                .conditions
+                .get_or_insert_with(Vec::new)
+                .push(fin);
+            changed = true;
+        }
+        ctx.finished = Some(new_condition(
+            COND_COMPLETE,
+            "True",
+            &reason,
+            &message,
+            &now,
+        ));
+    }
+    changed
+}
+
+/// What counting does with one pod that still has the tracking finalizer.
+enum Finished {
+    /// A newly succeeded index of an Indexed Job.
+    SucceededIndex(i64),
+    /// A newly succeeded pod of a NonIndexed Job.
+    Succeeded,
+    /// A newly failed pod (counted towards the backoff limit).
+    Failed,
+    /// The finalizer goes, nothing is counted.
+    Other,
+}
+
+/// Upstream's per-pod step of `trackJobStatusAndRemoveFinalizers`: `None` when the finalizer
+/// must stay (the pod runs and the Job goes on).
+fn classify_pod(ctx: &JobCtx, pod: &Pod, finished_failing: bool) -> Option<Finished> {
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let failed = is_pod_failed(pod, &ctx.job);
+    let can_remove = ctx.job.metadata.deletion_timestamp.is_some()
+        || ctx.finished.is_some()
+        || pod_phase_is(pod, "Succeeded")
+        || failed;
+    if !can_remove {
+        return None;
+    }
+    let indexed = is_indexed(&ctx.job);
+    if pod_phase_is(pod, "Succeeded") && !ctx.uncounted_failed.contains(&uid) {
+        if indexed {
+            return Some(match ctx.valid_index(pod) {
+                Some(ix) if !ctx.prev_succeeded_indexes.has(ix) => Finished::SucceededIndex(ix),
+                _ => Finished::Other,
+            });
+        }
+        if !ctx.uncounted_succeeded.contains(&uid) {
+            return Some(Finished::Succeeded);
+        }
+        return Some(Finished::Other);
+    }
+    let counts = (failed || finished_failing)
+        && !ctx.uncounted_failed.contains(&uid)
+        && (!indexed || ctx.valid_index(pod).is_some())
+        && match_pod_failure_policy(spec(&ctx.job).pod_failure_policy.as_ref(), pod).count_failed;
+    Some(if counts {
+        Finished::Failed
+    } else {
+        Finished::Other
+    })
 }
 
 /// Upstream `enactJobFinished`: once nothing is uncounted and no pod is terminating, the

@@ -239,7 +239,10 @@ mod tests {
     use super::*;
     use k8s_openapi::api::batch::v1::JobStatus;
 
-    fn job_with(conds: &[(&str, &str)]) -> Job {
+    /// Conditions as (type, status) pairs.
+    type Conds<'a> = &'a [(&'a str, &'a str)];
+
+    fn job_with(conds: Conds) -> Job {
         Job {
             status: Some(JobStatus {
                 conditions: Some(
@@ -260,7 +263,7 @@ mod tests {
 
     #[test]
     fn a_job_is_finished_only_with_a_true_complete_or_failed_condition() {
-        let cases: &[(&str, &[(&str, &str)], bool)] = &[
+        let cases: &[(&str, Conds, bool)] = &[
             ("No conditions", &[], false),
             ("Complete true", &[("Complete", "True")], true),
             ("Failed true", &[("Failed", "True")], true),
@@ -304,11 +307,13 @@ mod tests {
         assert_eq!(labels[CONTROLLER_UID_LABEL], "u1");
         assert_eq!(labels[JOB_NAME_LABEL], "pi");
         // Parallelism alone leaves completions unset (a work queue Job).
-        let mut job = Job::default();
-        job.spec = Some(JobSpec {
-            parallelism: Some(3),
+        let mut job = Job {
+            spec: Some(JobSpec {
+                parallelism: Some(3),
+                ..Default::default()
+            }),
             ..Default::default()
-        });
+        };
         set_defaults(&mut job);
         assert_eq!(spec(&job).completions, None);
     }
