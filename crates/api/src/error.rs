@@ -35,6 +35,20 @@ pub enum ApiError {
     /// The server cannot answer now (storage unavailable, no quorum); retry later.
     #[error("{message}")]
     Unavailable { message: String },
+    /// The request is malformed (a patch body that does not decode).
+    #[error("{message}")]
+    BadRequest { message: String },
+    /// The request body's Content-Type is not one the resource accepts (a strategic merge
+    /// patch to a custom resource).
+    #[error("{message}")]
+    UnsupportedMediaType { message: String },
+    /// The request is too large (a JSON patch of too many operations).
+    #[error("{message}")]
+    RequestEntityTooLarge { message: String },
+    /// The request cannot be processed, with no object's field errors to name (a JSON patch
+    /// whose `test` fails): an Invalid status without details.
+    #[error("{message}")]
+    Unprocessable { message: String },
 }
 
 impl ApiError {
@@ -50,6 +64,10 @@ impl ApiError {
             ApiError::Forbidden { .. } => "Forbidden",
             ApiError::Internal { .. } => "InternalError",
             ApiError::Unavailable { .. } => "ServiceUnavailable",
+            ApiError::BadRequest { .. } => "BadRequest",
+            ApiError::UnsupportedMediaType { .. } => "UnsupportedMediaType",
+            ApiError::RequestEntityTooLarge { .. } => "RequestEntityTooLarge",
+            ApiError::Unprocessable { .. } => "Invalid",
         }
     }
 
@@ -58,12 +76,15 @@ impl ApiError {
         match self {
             ApiError::NotFound { .. } => 404,
             ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
-            ApiError::Invalid { .. } => 422,
+            ApiError::Invalid { .. } | ApiError::Unprocessable { .. } => 422,
             ApiError::Gone { .. } => 410,
             ApiError::TooManyRequests { .. } => 429,
             ApiError::Forbidden { .. } => 403,
             ApiError::Internal { .. } => 500,
             ApiError::Unavailable { .. } => 503,
+            ApiError::BadRequest { .. } => 400,
+            ApiError::UnsupportedMediaType { .. } => 415,
+            ApiError::RequestEntityTooLarge { .. } => 413,
         }
     }
 
@@ -136,6 +157,34 @@ mod tests {
                 },
                 "ServiceUnavailable",
                 503,
+            ),
+            (
+                ApiError::BadRequest {
+                    message: "m".into(),
+                },
+                "BadRequest",
+                400,
+            ),
+            (
+                ApiError::UnsupportedMediaType {
+                    message: "m".into(),
+                },
+                "UnsupportedMediaType",
+                415,
+            ),
+            (
+                ApiError::RequestEntityTooLarge {
+                    message: "m".into(),
+                },
+                "RequestEntityTooLarge",
+                413,
+            ),
+            (
+                ApiError::Unprocessable {
+                    message: "m".into(),
+                },
+                "Invalid",
+                422,
             ),
         ];
         for (err, reason, code) in cases {

@@ -348,6 +348,12 @@ impl Object {
         }
     }
 
+    /// Writes the object as JSON, apiVersion and kind first (k8s-openapi's serializers write
+    /// them), without building a `Value` first: what an API server's list responses do per item.
+    pub fn to_writer<W: std::io::Write>(&self, w: W) -> serde_json::Result<()> {
+        each_object!(self, o => serde_json::to_writer(w, o.as_ref()))
+    }
+
     /// The object as a JSON value with apiVersion and kind set (for `--final-state`).
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = each_object!(self, o => serde_json::to_value(o.as_ref()))

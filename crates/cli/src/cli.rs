@@ -80,6 +80,20 @@ input, a configuration or the command line is invalid (nothing is simulated)."
     Compare(CompareArgs),
     /// Run the performance benchmarks and print their figures.
     Bench(BenchArgs),
+    /// Serve a kubectl-compatible API with the scheduler, controllers and simulated kubelets inside.
+    #[command(
+        long_about = "Serve the Kubernetes API over HTTPS (HTTP/1.1 and HTTP/2) with kubeplane's \
+scheduler, controllers and a simulated kubelet for every Node inside, so kubectl, client-go \
+tools, the Python client and kube-rs work against it unchanged.\n\n\
+FILEs are the inputs `simulate` takes: their objects are the initial state.\n\n\
+Every request needs the admin bearer token (written with the CA into --kubeconfig-out) or a \
+client certificate signed by the server's CA; /readyz, /livez, /healthz and /version are open.\n\n\
+Example:\n  kubeplane serve --kubeconfig-out /tmp/kubeplane.yaml examples/what-if.yaml &\n  \
+KUBECONFIG=/tmp/kubeplane.yaml kubectl get nodes\n\n\
+Exit status: 0 stopped by SIGINT or SIGTERM; 1 the server failed; 2 the input or the \
+command line is invalid (nothing is started)."
+    )]
+    Serve(ServeArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(long_about = "Print a shell completion script to standard output.\n\n\
 bash:  kubeplane completion bash > ~/.local/share/bash-completion/completions/kubeplane\n\
@@ -92,6 +106,47 @@ kubeplane man > kubeplane.1 && man ./kubeplane.1")]
     Man,
     /// Print the JSON Schema of the Scenario document, for editors (yaml-language-server).
     Schema,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Manifests (and a Scenario) whose objects are the initial state; directories as
+    /// `kubectl apply -f` reads them.
+    pub files: Vec<String>,
+    /// Read the subdirectories of directory FILEs too.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
+    /// The address to listen on (HTTPS).
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    pub listen: std::net::SocketAddr,
+    /// Keep the CA, the serving certificate and the admin token here (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Write an admin kubeconfig here once the server is ready.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig_out: Option<PathBuf>,
+    /// The cluster's clock: the wall clock, or a virtual one running --speed times faster.
+    #[arg(long, value_enum, default_value = "wall")]
+    pub clock: ClockArg,
+    /// How much faster than wall time a virtual clock runs.
+    #[arg(long, default_value = "1", value_name = "FACTOR")]
+    pub speed: f64,
+    /// Keep state in an etcd cluster (not available yet).
+    #[arg(long, value_name = "URL[,URL]")]
+    pub etcd_servers: Option<String>,
+    /// A KubeSchedulerConfiguration file, as for simulate.
+    #[arg(long, value_name = "PATH")]
+    pub scheduler_config: Option<PathBuf>,
+    /// The Kubernetes release to follow (as for simulate).
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes_version: Option<String>,
+}
+
+/// `--clock`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClockArg {
+    Wall,
+    Virtual,
 }
 
 #[derive(Args, Debug)]
@@ -159,7 +214,7 @@ pub struct SimulateArgs {
     /// Print no progress line and no closing note on stderr (errors are still printed).
     #[arg(long, short)]
     pub quiet: bool,
-    /// Refuse kinds kubeplane stores but does not simulate (ConfigMap, Service, StatefulSet,
+    /// Refuse kinds kubeplane stores but does not simulate (ConfigMap, Service, DaemonSet,
     /// ...) instead of noting them on stderr.
     #[arg(long)]
     pub strict: bool,
@@ -239,6 +294,50 @@ pub struct SimulateArgs {
         help_heading = "What-ifs (each a step, in order)"
     )]
     pub delete: Vec<String>,
+    /// Drain a node as `kubectl drain` does: cordon it, then evict its pods, respecting
+    /// PodDisruptionBudgets (the options below are kubectl drain's).
+    #[arg(
+        long,
+        value_name = "NODE",
+        help_heading = "What-ifs (each a step, in order)"
+    )]
+    pub drain: Vec<String>,
+    /// --drain: ignore DaemonSet-managed pods.
+    #[arg(long, help_heading = "Options of --drain (kubectl drain's)")]
+    pub ignore_daemonsets: bool,
+    /// --drain: continue even if there are pods using emptyDir (local data that will be
+    /// deleted when the node is drained).
+    #[arg(long, help_heading = "Options of --drain (kubectl drain's)")]
+    pub delete_emptydir_data: bool,
+    /// --drain: continue even if there are pods that do not declare a controller.
+    #[arg(long, help_heading = "Options of --drain (kubectl drain's)")]
+    pub force: bool,
+    /// --drain: seconds given to each pod to terminate gracefully; negative uses the pod's
+    /// own [default: -1].
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        allow_negative_numbers = true,
+        help_heading = "Options of --drain (kubectl drain's)"
+    )]
+    pub grace_period: Option<i64>,
+    /// --drain: how long to wait before giving up (Go duration); 0 waits for ever [default: 0s].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Options of --drain (kubectl drain's)"
+    )]
+    pub timeout: Option<String>,
+    /// --drain: a label selector to filter the pods on the node.
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        help_heading = "Options of --drain (kubectl drain's)"
+    )]
+    pub pod_selector: Option<String>,
+    /// --drain: delete the pods instead of evicting them, bypassing PodDisruptionBudgets.
+    #[arg(long, help_heading = "Options of --drain (kubectl drain's)")]
+    pub disable_eviction: bool,
     /// The what-if flags in command-line order (filled in from the parsed matches).
     #[arg(skip)]
     pub what_ifs: Vec<crate::whatif::Flag>,
@@ -248,6 +347,19 @@ impl SimulateArgs {
     /// The namespace --why's pod is in: the last `-n`, else `default`.
     pub fn why_namespace(&self) -> &str {
         self.namespace.last().map_or("default", String::as_str)
+    }
+
+    /// The options of `--drain` as given.
+    pub fn drain_flags(&self) -> crate::whatif::DrainFlags {
+        crate::whatif::DrainFlags {
+            ignore_daemonsets: self.ignore_daemonsets,
+            delete_emptydir_data: self.delete_emptydir_data,
+            force: self.force,
+            grace_period: self.grace_period,
+            timeout: self.timeout.clone(),
+            pod_selector: self.pod_selector.clone(),
+            disable_eviction: self.disable_eviction,
+        }
     }
 
     /// Fills `what_ifs` from the matches of this command, in command-line order.

@@ -11,6 +11,7 @@ mod inputs;
 mod output;
 mod progress;
 mod report;
+mod serve;
 mod simulate;
 mod summary;
 mod whatif;
@@ -69,6 +70,7 @@ fn main() -> ExitCode {
         }
         cli::Command::Compare(a) => compare::run(a),
         cli::Command::Bench(a) => bench::run(a),
+        cli::Command::Serve(a) => serve::run(a),
         cli::Command::Completion(a) => generate::completion(a.shell),
         cli::Command::Man => generate::man(),
         cli::Command::Schema => generate::schema(),

@@ -90,6 +90,13 @@ pub(crate) fn input_error(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The kinds stored as `Kind::Other` that a controller nevertheless simulates.
+const CONTROLLED_OTHER: &[(&str, &str)] = &[
+    ("apps", "StatefulSet"),
+    ("batch", "Job"),
+    ("batch", "CronJob"),
+];
+
 /// Says once per kind which objects of the input kubeplane stores but does not simulate
 /// (`--strict`: an error naming the first such document).
 fn note_stored_only(
@@ -101,7 +108,7 @@ fn note_stored_only(
     let mut first = None;
     for o in &input.objects {
         if let kubeplane_api::Kind::Other(t) = o.object.kind() {
-            if kubeplane_controllers::manager::simulates(t.group, t.kind) {
+            if CONTROLLED_OTHER.contains(&(t.group, t.kind)) {
                 continue;
             }
             *counts.entry(t.qualified_kind()).or_default() += 1;
@@ -201,7 +208,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => return input_error(e),
     };
-    if let Err(e) = crate::whatif::add_steps(&mut input, &args.what_ifs) {
+    if let Err(e) = crate::whatif::add_steps(&mut input, &args.what_ifs, &args.drain_flags()) {
         return input_error(e);
     }
     if let Err(e) = note_stored_only(&input, args.strict, args.quiet) {

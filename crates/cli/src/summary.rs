@@ -31,6 +31,20 @@ pub struct Summary {
     /// The pods pending at the end (`namespace/name`) with the message of their last
     /// FailedScheduling event ("" when they never had one).
     pub pending_pods: Vec<(String, String)>,
+    /// `DrainResult` records: how each drain ended.
+    pub drains: Vec<DrainSummary>,
+}
+
+/// One drain, from its `DrainResult` record.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DrainSummary {
+    pub node: String,
+    /// `Drained`, `DrainFailed`, `DrainTimedOut` or `DrainNotFinished`.
+    pub result: String,
+    pub started_secs: f64,
+    /// When it ended (`None`: the run ended first).
+    pub finished_secs: Option<f64>,
+    pub message: String,
 }
 
 /// How many changed nodes and pending pods the table lists before "and N more".
@@ -50,13 +64,20 @@ impl Summary {
                 self.evicted += 1
             }
             ("ReplicaSet", "SuccessfulDelete") => self.deleted += 1,
+            ("DrainResult", result) => self.drains.push(DrainSummary {
+                node: s("name").to_string(),
+                result: result.to_string(),
+                started_secs: record.get("started").and_then(Value::as_f64).unwrap_or(0.0),
+                finished_secs: record.get("finished").and_then(Value::as_f64),
+                message: s("message").to_string(),
+            }),
             _ => {}
         }
     }
 
     /// The summary as the last object of `--output json`.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "kind": "Summary",
             "time": self.end_secs,
             "expectations": {
@@ -73,7 +94,15 @@ impl Summary {
             },
             "nodesChanged": self.nodes_changed.iter().map(|(n, a, b)| json!({"node": n, "podsAtStart": a, "podsAtEnd": b})).collect::<Vec<_>>(),
             "pendingPods": self.pending_pods.iter().map(|(p, m)| json!({"pod": p, "lastFailedScheduling": m})).collect::<Vec<_>>(),
-        })
+        });
+        if !self.drains.is_empty() {
+            v["drains"] = self
+                .drains
+                .iter()
+                .map(|d| json!({"node": d.node, "result": d.result, "started": d.started_secs, "finished": d.finished_secs, "message": d.message}))
+                .collect();
+        }
+        v
     }
 
     /// The summary as the table's closing lines.
@@ -112,6 +141,16 @@ impl Summary {
                 "pods per node, start → end: {}{}",
                 shown.join(", "),
                 more(self.nodes_changed.len())
+            ));
+        }
+        for d in &self.drains {
+            let age = crate::output::age::format_age_secs;
+            let end = d.finished_secs.map_or("not finished".to_string(), age);
+            lines.push(format!(
+                "drain {} ({} → {end}): {}",
+                d.node,
+                age(d.started_secs),
+                d.message
             ));
         }
         for (pod, message) in self.pending_pods.iter().take(LIST_AT_MOST) {

@@ -6,6 +6,9 @@
 //! (0 when there is none), and a `KIND/NAME` reference lives in the namespace of the last
 //! `-n`/`--namespace` before it (`default` when there is none). clap keeps each flag's values
 //! apart, so `main` hands over every what-if flag with its position on the command line.
+//!
+//! `--drain NODE` is `kubectl drain NODE`; its options (`--force`, `--timeout`, ...) are
+//! kubectl's flags of the same names and apply to every `--drain` of the command line.
 
 use std::collections::BTreeSet;
 
@@ -13,10 +16,11 @@ use k8s_openapi::api::core::v1::Taint;
 use kubeplane_api::{Kind, ObjectKey};
 use kubeplane_core::duration::parse_duration;
 use kubeplane_core::SimTime;
+use kubeplane_sim::drain::DrainOptions;
 use kubeplane_sim::scenario::{Input, Step, StepAction};
 
 /// The what-if flags, by clap argument id, as the command line names them.
-pub const FLAGS: [(&str, &str); 10] = [
+pub const FLAGS: [(&str, &str); 11] = [
     ("at", "--at"),
     ("namespace", "--namespace"),
     ("taint", "--taint"),
@@ -27,7 +31,59 @@ pub const FLAGS: [(&str, &str); 10] = [
     ("node_up", "--node-up"),
     ("scale", "--scale"),
     ("delete", "--delete"),
+    ("drain", "--drain"),
 ];
+
+/// The options of `--drain`, as given (kubectl drain's flags).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DrainFlags {
+    pub ignore_daemonsets: bool,
+    pub delete_emptydir_data: bool,
+    pub force: bool,
+    pub grace_period: Option<i64>,
+    pub timeout: Option<String>,
+    pub pod_selector: Option<String>,
+    pub disable_eviction: bool,
+}
+
+impl DrainFlags {
+    /// The first option given, by its flag.
+    fn first_given(&self) -> Option<&'static str> {
+        [
+            (self.ignore_daemonsets, "--ignore-daemonsets"),
+            (self.delete_emptydir_data, "--delete-emptydir-data"),
+            (self.force, "--force"),
+            (self.grace_period.is_some(), "--grace-period"),
+            (self.timeout.is_some(), "--timeout"),
+            (self.pod_selector.is_some(), "--pod-selector"),
+            (self.disable_eviction, "--disable-eviction"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
+    /// The drain of `node` with these options (kubectl's defaults for those not given).
+    fn options(&self, node: &str) -> Result<DrainOptions, String> {
+        let timeout = match &self.timeout {
+            Some(t) => parse_duration(t).map_err(|e| format!("--timeout {t}: {e}"))?,
+            None => Default::default(),
+        };
+        let pod_selector = self.pod_selector.clone().unwrap_or_default();
+        if kubeplane_core::labels::parse(&pod_selector).is_err() {
+            return Err("--pod-selector=<pod_selector> must be a valid label selector".into());
+        }
+        Ok(DrainOptions {
+            node: node.to_string(),
+            ignore_daemon_sets: self.ignore_daemonsets,
+            delete_empty_dir_data: self.delete_emptydir_data,
+            force: self.force,
+            grace_period_seconds: self.grace_period.unwrap_or(-1),
+            timeout,
+            pod_selector,
+            disable_eviction: self.disable_eviction,
+        })
+    }
+}
 
 const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
@@ -48,7 +104,14 @@ fn flag_name(id: &str) -> &'static str {
 
 /// Adds the flags' steps to the input, after the Scenario's own steps of the same instant.
 /// Errors name the flag and value.
-pub fn add_steps(input: &mut Input, flags: &[Flag]) -> Result<(), String> {
+pub fn add_steps(input: &mut Input, flags: &[Flag], drain: &DrainFlags) -> Result<(), String> {
+    if let Some(flag) = drain.first_given() {
+        if !flags.iter().any(|f| f.id == "drain") {
+            return Err(format!(
+                "{flag} is an option of --drain, which is not given"
+            ));
+        }
+    }
     let mut at = SimTime::ZERO;
     let mut namespace = "default".to_string();
     let nodes = known_nodes(input);
@@ -69,6 +132,7 @@ pub fn add_steps(input: &mut Input, flags: &[Flag]) -> Result<(), String> {
             "untaint" => untaint(&flag.value).map_err(err)?,
             "scale" => scale(&flag.value, &namespace).map_err(err)?,
             "delete" => delete(&flag.value, &namespace).map_err(err)?,
+            "drain" => StepAction::Drain(drain.options(&flag.value)?),
             id => node_action(id, &flag.value),
         };
         if let Some(node) = action_node(&action) {
@@ -106,6 +170,7 @@ fn action_node(action: &StepAction) -> Option<&str> {
         | StepAction::Uncordon { node }
         | StepAction::NodeDown { node }
         | StepAction::NodeUp { node } => Some(node),
+        StepAction::Drain(opts) => Some(&opts.node),
         _ => None,
     }
 }
@@ -248,6 +313,7 @@ mod tests {
                 ("at", "30s"),
                 ("delete", "pod/web-0"),
             ]),
+            &DrainFlags::default(),
         )
         .unwrap();
         let got: Vec<(f64, String)> = i
@@ -299,9 +365,56 @@ mod tests {
             ("cordon", "n9", "--cordon n9: no node n9 in the input"),
             ("at", "soon", "--at soon: "),
         ] {
-            let err = add_steps(&mut input(), &flags(&[(flag, value)])).unwrap_err();
+            let err = add_steps(
+                &mut input(),
+                &flags(&[(flag, value)]),
+                &DrainFlags::default(),
+            )
+            .unwrap_err();
             assert!(err.contains(says), "{flag} {value}: {err}");
         }
+    }
+
+    #[test]
+    fn drain_takes_kubectls_defaults_and_the_options_given() {
+        let mut i = input();
+        add_steps(
+            &mut i,
+            &flags(&[("at", "1m"), ("drain", "n3")]),
+            &DrainFlags::default(),
+        )
+        .unwrap();
+        let step = &i.scenario.steps[0];
+        assert_eq!(step.at, SimTime::from_secs(60));
+        let StepAction::Drain(opts) = &step.action else {
+            panic!("a drain step: {:?}", step.action)
+        };
+        let kubectl_defaults = DrainOptions {
+            node: "n3".into(),
+            ..DrainOptions::default()
+        };
+        assert_eq!(*opts, kubectl_defaults);
+        assert_eq!(opts.grace_period_seconds, -1);
+        let given = DrainFlags {
+            ignore_daemonsets: true,
+            force: true,
+            grace_period: Some(0),
+            timeout: Some("2m".into()),
+            pod_selector: Some("app=web".into()),
+            ..DrainFlags::default()
+        };
+        let mut i = input();
+        add_steps(&mut i, &flags(&[("drain", "n4")]), &given).unwrap();
+        let StepAction::Drain(opts) = &i.scenario.steps[0].action else {
+            panic!("a drain step")
+        };
+        assert!(opts.ignore_daemon_sets && opts.force && !opts.delete_empty_dir_data);
+        assert_eq!(opts.grace_period_seconds, 0);
+        assert_eq!(
+            opts.timeout,
+            kubeplane_core::time::SimDuration::from_secs(120)
+        );
+        assert_eq!(opts.pod_selector, "app=web");
     }
 
     #[test]
@@ -313,6 +426,7 @@ mod tests {
                 ("untaint", "n4:example.com/gpu"),
                 ("untaint", "n4:example.com/gpu:NoSchedule"),
             ]),
+            &DrainFlags::default(),
         )
         .unwrap();
         let shown: Vec<String> = i

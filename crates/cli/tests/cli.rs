@@ -430,3 +430,103 @@ fn one_line_what_ifs_become_steps_and_the_summary_says_what_changed() {
         stderr(&out)
     );
 }
+
+#[test]
+fn drain_evicts_a_nodes_pods_as_kubectl_drain_and_says_how_it_went() {
+    let file = example("drain.yaml");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["simulate", "--output", "json", &file, "--at", "1m"];
+        args.extend_from_slice(extra);
+        let out = kubeplane(&args);
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap()
+    };
+    let drain_record = |doc: &Value| -> Value {
+        doc["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == "DrainResult")
+            .cloned()
+            .expect("a DrainResult record")
+    };
+    // Without --force the bare pod stops the drain: nothing is evicted.
+    let refused = run(&["--drain", "n1"]);
+    let r = drain_record(&refused);
+    assert_eq!(r["reason"], "DrainFailed");
+    assert_eq!(r["refused"][0]["pod"], "default/debug");
+    assert_eq!(
+        r["refused"][0]["message"],
+        "Pods that declare no controller (use --force to override)"
+    );
+    assert!(r["evicted"].as_array().unwrap().is_empty());
+    // With --force every pod goes; the budget holds the second web pod for one retry.
+    let drained = run(&["--drain", "n1", "--force"]);
+    let r = drain_record(&drained);
+    assert_eq!(r["reason"], "Drained", "{r}");
+    assert_eq!(r["evicted"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        r["warnings"],
+        "deleting Pods that declare no controller: default/debug"
+    );
+    let blocked: Vec<&Value> = r["evicted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["budget"] == "web")
+        .collect();
+    assert_eq!(blocked.len(), 1, "{r}");
+    assert_eq!(blocked[0]["blockedSince"], 60.0);
+    let summary = &drained["summary"]["drains"][0];
+    assert_eq!(summary["node"], "n1");
+    assert_eq!(summary["result"], "Drained");
+    assert_eq!(
+        drained["summary"]["nodesChanged"][0],
+        serde_json::json!({"node": "n1", "podsAtStart": 1, "podsAtEnd": 0})
+    );
+    // The table says it in a row and in the summary.
+    let table = kubeplane(&[
+        "simulate", "--output", "table", &file, "--at", "1m", "--drain", "n1", "--force",
+    ]);
+    let text = stdout(&table);
+    assert!(
+        text.contains("Node n1") && text.contains("Drained"),
+        "{text}"
+    );
+    assert!(text.contains("drain n1 (1m0s → "), "{text}");
+    // A timeout shorter than the budget's hold ends the drain as kubectl's would.
+    let timed_out = run(&[
+        "--drain",
+        "n1",
+        "--force",
+        "--timeout",
+        "2s",
+        "--grace-period",
+        "0",
+    ]);
+    let r = drain_record(&timed_out);
+    assert_eq!(r["reason"], "DrainTimedOut", "{r}");
+    assert_eq!(r["finished"], 65.0);
+    // Input errors exit 2 naming the flag.
+    for (args, says) in [
+        (vec!["--drain", "n9"], "--drain n9: no node n9 in the input"),
+        (
+            vec!["--force"],
+            "--force is an option of --drain, which is not given",
+        ),
+        (
+            vec!["--drain", "n1", "--timeout", "soon"],
+            "--timeout soon: ",
+        ),
+        (
+            vec!["--drain", "n1", "--pod-selector", "a in"],
+            "--pod-selector=<pod_selector> must be a valid label selector",
+        ),
+    ] {
+        let mut all = vec!["simulate", file.as_str()];
+        all.extend(args.iter().copied());
+        let out = kubeplane(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+}

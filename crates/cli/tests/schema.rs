@@ -112,14 +112,18 @@ const ACCEPTED: &[(&str, &str)] = &[
     ("label values written as numbers", "  steps:\n  - at: 1s\n    label: {kind: node, name: n1, set: {tier: 1, fast: true}, remove: [old]}\n"),
     ("null node and an empty pods filter", "  steps:\n  - at: 1s\n    expect:\n    - pod: default/p\n      node: null\n      exists: false\n    - pods: {}\n      count: 0\n    - pods:\n      count: 0\n"),
     ("messageContains as a list", "  steps:\n  - at: 1s\n    expect:\n    - event: {reason: Scheduled, messageContains: [a, b]}\n      count: 0\n      firstAt: 1m30s\n      tolerance: 500ms\n"),
-    ("every other action", "  steps:\n  - at: 1s\n    taint: {node: n1, key: k, effect: NoExecute}\n  - at: 2s\n    untaint: {node: n1, key: k}\n  - at: 3s\n    nodeCondition: {node: n1, type: MemoryPressure, status: \"True\"}\n  - at: 4s\n    nodeDown: {node: n1}\n  - at: 5s\n    nodeUp: {node: n1}\n  - at: 6s\n    annotate: {kind: Node, name: n1, set: {a: b}}\n  - at: 7s\n    apply: {apiVersion: v1, kind: Namespace, metadata: {name: team}}\n  - at: 8s\n    delete: {kind: ns, name: team, gracePeriodSeconds: 0}\n  - at: 9s\n    expect:\n    - replicaSet: web\n      exists: false\n"),
+    ("every other action", "  steps:\n  - at: 1s\n    taint: {node: n1, key: k, effect: NoExecute}\n  - at: 2s\n    untaint: {node: n1, key: k}\n  - at: 3s\n    nodeCondition: {node: n1, type: MemoryPressure, status: \"True\"}\n  - at: 4s\n    nodeDown: {node: n1}\n  - at: 5s\n    nodeUp: {node: n1}\n  - at: 6s\n    annotate: {kind: Node, name: n1, set: {a: b}}\n  - at: 7s\n    apply: {apiVersion: v1, kind: Namespace, metadata: {name: team}}\n  - at: 8s\n    delete: {kind: ns, name: team, gracePeriodSeconds: 0}\n  - at: 9s\n    expect:\n    - replicaSet: web\n      exists: false\n  - at: 10s\n    drain: {node: n1, ignoreDaemonSets: true, deleteEmptyDirData: true, force: true, gracePeriodSeconds: -1, timeout: 2m, podSelector: app=web, disableEviction: false}\n"),
 ];
 
 /// Scenario documents the parser rejects; the schema must too.
 const REJECTED: &[(&str, &str)] = &[
     (
         "an unknown step field",
-        "  steps:\n  - at: 1s\n    drain: {node: n1}\n",
+        "  steps:\n  - at: 1s\n    reboot: {node: n1}\n",
+    ),
+    (
+        "a drain option kubectl drain has but kubeplane does not offer",
+        "  steps:\n  - at: 1s\n    drain: {node: n1, chunkSize: 5}\n",
     ),
     (
         "two actions in one step",

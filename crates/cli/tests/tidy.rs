@@ -55,6 +55,19 @@ const CRATE_MAP: &[(&str, &[&str])] = &[
             "kubeplane-controllers",
             "kubeplane-sim",
             "kubeplane-storage",
+            "kubeplane-server",
+        ],
+    ),
+    (
+        "kubeplane-server",
+        &[
+            "kubeplane-core",
+            "kubeplane-api",
+            "kubeplane-registry",
+            "kubeplane-storage",
+            "kubeplane-scheduler",
+            "kubeplane-controllers",
+            "kubeplane-sim",
         ],
     ),
 ];
@@ -80,6 +93,22 @@ const CLOCK_ALLOWED: &[(&str, &str)] = &[
     (
         "crates/storage/src/watch.rs",
         "the deadline of a blocking wait for watch events",
+    ),
+    (
+        "crates/server/src/clock.rs",
+        "the server's cluster clock: wall time, or a virtual clock paced by wall time",
+    ),
+    (
+        "crates/server/src/runtime.rs",
+        "how often the control plane publishes its metrics",
+    ),
+    (
+        "crates/server/src/watch.rs",
+        "a watch's timeoutSeconds and bookmark interval (wall time, as upstream's)",
+    ),
+    (
+        "crates/server/src/tls.rs",
+        "the admin token comes from the OS's random source",
     ),
 ];
 

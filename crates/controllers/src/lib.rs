@@ -12,6 +12,7 @@ pub mod manager;
 pub mod namespace;
 pub mod pod_gc;
 pub mod replicaset;
+pub mod statefulset;
 pub mod ttl_after_finished;
 
 pub mod node_lifecycle;

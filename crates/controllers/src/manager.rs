@@ -13,6 +13,7 @@ use crate::namespace::NamespaceController;
 use crate::node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
 use crate::pod_gc::PodGcController;
 use crate::replicaset::ReplicaSetController;
+use crate::statefulset::StatefulSetController;
 use crate::taint_eviction::TaintEvictionController;
 use crate::ttl_after_finished::TtlAfterFinishedController;
 
@@ -23,6 +24,7 @@ pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
         Box::new(TaintEvictionController::new()),
         Box::new(DeploymentController::with_features(features)),
         Box::new(ReplicaSetController::with_features(features.clone())),
+        Box::new(StatefulSetController::with_features(features)),
         Box::new(DisruptionController::new()),
         Box::new(GarbageCollector::new()),
         Box::new(PodGcController::default()),
@@ -38,13 +40,4 @@ pub fn periodic_controllers(_features: &FeatureGates) -> Vec<Box<dyn Component +
     vec![Box::new(NodeLifecycleController::new(
         NodeLifecycleConfig::default(),
     ))]
-}
-
-/// The kinds stored as `Kind::Other` that a controller here simulates (the CLI does not list
-/// them as "stored, not simulated").
-const SIMULATED_STORED_KINDS: &[(&str, &str)] = &[("batch", "Job"), ("batch", "CronJob")];
-
-/// Whether a controller here simulates this stored-only kind (API group, kind).
-pub fn simulates(group: &str, kind: &str) -> bool {
-    SIMULATED_STORED_KINDS.contains(&(group, kind))
 }

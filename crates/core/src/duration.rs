@@ -3,7 +3,7 @@
 //! `0.5`) because that is what people write for `tolerationSeconds`-like values.
 //! Formatting follows Go's `Duration.String()` so output reads like upstream logs (`1m30s`).
 
-use crate::time::SimDuration;
+use crate::time::{SimDuration, NANOS_PER_SEC};
 
 /// A duration string that is not of an accepted form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -182,6 +182,56 @@ fn format_units(d: SimDuration, days: bool) -> String {
     out
 }
 
+/// Upstream's `duration.HumanDuration` (apimachinery `util/duration`), the AGE of `kubectl get`:
+/// about two significant figures (`90s`, `2m5s`, `10m`, `3h20m`, `5h`, `2d3h`, `300d`,
+/// `2y45d`, `9y`). Two seconds of clock skew are forgiven as `0s`; anything earlier is
+/// `<invalid>`. Whole units truncate toward zero, as Go's integer division does.
+pub fn human_duration(d: SimDuration) -> String {
+    let seconds = d.0 / NANOS_PER_SEC;
+    if seconds < -1 {
+        return "<invalid>".to_string();
+    }
+    if seconds < 0 {
+        return "0s".to_string();
+    }
+    if seconds < 60 * 2 {
+        return format!("{seconds}s");
+    }
+    let minutes = seconds / 60;
+    if minutes < 10 {
+        return with_remainder(minutes, "m", seconds % 60, "s");
+    }
+    if minutes < 60 * 3 {
+        return format!("{minutes}m");
+    }
+    let hours = minutes / 60;
+    if hours < 8 {
+        return with_remainder(hours, "h", minutes % 60, "m");
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        return with_remainder(hours / 24, "d", hours % 24, "h");
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        return with_remainder(hours / 24 / 365, "y", (hours / 24) % 365, "d");
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+/// `3h` when the smaller unit is zero, else `3h20m`.
+fn with_remainder(big: i64, big_unit: &str, small: i64, small_unit: &str) -> String {
+    if small == 0 {
+        format!("{big}{big_unit}")
+    } else {
+        format!("{big}{big_unit}{small}{small_unit}")
+    }
+}
+
 /// `v / scale` as a decimal with trailing fractional zeros removed.
 fn fixed(v: u64, scale: u64) -> String {
     let whole = v / scale;
@@ -277,6 +327,98 @@ mod tests {
         ];
         for (case, nanos, want) in cases {
             assert_eq!(format_duration(SimDuration(*nanos)), *want, "{case}");
+        }
+    }
+
+    #[test]
+    fn human_durations_round_like_upstream() {
+        // Upstream's TestHumanDuration and TestHumanDurationBoundaries, and more.
+        let cases: &[(&str, i64, &str)] = &[
+            ("a second of clock skew is now", -S, "0s"),
+            (
+                "more than a second in the future is invalid",
+                -2 * S,
+                "<invalid>",
+            ),
+            ("zero", 0, "0s"),
+            ("under two minutes stays in seconds", 119 * S, "119s"),
+            ("two minutes", 120 * S, "2m"),
+            (
+                "minutes keep their seconds below ten minutes",
+                125 * S,
+                "2m5s",
+            ),
+            ("just under ten minutes", 599 * S, "9m59s"),
+            ("ten minutes drop the seconds", 601 * S, "10m"),
+            (
+                "just under three hours is in minutes",
+                (3 * 3600 - 1) * S,
+                "179m",
+            ),
+            ("three hours", 3 * 3600 * S, "3h"),
+            (
+                "hours keep their minutes below eight hours",
+                (3 * 3600 + 20 * 60) * S,
+                "3h20m",
+            ),
+            (
+                "eight hours drop the minutes",
+                (8 * 3600 + 59 * 60) * S,
+                "8h",
+            ),
+            (
+                "just under two days is in hours",
+                (48 * 3600 - 1) * S,
+                "47h",
+            ),
+            ("two days", 48 * 3600 * S, "2d"),
+            (
+                "days keep their hours below eight days",
+                (2 * 86_400 + 3 * 3600) * S,
+                "2d3h",
+            ),
+            ("eight days drop the hours", (8 * 86_400 + 3600) * S, "8d"),
+            (
+                "just under two years is in days",
+                (2 * 365 * 86_400 - 1) * S,
+                "729d",
+            ),
+            ("two years", 2 * 365 * 86_400 * S, "2y"),
+            (
+                "years keep their days below eight years",
+                (2 * 365 + 45) * 86_400 * S,
+                "2y45d",
+            ),
+            (
+                "eight years drop the days",
+                (8 * 365 + 45) * 86_400 * S,
+                "8y",
+            ),
+            ("fractions of a second truncate", 1_999 * MS_I, "1s"),
+            ("a second less a nanosecond ahead is now", -2 * S + 1, "0s"),
+            ("seventy minutes", 70 * 60 * S, "70m"),
+            ("forty-nine hours", 49 * 3600 * S, "2d1h"),
+            ("just under eight days", 8 * 86_400 * S - MS_I, "7d23h"),
+            ("a year and two days", 367 * 86_400 * S, "367d"),
+            (
+                "two years and a day",
+                (2 * 365 * 24 + 25) * 3600 * S,
+                "2y1d",
+            ),
+            (
+                "just under a full day past two years",
+                (2 * 365 + 1) * 86_400 * S - MS_I,
+                "2y",
+            ),
+            (
+                "just under eight years",
+                8 * 365 * 86_400 * S - MS_I,
+                "7y364d",
+            ),
+            ("nine years", 9 * 365 * 86_400 * S, "9y"),
+        ];
+        for (case, nanos, want) in cases {
+            assert_eq!(human_duration(SimDuration(*nanos)), *want, "{case}");
         }
     }
 

@@ -109,6 +109,11 @@ pub const GATES: &[GateSpec] = &[
         true,
     ),
     gate(
+        "MaxUnavailableStatefulSet",
+        &[(v1(34, 0), ALPHA_OFF), (v1(35, 0), BETA_ON)],
+        true,
+    ),
+    gate(
         "MinDomainsInPodTopologySpread",
         &[(v1(34, 0), GA_LOCKED)],
         true,

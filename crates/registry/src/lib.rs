@@ -15,14 +15,18 @@
 //! and UIDs and generated names come from the backend's seeded source.
 
 pub mod admission;
+pub mod backing;
 pub mod client;
 pub mod deletion;
 pub mod eviction;
+pub mod patch;
+pub mod printers;
 pub mod storage_client;
 pub mod strategy;
 pub mod testing;
 pub mod validation;
 
+pub use backing::{object_from_json, ObjectJson};
 pub use client::{ApiClient, Backend, Sink};
 pub use kubeplane_api::Client;
 pub use storage_client::StorageClient;

@@ -15,20 +15,30 @@
 //! over the whole storage last delivered them. It catches up at every call of the client
 //! (before admission reads it, and after each write, so a client sees its own writes at once)
 //! and on [`StorageClient::sync`]; a cursor that falls behind the storage's window lists again.
+//!
+//! [`StorageClient::open`] runs the same client over a [`DurableStorage`] in a directory
+//! (`kubeplane serve --data-dir`): a write returns once it is durable, the writes of
+//! concurrent clients share syncs (see [`crate::backing`]), and opening the directory again
+//! recovers every acknowledged object and the revision counter. The name source then starts a
+//! stream of its own, derived from the seed and the recovered revision, so UIDs and generated
+//! names do not repeat the ones drawn before the restart.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::PodStatus;
 use kubeplane_api::{ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_storage::{
-    Key, ListOptions, MemoryStorage, MemoryWatcher, Prefix, Storage, StorageError, Versioned,
-    Watcher,
+    DurableError, DurableStorage, Key, ListOptions, MemoryStorage, MemoryWatcher, Prefix, Revision,
+    Storage, StorageError, Versioned, Watcher,
 };
 use kubeplane_store::{NameSource, Prepared};
 
+use crate::backing::{Backing, ObjectJson};
 use crate::client::{self, Backend};
 
 /// How many revisions the storage keeps for watches and reads in the past unless told.
@@ -62,15 +72,17 @@ fn api_error(err: StorageError, key: ObjectKey) -> ApiError {
         StorageError::AlreadyExists { .. } => ApiError::AlreadyExists { key },
         StorageError::Conflict { .. } => ApiError::Conflict { key },
         StorageError::Gone { requested, oldest } => ApiError::Gone { requested, oldest },
-        StorageError::FutureRevision { .. } => ApiError::Internal {
-            message: err.to_string(),
-        },
+        StorageError::FutureRevision { .. } | StorageError::Unavailable { .. } => {
+            ApiError::Internal {
+                message: err.to_string(),
+            }
+        }
     }
 }
 
 /// What the clients over one storage share.
 struct Shared {
-    storage: MemoryStorage<Object>,
+    storage: Backing,
     /// The write lock, and the seeded source of UIDs and generated names it guards.
     names: Mutex<NameSource>,
     clock: Clock,
@@ -78,31 +90,38 @@ struct Shared {
 
 /// The registry's backend while a write holds the write lock.
 struct Writer<'a> {
-    storage: &'a MemoryStorage<Object>,
+    storage: &'a Backing,
     names: MutexGuard<'a, NameSource>,
     clock: Clock,
+    /// The revision of the last write made, which must be durable before the call returns.
+    written: Option<Revision>,
 }
 
 impl Writer<'_> {
+    /// The object's latest version, including writes not yet durable (a durable storage's
+    /// preconditions check against those).
     fn read(&self, kind: Kind, namespace: &str, name: &str) -> Option<Versioned<Object>> {
-        self.storage
-            .get(&storage_key(kind, namespace, name), None)
-            .ok()
-            .flatten()
+        self.storage.latest(&storage_key(kind, namespace, name))
     }
 
     /// The revision the next write gets: writes are serialized by the lock this writer holds.
     fn next_revision(&self) -> u64 {
-        self.storage.current_revision() + 1
+        self.storage.latest_revision() + 1
+    }
+
+    fn wrote(&mut self, revision: Revision) {
+        self.written = Some(revision);
     }
 
     /// Stamps `obj` with the next revision and replaces the stored version `old` with it.
-    fn replace(&self, mut obj: Object, old: &Versioned<Object>) -> Result<Object, ApiError> {
+    fn replace(&mut self, mut obj: Object, old: &Versioned<Object>) -> Result<Object, ApiError> {
         obj.meta_mut().resource_version = Some(self.next_revision().to_string());
         let key = storage_key(obj.kind(), obj.namespace(), obj.name());
-        self.storage
+        let event = self
+            .storage
             .update(&key, obj.clone(), Some(old.mod_revision))
             .map_err(|e| api_error(e, obj.key()))?;
+        self.wrote(event.revision);
         Ok(obj)
     }
 }
@@ -131,9 +150,11 @@ impl Backend for Writer<'_> {
         }
         fill(&mut obj, &mut self.names);
         obj.meta_mut().resource_version = Some(self.next_revision().to_string());
-        self.storage
+        let event = self
+            .storage
             .create(&key, obj.clone())
             .map_err(|e| api_error(e, obj.key()))?;
+        self.wrote(event.revision);
         Ok(obj)
     }
 
@@ -177,6 +198,7 @@ impl Backend for Writer<'_> {
             .storage
             .delete(&storage_key(key.kind, &key.namespace, &key.name), None)
             .map_err(|e| api_error(e, key.clone()))?;
+        self.wrote(event.revision);
         Ok(event.object().value.clone())
     }
 }
@@ -190,9 +212,12 @@ struct StorageCache {
 
 impl StorageCache {
     /// A cache listed from the storage's current state, watching from there.
-    fn list(storage: &MemoryStorage<Object>) -> StorageCache {
+    fn list(storage: &Backing) -> StorageCache {
         loop {
-            let Ok(page) = storage.list(&Prefix::All, &ListOptions::default()) else {
+            let Ok(page) = storage
+                .storage()
+                .list(&Prefix::All, &ListOptions::default())
+            else {
                 continue;
             };
             let Ok(cursor) = storage.cursor(&Prefix::All, Some(page.revision)) else {
@@ -229,7 +254,7 @@ impl StorageCache {
 
     /// Applies every event written since the last sync; lists again if the cursor fell
     /// behind the storage's window.
-    fn sync(&mut self, storage: &MemoryStorage<Object>) {
+    fn sync(&mut self, storage: &Backing) {
         let mut batch = Vec::new();
         loop {
             batch.clear();
@@ -260,7 +285,8 @@ impl Cache for StorageCache {
     }
 }
 
-/// A [`Client`] over a [`MemoryStorage`] of objects, with admission, at the instant `now`.
+/// A [`Client`] over a [`MemoryStorage`] or a [`DurableStorage`] of objects, with admission,
+/// at the instant `now`.
 pub struct StorageClient {
     shared: Arc<Shared>,
     cache: StorageCache,
@@ -279,12 +305,32 @@ impl StorageClient {
     /// A client over a new, empty storage that keeps `window` revisions, whose UIDs and
     /// generated names derive from `seed`, and whose timestamps follow `clock`.
     pub fn new(seed: u64, clock: Clock, window: usize) -> StorageClient {
-        let storage = MemoryStorage::new(window);
+        StorageClient::over(Backing::Memory(MemoryStorage::new(window)), seed, clock)
+    }
+
+    /// A client over the durable storage in `dir` (created if missing; what it holds is
+    /// recovered), keeping `window` revisions, otherwise as [`StorageClient::new`]. UIDs and
+    /// generated names derive from `seed` and the recovered revision: a new directory gives
+    /// the names [`StorageClient::new`] gives.
+    pub fn open(
+        dir: impl AsRef<Path>,
+        seed: u64,
+        clock: Clock,
+        window: usize,
+    ) -> Result<StorageClient, DurableError> {
+        let storage = DurableStorage::open(dir, window, ObjectJson)?;
+        Ok(StorageClient::over(Backing::Durable(storage), seed, clock))
+    }
+
+    fn over(storage: Backing, seed: u64, clock: Clock) -> StorageClient {
         let cache = StorageCache::list(&storage);
+        // A distinct stream per revision the storage starts from (the plain seed at 0).
+        let revision = storage.storage().current_revision();
+        let names = NameSource::new(seed ^ revision.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         StorageClient {
             shared: Arc::new(Shared {
                 storage,
-                names: Mutex::new(NameSource::new(seed)),
+                names: Mutex::new(names),
                 clock,
             }),
             cache,
@@ -310,9 +356,16 @@ impl StorageClient {
         }
     }
 
-    /// The storage (for reads and watches; writes go through a client).
-    pub fn storage(&self) -> &MemoryStorage<Object> {
-        &self.shared.storage
+    /// The storage (for reads and watches; writes go through a client). It shows the writes
+    /// that are durable: a durable storage's write is visible once it is on disk.
+    pub fn storage(&self) -> &dyn Storage<Object> {
+        self.shared.storage.storage()
+    }
+
+    /// Waits up to `timeout` until the storage reaches `revision`; returns whether it has
+    /// ([`MemoryStorage::wait_for_revision`]).
+    pub fn wait_for_revision(&self, revision: Revision, timeout: Duration) -> bool {
+        self.shared.storage.wait_for_revision(revision, timeout)
     }
 
     /// Brings the cache up to the storage's current revision.
@@ -320,9 +373,13 @@ impl StorageClient {
         self.cache.sync(&self.shared.storage);
     }
 
-    /// Runs one registry operation under the write lock, then catches the cache up.
-    fn write<T>(&mut self, f: impl FnOnce(&mut Writer<'_>) -> T) -> T {
-        let result = {
+    /// Runs one registry operation under the write lock, waits (without the lock) until its
+    /// write is durable, then catches the cache up.
+    fn write<T>(
+        &mut self,
+        f: impl FnOnce(&mut Writer<'_>) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let (result, written) = {
             let names = match self.shared.names.lock() {
                 Ok(guard) => guard,
                 // A panicking writer changed nothing half-way: each write is one storage call.
@@ -332,9 +389,19 @@ impl StorageClient {
                 storage: &self.shared.storage,
                 names,
                 clock: self.shared.clock,
+                written: None,
             };
-            f(&mut writer)
+            let result = f(&mut writer);
+            (result, writer.written)
         };
+        if let Some(revision) = written {
+            self.shared
+                .storage
+                .wait_durable(revision)
+                .map_err(|e| ApiError::Internal {
+                    message: e.to_string(),
+                })?;
+        }
         self.sync();
         result
     }
@@ -351,7 +418,7 @@ impl Client for StorageClient {
 
     fn get(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
         let k = storage_key(key.kind, &key.namespace, &key.name);
-        match self.shared.storage.get(&k, None) {
+        match self.storage().get(&k, None) {
             Ok(Some(v)) => Ok(v.value),
             Ok(None) => Err(ApiError::NotFound { key: key.clone() }),
             Err(e) => Err(api_error(e, key.clone())),

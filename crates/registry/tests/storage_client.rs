@@ -10,7 +10,6 @@ use kubeplane_api::{Client, Clock, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_registry::storage_client::storage_key;
 use kubeplane_registry::testing::TestClient;
 use kubeplane_registry::StorageClient;
-use kubeplane_storage::Storage;
 
 fn clock() -> Clock {
     Clock::new("2025-01-01T00:00:00Z".parse().unwrap())

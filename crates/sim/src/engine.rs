@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use thiserror::Error;
 
 use crate::agents::NodeAgents;
+use crate::drain::Drains;
 use crate::scenario::{Assertion, Input, Step, StepAction};
 
 /// A run without `duration` stops when nothing is pending, and at the latest after this long.
@@ -122,6 +123,8 @@ pub struct Simulation {
     pub now: SimTime,
     scheduler: Scheduler,
     agents: NodeAgents,
+    /// The `drain` steps in progress (kubectl's evictions, retries and waits).
+    drains: Drains,
     /// Controllers whose timers mean pending work (not periodic housekeeping).
     controllers: Vec<Box<dyn Component + Send>>,
     /// Controllers that run periodically for ever (node lifecycle).
@@ -148,6 +151,42 @@ pub struct Simulation {
     binding: kubeplane_registry::strategy::pod::BindFeatures,
 }
 
+/// The scheduler of a run: the last KubeSchedulerConfiguration given (or the defaults),
+/// resolved under the run's feature gates, with the API calls of the SchedulerAsyncAPICalls
+/// gate taking no time (queued calls run at the instant they are queued). Also used by
+/// `kubeplane serve`.
+pub fn build_scheduler(
+    configs: &[(crate::scenario::Source, serde_json::Value)],
+    features: &FeatureGates,
+    seed: u64,
+) -> Result<Scheduler, SimError> {
+    let cfg = match configs.last() {
+        Some((source, value)) => Some(
+            kubeplane_scheduler::config::decode(value)
+                .map_err(|e| SimError::Setup(format!("{source}: {e}")))?,
+        ),
+        None => None,
+    };
+    let setup = kubeplane_scheduler::config::resolve(cfg.as_ref(), features).map_err(|e| {
+        let source = configs
+            .last()
+            .map(|(s, _)| s.to_string())
+            .unwrap_or_else(|| "scheduler configuration".into());
+        SimError::Setup(format!("{source}: {e}"))
+    })?;
+    let queue = kubeplane_scheduler::queue::SchedulingQueue::new(setup.queue);
+    let mut scheduler = Scheduler::new(
+        setup.frameworks,
+        queue,
+        setup.percentage_of_nodes_to_score,
+        seed,
+    );
+    if features.enabled("SchedulerAsyncAPICalls") {
+        scheduler.set_async_api_calls(Some(ApiCallDrain::AtOnce));
+    }
+    Ok(scheduler)
+}
+
 impl Simulation {
     /// Sets up the store with the initial objects (created at t=0 in file order), the
     /// scheduler with its configuration, the controllers and the node agents.
@@ -155,34 +194,9 @@ impl Simulation {
         let scenario = input.scenario;
         let seed = opts.seed.unwrap_or(scenario.seed);
         let features: FeatureGates = scenario.feature_gates.clone();
-        let cfg = match input.scheduler_configs.last() {
-            Some((source, value)) => Some(
-                kubeplane_scheduler::config::decode(value)
-                    .map_err(|e| SimError::Setup(format!("{source}: {e}")))?,
-            ),
-            None => None,
-        };
-        let setup = kubeplane_scheduler::config::resolve(cfg.as_ref(), &features).map_err(|e| {
-            let source = input
-                .scheduler_configs
-                .last()
-                .map(|(s, _)| s.to_string())
-                .unwrap_or_else(|| "scheduler configuration".into());
-            SimError::Setup(format!("{source}: {e}"))
-        })?;
-        let queue = kubeplane_scheduler::queue::SchedulingQueue::new(setup.queue);
-        let mut scheduler = Scheduler::new(
-            setup.frameworks,
-            queue,
-            setup.percentage_of_nodes_to_score,
-            seed,
-        );
+        let mut scheduler = build_scheduler(&input.scheduler_configs, &features, seed)?;
         if opts.recompute_node_local {
             scheduler.set_reuse_node_local(false);
-        }
-        if features.enabled("SchedulerAsyncAPICalls") {
-            // Calls take no virtual time: queued calls run at the instant they are queued.
-            scheduler.set_async_api_calls(Some(ApiCallDrain::AtOnce));
         }
         let duration = opts.until.or(scenario.duration);
         let mut sim = Simulation {
@@ -190,6 +204,7 @@ impl Simulation {
             now: SimTime::ZERO,
             scheduler,
             agents: NodeAgents::new(scenario.pod_startup_latency),
+            drains: Drains::default(),
             controllers: kubeplane_controllers::manager::controllers(&features),
             periodic: kubeplane_controllers::manager::periodic_controllers(&features),
             steps: scenario.steps.into_iter().collect(),
@@ -319,6 +334,10 @@ impl Simulation {
                 runs[n_components - 2] += 1;
                 ran = true;
             }
+            if self.drains.next_wakeup().is_some_and(|t| t <= now) {
+                self.drains.run(now, &mut client);
+                ran = true;
+            }
             if !ran
                 && !client.store.has_events()
                 && self.scheduler.next_wakeup().is_some_and(|t| t <= now)
@@ -330,23 +349,30 @@ impl Simulation {
             if !ran && !self.store.has_events() {
                 return Ok(());
             }
-            self.rounds += 1;
-            if self.rounds > BASE_ROUNDS_PER_INSTANT
-                && (self.rounds - BASE_ROUNDS_PER_INSTANT) % ROUNDS_PER_RECOUNT == 1
-            {
-                let n_pods = self
-                    .store
-                    .pods()
-                    .filter(|p| p.metadata.deletion_timestamp.is_none())
-                    .count() as u64;
-                self.round_budget = BASE_ROUNDS_PER_INSTANT
-                    .saturating_add(n_pods.saturating_mul(ROUNDS_PER_POD))
-                    .min(MAX_ROUNDS_PER_INSTANT);
-            }
-            if self.rounds > BASE_ROUNDS_PER_INSTANT && self.rounds > self.round_budget {
-                return Err(self.livelock());
-            }
+            self.count_round()?;
         }
+    }
+
+    /// Counts one round of work at this instant: past [`BASE_ROUNDS_PER_INSTANT`] the budget
+    /// is recounted now and then, and an instant over its budget is a livelock.
+    fn count_round(&mut self) -> Result<(), SimError> {
+        self.rounds += 1;
+        if self.rounds > BASE_ROUNDS_PER_INSTANT
+            && (self.rounds - BASE_ROUNDS_PER_INSTANT) % ROUNDS_PER_RECOUNT == 1
+        {
+            let n_pods = self
+                .store
+                .pods()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .count() as u64;
+            self.round_budget = BASE_ROUNDS_PER_INSTANT
+                .saturating_add(n_pods.saturating_mul(ROUNDS_PER_POD))
+                .min(MAX_ROUNDS_PER_INSTANT);
+        }
+        if self.rounds > BASE_ROUNDS_PER_INSTANT && self.rounds > self.round_budget {
+            return Err(self.livelock());
+        }
+        Ok(())
     }
 
     /// The error for an instant that did not settle: which components ran, busiest first.
@@ -380,10 +406,14 @@ impl Simulation {
         let now = self.now;
         let after = |t: Option<SimTime>| t.filter(|&t| t > now);
         let mut next = self.steps.front().map(|s| s.at).filter(|&t| t > now);
-        let candidates = [self.scheduler.next_wakeup(), self.agents.next_wakeup()]
-            .into_iter()
-            .chain(self.controllers.iter().map(|c| c.next_wakeup()))
-            .chain(self.periodic.iter().map(|c| c.next_wakeup()));
+        let candidates = [
+            self.scheduler.next_wakeup(),
+            self.agents.next_wakeup(),
+            self.drains.next_wakeup(),
+        ]
+        .into_iter()
+        .chain(self.controllers.iter().map(|c| c.next_wakeup()))
+        .chain(self.periodic.iter().map(|c| c.next_wakeup()));
         for t in candidates {
             if let Some(t) = after(t) {
                 next = Some(next.map_or(t, |n: SimTime| n.min(t)));
@@ -398,6 +428,7 @@ impl Simulation {
             || self.scheduler.has_pending_work()
             || self.agents.has_pod_work()
             || self.controllers.iter().any(|c| c.next_wakeup().is_some())
+            || self.drains.next_wakeup().is_some()
     }
 
     /// Runs to the end: the scenario's duration, or until nothing is pending (at most 24 h).
@@ -432,6 +463,7 @@ impl Simulation {
                         self.apply_due_steps()?;
                         observe(&self.store, self.now, self.end);
                     }
+                    self.end_drains();
                     self.fail_unchecked_expectations();
                     return Ok(());
                 }
@@ -471,6 +503,12 @@ impl Simulation {
             }
         }
         Ok(())
+    }
+
+    /// The drains still in progress when the run ends write their records.
+    fn end_drains(&mut self) {
+        let mut drains = std::mem::take(&mut self.drains);
+        self.with_client(|c| drains.end(c.now, c));
     }
 
     /// Expectations due after the run ended (`--until` shorter than the steps, or the 24 h cap
@@ -725,6 +763,12 @@ impl Simulation {
                     }
                 }
                 self.put_status(Object::Pod(Arc::new(p)))
+            }
+            StepAction::Drain(opts) => {
+                let mut drains = std::mem::take(&mut self.drains);
+                let started = self.with_client(|c| drains.start(opts.clone(), now, c));
+                self.drains = drains;
+                started
             }
             StepAction::Expect(_) => Ok(()),
         }

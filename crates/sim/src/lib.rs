@@ -5,6 +5,7 @@
 //! the same input and seed produce byte-identical output.
 
 pub mod agents;
+pub mod drain;
 pub mod engine;
 pub mod expect;
 pub mod scenario;

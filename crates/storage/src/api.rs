@@ -1,6 +1,6 @@
 //! The storage contract: the [`Storage`] and [`Watcher`] traits and the values they exchange.
 //!
-//! Every implementation (in memory here; etcd-backed and redb-backed later) follows the rules
+//! Every implementation (in memory, journaled to redb; etcd-backed later) follows the rules
 //! the crate documentation states; the model-based test in `tests/model.rs` checks them.
 
 use std::sync::Arc;
@@ -114,6 +114,10 @@ pub enum StorageError {
         requested: Revision,
         current: Revision,
     },
+    /// The write could not be made durable (the disk failed): it is not acknowledged, and the
+    /// durable storage refuses every later write (HTTP 500; the server must be restarted).
+    #[error("storage unavailable: {message}")]
+    Unavailable { message: String },
 }
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -63,6 +63,15 @@
 //! is synchronous: an async server calls [`Watcher::wait_next`] on a blocking thread or polls
 //! [`Watcher::try_next_batch`], and does its I/O outside the lock.
 //!
+//! # The durable implementation
+//!
+//! [`DurableStorage`] is the in-memory storage journaled to a redb database in a directory,
+//! values encoded by a [`Codec`]. A write returns once it is durable and only then is visible
+//! to reads, cursors and [`Storage::current_revision`]; concurrent writes share one sync
+//! (group commit). [`DurableStorage::open`] recovers the state, the revision counter, the
+//! retained events and the compaction point of the last committed write. A failed sync is
+//! [`StorageError::Unavailable`] for that write and every later one.
+//!
 //! # Example
 //!
 //! ```
@@ -83,6 +92,8 @@
 //! ```
 
 mod api;
+mod durable;
+mod journal;
 mod key;
 mod memory;
 mod watch;
@@ -91,6 +102,8 @@ pub use api::{
     Event, EventKind, ListOptions, ListPage, Result, Revision, Storage, StorageError, Versioned,
     Watcher,
 };
+pub use durable::{DurableError, DurableStorage, DATABASE_FILE};
+pub use journal::Codec;
 pub use key::{Key, Prefix};
 pub use memory::MemoryStorage;
 pub use watch::MemoryWatcher;

@@ -7,6 +7,13 @@
 //! Forgetting the oldest event (when the log outgrows its window, or on compaction) therefore
 //! trims exactly one key's history, in constant time, and memory stays proportional to the live
 //! keys plus the window.
+//!
+//! Writes can be applied before they are visible: the durable storage applies a write here
+//! under the lock (so the next write's preconditions see it) and makes it visible only once it
+//! is on disk. `current` is the latest applied revision and `visible` the latest one readers,
+//! cursors and compaction see; reads at `None` read at `visible`, and only events up to it are
+//! forgotten, so the log holds the window plus the writes not yet visible. The in-memory
+//! storage makes each write visible at once.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
@@ -28,6 +35,14 @@ struct Ver<V> {
 }
 
 impl<V: Clone> Ver<V> {
+    fn of(v: &Versioned<V>) -> Ver<V> {
+        Ver {
+            mod_revision: v.mod_revision,
+            create_revision: v.create_revision,
+            value: Some(v.value.clone()),
+        }
+    }
+
     fn live(&self) -> Option<Versioned<V>> {
         self.value.as_ref().map(|value| Versioned {
             value: value.clone(),
@@ -55,7 +70,10 @@ fn live_last<V>(history: &VecDeque<Ver<V>>) -> Option<&Ver<V>> {
 }
 
 pub(crate) struct State<V> {
+    /// The latest applied revision.
     current: Revision,
+    /// The latest revision readers see (`oldest <= visible <= current`).
+    visible: Revision,
     oldest: Revision,
     window: usize,
     log: VecDeque<Arc<Event<V>>>,
@@ -63,8 +81,103 @@ pub(crate) struct State<V> {
 }
 
 impl<V: Clone> State<V> {
-    pub(crate) fn current(&self) -> Revision {
+    /// The empty state at revision 0 that keeps the last `window` revisions (at least one,
+    /// so that a cursor at the current revision survives the next write).
+    pub(crate) fn empty(window: usize) -> State<V> {
+        State {
+            current: 0,
+            visible: 0,
+            oldest: 0,
+            window: window.max(1),
+            log: VecDeque::new(),
+            keys: BTreeMap::new(),
+        }
+    }
+
+    /// The state at revision `current` rebuilt from its live versions (`live`) and the events
+    /// of the revisions `(oldest, current]`, in order: a key's history is the version its first
+    /// event replaced (its state at `oldest`), then one version per event, as the writes left
+    /// it. Fails when the events are not exactly those revisions.
+    pub(crate) fn restore(
+        window: usize,
+        oldest: Revision,
+        current: Revision,
+        live: Vec<(Key, Versioned<V>)>,
+        events: Vec<Event<V>>,
+    ) -> std::result::Result<State<V>, String> {
+        let mut state = State::empty(window);
+        (state.oldest, state.current, state.visible) = (oldest, current, current);
+        for (i, mut event) in events.into_iter().enumerate() {
+            if event.revision != oldest + 1 + i as Revision {
+                return Err(format!(
+                    "event log is not contiguous: expected revision {}, found {}",
+                    oldest + 1 + i as Revision,
+                    event.revision
+                ));
+            }
+            let history = state
+                .keys
+                .entry(event.key.clone())
+                .or_insert_with(|| event.prev.iter().map(Ver::of).collect::<VecDeque<_>>());
+            // The previous version is the history's last one: share its value (one copy per
+            // version, as the writes left them, rather than one per event).
+            if let (Some(prev), Some(last)) = (&mut event.prev, history.back()) {
+                if last.mod_revision == prev.mod_revision {
+                    if let Some(value) = &last.value {
+                        prev.value = value.clone();
+                    }
+                }
+            }
+            history.push_back(match &event.current {
+                Some(v) => Ver::of(v),
+                None => Ver {
+                    mod_revision: event.revision,
+                    create_revision: event.object().create_revision,
+                    value: None,
+                },
+            });
+            state.log.push_back(Arc::new(event));
+        }
+        if current.checked_sub(oldest) != Some(state.log.len() as Revision) {
+            return Err(format!(
+                "event log ends before revision {current} (it holds {} events after {oldest})",
+                state.log.len()
+            ));
+        }
+        for (key, version) in live {
+            state
+                .keys
+                .entry(key)
+                .or_insert_with(|| VecDeque::from([Ver::of(&version)]));
+        }
+        state.make_visible(current);
+        Ok(state)
+    }
+
+    /// The latest revision readers see.
+    pub(crate) fn visible(&self) -> Revision {
+        self.visible
+    }
+
+    /// The latest applied revision, visible or not.
+    pub(crate) fn head(&self) -> Revision {
         self.current
+    }
+
+    /// The key's latest applied version, visible or not: what the next write's preconditions
+    /// check.
+    pub(crate) fn latest(&self, key: &Key) -> Option<Versioned<V>> {
+        self.keys.get(key).and_then(live_last)?.live()
+    }
+
+    /// Makes the writes up to `revision` visible, then forgets what falls out of the window.
+    pub(crate) fn make_visible(&mut self, revision: Revision) {
+        self.visible = self.visible.max(revision.min(self.current));
+        while self.log.len() > self.window
+            && self.log.front().is_some_and(|e| e.revision <= self.visible)
+        {
+            self.forget_oldest();
+        }
     }
 
     pub(crate) fn oldest(&self) -> Revision {
@@ -74,10 +187,10 @@ impl<V: Clone> State<V> {
     /// The revision a read at `at` serves, or why it cannot be served.
     fn resolve(&self, at: Option<Revision>) -> Result<Revision> {
         match at {
-            None => Ok(self.current),
-            Some(r) if r > self.current => Err(StorageError::FutureRevision {
+            None => Ok(self.visible),
+            Some(r) if r > self.visible => Err(StorageError::FutureRevision {
                 requested: r,
-                current: self.current,
+                current: self.visible,
             }),
             Some(r) if r < self.oldest => Err(StorageError::Gone {
                 requested: r,
@@ -128,7 +241,7 @@ impl<V: Clone> State<V> {
         })
     }
 
-    fn create(&mut self, key: &Key, value: V) -> Result<Arc<Event<V>>> {
+    pub(crate) fn create(&mut self, key: &Key, value: V) -> Result<Arc<Event<V>>> {
         let revision = self.current + 1;
         let current = Versioned {
             value: value.clone(),
@@ -180,7 +293,12 @@ impl<V: Clone> State<V> {
         Ok(history.expect("checked above"))
     }
 
-    fn update(&mut self, key: &Key, value: V, expected: Option<Revision>) -> Result<Arc<Event<V>>> {
+    pub(crate) fn update(
+        &mut self,
+        key: &Key,
+        value: V,
+        expected: Option<Revision>,
+    ) -> Result<Arc<Event<V>>> {
         let revision = self.current + 1;
         let history = self.precondition(key, expected)?;
         let last = history.back().expect("precondition found a live version");
@@ -205,7 +323,11 @@ impl<V: Clone> State<V> {
         }))
     }
 
-    fn delete(&mut self, key: &Key, expected: Option<Revision>) -> Result<Arc<Event<V>>> {
+    pub(crate) fn delete(
+        &mut self,
+        key: &Key,
+        expected: Option<Revision>,
+    ) -> Result<Arc<Event<V>>> {
         let revision = self.current + 1;
         let history = self.precondition(key, expected)?;
         let last = history.back().expect("precondition found a live version");
@@ -225,15 +347,12 @@ impl<V: Clone> State<V> {
         }))
     }
 
-    /// Logs a write whose version is already in its key's history, then forgets what falls
-    /// out of the window.
+    /// Logs a write whose version is already in its key's history (not visible yet: see
+    /// [`State::make_visible`]).
     fn append(&mut self, event: Event<V>) -> Arc<Event<V>> {
         let event = Arc::new(event);
         self.current = event.revision;
         self.log.push_back(event.clone());
-        while self.log.len() > self.window {
-            self.forget_oldest();
-        }
         event
     }
 
@@ -264,15 +383,16 @@ impl<V: Clone> State<V> {
         true
     }
 
-    fn compact(&mut self, revision: Revision) -> Result<()> {
-        if revision > self.current {
+    pub(crate) fn compact(&mut self, revision: Revision) -> Result<()> {
+        if revision > self.visible {
             return Err(StorageError::FutureRevision {
                 requested: revision,
-                current: self.current,
+                current: self.visible,
             });
         }
         // The log holds the revisions after `oldest` up to the current one, so it runs out
-        // only when `oldest` reaches the current revision.
+        // only when `oldest` reaches the current revision; `revision` is at most the visible
+        // one, so only visible events are forgotten.
         while self.oldest < revision && self.forget_oldest() {}
         Ok(())
     }
@@ -299,6 +419,9 @@ impl<V: Clone> State<V> {
         // The event after the position sits at this index (see the module documentation).
         let start = (*position - self.oldest) as usize;
         for event in self.log.range(start.min(self.log.len())..) {
+            if event.revision > self.visible {
+                break;
+            }
             *position = event.revision;
             if prefix.contains(&event.key) {
                 out.push(event.clone());
@@ -326,7 +449,7 @@ impl<V> Shared<V> {
         self.state.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, State<V>> {
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, State<V>> {
         self.state.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -335,14 +458,14 @@ impl<V> Shared<V> {
 /// event log cover the last `window` revisions (fewer after [`Storage::compact`]); older reads
 /// and watches are [`StorageError::Gone`].
 pub struct MemoryStorage<V> {
-    shared: Arc<Shared<V>>,
+    pub(crate) shared: Arc<Shared<V>>,
 }
 
 impl<V> std::fmt::Debug for MemoryStorage<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = self.shared.read();
         f.debug_struct("MemoryStorage")
-            .field("current", &state.current)
+            .field("current", &state.visible)
             .field("oldest", &state.oldest)
             .field("window", &state.window)
             .field("keys", &state.keys.len())
@@ -364,14 +487,20 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
     pub fn new(window: usize) -> MemoryStorage<V> {
         MemoryStorage {
             shared: Arc::new(Shared {
-                state: RwLock::new(State {
-                    current: 0,
-                    oldest: 0,
-                    window: window.max(1),
-                    log: VecDeque::new(),
-                    keys: BTreeMap::new(),
-                }),
+                state: RwLock::new(State::empty(window)),
                 notifier: Notifier::default(),
+            }),
+        }
+    }
+
+    /// A storage whose state is `state` (a recovered one).
+    pub(crate) fn from_state(state: State<V>) -> MemoryStorage<V> {
+        let notifier = Notifier::default();
+        notifier.publish(state.visible());
+        MemoryStorage {
+            shared: Arc::new(Shared {
+                state: RwLock::new(state),
+                notifier,
             }),
         }
     }
@@ -409,8 +538,9 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
         let event = {
             let mut state = self.shared.write();
             let event = f(&mut state)?;
+            state.make_visible(event.revision);
             // Published under the lock so that the published revision never goes backwards.
-            self.shared.notifier.publish(state.current());
+            self.shared.notifier.publish(state.visible());
             event
         };
         // Woken cursors take the read lock, so they are woken after the write lock is released.
@@ -421,7 +551,7 @@ impl<V: Clone + Send + Sync + 'static> MemoryStorage<V> {
 
 impl<V: Clone + Send + Sync + 'static> Storage<V> for MemoryStorage<V> {
     fn current_revision(&self) -> Revision {
-        self.shared.read().current()
+        self.shared.read().visible()
     }
 
     fn oldest_revision(&self) -> Revision {

@@ -4,13 +4,19 @@
 //! operations include writes with right and wrong expected revisions, reads at past, compacted
 //! and future revisions, paginated lists continued after later writes, compaction, and several
 //! cursors opened at random revisions and advanced at random. redb's fuzz target is the pattern.
+//!
+//! The same run drives a `DurableStorage` too, which is also closed and opened again from its
+//! directory at random points: every answer after a reopen must still be the model's (cursors
+//! are opened anew, since a server's watches end with it).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use kubeplane_storage::{
-    Event, EventKind, Key, ListOptions, ListPage, MemoryStorage, Prefix, Revision, Storage,
-    StorageError, Versioned, Watcher,
+    Codec, DurableStorage, Event, EventKind, Key, ListOptions, ListPage, MemoryStorage, Prefix,
+    Revision, Storage, StorageError, Versioned, Watcher,
 };
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -68,6 +74,46 @@ enum Op {
     Watch(usize, Option<Index>),
     Next(Index, usize),
     Batch(Index, usize),
+    /// Close the durable storage and open its directory again (nothing for the in-memory one).
+    Reopen,
+}
+
+/// The durable storage's encoding of the test's values.
+struct U32;
+
+impl Codec<u32> for U32 {
+    fn encode(&self, value: &u32, out: &mut Vec<u8>) {
+        out.extend_from_slice(&value.to_le_bytes());
+    }
+
+    fn decode(&self, bytes: &[u8]) -> std::result::Result<u32, String> {
+        Ok(u32::from_le_bytes(
+            bytes.try_into().map_err(|_| "not 4 bytes")?,
+        ))
+    }
+}
+
+/// A new empty directory for one durable run, in memory when the machine has /dev/shm (the
+/// model checks answers, not the disk; `tests/crash.rs` kills a real writer on disk).
+fn scratch_dir() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let base = Path::new("/dev/shm");
+    let base = if base.is_dir() {
+        base.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let dir = base.join(format!("kubeplane-model-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn open(window: usize, dir: Option<&Path>) -> Arc<dyn Storage<u32>> {
+    match dir {
+        None => Arc::new(MemoryStorage::new(window)),
+        Some(dir) => Arc::new(DurableStorage::open(dir, window, U32).expect("open")),
+    }
 }
 
 fn expect() -> impl Strategy<Value = Expect> {
@@ -93,6 +139,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..8usize, any::<Option<Index>>()).prop_map(|(p, at)| Op::Watch(p, at)),
         3 => (any::<Index>(), 1..4usize).prop_map(|(c, n)| Op::Next(c, n)),
         1 => (any::<Index>(), 0..5usize).prop_map(|(c, n)| Op::Batch(c, n)),
+        1 => Just(Op::Reopen),
     ]
 }
 
@@ -245,8 +292,8 @@ fn events(r: Result<Option<Arc<Event<u32>>>>) -> Result<Option<Event<u32>>> {
     r.map(|e| e.map(|e| (*e).clone()))
 }
 
-fn run(window: usize, ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
-    let storage: Arc<dyn Storage<u32>> = Arc::new(MemoryStorage::new(window));
+fn run(window: usize, ops: Vec<Op>, dir: Option<&Path>) -> std::result::Result<(), TestCaseError> {
+    let mut storage = open(window, dir);
     let mut model = Model {
         states: vec![BTreeMap::new()],
         events: Vec::new(),
@@ -402,6 +449,13 @@ fn run(window: usize, ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
                 prop_assert_eq!(real, expected);
                 prop_assert_eq!(cursor.position(), modeled.position);
             }
+            Op::Reopen => {
+                if dir.is_some() {
+                    cursors.clear();
+                    drop(storage);
+                    storage = open(window, dir);
+                }
+            }
         }
         prop_assert_eq!(storage.current_revision(), model.current());
         prop_assert_eq!(storage.oldest_revision(), model.oldest);
@@ -417,6 +471,22 @@ proptest! {
         window in prop_oneof![1..24usize, Just(10_000usize)],
         ops in proptest::collection::vec(op(), 1..200),
     ) {
-        run(window, ops)?;
+        run(window, ops, None)?;
+    }
+}
+
+proptest! {
+    // Fewer cases: each write of the durable storage is a transaction.
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn durable_storage_answers_every_operation_as_the_naive_model_does_across_reopens(
+        window in prop_oneof![1..24usize, Just(10_000usize)],
+        ops in proptest::collection::vec(op(), 1..200),
+    ) {
+        let dir = scratch_dir();
+        let result = run(window, ops, Some(&dir));
+        let _ = std::fs::remove_dir_all(&dir);
+        result?;
     }
 }

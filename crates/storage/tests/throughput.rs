@@ -139,3 +139,67 @@ fn one_million_writes_and_watches_of_them() {
         start.elapsed()
     );
 }
+
+/// The durable storage's encoding of the measured values.
+struct Bytes;
+
+impl kubeplane_storage::Codec<Vec<u8>> for Bytes {
+    fn encode(&self, value: &Vec<u8>, out: &mut Vec<u8>) {
+        out.extend_from_slice(value);
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(bytes.to_vec())
+    }
+}
+
+/// Durable writes per second with 1, 16 and 64 writer threads, each creating its own keys with
+/// 1 KiB values for two seconds, on the temporary directory's disk (or in
+/// `KUBEPLANE_BENCH_DIR`): what group commit buys.
+/// `cargo test --release -p kubeplane-storage --test throughput -- --ignored --nocapture durable`
+#[test]
+#[ignore]
+fn durable_writes_per_second_by_writer_threads() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    for threads in [1, 16, 64] {
+        let base = std::env::var_os("KUBEPLANE_BENCH_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir);
+        let dir = base.join(format!("kubeplane-bench-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let storage =
+            Arc::new(kubeplane_storage::DurableStorage::open(&dir, 100_000, Bytes).unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicU64::new(0));
+        let start = Instant::now();
+        let writers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (storage, stop, count) = (storage.clone(), stop.clone(), count.clone());
+                thread::spawn(move || {
+                    let mut i = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let key = Key::new("pods", &format!("ns-{t}"), &format!("pod-{i}"));
+                        storage.create(&key, vec![b'x'; 1024]).unwrap();
+                        count.fetch_add(1, Ordering::Relaxed);
+                        i += 1;
+                    }
+                })
+            })
+            .collect();
+        thread::sleep(Duration::from_secs(2));
+        stop.store(true, Ordering::Relaxed);
+        for w in writers {
+            w.join().unwrap();
+        }
+        let elapsed = start.elapsed();
+        let n = count.load(Ordering::Relaxed);
+        println!(
+            "durable, {threads:>2} writer threads: {n} writes in {:.2} s, {:.0} writes/s",
+            elapsed.as_secs_f64(),
+            n as f64 / elapsed.as_secs_f64()
+        );
+        drop(storage);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

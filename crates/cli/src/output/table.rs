@@ -57,6 +57,11 @@ pub fn row(v: &Value) -> Row {
             kind.to_string(),
             scale_down_decision(v),
         ),
+        "DrainResult" => (
+            format!("Node {}", str_of(v, "name")),
+            str_of(v, "reason").to_string(),
+            str_of(v, "message").to_string(),
+        ),
         "StepFailed" => (
             "step".to_string(),
             kind.to_string(),

@@ -61,6 +61,11 @@ pub fn has_status(o: &DynamicObject) -> bool {
     listed(STATUS_SUBRESOURCE, o)
 }
 
+/// Whether a stored-only resource type has a status subresource (what discovery lists).
+pub fn type_has_status(t: &kubeplane_api::types::ResourceType) -> bool {
+    STATUS_SUBRESOURCE.contains(&(t.plural, t.group))
+}
+
 /// `PrepareForCreate`: generation 1 for the kinds that track it.
 pub fn prepare_for_create(o: &mut Arc<DynamicObject>) {
     if listed(TRACKS_GENERATION, o) && o.metadata.generation.is_none() {

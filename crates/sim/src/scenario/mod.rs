@@ -26,4 +26,5 @@ mod yaml;
 mod tests;
 
 pub use model::*;
+pub use objects::{decode_object, FieldError};
 pub use parse::{parse_files, parse_files_for, parse_yaml_document};

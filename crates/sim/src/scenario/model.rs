@@ -233,6 +233,9 @@ pub enum StepAction {
         ready: Option<bool>,
         restart_count: Option<i32>,
     },
+    /// `kubectl drain`: cordon the node, then evict its pods as kubectl does, over virtual
+    /// time (see [`crate::drain`]).
+    Drain(crate::drain::DrainOptions),
     /// Checked after everything due at the step's time has happened.
     Expect(Vec<Assertion>),
 }
@@ -254,6 +257,7 @@ impl StepAction {
             StepAction::NodeUp { .. } => "nodeUp",
             StepAction::NodeCondition { .. } => "nodeCondition",
             StepAction::PodStatus { .. } => "podStatus",
+            StepAction::Drain(_) => "drain",
             StepAction::Expect(_) => "expect",
         }
     }

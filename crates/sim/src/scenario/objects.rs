@@ -19,7 +19,7 @@ use serde_json::Value;
 /// A problem at a field of a document: the path (`None` for the document as a whole) and what
 /// is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct FieldError {
+pub struct FieldError {
     pub field: Option<String>,
     pub message: String,
 }
@@ -102,23 +102,35 @@ pub(crate) fn manifest_kind(api_version: &str, kind: &str) -> Result<Kind, Field
 /// Reads one manifest (a mapping whose `apiVersion` and `kind` name a supported kind) and
 /// validates it as the API server would on create.
 pub(crate) fn parse_object(value: &Value) -> Result<Object, FieldError> {
+    decode_object(value, true).map(|(obj, _)| obj)
+}
+
+/// Decodes one object as the API server decodes a request body, and validates it as on create.
+/// With `strict` (`fieldValidation=Strict`) a field the kind does not have is an error; without,
+/// it is dropped and named in the returned warnings (`unknown field "spec.foo"`), as
+/// `fieldValidation=Warn` does.
+pub fn decode_object(value: &Value, strict: bool) -> Result<(Object, Vec<String>), FieldError> {
     let api_version = value
         .get("apiVersion")
         .and_then(Value::as_str)
         .unwrap_or("");
     let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
     let kind = manifest_kind(api_version, kind)?;
+    let mut warnings = Vec::new();
+    let w = &mut warnings;
     let obj = match kind {
-        Kind::Node => Object::Node(Arc::new(typed::<Node>(value)?)),
-        Kind::Pod => Object::Pod(Arc::new(typed::<Pod>(value)?)),
-        Kind::Namespace => Object::Namespace(Arc::new(typed::<Namespace>(value)?)),
-        Kind::ReplicaSet => Object::ReplicaSet(Arc::new(typed::<ReplicaSet>(value)?)),
-        Kind::Deployment => Object::Deployment(Arc::new(typed::<Deployment>(value)?)),
-        Kind::PriorityClass => Object::PriorityClass(Arc::new(typed::<PriorityClass>(value)?)),
-        Kind::PodDisruptionBudget => {
-            Object::PodDisruptionBudget(Arc::new(typed::<PodDisruptionBudget>(value)?))
+        Kind::Node => Object::Node(Arc::new(typed::<Node>(value, strict, w)?)),
+        Kind::Pod => Object::Pod(Arc::new(typed::<Pod>(value, strict, w)?)),
+        Kind::Namespace => Object::Namespace(Arc::new(typed::<Namespace>(value, strict, w)?)),
+        Kind::ReplicaSet => Object::ReplicaSet(Arc::new(typed::<ReplicaSet>(value, strict, w)?)),
+        Kind::Deployment => Object::Deployment(Arc::new(typed::<Deployment>(value, strict, w)?)),
+        Kind::PriorityClass => {
+            Object::PriorityClass(Arc::new(typed::<PriorityClass>(value, strict, w)?))
         }
-        Kind::Lease => Object::Lease(Arc::new(typed::<Lease>(value)?)),
+        Kind::PodDisruptionBudget => {
+            Object::PodDisruptionBudget(Arc::new(typed::<PodDisruptionBudget>(value, strict, w)?))
+        }
+        Kind::Lease => Object::Lease(Arc::new(typed::<Lease>(value, strict, w)?)),
         Kind::Other(t) => Object::Other(Arc::new(
             DynamicObject::from_value(t, value)
                 .map_err(|e| FieldError::at("metadata", format!("invalid metadata: {e}")))?,
@@ -129,13 +141,17 @@ pub(crate) fn parse_object(value: &Value) -> Result<Object, FieldError> {
             return Err(first.into());
         }
     }
-    Ok(obj)
+    Ok((obj, warnings))
 }
 
-/// Deserializes with the path of a type error, then rejects fields the type does not have, as
-/// `kubectl` does with strict field validation (a typo like `resource:` would otherwise be
-/// silently ignored).
-fn typed<T: DeserializeOwned + Serialize>(value: &Value) -> Result<T, FieldError> {
+/// Deserializes with the path of a type error, then looks for fields the type does not have:
+/// an error when `strict`, as `kubectl` does with strict field validation (a typo like
+/// `resource:` would otherwise be silently ignored), else a warning.
+fn typed<T: DeserializeOwned + Serialize>(
+    value: &Value,
+    strict: bool,
+    warnings: &mut Vec<String>,
+) -> Result<T, FieldError> {
     let t: T = serde_path_to_error::deserialize(value.clone()).map_err(|e| FieldError {
         field: path_string(e.path()),
         message: e.inner().to_string(),
@@ -145,7 +161,10 @@ fn typed<T: DeserializeOwned + Serialize>(value: &Value) -> Result<T, FieldError
         message: e.to_string(),
     })?;
     if let Some((path, key)) = first_unknown(value, &back, "") {
-        return Err(FieldError::at(path, format!("unknown field {key:?}")));
+        if strict {
+            return Err(FieldError::at(path, format!("unknown field {key:?}")));
+        }
+        warnings.push(format!("unknown field {path:?}"));
     }
     Ok(t)
 }

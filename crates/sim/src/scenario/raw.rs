@@ -201,13 +201,15 @@ pub(super) struct StepRaw {
     #[serde(default)]
     pub(super) pod_status: Option<PodStatusRaw>,
     #[serde(default)]
+    pub(super) drain: Option<DrainRaw>,
+    #[serde(default)]
     pub(super) expect: Option<Vec<Value>>,
 }
 
 /// Every action a step may have, as written.
 pub(super) const ACTIONS: &str =
     "apply, delete, taint, untaint, cordon, uncordon, scale, annotate, label, \
-     nodeDown, nodeUp, nodeCondition, podStatus, expect";
+     nodeDown, nodeUp, nodeCondition, podStatus, drain, expect";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -245,6 +247,27 @@ pub(super) struct UntaintRaw {
 #[serde(deny_unknown_fields)]
 pub(super) struct NodeRaw {
     pub(super) node: String,
+}
+
+/// `drain`: kubectl drain's flags, named as its `drain.Helper` fields.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct DrainRaw {
+    pub(super) node: String,
+    #[serde(default)]
+    pub(super) ignore_daemon_sets: bool,
+    #[serde(default)]
+    pub(super) delete_empty_dir_data: bool,
+    #[serde(default)]
+    pub(super) force: bool,
+    #[serde(default)]
+    pub(super) grace_period_seconds: Option<i64>,
+    #[serde(default)]
+    pub(super) timeout: Option<Dur>,
+    #[serde(default)]
+    pub(super) pod_selector: Option<String>,
+    #[serde(default)]
+    pub(super) disable_eviction: bool,
 }
 
 #[derive(Deserialize)]

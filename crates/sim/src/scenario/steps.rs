@@ -219,6 +219,7 @@ fn one_action(raw: &StepRaw, path: &str) -> Result<(), FieldError> {
         ("nodeUp", raw.node_up.is_some()),
         ("nodeCondition", raw.node_condition.is_some()),
         ("podStatus", raw.pod_status.is_some()),
+        ("drain", raw.drain.is_some()),
         ("expect", raw.expect.is_some()),
     ]
     .into_iter()
@@ -296,6 +297,9 @@ pub(super) fn step_actions(raw: StepRaw, path: &str) -> Result<Vec<StepAction>, 
     }
     if let Some(s) = raw.pod_status {
         return pod_status_action(s, path);
+    }
+    if let Some(d) = raw.drain {
+        return drain_action(d, path);
     }
     let p = join(path, "expect");
     let mut assertions = Vec::new();
@@ -488,4 +492,27 @@ fn meta_edit_action(name: &str, m: MetaEditRaw, path: &str) -> Result<Vec<StepAc
     } else {
         StepAction::Annotate { key, set, remove }
     })
+}
+
+/// `drain`: kubectl drain's options, checked as kubectl checks its flags.
+fn drain_action(d: DrainRaw, path: &str) -> Result<Vec<StepAction>, FieldError> {
+    let p = join(path, "drain");
+    non_empty(&d.node, &join(&p, "node"))?;
+    let pod_selector = d.pod_selector.unwrap_or_default();
+    if let Err(e) = kubeplane_core::labels::parse(&pod_selector) {
+        return Err(FieldError::at(
+            join(&p, "podSelector"),
+            format!("Invalid value: {pod_selector:?}: must be a valid label selector ({e})"),
+        ));
+    }
+    one(StepAction::Drain(crate::drain::DrainOptions {
+        node: d.node,
+        ignore_daemon_sets: d.ignore_daemon_sets,
+        delete_empty_dir_data: d.delete_empty_dir_data,
+        force: d.force,
+        grace_period_seconds: d.grace_period_seconds.unwrap_or(-1),
+        timeout: d.timeout.map_or(SimDuration::ZERO, |t| t.0),
+        pod_selector,
+        disable_eviction: d.disable_eviction,
+    }))
 }

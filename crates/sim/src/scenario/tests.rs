@@ -829,8 +829,8 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "an unknown step field is rejected",
-        input: "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec:\n  steps:\n  - {at: 1s, drain: {node: n1}}\n",
-        expect: &["spec.steps[0]", "unknown field `drain`"],
+        input: "apiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nspec:\n  steps:\n  - {at: 1s, reboot: {node: n1}}\n",
+        expect: &["spec.steps[0]", "unknown field `reboot`"],
     },
     Case {
         name: "an unknown field of an action is rejected",

@@ -1,0 +1,163 @@
+//! What a [`crate::StorageClient`] stores into: the in-memory storage, or the durable one
+//! journaled to redb (`kubeplane serve --data-dir`), with objects encoded as their JSON.
+//!
+//! The durable storage acknowledges a write once it is on disk and shares each sync among the
+//! writes queued meanwhile. The registry serializes its writes under its write lock (the
+//! revision of a write is known before it is made), so it submits a write under that lock and
+//! waits for it to be durable after releasing it: the next writer does not wait for the disk,
+//! and the writes of concurrent clients commit in groups.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kubeplane_api::{DynamicObject, Kind, Object};
+use kubeplane_storage::{
+    Codec, DurableStorage, Event, Key, MemoryStorage, MemoryWatcher, Prefix, Revision, Storage,
+    StorageError, Versioned,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Objects as the JSON a client reads (`Object::to_json`), apiVersion and kind first.
+pub struct ObjectJson;
+
+impl Codec<Object> for ObjectJson {
+    fn encode(&self, value: &Object, out: &mut Vec<u8>) {
+        serde_json::to_writer(out, &value.to_json()).expect("an object serializes to JSON");
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<Object, String> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        object_from_json(&value)
+    }
+}
+
+/// The object a JSON manifest with `apiVersion` and `kind` describes, of a kind kubeplane
+/// stores. Unlike a scenario's manifests, nothing is validated or defaulted: it decodes what
+/// [`Object::to_json`] wrote.
+pub fn object_from_json(value: &Value) -> Result<Object, String> {
+    let field = |name: &str| value.get(name).and_then(Value::as_str).unwrap_or("");
+    let (api_version, kind) = (field("apiVersion"), field("kind"));
+    let kind = Kind::from_manifest(api_version, kind)
+        .ok_or_else(|| format!("unsupported kind {kind:?} of apiVersion {api_version:?}"))?;
+    fn typed<T: DeserializeOwned>(value: &Value) -> Result<Arc<T>, String> {
+        T::deserialize(value)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }
+    Ok(match kind {
+        Kind::Namespace => Object::Namespace(typed::<Namespace>(value)?),
+        Kind::Node => Object::Node(typed::<Node>(value)?),
+        Kind::PriorityClass => Object::PriorityClass(typed::<PriorityClass>(value)?),
+        Kind::Deployment => Object::Deployment(typed::<Deployment>(value)?),
+        Kind::ReplicaSet => Object::ReplicaSet(typed::<ReplicaSet>(value)?),
+        Kind::PodDisruptionBudget => {
+            Object::PodDisruptionBudget(typed::<PodDisruptionBudget>(value)?)
+        }
+        Kind::Pod => Object::Pod(typed::<Pod>(value)?),
+        Kind::Lease => Object::Lease(typed::<Lease>(value)?),
+        Kind::Other(t) => Object::Other(Arc::new(
+            DynamicObject::from_value(t, value).map_err(|e| e.to_string())?,
+        )),
+    })
+}
+
+/// The storage under a client.
+pub(crate) enum Backing {
+    Memory(MemoryStorage<Object>),
+    Durable(DurableStorage<Object>),
+}
+
+impl Backing {
+    pub(crate) fn storage(&self) -> &dyn Storage<Object> {
+        match self {
+            Backing::Memory(s) => s,
+            Backing::Durable(s) => s,
+        }
+    }
+
+    pub(crate) fn cursor(
+        &self,
+        prefix: &Prefix,
+        from: Option<Revision>,
+    ) -> Result<MemoryWatcher<Object>, StorageError> {
+        match self {
+            Backing::Memory(s) => s.cursor(prefix, from),
+            Backing::Durable(s) => s.cursor(prefix, from),
+        }
+    }
+
+    pub(crate) fn wait_for_revision(
+        &self,
+        revision: Revision,
+        timeout: std::time::Duration,
+    ) -> bool {
+        match self {
+            Backing::Memory(s) => s.wait_for_revision(revision, timeout),
+            Backing::Durable(s) => s.wait_for_revision(revision, timeout),
+        }
+    }
+
+    /// The key's latest version, including writes submitted and not yet durable.
+    pub(crate) fn latest(&self, key: &Key) -> Option<Versioned<Object>> {
+        match self {
+            Backing::Memory(s) => s.get(key, None).ok().flatten(),
+            Backing::Durable(s) => s.latest(key),
+        }
+    }
+
+    /// The revision of the latest write, durable or not.
+    pub(crate) fn latest_revision(&self) -> Revision {
+        match self {
+            Backing::Memory(s) => s.current_revision(),
+            Backing::Durable(s) => s.latest_revision(),
+        }
+    }
+
+    /// A create that is acknowledged once [`Backing::wait_durable`] of its revision returns.
+    pub(crate) fn create(
+        &self,
+        key: &Key,
+        obj: Object,
+    ) -> Result<Arc<Event<Object>>, StorageError> {
+        match self {
+            Backing::Memory(s) => s.create(key, obj),
+            Backing::Durable(s) => s.submit_create(key, obj),
+        }
+    }
+
+    pub(crate) fn update(
+        &self,
+        key: &Key,
+        obj: Object,
+        expected: Option<Revision>,
+    ) -> Result<Arc<Event<Object>>, StorageError> {
+        match self {
+            Backing::Memory(s) => s.update(key, obj, expected),
+            Backing::Durable(s) => s.submit_update(key, obj, expected),
+        }
+    }
+
+    pub(crate) fn delete(
+        &self,
+        key: &Key,
+        expected: Option<Revision>,
+    ) -> Result<Arc<Event<Object>>, StorageError> {
+        match self {
+            Backing::Memory(s) => s.delete(key, expected),
+            Backing::Durable(s) => s.submit_delete(key, expected),
+        }
+    }
+
+    /// Waits until the writes up to `revision` are durable (at once in memory).
+    pub(crate) fn wait_durable(&self, revision: Revision) -> Result<(), StorageError> {
+        match self {
+            Backing::Memory(_) => Ok(()),
+            Backing::Durable(s) => s.wait_durable(revision),
+        }
+    }
+}

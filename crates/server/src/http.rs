@@ -1,0 +1,294 @@
+//! The HTTPS front: the accept loop (TLS with ALPN, HTTP/1.1 and HTTP/2 on one port),
+//! authentication (the admin bearer token, or a client certificate signed by the server's CA;
+//! the health endpoints and `/version` are open, as upstream's default RBAC leaves them),
+//! routing to discovery, OpenAPI, metrics and the resource handlers, and graceful shutdown.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
+use hyper::body::{Frame, Incoming};
+use hyper::{Method, Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio_rustls::TlsAcceptor;
+
+use crate::handlers::{self, Reply};
+use crate::request::{parse_path, Query, ResourceRequest, Target};
+use crate::state::State;
+use crate::status::StatusError;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// kube-apiserver's limit on a request body (3 MiB).
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+/// A response body fed by a watch's channel.
+struct ChannelBody(mpsc::Receiver<Bytes>);
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+fn respond(code: u16, content_type: &str, body: Body, warnings: &[String]) -> Response<Body> {
+    let mut r = Response::builder()
+        .status(code)
+        .header("Content-Type", content_type)
+        .header("Cache-Control", "no-cache, private");
+    for w in warnings {
+        r = r.header("Warning", format!("299 - {:?}", w));
+    }
+    r.body(body).unwrap_or_else(|_| Response::new(full("")))
+}
+
+fn status_response(e: &StatusError) -> Response<Body> {
+    respond(e.code, "application/json", full(e.body().to_string()), &[])
+}
+
+fn json_response(code: u16, v: &Value) -> Response<Body> {
+    respond(code, "application/json", full(v.to_string()), &[])
+}
+
+fn authenticated(state: &State, req: &Request<Incoming>, client_cert: bool) -> bool {
+    if client_cert {
+        return true;
+    }
+    let Some(h) = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let Some(token) = h.strip_prefix("Bearer ") else {
+        return false;
+    };
+    constant_time_eq(token.trim().as_bytes(), state.token.as_bytes())
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Serves one request.
+async fn handle(
+    state: Arc<State>,
+    client_cert: bool,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let path = req.uri().path().to_string();
+    let open = matches!(
+        path.as_str(),
+        "/readyz" | "/livez" | "/healthz" | "/version"
+    ) || path.starts_with("/readyz/")
+        || path.starts_with("/livez/")
+        || path.starts_with("/healthz/");
+    if open {
+        return Ok(match path.as_str() {
+            "/version" => json_response(200, &crate::discovery::version(state.version)),
+            _ => respond(200, "text/plain; charset=utf-8", full("ok"), &[]),
+        });
+    }
+    if !authenticated(&state, &req, client_cert) {
+        return Ok(status_response(&StatusError::unauthorized()));
+    }
+    let method = req.method().clone();
+    let query = Query::parse(req.uri().query());
+    let content_type = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return Ok(status_response(&StatusError::new(
+                413,
+                "RequestEntityTooLarge",
+                "Request entity too large: limit is 3145728",
+            )))
+        }
+    };
+    let response = route(state.clone(), &method, &path, query, &content_type, body).await;
+    Ok(response)
+}
+
+async fn route(
+    state: Arc<State>,
+    method: &Method,
+    path: &str,
+    query: Query,
+    content_type: &str,
+    body: Bytes,
+) -> Response<Body> {
+    match path {
+        "/metrics" => {
+            return respond(
+                200,
+                "text/plain; version=0.0.4",
+                full(state.metrics_text()),
+                &[],
+            )
+        }
+        "/openapi/v3" => return json_response(200, &crate::openapi::index()),
+        _ => {}
+    }
+    if let Some(gv) = path.strip_prefix("/openapi/v3/") {
+        return match crate::openapi::group_version(gv) {
+            Some(doc) => json_response(200, &doc),
+            None => status_response(&StatusError::not_found_path()),
+        };
+    }
+    let target = match parse_path(path) {
+        Ok(t) => t,
+        Err(e) => return status_response(&e),
+    };
+    let req = match target {
+        Target::Discovery(segs) => {
+            return match crate::discovery::document(&segs, &state.address) {
+                Ok(d) => json_response(200, &d),
+                Err(e) => status_response(&e),
+            }
+        }
+        Target::Resource(r) => r,
+    };
+    let verb = verb_of(method, &req, &query);
+    let resource = req.kind.plural();
+    if verb == "watch" {
+        let render: crate::watch::Render = Arc::new(|o| o.to_json());
+        return match crate::watch::start(state.clone(), req, &query, render) {
+            Ok(rx) => {
+                state.count_request("WATCH", resource, 200);
+                respond(200, "application/json", ChannelBody(rx).boxed(), &[])
+            }
+            Err(e) => status_response(&e),
+        };
+    }
+    let method = method.clone();
+    let content_type = content_type.to_string();
+    let st = state.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        dispatch(&st, &method, &req, &query, &content_type, &body)
+    })
+    .await;
+    let reply = match result {
+        Ok(r) => r,
+        Err(_) => Err(StatusError::new(
+            500,
+            "InternalError",
+            "the request handler failed",
+        )),
+    };
+    match reply {
+        Ok(r) => {
+            state.count_request(verb, resource, r.code);
+            respond(r.code, "application/json", full(r.body), &r.warnings)
+        }
+        Err(e) => {
+            state.count_request(verb, resource, e.code);
+            status_response(&e)
+        }
+    }
+}
+
+fn verb_of(method: &Method, req: &ResourceRequest, q: &Query) -> &'static str {
+    match (method.as_str(), req.name.is_some()) {
+        ("GET", false) if q.flag("watch") => "watch",
+        ("GET", true) if q.flag("watch") => "watch",
+        ("GET", false) => "LIST",
+        ("GET", true) => "GET",
+        ("POST", _) => "POST",
+        ("PUT", _) => "PUT",
+        ("PATCH", _) => "PATCH",
+        ("DELETE", true) => "DELETE",
+        ("DELETE", false) => "DELETECOLLECTION",
+        _ => "OTHER",
+    }
+}
+
+fn dispatch(
+    state: &State,
+    method: &Method,
+    req: &ResourceRequest,
+    q: &Query,
+    content_type: &str,
+    body: &[u8],
+) -> Result<Reply, StatusError> {
+    let parsed = || handlers::parse_body(body, content_type);
+    let optional = || {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            Ok(None)
+        } else {
+            handlers::parse_body(body, content_type).map(Some)
+        }
+    };
+    match (method.as_str(), req.name.is_some()) {
+        ("GET", true) => handlers::get(state, req),
+        ("GET", false) => handlers::list(state, req, q),
+        ("POST", _) => handlers::create(state, req, q, &parsed()?),
+        ("PUT", true) => handlers::update(state, req, q, &parsed()?),
+        ("PATCH", true) => crate::patch::patch(state, req, q, content_type, body),
+        ("DELETE", true) => handlers::delete(state, req, q, optional()?.as_ref()),
+        ("DELETE", false) => handlers::delete_collection(state, req, q, optional()?.as_ref()),
+        (m, _) => Err(StatusError::method_not_allowed(m, req.kind.as_str())),
+    }
+}
+
+/// Accepts connections until `shutdown` turns true, then lets in-flight requests finish (at
+/// most `grace`).
+pub async fn serve(
+    listener: TcpListener,
+    tls: TlsAcceptor,
+    state: Arc<State>,
+    mut shutdown: watch::Receiver<bool>,
+    grace: Duration,
+) {
+    let mut tasks = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((tcp, _)) = accepted else { continue };
+                let tls = tls.clone();
+                let state = state.clone();
+                let mut stop = shutdown.clone();
+                tasks.spawn(async move {
+                    let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), tls.accept(tcp)).await else { return };
+                    let client_cert = stream.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty());
+                    let service = hyper::service::service_fn(move |req| handle(state.clone(), client_cert, req));
+                    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = async { let _ = stop.wait_for(|s| *s).await; } => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
+                });
+            }
+            _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break,
+        }
+        while tasks.try_join_next().is_some() {}
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+}

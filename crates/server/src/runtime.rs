@@ -1,0 +1,196 @@
+//! The control plane inside the server: the scheduler, the controller manager's controllers
+//! and a simulated kubelet for every Node, driven on the server's clock by one thread.
+//!
+//! The thread follows the storage's event log with its own cursor (its informers), hands each
+//! change to every component as the simulator does, runs the components whose work is due at
+//! the clock's current instant until none is, stores the events they recorded as `v1` Events,
+//! and sleeps until the next component's wake-up or the next change, whichever comes first.
+//! The Node annotation `kubeplane.io/agent` (`down`, `none`) stops a node's agent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kubeplane_api::{Client, Component, EventType, Kind, Object, WatchEvent};
+use kubeplane_core::SimTime;
+use kubeplane_registry::StorageClient;
+use kubeplane_scheduler::Scheduler;
+use kubeplane_sim::agents::NodeAgents;
+use kubeplane_storage::{Event, EventKind, Prefix, Watcher};
+
+use crate::state::{flush_events, State};
+
+/// The annotation that controls a node's simulated agent.
+pub const AGENT_ANNOTATION: &str = "kubeplane.io/agent";
+
+/// Rounds at one instant after which the loop yields (and says so): a component that keeps
+/// asking to run again at the same instant must not stop the server.
+const MAX_ROUNDS: u32 = 10_000;
+
+/// The components and their thread's client.
+pub struct ControlPlane {
+    pub client: StorageClient,
+    pub scheduler: Scheduler,
+    pub controllers: Vec<Box<dyn Component + Send>>,
+    pub periodic: Vec<Box<dyn Component + Send>>,
+    pub agents: NodeAgents,
+    /// Nodes whose agent the annotation has stopped.
+    stopped_agents: std::collections::BTreeSet<String>,
+}
+
+impl ControlPlane {
+    pub fn new(
+        client: StorageClient,
+        scheduler: Scheduler,
+        controllers: Vec<Box<dyn Component + Send>>,
+        periodic: Vec<Box<dyn Component + Send>>,
+        agents: NodeAgents,
+    ) -> ControlPlane {
+        ControlPlane {
+            client,
+            scheduler,
+            controllers,
+            periodic,
+            agents,
+            stopped_agents: Default::default(),
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &dyn Component> {
+        self.periodic
+            .iter()
+            .chain(self.controllers.iter())
+            .map(|c| c.as_ref() as &dyn Component)
+            .chain([
+                &self.agents as &dyn Component,
+                &self.scheduler as &dyn Component,
+            ])
+    }
+
+    fn next_wakeup(&self) -> Option<SimTime> {
+        self.all().filter_map(|c| c.next_wakeup()).min()
+    }
+
+    /// The components' counters (upstream metric names).
+    pub fn metrics(&self) -> Vec<(String, u64)> {
+        self.all().flat_map(|c| c.metrics()).collect()
+    }
+
+    fn observe(&mut self, ev: &Event<Object>, now: SimTime) {
+        let we = WatchEvent {
+            type_: match ev.kind {
+                EventKind::Added => EventType::Added,
+                EventKind::Modified => EventType::Modified,
+                EventKind::Deleted => EventType::Deleted,
+            },
+            object: ev.object().value.clone(),
+            old: ev.prev.as_ref().map(|v| v.value.clone()),
+            resource_version: ev.revision,
+        };
+        if we.object.kind() == Kind::Node {
+            self.follow_agent_annotation(&we, now);
+        }
+        for c in self.periodic.iter_mut().chain(self.controllers.iter_mut()) {
+            c.observe(&we, now);
+        }
+        self.scheduler.observe(&we, now);
+        self.agents.observe(&we, now);
+    }
+
+    /// Stops or restarts a node's agent as its `kubeplane.io/agent` annotation says.
+    fn follow_agent_annotation(&mut self, ev: &WatchEvent, now: SimTime) {
+        let name = ev.object.name().to_string();
+        let value = ev
+            .object
+            .meta()
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(AGENT_ANNOTATION))
+            .map(String::as_str);
+        let stop = ev.type_ != EventType::Deleted && matches!(value, Some("down" | "none"));
+        if stop && self.stopped_agents.insert(name.clone()) {
+            self.agents.set_node_down(&name);
+        } else if !stop && self.stopped_agents.remove(&name) && ev.type_ != EventType::Deleted {
+            self.agents.set_node_up(&name, now);
+        }
+    }
+
+    /// Runs every component with work due at `now` until none has any, delivering the changes
+    /// they make as they go (the simulator's settle, with a bound instead of an error).
+    fn settle(&mut self, now: SimTime, cursor: &mut dyn Watcher<Object>) {
+        self.client.now = now;
+        let mut batch = Vec::new();
+        for _ in 0..MAX_ROUNDS {
+            let mut delivered = false;
+            loop {
+                batch.clear();
+                match cursor.try_next_batch(&mut batch, 1024) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        delivered = true;
+                        for ev in &batch {
+                            self.observe(ev, now);
+                        }
+                    }
+                }
+            }
+            let mut ran = false;
+            for c in self.periodic.iter_mut().chain(self.controllers.iter_mut()) {
+                if c.next_wakeup().is_some_and(|t| t <= now) {
+                    c.run(now, &mut self.client);
+                    ran = true;
+                }
+            }
+            if self.agents.next_wakeup().is_some_and(|t| t <= now) {
+                self.agents.run(now, &mut self.client);
+                ran = true;
+            }
+            if !ran && !delivered && self.scheduler.next_wakeup().is_some_and(|t| t <= now) {
+                self.scheduler.run(now, &mut self.client);
+                ran = true;
+            }
+            flush_events(&mut self.client);
+            if !ran && !delivered {
+                return;
+            }
+        }
+        eprintln!("kubeplane serve: the control plane did not settle at {now} in {MAX_ROUNDS} rounds; going on");
+    }
+
+    /// Runs until the server stops.
+    pub fn run(mut self, state: Arc<State>) {
+        let storage = state.storage();
+        let Ok(mut cursor) = storage.watch(&Prefix::All, Some(0)) else {
+            eprintln!("kubeplane serve: the control plane could not watch the storage");
+            return;
+        };
+        let mut published = std::time::Instant::now();
+        while !state.is_stopping() {
+            let now = state.clock.now();
+            self.settle(now, cursor.as_mut());
+            if published.elapsed() >= Duration::from_secs(1) {
+                if let Ok(mut m) = state.component_metrics.lock() {
+                    *m = self.metrics();
+                }
+                published = std::time::Instant::now();
+            }
+            let wait = self
+                .next_wakeup()
+                .map(|t| state.clock.wall_until(t))
+                .unwrap_or(Duration::from_millis(200))
+                .min(Duration::from_millis(200));
+            if !wait.is_zero() {
+                // Wakes early for a change; the change is delivered at the next settle.
+                if let Ok(Some(ev)) = cursor.wait_next(wait) {
+                    let now = state.clock.now();
+                    self.client.now = now;
+                    self.observe(&ev, now);
+                }
+            }
+        }
+    }
+
+    /// The client the components write through (its cache is what their listers read).
+    pub fn client(&mut self) -> &mut dyn Client {
+        &mut self.client
+    }
+}

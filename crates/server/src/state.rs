@@ -1,0 +1,173 @@
+//! What every request handler shares: the storage (reads and watches), the registry client
+//! that writes (one at a time, as the registry's write lock makes them anyway), the clock,
+//! the credentials and the request counters.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use kubeplane_api::{ApiError, Client, ObjectKey};
+use kubeplane_core::version::KubeVersion;
+use kubeplane_registry::StorageClient;
+use kubeplane_storage::Storage;
+
+use crate::clock::ServerClock;
+use crate::events::event_object;
+
+/// The server's shared state.
+pub struct State {
+    /// Reads and watches go to the storage directly (this client never writes).
+    reader: StorageClient,
+    writer: Mutex<StorageClient>,
+    pub clock: ServerClock,
+    /// The admin bearer token.
+    pub token: String,
+    pub version: KubeVersion,
+    /// `host:port` clients reach the server at.
+    pub address: String,
+    /// Set when the server is shutting down: watches end.
+    pub stopping: AtomicBool,
+    /// `apiserver_request_total` by (verb, resource, code).
+    requests: Mutex<BTreeMap<(String, String, u16), u64>>,
+    /// The components' counters, as the control plane last published them.
+    pub component_metrics: Mutex<Vec<(String, u64)>>,
+}
+
+impl State {
+    pub fn new(
+        client: StorageClient,
+        clock: ServerClock,
+        token: String,
+        version: KubeVersion,
+        address: String,
+    ) -> Arc<State> {
+        Arc::new(State {
+            reader: client.handle(),
+            writer: Mutex::new(client),
+            clock,
+            token,
+            version,
+            address,
+            stopping: AtomicBool::new(false),
+            requests: Mutex::new(BTreeMap::new()),
+            component_metrics: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn storage(&self) -> &dyn Storage<kubeplane_api::Object> {
+        self.reader.storage()
+    }
+
+    pub fn current_revision(&self) -> u64 {
+        self.storage().current_revision()
+    }
+
+    /// A new client over the same storage (for the control plane's thread).
+    pub fn client(&self) -> StorageClient {
+        self.reader.handle()
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
+    }
+
+    fn lock_writer(&self) -> MutexGuard<'_, StorageClient> {
+        match self.writer.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Runs one registry call at the cluster's current instant, then stores the events it
+    /// recorded.
+    pub fn write<T>(&self, f: impl FnOnce(&mut StorageClient) -> T) -> T {
+        let mut client = self.lock_writer();
+        client.now = self.clock.now();
+        let out = f(&mut client);
+        flush_events(&mut client);
+        out
+    }
+
+    pub fn count_request(&self, verb: &str, resource: &str, code: u16) {
+        let mut r = match self.requests.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        *r.entry((verb.to_string(), resource.to_string(), code))
+            .or_default() += 1;
+    }
+
+    /// The Prometheus text exposition of the server's and the components' counters.
+    pub fn metrics_text(&self) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, resource and HTTP response code.\n");
+        out.push_str("# TYPE apiserver_request_total counter\n");
+        if let Ok(r) = self.requests.lock() {
+            for ((verb, resource, code), n) in r.iter() {
+                out.push_str(&format!(
+                    "apiserver_request_total{{code=\"{code}\",resource=\"{resource}\",verb=\"{verb}\"}} {n}\n"
+                ));
+            }
+        }
+        out.push_str("# TYPE etcd_current_revision gauge\n");
+        out.push_str(&format!(
+            "kubeplane_storage_revision {}\n",
+            self.current_revision()
+        ));
+        if let Ok(m) = self.component_metrics.lock() {
+            for (name, value) in m.iter() {
+                let metric: String = name
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric()
+                            || c == '_'
+                            || c == '{'
+                            || c == '}'
+                            || c == '='
+                            || c == '"'
+                            || c == ','
+                        {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect();
+                out.push_str(&format!("{metric} {value}\n"));
+            }
+        }
+        out
+    }
+}
+
+/// Stores the events a client recorded as `v1` Events (a name taken at the same instant gets
+/// the next nanosecond, as two events a nanosecond apart would).
+pub fn flush_events(client: &mut StorageClient) {
+    let events = std::mem::take(&mut client.events);
+    client.records.clear();
+    for ev in events {
+        let at = client.clock().timestamp(ev.time).0;
+        let uid = client
+            .cache()
+            .get(kind_of(ev.kind), &ev.namespace, &ev.name)
+            .map(|o| o.uid().to_string());
+        for bump in 0..64 {
+            let at = at + jiff::SignedDuration::from_nanos(bump);
+            match client.create(event_object(&ev, at, uid.as_deref())) {
+                Err(ApiError::AlreadyExists { .. }) => continue,
+                _ => break,
+            }
+        }
+    }
+}
+
+fn kind_of(name: &str) -> kubeplane_api::Kind {
+    crate::request::all_kinds()
+        .find(|k| k.as_str() == name)
+        .unwrap_or(kubeplane_api::Kind::Pod)
+}
+
+/// The key of a request's object.
+pub fn key(kind: kubeplane_api::Kind, namespace: &str, name: &str) -> ObjectKey {
+    ObjectKey::new(kind, namespace, name)
+}

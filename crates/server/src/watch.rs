@@ -1,0 +1,214 @@
+//! WATCH as kube-apiserver serves it: a stream of `{"type": ..., "object": ...}` lines from a
+//! resourceVersion (unset or `0`: the current objects first, as ADDED events; `N`: every change
+//! after N), label and field selectors with the ADDED/DELETED transitions of objects that start
+//! or stop matching, BOOKMARK events when the client allows them (and the `initial-events-end`
+//! bookmark of `sendInitialEvents`), `timeoutSeconds`, and a 410 `ERROR` event when the client
+//! asks for, or falls behind, a compacted revision.
+//!
+//! Each watch is one thread over a storage cursor, writing into a channel the response body
+//! reads; it ends when the client goes, the timeout passes or the server stops.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kubeplane_api::Object;
+use kubeplane_storage::{EventKind, ListOptions, StorageError};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::list::{prefix, Filter};
+use crate::request::{Query, ResourceRequest};
+use crate::state::State;
+use crate::status::StatusError;
+
+/// How often an idle watch that allows bookmarks gets one.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(5);
+
+/// What a watch line's object is rendered as.
+pub type Render = Arc<dyn Fn(&Object) -> serde_json::Value + Send + Sync>;
+
+struct Watch {
+    state: Arc<State>,
+    req: ResourceRequest,
+    filter: Filter,
+    bookmarks: bool,
+    initial: InitialEvents,
+    from: Option<u64>,
+    deadline: Instant,
+    render: Render,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum InitialEvents {
+    None,
+    /// Legacy: unset or `0` resourceVersion sends the current state first.
+    Legacy,
+    /// `sendInitialEvents=true`: the current state, then a bookmark marking its end.
+    WithEndBookmark,
+}
+
+/// Starts a watch; the receiver yields the response body's chunks.
+pub fn start(
+    state: Arc<State>,
+    req: ResourceRequest,
+    q: &Query,
+    render: Render,
+) -> Result<mpsc::Receiver<Bytes>, StatusError> {
+    let filter = Filter::from_query(q, req.kind)?;
+    let rv = q.get("resourceVersion");
+    let send_initial = q.get("sendInitialEvents");
+    let (initial, from) = match (send_initial, rv) {
+        (Some("true"), _) => {
+            if q.get("resourceVersionMatch") != Some("NotOlderThan") {
+                return Err(StatusError::invalid_list("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan"));
+            }
+            (InitialEvents::WithEndBookmark, None)
+        }
+        (_, None | Some("0")) => (InitialEvents::Legacy, None),
+        (_, Some(n)) => (
+            InitialEvents::None,
+            Some(n.parse::<u64>().map_err(|_| {
+                StatusError::bad_request(format!("invalid resource version: {n:?}"))
+            })?),
+        ),
+    };
+    let timeout = q
+        .number("timeoutSeconds")?
+        .filter(|&s| s > 0)
+        .unwrap_or(1800);
+    let watch = Watch {
+        state,
+        req,
+        filter,
+        bookmarks: q.flag("allowWatchBookmarks"),
+        initial,
+        from,
+        deadline: Instant::now() + Duration::from_secs(timeout as u64),
+        render,
+    };
+    let (tx, rx) = mpsc::channel(256);
+    std::thread::Builder::new()
+        .name("watch".into())
+        .spawn(move || watch.run(tx))
+        .map_err(|e| StatusError::new(500, "InternalError", e.to_string()))?;
+    Ok(rx)
+}
+
+fn line(type_: &str, object: serde_json::Value) -> Bytes {
+    let mut s = json!({"type": type_, "object": object}).to_string();
+    s.push('\n');
+    Bytes::from(s)
+}
+
+fn expired(requested: u64, oldest: u64) -> Bytes {
+    let status = StatusError::new(
+        410,
+        "Expired",
+        format!("too old resource version: {requested} ({oldest})"),
+    );
+    line("ERROR", status.body())
+}
+
+impl Watch {
+    fn bookmark(&self, revision: u64, end_of_initial: bool) -> Bytes {
+        let mut meta = json!({"resourceVersion": revision.to_string()});
+        if end_of_initial {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        line(
+            "BOOKMARK",
+            json!({"kind": self.req.kind.as_str(), "apiVersion": self.req.kind.api_version(), "metadata": meta}),
+        )
+    }
+
+    fn run(self, tx: mpsc::Sender<Bytes>) {
+        let storage = self.state.storage();
+        let prefix = prefix(&self.req);
+        let mut from = self.from;
+        if self.initial != InitialEvents::None {
+            let page = match storage.list(&prefix, &ListOptions::default()) {
+                Ok(p) => p,
+                Err(_) => return,
+            };
+            for (_, v) in &page.items {
+                if self.filter.matches(&v.value)
+                    && tx
+                        .blocking_send(line("ADDED", (self.render)(&v.value)))
+                        .is_err()
+                {
+                    return;
+                }
+            }
+            if self.initial == InitialEvents::WithEndBookmark
+                && tx
+                    .blocking_send(self.bookmark(page.revision, true))
+                    .is_err()
+            {
+                return;
+            }
+            from = Some(page.revision);
+        }
+        let mut cursor = match storage.watch(&prefix, from) {
+            Ok(c) => c,
+            Err(StorageError::Gone { requested, oldest }) => {
+                let _ = tx.blocking_send(expired(requested, oldest));
+                return;
+            }
+            Err(_) => return,
+        };
+        let mut last_bookmark = Instant::now();
+        while !self.state.is_stopping() && Instant::now() < self.deadline && !tx.is_closed() {
+            match cursor.wait_next(Duration::from_millis(250)) {
+                Ok(Some(ev)) => {
+                    if let Some(chunk) = self.event_line(&ev) {
+                        if tx.blocking_send(chunk).is_err() {
+                            return;
+                        }
+                    }
+                }
+                Ok(None) => {}
+                Err(StorageError::Gone { requested, oldest }) => {
+                    let _ = tx.blocking_send(expired(requested, oldest));
+                    return;
+                }
+                Err(_) => return,
+            }
+            if self.bookmarks && last_bookmark.elapsed() >= BOOKMARK_EVERY {
+                last_bookmark = Instant::now();
+                if tx
+                    .blocking_send(self.bookmark(cursor.position(), false))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The line of one storage event for this watch's filter, if it concerns it: an object
+    /// that starts matching is ADDED, one that stops matching DELETED.
+    fn event_line(&self, ev: &kubeplane_storage::Event<Object>) -> Option<Bytes> {
+        let now_matches = ev
+            .current
+            .as_ref()
+            .is_some_and(|v| self.filter.matches(&v.value));
+        let was_matching = ev
+            .prev
+            .as_ref()
+            .is_some_and(|v| self.filter.matches(&v.value));
+        let (type_, obj) = match (ev.kind, was_matching, now_matches) {
+            (EventKind::Added, _, true) => ("ADDED", ev.current.as_ref()?.value.clone()),
+            (EventKind::Modified, true, true) => ("MODIFIED", ev.current.as_ref()?.value.clone()),
+            (EventKind::Modified, false, true) => ("ADDED", ev.current.as_ref()?.value.clone()),
+            (EventKind::Modified, true, false) | (EventKind::Deleted, true, _) => {
+                // The last state, at the event's revision, as upstream's watch cache sends it.
+                let mut o = ev.prev.as_ref()?.value.clone();
+                o.meta_mut().resource_version = Some(ev.revision.to_string());
+                ("DELETED", o)
+            }
+            _ => return None,
+        };
+        Some(line(type_, (self.render)(&obj)))
+    }
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The kubectl story against `kubeplane serve`: a real application applied with kubectl's
+# default validation, rollout status, scale, label, annotate, every patch type kubeplane
+# serves, taint, cordon, drain against a PodDisruptionBudget, get -w, --chunk-size, describe,
+# events, delete --wait and namespace deletion, with each kubectl given.
+#
+#   scripts/serve-kubectl-test.sh KUBEPLANE KUBECTL...
+#
+# Each kubectl gets its own server (loopback, a free port, stopped at the end). Exit 1 on the
+# first failed check, naming it.
+set -uo pipefail
+bin=$1; shift
+here=$(cd "$(dirname "$0")/.." && pwd)
+fail() { echo "FAIL [$kc_version] $*"; exit 1; }
+check() { # check NAME EXPECTED ACTUAL
+  if [[ "$3" != *"$2"* ]]; then fail "$1: expected to contain '$2', got: $3"; fi
+  echo "ok   [$kc_version] $1"
+}
+wait_for() { # wait_for NAME SECONDS COMMAND...: until COMMAND succeeds
+  local name=$1 secs=$2; shift 2
+  for _ in $(seq $((secs * 5))); do "$@" >/dev/null 2>&1 && { echo "ok   [$kc_version] $name"; return; }; sleep 0.2; done
+  fail "$name: not within ${secs}s"
+}
+story() {
+  local k=$1 tmp server
+  tmp=$(mktemp -d)
+  kc_version=$("$k" version --client -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["gitVersion"])')
+  "$bin" serve --listen 127.0.0.1:0 --kubeconfig-out "$tmp/kubeconfig" --data-dir "$tmp/data" \
+    "$here/tests/serve/cluster.yaml" 2>"$tmp/server.log" &
+  server=$!
+  trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$tmp"' RETURN
+  for _ in $(seq 100); do [ -s "$tmp/kubeconfig" ] && break; sleep 0.1; done
+  [ -s "$tmp/kubeconfig" ] || fail "the server wrote no kubeconfig: $(cat "$tmp/server.log")"
+  export KUBECONFIG=$tmp/kubeconfig
+  local server_url; server_url=$(grep -o 'https://[^ "]*' "$tmp/kubeconfig" | head -1)
+
+  check "unauthenticated requests get a 401 Status" '"reason":"Unauthorized"' "$(curl -sk "$server_url/api/v1/pods")"
+  check "version" "v1.34" "$("$k" version 2>&1)"
+  check "apply with default validation" "deployment.apps/web created" "$("$k" apply -f "$here/tests/serve/app.yaml" 2>&1)"
+  check "strict validation rejects an unknown field" 'unknown field "spec.replica"' \
+    "$(echo '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"bad","namespace":"shop"},"spec":{"replica":1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}' | "$k" apply -f - 2>&1)"
+  check "rollout status" "successfully rolled out" "$("$k" -n shop rollout status deploy/web --timeout=60s 2>&1)"
+  check "scale" "deployment.apps/web scaled" "$("$k" -n shop scale deploy/web --replicas=5 2>&1)"
+  wait_for "five pods Running after scale" 30 bash -c "[ \$('$k' -n shop get pods -l app=web --field-selector=status.phase=Running -o name | wc -l) -eq 5 ]"
+  check "label" "labeled" "$("$k" -n shop label deploy web tier=front 2>&1)"
+  check "annotate" "annotated" "$("$k" -n shop annotate deploy web note=hello 2>&1)"
+  check "label selector" "deployment.apps/web" "$("$k" -n shop get deploy -l tier=front -o name 2>&1)"
+  check "merge patch" "patched" "$("$k" -n shop patch deploy web --type=merge -p '{"spec":{"replicas":4}}' 2>&1)"
+  check "json patch" "patched" "$("$k" -n shop patch deploy web --type=json -p '[{"op":"add","path":"/metadata/annotations/json","value":"yes"}]' 2>&1)"
+  check "strategic merge patch" "patched" "$("$k" -n shop patch deploy web -p '{"metadata":{"labels":{"patched":"yes"}}}' 2>&1)"
+  check "patches applied" "4 yes" "$("$k" -n shop get deploy web -o jsonpath='{.spec.replicas} {.metadata.labels.patched}' 2>&1)"
+  check "taint" "tainted" "$("$k" taint node node-a dedicated=db:NoSchedule 2>&1)"
+  check "cordon" "cordoned" "$("$k" cordon node-b 2>&1)"
+  check "cordoned node" "true" "$("$k" get node node-b -o jsonpath='{.spec.unschedulable}' 2>&1)"
+  "$k" uncordon node-b >/dev/null 2>&1
+  local node; node=$("$k" -n shop get pods -l app=web -o jsonpath='{.items[0].spec.nodeName}')
+  check "drain against a PodDisruptionBudget" "drained" "$("$k" drain "$node" --ignore-daemonsets --timeout=60s 2>&1)"
+  check "no pod left on the drained node" "" "$("$k" -n shop get pods --field-selector=spec.nodeName="$node" -o name 2>&1)"
+  [ -z "$("$k" -n shop get pods --field-selector=spec.nodeName="$node" -o name 2>&1)" ] || fail "pods left on $node"
+  check "get -w streams changes" "web-" "$(timeout 3 "$k" -n shop get pods -w 2>&1)"
+  check "--chunk-size pages" "4" "$("$k" -n shop get pods -l app=web --chunk-size=1 -o name 2>&1 | wc -l)"
+  local pod; pod=$("$k" -n shop get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
+  check "describe shows the scheduler's event" "Successfully assigned shop/$pod" "$("$k" -n shop describe pod "$pod" 2>&1)"
+  check "events" "Scheduled" "$("$k" -n shop events 2>&1)"
+  check "delete --wait" 'deleted' "$("$k" -n shop delete deploy web --wait=true --timeout=60s 2>&1)"
+  check "namespace deletion" 'namespace "shop" deleted' "$("$k" delete namespace shop --timeout=60s 2>&1)"
+  wait_for "the namespace is gone" 30 bash -c "! '$k' get namespace shop"
+  "$k" get pods -A >/dev/null 2>&1 || fail "the server stopped answering"
+}
+for k in "$@"; do story "$k"; done
+echo "kubectl story: passed with $# kubectl build(s)"
