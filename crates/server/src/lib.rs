@@ -191,7 +191,10 @@ pub fn start(config: Config, mut input: Input) -> Result<Handle, ServeError> {
     let thread = std::thread::Builder::new()
         .name("kubeplane-serve".into())
         .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
                     let _ = ready_tx.send(Err(ServeError::Runtime(e.to_string())));
@@ -202,12 +205,19 @@ pub fn start(config: Config, mut input: Input) -> Result<Handle, ServeError> {
         })
         .map_err(|e| ServeError::Runtime(e.to_string()))?;
     match ready_rx.recv() {
-        Ok(Ok(address)) => Ok(Handle { address, credentials, stop: stop_tx, thread: Some(thread) }),
+        Ok(Ok(address)) => Ok(Handle {
+            address,
+            credentials,
+            stop: stop_tx,
+            thread: Some(thread),
+        }),
         Ok(Err(e)) => {
             let _ = thread.join();
             Err(e)
         }
-        Err(_) => Err(ServeError::Runtime("the server thread ended before it was ready".into())),
+        Err(_) => Err(ServeError::Runtime(
+            "the server thread ended before it was ready".into(),
+        )),
     }
 }
 
@@ -238,7 +248,10 @@ async fn serve(
     let listener = match tokio::net::TcpListener::bind(config.listen).await {
         Ok(l) => l,
         Err(e) => {
-            let _ = ready.send(Err(ServeError::Runtime(format!("listen on {}: {e}", config.listen))));
+            let _ = ready.send(Err(ServeError::Runtime(format!(
+                "listen on {}: {e}",
+                config.listen
+            ))));
             return;
         }
     };
@@ -250,7 +263,13 @@ async fn serve(
         }
     };
     let version = input.scenario.kubernetes_version;
-    let state = State::new(p.client, p.clock, p.creds.token.clone(), version, address.clone());
+    let state = State::new(
+        p.client,
+        p.clock,
+        p.creds.token.clone(),
+        version,
+        address.clone(),
+    );
     let mut control_plane = ControlPlane::new(
         state.client(),
         p.scheduler,
@@ -265,7 +284,9 @@ async fn serve(
         .spawn(move || control_plane.run(cp_state));
     if let Some(path) = &config.kubeconfig_out {
         if let Err(e) = kubeconfig::write(path, &address, &p.creds) {
-            state.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+            state
+                .stopping
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = ready.send(Err(ServeError::Runtime(format!("{}: {e}", path.display()))));
             return;
         }
@@ -277,8 +298,17 @@ async fn serve(
     eprintln!("kubeplane serve: listening on https://{address} ({clock})");
     let _ = ready.send(Ok(address));
     let acceptor = tokio_rustls::TlsAcceptor::from(p.tls);
-    http::serve(listener, acceptor, state.clone(), stop, Duration::from_secs(10)).await;
-    state.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+    http::serve(
+        listener,
+        acceptor,
+        state.clone(),
+        stop,
+        Duration::from_secs(10),
+    )
+    .await;
+    state
+        .stopping
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     if let Ok(cp) = cp {
         let _ = tokio::task::spawn_blocking(move || cp.join()).await;
     }
