@@ -2,5 +2,6 @@
 //! test client (the others run the whole simulator). They read the wall clock, so they live
 //! here in the binary, never in the controllers' library.
 
+pub mod jobs;
 pub mod node_lifecycle;
 pub mod taint_eviction;
