@@ -210,6 +210,9 @@ impl NodeAgents {
                 self.push(now, Timer::StopPod(p));
             } else if self.pods[p].start_at.is_some() {
                 self.push(now, Timer::StartPod(p));
+            } else if self.pods[p].end_at.is_some_and(|t| t <= now) {
+                // The run ended while the agent was down: it reports the end now.
+                self.push(now, Timer::EndPod(p));
             }
         }
     }
