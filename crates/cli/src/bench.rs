@@ -269,6 +269,11 @@ fn all_workloads(s: usize, metrics: bool) -> Vec<Workload> {
                 deployment_scale(1000 / s, (10000 / s) as i32, (1000 / s) as i32, metrics)
             }),
         },
+        Workload {
+            name: "jobs-1000",
+            about: "Jobs1000: 1000 Jobs of 2 pods (30 s each, one at a time) on 100 nodes, to completion",
+            run: Box::new(move || crate::bench_controllers::jobs::bench_jobs(100 / s, 1000 / s)),
+        },
     ];
     // The scheduler plugin and preemption workloads.
     own.into_iter()

@@ -91,7 +91,12 @@ pub(crate) fn input_error(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 /// The kinds stored as `Kind::Other` that a controller nevertheless simulates.
-const CONTROLLED_OTHER: &[(&str, &str)] = &[("apps", "StatefulSet"), ("apps", "DaemonSet")];
+const CONTROLLED_OTHER: &[(&str, &str)] = &[
+    ("apps", "StatefulSet"),
+    ("apps", "DaemonSet"),
+    ("batch", "Job"),
+    ("batch", "CronJob"),
+];
 
 /// Says once per kind which objects of the input kubeplane stores but does not simulate
 /// (`--strict`: an error naming the first such document).

@@ -128,13 +128,16 @@ fn the_man_page_is_roff_with_a_section_per_subcommand() {
     assert!(out.status.success());
     let page = stdout(&out);
     assert!(page.contains(".TH kubeplane 1"), "{page}");
-    for section in ["KUBEPLANE SIMULATE", "KUBEPLANE BENCH", "KUBEPLANE SCHEMA"] {
+    for section in ["KUBEPLANE SIMULATE", "KUBEPLANE BENCH", "KUBEPLANE SERVE", "KUBEPLANE SCHEMA"] {
         assert!(page.contains(section), "the man page lacks {section}");
     }
     assert!(page.contains("\\-\\-explain"));
 }
 
-const BENCHMARKS: [&str; 13] = [
+const BENCHMARKS: [&str; 17] = [
+    "serve-api",
+    "serve-pods",
+    "serve-list",
     "scheduling-basic-10k",
     "scheduling-basic-50k",
     "heartbeats-24h",
@@ -142,6 +145,7 @@ const BENCHMARKS: [&str; 13] = [
     "node-monitor-24h",
     "daemonset-5000",
     "deployment-scale",
+    "jobs-1000",
     "preemption-basic",
     "preemption-basic-5000",
     "preemption-async",

@@ -3,15 +3,18 @@
 //! runtime.
 
 pub mod controller_utils;
+pub mod cronjob;
 pub mod daemon;
 pub mod deployment;
 pub mod disruption;
 pub mod garbage_collector;
+pub mod job;
 pub mod manager;
 pub mod namespace;
 pub mod pod_gc;
 pub mod replicaset;
 pub mod statefulset;
+pub mod ttl_after_finished;
 
 pub mod node_lifecycle;
 #[cfg(test)]

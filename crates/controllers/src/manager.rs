@@ -4,16 +4,19 @@
 use kubeplane_api::Component;
 use kubeplane_core::features::FeatureGates;
 
+use crate::cronjob::CronJobController;
 use crate::daemon::DaemonSetsController;
 use crate::deployment::DeploymentController;
 use crate::disruption::DisruptionController;
 use crate::garbage_collector::GarbageCollector;
+use crate::job::JobController;
 use crate::namespace::NamespaceController;
 use crate::node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
 use crate::pod_gc::PodGcController;
 use crate::replicaset::ReplicaSetController;
 use crate::statefulset::StatefulSetController;
 use crate::taint_eviction::TaintEvictionController;
+use crate::ttl_after_finished::TtlAfterFinishedController;
 
 /// Controllers whose timers are pending work (a run without `duration` waits for them). PodGC
 /// is one: it only wakes while something is collectable.
@@ -28,6 +31,9 @@ pub fn controllers(features: &FeatureGates) -> Vec<Box<dyn Component + Send>> {
         Box::new(GarbageCollector::new()),
         Box::new(PodGcController::default()),
         Box::new(NamespaceController::new()),
+        Box::new(JobController::new()),
+        Box::new(CronJobController::new()),
+        Box::new(TtlAfterFinishedController::new()),
     ]
 }
 

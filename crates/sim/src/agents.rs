@@ -1,5 +1,10 @@
 //! Simulated node agents (kubelets): they start bound pods, stop deleted ones, renew node
 //! Leases and post node status, and report what `podStatus` and `nodeCondition` steps say.
+//!
+//! A pod annotated `kubeplane.io/run-duration: 45s` ends that long after it started, with the
+//! exit code of `kubeplane.io/exit-code` (0 by default) in every container: Succeeded for 0,
+//! Failed otherwise, as the kubelet reports it. Under `restartPolicy: OnFailure` a failed run
+//! (and under `Always` any run) restarts the containers at once instead, counting a restart.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -7,9 +12,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStatus, Node, NodeCondition, Pod, PodCondition,
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, Node,
+    NodeCondition, Pod, PodCondition,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 use kubeplane_store::{
@@ -24,6 +30,10 @@ pub const LEASE_DURATION_SECS: i32 = 40;
 /// Upstream kubelet `nodeStatusReportFrequency`: status is posted at least this often even
 /// when nothing changed.
 pub const NODE_STATUS_REPORT_INTERVAL: SimDuration = SimDuration(300_000_000_000);
+/// How long a pod's containers run before they exit (a Go duration such as `45s`).
+pub const RUN_DURATION_ANNOTATION: &str = "kubeplane.io/run-duration";
+/// The exit code of a pod's containers when its run duration ends (default 0).
+pub const EXIT_CODE_ANNOTATION: &str = "kubeplane.io/exit-code";
 
 /// The condition types a node agent reports, in upstream order.
 pub const NODE_CONDITION_TYPES: [&str; 5] = [
@@ -40,6 +50,8 @@ enum Timer {
     PostStatus(usize),
     StartPod(usize),
     StopPod(usize),
+    /// The pod's run duration is over: its containers exit.
+    EndPod(usize),
     /// After `nodeUp`: report the node's pods as the agent sees them again.
     ResyncPods(usize),
 }
@@ -68,6 +80,8 @@ struct PodEntry {
     start_at: Option<SimTime>,
     /// When the pod should be removed (Terminating).
     stop_at: Option<SimTime>,
+    /// When the pod's containers exit (`kubeplane.io/run-duration`).
+    end_at: Option<SimTime>,
 }
 
 pub struct NodeAgents {
@@ -196,6 +210,9 @@ impl NodeAgents {
                 self.push(now, Timer::StopPod(p));
             } else if self.pods[p].start_at.is_some() {
                 self.push(now, Timer::StartPod(p));
+            } else if self.pods[p].end_at.is_some_and(|t| t <= now) {
+                // The run ended while the agent was down: it reports the end now.
+                self.push(now, Timer::EndPod(p));
             }
         }
     }
@@ -291,6 +308,7 @@ impl NodeAgents {
                     node: node.to_string(),
                     start_at: None,
                     stop_at: None,
+                    end_at: None,
                 };
                 let i = match self.free_pods.pop() {
                     Some(i) => {
@@ -333,6 +351,7 @@ impl NodeAgents {
         if let Some(i) = self.pod_index.remove(&pod_key(ns, name)) {
             self.pods[i].start_at = None;
             self.pods[i].stop_at = None;
+            self.pods[i].end_at = None;
             self.free_pods.push(i);
         }
     }
@@ -507,6 +526,58 @@ impl NodeAgents {
         );
         np.metadata.resource_version = None;
         let _ = client.update_status(Object::Pod(Arc::new(np)));
+        self.schedule_end(p, &pod, now);
+    }
+
+    /// Schedules the end of a run of the pod's containers, if it has a run duration.
+    fn schedule_end(&mut self, p: usize, pod: &Pod, now: SimTime) {
+        let Some(d) = run_duration(pod) else {
+            return;
+        };
+        let at = now + d;
+        self.pods[p].end_at = Some(at);
+        self.push(at, Timer::EndPod(p));
+    }
+
+    /// The run of a pod's containers ends: the pod turns Succeeded or Failed, or its
+    /// containers restart (the kubelet's restart policy).
+    fn end_pod(&mut self, p: usize, now: SimTime, client: &mut dyn Client) {
+        let entry = &self.pods[p];
+        if entry.end_at.is_none_or(|t| t > now) || !self.node_up(&entry.node) {
+            return;
+        }
+        self.pods[p].end_at = None;
+        let entry = &self.pods[p];
+        let Some(pod) = client
+            .cache()
+            .get_pod(&entry.namespace, &entry.name)
+            .cloned()
+        else {
+            return;
+        };
+        if pod.metadata.uid.as_deref() != Some(entry.uid.as_str())
+            || pod.metadata.deletion_timestamp.is_some()
+            || phase_of(&pod) != "Running"
+        {
+            return;
+        }
+        let code = exit_code(&pod);
+        let policy = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.restart_policy.as_deref())
+            .unwrap_or("Always");
+        let terminal = policy == "Never" || (policy == "OnFailure" && code == 0);
+        let ts = client.clock().timestamp(now);
+        let np = if terminal {
+            finished_pod(&pod, code, &ts)
+        } else {
+            restarted_pod(&pod, code, &ts)
+        };
+        let _ = client.update_status(Object::Pod(Arc::new(np)));
+        if !terminal {
+            self.schedule_end(p, &pod, now);
+        }
     }
 
     fn stop_pod(&mut self, p: usize, now: SimTime, client: &mut dyn Client) {
@@ -524,6 +595,94 @@ impl NodeAgents {
             },
         );
     }
+}
+
+/// The pod's `kubeplane.io/run-duration`, if it has a valid one.
+fn run_duration(pod: &Pod) -> Option<SimDuration> {
+    let v = pod
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(RUN_DURATION_ANNOTATION)?;
+    kubeplane_core::duration::parse_duration(v)
+        .ok()
+        .filter(|d| d.0 >= 0)
+}
+
+/// The pod's `kubeplane.io/exit-code` (0 when absent or not a number).
+fn exit_code(pod: &Pod) -> i32 {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(EXIT_CODE_ANNOTATION))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The terminated state of a container that ran since its running state's start.
+fn terminated(cs: &ContainerStatus, code: i32, ts: &Time) -> ContainerStateTerminated {
+    let started = cs
+        .state
+        .as_ref()
+        .and_then(|s| s.running.as_ref())
+        .and_then(|r| r.started_at.clone());
+    ContainerStateTerminated {
+        exit_code: code,
+        reason: Some(if code == 0 { "Completed" } else { "Error" }.into()),
+        started_at: started,
+        finished_at: Some(ts.clone()),
+        container_id: None,
+        ..Default::default()
+    }
+}
+
+/// The pod as the kubelet reports it once its containers exited for good: Succeeded or
+/// Failed, every container terminated, Ready and ContainersReady false (`PodCompleted`).
+fn finished_pod(pod: &Pod, code: i32, ts: &Time) -> Pod {
+    let mut np = Pod::clone(pod);
+    let status = np.status.get_or_insert_with(Default::default);
+    status.phase = Some(if code == 0 { "Succeeded" } else { "Failed" }.into());
+    for cs in status.container_statuses.iter_mut().flatten() {
+        let t = terminated(cs, code, ts);
+        cs.state = Some(ContainerState {
+            terminated: Some(t),
+            ..Default::default()
+        });
+        cs.ready = false;
+        cs.started = Some(false);
+    }
+    for c in status.conditions.iter_mut().flatten() {
+        if (c.type_ == "Ready" || c.type_ == "ContainersReady") && c.status != "False" {
+            c.status = "False".into();
+            c.reason = Some("PodCompleted".into());
+            c.last_transition_time = Some(ts.clone());
+        }
+    }
+    np.metadata.resource_version = None;
+    np
+}
+
+/// The pod after its containers exited and were restarted at once: the last state is the
+/// terminated run, the restart count grows.
+fn restarted_pod(pod: &Pod, code: i32, ts: &Time) -> Pod {
+    let mut np = Pod::clone(pod);
+    let status = np.status.get_or_insert_with(Default::default);
+    for cs in status.container_statuses.iter_mut().flatten() {
+        let t = terminated(cs, code, ts);
+        cs.last_state = Some(ContainerState {
+            terminated: Some(t),
+            ..Default::default()
+        });
+        cs.state = Some(ContainerState {
+            running: Some(ContainerStateRunning {
+                started_at: Some(ts.clone()),
+            }),
+            ..Default::default()
+        });
+        cs.restart_count += 1;
+    }
+    np.metadata.resource_version = None;
+    np
 }
 
 fn default_reason(type_: &str, status: &str) -> &'static str {
@@ -614,6 +773,7 @@ impl Component for NodeAgents {
                 }
                 Timer::StartPod(p) => self.start_pod(p, now, client),
                 Timer::StopPod(p) => self.stop_pod(p, now, client),
+                Timer::EndPod(p) => self.end_pod(p, now, client),
                 Timer::ResyncPods(i) => {
                     if self.nodes[i].up && self.nodes[i].exists {
                         self.resync_pods(i, now, client);
@@ -646,8 +806,8 @@ impl NodeAgents {
     pub fn has_pod_work(&self) -> bool {
         self.pod_index.values().any(|&i| {
             let p = &self.pods[i];
-            (p.start_at.is_some() && self.node_up(&p.node))
-                || (p.stop_at.is_some() && self.node_up(&p.node))
+            (p.start_at.is_some() || p.stop_at.is_some() || p.end_at.is_some())
+                && self.node_up(&p.node)
         })
     }
 }

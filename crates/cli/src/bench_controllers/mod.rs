@@ -3,5 +3,6 @@
 //! here in the binary, never in the controllers' library.
 
 pub mod daemon_set;
+pub mod jobs;
 pub mod node_lifecycle;
 pub mod taint_eviction;

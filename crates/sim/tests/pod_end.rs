@@ -1,0 +1,77 @@
+//! The simulated kubelets end pods annotated `kubeplane.io/run-duration` with the exit code of
+//! `kubeplane.io/exit-code`, as a kubelet reports terminated containers.
+
+use kubeplane_sim::scenario::parse_files;
+use kubeplane_sim::{RunOptions, Simulation};
+
+const NODE: &str = "apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status:
+  allocatable: {cpu: \"4\", memory: 8Gi, pods: \"110\"}
+  conditions: [{type: Ready, status: \"True\"}]
+";
+
+fn pod(name: &str, policy: &str, annotations: &str) -> String {
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, annotations: {{{annotations}}}}}\nspec:\n  restartPolicy: {policy}\n  containers: [{{name: c, image: busybox}}]\n"
+    )
+}
+
+#[test]
+fn pods_end_after_their_run_duration_as_the_restart_policy_says() {
+    let mut text = NODE.to_string();
+    let run = "kubeplane.io/run-duration: 10s";
+    text += &pod("ok", "Never", run);
+    text += &pod(
+        "fails",
+        "Never",
+        &format!("{run}, kubeplane.io/exit-code: \"3\""),
+    );
+    text += &pod(
+        "retries",
+        "OnFailure",
+        &format!("{run}, kubeplane.io/exit-code: \"1\""),
+    );
+    text += &pod("done-on-failure", "OnFailure", run);
+    text += &pod("forever", "Never", "");
+    text += "---\napiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nspec: {duration: 35s}\n";
+    let input = parse_files(&[("t.yaml".into(), text)]).expect("parses");
+    let mut sim = Simulation::new(input, &RunOptions::default()).expect("starts");
+    sim.run(&mut |_, _| {}).expect("runs");
+    let get = |name: &str| {
+        sim.store
+            .pods()
+            .find(|p| p.metadata.name.as_deref() == Some(name))
+            .map(|p| k8s_openapi::api::core::v1::Pod::clone(p))
+            .unwrap()
+    };
+    let phase = |name: &str| get(name).status.as_ref().unwrap().phase.clone().unwrap();
+    let container = |name: &str| get(name).status.unwrap().container_statuses.unwrap()[0].clone();
+    let cases: &[(&str, &str)] = &[
+        ("ok", "Succeeded"),
+        ("fails", "Failed"),
+        ("retries", "Running"),
+        ("done-on-failure", "Succeeded"),
+        ("forever", "Running"),
+    ];
+    for (name, want) in cases {
+        assert_eq!(phase(name), *want, "{name}");
+    }
+    let t = container("fails").state.unwrap().terminated.unwrap();
+    assert_eq!((t.exit_code, t.reason.as_deref()), (3, Some("Error")));
+    let t = container("ok").state.unwrap().terminated.unwrap();
+    assert_eq!((t.exit_code, t.reason.as_deref()), (0, Some("Completed")));
+    // Started at 1 s, ended at 11 s.
+    assert_eq!(t.finished_at.unwrap().0.to_string(), "2025-01-01T00:00:11Z");
+    let ready = get("ok").status.unwrap().conditions.unwrap();
+    let ready = ready.iter().find(|c| c.type_ == "Ready").unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_deref()),
+        ("False", Some("PodCompleted"))
+    );
+    // OnFailure with exit code 1 restarts at 11, 21 and 31 s.
+    let r = container("retries");
+    assert_eq!(r.restart_count, 3);
+    assert_eq!(r.last_state.unwrap().terminated.unwrap().exit_code, 1);
+}
