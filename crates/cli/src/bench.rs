@@ -199,23 +199,8 @@ fn deployment_scale(n_nodes: usize, up: i32, down: i32, metrics: bool) -> Result
 
 /// Every benchmark, scaled down by `s`, in the order `bench` runs them.
 fn all_workloads(s: usize, metrics: bool) -> Vec<Workload> {
-    let own = vec![
-        Workload {
-            name: "serve-api",
-            about: "kubeplane serve over HTTPS: create, get and list latency, 1, 16 and 64 clients",
-            run: Box::new(move || crate::bench_serve::api_latency(2000 / s)),
-        },
-        Workload {
-            name: "serve-pods",
-            about:
-                "kubeplane serve: 10,000 pods created through the API on 500 nodes until Running",
-            run: Box::new(move || crate::bench_serve::pods_end_to_end(500 / s, 10000 / s)),
-        },
-        Workload {
-            name: "serve-list",
-            about: "kubeplane serve: one LIST of 150,000 pods",
-            run: Box::new(move || crate::bench_serve::list_all(5000 / s, 150000 / s)),
-        },
+    let mut own = crate::bench_serve::workloads(s);
+    own.extend(vec![
         Workload {
             name: "scheduling-basic-10k",
             about: "SchedulingBasic: 5000 nodes, 1000 init pods, 10,000 measured pods",
@@ -274,7 +259,7 @@ fn all_workloads(s: usize, metrics: bool) -> Vec<Workload> {
             about: "Jobs1000: 1000 Jobs of 2 pods (30 s each, one at a time) on 100 nodes, to completion",
             run: Box::new(move || crate::bench_controllers::jobs::bench_jobs(100 / s, 1000 / s)),
         },
-    ];
+    ]);
     // The scheduler plugin and preemption workloads.
     own.into_iter()
         .chain(crate::bench_scheduler::workloads(s))

@@ -14,7 +14,7 @@ use kubeplane_sim::workloads;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 
-use crate::bench_support::peak_memory_mib;
+use crate::bench_support::{peak_memory_mib, Workload};
 
 type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 
@@ -269,4 +269,26 @@ pub fn list_all(n_nodes: usize, n_pods: usize) -> Result<(), String> {
     );
     h.stop();
     Ok(())
+}
+
+/// The server's workloads, scaled down by `s`.
+pub fn workloads(s: usize) -> Vec<Workload> {
+    vec![
+        Workload {
+            name: "serve-api",
+            about: "kubeplane serve over HTTPS: create, get and list latency, 1, 16 and 64 clients",
+            run: Box::new(move || api_latency(2000 / s)),
+        },
+        Workload {
+            name: "serve-pods",
+            about:
+                "kubeplane serve: 10,000 pods created through the API on 500 nodes until Running",
+            run: Box::new(move || pods_end_to_end(500 / s, 10000 / s)),
+        },
+        Workload {
+            name: "serve-list",
+            about: "kubeplane serve: one LIST of 150,000 pods",
+            run: Box::new(move || list_all(5000 / s, 150000 / s)),
+        },
+    ]
 }

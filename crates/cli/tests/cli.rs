@@ -128,7 +128,12 @@ fn the_man_page_is_roff_with_a_section_per_subcommand() {
     assert!(out.status.success());
     let page = stdout(&out);
     assert!(page.contains(".TH kubeplane 1"), "{page}");
-    for section in ["KUBEPLANE SIMULATE", "KUBEPLANE BENCH", "KUBEPLANE SERVE", "KUBEPLANE SCHEMA"] {
+    for section in [
+        "KUBEPLANE SIMULATE",
+        "KUBEPLANE BENCH",
+        "KUBEPLANE SERVE",
+        "KUBEPLANE SCHEMA",
+    ] {
         assert!(page.contains(section), "the man page lacks {section}");
     }
     assert!(page.contains("\\-\\-explain"));
