@@ -62,6 +62,8 @@ story() {
   local pod; pod=$("$k" -n shop get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
   check "describe shows the scheduler's event" "Successfully assigned shop/$pod" "$("$k" -n shop describe pod "$pod" 2>&1)"
   check "events" "Scheduled" "$("$k" -n shop events 2>&1)"
+  check "delete --dry-run=server" '(server dry run)' "$("$k" -n shop delete deploy web --dry-run=server 2>&1)"
+  check "a server dry run deletes nothing" "deployment.apps/web" "$("$k" -n shop get deploy web -o name 2>&1)"
   check "delete --wait" 'deleted' "$("$k" -n shop delete deploy web --wait=true --timeout=60s 2>&1)"
   check "namespace deletion" 'namespace "shop" deleted' "$("$k" delete namespace shop --timeout=60s 2>&1)"
   wait_for "the namespace is gone" 30 bash -c "! '$k' get namespace shop"

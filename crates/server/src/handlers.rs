@@ -172,11 +172,26 @@ pub fn decode(req: &ResourceRequest, body: &Value, q: &Query) -> Result<(Object,
     Ok((obj, warnings))
 }
 
+/// An update or patch may not rename the object (upstream's `checkName`).
+pub fn check_name(obj: &Object, name: &str) -> Result<()> {
+    if obj.name() != name {
+        return Err(StatusError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            obj.name()
+        )));
+    }
+    Ok(())
+}
+
 /// POST to a collection (create), or to `pods/{name}/binding` and `pods/{name}/eviction`.
 pub fn create(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> Result<Reply> {
     match (req.kind, req.subresource.as_deref()) {
+        (Kind::Pod, Some("binding")) if q.dry_run()? => {
+            read(state, &key_of(req)?)?;
+            return Ok(Reply::json(201, &success(json!({"kind": "pods"}))));
+        }
         (Kind::Pod, Some("binding")) => return bind(state, req, body),
-        (Kind::Pod, Some("eviction")) => return evict(state, req, body),
+        (Kind::Pod, Some("eviction")) => return evict(state, req, q, body),
         (_, Some(_)) => return Err(StatusError::method_not_allowed("POST", req.kind.as_str())),
         _ => {}
     }
@@ -185,7 +200,15 @@ pub fn create(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> 
     }
     let (obj, warnings) = decode(req, body, q)?;
     if q.dry_run()? {
-        let mut r = Reply::object(201, &obj);
+        // Everything a create does but the write: existence, admission, validation.
+        let admitted = state.write(|c| {
+            c.sync();
+            if !obj.name().is_empty() && c.cache().get_key(&obj.key()).is_some() {
+                return Err(kubeplane_api::ApiError::AlreadyExists { key: obj.key() });
+            }
+            kubeplane_registry::validation::admit_and_validate_create(obj, c.cache())
+        })?;
+        let mut r = Reply::object(201, &admitted);
         r.warnings = warnings;
         return Ok(r);
     }
@@ -224,8 +247,15 @@ fn bind(state: &State, req: &ResourceRequest, body: &Value) -> Result<Reply> {
     ))
 }
 
-fn evict(state: &State, req: &ResourceRequest, body: &Value) -> Result<Reply> {
+fn evict(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> Result<Reply> {
     let key = key_of(req)?;
+    if is_dry_run(body.get("deleteOptions"), q)? {
+        read(state, &key)?;
+        return Ok(Reply::json(
+            201,
+            &success(json!({"name": key.name, "kind": "pods"})),
+        ));
+    }
     let opts = delete_options(
         Some(body.get("deleteOptions").unwrap_or(&Value::Null)),
         &Query::default(),
@@ -256,20 +286,18 @@ pub fn update(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> 
         return Ok(Reply::json(200, &scale_value(scale)));
     }
     let (obj, warnings) = decode(req, body, q)?;
-    if obj.name() != key.name {
-        return Err(StatusError::bad_request(format!(
-            "the name of the object ({}) does not match the name on the URL ({})",
-            obj.name(),
-            key.name
-        )));
-    }
+    check_name(&obj, &key.name)?;
     let status = match req.subresource.as_deref() {
         None => false,
         Some("status") => true,
         Some(_) => return Err(StatusError::method_not_allowed("PUT", req.kind.as_str())),
     };
     if q.dry_run()? {
-        read(state, &key)?;
+        let current = read(state, &key)?;
+        let rv = obj.resource_version();
+        if !rv.is_empty() && rv != current.resource_version() {
+            return Err(kubeplane_api::ApiError::Conflict { key }.into());
+        }
         return Ok(Reply::object(200, &obj));
     }
     let updated = state.write(|c| {
@@ -282,6 +310,16 @@ pub fn update(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> 
     let mut r = Reply::object(200, &updated);
     r.warnings = warnings;
     Ok(r)
+}
+
+/// Whether a request is a dry run: `?dryRun=All`, or `dryRun: [All]` in a DeleteOptions body
+/// (client-go's typed Delete and Evict send it there; kubectl drain --dry-run=server does).
+pub fn is_dry_run(body: Option<&Value>, q: &Query) -> Result<bool> {
+    let in_body = body
+        .and_then(|b| b.get("dryRun"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|v| v == "All"));
+    Ok(in_body || q.dry_run()?)
 }
 
 /// DeleteOptions from the body (JSON) and the query (`gracePeriodSeconds`,
@@ -340,7 +378,7 @@ pub fn delete(
     }
     let opts = delete_options(body, q)?;
     let before = read(state, &key)?;
-    if q.dry_run()? {
+    if is_dry_run(body, q)? {
         return Ok(Reply::object(200, &before));
     }
     let after = state.write(|c| c.delete(&key, opts))?;
@@ -367,7 +405,7 @@ pub fn delete_collection(
     let mut all = Query::default();
     all.copy_selectors(q);
     let page = list::list(state, req, &all)?;
-    let dry = q.dry_run()?;
+    let dry = is_dry_run(body, q)?;
     let mut deleted = Vec::new();
     for obj in page.items {
         if !dry {

@@ -77,9 +77,12 @@ fn authenticated(state: &State, req: &Request<Incoming>, client_cert: bool) -> b
     else {
         return false;
     };
-    let Some(token) = h.strip_prefix("Bearer ") else {
+    let Some((scheme, token)) = h.split_once(' ') else {
         return false;
     };
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return false;
+    }
     constant_time_eq(token.trim().as_bytes(), state.token.as_bytes())
 }
 
@@ -306,7 +309,11 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((tcp, _)) = accepted else { continue };
+                let Ok((tcp, _)) = accepted else {
+                    // Out of descriptors, say: wait a little instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
                 let tls = tls.clone();
                 let state = state.clone();
                 let mut stop = shutdown.clone();
@@ -330,6 +337,10 @@ pub async fn serve(
         }
         while tasks.try_join_next().is_some() {}
     }
+    // Watches end now, so graceful shutdown does not wait for them.
+    state
+        .stopping
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     drop(listener);
     let _ = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
 }

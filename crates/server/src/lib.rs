@@ -147,6 +147,12 @@ fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
     client.now = clock.now();
     let revision = client.storage().current_revision();
     if revision == 0 {
+        if config.data_dir.is_some() {
+            // Checked in memory first: an invalid FILE leaves nothing behind in DIR.
+            let mut trial = StorageClient::new(seed, clock.api_clock(), WATCH_WINDOW);
+            trial.now = clock.now();
+            load(&mut trial, &mut input.clone())?;
+        }
         load(&mut client, input)?;
     } else {
         eprintln!(

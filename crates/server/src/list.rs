@@ -84,6 +84,15 @@ fn decode_continue(token: &str, kind: Kind) -> Result<(u64, Key), StatusError> {
 
 const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
+/// A resourceVersion the storage has not reached (upstream waits a little, then says so).
+pub fn too_large(requested: u64, current: u64) -> StatusError {
+    StatusError::new(
+        504,
+        "Timeout",
+        format!("Too large resource version: {requested}, current: {current}"),
+    )
+}
+
 /// The revision a list reads at.
 fn read_revision(state: &State, q: &Query) -> Result<Option<u64>, StatusError> {
     let rv = q.get("resourceVersion");
@@ -107,7 +116,7 @@ fn read_revision(state: &State, q: &Query) -> Result<Option<u64>, StatusError> {
         None | Some("NotOlderThan") => {
             let current = state.current_revision();
             if n > current {
-                return Err(StatusError::new(504, "Timeout", format!("Too large resource version: {n}, current: {current}")));
+                return Err(too_large(n, current));
             }
             Ok(None)
         }
@@ -130,6 +139,11 @@ pub fn list(state: &State, req: &ResourceRequest, q: &Query) -> Result<Page, Sta
     let limit = q.number("limit")?.filter(|&n| n > 0).map(|n| n as usize);
     let (mut at, mut after) = (read_revision(state, q)?, None);
     if let Some(token) = q.get("continue") {
+        if q.get("resourceVersion").is_some() {
+            return Err(StatusError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
         let (rv, key) = decode_continue(token, req.kind)?;
         at = Some(rv);
         after = Some(key);
@@ -154,6 +168,7 @@ pub fn list(state: &State, req: &ResourceRequest, q: &Query) -> Result<Page, Sta
                 "Expired",
                 format!("too old resource version: {requested} ({oldest})"),
             ),
+            StorageError::FutureRevision { requested, current } => too_large(requested, current),
             other => StatusError::new(500, "InternalError", other.to_string()),
         })?;
         revision = Some(page.revision);

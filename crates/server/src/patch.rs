@@ -84,6 +84,7 @@ pub fn patch(
             .and_then(Value::as_str)
             != Some(rv.as_str());
         let (mut obj, warnings): (Object, Vec<String>) = decode(req, &patched, q)?;
+        crate::handlers::check_name(&obj, &key.name)?;
         if obj.resource_version().is_empty() {
             obj.meta_mut().resource_version = Some(rv.clone());
         }

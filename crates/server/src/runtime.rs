@@ -15,7 +15,7 @@ use kubeplane_core::SimTime;
 use kubeplane_registry::StorageClient;
 use kubeplane_scheduler::Scheduler;
 use kubeplane_sim::agents::NodeAgents;
-use kubeplane_storage::{Event, EventKind, Prefix, Watcher};
+use kubeplane_storage::{Event, EventKind, ListOptions, Prefix, Watcher};
 
 use crate::state::{flush_events, State};
 
@@ -35,6 +35,8 @@ pub struct ControlPlane {
     pub agents: NodeAgents,
     /// Nodes whose agent the annotation has stopped.
     stopped_agents: std::collections::BTreeSet<String>,
+    /// The cursor fell behind the storage's window.
+    behind: bool,
 }
 
 impl ControlPlane {
@@ -52,6 +54,7 @@ impl ControlPlane {
             periodic,
             agents,
             stopped_agents: Default::default(),
+            behind: false,
         }
     }
 
@@ -124,7 +127,12 @@ impl ControlPlane {
             loop {
                 batch.clear();
                 match cursor.try_next_batch(&mut batch, 1024) {
-                    Ok(0) | Err(_) => break,
+                    Ok(0) => break,
+                    Err(_) => {
+                        // Behind the storage's window: the caller lists again.
+                        self.behind = true;
+                        return;
+                    }
                     Ok(_) => {
                         delivered = true;
                         for ev in &batch {
@@ -157,17 +165,44 @@ impl ControlPlane {
         // comes back at once, after a look at the clock.
     }
 
+    /// The components' informers start: the current state as Added events, then a watch from
+    /// its revision (a restart on a long-lived `--data-dir` does not replay the history).
+    fn list_and_watch(&mut self, state: &State) -> Box<dyn Watcher<Object>> {
+        loop {
+            let storage = state.storage();
+            let Ok(page) = storage.list(&Prefix::All, &ListOptions::default()) else {
+                continue;
+            };
+            let Ok(cursor) = storage.watch(&Prefix::All, Some(page.revision)) else {
+                continue; // compacted between the list and the watch: list again
+            };
+            let now = state.clock.now();
+            self.client.now = now;
+            for (key, v) in page.items {
+                let ev = Event {
+                    kind: EventKind::Added,
+                    key,
+                    revision: v.mod_revision,
+                    current: Some(v),
+                    prev: None,
+                };
+                self.observe(&ev, now);
+            }
+            return cursor;
+        }
+    }
+
     /// Runs until the server stops.
     pub fn run(mut self, state: Arc<State>) {
-        let storage = state.storage();
-        let Ok(mut cursor) = storage.watch(&Prefix::All, Some(0)) else {
-            eprintln!("kubeplane serve: the control plane could not watch the storage");
-            return;
-        };
+        let mut cursor = self.list_and_watch(&state);
         let mut published = std::time::Instant::now();
         while !state.is_stopping() {
             let now = state.clock.now();
             self.settle(now, cursor.as_mut());
+            if std::mem::take(&mut self.behind) {
+                eprintln!("kubeplane serve: the control plane fell behind the storage's window; listing again");
+                cursor = self.list_and_watch(&state);
+            }
             if published.elapsed() >= Duration::from_secs(1) {
                 if let Ok(mut m) = state.component_metrics.lock() {
                     *m = self.metrics();

@@ -109,7 +109,7 @@ impl State {
                 ));
             }
         }
-        out.push_str("# TYPE etcd_current_revision gauge\n");
+        out.push_str("# TYPE kubeplane_storage_revision gauge\n");
         out.push_str(&format!(
             "kubeplane_storage_revision {}\n",
             self.current_revision()

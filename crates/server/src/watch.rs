@@ -55,24 +55,19 @@ pub fn start(
     q: &Query,
     render: Render,
 ) -> Result<mpsc::Receiver<Bytes>, StatusError> {
-    let filter = Filter::from_query(q, req.kind)?;
-    let rv = q.get("resourceVersion");
-    let send_initial = q.get("sendInitialEvents");
-    let (initial, from) = match (send_initial, rv) {
-        (Some("true"), _) => {
-            if q.get("resourceVersionMatch") != Some("NotOlderThan") {
-                return Err(StatusError::invalid_list("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan"));
-            }
-            (InitialEvents::WithEndBookmark, None)
+    let mut filter = Filter::from_query(q, req.kind)?;
+    if let Some(name) = &req.name {
+        // A watch on an object's path is a watch of the collection for that name.
+        if req.subresource.is_some() {
+            return Err(StatusError::not_found_path());
         }
-        (_, None | Some("0")) => (InitialEvents::Legacy, None),
-        (_, Some(n)) => (
-            InitialEvents::None,
-            Some(n.parse::<u64>().map_err(|_| {
-                StatusError::bad_request(format!("invalid resource version: {n:?}"))
-            })?),
-        ),
-    };
+        filter.fields.0.push(crate::fields::Term {
+            field: "metadata.name".into(),
+            value: name.clone(),
+            equal: true,
+        });
+    }
+    let (initial, from) = initial_events(q)?;
     let timeout = q
         .number("timeoutSeconds")?
         .filter(|&s| s > 0)
@@ -93,6 +88,38 @@ pub fn start(
         .spawn(move || watch.run(tx))
         .map_err(|e| StatusError::new(500, "InternalError", e.to_string()))?;
     Ok(rx)
+}
+
+/// What a watch sends first and where it starts, by `resourceVersion`, `resourceVersionMatch`
+/// and `sendInitialEvents` (upstream's `validateWatchOptions` rules).
+fn initial_events(q: &Query) -> Result<(InitialEvents, Option<u64>), StatusError> {
+    let rv =
+        match q.get("resourceVersion") {
+            None => None,
+            Some(n) => Some(n.parse::<u64>().map_err(|_| {
+                StatusError::bad_request(format!("invalid resource version: {n:?}"))
+            })?),
+        };
+    let rv_match = q.get("resourceVersionMatch");
+    match q.get("sendInitialEvents") {
+        Some(send) => {
+            if rv_match != Some("NotOlderThan") {
+                return Err(StatusError::invalid_list("resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+            }
+            if send == "true" {
+                Ok((InitialEvents::WithEndBookmark, None))
+            } else {
+                Ok((InitialEvents::None, rv.filter(|&n| n > 0)))
+            }
+        }
+        None if rv_match.is_some() => Err(StatusError::invalid_list(
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        )),
+        None => match rv {
+            None | Some(0) => Ok((InitialEvents::Legacy, None)),
+            Some(n) => Ok((InitialEvents::None, Some(n))),
+        },
+    }
 }
 
 fn line(type_: &str, object: serde_json::Value) -> Bytes {
@@ -153,6 +180,11 @@ impl Watch {
             Ok(c) => c,
             Err(StorageError::Gone { requested, oldest }) => {
                 let _ = tx.blocking_send(expired(requested, oldest));
+                return;
+            }
+            Err(StorageError::FutureRevision { requested, current }) => {
+                let status = crate::list::too_large(requested, current);
+                let _ = tx.blocking_send(line("ERROR", status.body()));
                 return;
             }
             Err(_) => return,

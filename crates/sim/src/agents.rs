@@ -638,7 +638,7 @@ fn terminated(cs: &ContainerStatus, code: i32, ts: &Time) -> ContainerStateTermi
 
 /// The pod as the kubelet reports it once its containers exited for good: Succeeded or
 /// Failed, every container terminated, Ready and ContainersReady false (`PodCompleted`).
-fn finished_pod(pod: &Pod, code: i32, ts: &Time) -> Pod {
+pub(crate) fn finished_pod(pod: &Pod, code: i32, ts: &Time) -> Pod {
     let mut np = Pod::clone(pod);
     let status = np.status.get_or_insert_with(Default::default);
     status.phase = Some(if code == 0 { "Succeeded" } else { "Failed" }.into());

@@ -703,6 +703,7 @@ impl Simulation {
                 phase,
                 ready,
                 restart_count,
+                exit_code,
             } => {
                 let pod = self
                     .store
@@ -761,6 +762,10 @@ impl Simulation {
                             s.restart_count = *n;
                         }
                     }
+                }
+                if let Some(code) = exit_code {
+                    // The containers exit now, as the kubelet reports a run that ended.
+                    p = crate::agents::finished_pod(&p, *code, &ts);
                 }
                 self.put_status(Object::Pod(Arc::new(p)))
             }

@@ -75,3 +75,43 @@ fn pods_end_after_their_run_duration_as_the_restart_policy_says() {
     assert_eq!(r.restart_count, 3);
     assert_eq!(r.last_state.unwrap().terminated.unwrap().exit_code, 1);
 }
+
+#[test]
+fn a_pod_status_step_with_an_exit_code_ends_the_containers_at_its_time() {
+    let mut text = NODE.to_string();
+    text += &pod("crashes", "Never", "");
+    text += &pod("finishes", "Never", "");
+    text += "---\napiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nspec:\n  duration: 30s\n  steps:\n  - at: 10s\n    podStatus: {pod: crashes, exitCode: 137}\n  - at: 10s\n    podStatus: {pod: finishes, exitCode: 0}\n";
+    let input = parse_files(&[("t.yaml".into(), text)]).expect("parses");
+    let mut sim = Simulation::new(input, &RunOptions::default()).expect("starts");
+    sim.run(&mut |_, _| {}).expect("runs");
+    let status = |name: &str| {
+        sim.store
+            .pods()
+            .find(|p| p.metadata.name.as_deref() == Some(name))
+            .and_then(|p| p.status.clone())
+            .unwrap()
+    };
+    for (name, phase, code) in [("crashes", "Failed", 137), ("finishes", "Succeeded", 0)] {
+        let s = status(name);
+        assert_eq!(s.phase.as_deref(), Some(phase), "{name}");
+        let term = s.container_statuses.unwrap()[0]
+            .state
+            .clone()
+            .and_then(|st| st.terminated)
+            .expect("a terminated container");
+        assert_eq!(term.exit_code, code, "{name}");
+    }
+}
+
+#[test]
+fn an_exit_code_that_contradicts_the_phase_given_is_an_input_error() {
+    let text = format!(
+        "{NODE}{}---\napiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nmetadata: {{name: t}}\nspec:\n  steps:\n  - at: 1s\n    podStatus: {{pod: p, phase: Succeeded, exitCode: 1}}\n",
+        pod("p", "Never", "")
+    );
+    let err = parse_files(&[("t.yaml".into(), text)])
+        .expect_err("an input error")
+        .to_string();
+    assert!(err.contains("exitCode 1 ends the pod Failed"), "{err}");
+}

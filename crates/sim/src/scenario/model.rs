@@ -232,6 +232,9 @@ pub enum StepAction {
         phase: Option<String>,
         ready: Option<bool>,
         restart_count: Option<i32>,
+        /// The containers exited with this code: the pod turns Succeeded (0) or Failed, as
+        /// the `kubeplane.io/exit-code` annotation ends it.
+        exit_code: Option<i32>,
     },
     /// `kubectl drain`: cordon the node, then evict its pods as kubectl does, over virtual
     /// time (see [`crate::drain`]).

@@ -314,6 +314,8 @@ pub(super) struct PodStatusRaw {
     pub(super) ready: Option<bool>,
     #[serde(default)]
     pub(super) restart_count: Option<i32>,
+    #[serde(default)]
+    pub(super) exit_code: Option<i32>,
 }
 
 #[derive(Deserialize)]

@@ -450,10 +450,20 @@ fn pod_status_action(s: PodStatusRaw, path: &str) -> Result<Vec<StepAction>, Fie
             format!("Invalid value: {rc}: must be greater than or equal to 0"),
         ));
     }
-    if s.phase.is_none() && s.ready.is_none() && s.restart_count.is_none() {
+    if let (Some(code), Some(ph)) = (s.exit_code, &s.phase) {
+        let implied = if code == 0 { "Succeeded" } else { "Failed" };
+        if ph != implied {
+            return Err(FieldError::at(
+                join(&p, "phase"),
+                format!("Invalid value: {ph:?}: exitCode {code} ends the pod {implied}"),
+            ));
+        }
+    }
+    if s.phase.is_none() && s.ready.is_none() && s.restart_count.is_none() && s.exit_code.is_none()
+    {
         return Err(FieldError::at(
             p,
-            "Required value: one of phase, ready or restartCount",
+            "Required value: one of phase, ready, restartCount or exitCode",
         ));
     }
     one(StepAction::PodStatus {
@@ -462,6 +472,7 @@ fn pod_status_action(s: PodStatusRaw, path: &str) -> Result<Vec<StepAction>, Fie
         phase: s.phase,
         ready: s.ready,
         restart_count: s.restart_count,
+        exit_code: s.exit_code,
     })
 }
 
