@@ -133,21 +133,25 @@ pub struct Page {
     pub continue_token: Option<String>,
 }
 
+/// Where a list reads: the revision, and the key to continue after.
+fn start(state: &State, kind: Kind, q: &Query) -> Result<(Option<u64>, Option<Key>), StatusError> {
+    let Some(token) = q.get("continue") else {
+        return Ok((read_revision(state, q)?, None));
+    };
+    if q.get("resourceVersion").is_some() {
+        return Err(StatusError::bad_request(
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    let (rv, key) = decode_continue(token, kind)?;
+    Ok((Some(rv), Some(key)))
+}
+
 /// Reads one page of a list request.
 pub fn list(state: &State, req: &ResourceRequest, q: &Query) -> Result<Page, StatusError> {
     let filter = Filter::from_query(q, req.kind)?;
     let limit = q.number("limit")?.filter(|&n| n > 0).map(|n| n as usize);
-    let (mut at, mut after) = (read_revision(state, q)?, None);
-    if let Some(token) = q.get("continue") {
-        if q.get("resourceVersion").is_some() {
-            return Err(StatusError::bad_request(
-                "specifying resource version is not allowed when using continue",
-            ));
-        }
-        let (rv, key) = decode_continue(token, req.kind)?;
-        at = Some(rv);
-        after = Some(key);
-    }
+    let (at, mut after) = start(state, req.kind, q)?;
     let prefix = prefix(req);
     let storage = state.storage();
     let mut items = Vec::new();
