@@ -459,26 +459,28 @@ impl NodeAgents {
         }
     }
 
+    /// The tracked pod `p` as the cache has it, if it is still the same pod (UID), not being
+    /// deleted, and in `phase`.
+    fn tracked_pod(&self, p: usize, phase: &str, client: &dyn Client) -> Option<Arc<Pod>> {
+        let entry = &self.pods[p];
+        let pod = client
+            .cache()
+            .get_pod(&entry.namespace, &entry.name)?
+            .clone();
+        let same = pod.metadata.uid.as_deref() == Some(entry.uid.as_str());
+        (same && pod.metadata.deletion_timestamp.is_none() && phase_of(&pod) == phase)
+            .then_some(pod)
+    }
+
     fn start_pod(&mut self, p: usize, now: SimTime, client: &mut dyn Client) {
         let entry = &self.pods[p];
         if entry.start_at.is_none_or(|t| t > now) || !self.node_up(&entry.node) {
             return;
         }
         self.pods[p].start_at = None;
-        let entry = &self.pods[p];
-        let Some(pod) = client
-            .cache()
-            .get_pod(&entry.namespace, &entry.name)
-            .cloned()
-        else {
+        let Some(pod) = self.tracked_pod(p, "Pending", client) else {
             return;
         };
-        if pod.metadata.uid.as_deref() != Some(entry.uid.as_str())
-            || pod.metadata.deletion_timestamp.is_some()
-            || phase_of(&pod) != "Pending"
-        {
-            return;
-        }
         let ts = client.clock().timestamp(now);
         let mut np = Pod::clone(&pod);
         let spec_containers: Vec<(String, String)> = np
@@ -547,20 +549,9 @@ impl NodeAgents {
             return;
         }
         self.pods[p].end_at = None;
-        let entry = &self.pods[p];
-        let Some(pod) = client
-            .cache()
-            .get_pod(&entry.namespace, &entry.name)
-            .cloned()
-        else {
+        let Some(pod) = self.tracked_pod(p, "Running", client) else {
             return;
         };
-        if pod.metadata.uid.as_deref() != Some(entry.uid.as_str())
-            || pod.metadata.deletion_timestamp.is_some()
-            || phase_of(&pod) != "Running"
-        {
-            return;
-        }
         let code = exit_code(&pod);
         let policy = pod
             .spec
