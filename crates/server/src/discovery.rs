@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::request::{all_kinds, short_names, version_of};
 use crate::status::StatusError;
 
-const VERBS: [&str; 8] = [
+pub(crate) const VERBS: [&str; 8] = [
     "create",
     "delete",
     "deletecollection",
@@ -24,7 +24,7 @@ const VERBS: [&str; 8] = [
 ];
 
 /// Kinds that `kubectl get all` shows (the `all` category).
-fn categories(kind: Kind) -> &'static [&'static str] {
+pub(crate) fn categories(kind: Kind) -> &'static [&'static str] {
     match kind.plural() {
         "pods"
         | "deployments"
@@ -40,7 +40,9 @@ fn categories(kind: Kind) -> &'static [&'static str] {
 }
 
 /// The subresources of a kind and their verbs.
-fn subresources(kind: Kind) -> Vec<(&'static str, &'static str, &'static [&'static str])> {
+pub(crate) fn subresources(
+    kind: Kind,
+) -> Vec<(&'static str, &'static str, &'static [&'static str])> {
     const STATUS: &[&str] = &["get", "patch", "update"];
     let mut out = Vec::new();
     let has_status = match kind {
@@ -63,7 +65,7 @@ fn subresources(kind: Kind) -> Vec<(&'static str, &'static str, &'static [&'stat
 }
 
 /// The `apiVersion`s the server serves, grouped: group → versions.
-fn group_versions() -> BTreeMap<&'static str, Vec<&'static str>> {
+pub(crate) fn group_versions() -> BTreeMap<&'static str, Vec<&'static str>> {
     let mut groups: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
     for k in all_kinds() {
         let versions = groups.entry(k.group()).or_default();
@@ -75,7 +77,7 @@ fn group_versions() -> BTreeMap<&'static str, Vec<&'static str>> {
 }
 
 /// The preferred version of a group: the newest GA one (`v2` over `v1`).
-fn preferred(versions: &[&'static str]) -> &'static str {
+pub(crate) fn preferred(versions: &[&'static str]) -> &'static str {
     versions
         .iter()
         .copied()

@@ -174,7 +174,7 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
     }
     if let Some(gv) = path.strip_prefix("/openapi/v3/") {
         return match crate::openapi::group_version(gv) {
-            Some(doc) => json_response(200, &doc),
+            Some(doc) => json_response(200, doc),
             None => status_response(&StatusError::not_found_path()),
         };
     }
@@ -184,10 +184,16 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
     };
     let req = match target {
         Target::Discovery(segs) => {
+            let root = segs.len() == 1;
+            if let Some(v) = crate::aggregated::requested(&call.accept).filter(|_| root) {
+                let doc = crate::aggregated::document(segs[0] == "api", v);
+                let ct = crate::aggregated::content_type(v);
+                return respond(200, &ct, full(doc.to_string()), &[]);
+            }
             return match crate::discovery::document(&segs, &state.address) {
                 Ok(d) => json_response(200, &d),
                 Err(e) => status_response(&e),
-            }
+            };
         }
         Target::Resource(r) => r,
     };

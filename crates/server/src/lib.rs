@@ -5,14 +5,15 @@
 //! outward contract is `contracts/serve.md` of the shared material.
 //!
 //! - [`http`]: TLS, authentication, routing, graceful shutdown;
-//! - [`request`]: what a path and a query name; [`discovery`] and [`openapi`]: what clients
-//!   read to find the resources;
+//! - [`request`]: what a path and a query name; [`discovery`], [`aggregated`] and [`openapi`]:
+//!   what clients read to find the resources and their schemas;
 //! - [`handlers`], [`list`], [`watch`], [`patch`]: the verbs; [`fields`]: field selectors;
 //!   [`status`]: `metav1.Status` errors;
 //! - [`runtime`]: the control plane's thread; [`events`]: recorded events as `v1` Events;
 //! - [`tls`]: CA, serving certificate, token; [`kubeconfig`]: the admin kubeconfig;
 //! - [`clock`]: the only place the server's components get time from.
 
+pub mod aggregated;
 pub mod clock;
 pub mod discovery;
 pub mod events;

@@ -1,10 +1,21 @@
-//! `/openapi/v3`: the index of group versions and, per group version, a document whose PATCH
-//! operations carry `x-kubernetes-group-version-kind` and the `fieldValidation` query
-//! parameter, which is what kubectl reads to decide that the server validates fields itself
-//! (it then sends `fieldValidation=Strict` instead of validating against a downloaded schema).
-//! The object schemas are not served yet (`kubectl explain` needs them); kubectl apply then
-//! computes its patches from its compiled-in types, as it does for any server without them.
+//! `/openapi/v3`: the index of group versions and, per group version, a document with
+//! upstream's object schemas (generated from k8s-openapi's `schemars` support, under upstream's
+//! definition names such as `io.k8s.api.core.v1.Pod`, each kind's schema carrying
+//! `x-kubernetes-group-version-kind` as `kubectl explain` looks for it) and the operations whose
+//! `fieldValidation` query parameter tells kubectl that the server validates fields itself (it
+//! then sends `fieldValidation=Strict` instead of validating against the schema).
+//!
+//! The schemas lack upstream's `x-kubernetes-patch-*` and list-type extensions (k8s-openapi
+//! does not carry them): kubectl apply computes its strategic merge patches from its
+//! compiled-in types for built-in kinds, as it does against any server.
 
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use k8s_openapi::Resource;
+use kubeplane_api::Kind;
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
 use crate::request::{all_kinds, version_of};
@@ -17,52 +28,190 @@ fn group_version_path(group: &str, version: &str) -> String {
     }
 }
 
-/// The `/openapi/v3` index.
-pub fn index() -> Value {
-    let mut paths = Map::new();
-    for k in all_kinds() {
-        let p = group_version_path(k.group(), version_of(k));
-        paths.entry(p.clone()).or_insert_with(
-            || json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=kubeplane")}),
-        );
-    }
-    json!({"paths": paths})
+/// Adds a kind's schema (and every schema it refers to) to a generator.
+type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+fn root<T: Resource + JsonSchema>() -> (&'static str, &'static str, SchemaFn) {
+    (T::API_VERSION, T::KIND, |g| g.subschema_for::<T>())
 }
 
-/// The document of one group version (`api/v1`, `apis/apps/v1`), or `None`.
-pub fn group_version(path: &str) -> Option<Value> {
-    let mut paths = Map::new();
-    for k in all_kinds() {
-        if group_version_path(k.group(), version_of(k)) != path {
-            continue;
+/// The Rust type behind every kind the server serves, by `apiVersion` and kind.
+fn roots() -> Vec<(&'static str, &'static str, SchemaFn)> {
+    use k8s_openapi::api::{
+        admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling,
+        batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
+        core::v1 as core, discovery::v1 as discovery, events::v1 as events,
+        flowcontrol::v1 as flowcontrol, networking::v1 as networking, node::v1 as node,
+        policy::v1 as policy, rbac::v1 as rbac, resource::v1 as resource,
+        scheduling::v1 as scheduling, storage::v1 as storage,
+    };
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
+    vec![
+        root::<core::Namespace>(),
+        root::<core::Node>(),
+        root::<core::Pod>(),
+        root::<scheduling::PriorityClass>(),
+        root::<apps::Deployment>(),
+        root::<apps::ReplicaSet>(),
+        root::<policy::PodDisruptionBudget>(),
+        root::<coordination::Lease>(),
+        root::<core::ConfigMap>(),
+        root::<core::Endpoints>(),
+        root::<core::Event>(),
+        root::<core::LimitRange>(),
+        root::<core::PersistentVolume>(),
+        root::<core::PersistentVolumeClaim>(),
+        root::<core::PodTemplate>(),
+        root::<core::ReplicationController>(),
+        root::<core::ResourceQuota>(),
+        root::<core::Secret>(),
+        root::<core::Service>(),
+        root::<core::ServiceAccount>(),
+        root::<apiregistration::APIService>(),
+        root::<apps::ControllerRevision>(),
+        root::<apps::DaemonSet>(),
+        root::<apps::StatefulSet>(),
+        root::<events::Event>(),
+        root::<autoscaling::HorizontalPodAutoscaler>(),
+        root::<batch::CronJob>(),
+        root::<batch::Job>(),
+        root::<certificates::CertificateSigningRequest>(),
+        root::<networking::IngressClass>(),
+        root::<networking::Ingress>(),
+        root::<networking::IPAddress>(),
+        root::<networking::NetworkPolicy>(),
+        root::<networking::ServiceCIDR>(),
+        root::<rbac::ClusterRoleBinding>(),
+        root::<rbac::ClusterRole>(),
+        root::<rbac::RoleBinding>(),
+        root::<rbac::Role>(),
+        root::<storage::CSIDriver>(),
+        root::<storage::CSINode>(),
+        root::<storage::CSIStorageCapacity>(),
+        root::<storage::StorageClass>(),
+        root::<storage::VolumeAttachment>(),
+        root::<storage::VolumeAttributesClass>(),
+        root::<admission::MutatingWebhookConfiguration>(),
+        root::<admission::ValidatingAdmissionPolicy>(),
+        root::<admission::ValidatingAdmissionPolicyBinding>(),
+        root::<admission::ValidatingWebhookConfiguration>(),
+        root::<apiextensions::CustomResourceDefinition>(),
+        root::<discovery::EndpointSlice>(),
+        root::<flowcontrol::FlowSchema>(),
+        root::<flowcontrol::PriorityLevelConfiguration>(),
+        root::<node::RuntimeClass>(),
+        root::<resource::DeviceClass>(),
+        root::<resource::ResourceClaim>(),
+        root::<resource::ResourceClaimTemplate>(),
+        root::<resource::ResourceSlice>(),
+    ]
+}
+
+/// The documents, by group-version path, built once: (hash, document).
+fn documents() -> &'static BTreeMap<String, (String, Value)> {
+    static DOCS: OnceLock<BTreeMap<String, (String, Value)>> = OnceLock::new();
+    DOCS.get_or_init(|| {
+        let roots = roots();
+        let mut by_path: BTreeMap<String, Vec<Kind>> = BTreeMap::new();
+        for k in all_kinds() {
+            by_path
+                .entry(group_version_path(k.group(), version_of(k)))
+                .or_default()
+                .push(k);
         }
+        by_path
+            .into_iter()
+            .map(|(path, kinds)| {
+                let doc = document(&path, &kinds, &roots);
+                let hash = fnv_hex(doc.to_string().as_bytes());
+                (path, (hash, doc))
+            })
+            .collect()
+    })
+}
+
+/// A stable content hash (FNV-1a, 64 bits), so a client's cache of a document is refreshed
+/// exactly when the document changes, as upstream's `?hash=` does.
+fn fnv_hex(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016X}")
+}
+
+fn document(path: &str, kinds: &[Kind], roots: &[(&str, &str, SchemaFn)]) -> Value {
+    let mut generator = SchemaGenerator::new(SchemaSettings::openapi3());
+    let mut paths = Map::new();
+    let mut gvk_of = BTreeMap::new();
+    for &k in kinds {
         let gvk = json!({"group": k.group(), "version": version_of(k), "kind": k.as_str()});
-        let params = json!([
-            {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
-            {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
-            {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
-        ]);
-        let op = json!({"x-kubernetes-group-version-kind": gvk, "parameters": params});
+        if let Some((_, _, schema)) = roots
+            .iter()
+            .find(|(v, kind, _)| *v == k.api_version() && *kind == k.as_str())
+        {
+            let reference = schema(&mut generator);
+            if let Some(name) = reference
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.rsplit('/').next())
+            {
+                gvk_of.insert(name.to_string(), gvk.clone());
+            }
+        }
         let ns = if k.is_namespaced() {
             "namespaces/{namespace}/"
         } else {
             ""
         };
+        let op = operation(&gvk);
         paths.insert(
             format!("/{path}/{ns}{}/{{name}}", k.plural()),
-            json!({"patch": op.clone(), "put": op.clone(), "get": {"x-kubernetes-group-version-kind": gvk}}),
+            json!({"get": {"x-kubernetes-group-version-kind": gvk}, "put": op, "patch": op}),
         );
         paths.insert(format!("/{path}/{ns}{}", k.plural()), json!({"post": op}));
     }
-    if paths.is_empty() {
-        return None;
+    let mut schemas = generator.take_definitions(true);
+    for (name, gvk) in gvk_of {
+        if let Some(Value::Object(s)) = schemas.get_mut(&name) {
+            s.insert("x-kubernetes-group-version-kind".into(), json!([gvk]));
+        }
     }
-    Some(json!({
+    json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.34.0"},
         "paths": paths,
-        "components": {"schemas": {}},
-    }))
+        "components": {"schemas": schemas},
+    })
+}
+
+/// A mutating operation: its kind and the query parameters kubectl looks for.
+fn operation(gvk: &Value) -> Value {
+    let params = json!([
+        {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
+        {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
+        {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+    ]);
+    json!({"x-kubernetes-group-version-kind": gvk, "parameters": params})
+}
+
+/// The `/openapi/v3` index.
+pub fn index() -> Value {
+    let paths: Map<String, Value> = documents()
+        .iter()
+        .map(|(p, (hash, _))| {
+            let url = format!("/openapi/v3/{p}?hash={hash}");
+            (p.clone(), json!({"serverRelativeURL": url}))
+        })
+        .collect();
+    json!({"paths": paths})
+}
+
+/// The document of one group version (`api/v1`, `apis/apps/v1`), or `None`.
+pub fn group_version(path: &str) -> Option<&'static Value> {
+    documents().get(path).map(|(_, doc)| doc)
 }
 
 #[cfg(test)]
@@ -82,7 +231,38 @@ mod tests {
         assert!(index()["paths"]["api/v1"]["serverRelativeURL"]
             .as_str()
             .unwrap()
-            .starts_with("/openapi/v3/api/v1"));
+            .starts_with("/openapi/v3/api/v1?hash="));
         assert!(group_version("apis/nope/v1").is_none());
+    }
+
+    #[test]
+    fn every_served_kind_has_its_schema_under_upstreams_name_with_its_group_version_kind() {
+        for k in all_kinds() {
+            let doc = group_version(&group_version_path(k.group(), version_of(k))).unwrap();
+            let schemas = doc["components"]["schemas"].as_object().unwrap();
+            let found = schemas.values().any(|s| {
+                s["x-kubernetes-group-version-kind"]
+                    .as_array()
+                    .is_some_and(|l| l.iter().any(|g| g["kind"] == k.as_str()))
+            });
+            assert!(found, "no schema for {}", k.api_version());
+        }
+    }
+
+    #[test]
+    fn references_point_into_the_same_document_as_kubectl_explain_follows_them() {
+        let doc = group_version("api/v1").unwrap();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        let pod = &schemas["io.k8s.api.core.v1.Pod"];
+        assert!(pod["description"].as_str().unwrap().contains("containers"));
+        let spec = pod["properties"]["spec"]["allOf"][0]["$ref"]
+            .as_str()
+            .unwrap();
+        assert_eq!(spec, "#/components/schemas/io.k8s.api.core.v1.PodSpec");
+        let text = doc.to_string();
+        for r in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
+            let name = &r[..r.find('"').unwrap()];
+            assert!(schemas.contains_key(name), "dangling reference {name}");
+        }
     }
 }
