@@ -37,6 +37,7 @@ story() {
   check "unauthenticated requests get a 401 Status" '"reason":"Unauthorized"' "$(curl -sk "$server_url/api/v1/pods")"
   check "version" "v1.34" "$("$k" version 2>&1)"
   check "explain reads the served OpenAPI v3 schemas" "FIELD: strategy <DeploymentStrategy>" "$("$k" explain deployment.spec.strategy 2>&1)"
+  check "explain reads the served OpenAPI v2 protobuf" "RESOURCE: strategy <Object>" "$("$k" explain deployment.spec.strategy --output=plaintext-openapiv2 2>&1)"
   check "apply with default validation" "deployment.apps/web created" "$("$k" apply -f "$here/tests/serve/app.yaml" 2>&1)"
   check "strict validation rejects an unknown field" 'unknown field "spec.replica"' \
     "$(echo '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"bad","namespace":"shop"},"spec":{"replica":1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}' | "$k" apply -f - 2>&1)"

@@ -170,6 +170,11 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
             )
         }
         "/openapi/v3" => return json_response(200, &crate::openapi::index()),
+        "/openapi/v2" if crate::openapi_v2::wants_protobuf(&call.accept) => {
+            let body = full(crate::openapi_v2::protobuf().to_vec());
+            return respond(200, crate::openapi_v2::PROTOBUF, body, &[]);
+        }
+        "/openapi/v2" => return json_response(200, crate::openapi_v2::json()),
         _ => {}
     }
     if let Some(gv) = path.strip_prefix("/openapi/v3/") {

@@ -5,8 +5,8 @@
 //! outward contract is `contracts/serve.md` of the shared material.
 //!
 //! - [`http`]: TLS, authentication, routing, graceful shutdown;
-//! - [`request`]: what a path and a query name; [`discovery`], [`aggregated`] and [`openapi`]:
-//!   what clients read to find the resources and their schemas;
+//! - [`request`]: what a path and a query name; [`discovery`], [`aggregated`], [`openapi`] and
+//!   [`openapi_v2`]: what clients read to find the resources and their schemas;
 //! - [`handlers`], [`list`], [`watch`], [`patch`]: the verbs; [`fields`]: field selectors;
 //!   [`status`]: `metav1.Status` errors;
 //! - [`runtime`]: the control plane's thread; [`events`]: recorded events as `v1` Events;
@@ -23,6 +23,7 @@ pub mod http;
 pub mod kubeconfig;
 pub mod list;
 pub mod openapi;
+pub mod openapi_v2;
 pub mod patch;
 pub mod proto;
 pub mod request;

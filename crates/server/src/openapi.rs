@@ -209,6 +209,11 @@ pub fn index() -> Value {
     json!({"paths": paths})
 }
 
+/// Every group version's document.
+pub fn all_documents() -> impl Iterator<Item = &'static Value> {
+    documents().values().map(|(_, doc)| doc)
+}
+
 /// The document of one group version (`api/v1`, `apis/apps/v1`), or `None`.
 pub fn group_version(path: &str) -> Option<&'static Value> {
     documents().get(path).map(|(_, doc)| doc)
