@@ -39,6 +39,11 @@ story() {
   check "explain reads the served OpenAPI v3 schemas" "FIELD: strategy <DeploymentStrategy>" "$("$k" explain deployment.spec.strategy 2>&1)"
   check "explain reads the served OpenAPI v2 protobuf" "RESOURCE: strategy <Object>" "$("$k" explain deployment.spec.strategy --output=plaintext-openapiv2 2>&1)"
   check "apply with default validation" "deployment.apps/web created" "$("$k" apply -f "$here/tests/serve/app.yaml" 2>&1)"
+  "$k" apply -f "$here/tests/serve/apply/before.yaml" >/dev/null 2>&1
+  check "apply again removes the list items it no longer lists (merge keys from the schema)" \
+    "main [{\"name\":\"A\",\"value\":\"1\"}]" \
+    "$("$k" apply -f "$here/tests/serve/apply/after.yaml" >/dev/null 2>&1; "$k" get deploy envtest -o jsonpath='{.spec.template.spec.containers[*].name} {.spec.template.spec.containers[0].env}' 2>&1)"
+  "$k" delete -f "$here/tests/serve/apply/before.yaml" >/dev/null 2>&1
   check "strict validation rejects an unknown field" 'unknown field "spec.replica"' \
     "$(echo '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"bad","namespace":"shop"},"spec":{"replica":1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}' | "$k" apply -f - 2>&1)"
   check "rollout status" "successfully rolled out" "$("$k" -n shop rollout status deploy/web --timeout=60s 2>&1)"

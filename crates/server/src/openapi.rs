@@ -5,9 +5,9 @@
 //! `fieldValidation` query parameter tells kubectl that the server validates fields itself (it
 //! then sends `fieldValidation=Strict` instead of validating against the schema).
 //!
-//! The schemas lack upstream's `x-kubernetes-patch-*` and list-type extensions (k8s-openapi
-//! does not carry them): kubectl apply computes its strategic merge patches from its
-//! compiled-in types for built-in kinds, as it does against any server.
+//! k8s-openapi's schemas lack upstream's `x-kubernetes-patch-*`, list-type and map-type
+//! extensions; they are added from the registry's merge metadata (generated from upstream's
+//! schema), because kubectl computes `kubectl apply`'s strategic merge patches from them.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -174,6 +174,9 @@ fn document(path: &str, kinds: &[Kind], roots: &[(&str, &str, SchemaFn)]) -> Val
         paths.insert(format!("/{path}/{ns}{}", k.plural()), json!({"post": op}));
     }
     let mut schemas = generator.take_definitions(true);
+    for (name, schema) in schemas.iter_mut() {
+        add_merge_metadata(name, schema);
+    }
     for (name, gvk) in gvk_of {
         if let Some(Value::Object(s)) = schemas.get_mut(&name) {
             s.insert("x-kubernetes-group-version-kind".into(), json!([gvk]));
@@ -185,6 +188,44 @@ fn document(path: &str, kinds: &[Kind], roots: &[(&str, &str, SchemaFn)]) -> Val
         "paths": paths,
         "components": {"schemas": schemas},
     })
+}
+
+/// Upstream's `x-kubernetes-patch-*`, `x-kubernetes-list-*` and `x-kubernetes-map-type`
+/// extensions on a definition's fields (from the registry's merge metadata, generated from
+/// upstream's schema): kubectl computes strategic merge patches from them once a server
+/// serves schemas, so a list that merges on a key must say so here as it does upstream.
+fn add_merge_metadata(name: &str, schema: &mut Value) {
+    let Some(ty) = kubeplane_registry::patch::meta::type_def(name) else {
+        return;
+    };
+    if ty.atomic {
+        schema["x-kubernetes-map-type"] = json!("atomic");
+    }
+    let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for f in ty.fields {
+        let Some(Value::Object(p)) = props.get_mut(f.name) else {
+            continue;
+        };
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(v) = value {
+                p.insert(key.to_string(), v);
+            }
+        };
+        put(
+            "x-kubernetes-patch-strategy",
+            f.patch_strategy.map(Value::from),
+        );
+        put(
+            "x-kubernetes-patch-merge-key",
+            f.patch_merge_key.map(Value::from),
+        );
+        put("x-kubernetes-list-type", f.list_type.map(Value::from));
+        let keys = (!f.list_map_keys.is_empty()).then(|| json!(f.list_map_keys));
+        put("x-kubernetes-list-map-keys", keys);
+        put("x-kubernetes-map-type", f.map_type.map(Value::from));
+    }
 }
 
 /// A mutating operation: its kind and the query parameters kubectl looks for.
@@ -252,6 +293,22 @@ mod tests {
             });
             assert!(found, "no schema for {}", k.api_version());
         }
+    }
+
+    #[test]
+    fn lists_that_merge_on_a_key_say_so_as_upstreams_schema_does() {
+        let doc = group_version("api/v1").unwrap();
+        let spec = &doc["components"]["schemas"]["io.k8s.api.core.v1.PodSpec"];
+        let containers = &spec["properties"]["containers"];
+        assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+        assert_eq!(containers["x-kubernetes-patch-strategy"], "merge");
+        assert_eq!(containers["x-kubernetes-list-type"], "map");
+        assert_eq!(containers["x-kubernetes-list-map-keys"], json!(["name"]));
+        let container = &doc["components"]["schemas"]["io.k8s.api.core.v1.Container"];
+        assert_eq!(
+            container["properties"]["env"]["x-kubernetes-patch-merge-key"],
+            "name"
+        );
     }
 
     #[test]
