@@ -122,10 +122,14 @@ struct Prepared {
 /// Sets up the storage with the input, the scheduler and the credentials.
 fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
     let scenario = &input.scenario;
-    if !scenario.steps.is_empty() {
+    let expectations = scenario
+        .steps
+        .iter()
+        .filter(|s| matches!(s.action, kubeplane_sim::scenario::StepAction::Expect(_)))
+        .count();
+    if expectations > 0 {
         eprintln!(
-            "note: kubeplane serve does not run a Scenario's steps yet; its {} step(s) are ignored",
-            scenario.steps.len()
+            "note: kubeplane serve runs a Scenario's steps but does not check its {expectations} expectation(s) (kubeplane simulate does)"
         );
     }
     let origin = match config.clock {
@@ -158,9 +162,10 @@ fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
         load(&mut client, input)?;
     } else {
         eprintln!(
-            "kubeplane serve: resuming the state kept in {} at resourceVersion {revision}; the FILEs were loaded when it was new",
+            "kubeplane serve: resuming the state kept in {} at resourceVersion {revision}; the FILEs (and their Scenario's steps) were applied when it was new",
             config.data_dir.as_deref().unwrap_or(std::path::Path::new("")).display()
         );
+        input.scenario.steps.clear();
     }
     let host = config.listen.ip().to_string();
     let hosts = if tls::is_ip(&host) {
@@ -299,7 +304,8 @@ async fn serve(
         kubeplane_controllers::manager::controllers(&p.features),
         kubeplane_controllers::manager::periodic_controllers(&p.features),
         NodeAgents::new(input.scenario.pod_startup_latency),
-    );
+    )
+    .with_steps(input.scenario.steps.clone());
     control_plane.client.binding = BindFeatures::from_gates(&p.features);
     let cp_state = state.clone();
     let cp = std::thread::Builder::new()

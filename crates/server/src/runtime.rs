@@ -5,7 +5,8 @@
 //! change to every component as the simulator does, runs the components whose work is due at
 //! the clock's current instant until none is, stores the events they recorded as `v1` Events,
 //! and sleeps until the next component's wake-up or the next change, whichever comes first.
-//! The Node annotation `kubeplane.io/agent` (`down`, `none`) stops a node's agent.
+//! The Node annotation `kubeplane.io/agent` (`down`, `none`) stops a node's agent. A
+//! Scenario's steps in the FILEs run on the server's clock, through the simulator's step verbs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,8 @@ use kubeplane_core::SimTime;
 use kubeplane_registry::StorageClient;
 use kubeplane_scheduler::Scheduler;
 use kubeplane_sim::agents::NodeAgents;
+use kubeplane_sim::drain::Drains;
+use kubeplane_sim::scenario::{Step, StepAction};
 use kubeplane_storage::{Event, EventKind, ListOptions, Prefix, Watcher};
 
 use crate::state::{flush_events, State};
@@ -37,6 +40,10 @@ pub struct ControlPlane {
     stopped_agents: std::collections::BTreeSet<String>,
     /// The cursor fell behind the storage's window.
     behind: bool,
+    /// The Scenario's steps still to run, in time order.
+    steps: std::collections::VecDeque<Step>,
+    /// `drain` steps in progress.
+    drains: Drains,
 }
 
 impl ControlPlane {
@@ -55,7 +62,19 @@ impl ControlPlane {
             agents,
             stopped_agents: Default::default(),
             behind: false,
+            steps: Default::default(),
+            drains: Drains::default(),
         }
+    }
+
+    /// Runs a Scenario's steps at their instants of the server's clock (expectations are
+    /// `simulate`'s: they are left out).
+    pub fn with_steps(mut self, steps: Vec<Step>) -> ControlPlane {
+        self.steps = steps
+            .into_iter()
+            .filter(|s| !matches!(s.action, StepAction::Expect(_)))
+            .collect();
+        self
     }
 
     fn all(&self) -> impl Iterator<Item = &dyn Component> {
@@ -70,7 +89,37 @@ impl ControlPlane {
     }
 
     fn next_wakeup(&self) -> Option<SimTime> {
-        self.all().filter_map(|c| c.next_wakeup()).min()
+        let step = self.steps.front().map(|s| s.at);
+        let components = self.all().filter_map(|c| c.next_wakeup());
+        components
+            .chain(step)
+            .chain(self.drains.next_wakeup())
+            .min()
+    }
+
+    /// Applies the steps due at `now`, all of them before any component reacts (the steps of
+    /// one instant are one change, as in the simulator). A step that fails is reported on
+    /// stderr, as `simulate` reports a `StepFailed` record, and the others go on.
+    fn apply_due_steps(&mut self, now: SimTime) {
+        self.client.now = now;
+        while self.steps.front().is_some_and(|s| s.at <= now) {
+            let Some(step) = self.steps.pop_front() else {
+                break;
+            };
+            let mut target = kubeplane_sim::verbs::Target {
+                client: &mut self.client,
+                agents: &mut self.agents,
+                drains: &mut self.drains,
+            };
+            if let Err(message) = target.apply(&step.action, now) {
+                eprintln!(
+                    "kubeplane serve: step {} ({}) at {}: {message}",
+                    step.index + 1,
+                    step.action.name(),
+                    kubeplane_core::duration::format_duration(step.at - SimTime::ZERO)
+                );
+            }
+        }
     }
 
     /// The components' counters (upstream metric names).
@@ -152,6 +201,10 @@ impl ControlPlane {
                 self.agents.run(now, &mut self.client);
                 ran = true;
             }
+            if self.drains.next_wakeup().is_some_and(|t| t <= now) {
+                self.drains.run(now, &mut self.client);
+                ran = true;
+            }
             if !ran && !delivered && self.scheduler.next_wakeup().is_some_and(|t| t <= now) {
                 self.scheduler.run(now, &mut self.client);
                 ran = true;
@@ -198,6 +251,10 @@ impl ControlPlane {
         let mut published = std::time::Instant::now();
         while !state.is_stopping() {
             let now = state.clock.now();
+            if self.steps.front().is_some_and(|s| s.at <= now) {
+                self.settle(now, cursor.as_mut());
+                self.apply_due_steps(now);
+            }
             self.settle(now, cursor.as_mut());
             if std::mem::take(&mut self.behind) {
                 eprintln!("kubeplane serve: the control plane fell behind the storage's window; listing again");

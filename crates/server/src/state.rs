@@ -144,7 +144,13 @@ impl State {
 /// the next nanosecond, as two events a nanosecond apart would).
 pub fn flush_events(client: &mut StorageClient) {
     let events = std::mem::take(&mut client.events);
-    client.records.clear();
+    for r in client.records.drain(..) {
+        // A drain step's result is the one record a server user asks for; the explanation
+        // records of `simulate --explain` are not kept.
+        if r["kind"] == "DrainResult" {
+            eprintln!("kubeplane serve: {r}");
+        }
+    }
     for ev in events {
         let at = client.clock().timestamp(ev.time).0;
         let uid = client

@@ -9,6 +9,7 @@ pub mod drain;
 pub mod engine;
 pub mod expect;
 pub mod scenario;
+pub mod verbs;
 pub mod workloads;
 
 pub use engine::{Record, RunOptions, SimError, Simulation};
