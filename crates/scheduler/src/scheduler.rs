@@ -349,7 +349,7 @@ impl Component for Scheduler {
     }
 
     fn metrics(&self) -> Vec<(String, u64)> {
-        vec![
+        let mut out = vec![
             (
                 "scheduler_schedule_attempts_total{result=\"scheduled\"}".into(),
                 self.metrics.scheduled,
@@ -362,6 +362,21 @@ impl Component for Scheduler {
                 "scheduler_schedule_attempts_total{result=\"error\"}".into(),
                 self.metrics.errors,
             ),
+        ];
+        // Upstream's gauge of the pods waiting in each queue.
+        let pending = self.queue.pending_pods();
+        for (queue, n) in [
+            ("active", pending.active),
+            ("backoff", pending.backoff),
+            ("unschedulable", pending.unschedulable),
+            ("gated", pending.gated),
+        ] {
+            out.push((
+                format!("scheduler_pending_pods{{queue=\"{queue}\"}}"),
+                n as u64,
+            ));
+        }
+        out.extend([
             (
                 "kubeplane_scheduler_node_local_filters_reused_total".into(),
                 self.node_local.filters_reused,
@@ -370,7 +385,8 @@ impl Component for Scheduler {
                 "kubeplane_scheduler_node_local_scores_reused_total".into(),
                 self.node_local.scores_reused,
             ),
-        ]
+        ]);
+        out
     }
 }
 
