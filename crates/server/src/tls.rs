@@ -55,20 +55,9 @@ fn new_token() -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// New credentials for a server reachable at `hosts` (names or IP addresses).
-pub fn generate(hosts: &[String]) -> Result<Credentials, TlsError> {
-    let ca_key = KeyPair::generate()?;
-    let mut ca = CertificateParams::new(Vec::<String>::new())?;
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "kubeplane-ca");
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::CrlSign,
-    ];
-    let ca_cert = ca.self_signed(&ca_key)?;
-    let serving_key = KeyPair::generate()?;
+/// The names a serving certificate for `hosts` covers: the loopback names, the in-cluster
+/// service names, and the hosts.
+fn serving_names(hosts: &[String]) -> Vec<String> {
     let mut names: Vec<String> = vec![
         "localhost".into(),
         "127.0.0.1".into(),
@@ -81,11 +70,44 @@ pub fn generate(hosts: &[String]) -> Result<Credentials, TlsError> {
             names.push(h.clone());
         }
     }
-    let mut serving = CertificateParams::new(names)?;
+    names
+}
+
+/// The CA's certificate parameters: the same each time, so a kept CA key signs new
+/// certificates under the same issuer name.
+fn ca_params() -> Result<CertificateParams, TlsError> {
+    let mut ca = CertificateParams::new(Vec::<String>::new())?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "kubeplane-ca");
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::CrlSign,
+    ];
+    Ok(ca)
+}
+
+/// A serving certificate (PEM) and its key for `names`, signed by the CA.
+fn sign_serving(
+    names: &[String],
+    ca_cert: &rcgen::Certificate,
+    ca_key: &KeyPair,
+) -> Result<(String, String), TlsError> {
+    let serving_key = KeyPair::generate()?;
+    let mut serving = CertificateParams::new(names.to_vec())?;
     serving
         .distinguished_name
         .push(DnType::CommonName, "kubeplane-apiserver");
-    let serving_cert = serving.signed_by(&serving_key, &ca_cert, &ca_key)?;
+    let serving_cert = serving.signed_by(&serving_key, ca_cert, ca_key)?;
+    Ok((serving_cert.pem(), serving_key.serialize_pem()))
+}
+
+/// New credentials for a server reachable at `hosts` (names or IP addresses).
+pub fn generate(hosts: &[String]) -> Result<Credentials, TlsError> {
+    let ca_key = KeyPair::generate()?;
+    let ca_cert = ca_params()?.self_signed(&ca_key)?;
+    let (serving_cert, serving_key) = sign_serving(&serving_names(hosts), &ca_cert, &ca_key)?;
     let client_key = KeyPair::generate()?;
     let mut client = CertificateParams::new(Vec::<String>::new())?;
     client
@@ -98,13 +120,16 @@ pub fn generate(hosts: &[String]) -> Result<Credentials, TlsError> {
     Ok(Credentials {
         ca_cert: ca_cert.pem(),
         ca_key: ca_key.serialize_pem(),
-        serving_cert: serving_cert.pem(),
-        serving_key: serving_key.serialize_pem(),
+        serving_cert,
+        serving_key,
         token: new_token(),
         client_cert: client_cert.pem(),
         client_key: client_key.serialize_pem(),
     })
 }
+
+/// The names the kept serving certificate covers, one per line.
+const NAMES_FILE: &str = "apiserver.names";
 
 const FILES: [&str; 7] = [
     "ca.crt",
@@ -120,9 +145,10 @@ const FILES: [&str; 7] = [
 /// readable by the owner only).
 pub fn load_or_generate(dir: &Path, hosts: &[String]) -> Result<Credentials, TlsError> {
     let pki = dir.join("pki");
+    let names_file = pki.join(NAMES_FILE);
     if FILES.iter().all(|f| pki.join(f).exists()) {
         let read = |f: &str| std::fs::read_to_string(pki.join(f)).map_err(io_err(&pki.join(f)));
-        return Ok(Credentials {
+        let mut creds = Credentials {
             ca_cert: read(FILES[0])?,
             ca_key: read(FILES[1])?,
             serving_cert: read(FILES[2])?,
@@ -130,10 +156,25 @@ pub fn load_or_generate(dir: &Path, hosts: &[String]) -> Result<Credentials, Tls
             token: read(FILES[4])?.trim().to_string(),
             client_cert: read(FILES[5])?,
             client_key: read(FILES[6])?,
-        });
+        };
+        // A restart on another address: a new serving certificate from the same CA, so the
+        // kubeconfigs already handed out keep working.
+        let names = serving_names(hosts);
+        let covered = std::fs::read_to_string(&names_file).unwrap_or_default();
+        if !names.iter().all(|n| covered.lines().any(|l| l == n)) {
+            let ca_key = KeyPair::from_pem(&creds.ca_key)?;
+            let ca = ca_params()?.self_signed(&ca_key)?;
+            let (cert, key) = sign_serving(&names, &ca, &ca_key)?;
+            write_private(&pki.join(FILES[2]), &cert)?;
+            write_private(&pki.join(FILES[3]), &key)?;
+            write_private(&names_file, &(names.join("\n") + "\n"))?;
+            (creds.serving_cert, creds.serving_key) = (cert, key);
+        }
+        return Ok(creds);
     }
     let creds = generate(hosts)?;
     std::fs::create_dir_all(&pki).map_err(io_err(&pki))?;
+    write_private(&names_file, &(serving_names(hosts).join("\n") + "\n"))?;
     let contents = [
         &creds.ca_cert,
         &creds.ca_key,
@@ -223,6 +264,46 @@ mod tests {
         let b = load_or_generate(&dir, &[]).unwrap();
         assert_eq!(a.token, b.token);
         assert_eq!(a.ca_cert, b.ca_cert);
+        assert_eq!(
+            a.serving_cert, b.serving_cert,
+            "same address, same certificate"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_restart_on_another_address_gets_a_serving_certificate_from_the_same_ca() {
+        let dir = std::env::temp_dir().join(format!("kubeplane-tls-moved-{}", std::process::id()));
+        let a = load_or_generate(&dir, &[]).unwrap();
+        let b = load_or_generate(&dir, &["10.1.2.3".to_string()]).unwrap();
+        assert_eq!((&a.token, &a.ca_cert), (&b.token, &b.ca_cert));
+        assert_ne!(a.serving_cert, b.serving_cert);
+        // The new certificate verifies against the kept CA for the new address.
+        let roots = {
+            let mut r = rustls::RootCertStore::empty();
+            for c in CertificateDer::pem_slice_iter(b.ca_cert.as_bytes()) {
+                r.add(c.unwrap()).unwrap();
+            }
+            Arc::new(r)
+        };
+        let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            roots,
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .unwrap();
+        let cert = CertificateDer::from_pem_slice(b.serving_cert.as_bytes()).unwrap();
+        let name = rustls::pki_types::ServerName::try_from("10.1.2.3").unwrap();
+        let now = rustls::pki_types::UnixTime::now();
+        use rustls::client::danger::ServerCertVerifier;
+        verifier
+            .verify_server_cert(&cert, &[], &name, &[], now)
+            .expect("the new serving certificate names the new address under the kept CA");
+        let c = load_or_generate(&dir, &["10.1.2.3".to_string()]).unwrap();
+        assert_eq!(
+            b.serving_cert, c.serving_cert,
+            "kept once it covers the address"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
