@@ -18,6 +18,12 @@ use crate::agents::NodeAgents;
 use crate::drain::Drains;
 use crate::scenario::{Assertion, Input, Step, StepAction};
 
+/// What a step changes besides the cluster: borrowed beside the client.
+struct Parts<'a> {
+    agents: &'a mut NodeAgents,
+    drains: &'a mut Drains,
+}
+
 /// A run without `duration` stops when nothing is pending, and at the latest after this long.
 pub const DEFAULT_DURATION_CAP: SimDuration = SimDuration(24 * 3600 * 1_000_000_000);
 /// How many rounds of work (one pass over the components with work due) one instant may take
@@ -231,6 +237,12 @@ impl Simulation {
 
     /// Runs `f` with the API client of the current instant (steps write through it too).
     fn with_client<T>(&mut self, f: impl FnOnce(&mut ApiClient<'_>) -> T) -> T {
+        self.with_parts(|client, _| f(client))
+    }
+
+    /// Runs `f` with the API client of the current instant and what a step changes besides
+    /// (the node agents and the drains).
+    fn with_parts<T>(&mut self, f: impl FnOnce(&mut ApiClient<'_>, Parts<'_>) -> T) -> T {
         let mut output = Output {
             records: &mut self.records,
             events: &mut self.events,
@@ -243,7 +255,11 @@ impl Simulation {
             admission: true,
             binding: self.binding,
         };
-        f(&mut client)
+        let parts = Parts {
+            agents: &mut self.agents,
+            drains: &mut self.drains,
+        };
+        f(&mut client, parts)
     }
 
     pub fn seed(&self) -> u64 {
@@ -551,24 +567,15 @@ impl Simulation {
 
     /// Applies one step action through the same client the components use.
     fn apply(&mut self, action: &StepAction) -> Result<(), String> {
-        let mut output = Output {
-            records: &mut self.records,
-            events: &mut self.events,
-        };
-        let mut client = ApiClient {
-            store: &mut self.store,
-            now: self.now,
-            sink: &mut output,
-            explain: self.explain,
-            admission: true,
-            binding: self.binding,
-        };
-        let mut target = crate::verbs::Target {
-            client: &mut client,
-            agents: &mut self.agents,
-            drains: &mut self.drains,
-        };
-        target.apply(action, self.now)
+        let now = self.now;
+        self.with_parts(|client, parts| {
+            let mut target = crate::verbs::Target {
+                client,
+                agents: parts.agents,
+                drains: parts.drains,
+            };
+            target.apply(action, now)
+        })
     }
 
     /// Creates objects now, as a step would (benchmarks and tests add load this way).
