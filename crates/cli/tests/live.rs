@@ -291,3 +291,65 @@ fn an_unreadable_kubeconfig_is_an_input_error_naming_the_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/kubeconfig"), "{err}");
 }
+
+/// `kubeplane serve` on a fixed port with a data directory, so that a restart keeps the
+/// address, the credentials and the objects.
+fn serve_at(dir: &Path, port: u16) -> Proc {
+    let kubeconfig = dir.join("kubeconfig");
+    let _ = std::fs::remove_file(&kubeconfig);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let child = Command::new(env!("CARGO_BIN_EXE_kubeplane"))
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--kubeconfig-out",
+        ])
+        .arg(&kubeconfig)
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg(root.join("tests/serve/cluster.yaml"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubeplane serve starts");
+    wait_for("the server writes its kubeconfig", 30, || {
+        kubeconfig.exists()
+    });
+    Proc(child)
+}
+
+#[test]
+fn the_scheduler_outlives_a_server_restart_and_goes_on_scheduling() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let server = serve_at(dir.path(), port);
+    let kubeconfig = dir.path().join("kubeconfig");
+    let (mut scheduler, metrics_port) = scheduler(dir.path(), &kubeconfig, false);
+    wait_for("/readyz answers ok", 30, || {
+        get(metrics_port, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    let c = Cluster::new(&kubeconfig);
+    c.create(pod("before", "kubeplane-live", "1"));
+    wait_for("the pod before the restart is bound", 30, || {
+        c.node_of("before").is_some()
+    });
+    drop(server); // SIGKILL
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        scheduler.0.try_wait().unwrap().is_none(),
+        "the scheduler keeps running while the server is away"
+    );
+    let _server = serve_at(dir.path(), port);
+    let c = Cluster::new(&kubeconfig);
+    c.create(pod("after", "kubeplane-live", "1"));
+    wait_for("the pod after the restart is bound", 60, || {
+        c.node_of("after").is_some()
+    });
+    assert!(scheduler.0.try_wait().unwrap().is_none());
+    wait_for("the metrics count both pods, each once", 10, || {
+        metric(
+            metrics_port,
+            "scheduler_schedule_attempts_total{result=\"scheduled\"}",
+        ) == Some(2)
+    });
+}
