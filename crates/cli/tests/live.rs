@@ -353,3 +353,34 @@ fn the_scheduler_outlives_a_server_restart_and_goes_on_scheduling() {
         ) == Some(2)
     });
 }
+
+#[test]
+fn a_leader_whose_lease_is_taken_stops_at_once_and_exits_with_status_1() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, kubeconfig) = serve(dir.path());
+    let (mut one, port) = scheduler(dir.path(), &kubeconfig, true);
+    let leading = || {
+        metric(
+            port,
+            "leader_election_master_status{name=\"kube-scheduler\"}",
+        )
+    };
+    wait_for("the scheduler leads", 30, || leading() == Some(1));
+    let c = Cluster::new(&kubeconfig);
+    let leases: Api<Lease> = Api::namespaced(c.pods.clone().into_client(), "kube-system");
+    // Another holder writes the lease (again after a conflict with a renewal).
+    wait_for("the lease is taken over", 10, || {
+        let mut lease = c.rt.block_on(leases.get("kubeplane-live")).unwrap();
+        lease.spec.as_mut().unwrap().holder_identity = Some("intruder".into());
+        let pp = PostParams::default();
+        c.rt.block_on(leases.replace("kubeplane-live", &pp, &lease))
+            .is_ok()
+    });
+    let mut status = None;
+    wait_for("the scheduler exits", 10, || {
+        status = one.0.try_wait().unwrap();
+        status.is_some()
+    });
+    assert_eq!(status.unwrap().code(), Some(1));
+}
