@@ -384,3 +384,37 @@ fn a_leader_whose_lease_is_taken_stops_at_once_and_exits_with_status_1() {
     });
     assert_eq!(status.unwrap().code(), Some(1));
 }
+
+/// A figure, not a check: pods per second bound through the API (run with `--ignored
+/// --nocapture`). 300 pods (three nodes of 110 pods) created one after the other while the
+/// scheduler runs; the time from the first create to the last binding seen.
+#[test]
+#[ignore]
+fn measure_pods_per_second_through_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, kubeconfig) = serve(dir.path());
+    let (_scheduler, port) = scheduler(dir.path(), &kubeconfig, false);
+    wait_for("/readyz answers ok", 30, || {
+        get(port, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    let c = Cluster::new(&kubeconfig);
+    let n = 300;
+    let start = Instant::now();
+    for i in 0..n {
+        c.create(pod(&format!("p{i}"), "kubeplane-live", "10m"));
+    }
+    let created = start.elapsed();
+    let bound = || {
+        let list = c.rt.block_on(c.pods.list(&ListParams::default())).unwrap();
+        list.items
+            .iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+            .count()
+    };
+    wait_for("every pod is bound", 120, || bound() == n);
+    let all = start.elapsed();
+    eprintln!(
+        "{n} pods: created in {created:?}, all bound after {all:?}: {:.0} pods/s",
+        n as f64 / all.as_secs_f64()
+    );
+}
