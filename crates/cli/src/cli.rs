@@ -94,6 +94,23 @@ Exit status: 0 stopped by SIGINT or SIGTERM; 1 the server failed; 2 the input or
 command line is invalid (nothing is started)."
     )]
     Serve(ServeArgs),
+    /// Run kubeplane's scheduler against a real API server (a kubeconfig's cluster).
+    #[command(
+        long_about = "Run kubeplane's scheduler against any conformant API server through \
+kube-rs, as kube-scheduler runs: it watches pods, nodes, namespaces, ReplicaSets and \
+PodDisruptionBudgets, binds through pods/binding, writes the PodScheduled condition with status \
+patches and records events.k8s.io/v1 Events. Its profiles take only the pods whose \
+spec.schedulerName names one of them, so it can run beside the cluster's default scheduler \
+(give its profile another schedulerName in --config).\n\n\
+Leader election follows the configuration's leaderElection block (upstream's defaults: a \
+coordination.k8s.io Lease kube-system/kube-scheduler, 15 s lease, 10 s renew deadline, 2 s \
+retry); --leader-elect overrides its leaderElect. /healthz, /readyz and /metrics are served \
+over plain HTTP on --bind-address:--secure-port.\n\n\
+Example: kubeplane scheduler --kubeconfig ~/.kube/config --config second-scheduler.yaml\n\n\
+Exit status: 0 stopped by SIGINT or SIGTERM; 1 the lease was lost or the scheduler failed; 2 \
+the kubeconfig, the configuration or the command line is invalid (nothing is started)."
+    )]
+    Scheduler(SchedulerArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(long_about = "Print a shell completion script to standard output.\n\n\
 bash:  kubeplane completion bash > ~/.local/share/bash-completion/completions/kubeplane\n\
@@ -140,6 +157,25 @@ pub struct ServeArgs {
     /// The Kubernetes release to follow (as for simulate).
     #[arg(long, value_name = "VERSION")]
     pub kubernetes_version: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SchedulerArgs {
+    /// The kubeconfig of the cluster to schedule on.
+    #[arg(long, value_name = "PATH", required = true)]
+    pub kubeconfig: PathBuf,
+    /// A KubeSchedulerConfiguration file (profiles, plugins, leaderElection).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Elect a leader before scheduling (over the configuration's leaderElection.leaderElect).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub leader_elect: Option<bool>,
+    /// The port of /healthz, /readyz and /metrics (plain HTTP in this version); 0 serves none.
+    #[arg(long, default_value = "10259", value_name = "PORT")]
+    pub secure_port: u16,
+    /// The address that port is served on.
+    #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
+    pub bind_address: std::net::IpAddr,
 }
 
 /// `--clock`.

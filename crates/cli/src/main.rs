@@ -12,6 +12,7 @@ mod inputs;
 mod output;
 mod progress;
 mod report;
+mod scheduler;
 mod serve;
 mod simulate;
 mod summary;
@@ -72,6 +73,7 @@ fn main() -> ExitCode {
         cli::Command::Compare(a) => compare::run(a),
         cli::Command::Bench(a) => bench::run(a),
         cli::Command::Serve(a) => serve::run(a),
+        cli::Command::Scheduler(a) => scheduler::run(a),
         cli::Command::Completion(a) => generate::completion(a.shell),
         cli::Command::Man => generate::man(),
         cli::Command::Schema => generate::schema(),

@@ -56,6 +56,7 @@ const CRATE_MAP: &[(&str, &[&str])] = &[
             "kubeplane-sim",
             "kubeplane-storage",
             "kubeplane-server",
+            "kubeplane-live",
         ],
     ),
     (
@@ -69,6 +70,10 @@ const CRATE_MAP: &[(&str, &[&str])] = &[
             "kubeplane-controllers",
             "kubeplane-sim",
         ],
+    ),
+    (
+        "kubeplane-live",
+        &["kubeplane-core", "kubeplane-api", "kubeplane-scheduler"],
     ),
 ];
 
@@ -105,6 +110,14 @@ const CLOCK_ALLOWED: &[(&str, &str)] = &[
     (
         "crates/server/src/watch.rs",
         "a watch's timeoutSeconds and bookmark interval (wall time, as upstream's)",
+    ),
+    (
+        "crates/live/src/clock.rs",
+        "the live scheduler's clock: wall time as the scheduler's instants",
+    ),
+    (
+        "crates/live/src/leader.rs",
+        "leader election: Lease times are wall times, expiry is measured on the monotonic clock",
     ),
     (
         "crates/server/src/tls.rs",

@@ -1,0 +1,73 @@
+//! The scheduler's metrics in Prometheus text format, with upstream's names: the scheduler's
+//! own counters (`scheduler_schedule_attempts_total` by result, ...), the pending pods by queue
+//! (`scheduler_pending_pods`), and client-go's `leader_election_master_status`.
+
+use std::fmt::Write;
+
+use kubeplane_api::Component;
+use kubeplane_scheduler::Scheduler;
+
+/// The family of a sample (`name` of `name{labels}`).
+fn family(sample: &str) -> &str {
+    sample.split('{').next().unwrap_or(sample)
+}
+
+/// Renders every sample, each family once introduced with its type.
+pub fn render(scheduler: &Scheduler, leading: bool) -> String {
+    let pending = scheduler.queue().pending_pods();
+    let mut samples: Vec<(String, u64)> = scheduler.metrics();
+    for (queue, n) in [
+        ("active", pending.active),
+        ("backoff", pending.backoff),
+        ("unschedulable", pending.unschedulable),
+        ("gated", pending.gated),
+    ] {
+        samples.push((
+            format!("scheduler_pending_pods{{queue=\"{queue}\"}}"),
+            n as u64,
+        ));
+    }
+    samples.push((
+        "leader_election_master_status{name=\"kube-scheduler\"}".into(),
+        u64::from(leading),
+    ));
+    let mut out = String::new();
+    let mut last = "";
+    for (sample, value) in &samples {
+        let f = family(sample);
+        if f != last {
+            let kind = if f.ends_with("_total") {
+                "counter"
+            } else {
+                "gauge"
+            };
+            let _ = writeln!(out, "# TYPE {f} {kind}");
+            last = f;
+        }
+        let _ = writeln!(out, "{sample} {value}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use kubeplane_core::features::FeatureGates;
+    use kubeplane_scheduler::queue::SchedulingQueue;
+
+    use super::*;
+
+    #[test]
+    fn every_family_is_typed_once_and_the_leader_status_is_a_gauge() {
+        let setup = kubeplane_scheduler::config::resolve(None, &FeatureGates::default()).unwrap();
+        let s = Scheduler::new(setup.frameworks, SchedulingQueue::new(setup.queue), 100, 0);
+        let text = render(&s, true);
+        assert_eq!(
+            text.matches("# TYPE scheduler_schedule_attempts_total counter")
+                .count(),
+            1
+        );
+        assert!(text.contains("scheduler_schedule_attempts_total{result=\"scheduled\"} 0\n"));
+        assert!(text.contains("# TYPE scheduler_pending_pods gauge\n"));
+        assert!(text.contains("leader_election_master_status{name=\"kube-scheduler\"} 1\n"));
+    }
+}

@@ -1,0 +1,143 @@
+//! Reflectors: one kube-rs watcher per kind the scheduler's informers need, feeding the
+//! scheduling loop the events the components consume.
+//!
+//! A watcher lists, then watches from the list's resourceVersion with bookmarks
+//! (`allowWatchBookmarks`: the watch resumes from the last bookmark, not from an old list);
+//! on 410 Gone it lists again, and on any other failure (the API server went away) it backs
+//! off and retries (kube-rs's default backoff), never ending. A complete list (from its `Init`
+//! to its `InitDone`) reaches the loop as one relist, which the loop's
+//! [`Informer`](kubeplane_api::Informer) turns into Added, Modified (with the old object) and
+//! Deleted events, as client-go's `DeltaFIFO.Replace` does; a watched change reaches it as
+//! Modified or Deleted, and the informer supplies the old object from its store (an update of
+//! an object it does not hold becomes an add).
+
+use std::fmt::Debug;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::Api;
+use kubeplane_api::{EventType, Kind, Object, WatchEvent};
+use serde::de::DeserializeOwned;
+
+use crate::convert::resource_version;
+use crate::runtime::Msg;
+
+/// The kinds the scheduler's informers watch: pods (not finished ones, as upstream's pod
+/// informer selects them), nodes, namespaces (InterPodAffinity's namespaceSelector),
+/// ReplicaSets (PodTopologySpread's default constraints) and PodDisruptionBudgets
+/// (preemption).
+pub const KINDS: [Kind; 5] = [
+    Kind::Pod,
+    Kind::Node,
+    Kind::Namespace,
+    Kind::ReplicaSet,
+    Kind::PodDisruptionBudget,
+];
+
+/// Upstream's field selector of the scheduler's pod informer.
+const POD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+fn event(type_: EventType, object: Object) -> Msg {
+    let resource_version = resource_version(&object);
+    Msg::Event(WatchEvent {
+        type_,
+        object,
+        old: None,
+        resource_version,
+    })
+}
+
+/// Watches one kind until the loop goes away.
+async fn reflect<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    kind: Kind,
+    wrap: fn(K) -> Object,
+    tx: Sender<Msg>,
+) where
+    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    let mut listed: Vec<Object> = Vec::new();
+    let mut failures = 0u64;
+    while let Some(item) = stream.next().await {
+        let msg = match item {
+            Ok(Event::Init) => {
+                listed.clear();
+                continue;
+            }
+            Ok(Event::InitApply(o)) => {
+                listed.push(wrap(o));
+                continue;
+            }
+            Ok(Event::InitDone) => {
+                failures = 0;
+                Msg::Relist(kind, std::mem::take(&mut listed))
+            }
+            Ok(Event::Apply(o)) => event(EventType::Modified, wrap(o)),
+            Ok(Event::Delete(o)) => event(EventType::Deleted, wrap(o)),
+            Err(e) => {
+                failures += 1;
+                if failures <= 3 || failures.is_power_of_two() {
+                    eprintln!(
+                        "kubeplane scheduler: watching {}: {e} (retrying with backoff)",
+                        kind.plural()
+                    );
+                }
+                continue;
+            }
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+}
+
+/// Starts a reflector for every kind in [`KINDS`] on the runtime.
+pub fn start(runtime: &tokio::runtime::Handle, client: &kube::Client, tx: &Sender<Msg>) {
+    let all = watcher::Config::default();
+    let pods = all.clone().fields(POD_SELECTOR);
+    let c = || client.clone();
+    runtime.spawn(reflect::<Pod>(
+        Api::all(c()),
+        pods,
+        Kind::Pod,
+        |o| Object::Pod(Arc::new(o)),
+        tx.clone(),
+    ));
+    runtime.spawn(reflect::<Node>(
+        Api::all(c()),
+        all.clone(),
+        Kind::Node,
+        |o| Object::Node(Arc::new(o)),
+        tx.clone(),
+    ));
+    runtime.spawn(reflect::<Namespace>(
+        Api::all(c()),
+        all.clone(),
+        Kind::Namespace,
+        |o| Object::Namespace(Arc::new(o)),
+        tx.clone(),
+    ));
+    runtime.spawn(reflect::<ReplicaSet>(
+        Api::all(c()),
+        all.clone(),
+        Kind::ReplicaSet,
+        |o| Object::ReplicaSet(Arc::new(o)),
+        tx.clone(),
+    ));
+    runtime.spawn(reflect::<PodDisruptionBudget>(
+        Api::all(c()),
+        all,
+        Kind::PodDisruptionBudget,
+        |o| Object::PodDisruptionBudget(Arc::new(o)),
+        tx.clone(),
+    ));
+}
