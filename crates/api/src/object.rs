@@ -1,5 +1,6 @@
 //! The object kinds kubeplane stores, as one enum over shared immutable k8s-openapi objects,
-//! plus [`Object::Other`] for every other built-in kind (see [`crate::types`]), kept as JSON.
+//! plus [`Object::Other`] for every other built-in kind and for custom resources (see
+//! [`crate::types`]), kept as JSON.
 
 use std::fmt;
 use std::sync::Arc;
@@ -27,7 +28,8 @@ pub enum Kind {
     PodDisruptionBudget,
     Pod,
     Lease,
-    /// A built-in kind kubeplane stores with plain API semantics and does not simulate.
+    /// A built-in kind, or a custom resource's kind, that kubeplane stores with plain API
+    /// semantics and does not simulate.
     Other(&'static ResourceType),
 }
 
@@ -69,15 +71,18 @@ impl Kind {
         }
     }
 
-    /// How many kinds there are: the simulated ones and the built-in table's.
+    /// How many built-in kinds there are: the simulated ones and the built-in table's.
     pub fn count() -> usize {
         Kind::ALL.len() + types::BUILTIN.len()
     }
 
-    /// A dense index of the kind, below [`Kind::count`]: the simulated kinds in [`Kind::ALL`]
-    /// order, then the built-in table's entries in its order (for per-kind arrays).
-    pub fn index(self) -> usize {
-        match self {
+    /// A dense index of a built-in kind, below [`Kind::count`]: the simulated kinds in
+    /// [`Kind::ALL`] order, then the built-in table's entries in its order (for per-kind
+    /// arrays). `None` for a custom resource's kind, whose types are made at run time: per-kind
+    /// storage keeps those in a map ordered by the type (group, version, kind), so the order
+    /// does not depend on when a type was first seen.
+    pub fn index(self) -> Option<usize> {
+        Some(match self {
             Kind::Namespace => 0,
             Kind::Node => 1,
             Kind::PriorityClass => 2,
@@ -86,14 +91,8 @@ impl Kind {
             Kind::PodDisruptionBudget => 5,
             Kind::Pod => 6,
             Kind::Lease => 7,
-            Kind::Other(t) => {
-                let i = types::BUILTIN
-                    .iter()
-                    .position(|b| std::ptr::eq(b, t))
-                    .expect("every stored type is in the built-in table");
-                Kind::ALL.len() + i
-            }
-        }
+            Kind::Other(t) => Kind::ALL.len() + types::builtin_index(t)?,
+        })
     }
 
     /// The API group ("" for the core group).

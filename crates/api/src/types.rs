@@ -9,9 +9,15 @@
 //! Ingresses, CRDs, workload kinds without a controller yet) applies, is kept and comes back
 //! unchanged.
 //!
+//! A custom resource's type is built from its CustomResourceDefinition when the definition is
+//! read ([`intern`]): one leaked `&'static ResourceType` per distinct definition, looked up by
+//! content, so a [`Kind::Other`] names a custom kind as it names a built-in one.
+//!
 //! [`Kind`]: crate::Kind
 //! [`Kind::Other`]: crate::Kind::Other
 //! [`DynamicObject`]: crate::object::DynamicObject
+
+use std::sync::Mutex;
 
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope, Resource};
 
@@ -162,6 +168,62 @@ pub fn builtin(api_version: &str, kind: &str) -> Option<&'static ResourceType> {
         .find(|t| t.kind == kind && t.api_version == api_version)
 }
 
+/// A resource type a CustomResourceDefinition defines, as its spec says: the storage version
+/// stands for the resource (objects keep the served version they were written with, as the
+/// HorizontalPodAutoscaler's two versions do).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CustomType {
+    pub group: String,
+    /// The storage version (`v1`): the type's `apiVersion` is `group/version`.
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+}
+
+/// The resource types of custom resources interned so far, by content.
+static INTERNED: Mutex<Vec<&'static ResourceType>> = Mutex::new(Vec::new());
+
+/// The one [`ResourceType`] of a custom resource type: built (and leaked) the first time a
+/// definition with this content is seen, the same `&'static` after that, so that two runs of
+/// one process (or two CRDs with the same names) share it. Leaks one small entry per distinct
+/// definition the process ever reads.
+pub fn intern(t: &CustomType) -> &'static ResourceType {
+    fn leak(s: &str) -> &'static str {
+        Box::leak(s.to_string().into_boxed_str())
+    }
+    let mut table = INTERNED.lock().unwrap_or_else(|e| e.into_inner());
+    let api_version = format!("{}/{}", t.group, t.version);
+    let same = |r: &&&ResourceType| {
+        r.group == t.group
+            && r.api_version == api_version
+            && r.kind == t.kind
+            && r.plural == t.plural
+            && r.namespaced == t.namespaced
+            && r.short_names.iter().eq(t.short_names.iter())
+    };
+    if let Some(found) = table.iter().find(same) {
+        return found;
+    }
+    let short_names: Vec<&'static str> = t.short_names.iter().map(|s| leak(s)).collect();
+    let leaked: &'static ResourceType = Box::leak(Box::new(ResourceType {
+        group: leak(&t.group),
+        api_version: leak(&api_version),
+        kind: leak(&t.kind),
+        plural: leak(&t.plural),
+        namespaced: t.namespaced,
+        short_names: Box::leak(short_names.into_boxed_slice()),
+    }));
+    table.push(leaked);
+    leaked
+}
+
+/// Whether a type is one of the built-in table's (not a custom resource type).
+pub fn builtin_index(t: &ResourceType) -> Option<usize> {
+    BUILTIN.iter().position(|b| std::ptr::eq(b, t))
+}
+
 /// The built-in type a user names on a command line: kind, plural, short name, or
 /// `plural.group` / `Kind.group` (case-insensitive), as kubectl resolves resource arguments.
 /// A name two groups share (`events`) resolves to the core group first, as kubectl does.
@@ -240,6 +302,35 @@ mod tests {
             builtin_by_name("events.events.k8s.io").unwrap().group,
             "events.k8s.io"
         );
+    }
+
+    fn widget(version: &str) -> CustomType {
+        CustomType {
+            group: "example.com".into(),
+            version: version.into(),
+            kind: "Widget".into(),
+            plural: "widgets".into(),
+            namespaced: true,
+            short_names: vec!["wd".into()],
+        }
+    }
+
+    #[test]
+    fn a_definition_interns_to_one_type_by_content() {
+        let a = intern(&widget("v1"));
+        let b = intern(&widget("v1"));
+        assert!(std::ptr::eq(a, b), "the same content gives the same type");
+        assert_eq!(
+            (a.api_version, a.plural, a.short_names),
+            ("example.com/v1", "widgets", &["wd"][..])
+        );
+        let v2 = intern(&widget("v2"));
+        assert!(
+            !std::ptr::eq(a, v2),
+            "another storage version is another type"
+        );
+        assert_eq!(builtin_index(a), None);
+        assert_eq!(builtin_index(builtin("v1", "ConfigMap").unwrap()), Some(0));
     }
 
     #[test]

@@ -206,9 +206,14 @@ impl Backend for Writer<'_> {
 /// The objects of each kind as the client's watch last delivered them: namespace → name →
 /// object, so lists come in namespace and name order, as the store's do.
 struct StorageCache {
-    kinds: Vec<BTreeMap<String, BTreeMap<String, Object>>>,
+    kinds: Vec<Objects>,
+    /// The custom resource types' objects (their types are made at run time).
+    custom: BTreeMap<Kind, Objects>,
     cursor: MemoryWatcher<Object>,
 }
+
+/// One kind's objects: namespace → name → object.
+type Objects = BTreeMap<String, BTreeMap<String, Object>>;
 
 impl StorageCache {
     /// A cache listed from the storage's current state, watching from there.
@@ -226,6 +231,7 @@ impl StorageCache {
             };
             let mut cache = StorageCache {
                 kinds: vec![BTreeMap::new(); Kind::count()],
+                custom: BTreeMap::new(),
                 cursor,
             };
             for (_, v) in page.items {
@@ -235,15 +241,30 @@ impl StorageCache {
         }
     }
 
+    fn objects(&self, kind: Kind) -> Option<&Objects> {
+        match kind.index() {
+            Some(i) => Some(&self.kinds[i]),
+            None => self.custom.get(&kind),
+        }
+    }
+
+    fn objects_mut(&mut self, kind: Kind) -> &mut Objects {
+        match kind.index() {
+            Some(i) => &mut self.kinds[i],
+            None => self.custom.entry(kind).or_default(),
+        }
+    }
+
     fn put(&mut self, obj: Object) {
-        let names = self.kinds[obj.kind().index()]
+        let names = self
+            .objects_mut(obj.kind())
             .entry(obj.namespace().to_string())
             .or_default();
         names.insert(obj.name().to_string(), obj);
     }
 
     fn remove(&mut self, obj: &Object) {
-        let namespaces = &mut self.kinds[obj.kind().index()];
+        let namespaces = self.objects_mut(obj.kind());
         if let Some(names) = namespaces.get_mut(obj.namespace()) {
             names.remove(obj.name());
             if names.is_empty() {
@@ -277,11 +298,15 @@ impl StorageCache {
 impl Cache for StorageCache {
     fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<&Object> {
         let namespace = if kind.is_namespaced() { namespace } else { "" };
-        self.kinds[kind.index()].get(namespace)?.get(name)
+        self.objects(kind)?.get(namespace)?.get(name)
     }
 
     fn list<'a>(&'a self, kind: Kind) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
-        Box::new(self.kinds[kind.index()].values().flat_map(|m| m.values()))
+        Box::new(
+            self.objects(kind)
+                .into_iter()
+                .flat_map(|k| k.values().flat_map(|m| m.values())),
+        )
     }
 }
 

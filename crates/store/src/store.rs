@@ -9,6 +9,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_api::types::ResourceType;
 use kubeplane_api::{ApiError, Cache, Clock, EventType, Kind, Object, ObjectKey, WatchEvent};
 use kubeplane_core::SimTime;
 
@@ -82,16 +83,13 @@ pub enum Prepared {
 /// listing order is deterministic.
 pub struct Store {
     buckets: Vec<Bucket>,
+    /// The buckets of custom resource types, ordered by the type (group, version, kind), so
+    /// listing order does not depend on when a type was first seen.
+    custom: BTreeMap<&'static ResourceType, Bucket>,
     resource_version: u64,
     log: Vec<WatchEvent>,
     names: NameSource,
     start: Timestamp,
-}
-
-/// The bucket of a kind: the simulated kinds first, in [`Kind::ALL`] order, then one per entry
-/// of the built-in table.
-fn idx(kind: Kind) -> usize {
-    kind.index()
 }
 
 impl Store {
@@ -100,10 +98,30 @@ impl Store {
     pub fn new(seed: u64, start: Timestamp) -> Store {
         Store {
             buckets: (0..Kind::count()).map(|_| Bucket::default()).collect(),
+            custom: BTreeMap::new(),
             resource_version: 0,
             log: Vec::new(),
             names: NameSource::new(seed),
             start,
+        }
+    }
+
+    /// The bucket of a kind: the simulated kinds first, in [`Kind::ALL`] order, then one per
+    /// entry of the built-in table, then the custom resource types'.
+    fn bucket(&self, kind: Kind) -> Option<&Bucket> {
+        match (kind.index(), kind) {
+            (Some(i), _) => Some(&self.buckets[i]),
+            (None, Kind::Other(t)) => self.custom.get(t),
+            (None, _) => None,
+        }
+    }
+
+    /// The bucket of a kind, made empty the first time a custom resource type is stored.
+    fn bucket_mut(&mut self, kind: Kind) -> &mut Bucket {
+        match (kind.index(), kind) {
+            (Some(i), _) => &mut self.buckets[i],
+            (None, Kind::Other(t)) => self.custom.entry(t).or_default(),
+            (None, _) => unreachable!("every simulated kind has an index"),
         }
     }
 
@@ -132,11 +150,11 @@ impl Store {
 
     pub fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<&Object> {
         let ns = if kind.is_namespaced() { namespace } else { "" };
-        self.buckets[idx(kind)].get(ns, name)
+        self.bucket(kind)?.get(ns, name)
     }
 
     pub fn get_key(&self, key: &ObjectKey) -> Option<&Object> {
-        self.buckets[idx(key.kind)].get(&key.namespace, &key.name)
+        self.bucket(key.kind)?.get(&key.namespace, &key.name)
     }
 
     pub fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<Pod>> {
@@ -150,7 +168,7 @@ impl Store {
 
     /// Every object of a kind, ordered by namespace then name.
     pub fn list(&self, kind: Kind) -> impl Iterator<Item = &Object> {
-        self.buckets[idx(kind)].values()
+        self.bucket(kind).into_iter().flat_map(Bucket::values)
     }
 
     /// The objects of a kind in one namespace, ordered by name.
@@ -159,28 +177,31 @@ impl Store {
         kind: Kind,
         namespace: &'a str,
     ) -> impl Iterator<Item = &'a Object> + 'a {
-        self.buckets[idx(kind)]
-            .namespaces
-            .get(namespace)
+        self.bucket(kind)
+            .and_then(|b| b.namespaces.get(namespace))
             .into_iter()
             .flat_map(|m| m.values())
     }
 
     /// Every stored object: the simulated kinds in [`Kind::ALL`] order, then the other kinds in
-    /// the built-in table's order; each kind by namespace and name.
+    /// the built-in table's order, then the custom resource types by group, version and kind;
+    /// each kind by namespace and name.
     pub fn all(&self) -> impl Iterator<Item = &Object> {
-        self.buckets.iter().flat_map(Bucket::values)
+        self.every_bucket().flat_map(Bucket::values)
+    }
+
+    fn every_bucket(&self) -> impl Iterator<Item = &Bucket> {
+        self.buckets.iter().chain(self.custom.values())
     }
 
     /// The kinds that have at least one stored object, in [`Store::all`]'s order.
     pub fn stored_kinds(&self) -> impl Iterator<Item = Kind> + '_ {
-        self.buckets
-            .iter()
+        self.every_bucket()
             .filter_map(|b| b.values().next().map(Object::kind))
     }
 
     pub fn count(&self, kind: Kind) -> usize {
-        self.buckets[idx(kind)].len
+        self.bucket(kind).map_or(0, |b| b.len)
     }
 
     pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
@@ -236,13 +257,17 @@ impl Store {
     ) -> Result<Object, ApiError> {
         let kind = obj.kind();
         let key = obj.key();
-        if self.buckets[idx(kind)].contains(&key.namespace, &key.name) {
+        if self
+            .bucket(kind)
+            .is_some_and(|b| b.contains(&key.namespace, &key.name))
+        {
             return Err(ApiError::AlreadyExists { key });
         }
         fill(&mut obj, &mut self.names);
         let rv = self.next_rv();
         obj.meta_mut().resource_version = Some(rv.to_string());
-        self.buckets[idx(kind)].insert(&key.namespace, &key.name, obj.clone());
+        self.bucket_mut(kind)
+            .insert(&key.namespace, &key.name, obj.clone());
         self.push(EventType::Added, obj.clone(), None, rv);
         Ok(obj)
     }
@@ -265,7 +290,7 @@ impl Store {
     ) -> Result<Object, ApiError> {
         let kind = obj.kind();
         let rv = self.resource_version + 1;
-        let Some(slot) = self.buckets[idx(kind)].get_mut(obj.namespace(), obj.name()) else {
+        let Some(slot) = self.bucket_mut(kind).get_mut(obj.namespace(), obj.name()) else {
             return Err(ApiError::NotFound { key: obj.key() });
         };
         let given_rv = obj.resource_version();
@@ -296,7 +321,7 @@ impl Store {
         f: impl FnOnce(&Object) -> Result<Object, ApiError>,
     ) -> Result<Object, ApiError> {
         let rv = self.resource_version + 1;
-        let Some(slot) = self.buckets[idx(kind)].get_mut(namespace, name) else {
+        let Some(slot) = self.bucket_mut(kind).get_mut(namespace, name) else {
             return Err(ApiError::NotFound {
                 key: ObjectKey::new(kind, namespace, name),
             });
@@ -312,7 +337,7 @@ impl Store {
     /// Removes an object; returns its last state, which the Deleted event shares (the event's
     /// own version is its `resource_version`). NotFound when absent.
     pub fn delete(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
-        let Some(old) = self.buckets[idx(key.kind)].remove(&key.namespace, &key.name) else {
+        let Some(old) = self.bucket_mut(key.kind).remove(&key.namespace, &key.name) else {
             return Err(ApiError::NotFound { key: key.clone() });
         };
         let rv = self.next_rv();

@@ -144,13 +144,17 @@ pub fn validate_update(old: &Object, new: &Object) -> Result<(), ApiError> {
     }
 }
 
-/// What no update changes (`rest.BeforeUpdate`): the uid and creationTimestamp are the stored
-/// ones, and an update can never clear or move a stored deletionTimestamp and its grace period
+/// What no update changes (`rest.BeforeUpdate`): the namespace (the update found the stored
+/// object by it: an object that names none, as a Scenario's `apply` may, is in the stored
+/// one's), the uid and creationTimestamp are the stored ones, and an update can never clear or move a stored deletionTimestamp and its grace period
 /// (only the registry's own deletion writes do). A generation the strategy did not set is the
 /// stored one.
 pub fn before_update(old: &Object, new: &mut Object) {
     let old_meta = old.meta();
     let meta = new.meta_mut();
+    if meta.namespace != old_meta.namespace {
+        meta.namespace.clone_from(&old_meta.namespace);
+    }
     if meta.uid != old_meta.uid {
         meta.uid.clone_from(&old_meta.uid);
     }

@@ -2,7 +2,8 @@
 //! A kind with a status subresource keeps its stored `status` on an update of the main
 //! resource, and keeps everything but `status` on an update of the status subresource (the
 //! generic shape of upstream's strategies); the workload kinds whose upstream strategies track
-//! `metadata.generation` start at 1 and move on every `spec` change.
+//! `metadata.generation` start at 1 and move on every `spec` change. Custom resources have no
+//! status subresource here and start at generation 1, moved by any change but metadata.
 //!
 //! [`Kind::Other`]: kubeplane_api::Kind::Other
 
@@ -66,9 +67,14 @@ pub fn type_has_status(t: &kubeplane_api::types::ResourceType) -> bool {
     STATUS_SUBRESOURCE.contains(&(t.plural, t.group))
 }
 
-/// `PrepareForCreate`: generation 1 for the kinds that track it.
+/// Whether the object is a custom resource (its type is not a built-in one).
+fn is_custom(o: &DynamicObject) -> bool {
+    kubeplane_api::types::builtin_index(o.type_).is_none()
+}
+
+/// `PrepareForCreate`: generation 1 for the kinds that track it (custom resources always do).
 pub fn prepare_for_create(o: &mut Arc<DynamicObject>) {
-    if listed(TRACKS_GENERATION, o) && o.metadata.generation.is_none() {
+    if (listed(TRACKS_GENERATION, o) || is_custom(o)) && o.metadata.generation.is_none() {
         Arc::make_mut(o).metadata.generation = Some(1);
     }
 }
@@ -83,7 +89,14 @@ pub fn prepare_for_update(old: &DynamicObject, new: &mut Arc<DynamicObject>) {
             None => n.fields.remove("status"),
         };
     }
-    if listed(TRACKS_GENERATION, old) && new.field("spec") != old.field("spec") {
+    // A custom resource (served here without a status subresource) moves on any change
+    // but metadata, as upstream's customresource strategy does.
+    let changed = if is_custom(old) {
+        new.fields != old.fields
+    } else {
+        listed(TRACKS_GENERATION, old) && new.field("spec") != old.field("spec")
+    };
+    if changed {
         let generation = old.metadata.generation.unwrap_or(1) + 1;
         Arc::make_mut(new).metadata.generation = Some(generation);
     }
@@ -138,6 +151,41 @@ mod tests {
         prepare_for_status_update(&old, &mut new);
         assert_eq!(new.field("spec"), Some(&json!({"n": 1})));
         assert_eq!(new.field("status"), Some(&json!({"n": 7})));
+    }
+
+    #[test]
+    fn a_custom_resource_starts_at_generation_one_and_moves_on_any_change_but_metadata() {
+        let t = kubeplane_api::types::intern(&kubeplane_api::types::CustomType {
+            group: "example.com".into(),
+            version: "v1".into(),
+            kind: "Widget".into(),
+            plural: "widgets".into(),
+            namespaced: true,
+            short_names: Vec::new(),
+        });
+        let widget = |size: i64, label: &str| {
+            let v = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                           "metadata": {"name": "w", "labels": {"l": label}},
+                           "spec": {"size": size}, "status": {"ready": size}});
+            Arc::new(DynamicObject::from_value(t, &v).unwrap())
+        };
+        let mut old = widget(1, "a");
+        prepare_for_create(&mut old);
+        assert_eq!(old.metadata.generation, Some(1));
+        let mut relabelled = widget(1, "b");
+        prepare_for_update(&old, &mut relabelled);
+        assert_eq!(
+            relabelled.metadata.generation, None,
+            "the stored one is kept"
+        );
+        let mut resized = widget(2, "a");
+        prepare_for_update(&old, &mut resized);
+        assert_eq!(resized.metadata.generation, Some(2));
+        assert_eq!(
+            resized.field("status"),
+            Some(&json!({"ready": 2})),
+            "no status subresource: the status is written with the object"
+        );
     }
 
     #[test]

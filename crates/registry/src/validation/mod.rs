@@ -9,7 +9,8 @@
 //! - nodes and taints: [`node`];
 //! - Deployments and ReplicaSets: [`apps`];
 //! - PodDisruptionBudgets: [`policy`];
-//! - PriorityClasses: [`scheduling`].
+//! - PriorityClasses: [`scheduling`];
+//! - CustomResourceDefinitions and the resource type each defines: [`apiextensions`].
 //!
 //! Errors are [`FieldError`]s rendered as upstream's `field.Error`
 //! (`spec.containers[0].image: Required value`). Each kind's checks stop at the first problem
@@ -17,6 +18,7 @@
 //! it changes and then the first problem of the new object.
 
 pub mod affinity;
+pub mod apiextensions;
 pub mod apps;
 pub mod meta;
 pub mod node;
@@ -261,6 +263,12 @@ pub fn validate_create(obj: &Object) -> Result<(), FieldErrors> {
         Object::PriorityClass(pc) => scheduling::validate_priority_class(pc),
         Object::PodDisruptionBudget(pdb) => policy::validate_pdb(pdb),
         Object::Lease(_) => Ok(()),
+        Object::Other(o)
+            if o.type_.kind == "CustomResourceDefinition"
+                && o.type_.group == "apiextensions.k8s.io" =>
+        {
+            apiextensions::validate_crd(o)
+        }
         // The kinds kubeplane only stores: their metadata, as every kind's validation checks.
         Object::Other(o) => meta::validate_meta(
             &o.metadata,

@@ -5,7 +5,8 @@
 //! - [`model`]: the parsed types (what the simulator runs);
 //! - [`parse`]: files and documents: objects, scheduler configurations and the Scenario;
 //! - `objects`: manifests, decoded strictly and validated by the registry
-//!   ([`kubeplane_registry::validation`], the API server's rules);
+//!   ([`kubeplane_registry::validation`], the API server's rules); `crds`: the custom resource
+//!   types the input's CustomResourceDefinitions define, read before the documents;
 //! - `raw`: the Scenario document as written; `steps`: its spec and steps; `expectations`:
 //!   the assertions of `expect` steps;
 //! - `version`: the Kubernetes release (`spec.kubernetesVersion`) and the feature gates.
@@ -13,6 +14,7 @@
 //! Architecture invariant: parsing never panics; every problem with the input is an
 //! [`InputError`] naming the file, the document and the field.
 
+mod crds;
 mod expectations;
 pub mod model;
 mod objects;
@@ -24,6 +26,8 @@ mod yaml;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_crds;
 
 pub use model::*;
 pub use objects::{decode_object, FieldError};

@@ -16,6 +16,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::crds::{Crds, Lookup};
+
 /// A problem at a field of a document: the path (`None` for the document as a whole) and what
 /// is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,14 +72,18 @@ pub(crate) fn path_string(path: &serde_path_to_error::Path) -> Option<String> {
 /// The kinds a manifest may have, with their apiVersion, as listed in messages.
 pub(crate) const SUPPORTED: &str = "v1 Node, Pod, Namespace or List; apps/v1 ReplicaSet or \
      Deployment; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget; \
-     coordination.k8s.io/v1 Lease; any other built-in kind of Kubernetes v1.34 (stored, not \
-     simulated); kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration; \
+     coordination.k8s.io/v1 Lease; any other built-in kind of Kubernetes v1.34 or a custom \
+     resource whose CustomResourceDefinition is in the input (stored, not simulated); kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration; \
      kubeplane.io/v1alpha1 Scenario";
 
 /// The stored kind of a manifest `apiVersion`/`kind`, or why it is not one kubeplane takes:
-/// the kinds it simulates, and every other built-in kind of Kubernetes v1.34 (stored, not
-/// simulated).
-pub(crate) fn manifest_kind(api_version: &str, kind: &str) -> Result<Kind, FieldError> {
+/// the kinds it simulates, every other built-in kind of Kubernetes v1.34, and the custom
+/// resources a CustomResourceDefinition of the input defines (stored, not simulated).
+pub(crate) fn manifest_kind(
+    api_version: &str,
+    kind: &str,
+    crds: &Crds,
+) -> Result<Kind, FieldError> {
     if let Some(k) = Kind::from_manifest(api_version, kind) {
         return Ok(k);
     }
@@ -90,32 +96,56 @@ pub(crate) fn manifest_kind(api_version: &str, kind: &str) -> Result<Kind, Field
             ),
         ));
     }
-    Err(FieldError::at(
-        "kind",
-        format!(
-            "unsupported kind {kind:?} of apiVersion {api_version:?}: not a built-in kind of \
-             Kubernetes v1.34 (custom resources are not stored yet; expected one of: {SUPPORTED})"
-        ),
-    ))
+    match crds.lookup(api_version, kind) {
+        Lookup::Served(t) => Ok(Kind::Other(t)),
+        Lookup::NotServed { served, crd } => Err(FieldError::at(
+            "apiVersion",
+            format!(
+                "no matches for kind {kind:?} in version {api_version:?} (the \
+                 CustomResourceDefinition {crd} serves {})",
+                match served.as_slice() {
+                    [] => "no version".to_string(),
+                    versions => versions.join(", "),
+                }
+            ),
+        )),
+        Lookup::Unknown => Err(FieldError::at(
+            "kind",
+            format!(
+                "unsupported kind {kind:?} of apiVersion {api_version:?}: not a built-in kind of \
+                 Kubernetes v1.34, and no CustomResourceDefinition in the input defines it \
+                 (expected one of: {SUPPORTED})"
+            ),
+        )),
+    }
 }
 
 /// Reads one manifest (a mapping whose `apiVersion` and `kind` name a supported kind) and
 /// validates it as the API server would on create.
-pub(crate) fn parse_object(value: &Value) -> Result<Object, FieldError> {
-    decode_object(value, true).map(|(obj, _)| obj)
+pub(crate) fn parse_object(value: &Value, crds: &Crds) -> Result<Object, FieldError> {
+    decode_with(value, true, crds).map(|(obj, _)| obj)
 }
 
 /// Decodes one object as the API server decodes a request body, and validates it as on create.
 /// With `strict` (`fieldValidation=Strict`) a field the kind does not have is an error; without,
 /// it is dropped and named in the returned warnings (`unknown field "spec.foo"`), as
-/// `fieldValidation=Warn` does.
+/// `fieldValidation=Warn` does. Custom resources are not known here (no definitions).
 pub fn decode_object(value: &Value, strict: bool) -> Result<(Object, Vec<String>), FieldError> {
+    decode_with(value, strict, &Crds::default())
+}
+
+/// [`decode_object`] with the custom resource types of an input.
+fn decode_with(
+    value: &Value,
+    strict: bool,
+    crds: &Crds,
+) -> Result<(Object, Vec<String>), FieldError> {
     let api_version = value
         .get("apiVersion")
         .and_then(Value::as_str)
         .unwrap_or("");
     let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
-    let kind = manifest_kind(api_version, kind)?;
+    let kind = manifest_kind(api_version, kind, crds)?;
     let mut warnings = Vec::new();
     let w = &mut warnings;
     let obj = match kind {

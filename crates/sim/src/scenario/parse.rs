@@ -11,6 +11,7 @@ use kubeplane_store::{Object, ObjectKey};
 use serde::de::DeserializeSeed;
 use serde_json::Value;
 
+use super::crds::Crds;
 use super::model::*;
 use super::objects::{join, manifest_kind, parse_object, FieldError, SUPPORTED};
 use super::steps::parse_scenario;
@@ -33,6 +34,7 @@ pub fn parse_files_for(
 ) -> Result<Input, InputError> {
     let mut b = Builder {
         kubernetes_version,
+        crds: Crds::scan(files),
         ..Builder::default()
     };
     for (name, content) in files {
@@ -122,10 +124,12 @@ struct Builder {
     scenario: Option<(Source, Scenario)>,
     /// `--kubernetes-version`, which overrides the Scenario's.
     kubernetes_version: Option<KubeVersion>,
+    /// The custom resource types of the whole input.
+    crds: Crds,
 }
 
 /// The `Kind ns/name` label of a document, from whatever it holds (for messages).
-fn doc_label(v: &Value) -> String {
+fn doc_label(v: &Value, crds: &Crds) -> String {
     let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
     let api_version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let meta = v.get("metadata");
@@ -138,7 +142,7 @@ fn doc_label(v: &Value) -> String {
         "" => field("generateName"),
         n => n,
     };
-    let namespace = match manifest_kind(api_version, kind) {
+    let namespace = match manifest_kind(api_version, kind, crds) {
         Ok(k) if k.is_namespaced() => match field("namespace") {
             "" => "default",
             ns => ns,
@@ -178,7 +182,7 @@ fn header<'a>(v: &'a Value, field: &str) -> Result<&'a str, FieldError> {
 }
 
 /// A manifest's objects: one, or the items of a `v1` List in order (with their index).
-pub(super) fn manifest(v: &Value) -> Result<Vec<(Option<usize>, Object)>, FieldError> {
+pub(super) fn manifest(v: &Value, crds: &Crds) -> Result<Vec<(Option<usize>, Object)>, FieldError> {
     if !v.is_object() {
         return Err(FieldError {
             field: None,
@@ -191,7 +195,7 @@ pub(super) fn manifest(v: &Value) -> Result<Vec<(Option<usize>, Object)>, FieldE
     let kind = header(v, "kind")?;
     let api_version = header(v, "apiVersion")?;
     if kind != "List" {
-        return Ok(vec![(None, parse_object(v)?)]);
+        return Ok(vec![(None, parse_object(v, crds)?)]);
     }
     if api_version != "v1" {
         return Err(FieldError::at(
@@ -229,7 +233,7 @@ pub(super) fn manifest(v: &Value) -> Result<Vec<(Option<usize>, Object)>, FieldE
                 format!("a List holds Kubernetes objects, not a {item_kind}"),
             )));
         }
-        out.push((Some(i), parse_object(item).map_err(within)?));
+        out.push((Some(i), parse_object(item, crds).map_err(within)?));
     }
     Ok(out)
 }
@@ -290,7 +294,7 @@ impl Builder {
     }
 
     fn document(&mut self, file: &str, doc_index: usize, v: &Value) -> Result<(), InputError> {
-        let label = doc_label(v);
+        let label = doc_label(v, &self.crds);
         let err = |e: FieldError| InputError {
             file: file.to_string(),
             doc: Some((doc_index, label.clone())),
@@ -355,7 +359,7 @@ impl Builder {
                 format!("a second Scenario (the first is {first}); an input holds at most one"),
             ));
         }
-        let scenario = parse_scenario(v, self.kubernetes_version)?;
+        let scenario = parse_scenario(v, self.kubernetes_version, &self.crds)?;
         self.scenario = Some((src, scenario));
         Ok(())
     }
@@ -363,7 +367,7 @@ impl Builder {
     /// The objects of a manifest (or List) in the initial state, unique by kind, namespace and
     /// name.
     fn manifest_document(&mut self, v: &Value, at: DocAt<'_>) -> Result<(), FieldError> {
-        for (item, object) in manifest(v)? {
+        for (item, object) in manifest(v, &self.crds)? {
             let meta = object.meta();
             let display_name = match object.name() {
                 "" => meta.generate_name.as_deref().unwrap_or(""),

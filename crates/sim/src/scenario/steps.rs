@@ -15,6 +15,7 @@ use kubeplane_registry::validation::{
 use kubeplane_store::{Kind, ObjectKey};
 use serde_json::Value;
 
+use super::crds::Crds;
 use super::expectations::parse_assertion;
 use super::model::*;
 use super::objects::{join, FieldError};
@@ -24,6 +25,7 @@ use super::raw::*;
 pub(super) fn parse_scenario(
     v: &Value,
     version: Option<KubeVersion>,
+    crds: &Crds,
 ) -> Result<Scenario, FieldError> {
     let mut body = v.clone();
     if let Value::Object(m) = &mut body {
@@ -62,7 +64,7 @@ pub(super) fn parse_scenario(
     if let Some(l) = spec.pod_startup_latency {
         s.pod_startup_latency = l.0;
     }
-    s.steps = parse_steps(spec.steps.unwrap_or_default(), s.duration)?;
+    s.steps = parse_steps(spec.steps.unwrap_or_default(), s.duration, crds)?;
     // Stable: steps due at the same time keep their order in the file.
     s.steps.sort_by_key(|step| step.at);
     Ok(s)
@@ -72,6 +74,7 @@ pub(super) fn parse_scenario(
 fn parse_steps(
     raw_steps: Vec<StepRaw>,
     duration: Option<SimDuration>,
+    crds: &Crds,
 ) -> Result<Vec<Step>, FieldError> {
     let mut steps = Vec::new();
     for (i, raw) in raw_steps.into_iter().enumerate() {
@@ -94,7 +97,7 @@ fn parse_steps(
                 ),
             ));
         }
-        for action in step_actions(raw, &path)? {
+        for action in step_actions(raw, &path, crds)? {
             steps.push(Step {
                 at,
                 index: i,
@@ -246,10 +249,14 @@ fn one_action(raw: &StepRaw, path: &str) -> Result<(), FieldError> {
     Ok(())
 }
 
-pub(super) fn step_actions(raw: StepRaw, path: &str) -> Result<Vec<StepAction>, FieldError> {
+pub(super) fn step_actions(
+    raw: StepRaw,
+    path: &str,
+    crds: &Crds,
+) -> Result<Vec<StepAction>, FieldError> {
     one_action(&raw, path)?;
     if let Some(v) = raw.apply {
-        return apply_action(v, path);
+        return apply_action(v, path, crds);
     }
     if let Some(d) = raw.delete {
         return delete_action(d, path);
@@ -309,7 +316,7 @@ pub(super) fn step_actions(raw: StepRaw, path: &str) -> Result<Vec<StepAction>, 
     one(StepAction::Expect(assertions))
 }
 
-fn apply_action(v: Value, path: &str) -> Result<Vec<StepAction>, FieldError> {
+fn apply_action(v: Value, path: &str, crds: &Crds) -> Result<Vec<StepAction>, FieldError> {
     let p = join(path, "apply");
     if let Some(kind @ ("Scenario" | "KubeSchedulerConfiguration")) =
         v.get("kind").and_then(Value::as_str)
@@ -319,7 +326,7 @@ fn apply_action(v: Value, path: &str) -> Result<Vec<StepAction>, FieldError> {
             format!("apply takes a Kubernetes object, not a {kind}"),
         ));
     }
-    let objects = manifest(&v).map_err(|e| e.within(&p))?;
+    let objects = manifest(&v, crds).map_err(|e| e.within(&p))?;
     for (item, o) in &objects {
         if o.name().is_empty() {
             let at = item.map(|i| format!("items[{i}].")).unwrap_or_default();

@@ -700,7 +700,7 @@ const CASES: &[Case] = &[
     Case {
         name: "an unsupported kind lists what is supported",
         input: "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: s}\n",
-        expect: &["document 1 (Widget s): kind: unsupported kind \"Widget\" of apiVersion \"example.com/v1\"", "custom resources are not stored yet", "PodDisruptionBudget"],
+        expect: &["document 1 (Widget s): kind: unsupported kind \"Widget\" of apiVersion \"example.com/v1\"", "no CustomResourceDefinition in the input defines it", "PodDisruptionBudget"],
     },
     Case {
         name: "a modelled kind at another apiVersion names the one expected",
