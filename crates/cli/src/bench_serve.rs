@@ -49,6 +49,54 @@ impl Conn {
         })
     }
 
+    /// Sends a watch request and reads its response head (the events follow, chunked).
+    fn start_watch(&mut self, path: &str) -> Result<(), String> {
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n",
+            self.token
+        );
+        let io = |e: std::io::Error| e.to_string();
+        self.stream
+            .get_mut()
+            .write_all(req.as_bytes())
+            .map_err(io)?;
+        let mut line = String::new();
+        self.stream.read_line(&mut line).map_err(io)?;
+        if !line.contains(" 200 ") {
+            return Err(format!("watch {path}: {}", line.trim()));
+        }
+        while line != "\r\n" && !line.is_empty() {
+            line.clear();
+            self.stream.read_line(&mut line).map_err(io)?;
+        }
+        Ok(())
+    }
+
+    /// The object name of the next ADDED event of a watch (chunk sizes and bookmarks are
+    /// skipped).
+    fn next_event_name(&mut self) -> Result<String, String> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let read = self
+                .stream
+                .read_line(&mut line)
+                .map_err(|e| e.to_string())?;
+            if read == 0 {
+                return Err("the watch ended".into());
+            }
+            if !line.starts_with('{') {
+                continue;
+            }
+            let v: serde_json::Value =
+                serde_json::from_str(line.trim()).map_err(|e| e.to_string())?;
+            if v["type"] == "ADDED" {
+                let name = v["object"]["metadata"]["name"].as_str().unwrap_or_default();
+                return Ok(name.to_string());
+            }
+        }
+    }
+
     /// One request; the status code and the body.
     fn call(&mut self, method: &str, path: &str, body: &str) -> Result<(u16, Vec<u8>), String> {
         let req = format!(
@@ -271,6 +319,79 @@ pub fn list_all(n_nodes: usize, n_pods: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// `watchers` concurrent watches of one namespace's ConfigMaps while `n` ConfigMaps are
+/// created there one at a time: the delay from each create's acknowledgement to each watcher
+/// reading its ADDED event.
+pub fn watch_delivery(watchers: usize, n: usize) -> Result<(), String> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    let h = start(Vec::new())?;
+    let mut setup = Conn::open(&h)?;
+    let ns = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"w"}}"#;
+    setup.call("POST", "/api/v1/namespaces", ns)?;
+    let acked: Mutex<HashMap<String, Instant>> = Mutex::new(HashMap::new());
+    let ready = std::sync::Barrier::new(watchers + 1);
+    let path = "/api/v1/namespaces/w/configmaps?watch=true&resourceVersion=0";
+    let started = Instant::now();
+    let results: Vec<Result<Vec<(String, Instant)>, String>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..watchers)
+            .map(|_| {
+                sc.spawn(|| {
+                    let opened = Conn::open(&h).and_then(|mut c| c.start_watch(path).map(|_| c));
+                    ready.wait();
+                    let mut conn = opened?;
+                    let mut seen = Vec::with_capacity(n);
+                    while seen.len() < n {
+                        let name = conn.next_event_name()?;
+                        seen.push((name, Instant::now()));
+                    }
+                    Ok(seen)
+                })
+            })
+            .collect();
+        ready.wait();
+        for i in 0..n {
+            let body = format!(
+                r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{i}"}}}}"#
+            );
+            if let Err(e) = setup.call("POST", "/api/v1/namespaces/w/configmaps", &body) {
+                eprintln!("serve-watch: create: {e}");
+            }
+            if let Ok(mut a) = acked.lock() {
+                a.insert(format!("cm-{i}"), Instant::now());
+            }
+        }
+        handles
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err("a watcher panicked".into()))
+            })
+            .collect()
+    });
+    let wall = started.elapsed().as_secs_f64();
+    let acked = acked.into_inner().map_err(|_| "a poisoned lock")?;
+    let mut lat = Vec::new();
+    for r in results {
+        for (name, at) in r? {
+            let sent = acked
+                .get(&name)
+                .ok_or("an event for an object never created")?;
+            lat.push(at.saturating_duration_since(*sent));
+        }
+    }
+    lat.sort();
+    println!(
+        "ServeWatch/{watchers}Watchers: {n} creates, {} events delivered, {:.0} events/s, p50 {:.2} ms, p99 {:.2} ms after the create's acknowledgement",
+        lat.len(),
+        lat.len() as f64 / wall,
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99)
+    );
+    h.stop();
+    Ok(())
+}
+
 /// The server's workloads, scaled down by `s`.
 pub fn workloads(s: usize) -> Vec<Workload> {
     vec![
@@ -284,6 +405,11 @@ pub fn workloads(s: usize) -> Vec<Workload> {
             about:
                 "kubeplane serve: 10,000 pods created through the API on 500 nodes until Running",
             run: Box::new(move || pods_end_to_end(500 / s, 10000 / s)),
+        },
+        Workload {
+            name: "serve-watch",
+            about: "kubeplane serve: 1,000 concurrent watchers, delivery latency of 200 creates",
+            run: Box::new(move || watch_delivery(1000 / s, 200 / s.min(10))),
         },
         Workload {
             name: "serve-list",
