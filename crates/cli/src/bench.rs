@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use kubeplane_core::time::SimDuration;
+use kubeplane_core::version::KubeVersion;
 use kubeplane_sim::scenario::Scenario;
 use kubeplane_sim::workloads;
 use kubeplane_sim::{RunOptions, Simulation};
@@ -15,6 +16,7 @@ use crate::cli::BenchArgs;
 /// Upstream scheduler_perf SchedulingBasic: `n_nodes` default nodes, `n_init` pods scheduled
 /// first, then `n_measured` pods whose scheduling throughput is measured.
 fn scheduling_basic(
+    version: KubeVersion,
     name: &str,
     n_nodes: usize,
     n_init: usize,
@@ -23,7 +25,7 @@ fn scheduling_basic(
     let mut objects = workloads::nodes(n_nodes);
     objects.extend(workloads::pods("sched-0", "init", n_init));
     let mut sim = Simulation::new(
-        workloads::input(objects, scenario_without_kubelets()),
+        workloads::input(objects, scenario_without_kubelets(version)),
         &RunOptions::default(),
     )
     .map_err(|e| e.to_string())?;
@@ -59,12 +61,18 @@ fn scheduling_basic(
 
 /// 24 h of virtual time for a cluster of `n_nodes` nodes running `per_node` pods each, with
 /// node agents renewing Leases every 10 s and the controllers running.
-fn heartbeats(name: &str, n_nodes: usize, per_node: usize, hours: i64) -> Result<(), String> {
+fn heartbeats(
+    version: KubeVersion,
+    name: &str,
+    n_nodes: usize,
+    per_node: usize,
+    hours: i64,
+) -> Result<(), String> {
     let mut objects = workloads::nodes(n_nodes);
     objects.extend(workloads::bound_pods("default", n_nodes, per_node));
     let scenario = Scenario {
         duration: Some(SimDuration::from_secs(hours * 3600)),
-        ..Scenario::default()
+        ..Scenario::for_version(Some(version))
     };
     let started = Instant::now();
     let mut sim = Simulation::new(workloads::input(objects, scenario), &RunOptions::default())
@@ -124,36 +132,39 @@ fn daemon_set(n_nodes: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// A Deployment scaled from 0 to `up` replicas on `n_nodes` nodes, then down to `down`:
-/// ReplicaSet slow start, scheduling, kubelets, and the scale-down victim order.
-fn deployment_scale(n_nodes: usize, up: i32, down: i32, metrics: bool) -> Result<(), String> {
+/// 120 s following `version`: the Deployment `default/web` scaled to `up` at 1 s and to
+/// `down` at 60 s.
+fn scale_up_then_down(version: KubeVersion, up: i32, down: i32) -> Scenario {
     use kubeplane_sim::scenario::{Step, StepAction};
     use kubeplane_store::{Kind, ObjectKey};
+    let key = ObjectKey::new(Kind::Deployment, "default", "web");
+    let scale = |index: usize, secs: i64, replicas: i32| Step {
+        at: kubeplane_core::SimTime::from_secs(secs),
+        index,
+        action: StepAction::Scale {
+            key: key.clone(),
+            replicas,
+        },
+    };
+    Scenario {
+        duration: Some(SimDuration::from_secs(120)),
+        steps: vec![scale(0, 1, up), scale(1, 60, down)],
+        ..Scenario::for_version(Some(version))
+    }
+}
+
+/// A Deployment scaled from 0 to `up` replicas on `n_nodes` nodes, then down to `down`:
+/// ReplicaSet slow start, scheduling, kubelets, and the scale-down victim order.
+fn deployment_scale(
+    version: KubeVersion,
+    n_nodes: usize,
+    up: i32,
+    down: i32,
+    metrics: bool,
+) -> Result<(), String> {
     let mut objects = workloads::nodes(n_nodes);
     objects.push(workloads::deployment("default", "web", 0));
-    let key = ObjectKey::new(Kind::Deployment, "default", "web");
-    let scenario = Scenario {
-        duration: Some(SimDuration::from_secs(120)),
-        steps: vec![
-            Step {
-                at: kubeplane_core::SimTime::from_secs(1),
-                index: 0,
-                action: StepAction::Scale {
-                    key: key.clone(),
-                    replicas: up,
-                },
-            },
-            Step {
-                at: kubeplane_core::SimTime::from_secs(60),
-                index: 1,
-                action: StepAction::Scale {
-                    key,
-                    replicas: down,
-                },
-            },
-        ],
-        ..Scenario::default()
-    };
+    let scenario = scale_up_then_down(version, up, down);
     let started = Instant::now();
     let mut sim = Simulation::new(workloads::input(objects, scenario), &RunOptions::default())
         .map_err(|e| e.to_string())?;
@@ -197,15 +208,15 @@ fn deployment_scale(n_nodes: usize, up: i32, down: i32, metrics: bool) -> Result
     Ok(())
 }
 
-/// Every benchmark, scaled down by `s`, in the order `bench` runs them.
-fn all_workloads(s: usize, metrics: bool) -> Vec<Workload> {
-    let mut own = crate::bench_serve::workloads(s);
-    own.extend(vec![
+/// SchedulingBasic and a day of heartbeats, scaled down by `s`, following Kubernetes `v`.
+fn scheduling_and_heartbeats(s: usize, v: KubeVersion) -> Vec<Workload> {
+    vec![
         Workload {
             name: "scheduling-basic-10k",
             about: "SchedulingBasic: 5000 nodes, 1000 init pods, 10,000 measured pods",
             run: Box::new(move || {
                 scheduling_basic(
+                    v,
                     "SchedulingBasic/5000Nodes_10000Pods",
                     5000 / s,
                     1000 / s,
@@ -218,6 +229,7 @@ fn all_workloads(s: usize, metrics: bool) -> Vec<Workload> {
             about: "SchedulingBasic: 5000 nodes, 5000 init pods, 50,000 measured pods",
             run: Box::new(move || {
                 scheduling_basic(
+                    v,
                     "SchedulingBasic/5000Nodes_50000Pods",
                     5000 / s,
                     5000 / s,
@@ -229,9 +241,18 @@ fn all_workloads(s: usize, metrics: bool) -> Vec<Workload> {
             name: "heartbeats-24h",
             about: "24 h of virtual time: 1000 nodes, 30,000 pods, Leases renewed every 10 s",
             run: Box::new(move || {
-                heartbeats("Heartbeats/1000Nodes_30000Pods_24h", 1000 / s, 30, 24)
+                heartbeats(v, "Heartbeats/1000Nodes_30000Pods_24h", 1000 / s, 30, 24)
             }),
         },
+    ]
+}
+
+/// Every benchmark, scaled down by `s`, in the order `bench` runs them; the simulated ones
+/// follow Kubernetes `v`.
+fn all_workloads(s: usize, metrics: bool, v: KubeVersion) -> Vec<Workload> {
+    let mut own = crate::bench_serve::workloads(s, v);
+    own.extend(scheduling_and_heartbeats(s, v));
+    own.extend(vec![
         Workload {
             name: "noexecute-eviction",
             about: "a NoExecute taint on 1000 nodes x 30 pods: all 30,000 eviction decisions",
@@ -251,23 +272,41 @@ fn all_workloads(s: usize, metrics: bool) -> Vec<Workload> {
             name: "deployment-scale",
             about: "a Deployment scaled 0 -> 10,000 -> 1000 replicas on 1000 nodes",
             run: Box::new(move || {
-                deployment_scale(1000 / s, (10000 / s) as i32, (1000 / s) as i32, metrics)
+                deployment_scale(
+                    v,
+                    1000 / s,
+                    (10000 / s) as i32,
+                    (1000 / s) as i32,
+                    metrics,
+                )
             }),
         },
         Workload {
             name: "jobs-1000",
             about: "Jobs1000: 1000 Jobs of 2 pods (30 s each, one at a time) on 100 nodes, to completion",
-            run: Box::new(move || crate::bench_controllers::jobs::bench_jobs(100 / s, 1000 / s)),
+            run: Box::new(move || crate::bench_controllers::jobs::bench_jobs(v, 100 / s, 1000 / s)),
         },
     ]);
     // The scheduler plugin and preemption workloads.
     own.into_iter()
-        .chain(crate::bench_scheduler::workloads(s))
+        .chain(crate::bench_scheduler::workloads(s, v))
         .collect()
 }
 
 pub fn run(args: BenchArgs) -> ExitCode {
-    let all = all_workloads(args.scale_down.max(1), args.metrics);
+    let version = match args
+        .kubernetes_version
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+    {
+        Ok(v) => v.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("error: --kubernetes-version: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let all = all_workloads(args.scale_down.max(1), args.metrics, version);
     if args.list {
         let width = all.iter().map(|w| w.name.len()).max().unwrap_or(0);
         for w in &all {
@@ -290,6 +329,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    println!("Kubernetes {version} (the release the simulated components follow)");
     let mut failed = false;
     for w in &all {
         if !args.names.is_empty() && !args.names.iter().any(|n| n == w.name) {

@@ -6,6 +6,7 @@
 
 use std::time::Instant;
 
+use kubeplane_core::version::KubeVersion;
 use kubeplane_sim::workloads;
 use kubeplane_sim::{RunOptions, Simulation};
 use kubeplane_store::Object;
@@ -15,6 +16,7 @@ use crate::bench_support::{peak_memory_mib, scenario_without_kubelets, thread_cp
 /// Schedules `setup`, then measures how fast the `n_measured` pods of `measured` are
 /// scheduled; `expected_scheduled` Scheduled events must have happened in all.
 fn measured_workload(
+    version: KubeVersion,
     name: &str,
     setup: Vec<Object>,
     measured: Vec<Object>,
@@ -26,7 +28,7 @@ fn measured_workload(
         .filter(|o| o.kind() == kubeplane_store::Kind::Node)
         .count();
     let mut sim = Simulation::new(
-        workloads::input(setup, scenario_without_kubelets()),
+        workloads::input(setup, scenario_without_kubelets(version)),
         &RunOptions::default(),
     )
     .map_err(|e| e.to_string())?;
@@ -60,7 +62,12 @@ fn measured_workload(
 
 /// PreemptionBasic: nodes full of low-priority pods (4 × 900m on 4 cpu); each measured
 /// high-priority pod (3 cpu) preempts three of them.
-fn preemption_basic(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<(), String> {
+fn preemption_basic(
+    version: KubeVersion,
+    n_nodes: usize,
+    n_init: usize,
+    n_measured: usize,
+) -> Result<(), String> {
     let mut setup = workloads::nodes(n_nodes);
     setup.push(workloads::priority_class(
         workloads::HIGH_PRIORITY_CLASS,
@@ -69,6 +76,7 @@ fn preemption_basic(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<
     setup.extend(workloads::low_priority_pods("sched-0", "low", n_init));
     let measured = workloads::high_priority_pods("sched-1", "high", n_measured);
     measured_workload(
+        version,
         &format!("PreemptionBasic/{n_nodes}Nodes"),
         setup,
         measured,
@@ -81,7 +89,12 @@ fn preemption_basic(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<
 /// a high-priority pod every 200 ms while the measured pods are created; on the virtual clock
 /// everything is created at once, so the same proportion of high-priority pods (5 per second
 /// of the 570 pods/s threshold) is created with the measured pods.
-fn preemption_async(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<(), String> {
+fn preemption_async(
+    version: KubeVersion,
+    n_nodes: usize,
+    n_init: usize,
+    n_measured: usize,
+) -> Result<(), String> {
     let mut setup = workloads::nodes(n_nodes);
     setup.push(workloads::priority_class(
         workloads::HIGH_PRIORITY_CLASS,
@@ -96,6 +109,7 @@ fn preemption_async(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<
         measured.insert(((i + 1) * every + i).min(measured.len()), h);
     }
     measured_workload(
+        version,
         &format!("PreemptionAsync/{n_nodes}Nodes ({n_high} preemptors)"),
         setup,
         measured,
@@ -105,11 +119,17 @@ fn preemption_async(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<
 }
 
 /// TopologySpreading: pods with a hard zone constraint (maxSkew 5) on 3 zones.
-fn topology_spreading(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<(), String> {
+fn topology_spreading(
+    version: KubeVersion,
+    n_nodes: usize,
+    n_init: usize,
+    n_measured: usize,
+) -> Result<(), String> {
     let mut setup = workloads::zoned_nodes(n_nodes, &["moon-1", "moon-2", "moon-3"]);
     setup.extend(workloads::pods("sched-0", "init", n_init));
     let measured = workloads::spreading_pods("sched-1", "spreading", n_measured);
     measured_workload(
+        version,
         &format!("TopologySpreading/{n_nodes}Nodes_{n_measured}Pods"),
         setup,
         measured,
@@ -119,11 +139,17 @@ fn topology_spreading(n_nodes: usize, n_init: usize, n_measured: usize) -> Resul
 }
 
 /// SchedulingPodAntiAffinity: every pod repels the others from its node.
-fn pod_anti_affinity(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<(), String> {
+fn pod_anti_affinity(
+    version: KubeVersion,
+    n_nodes: usize,
+    n_init: usize,
+    n_measured: usize,
+) -> Result<(), String> {
     let mut setup = workloads::nodes(n_nodes);
     setup.extend(workloads::anti_affinity_pods("sched-0", "init", n_init));
     let measured = workloads::anti_affinity_pods("sched-1", "anti", n_measured);
     measured_workload(
+        version,
         &format!("SchedulingPodAntiAffinity/{n_nodes}Nodes_{n_measured}Pods"),
         setup,
         measured,
@@ -133,11 +159,17 @@ fn pod_anti_affinity(n_nodes: usize, n_init: usize, n_measured: usize) -> Result
 }
 
 /// SchedulingPodAffinity: every pod requires the others' zone (all nodes in one zone).
-fn pod_affinity(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<(), String> {
+fn pod_affinity(
+    version: KubeVersion,
+    n_nodes: usize,
+    n_init: usize,
+    n_measured: usize,
+) -> Result<(), String> {
     let mut setup = workloads::zoned_nodes(n_nodes, &["zone1"]);
     setup.extend(workloads::affinity_pods("sched-0", "init", n_init));
     let measured = workloads::affinity_pods("sched-1", "affinity", n_measured);
     measured_workload(
+        version,
         &format!("SchedulingPodAffinity/{n_nodes}Nodes_{n_measured}Pods"),
         setup,
         measured,
@@ -146,39 +178,39 @@ fn pod_affinity(n_nodes: usize, n_init: usize, n_measured: usize) -> Result<(), 
     )
 }
 
-/// The workloads, scaled down by `s`.
-pub fn workloads(s: usize) -> Vec<Workload> {
+/// The workloads, scaled down by `s`, following Kubernetes `version`.
+pub fn workloads(s: usize, version: KubeVersion) -> Vec<Workload> {
     vec![
         Workload {
             name: "preemption-basic",
             about: "PreemptionBasic: 1000 nodes full of low-priority pods, 1000 preemptors",
-            run: Box::new(move || preemption_basic(1000 / s, 4000 / s, 1000 / s)),
+            run: Box::new(move || preemption_basic(version, 1000 / s, 4000 / s, 1000 / s)),
         },
         Workload {
             name: "preemption-basic-5000",
             about: "PreemptionBasic: 5000 nodes, 20,000 low-priority pods, 1000 preemptors",
-            run: Box::new(move || preemption_basic(5000 / s, 20000 / s, 1000 / s)),
+            run: Box::new(move || preemption_basic(version, 5000 / s, 20000 / s, 1000 / s)),
         },
         Workload {
             name: "preemption-async",
             about: "PreemptionAsync: 5000 pods scheduled on 5000 nodes while preemptors preempt",
-            run: Box::new(move || preemption_async(5000 / s, 20000 / s, 5000 / s)),
+            run: Box::new(move || preemption_async(version, 5000 / s, 20000 / s, 5000 / s)),
         },
         Workload {
             name: "topology-spreading",
             about:
                 "TopologySpreading: 5000 pods with a hard zone constraint, 5000 nodes in 3 zones",
-            run: Box::new(move || topology_spreading(5000 / s, 5000 / s, 5000 / s)),
+            run: Box::new(move || topology_spreading(version, 5000 / s, 5000 / s, 5000 / s)),
         },
         Workload {
             name: "pod-anti-affinity",
             about: "SchedulingPodAntiAffinity: 2000 pods repelling each other, 5000 nodes",
-            run: Box::new(move || pod_anti_affinity(5000 / s, 1000 / s, 2000 / s)),
+            run: Box::new(move || pod_anti_affinity(version, 5000 / s, 1000 / s, 2000 / s)),
         },
         Workload {
             name: "pod-affinity",
             about: "SchedulingPodAffinity: 5000 pods requiring each other's zone, 5000 nodes",
-            run: Box::new(move || pod_affinity(5000 / s, 5000 / s, 5000 / s)),
+            run: Box::new(move || pod_affinity(version, 5000 / s, 5000 / s, 5000 / s)),
         },
     ]
 }

@@ -8,6 +8,7 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kubeplane_core::version::KubeVersion;
 use kubeplane_server::clock::ClockMode;
 use kubeplane_server::{Config, Handle};
 use kubeplane_sim::workloads;
@@ -133,14 +134,15 @@ impl Conn {
     }
 }
 
-fn start(objects: Vec<kubeplane_api::Object>) -> Result<Handle, String> {
+fn start(version: KubeVersion, objects: Vec<kubeplane_api::Object>) -> Result<Handle, String> {
     let config = Config {
         listen: "127.0.0.1:0".parse().expect("an address"),
         data_dir: None,
         kubeconfig_out: None,
         clock: ClockMode::Wall,
     };
-    let input = workloads::input(objects, Default::default());
+    let scenario = kubeplane_sim::scenario::Scenario::for_version(Some(version));
+    let input = workloads::input(objects, scenario);
     kubeplane_server::start(config, input).map_err(|e| e.to_string())
 }
 
@@ -192,8 +194,8 @@ fn drive(
 }
 
 /// API latency of create, get and list of ConfigMaps under 1, 16 and 64 concurrent clients.
-pub fn api_latency(n: usize) -> Result<(), String> {
-    let h = start(Vec::new())?;
+pub fn api_latency(version: KubeVersion, n: usize) -> Result<(), String> {
+    let h = start(version, Vec::new())?;
     for clients in [1, 16, 64] {
         let ns = format!("c{clients}");
         let create = move |_: usize, i: usize| {
@@ -244,8 +246,8 @@ pub fn api_latency(n: usize) -> Result<(), String> {
 }
 
 /// `n_pods` pods created through the API on `n_nodes` nodes until all are Running.
-pub fn pods_end_to_end(n_nodes: usize, n_pods: usize) -> Result<(), String> {
-    let h = start(workloads::nodes(n_nodes))?;
+pub fn pods_end_to_end(version: KubeVersion, n_nodes: usize, n_pods: usize) -> Result<(), String> {
+    let h = start(version, workloads::nodes(n_nodes))?;
     let body = |i: usize| {
         format!("{{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{{\"name\":\"p-{i}\"}},\"spec\":{{\"containers\":[{{\"name\":\"c\",\"image\":\"pause\",\"resources\":{{\"requests\":{{\"cpu\":\"10m\",\"memory\":\"10Mi\"}}}}}}]}}}}")
     };
@@ -292,11 +294,11 @@ pub fn pods_end_to_end(n_nodes: usize, n_pods: usize) -> Result<(), String> {
 }
 
 /// One LIST of every pod of a large cluster (the pods given as the server's input).
-pub fn list_all(n_nodes: usize, n_pods: usize) -> Result<(), String> {
+pub fn list_all(version: KubeVersion, n_nodes: usize, n_pods: usize) -> Result<(), String> {
     let mut objects = workloads::nodes(n_nodes);
     objects.extend(workloads::pods("default", "pod", n_pods));
     let loaded = Instant::now();
-    let h = start(objects)?;
+    let h = start(version, objects)?;
     let load = loaded.elapsed().as_secs_f64();
     let mut conn = Conn::open(&h)?;
     let mut best = f64::MAX;
@@ -322,10 +324,10 @@ pub fn list_all(n_nodes: usize, n_pods: usize) -> Result<(), String> {
 /// `watchers` concurrent watches of one namespace's ConfigMaps while `n` ConfigMaps are
 /// created there one at a time: the delay from each create's acknowledgement to each watcher
 /// reading its ADDED event.
-pub fn watch_delivery(watchers: usize, n: usize) -> Result<(), String> {
+pub fn watch_delivery(version: KubeVersion, watchers: usize, n: usize) -> Result<(), String> {
     use std::collections::HashMap;
     use std::sync::Mutex;
-    let h = start(Vec::new())?;
+    let h = start(version, Vec::new())?;
     let mut setup = Conn::open(&h)?;
     let ns = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"w"}}"#;
     setup.call("POST", "/api/v1/namespaces", ns)?;
@@ -392,29 +394,29 @@ pub fn watch_delivery(watchers: usize, n: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// The server's workloads, scaled down by `s`.
-pub fn workloads(s: usize) -> Vec<Workload> {
+/// The server's workloads, scaled down by `s`, the server following Kubernetes `v`.
+pub fn workloads(s: usize, v: KubeVersion) -> Vec<Workload> {
     vec![
         Workload {
             name: "serve-api",
             about: "kubeplane serve over HTTPS: create, get and list latency, 1, 16 and 64 clients",
-            run: Box::new(move || api_latency(2000 / s)),
+            run: Box::new(move || api_latency(v, 2000 / s)),
         },
         Workload {
             name: "serve-pods",
             about:
                 "kubeplane serve: 10,000 pods created through the API on 500 nodes until Running",
-            run: Box::new(move || pods_end_to_end(500 / s, 10000 / s)),
+            run: Box::new(move || pods_end_to_end(v, 500 / s, 10000 / s)),
         },
         Workload {
             name: "serve-watch",
             about: "kubeplane serve: 1,000 concurrent watchers, delivery latency of 200 creates",
-            run: Box::new(move || watch_delivery(1000 / s, 200 / s.min(10))),
+            run: Box::new(move || watch_delivery(v, 1000 / s, 200 / s.min(10))),
         },
         Workload {
             name: "serve-list",
             about: "kubeplane serve: one LIST of 150,000 pods",
-            run: Box::new(move || list_all(5000 / s, 150000 / s)),
+            run: Box::new(move || list_all(v, 5000 / s, 150000 / s)),
         },
     ]
 }

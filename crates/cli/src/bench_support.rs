@@ -1,6 +1,7 @@
 //! What the benchmarks of `kubeplane bench` share: the `Workload` they are listed as, the
 //! process's CPU time and peak memory they report, and a scenario whose pods never start.
 
+use kubeplane_core::version::KubeVersion;
 use kubeplane_sim::scenario::Scenario;
 
 /// A benchmark: its name on the command line, one line on what it measures, and the run.
@@ -31,11 +32,11 @@ pub fn thread_cpu_secs() -> Option<f64> {
     Some((utime + stime) / 100.0)
 }
 
-/// A scenario whose bound pods are never started (no pod startup latency), so a benchmark
-/// measures the scheduler alone.
-pub fn scenario_without_kubelets() -> Scenario {
+/// A scenario following `version` whose bound pods are never started (no pod startup
+/// latency), so a benchmark measures the scheduler alone.
+pub fn scenario_without_kubelets(version: KubeVersion) -> Scenario {
     Scenario {
         pod_startup_latency: None,
-        ..Scenario::default()
+        ..Scenario::for_version(Some(version))
     }
 }

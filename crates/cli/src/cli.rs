@@ -476,4 +476,8 @@ pub struct BenchArgs {
     /// attempts, controller syncs, pods created and deleted, ...).
     #[arg(long)]
     pub metrics: bool,
+    /// The Kubernetes release the simulated components follow (as `simulate
+    /// --kubernetes-version`) [default: 1.34.1].
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes_version: Option<String>,
 }

@@ -182,6 +182,39 @@ fn an_unknown_benchmark_name_exits_2_naming_the_valid_ones() {
     }
 }
 
+#[test]
+fn bench_refuses_an_unsupported_kubernetes_version_before_running_anything() {
+    let out = kubeplane(&["bench", "--kubernetes-version", "1.33", "jobs-1000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "nothing may run");
+    let err = stderr(&out);
+    assert!(
+        err.contains("--kubernetes-version") && err.contains("unsupported Kubernetes version"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bench_follows_the_kubernetes_version_it_is_given_and_names_it() {
+    for (flag, release) in [
+        (None, "v1.34.1"),
+        (Some("1.37"), "v1.37.0"),
+        (Some("v1.35.2"), "v1.35.2"),
+    ] {
+        let mut args = vec!["bench", "--scale-down", "100", "jobs-1000"];
+        if let Some(v) = flag {
+            args.extend(["--kubernetes-version", v]);
+        }
+        let out = kubeplane(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let first = stdout(&out).lines().next().unwrap_or("").to_string();
+        assert_eq!(
+            first,
+            format!("Kubernetes {release} (the release the simulated components follow)")
+        );
+    }
+}
+
 /// Writes a scenario to a temporary file named after the test and returns its path.
 fn temp_scenario(name: &str, text: &str) -> String {
     let path =

@@ -32,12 +32,15 @@ pub const fn v1(minor: u32, patch: u32) -> KubeVersion {
 pub const SUPPORTED: &[KubeVersion] = &[v1(34, 7), v1(35, 4), v1(36, 0), v1(37, 0)];
 
 /// The release a run follows when neither `--kubernetes-version` nor `spec.kubernetesVersion`
-/// names one: the newest release whose behaviour changes are all implemented and verified
-/// (docs/compatibility.md). v1.34.1 changed nothing kubeplane simulates (its notes list
-/// apiserver, kubeadm, SELinux and kubectl fixes); v1.34.2 changed preemption of terminating
-/// victims (#134247, [`changes::PREEMPTION_SKIPS_TERMINATING_VICTIMS`]) and the pod index by
-/// controller (#134658, [`changes::POD_CONTROLLER_INDEX_FULL_KEY`]), both implemented but not
-/// yet verified against the tagged release's source ([`changes::UNVERIFIED`]).
+/// names one: the newest release with no open change (unmodelled or unverified) beyond those
+/// of v1.34.0 itself (docs/compatibility.md). v1.34.0 has one, #133276
+/// ([`changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE`], implemented from the release notes
+/// and pull requests, the tagged source was not readable). v1.34.1 changed nothing kubeplane
+/// simulates (its notes list apiserver, kubeadm, SELinux and kubectl fixes); v1.34.2 changed
+/// preemption of terminating victims (#134247,
+/// [`changes::PREEMPTION_SKIPS_TERMINATING_VICTIMS`]) and the pod index by controller
+/// (#134658, [`changes::POD_CONTROLLER_INDEX_FULL_KEY`]), both implemented but not verified
+/// against the tagged release's source ([`changes::UNVERIFIED`]).
 pub const DEFAULT: KubeVersion = v1(34, 1);
 
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -168,6 +171,28 @@ pub mod changes {
     pub const POD_CONTROLLER_INDEX_FULL_KEY: Versioned<bool> =
         &[(v1(34, 0), false), (v1(34, 2), true), (v1(35, 0), true)];
 
+    /// The scheduler leaves a pod's `nominatedNodeName` alone when its scheduling or binding
+    /// cycle fails where it used to clear it (upstream's `clearNominatedNode`: no node fits and
+    /// no PostFilter plugin ran, an error, Reserve or Permit rejecting, a failed binding
+    /// cycle): kubernetes#133276, listed in the v1.34.0 notes of CHANGELOG-1.34.md ("The
+    /// scheduler no longer cleared the `nominatedNodeName` field for Pods"); #135007 (v1.35.0)
+    /// brought the clearing back "after scheduling or binding failure". PostFilter's own answer
+    /// (DefaultPreemption's empty nomination when no candidate is found) is applied in every
+    /// release.
+    pub const SCHEDULER_KEEPS_NOMINATION_ON_FAILURE: Versioned<bool> =
+        &[(v1(34, 0), true), (v1(35, 0), false)];
+
+    /// ImageLocality adds the images of the pod's `image` volumes to the sum it scores
+    /// (kubernetes#130231, in the CHANGELOG-1.36.md notes: "consider ImageVolume images when
+    /// scoring nodes").
+    pub const IMAGE_LOCALITY_COUNTS_IMAGE_VOLUMES: Versioned<bool> = &[(v1(36, 0), true)];
+
+    /// ImageLocality also counts those volumes in the ceiling it scales by (one
+    /// `maxContainerThreshold` per image), so an image volume no longer scores higher than the
+    /// same image as a container (kubernetes#138951, merged in May 2026 for v1.37; not in the
+    /// stored v1.37.0-alpha.1 notes).
+    pub const IMAGE_LOCALITY_CEILING_COUNTS_IMAGE_VOLUMES: Versioned<bool> = &[(v1(37, 0), true)];
+
     const FROM_1_34_2: Versioned<bool> = &[(v1(34, 2), true), (v1(35, 0), true)];
     const FROM_1_35: Versioned<bool> = &[(v1(35, 0), true)];
     const FROM_1_36: Versioned<bool> = &[(v1(36, 0), true)];
@@ -178,20 +203,24 @@ pub mod changes {
     /// with the sources). A run of a release these apply to is exact only where they do not
     /// matter.
     pub const NOT_MODELLED: &[(&str, Versioned<bool>)] = &[
-        ("kube-scheduler: the NodeDeclaredFeatures filter for pods requiring declared node features (#136042)", FROM_1_36),
-        ("node lifecycle controller: a live Lease check before marking a node Unknown (#138698)", FROM_1_37),
-        ("kube-scheduler: gated pods' nominations, binding retries, pod event subtypes, ImageLocality (#139057, #138855, #135905, #138951)", FROM_1_37),
-        ("v1.37 release notes after v1.37.0-alpha.1 not read", FROM_1_37),
+        ("kube-scheduler: the NodeDeclaredFeatures filter for pods requiring declared node features (#136042; the gate is on from v1.36)", FROM_1_36),
+        ("kube-scheduler: a gated pod's nomination holds its node's room against lower-priority pods (#139057, not read: the pull request is not in the stored threads)", FROM_1_37),
+        ("the v1.37 release notes after v1.37.0-alpha.1 (not stored: only the pull requests named in docs/compatibility.md were read)", FROM_1_37),
     ];
 
     /// Upstream changes kubeplane implements from the pull request (its description, diff and
-    /// tests) but has not checked against the source of the tagged release it landed in. The
-    /// default release is the newest one with nothing here or in [`NOT_MODELLED`].
+    /// tests) but has not checked against the source of the tagged release it landed in: the
+    /// tagged commits (v1.34.0 `f28b4c9e`, v1.34.2 `8cc511e3`, v1.35.0 `66452049`, from
+    /// published `kubectl version` output) are not among the commits the stored index holds,
+    /// and the repository snapshot is too large to fetch. The default release is the newest
+    /// one with nothing here or in [`NOT_MODELLED`] beyond what v1.34.0 has.
     pub const UNVERIFIED: &[(&str, Versioned<bool>)] = &[
+        ("kube-scheduler: nominations kept when a scheduling or binding cycle fails (#133276 in v1.34.0, #135007 in v1.35.0; from the release notes and the pull requests' descriptions, not the tagged schedule_one.go)", &[(v1(34, 0), true), (v1(35, 0), false)]),
         ("kube-controller-manager: the pod index by the whole controller reference (#134658; from the PR and its fix branch, not the v1.34.2 tag)", FROM_1_34_2),
         ("kube-scheduler: terminating preemption victims preempted again (#134247, the revert of #133213; #133213's activation of the preemptor was not found)", &[(v1(34, 2), true), (v1(35, 0), false)]),
         ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158; the plugin from a stored post-1.35 admission.go, the binding's copy from a quoted storage.go, not the v1.35.0 tag)", FROM_1_35),
         ("API server: nominatedNodeName cleared by the binding (ClearingNominatedNodeNameAfterBinding, #135103; the binding from a quoted storage.go and upstream's integration test, not the v1.35.0 tag)", FROM_1_35),
+        ("kube-scheduler: ImageLocality counts image volumes (#130231 in v1.36.0, #138951 in v1.37; from the pull requests' diffs, not the tagged image_locality.go)", FROM_1_36),
     ];
 
     /// The changes of [`UNVERIFIED`] that apply to a release.
@@ -334,23 +363,49 @@ mod tests {
     }
 
     #[test]
-    fn the_default_is_the_newest_release_without_unmodelled_or_unverified_changes() {
+    fn the_default_is_the_newest_release_with_no_open_change_beyond_those_of_v1_34_0() {
         let open = |r| [changes::not_modelled(r), changes::unverified(r)].concat();
-        assert!(open(DEFAULT).is_empty());
+        // #133276 (v1.34.0) is implemented but not checked against a tag, so no release is
+        // free of open changes: the default is the newest release with no more than the
+        // oldest supported release has.
+        assert_eq!(open(DEFAULT), open(v1(34, 0)));
+        assert_eq!(open(v1(34, 0)).len(), 1);
         for v in SUPPORTED {
             for patch in 0..=v.patch {
                 let release = v1(v.minor, patch);
                 if release > DEFAULT {
-                    assert!(!open(release).is_empty(), "{release}");
+                    assert_ne!(open(release), open(v1(34, 0)), "{release}");
                 }
             }
         }
         assert_eq!(changes::not_modelled(v1(34, 0)), Vec::<&str>::new());
         assert!(changes::not_modelled(v1(34, 7)).is_empty());
-        assert_eq!(changes::unverified(v1(34, 2)).len(), 2);
-        assert!(changes::unverified(v1(34, 1)).is_empty());
+        assert_eq!(changes::unverified(v1(34, 2)).len(), 3);
+        assert_eq!(changes::unverified(v1(34, 1)).len(), 1);
         assert_eq!(changes::unverified(v1(35, 0)).len(), 3);
         assert!(changes::not_modelled(v1(35, 4)).is_empty());
+        assert_eq!(changes::not_modelled(v1(36, 0)).len(), 1);
+        assert_eq!(changes::not_modelled(v1(37, 0)).len(), 3);
+    }
+
+    #[test]
+    fn nominations_are_kept_on_failure_only_in_v1_34() {
+        let keeps = |v: KubeVersion| v.has(changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE);
+        assert!(keeps(v1(34, 0)));
+        assert!(keeps(v1(34, 1)));
+        assert!(keeps(v1(34, 7)));
+        for minor in 35..=37 {
+            assert!(!keeps(v1(minor, 0)), "v1.{minor}");
+        }
+    }
+
+    #[test]
+    fn image_volumes_count_in_image_locality_from_1_36_and_in_its_ceiling_from_1_37() {
+        let sum = |v: KubeVersion| v.has(changes::IMAGE_LOCALITY_COUNTS_IMAGE_VOLUMES);
+        let ceiling = |v: KubeVersion| v.has(changes::IMAGE_LOCALITY_CEILING_COUNTS_IMAGE_VOLUMES);
+        assert!(!sum(v1(35, 4)) && !ceiling(v1(35, 4)));
+        assert!(sum(v1(36, 0)) && !ceiling(v1(36, 0)));
+        assert!(sum(v1(37, 0)) && ceiling(v1(37, 0)));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::api_dispatcher::{
 };
 use crate::framework::events::labels as ev;
 use crate::framework::runtime::bind_plugin_failure;
-use crate::framework::{CycleState, EventObject, Framework, NominatingMode, PodInfo};
+use crate::framework::{CycleState, EventObject, Framework, PodInfo};
 use crate::framework::{QueuedPodInfo, Status};
 use crate::schedule_one::ScheduleError;
 use crate::scheduler::Scheduler;
@@ -110,7 +110,7 @@ impl Scheduler {
 
     /// Upstream `handleBindingCycleError`: Unreserve, forget the assumed pod (for the other
     /// pods, as if it were deleted: they may fit now), and requeue it through the failure
-    /// handler with its nomination cleared.
+    /// handler with its nomination cleared (kept in v1.34, [`Scheduler::failure_nominating`]).
     pub(crate) fn handle_binding_cycle_error(
         &mut self,
         now: SimTime,
@@ -139,12 +139,13 @@ impl Scheduler {
         };
         let mut qpi = cycle.qpi;
         qpi.unschedulable_plugins.clear();
+        let nominating = self.failure_nominating();
         self.handle_scheduling_failure(
             now,
             client,
             qpi,
             ScheduleError::Internal(status),
-            NominatingMode::Override(String::new()),
+            nominating,
         );
     }
 

@@ -116,11 +116,12 @@ pub(crate) struct CycleFailure {
 }
 
 impl CycleFailure {
-    /// A failure that clears the nomination (upstream `clearNominatedNode`).
-    fn clearing(err: ScheduleError) -> CycleFailure {
+    /// A failure where upstream passes `clearNominatedNode`: `nominating` is the scheduler's
+    /// [`Scheduler::failure_nominating`] (cleared, or kept in v1.34).
+    fn clearing(err: ScheduleError, nominating: NominatingMode) -> CycleFailure {
         CycleFailure {
             err,
-            nominating: NominatingMode::Override(String::new()),
+            nominating,
             post_filter_ran: false,
         }
     }
@@ -242,7 +243,7 @@ impl Scheduler {
         let host = match self.schedule_pod(fwk, state, pod, trace.as_deref_mut()) {
             Ok(r) => r.suggested_host,
             Err(mut err) => {
-                let mut nominating = NominatingMode::Override(String::new());
+                let mut nominating = self.failure_nominating();
                 let mut post_filter_ran = false;
                 if let ScheduleError::Fit(fit) = &mut err {
                     if fwk.has_post_filter_plugins() {
@@ -257,7 +258,9 @@ impl Scheduler {
                 });
             }
         };
-        let assumed = self.assume(pod, &host).map_err(CycleFailure::clearing)?;
+        let assumed = self
+            .assume(pod, &host)
+            .map_err(|e| CycleFailure::clearing(e, self.failure_nominating()))?;
         let reserve = fwk.run_reserve_plugins_reserve(state, &assumed, &host);
         let permit = if reserve.is_success() {
             fwk.run_permit_plugins(state, &assumed, &host)
@@ -269,6 +272,7 @@ impl Scheduler {
             let _ = self.cache.forget_pod(&pod.uid);
             return Err(CycleFailure::clearing(
                 self.single_node_failure(&host, permit),
+                self.failure_nominating(),
             ));
         }
         Ok((host, assumed))

@@ -43,6 +43,9 @@ pub struct Scheduler {
     pub(crate) api_dispatcher: Option<crate::api_dispatcher::ApiDispatcher>,
     /// Binding cycles waiting for their queued binding call, by pod UID.
     pub(crate) binding_cycles: FxHashMap<String, crate::binding_cycle::BindingCycle>,
+    /// Whether a failed scheduling or binding cycle leaves the pod's nomination alone instead
+    /// of clearing it (v1.34: kubernetes#133276; v1.35 clears again, #135007).
+    pub(crate) keeps_nomination_on_failure: bool,
 }
 
 fn is_assigned(pod: &Pod) -> bool {
@@ -78,6 +81,24 @@ impl Scheduler {
             reuse_node_local: true,
             api_dispatcher: None,
             binding_cycles: FxHashMap::default(),
+            keeps_nomination_on_failure: false,
+        }
+    }
+
+    /// Whether failed scheduling and binding cycles keep the pod's `nominatedNodeName`
+    /// (`changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE`) rather than clear it (off by
+    /// default: the scheduler clears it, as v1.33 and v1.35 and later do).
+    pub fn set_keeps_nomination_on_failure(&mut self, keep: bool) {
+        self.keeps_nomination_on_failure = keep;
+    }
+
+    /// What a failed cycle does to the pod's nomination where upstream passes
+    /// `clearNominatedNode`: clears it, or, in the releases that stopped clearing it, nothing.
+    pub(crate) fn failure_nominating(&self) -> crate::framework::NominatingMode {
+        if self.keeps_nomination_on_failure {
+            crate::framework::NominatingMode::Noop
+        } else {
+            crate::framework::NominatingMode::Override(String::new())
         }
     }
 

@@ -161,3 +161,25 @@ fn the_binding_clears_the_nominated_node_from_1_35() {
         assert_eq!(n_failed, failed, "{version}");
     }
 }
+
+#[test]
+fn a_failed_cycle_keeps_the_nomination_only_in_v1_34() {
+    let file = "nomination-kept-on-failure-by-release.yaml";
+    for (version, kept, failed) in [
+        (v1(34, 0), Some("n1"), 0),
+        (v1(34, 1), Some("n1"), 0),
+        (v1(34, 7), Some("n1"), 0),
+        (v1(35, 0), None, 1),
+        (v1(37, 0), None, 1),
+    ] {
+        let (state, n_failed) = run_to_final_state(file, version);
+        let web = pod(&state, "web");
+        assert!(web["spec"]["nodeName"].is_null(), "{version}");
+        assert_eq!(
+            web["status"]["nominatedNodeName"].as_str(),
+            kept,
+            "{version}"
+        );
+        assert_eq!(n_failed, failed, "{version}");
+    }
+}

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use kubeplane_api::{DynamicObject, Object};
 use kubeplane_core::time::SimDuration;
+use kubeplane_core::version::KubeVersion;
 use kubeplane_sim::scenario::Scenario;
 use kubeplane_sim::workloads;
 use kubeplane_sim::{RunOptions, Simulation};
@@ -34,14 +35,14 @@ fn job(name: &str, completions: i32, parallelism: i32) -> Result<Object, String>
 }
 
 /// `n_jobs` Jobs of 2 completions, 1 at a time, on `n_nodes` nodes, run until all completed.
-pub fn bench_jobs(n_nodes: usize, n_jobs: usize) -> Result<(), String> {
+pub fn bench_jobs(version: KubeVersion, n_nodes: usize, n_jobs: usize) -> Result<(), String> {
     let mut objects = workloads::nodes(n_nodes);
     for i in 0..n_jobs {
         objects.push(job(&format!("job-{i}"), 2, 1)?);
     }
     let scenario = Scenario {
         duration: Some(SimDuration::from_secs(300)),
-        ..Scenario::default()
+        ..Scenario::for_version(Some(version))
     };
     let started = Instant::now();
     let mut sim = Simulation::new(workloads::input(objects, scenario), &RunOptions::default())

@@ -56,7 +56,7 @@ pub fn new_plugin(
         noderesources::balanced_allocation::NAME => {
             Arc::new(noderesources::BalancedAllocation::new(args, features)?)
         }
-        imagelocality::NAME => Arc::new(imagelocality::ImageLocality),
+        imagelocality::NAME => Arc::new(imagelocality::ImageLocality::new(features.version())),
         podtopologyspread::NAME => {
             Arc::new(podtopologyspread::PodTopologySpread::new(args, features)?)
         }

@@ -1,8 +1,11 @@
 //! ImageLocality (PreScore, Score): prefers nodes that already have the pod's container
 //! images, weighting each image by how widely it is spread over the cluster so pods do not
 //! all pile onto the few nodes that have it (upstream `plugins/imagelocality/image_locality.go`).
+//! From v1.36 the images of `image` volumes count too (kubernetes#130231), from v1.37 also in
+//! the score's ceiling (#138951).
 
 use kubeplane_core::images::normalized_image_name;
+use kubeplane_core::version::{changes, KubeVersion};
 
 use crate::cache::Snapshot;
 use crate::framework::{
@@ -19,16 +22,33 @@ pub const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 
 const PRE_SCORE_KEY: &str = "PreScoreImageLocality";
 
-/// Per container (init containers first), its normalized image and the fraction of nodes
-/// that have it; upstream reads these from the snapshot in Score.
+/// Per container (init containers first, then the image volumes where they count), its
+/// normalized image and the fraction of nodes that have it; upstream reads these from the
+/// snapshot in Score. `n_containers` is the number of images the ceiling is scaled by.
 #[derive(Clone, Debug)]
 struct PreScoreState {
     images: Vec<(String, f64)>,
     n_containers: usize,
 }
 
+/// The plugin, for a release: the default follows v1.34 and v1.35 (containers only).
 #[derive(Debug, Default)]
-pub struct ImageLocality;
+pub struct ImageLocality {
+    /// Image volumes add their image to the sum (v1.36 and later).
+    volumes_in_sum: bool,
+    /// Image volumes raise the ceiling as a container does (v1.37 and later).
+    volumes_in_ceiling: bool,
+}
+
+impl ImageLocality {
+    /// The plugin as `version` scores.
+    pub fn new(version: KubeVersion) -> ImageLocality {
+        ImageLocality {
+            volumes_in_sum: version.has(changes::IMAGE_LOCALITY_COUNTS_IMAGE_VOLUMES),
+            volumes_in_ceiling: version.has(changes::IMAGE_LOCALITY_CEILING_COUNTS_IMAGE_VOLUMES),
+        }
+    }
+}
 
 impl Plugin for ImageLocality {
     fn name(&self) -> &'static str {
@@ -42,28 +62,42 @@ impl Plugin for ImageLocality {
     }
 }
 
-fn pre_score_state(pod: &PodInfo, snapshot: &Snapshot) -> PreScoreState {
+fn pre_score_state(pl: &ImageLocality, pod: &PodInfo, snapshot: &Snapshot) -> PreScoreState {
     let spec = pod.spec();
     let total = snapshot.num_nodes();
+    let spread = |image: &str| {
+        let name = normalized_image_name(image);
+        let n = snapshot.image_num_nodes.get(&name).copied().unwrap_or(0);
+        let spread = if total == 0 {
+            0.0
+        } else {
+            n as f64 / total as f64
+        };
+        (name, spread)
+    };
     let containers = spec
         .init_containers
         .iter()
         .flatten()
         .chain(spec.containers.iter());
-    let images = containers
-        .map(|c| {
-            let name = normalized_image_name(c.image.as_deref().unwrap_or(""));
-            let n = snapshot.image_num_nodes.get(&name).copied().unwrap_or(0);
-            let spread = if total == 0 {
-                0.0
-            } else {
-                n as f64 / total as f64
-            };
-            (name, spread)
-        })
-        .collect::<Vec<_>>();
+    let mut images: Vec<(String, f64)> = containers
+        .map(|c| spread(c.image.as_deref().unwrap_or("")))
+        .collect();
+    let n_containers = images.len();
+    let mut n_volumes = 0;
+    if pl.volumes_in_sum {
+        let volume_images = spec
+            .volumes
+            .iter()
+            .flatten()
+            .filter_map(|v| v.image.as_ref());
+        for image in volume_images {
+            images.push(spread(image.reference.as_deref().unwrap_or("")));
+            n_volumes += 1;
+        }
+    }
     PreScoreState {
-        n_containers: images.len(),
+        n_containers: n_containers + if pl.volumes_in_ceiling { n_volumes } else { 0 },
         images,
     }
 }
@@ -99,7 +133,7 @@ impl PreScorePlugin for ImageLocality {
         _nodes: &[&NodeInfo],
         snapshot: &Snapshot,
     ) -> Status {
-        state.write(PRE_SCORE_KEY, pre_score_state(pod, snapshot));
+        state.write(PRE_SCORE_KEY, pre_score_state(self, pod, snapshot));
         Status::success()
     }
 }
