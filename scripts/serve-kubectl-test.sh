@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The kubectl story against `kubeplane serve`: a real application applied with kubectl's
 # default validation, rollout status, scale, label, annotate, every patch type kubeplane
-# serves, taint, cordon, drain against a PodDisruptionBudget, get -w, --chunk-size, describe,
+# serves, server-side apply (conflicts between field managers, --force-conflicts, the
+# managers in --show-managed-fields), taint, cordon, drain against a PodDisruptionBudget, get -w, --chunk-size, describe,
 # events, delete --wait and namespace deletion, with each kubectl given.
 #
 #   scripts/serve-kubectl-test.sh KUBEPLANE KUBECTL...
@@ -58,6 +59,16 @@ story() {
   check "json patch" "patched" "$("$k" -n shop patch deploy web --type=json -p '[{"op":"add","path":"/metadata/annotations/json","value":"yes"}]' 2>&1)"
   check "strategic merge patch" "patched" "$("$k" -n shop patch deploy web -p '{"metadata":{"labels":{"patched":"yes"}}}' 2>&1)"
   check "patches applied" "4 yes" "$("$k" -n shop get deploy web -o jsonpath='{.spec.replicas} {.metadata.labels.patched}' 2>&1)"
+  local cm='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa","namespace":"default"},"data":{"color":"COLOR"}}'
+  check "apply --server-side" "configmap/ssa serverside-applied" "$(echo "${cm/COLOR/blue}" | "$k" apply --server-side -f - 2>&1)"
+  check "a conflicting server-side apply by another field manager fails" 'Apply failed with 1 conflict: conflict with "kubectl": .data.color' \
+    "$(echo "${cm/COLOR/red}" | "$k" apply --server-side --field-manager=ops -f - 2>&1)"
+  check "--force-conflicts takes the field" "configmap/ssa serverside-applied" \
+    "$(echo "${cm/COLOR/red}" | "$k" apply --server-side --field-manager=ops --force-conflicts -f - 2>&1)"
+  check "the forced value" "red" "$("$k" get configmap ssa -o jsonpath='{.data.color}' 2>&1)"
+  check "--show-managed-fields shows the managers" "manager: ops" "$("$k" get configmap ssa -o yaml --show-managed-fields 2>&1)"
+  check "a server-side apply conflicts with an update's field" 'conflict with "kubectl-patch" using apps/v1: .spec.replicas' \
+    "$(echo '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},"spec":{"replicas":2}}' | "$k" apply --server-side --field-manager=ops -f - 2>&1)"
   check "taint" "tainted" "$("$k" taint node node-a dedicated=db:NoSchedule 2>&1)"
   check "cordon" "cordoned" "$("$k" cordon node-b 2>&1)"
   check "cordoned node" "true" "$("$k" get node node-b -o jsonpath='{.spec.unschedulable}' 2>&1)"

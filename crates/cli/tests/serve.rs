@@ -230,3 +230,106 @@ async fn acknowledged_writes_survive_kill_9_and_watches_resume_after_a_restart()
         "a watch from before the restart replays what followed"
     );
 }
+
+/// The managers of an object's managedFields with their operations, in the stored order.
+fn managers(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Vec<String> {
+    let entries = meta.managed_fields.as_deref().unwrap_or_default();
+    entries
+        .iter()
+        .map(|e| {
+            format!(
+                "{}/{}",
+                e.manager.as_deref().unwrap_or(""),
+                e.operation.as_deref().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_server_side_apply_shares_fields_refuses_conflicts_and_forces() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let client = server.client().await;
+    let maps: Api<ConfigMap> = Api::namespaced(client, "default");
+    let config = |data: serde_json::Value| {
+        serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "settings"}, "data": data})
+    };
+    let team_a = PatchParams::apply("team-a");
+    let team_b = PatchParams::apply("team-b");
+
+    let created = maps
+        .patch(
+            "settings",
+            &team_a,
+            &Patch::Apply(config(serde_json::json!({"color": "blue", "size": "m"}))),
+        )
+        .await
+        .expect("an apply creates the missing object");
+    assert_eq!(managers(&created.metadata), ["team-a/Apply"]);
+
+    let both = maps
+        .patch(
+            "settings",
+            &team_b,
+            &Patch::Apply(config(serde_json::json!({"shape": "round"}))),
+        )
+        .await
+        .unwrap();
+    let data = both.data.unwrap_or_default();
+    assert_eq!(
+        (data["color"].as_str(), data["shape"].as_str()),
+        ("blue", "round")
+    );
+    assert_eq!(managers(&both.metadata), ["team-a/Apply", "team-b/Apply"]);
+
+    let recolor = config(serde_json::json!({"shape": "round", "color": "red"}));
+    match maps
+        .patch("settings", &team_b, &Patch::Apply(&recolor))
+        .await
+    {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+            assert_eq!(
+                s.message,
+                "Apply failed with 1 conflict: conflict with \"team-a\": .data.color"
+            );
+        }
+        other => panic!("expected a 409 apply conflict, got {other:?}"),
+    }
+    let forced = maps
+        .patch("settings", &team_b.clone().force(), &Patch::Apply(&recolor))
+        .await
+        .expect("force takes the field");
+    assert_eq!(forced.data.unwrap_or_default()["color"], "red");
+
+    // team-a no longer owns the color: leaving it and the size out removes only the size.
+    let after = maps
+        .patch(
+            "settings",
+            &team_a,
+            &Patch::Apply(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}})),
+        )
+        .await
+        .unwrap();
+    let data = after.data.unwrap_or_default();
+    assert_eq!(data.keys().collect::<Vec<_>>(), ["color", "shape"]);
+    assert_eq!(managers(&after.metadata), ["team-b/Apply"]);
+
+    let updated = maps
+        .patch(
+            "settings",
+            &PatchParams {
+                field_manager: Some("editor".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(serde_json::json!({"data": {"shape": "square"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        managers(&updated.metadata),
+        ["team-b/Apply", "editor/Update"]
+    );
+}

@@ -15,6 +15,7 @@
 //! and UIDs and generated names come from the backend's seeded source.
 
 pub mod admission;
+pub mod apply;
 pub mod backing;
 pub mod client;
 pub mod deletion;

@@ -6,8 +6,11 @@
 use std::sync::Arc;
 
 use kubeplane_api::{Client, DeleteOptions, Kind, Object, ObjectKey, PropagationPolicy};
+use kubeplane_registry::apply::{self, Writer};
+use kubeplane_registry::patch::meta;
 use kubeplane_registry::storage_client::storage_key;
 use kubeplane_registry::strategy::scale::scale_of;
+use kubeplane_registry::StorageClient;
 use serde_json::{json, Value};
 
 use crate::list;
@@ -183,6 +186,66 @@ pub fn check_name(obj: &Object, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The field manager of a write: `fieldManager`, else upstream's default from the User-Agent
+/// (which the router does not hand down yet, so the default is upstream's for an empty one).
+pub fn field_manager(q: &Query) -> String {
+    apply::manager_or_user_agent(q.get("fieldManager"), "")
+}
+
+/// The time managedFields record for a write: the server's clock, in seconds.
+pub fn write_time(c: &StorageClient) -> String {
+    c.clock()
+        .timestamp(c.now)
+        .0
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// `new` (JSON) with the managedFields a write of it over `live` by the request's field manager
+/// leaves (upstream's field manager on create, update and non-apply patch).
+pub fn track(
+    c: &StorageClient,
+    req: &ResourceRequest,
+    q: &Query,
+    live: Option<&Value>,
+    new: &Value,
+) -> Value {
+    let (manager, time) = (field_manager(q), write_time(c));
+    let writer = Writer {
+        manager: &manager,
+        api_version: req.kind.api_version(),
+        subresource: req.subresource.as_deref(),
+        time: &time,
+    };
+    apply::update(meta::for_kind(req.kind), live, new, &writer)
+}
+
+/// The object with the managedFields [`track`] gives it.
+fn tracked(
+    c: &StorageClient,
+    req: &ResourceRequest,
+    q: &Query,
+    live: Option<&Object>,
+    mut obj: Object,
+) -> Result<Object> {
+    let out = track(
+        c,
+        req,
+        q,
+        live.map(Object::to_json).as_ref(),
+        &obj.to_json(),
+    );
+    let entries = match out.pointer("/metadata/managedFields") {
+        None => None,
+        Some(v) => Some(
+            serde_json::from_value(v.clone())
+                .map_err(|e| StatusError::new(500, "InternalError", e.to_string()))?,
+        ),
+    };
+    obj.meta_mut().managed_fields = entries;
+    Ok(obj)
+}
+
 /// POST to a collection (create), or to `pods/{name}/binding` and `pods/{name}/eviction`.
 pub fn create(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> Result<Reply> {
     match (req.kind, req.subresource.as_deref()) {
@@ -201,18 +264,23 @@ pub fn create(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> 
     let (obj, warnings) = decode(req, body, q)?;
     if q.dry_run()? {
         // Everything a create does but the write: existence, admission, validation.
-        let admitted = state.write(|c| {
+        let admitted = state.write(|c| -> Result<Object> {
             c.sync();
             if !obj.name().is_empty() && c.cache().get_key(&obj.key()).is_some() {
-                return Err(kubeplane_api::ApiError::AlreadyExists { key: obj.key() });
+                return Err(kubeplane_api::ApiError::AlreadyExists { key: obj.key() }.into());
             }
-            kubeplane_registry::validation::admit_and_validate_create(obj, c.cache())
+            let obj = tracked(c, req, q, None, obj)?;
+            Ok(kubeplane_registry::validation::admit_and_validate_create(
+                obj,
+                c.cache(),
+            )?)
         })?;
         let mut r = Reply::object(201, &admitted);
         r.warnings = warnings;
         return Ok(r);
     }
-    let created = state.write(|c| c.create(obj))?;
+    let created =
+        state.write(|c| -> Result<Object> { Ok(c.create(tracked(c, req, q, None, obj)?)?) })?;
     let mut r = Reply::object(201, &created);
     r.warnings = warnings;
     Ok(r)
@@ -298,14 +366,17 @@ pub fn update(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> 
         if !rv.is_empty() && rv != current.resource_version() {
             return Err(kubeplane_api::ApiError::Conflict { key }.into());
         }
+        let obj = state.write(|c| tracked(c, req, q, Some(&current), obj))?;
         return Ok(Reply::object(200, &obj));
     }
-    let updated = state.write(|c| {
-        if status {
-            c.update_status(obj)
+    let updated = state.write(|c| -> Result<Object> {
+        let live = c.get(&key).ok();
+        let obj = tracked(c, req, q, live.as_ref(), obj)?;
+        Ok(if status {
+            c.update_status(obj)?
         } else {
-            c.update(obj)
-        }
+            c.update(obj)?
+        })
     })?;
     let mut r = Reply::object(200, &updated);
     r.warnings = warnings;

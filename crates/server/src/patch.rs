@@ -1,12 +1,16 @@
 //! PATCH: the patch is applied to the current object and the result written as an update of
 //! the main resource or the subresource, with the current resourceVersion as precondition and
-//! a fresh read and retry on conflict (upstream's GuaranteedUpdate).
+//! a fresh read and retry on conflict (upstream's GuaranteedUpdate). Server-side apply
+//! (`application/apply-patch+yaml`, with `fieldManager` and `force`) goes through the
+//! registry's apply library and creates the object when it does not exist; every other patch
+//! records its field manager's `Update` in managedFields.
 
 use kubeplane_api::{ApiError, Client, Kind, Object};
-use kubeplane_registry::patch::PatchType;
+use kubeplane_registry::apply::{self, ApplyError, Writer};
+use kubeplane_registry::patch::{meta, PatchType};
 use kubeplane_registry::strategy::scale::scale_of;
 use kubeplane_registry::StorageClient;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::handlers::{decode, Reply};
 use crate::request::{Query, ResourceRequest};
@@ -14,21 +18,65 @@ use crate::state::State;
 use crate::status::StatusError;
 
 /// The patched JSON of `current`: JSON patch, JSON merge patch and strategic merge patch by
-/// the registry's patch library; server-side apply is not served yet (a 415 naming it).
+/// the registry's patch library (server-side apply is [`try_apply`]).
 pub fn apply_patch(
     kind: Kind,
     current: &Value,
     patch_type: PatchType,
     body: &[u8],
 ) -> Result<Value, StatusError> {
-    if patch_type == PatchType::Apply {
-        return Err(StatusError::new(
-            415,
-            "UnsupportedMediaType",
-            "server-side apply (application/apply-patch+yaml) is not supported by kubeplane serve yet; use client-side kubectl apply",
-        ));
-    }
     kubeplane_registry::patch::apply(kind, current, patch_type, body).map_err(StatusError::from)
+}
+
+/// Upstream's `ValidatePatchOptions`: apply needs a `fieldManager`, only apply takes `force`
+/// (422 on `PatchOptions`).
+fn check_options(patch_type: PatchType, q: &Query) -> Result<(), StatusError> {
+    let (field, reason, detail) = if patch_type == PatchType::Apply {
+        if q.get("fieldManager").is_some() {
+            return Ok(());
+        }
+        (
+            "fieldManager",
+            "FieldValueRequired",
+            "Required value: is required for apply patch",
+        )
+    } else {
+        if q.get("force").is_none() {
+            return Ok(());
+        }
+        (
+            "force",
+            "FieldValueForbidden",
+            "Forbidden: may not be specified for non-apply patch",
+        )
+    };
+    Err(StatusError {
+        details: Some(json!({"group": "meta.k8s.io", "kind": "PatchOptions",
+            "causes": [{"reason": reason, "message": detail, "field": field}]})),
+        ..StatusError::new(
+            422,
+            "Invalid",
+            format!("PatchOptions.meta.k8s.io \"\" is invalid: {field}: {detail}"),
+        )
+    })
+}
+
+/// An apply's conflicts as upstream answers them: 409 Conflict, each conflicting field a
+/// `FieldManagerConflict` cause.
+fn apply_error(e: ApplyError) -> StatusError {
+    match e {
+        ApplyError::BadRequest(message) => StatusError::bad_request(message),
+        ApplyError::Conflicts(conflicts) => {
+            let causes: Vec<Value> = conflicts
+                .iter()
+                .map(|c| json!({"type": "FieldManagerConflict", "message": format!("conflict with {}", c.manager), "field": c.field}))
+                .collect();
+            StatusError {
+                details: Some(json!({"causes": causes})),
+                ..StatusError::new(409, "Conflict", apply::conflict_message(&conflicts))
+            }
+        }
+    }
 }
 
 /// How often a patch is applied again to a fresh read when another writer got in between
@@ -74,18 +122,80 @@ fn try_patch(
 ) -> Attempt {
     let key = crate::handlers::key_of(req)?;
     let current = c.get(&key).map_err(StatusError::from)?;
-    let rv = current.resource_version().to_string();
-    let patched = apply_patch(req.kind, &current.to_json(), t, body)?;
-    // A patch that names a resourceVersion makes it a precondition; otherwise the version read
-    // here is, and a conflict means a fresh read and another try.
+    let live = current.to_json();
+    let patched = apply_patch(req.kind, &live, t, body)?;
+    let patched = crate::handlers::track(c, req, q, Some(&live), &patched);
+    write(c, req, q, current.resource_version(), &patched)
+}
+
+/// Server-side apply: the applied configuration merged into the current object (or, for the
+/// main resource of an object that does not exist, the object it creates) by the request's
+/// field manager, conflicts refused unless `force`.
+fn try_apply(c: &mut StorageClient, req: &ResourceRequest, q: &Query, body: &[u8]) -> Attempt {
+    let key = crate::handlers::key_of(req)?;
+    let config = crate::handlers::parse_body(body, PatchType::Apply.content_type())?;
+    let current = match c.get(&key) {
+        Ok(o) => Some(o),
+        Err(ApiError::NotFound { .. }) if req.subresource.is_none() => None,
+        Err(e) => return Err(e.into()),
+    };
+    let live = current.as_ref().map(Object::to_json);
+    let time = crate::handlers::write_time(c);
+    let writer = Writer {
+        manager: q.get("fieldManager").unwrap_or(""),
+        api_version: req.kind.api_version(),
+        subresource: req.subresource.as_deref(),
+        time: &time,
+    };
+    let ty = meta::for_kind(req.kind);
+    let applied =
+        apply::apply(ty, live.as_ref(), &config, &writer, q.flag("force")).map_err(apply_error)?;
+    match current {
+        Some(cur) => write(c, req, q, cur.resource_version(), &applied),
+        None => create(c, req, q, &applied),
+    }
+}
+
+/// An apply that creates the object (201).
+fn create(c: &mut StorageClient, req: &ResourceRequest, q: &Query, applied: &Value) -> Attempt {
+    let (obj, warnings): (Object, Vec<String>) = decode(req, applied, q)?;
+    crate::handlers::check_name(&obj, req.name.as_deref().unwrap_or(""))?;
+    let created = if q.dry_run()? {
+        c.sync();
+        kubeplane_registry::validation::admit_and_validate_create(obj, c.cache())
+    } else {
+        c.create(obj)
+    };
+    match created {
+        Err(ApiError::AlreadyExists { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+        Ok(o) => Ok(Some(Reply {
+            code: 201,
+            body: o.to_json().to_string().into_bytes(),
+            warnings,
+        })),
+    }
+}
+
+/// Writes a patched object read at `rv` (the main resource or `status`): a patch that names a
+/// resourceVersion makes it a precondition; otherwise the version read is, and a conflict
+/// means a fresh read and another try.
+fn write(
+    c: &mut StorageClient,
+    req: &ResourceRequest,
+    q: &Query,
+    rv: &str,
+    patched: &Value,
+) -> Attempt {
+    let key = crate::handlers::key_of(req)?;
     let pinned = patched
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
-        != Some(rv.as_str());
-    let (mut obj, warnings): (Object, Vec<String>) = decode(req, &patched, q)?;
+        != Some(rv);
+    let (mut obj, warnings): (Object, Vec<String>) = decode(req, patched, q)?;
     crate::handlers::check_name(&obj, &key.name)?;
     if obj.resource_version().is_empty() {
-        obj.meta_mut().resource_version = Some(rv);
+        obj.meta_mut().resource_version = Some(rv.to_string());
     }
     if q.dry_run()? {
         let body = obj.to_json().to_string().into_bytes();
@@ -125,10 +235,18 @@ pub fn patch(
     body: &[u8],
 ) -> Result<Reply, StatusError> {
     let patch_type = PatchType::from_content_type(content_type).map_err(StatusError::from)?;
+    check_options(patch_type, q)?;
     let key = crate::handlers::key_of(req)?;
+    let apply = patch_type == PatchType::Apply;
     for _ in 0..MAX_TRIES {
         let attempt = state.write(|c| match req.subresource.as_deref() {
+            Some("scale") if apply => Err(StatusError::new(
+                415,
+                "UnsupportedMediaType",
+                "server-side apply of the scale subresource is not supported by kubeplane serve; apply the object itself",
+            )),
             Some("scale") => try_scale(c, req, q, patch_type, body),
+            None | Some("status") if apply => try_apply(c, req, q, body),
             None | Some("status") => try_patch(c, req, q, patch_type, body),
             Some(_) => Err(StatusError::method_not_allowed("PATCH", req.kind.as_str())),
         });

@@ -8,7 +8,8 @@
 //! - Strategic merge patch is [`strategic`], over the merge metadata of [`meta`] (generated from
 //!   upstream's OpenAPI spec). A kind without metadata (a custom resource) refuses it with 415,
 //!   as the API server does.
-//! - Server-side apply (`application/apply-patch+yaml`) is recognised but not applied here.
+//! - Server-side apply (`application/apply-patch+yaml`) needs the field manager and the
+//!   managers of the object: it is [`crate::apply`], which the server calls itself.
 
 pub mod meta;
 #[rustfmt::skip]
