@@ -648,7 +648,7 @@ impl Simulation {
                 // precondition.
                 match self.store.get_key(key) {
                     None => return Err(format!("{key} not found")),
-                    Some(Object::ReplicaSet(_) | Object::Deployment(_)) => {}
+                    Some(o) if kubeplane_registry::strategy::scale::has_scale(o.kind()) => {}
                     Some(other) => return Err(format!("cannot scale a {}", other.kind())),
                 }
                 self.with_client(|c| c.update_scale(key, *replicas, None))
