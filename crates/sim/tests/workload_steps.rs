@@ -29,15 +29,11 @@ fn stateful_set(replicas: i32) -> String {
 }
 
 fn job() -> String {
-    format!(
-        "---\napiVersion: batch/v1\nkind: Job\nmetadata: {{name: batch, namespace: default}}\nspec:\n  parallelism: 2\n  completions: 2\n  template:\n    metadata: {{labels: {{app: batch}}}}\n    spec: {{restartPolicy: Never, terminationGracePeriodSeconds: 0, containers: [{{name: c, image: busybox}}]}}\n"
-    )
+    "---\napiVersion: batch/v1\nkind: Job\nmetadata: {name: batch, namespace: default}\nspec:\n  parallelism: 2\n  completions: 2\n  template:\n    metadata: {labels: {app: batch}}\n    spec: {restartPolicy: Never, terminationGracePeriodSeconds: 0, containers: [{name: c, image: busybox}]}\n".to_string()
 }
 
 fn cron_job() -> String {
-    format!(
-        "---\napiVersion: batch/v1\nkind: CronJob\nmetadata: {{name: nightly, namespace: default}}\nspec:\n  schedule: \"* * * * *\"\n  jobTemplate:\n    spec:\n      template:\n        metadata: {{labels: {{app: nightly}}}}\n        spec: {{restartPolicy: Never, terminationGracePeriodSeconds: 0, containers: [{{name: c, image: busybox}}]}}\n"
-    )
+    "---\napiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly, namespace: default}\nspec:\n  schedule: \"* * * * *\"\n  jobTemplate:\n    spec:\n      template:\n        metadata: {labels: {app: nightly}}\n        spec: {restartPolicy: Never, terminationGracePeriodSeconds: 0, containers: [{name: c, image: busybox}]}\n".to_string()
 }
 
 /// Runs the objects with these steps (YAML list items) and returns the finished simulation.
