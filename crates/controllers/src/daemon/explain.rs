@@ -101,58 +101,7 @@ pub(super) fn node_skipped(
     keeps_pod: bool,
 ) -> Value {
     let name = node.metadata.name.as_deref().unwrap_or("");
-    let mut spec: PodSpec = ds
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.clone())
-        .unwrap_or_default();
-    add_or_update_daemon_pod_tolerations(&mut spec);
-    let node_labels = labels(&node.metadata);
-    let selector_only = PodSpec {
-        node_selector: spec.node_selector.clone(),
-        ..PodSpec::default()
-    };
-    let taints = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.taints.as_deref())
-        .unwrap_or(&[]);
-    let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
-    let untolerated = find_untolerated_taint(taints, tolerations, |t| {
-        t.effect == EFFECT_NO_SCHEDULE || t.effect == EFFECT_NO_EXECUTE
-    });
-    let (reason, message, taint) = match spec.node_name.as_deref().filter(|n| !n.is_empty()) {
-        Some(other) if other != name => (
-            "NodeName",
-            format!("node {name} gets no daemon pod: the pod template's nodeName is {other}"),
-            None,
-        ),
-        _ if !RequiredNodeAffinity::from_pod(&selector_only).matches(name, node_labels) => (
-            "NodeSelectorMismatch",
-            format!("node {name} gets no daemon pod: its labels do not match the pod template's nodeSelector"),
-            None,
-        ),
-        _ if !RequiredNodeAffinity::from_pod(&spec).matches(name, node_labels) => (
-            "NodeAffinityMismatch",
-            format!(
-                "node {name} gets no daemon pod: it does not match the pod template's required node affinity"
-            ),
-            None,
-        ),
-        _ => {
-            let taint = untolerated.map(format_taint).unwrap_or_default();
-            let stays = if keeps_pod {
-                " (a daemon pod already there stays: the taint is NoSchedule)"
-            } else {
-                ""
-            };
-            (
-                "UntoleratedTaint",
-                format!("node {name} gets no daemon pod: the pod does not tolerate its taint {taint}{stays}"),
-                Some(taint),
-            )
-        }
-    };
+    let (reason, message, taint) = skip_reason(ds, node, name, keeps_pod);
     let mut r = record(
         KIND,
         CONTROLLER_NAME,
@@ -167,6 +116,60 @@ pub(super) fn node_skipped(
         r["taint"] = json!(t);
     }
     r
+}
+
+/// The first of the checks the node fails, in upstream's order: the template's `nodeName`,
+/// the nodeSelector, the required node affinity, the NoSchedule and NoExecute taints.
+fn skip_reason(
+    ds: &DaemonSet,
+    node: &Node,
+    name: &str,
+    keeps_pod: bool,
+) -> (&'static str, String, Option<String>) {
+    let mut spec: PodSpec = ds
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .unwrap_or_default();
+    add_or_update_daemon_pod_tolerations(&mut spec);
+    let node_labels = labels(&node.metadata);
+    let selector_only = PodSpec {
+        node_selector: spec.node_selector.clone(),
+        ..PodSpec::default()
+    };
+    let no_pod = format!("node {name} gets no daemon pod");
+    match spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+        Some(other) if other != name => {
+            let m = format!("{no_pod}: the pod template's nodeName is {other}");
+            return ("NodeName", m, None);
+        }
+        _ => {}
+    }
+    if !RequiredNodeAffinity::from_pod(&selector_only).matches(name, node_labels) {
+        let m = format!("{no_pod}: its labels do not match the pod template's nodeSelector");
+        return ("NodeSelectorMismatch", m, None);
+    }
+    if !RequiredNodeAffinity::from_pod(&spec).matches(name, node_labels) {
+        let m = format!("{no_pod}: it does not match the pod template's required node affinity");
+        return ("NodeAffinityMismatch", m, None);
+    }
+    let taints = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or(&[]);
+    let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
+    let untolerated = find_untolerated_taint(taints, tolerations, |t| {
+        t.effect == EFFECT_NO_SCHEDULE || t.effect == EFFECT_NO_EXECUTE
+    });
+    let taint = untolerated.map(format_taint).unwrap_or_default();
+    let stays = if keeps_pod {
+        " (a daemon pod already there stays: the taint is NoSchedule)"
+    } else {
+        ""
+    };
+    let m = format!("{no_pod}: the pod does not tolerate its taint {taint}{stays}");
+    ("UntoleratedTaint", m, Some(taint))
 }
 
 /// Why a RollingUpdate leaves `waiting` old (available) pods in place: `unavailable` of the
