@@ -262,7 +262,7 @@ pub fn update_scale(
     replicas: i32,
     resource_version: Option<&str>,
 ) -> Result<Scale, ApiError> {
-    if !matches!(key.kind, Kind::Deployment | Kind::ReplicaSet) {
+    if !strategy::scale::has_scale(key.kind) {
         return Err(ApiError::NotFound { key: key.clone() });
     }
     strategy::scale::validate_replicas(key, replicas)?;

@@ -55,6 +55,44 @@ fn is_assigned(pod: &Pod) -> bool {
         .is_some_and(|n| !n.is_empty())
 }
 
+/// Whether a pod has ended (phase Succeeded or Failed).
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// A pod event as the scheduler's informer sees it. Upstream's `newPodInformer` watches pods
+/// with the field selector `status.phase!=Succeeded,status.phase!=Failed`: a pod that is
+/// terminal when it appears is never seen, a pod that turns terminal is deleted from the
+/// informer (the watch cache's Deleted event carries the last state that matched, so a bound
+/// pod leaves the scheduler's cache and its requests stop counting against its node), and the
+/// later deletion of a terminal pod is not seen again. `None`: the informer sees nothing.
+fn non_terminal_pod_event(ev: &WatchEvent) -> Option<std::borrow::Cow<'_, WatchEvent>> {
+    use std::borrow::Cow;
+    let passes = |o: &Object| o.as_pod().is_some_and(|p| !is_terminal(p));
+    let now_passes = passes(&ev.object);
+    let before_passes = ev.old.as_ref().is_none_or(passes);
+    match ev.type_ {
+        EventType::Added | EventType::Deleted if now_passes => Some(Cow::Borrowed(ev)),
+        EventType::Modified if now_passes && before_passes => Some(Cow::Borrowed(ev)),
+        EventType::Modified if now_passes => Some(Cow::Owned(WatchEvent {
+            type_: EventType::Added,
+            object: ev.object.clone(),
+            old: None,
+            resource_version: ev.resource_version,
+        })),
+        EventType::Modified if before_passes => Some(Cow::Owned(WatchEvent {
+            type_: EventType::Deleted,
+            object: ev.old.clone().expect("checked above"),
+            old: ev.old.clone(),
+            resource_version: ev.resource_version,
+        })),
+        _ => None,
+    }
+}
+
 impl Scheduler {
     /// A scheduler with these profiles and queue; tie-breaks derive from `seed`.
     pub fn new(
@@ -315,9 +353,13 @@ impl Component for Scheduler {
 
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
         match &ev.object {
-            Object::Pod(pod) => {
-                let pod = pod.clone();
-                self.on_pod(ev, &pod, now);
+            Object::Pod(_) => {
+                // Upstream's pod informer lists and watches only non-terminal pods.
+                let Some(ev) = non_terminal_pod_event(ev) else {
+                    return;
+                };
+                let pod = ev.object.as_pod().expect("a pod event").clone();
+                self.on_pod(&ev, &pod, now);
             }
             Object::Node(node) => {
                 let node = node.clone();
@@ -417,5 +459,195 @@ impl Scheduler {
     pub fn has_pending_work(&self) -> bool {
         let counts = self.queue.pending_pods();
         self.queue.has_poppable() || counts.backoff > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kubeplane_api::Kind;
+    use kubeplane_core::features::FeatureGates;
+    use kubeplane_registry::testing::TestClient;
+
+    use super::*;
+    use crate::plugins::testing::{NodeBuilder, PodBuilder};
+
+    fn scheduler() -> Scheduler {
+        let setup = crate::config::resolve(None, &FeatureGates::default()).unwrap();
+        Scheduler::new(
+            setup.frameworks,
+            SchedulingQueue::new(setup.queue),
+            setup.percentage_of_nodes_to_score,
+            1,
+        )
+    }
+
+    /// One 4-cpu node with `first` (3 cpu) on it in phase `phase`.
+    fn cluster(sched: &mut Scheduler, phase: &str) -> TestClient {
+        let mut client = TestClient::new(1);
+        let node =
+            NodeBuilder::new("n1").alloc(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]);
+        client.create(Object::Node(Arc::new(node.obj()))).unwrap();
+        let first = PodBuilder::new("first")
+            .req(&[("cpu", "3")])
+            .node("n1")
+            .phase(phase)
+            .obj();
+        client.create(Object::Pod(Arc::new(first))).unwrap();
+        client.settle(&mut [sched]);
+        client
+    }
+
+    fn node_of(client: &TestClient, name: &str) -> Option<String> {
+        let obj = client.store.get(Kind::Pod, "default", name).unwrap();
+        obj.as_pod()
+            .unwrap()
+            .spec
+            .as_ref()
+            .unwrap()
+            .node_name
+            .clone()
+    }
+
+    fn end(client: &mut TestClient, name: &str, phase: &str) {
+        let obj = client.store.get(Kind::Pod, "default", name).unwrap();
+        let mut pod = Pod::clone(obj.as_pod().unwrap());
+        pod.status.get_or_insert_with(Default::default).phase = Some(phase.into());
+        pod.metadata.resource_version = None;
+        client.update_status(Object::Pod(Arc::new(pod))).unwrap();
+    }
+
+    fn second() -> Object {
+        Object::Pod(Arc::new(
+            PodBuilder::new("second").req(&[("cpu", "2")]).obj(),
+        ))
+    }
+
+    #[test]
+    fn a_pod_that_ends_frees_its_node_for_a_pod_that_did_not_fit() {
+        for phase in ["Succeeded", "Failed"] {
+            let mut sched = scheduler();
+            let mut client = cluster(&mut sched, "Running");
+            client.create(second()).unwrap();
+            client.settle(&mut [&mut sched]);
+            assert_eq!(
+                node_of(&client, "second"),
+                None,
+                "{phase}: 2 cpu do not fit"
+            );
+            assert_eq!(client.events_with_reason("FailedScheduling").len(), 1);
+
+            end(&mut client, "first", phase);
+            client.run_until(SimTime::from_secs(60), &mut [&mut sched]);
+            assert_eq!(
+                node_of(&client, "second").as_deref(),
+                Some("n1"),
+                "{phase}: the ended pod's 3 cpu no longer count"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pod_that_is_terminal_when_it_appears_takes_nothing() {
+        for phase in ["Succeeded", "Failed"] {
+            let mut sched = scheduler();
+            let mut client = cluster(&mut sched, phase);
+            client.create(second()).unwrap();
+            client.settle(&mut [&mut sched]);
+            assert_eq!(node_of(&client, "second").as_deref(), Some("n1"), "{phase}");
+        }
+    }
+
+    #[test]
+    fn a_running_pod_still_counts_against_its_node() {
+        let mut sched = scheduler();
+        let mut client = cluster(&mut sched, "Running");
+        client.create(second()).unwrap();
+        client.run_until(SimTime::from_secs(600), &mut [&mut sched]);
+        assert_eq!(node_of(&client, "second"), None);
+    }
+
+    #[test]
+    fn a_pending_pod_that_fails_leaves_the_queue() {
+        let mut sched = scheduler();
+        let mut client = cluster(&mut sched, "Running");
+        client.create(second()).unwrap();
+        client.settle(&mut [&mut sched]);
+        end(&mut client, "second", "Failed");
+        end(&mut client, "first", "Succeeded");
+        client.run_until(SimTime::from_secs(600), &mut [&mut sched]);
+        assert_eq!(
+            node_of(&client, "second"),
+            None,
+            "a failed pod is not scheduled"
+        );
+        let counts = sched.queue.pending_pods();
+        assert_eq!(counts.active + counts.backoff + counts.unschedulable, 0);
+    }
+
+    #[test]
+    fn the_informer_sees_pod_events_through_its_field_selector() {
+        let pod =
+            |phase: &str| Object::Pod(Arc::new(PodBuilder::new("p").node("n1").phase(phase).obj()));
+        let event = |type_, object: Object, old: Option<Object>| WatchEvent {
+            type_,
+            object,
+            old,
+            resource_version: 7,
+        };
+        use EventType::{Added, Deleted, Modified};
+        let cases = [
+            (
+                "a running pod's add is seen",
+                event(Added, pod("Running"), None),
+                Some((Added, "Running")),
+            ),
+            (
+                "a succeeded pod's add is not",
+                event(Added, pod("Succeeded"), None),
+                None,
+            ),
+            (
+                "an update between running states is seen",
+                event(Modified, pod("Running"), Some(pod("Pending"))),
+                Some((Modified, "Running")),
+            ),
+            (
+                "a pod turning failed is deleted as it was before",
+                event(Modified, pod("Failed"), Some(pod("Running"))),
+                Some((Deleted, "Running")),
+            ),
+            (
+                "an update of a terminal pod is not seen",
+                event(Modified, pod("Failed"), Some(pod("Succeeded"))),
+                None,
+            ),
+            (
+                "the deletion of a terminal pod is not seen again",
+                event(Deleted, pod("Succeeded"), Some(pod("Succeeded"))),
+                None,
+            ),
+            (
+                "a running pod's deletion is seen",
+                event(Deleted, pod("Running"), None),
+                Some((Deleted, "Running")),
+            ),
+        ];
+        for (case, ev, want) in cases {
+            let got = non_terminal_pod_event(&ev).map(|e| {
+                let phase = e
+                    .object
+                    .as_pod()
+                    .unwrap()
+                    .status
+                    .as_ref()
+                    .unwrap()
+                    .phase
+                    .clone();
+                (e.type_, phase.unwrap())
+            });
+            let want = want.map(|(t, p)| (t, p.to_string()));
+            assert_eq!(got, want, "{case}");
+            assert!(got.is_none() || non_terminal_pod_event(&ev).unwrap().resource_version == 7);
+        }
     }
 }

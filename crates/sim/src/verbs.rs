@@ -122,7 +122,7 @@ impl Target<'_> {
                 // precondition.
                 match self.client.cache().get_key(key) {
                     None => return Err(format!("{key} not found")),
-                    Some(Object::ReplicaSet(_) | Object::Deployment(_)) => {}
+                    Some(o) if kubeplane_registry::strategy::scale::has_scale(o.kind()) => {}
                     Some(other) => return Err(format!("cannot scale a {}", other.kind())),
                 }
                 self.client

@@ -15,6 +15,7 @@
 
 mod backoff;
 mod cache;
+pub(crate) mod explain;
 pub mod pod_control;
 mod sync;
 pub mod update;
@@ -88,6 +89,8 @@ pub struct DaemonSetsController {
     expectations: Expectations,
     failed_pods_backoff: Backoff,
     metrics: Metrics,
+    /// The explanation records written so far, so that each is written once.
+    explained: explain::Explained,
 }
 
 impl DaemonSetsController {
@@ -116,6 +119,7 @@ impl DaemonSetsController {
         if ev.type_ == EventType::Deleted {
             self.cache.daemon_sets.remove(&key);
             self.expectations.delete(&key);
+            self.explained.forget(&key);
             self.queue.add(key);
             return;
         }

@@ -12,6 +12,7 @@ use kubeplane_core::SimTime;
 
 use super::backoff::Backoff;
 use super::cache::{Cache, CachedDs};
+use super::explain::{self, Explained};
 use super::pod_control::{
     adopt_pod, create_pod, delete_pod, event, recheck_daemon_set, release_pod,
 };
@@ -21,8 +22,8 @@ use super::util::{
 };
 use super::*;
 use crate::controller_utils::{
-    is_pod_available, is_pod_ready, labels, pod_node, pod_phase, Expectations, NsName, WorkQueue,
-    SLOW_START_INITIAL_BATCH_SIZE,
+    is_pod_available, is_pod_ready, labels, ns_name, pod_node, pod_phase, Expectations, NsName,
+    WorkQueue, SLOW_START_INITIAL_BATCH_SIZE,
 };
 
 /// A DaemonSet's claimed pods by the node they run on or are meant for (upstream
@@ -37,6 +38,8 @@ pub(super) struct SyncCx<'a> {
     pub expectations: &'a mut Expectations,
     pub backoff: &'a mut Backoff,
     pub metrics: &'a mut Metrics,
+    /// The explanation records written so far (`--explain`).
+    pub explained: &'a mut Explained,
     pub now: SimTime,
     /// `now` as an object timestamp.
     pub now_ts: jiff::Timestamp,
@@ -56,6 +59,7 @@ impl DaemonSetsController {
             expectations: &mut self.expectations,
             backoff: &mut self.failed_pods_backoff,
             metrics: &mut self.metrics,
+            explained: &mut self.explained,
             now,
             now_ts: client.clock().timestamp(now).0,
         }
@@ -301,6 +305,9 @@ impl<'a> SyncCx<'a> {
         let (nodes_needing, to_delete) = out;
         let name = node.metadata.name.as_deref().unwrap_or("");
         let (should_run, should_continue) = ds.view.node_should_run_daemon_pod(node);
+        if client.explain() {
+            self.explain_node(ds, node, should_run, should_continue, client);
+        }
         let daemon_pods = by_node.get(name);
         match daemon_pods {
             None if should_run => nodes_needing.push(name.to_string()),
@@ -330,6 +337,25 @@ impl<'a> SyncCx<'a> {
             }
             _ => {}
         }
+    }
+
+    /// A `NodeSkipped` record when `node` does not run the set's pod (once per reason).
+    fn explain_node(
+        &mut self,
+        ds: &CachedDs,
+        node: &Node,
+        should_run: bool,
+        should_continue: bool,
+        client: &mut dyn Client,
+    ) {
+        let key = ns_name(&ds.obj.metadata);
+        let subject = format!("node/{}", node.metadata.name.as_deref().unwrap_or(""));
+        if should_run {
+            self.explained.clear(&key, &subject);
+            return;
+        }
+        let r = explain::node_skipped(self.now, &key, &ds.ds, node, should_continue);
+        self.explained.emit(client, &key, &subject, r);
     }
 
     /// The node's pods that are not being deleted and not finished; failed pods (outside their

@@ -58,6 +58,13 @@ fn name_of(pod: &Pod) -> String {
     pod.metadata.name.clone().unwrap_or_default()
 }
 
+/// The available old pods a rolling update without surge leaves in place, and how many of
+/// the nodes' daemon pods are unavailable.
+struct Waiting {
+    old: Vec<String>,
+    unavailable: i32,
+}
+
 /// What the surge branch of a rolling update decided.
 #[derive(Default)]
 struct SurgePlan {
@@ -110,7 +117,21 @@ impl SyncCx<'_> {
             .updated_desired_node_counts(ds, &mut by_node)
             .map_err(|e| format!("couldn't get unavailable numbers: {e}"))?;
         if max_surge == 0 {
-            let to_delete = self.unavailable_replacements(ds, &by_node, hash, max_unavailable);
+            let (to_delete, waiting) =
+                self.unavailable_replacements(ds, &by_node, hash, max_unavailable);
+            if waiting.old.is_empty() {
+                self.explained.clear(key, "rollout");
+            } else if client.explain() {
+                let r = super::explain::rollout_waiting(
+                    self.now,
+                    key,
+                    desired,
+                    waiting.unavailable,
+                    max_unavailable,
+                    &waiting.old,
+                );
+                self.explained.emit(client, key, "rollout", r);
+            }
             return self.sync_nodes(ds, key, &to_delete, &[], hash, client);
         }
         let mut plan = self.surge_plan(ds, &by_node, hash, max_surge)?;
@@ -128,17 +149,19 @@ impl SyncCx<'_> {
     }
 
     /// The non-surge branch: old pods that are unavailable always go; available old pods go
-    /// while fewer than `maxUnavailable` nodes are unavailable.
+    /// while fewer than `maxUnavailable` nodes are unavailable. Also the available old pods
+    /// that stay because the limit is reached.
     fn unavailable_replacements(
         &self,
         ds: &CachedDs,
         by_node: &NodeToDaemonPods,
         hash: &str,
         max_unavailable: i32,
-    ) -> Vec<String> {
+    ) -> (Vec<String>, Waiting) {
         let mut num_unavailable = 0;
         let mut allowed = Vec::new();
         let mut candidates = Vec::new();
+        let mut held = Vec::new();
         for pods in by_node.values() {
             let Some((new, old)) = find_updated_pods_on_node(&ds.ds, pods, hash) else {
                 num_unavailable += 1;
@@ -157,13 +180,24 @@ impl SyncCx<'_> {
                         num_unavailable += 1;
                     } else if num_unavailable < max_unavailable {
                         candidates.push(name_of(old));
+                    } else {
+                        held.push(name_of(old));
                     }
                 }
             }
         }
         let remaining = (max_unavailable - num_unavailable).max(0) as usize;
-        allowed.extend(candidates.into_iter().take(remaining));
-        allowed
+        let taken = remaining.min(candidates.len());
+        let mut candidates = candidates.into_iter();
+        allowed.extend(candidates.by_ref().take(remaining));
+        let mut old: Vec<String> = candidates.chain(held).collect();
+        old.sort();
+        // The available old pods deleted now are unavailable from now on.
+        let waiting = Waiting {
+            old,
+            unavailable: num_unavailable + taken as i32,
+        };
+        (allowed, waiting)
     }
 
     /// The surge branch's pass over the nodes.

@@ -10,6 +10,7 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetSta
 use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{ApiError, DeleteOptions, DynamicObject, Kind, Object, ObjectKey};
 
+use super::explain;
 use super::pod_control::{aggregate, other_object, PodControl};
 use super::status::update_status;
 use super::utils::{
@@ -20,6 +21,8 @@ use super::utils::{
     next_revision, ordinal, partition, pod_revision, replicas, revision_name, set_name,
     set_namespace, start_ordinal, storage_matches, update_strategy_type, REVISION_HASH_LABEL,
 };
+use crate::controller_utils::NsName;
+use crate::daemon::explain::Explained;
 
 /// Pods created or deleted at once at most in Parallel mode (upstream `MaxBatchSize`).
 const MAX_BATCH_SIZE: usize = 500;
@@ -37,6 +40,8 @@ pub(super) struct SetControl<'a> {
     pub(super) now: Timestamp,
     /// MaxUnavailableStatefulSet.
     pub(super) max_unavailable_gate: bool,
+    /// The explanation records written so far (`--explain`).
+    pub(super) explained: &'a mut Explained,
 }
 
 fn by_revision(a: &ControllerRevision, b: &ControllerRevision) -> std::cmp::Ordering {
@@ -330,9 +335,65 @@ impl SetControl<'_> {
                 let result = self.rolling_update(set, &replicas, names.1, &mut status);
                 (status, result)
             }
-            Ok(_) => (status, Ok(())),
+            Ok(true) => {
+                self.explain_update_stopped(set, &replicas, names.1, None);
+                (status, Ok(()))
+            }
+            Ok(false) => {
+                self.explain_blocked_rollout(set, &replicas, names.1);
+                (status, Ok(()))
+            }
             Err(e) => (status, Err(e)),
         }
+    }
+
+    /// Writes a record about `subject` of the set, unless it is the last one written (only
+    /// with `--explain`).
+    fn explain(
+        &mut self,
+        set: &StatefulSet,
+        subject: &str,
+        record: impl FnOnce(kubeplane_core::SimTime, &NsName) -> serde_json::Value,
+    ) {
+        if !self.pc.client.explain() {
+            return;
+        }
+        let key = (set_namespace(set).to_string(), set_name(set).to_string());
+        let r = record(self.pc.now, &key);
+        self.explained.emit(&mut *self.pc.client, &key, subject, r);
+    }
+
+    /// The decision about `subject` no longer holds.
+    fn unexplain(&mut self, set: &StatefulSet, subject: &str) {
+        let key = (set_namespace(set).to_string(), set_name(set).to_string());
+        self.explained.clear(&key, subject);
+    }
+
+    /// `UpdateStopped` when the replicas not at the update revision are exactly those the
+    /// strategy leaves alone: below the partition (`Some`), or all of them under OnDelete.
+    fn explain_update_stopped(
+        &mut self,
+        set: &StatefulSet,
+        replicas: &[Replica],
+        update: &str,
+        partition: Option<i64>,
+    ) {
+        let held = partition.unwrap_or(i64::MAX).max(0) as usize;
+        let outdated = |r: &&Replica| pod_revision(&r.pod) != update;
+        let still_rolling = replicas.iter().skip(held).any(|r| outdated(&r));
+        let kept: Vec<String> = replicas
+            .iter()
+            .take(held)
+            .filter(outdated)
+            .filter_map(|r| r.pod.metadata.name.clone())
+            .collect();
+        if still_rolling || kept.is_empty() {
+            self.unexplain(set, "update");
+            return;
+        }
+        self.explain(set, "update", |now, key| {
+            explain::update_stopped(now, key, partition, &kept, update)
+        });
     }
 
     /// The replicas processed in ordinal order, the condemned pods' claims fixed, then the
@@ -351,6 +412,7 @@ impl SetControl<'_> {
         })? {
             return Ok(false);
         }
+        self.unexplain(set, "create");
         if run_for_all(condemned.len(), monotonic, |i| {
             let pod = &condemned[i].pod;
             if !self.pc.claims_match_retention(update_set, pod) {
@@ -459,6 +521,12 @@ impl SetControl<'_> {
                 || !is_running_and_ready(pod)
                 || !is_running_and_available(pod, min_ready, self.now))
         {
+            if let Some(next) = replicas[i + 1..].iter().find(|r| !r.created) {
+                let next = next.pod.metadata.name.clone().unwrap_or_default();
+                self.explain(set, "create", |now, key| {
+                    explain::waiting_for_pod(now, key, pod, &next, min_ready)
+                });
+            }
             return Ok(true);
         }
         let retention_match = self.pc.claims_match_retention(update_set, pod);
@@ -518,9 +586,12 @@ impl SetControl<'_> {
                     return Ok(());
                 }
                 if is_unavailable(&r.pod, min_ready, self.now) {
+                    self.explain_rollout_wait(set, &replicas[update_min..], r, update);
                     return Ok(());
                 }
             }
+            self.unexplain(set, "rollout");
+            self.explain_update_stopped(set, replicas, update, Some(update_min as i64));
             return Ok(());
         }
         let max = max_unavailable(max_unavailable_field(set), replicas.len() as i64)?;
@@ -529,8 +600,20 @@ impl SetControl<'_> {
             .filter(|r| is_unavailable(&r.pod, min_ready, self.now))
             .count() as i64;
         if unavailable > max {
+            let outdated: Vec<String> = replicas
+                .iter()
+                .skip(update_min)
+                .filter(|r| outdated(r))
+                .filter_map(|r| r.pod.metadata.name.clone())
+                .collect();
+            if !outdated.is_empty() {
+                self.explain(set, "rollout", |now, key| {
+                    explain::rollout_max_unavailable(now, key, unavailable, max, &outdated)
+                });
+            }
             return Ok(());
         }
+        self.unexplain(set, "rollout");
         let mut budget = max - unavailable;
         for r in replicas.iter().skip(update_min).rev() {
             if budget <= 0 {
@@ -545,7 +628,62 @@ impl SetControl<'_> {
                 status.current_replicas = Some(status.current_replicas.unwrap_or(0) - 1);
             }
         }
+        self.explain_update_stopped(set, replicas, update, Some(update_min as i64));
         Ok(())
+    }
+
+    /// OrderedReady stops at the first unhealthy replica, before the rolling update runs: a
+    /// `RolloutWaiting` record when that leaves an outdated pod (from the partition up) waiting.
+    fn explain_blocked_rollout(&mut self, set: &StatefulSet, replicas: &[Replica], update: &str) {
+        if allows_burst(set) || update_strategy_type(set) == "OnDelete" || !self.pc.client.explain()
+        {
+            return;
+        }
+        let min_ready = min_ready_seconds(set);
+        let now = self.now;
+        let unhealthy = |r: &&Replica| {
+            r.created && (is_terminating(&r.pod) || is_unavailable(&r.pod, min_ready, now))
+        };
+        let Some(blocker) = replicas.iter().find(unhealthy) else {
+            return;
+        };
+        let update_min = partition(set).unwrap_or(0).max(0) as usize;
+        let next = replicas
+            .iter()
+            .skip(update_min)
+            .rev()
+            .find(|r| r.created && pod_revision(&r.pod) != update && !is_terminating(&r.pod));
+        let Some(next) = next.and_then(|r| r.pod.metadata.name.clone()) else {
+            return;
+        };
+        let blocker = blocker.pod.clone();
+        self.explain(set, "rollout", |now, key| {
+            explain::rollout_waiting_for_pod(now, key, &blocker, &next, min_ready)
+        });
+    }
+
+    /// `RolloutWaiting` while `unavailable` holds up the next outdated pod below it in
+    /// `range` (the replicas from the partition up).
+    fn explain_rollout_wait(
+        &mut self,
+        set: &StatefulSet,
+        range: &[Replica],
+        unavailable: &Replica,
+        update: &str,
+    ) {
+        let below = range
+            .iter()
+            .rev()
+            .skip_while(|r| r.pod.metadata.name != unavailable.pod.metadata.name)
+            .skip(1)
+            .find(|r| pod_revision(&r.pod) != update && !is_terminating(&r.pod));
+        let Some(next) = below.and_then(|r| r.pod.metadata.name.clone()) else {
+            return;
+        };
+        let min_ready = min_ready_seconds(set);
+        self.explain(set, "rollout", |now, key| {
+            explain::rollout_waiting_for_pod(now, key, &unavailable.pod, &next, min_ready)
+        });
     }
 }
 

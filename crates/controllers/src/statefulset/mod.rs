@@ -14,6 +14,7 @@
 //! `stateful_set_status_updater.go`.
 
 mod control;
+mod explain;
 mod pod_control;
 mod status;
 pub mod utils;
@@ -103,6 +104,8 @@ pub struct StatefulSetController {
     revisions: BTreeMap<NsName, Arc<ControllerRevision>>,
     claims: Claims,
     queue: WorkQueue,
+    /// The explanation records written so far, so that each is written once.
+    explained: crate::daemon::explain::Explained,
 }
 
 impl Default for StatefulSetController {
@@ -126,6 +129,7 @@ impl StatefulSetController {
             revisions: BTreeMap::new(),
             claims: Claims::new(),
             queue: WorkQueue::default(),
+            explained: Default::default(),
         }
     }
 
@@ -222,6 +226,7 @@ impl StatefulSetController {
                 }
                 None => {
                     self.sets.remove(&key);
+                    self.explained.forget(&key);
                 }
             }
             self.queue.add(key);
@@ -263,6 +268,7 @@ impl StatefulSetController {
             },
             now: now_ts,
             max_unavailable_gate: self.max_unavailable,
+            explained: &mut self.explained,
         }
         .update_stateful_set(&set, &cached.stored, &pods, revisions);
         result?;

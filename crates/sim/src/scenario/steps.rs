@@ -183,15 +183,31 @@ pub(super) fn step_key(
     Ok(ObjectKey::new(k, ns, name))
 }
 
-pub(super) const USER_KINDS: [Kind; 7] = [
-    Kind::Namespace,
-    Kind::Node,
-    Kind::PriorityClass,
-    Kind::Deployment,
-    Kind::ReplicaSet,
-    Kind::PodDisruptionBudget,
-    Kind::Pod,
-];
+/// The kinds a `delete`, `annotate` or `label` step names: the modelled kinds and the
+/// workloads whose controllers kubeplane runs (stored as `Kind::Other`).
+pub(super) fn user_kinds() -> Vec<Kind> {
+    let mut kinds = vec![
+        Kind::Namespace,
+        Kind::Node,
+        Kind::PriorityClass,
+        Kind::Deployment,
+        Kind::ReplicaSet,
+        Kind::PodDisruptionBudget,
+        Kind::Pod,
+    ];
+    kinds.extend(WORKLOADS.iter().filter_map(|k| Kind::parse(k)));
+    kinds
+}
+
+/// The workload kinds kubeplane stores as `Kind::Other` and runs controllers for.
+const WORKLOADS: [&str; 4] = ["DaemonSet", "StatefulSet", "Job", "CronJob"];
+
+/// The kinds a `scale` step names: those with the scale subresource.
+fn scalable_kinds() -> Vec<Kind> {
+    let mut kinds = vec![Kind::ReplicaSet, Kind::Deployment];
+    kinds.extend(Kind::parse("StatefulSet"));
+    kinds
+}
 
 pub(super) const NODE_CONDITIONS: [&str; 5] = [
     "Ready",
@@ -344,7 +360,7 @@ fn apply_action(v: Value, path: &str, crds: &Crds) -> Result<Vec<StepAction>, Fi
 
 fn delete_action(d: DeleteRaw, path: &str) -> Result<Vec<StepAction>, FieldError> {
     let p = join(path, "delete");
-    let key = step_key(&d.kind, &d.name, d.namespace.as_deref(), &p, &USER_KINDS)?;
+    let key = step_key(&d.kind, &d.name, d.namespace.as_deref(), &p, &user_kinds())?;
     if let Some(g) = d.grace_period_seconds.filter(|g| *g < 0) {
         return Err(FieldError::at(
             join(&p, "gracePeriodSeconds"),
@@ -406,7 +422,7 @@ fn scale_action(s: ScaleRaw, path: &str) -> Result<Vec<StepAction>, FieldError> 
         &s.name,
         s.namespace.as_deref(),
         &p,
-        &[Kind::ReplicaSet, Kind::Deployment],
+        &scalable_kinds(),
     )?;
     check_replicas(Some(s.replicas), &join(&p, "replicas"))?;
     one(StepAction::Scale {
@@ -487,7 +503,7 @@ fn pod_status_action(s: PodStatusRaw, path: &str) -> Result<Vec<StepAction>, Fie
 /// check them.
 fn meta_edit_action(name: &str, m: MetaEditRaw, path: &str) -> Result<Vec<StepAction>, FieldError> {
     let p = join(path, name);
-    let key = step_key(&m.kind, &m.name, m.namespace.as_deref(), &p, &USER_KINDS)?;
+    let key = step_key(&m.kind, &m.name, m.namespace.as_deref(), &p, &user_kinds())?;
     let set: BTreeMap<String, String> = m.set.into_iter().map(|(k, v)| (k, v.0)).collect();
     if name == "label" {
         validate_labels(Some(&set), &join(&p, "set"))?;

@@ -757,4 +757,5 @@ fn a_binding_to_the_pods_own_node_does_not_sync_but_readiness_does() {
     assert_eq!(h.daemon_set().status.unwrap().number_ready, 1);
 }
 
+mod explain;
 mod one_sync;

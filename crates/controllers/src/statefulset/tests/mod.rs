@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use super::{defaulted, StatefulSetController};
 
 mod control;
+mod explain;
 mod utils;
 
 /// A StatefulSet manifest `app=<name>` with one claim template `datadir`, the service

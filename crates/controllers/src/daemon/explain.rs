@@ -1,0 +1,205 @@
+//! The DaemonSet controller's explanation records (`--explain`): one `DaemonSetDecision` record
+//! where a user asks "why": why a node has no daemon pod (`NodeSkipped`: the template's
+//! `nodeName`, its nodeSelector, its required node affinity, or a taint the pod does not
+//! tolerate, named), and why a RollingUpdate does not replace more old pods yet
+//! (`RolloutWaiting`: maxUnavailable reached).
+//!
+//! The shape is the one of the other controllers' records: `time`, `kind`, the set's
+//! `namespace` and `name`, `controller`, `decision`, `reason`, a one-line `message`, and the
+//! facts behind it. A record is written when a decision first holds and again only when it
+//! changes ([`Explained`]), not at every sync.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Node, PodSpec};
+use kubeplane_api::Client;
+use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
+use kubeplane_core::taints::{find_untolerated_taint, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE};
+use kubeplane_core::SimTime;
+use serde_json::{json, Value};
+
+use super::util::add_or_update_daemon_pod_tolerations;
+use super::CONTROLLER_NAME;
+use crate::controller_utils::{labels, NsName};
+use crate::node_util::format_taint;
+
+/// The record's kind.
+pub const KIND: &str = "DaemonSetDecision";
+
+/// The last message written per set and subject (a node, or the rollout), so that a decision
+/// that holds over many syncs is written once. Shared with the StatefulSet controller.
+#[derive(Debug, Default)]
+pub(crate) struct Explained {
+    last: BTreeMap<(NsName, String), String>,
+}
+
+impl Explained {
+    /// Writes `record` unless `subject` of `key` last had the same `message`.
+    pub(crate) fn emit(
+        &mut self,
+        client: &mut dyn Client,
+        key: &NsName,
+        subject: &str,
+        record: Value,
+    ) {
+        if !client.explain() {
+            return;
+        }
+        let message = record["message"].as_str().unwrap_or_default().to_string();
+        let k = (key.clone(), subject.to_string());
+        if self.last.get(&k) == Some(&message) {
+            return;
+        }
+        self.last.insert(k, message);
+        client.emit_record(record);
+    }
+
+    /// The decision about `subject` no longer holds: the next one is written again.
+    pub(crate) fn clear(&mut self, key: &NsName, subject: &str) {
+        if !self.last.is_empty() {
+            self.last.remove(&(key.clone(), subject.to_string()));
+        }
+    }
+
+    /// Forgets a deleted set.
+    pub(crate) fn forget(&mut self, key: &NsName) {
+        self.last.retain(|(k, _), _| k != key);
+    }
+}
+
+/// A record of `kind` about the set `key`, in the shape every controller's records share.
+pub(crate) fn record(
+    kind: &str,
+    controller: &str,
+    now: SimTime,
+    key: &NsName,
+    decision: &str,
+    reason: &str,
+    message: String,
+) -> Value {
+    json!({
+        "time": now.as_secs_f64(),
+        "kind": kind,
+        "namespace": key.0,
+        "name": key.1,
+        "controller": controller,
+        "decision": decision,
+        "reason": reason,
+        "message": message,
+    })
+}
+
+/// Why `node` does not run the set's pod (upstream `NodeShouldRunDaemonPod` returned false),
+/// as a `NodeSkipped` record; `keeps_pod` when a pod already there may stay (a NoSchedule
+/// taint only).
+pub(super) fn node_skipped(
+    now: SimTime,
+    key: &NsName,
+    ds: &DaemonSet,
+    node: &Node,
+    keeps_pod: bool,
+) -> Value {
+    let name = node.metadata.name.as_deref().unwrap_or("");
+    let (reason, message, taint) = skip_reason(ds, node, name, keeps_pod);
+    let mut r = record(
+        KIND,
+        CONTROLLER_NAME,
+        now,
+        key,
+        "NodeSkipped",
+        reason,
+        message,
+    );
+    r["node"] = json!(name);
+    if let Some(t) = taint {
+        r["taint"] = json!(t);
+    }
+    r
+}
+
+/// The first of the checks the node fails, in upstream's order: the template's `nodeName`,
+/// the nodeSelector, the required node affinity, the NoSchedule and NoExecute taints.
+fn skip_reason(
+    ds: &DaemonSet,
+    node: &Node,
+    name: &str,
+    keeps_pod: bool,
+) -> (&'static str, String, Option<String>) {
+    let mut spec: PodSpec = ds
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .unwrap_or_default();
+    add_or_update_daemon_pod_tolerations(&mut spec);
+    let node_labels = labels(&node.metadata);
+    let selector_only = PodSpec {
+        node_selector: spec.node_selector.clone(),
+        ..PodSpec::default()
+    };
+    let no_pod = format!("node {name} gets no daemon pod");
+    match spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+        Some(other) if other != name => {
+            let m = format!("{no_pod}: the pod template's nodeName is {other}");
+            return ("NodeName", m, None);
+        }
+        _ => {}
+    }
+    if !RequiredNodeAffinity::from_pod(&selector_only).matches(name, node_labels) {
+        let m = format!("{no_pod}: its labels do not match the pod template's nodeSelector");
+        return ("NodeSelectorMismatch", m, None);
+    }
+    if !RequiredNodeAffinity::from_pod(&spec).matches(name, node_labels) {
+        let m = format!("{no_pod}: it does not match the pod template's required node affinity");
+        return ("NodeAffinityMismatch", m, None);
+    }
+    let taints = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or(&[]);
+    let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
+    let untolerated = find_untolerated_taint(taints, tolerations, |t| {
+        t.effect == EFFECT_NO_SCHEDULE || t.effect == EFFECT_NO_EXECUTE
+    });
+    let taint = untolerated.map(format_taint).unwrap_or_default();
+    let stays = if keeps_pod {
+        " (a daemon pod already there stays: the taint is NoSchedule)"
+    } else {
+        ""
+    };
+    let m = format!("{no_pod}: the pod does not tolerate its taint {taint}{stays}");
+    ("UntoleratedTaint", m, Some(taint))
+}
+
+/// Why a RollingUpdate leaves `waiting` old (available) pods in place: `unavailable` of the
+/// `desired` nodes' daemon pods are unavailable, and `maxUnavailable` allows no more.
+pub(super) fn rollout_waiting(
+    now: SimTime,
+    key: &NsName,
+    desired: i32,
+    unavailable: i32,
+    max_unavailable: i32,
+    waiting: &[String],
+) -> Value {
+    let message = format!(
+        "{} old pod(s) wait for their replacement: {unavailable} of {desired} node(s) have no \
+         available daemon pod and maxUnavailable is {max_unavailable}; an old pod is deleted \
+         once a new one is available",
+        waiting.len()
+    );
+    let mut r = record(
+        KIND,
+        CONTROLLER_NAME,
+        now,
+        key,
+        "RolloutWaiting",
+        "MaxUnavailable",
+        message,
+    );
+    r["unavailable"] = json!(unavailable);
+    r["maxUnavailable"] = json!(max_unavailable);
+    r["desiredNumberScheduled"] = json!(desired);
+    r["waiting"] = json!(waiting);
+    r
+}
