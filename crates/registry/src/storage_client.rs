@@ -16,6 +16,11 @@
 //! (before admission reads it, and after each write, so a client sees its own writes at once)
 //! and on [`StorageClient::sync`]; a cursor that falls behind the storage's window lists again.
 //!
+//! [`StorageClient::etcd`] runs it over an [`EtcdStorage`] (`kubeplane serve --etcd-servers`):
+//! kube-apiserver's key layout and transactions, the resourceVersion being etcd's mod revision.
+//! The registry still computes a write's revision before making it (the current one plus one),
+//! which holds while this process is etcd's only writer (see docs/compatibility.md).
+//!
 //! [`StorageClient::open`] runs the same client over a [`DurableStorage`] in a directory
 //! (`kubeplane serve --data-dir`): a write returns once it is durable, the writes of
 //! concurrent clients share syncs (see [`crate::backing`]), and opening the directory again
@@ -33,8 +38,8 @@ use k8s_openapi::api::core::v1::PodStatus;
 use kubeplane_api::{ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_storage::{
-    DurableError, DurableStorage, Key, ListOptions, MemoryStorage, MemoryWatcher, Prefix, Revision,
-    Storage, StorageError, Versioned, Watcher,
+    DurableError, DurableStorage, EtcdConfig, EtcdStorage, Key, ListOptions, MemoryStorage, Prefix,
+    Revision, Storage, StorageError, Versioned, Watcher,
 };
 use kubeplane_store::{NameSource, Prepared};
 
@@ -207,7 +212,7 @@ impl Backend for Writer<'_> {
 /// object, so lists come in namespace and name order, as the store's do.
 struct StorageCache {
     kinds: Vec<BTreeMap<String, BTreeMap<String, Object>>>,
-    cursor: MemoryWatcher<Object>,
+    cursor: Box<dyn Watcher<Object>>,
 }
 
 impl StorageCache {
@@ -218,6 +223,8 @@ impl StorageCache {
                 .storage()
                 .list(&Prefix::All, &ListOptions::default())
             else {
+                // Only etcd fails a list of the current state (unreachable): try again soon.
+                std::thread::sleep(Duration::from_millis(100));
                 continue;
             };
             let Ok(cursor) = storage.cursor(&Prefix::All, Some(page.revision)) else {
@@ -320,6 +327,18 @@ impl StorageClient {
     ) -> Result<StorageClient, DurableError> {
         let storage = DurableStorage::open(dir, window, ObjectJson)?;
         Ok(StorageClient::over(Backing::Durable(storage), seed, clock))
+    }
+
+    /// A client over etcd (`kubeplane serve --etcd-servers`), otherwise as
+    /// [`StorageClient::open`]: what etcd holds under the configuration's prefix is the state,
+    /// and a write returns once etcd has committed it.
+    pub fn etcd(
+        config: &EtcdConfig,
+        seed: u64,
+        clock: Clock,
+    ) -> Result<StorageClient, StorageError> {
+        let storage = EtcdStorage::connect(config, ObjectJson)?;
+        Ok(StorageClient::over(Backing::Etcd(storage), seed, clock))
     }
 
     fn over(storage: Backing, seed: u64, clock: Clock) -> StorageClient {
