@@ -88,7 +88,7 @@ impl Backing {
         &self,
         prefix: &Prefix,
         from: Option<Revision>,
-    ) -> Result<Box<dyn Watcher<Object>>, StorageError> {
+    ) -> Result<Box<dyn Watcher<Object> + Sync>, StorageError> {
         Ok(match self {
             Backing::Memory(s) => Box::new(s.cursor(prefix, from)?),
             Backing::Durable(s) => Box::new(s.cursor(prefix, from)?),

@@ -50,13 +50,28 @@ use crate::client::{self, Backend};
 pub const DEFAULT_WINDOW: usize = 100_000;
 
 /// The storage resource of a kind (its key prefix), as kube-apiserver names them in etcd
-/// (`/registry/<resource>/...`): the plural resource name with no group segment, and Nodes
-/// under `minions`. kube-apiserver stores `events.k8s.io` Events as core Events; kubeplane
-/// converts no versions and keeps them apart under `events.k8s.io/events`.
+/// (`/registry/<resource>/...`, `SpecialDefaultResourcePrefixes` and `PrefixFromGR` of its
+/// storage factory): the plural resource name with no group segment for the built-in groups,
+/// but Nodes under `minions`, Services under `services/specs`, Endpoints under
+/// `services/endpoints`, ReplicationControllers under `controllers`, Ingresses under `ingress`,
+/// and the group first for `apiextensions.k8s.io` and `apiregistration.k8s.io`.
+/// kube-apiserver stores `events.k8s.io` Events as core Events; kubeplane converts no versions
+/// and keeps them apart under `events.k8s.io/events`.
 pub fn resource(kind: Kind) -> &'static str {
     match kind {
         Kind::Node => "minions",
-        Kind::Other(t) if t.group == "events.k8s.io" => "events.k8s.io/events",
+        Kind::Other(t) => match (t.group, t.plural) {
+            ("", "services") => "services/specs",
+            ("", "endpoints") => "services/endpoints",
+            ("", "replicationcontrollers") => "controllers",
+            ("networking.k8s.io" | "extensions", "ingresses") => "ingress",
+            ("events.k8s.io", _) => "events.k8s.io/events",
+            ("apiextensions.k8s.io", "customresourcedefinitions") => {
+                "apiextensions.k8s.io/customresourcedefinitions"
+            }
+            ("apiregistration.k8s.io", "apiservices") => "apiregistration.k8s.io/apiservices",
+            _ => t.plural,
+        },
         kind => kind.plural(),
     }
 }
@@ -212,7 +227,7 @@ impl Backend for Writer<'_> {
 /// object, so lists come in namespace and name order, as the store's do.
 struct StorageCache {
     kinds: Vec<BTreeMap<String, BTreeMap<String, Object>>>,
-    cursor: Box<dyn Watcher<Object>>,
+    cursor: Box<dyn Watcher<Object> + Sync>,
 }
 
 impl StorageCache {

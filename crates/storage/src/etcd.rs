@@ -121,11 +121,12 @@ impl Layout {
 
     /// The storage key an etcd key spells, if it is one: the resource is the first segment
     /// after the root, or the first two when the first names a group (it has a dot, as
-    /// `events.k8s.io/events`); then a name, or a namespace and a name.
+    /// `apiextensions.k8s.io/customresourcedefinitions`) or is `services` (kube-apiserver's
+    /// `services/specs` and `services/endpoints`); then a name, or a namespace and a name.
     pub(crate) fn parse(&self, raw: &[u8]) -> Option<Key> {
         let rest = std::str::from_utf8(raw).ok()?.strip_prefix(&self.root)?;
         let parts: Vec<&str> = rest.split('/').collect();
-        let group = parts.first()?.contains('.');
+        let group = parts.first()?.contains('.') || parts[0] == "services";
         let (resource, tail) = if group && parts.len() > 2 {
             (format!("{}/{}", parts[0], parts[1]), &parts[2..])
         } else {
@@ -718,5 +719,62 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for EtcdStorage<V> {
             return Ok(());
         }
         self.compact_at(revision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_spelled_as_kube_apiserver_spells_them_and_read_back() {
+        let layout = Layout::new("/registry");
+        let cases = [
+            (
+                "a namespaced object",
+                Key::new("pods", "default", "web"),
+                "/registry/pods/default/web",
+            ),
+            (
+                "a cluster-scoped object",
+                Key::cluster("minions", "n1"),
+                "/registry/minions/n1",
+            ),
+            (
+                "a Service under services/specs",
+                Key::new("services/specs", "default", "api"),
+                "/registry/services/specs/default/api",
+            ),
+            (
+                "a resource whose group comes first",
+                Key::cluster("apiextensions.k8s.io/customresourcedefinitions", "a.b.io"),
+                "/registry/apiextensions.k8s.io/customresourcedefinitions/a.b.io",
+            ),
+        ];
+        for (case, key, path) in cases {
+            assert_eq!(String::from_utf8(layout.key(&key)).unwrap(), path, "{case}");
+            assert_eq!(layout.parse(path.as_bytes()), Some(key), "{case}");
+        }
+        for other in [
+            "/registry/pods/a/b/c",
+            "/registry/",
+            "/other/pods/a/b",
+            "/registry/pods/",
+        ] {
+            assert_eq!(
+                layout.parse(other.as_bytes()),
+                None,
+                "{other} is no object's key"
+            );
+        }
+    }
+
+    #[test]
+    fn a_range_ends_after_every_key_of_its_prefix() {
+        let layout = Layout::new("/registry/");
+        let (start, end) = layout.range(&Prefix::namespace("pods", "default"));
+        assert_eq!(start, b"/registry/pods/default/");
+        assert_eq!(end, b"/registry/pods/default0");
+        assert_eq!(prefix_end(&[b'a', 0xff]), b"b");
     }
 }

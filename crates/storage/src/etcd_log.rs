@@ -262,10 +262,13 @@ impl<V: Send + Sync + 'static> Feeder<V> {
             return;
         }
         let mut state = self.log.lock();
+        // A watch started again may repeat revisions the log has; the events of one revision
+        // (a transaction's several keys) come in one response.
+        let floor = state.seen;
         for event in events {
             let Some(kv) = event.kv() else { continue };
             let revision = kv.mod_revision() as Revision;
-            if revision <= state.seen {
+            if revision <= floor {
                 continue;
             }
             if let Some(e) = convert(&self.layout, &*self.codec, event) {
