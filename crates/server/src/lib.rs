@@ -110,6 +110,39 @@ fn load(client: &mut StorageClient, input: &mut Input) -> Result<(), ServeError>
     Ok(())
 }
 
+/// The storage of `config`: etcd, the durable storage in the data directory, or memory.
+fn open_storage(
+    config: &Config,
+    seed: u64,
+    clock: &ServerClock,
+) -> Result<StorageClient, ServeError> {
+    Ok(match (&config.etcd_servers, &config.data_dir) {
+        (Some(servers), _) => {
+            let mut etcd = kubeplane_storage::EtcdConfig::new(servers.clone());
+            etcd.window = WATCH_WINDOW;
+            StorageClient::etcd(&etcd, seed, clock.api_clock())
+                .map_err(|e| ServeError::Runtime(e.to_string()))?
+        }
+        (None, Some(dir)) => {
+            StorageClient::open(dir.join("storage"), seed, clock.api_clock(), WATCH_WINDOW)
+                .map_err(|e| ServeError::Runtime(e.to_string()))?
+        }
+        (None, None) => StorageClient::new(seed, clock.api_clock(), WATCH_WINDOW),
+    })
+}
+
+/// Where the state is kept, for the message of a restart.
+fn storage_place(config: &Config) -> String {
+    match (&config.etcd_servers, &config.data_dir) {
+        (Some(servers), _) => format!("etcd ({})", servers.join(",")),
+        (None, dir) => dir
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""))
+            .display()
+            .to_string(),
+    }
+}
+
 /// Everything the server needs before it listens.
 struct Prepared {
     client: StorageClient,
@@ -139,19 +172,7 @@ fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
     let scheduler =
         kubeplane_sim::engine::build_scheduler(&input.scheduler_configs, &features, seed)
             .map_err(|e| ServeError::Input(e.to_string()))?;
-    let mut client = match (&config.etcd_servers, &config.data_dir) {
-        (Some(servers), _) => {
-            let mut etcd = kubeplane_storage::EtcdConfig::new(servers.clone());
-            etcd.window = WATCH_WINDOW;
-            StorageClient::etcd(&etcd, seed, clock.api_clock())
-                .map_err(|e| ServeError::Runtime(e.to_string()))?
-        }
-        (None, Some(dir)) => {
-            StorageClient::open(dir.join("storage"), seed, clock.api_clock(), WATCH_WINDOW)
-                .map_err(|e| ServeError::Runtime(e.to_string()))?
-        }
-        (None, None) => StorageClient::new(seed, clock.api_clock(), WATCH_WINDOW),
-    };
+    let mut client = open_storage(config, seed, &clock)?;
     client.binding = BindFeatures::from_gates(&features);
     client.now = clock.now();
     let revision = client.storage().current_revision();
@@ -169,17 +190,9 @@ fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
         }
         load(&mut client, input)?;
     } else {
-        let place = match &config.etcd_servers {
-            Some(servers) => format!("etcd ({})", servers.join(",")),
-            None => config
-                .data_dir
-                .as_deref()
-                .unwrap_or(std::path::Path::new(""))
-                .display()
-                .to_string(),
-        };
         eprintln!(
-            "kubeplane serve: resuming the state kept in {place} at resourceVersion {revision}; the FILEs were loaded when it was new"
+            "kubeplane serve: resuming the state kept in {} at resourceVersion {revision}; the FILEs were loaded when it was new",
+            storage_place(config)
         );
     }
     let host = config.listen.ip().to_string();

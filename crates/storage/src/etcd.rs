@@ -495,24 +495,26 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
         let revision = match at {
             Some(r) if queried => r,
             // Nothing was read (the page starts past the prefix's range): check the revision.
-            at => {
-                let current = self.etcd_revision()?;
-                match at {
-                    Some(r) if r > current => {
-                        return Err(StorageError::FutureRevision {
-                            requested: r,
-                            current,
-                        })
-                    }
-                    at => at.unwrap_or(current),
-                }
-            }
+            at => self.unread_revision(at)?,
         };
         Ok(ListPage {
             items,
             revision,
             continue_after,
         })
+    }
+
+    /// The revision of a read that asked etcd nothing: `at` if etcd has reached it, else the
+    /// current one.
+    fn unread_revision(&self, at: Option<Revision>) -> Result<Revision> {
+        let current = self.etcd_revision()?;
+        match at {
+            Some(r) if r > current => Err(StorageError::FutureRevision {
+                requested: r,
+                current,
+            }),
+            at => Ok(at.unwrap_or(current)),
+        }
     }
 
     /// Compacts etcd at `revision` and the log with it.
