@@ -72,7 +72,7 @@ pub(crate) enum Backing {
     Memory(MemoryStorage<Object>),
     Durable(DurableStorage<Object>),
     /// etcd: a write returns once etcd has committed it, so it is durable when it returns.
-    Etcd(EtcdStorage<Object>),
+    Etcd(Box<EtcdStorage<Object>>),
 }
 
 impl Backing {
@@ -80,7 +80,7 @@ impl Backing {
         match self {
             Backing::Memory(s) => s,
             Backing::Durable(s) => s,
-            Backing::Etcd(s) => s,
+            Backing::Etcd(s) => s.as_ref(),
         }
     }
 

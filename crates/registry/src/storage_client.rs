@@ -353,7 +353,11 @@ impl StorageClient {
         clock: Clock,
     ) -> Result<StorageClient, StorageError> {
         let storage = EtcdStorage::connect(config, ObjectJson)?;
-        Ok(StorageClient::over(Backing::Etcd(storage), seed, clock))
+        Ok(StorageClient::over(
+            Backing::Etcd(Box::new(storage)),
+            seed,
+            clock,
+        ))
     }
 
     fn over(storage: Backing, seed: u64, clock: Clock) -> StorageClient {
