@@ -138,6 +138,7 @@ fn start(version: KubeVersion, objects: Vec<kubeplane_api::Object>) -> Result<Ha
     let config = Config {
         listen: "127.0.0.1:0".parse().expect("an address"),
         data_dir: None,
+        etcd_servers: None,
         kubeconfig_out: None,
         clock: ClockMode::Wall,
     };

@@ -148,7 +148,8 @@ pub struct ServeArgs {
     /// How much faster than wall time a virtual clock runs.
     #[arg(long, default_value = "1", value_name = "FACTOR")]
     pub speed: f64,
-    /// Keep state in an etcd cluster (not available yet).
+    /// Keep the objects in an etcd cluster at these client URLs (kube-apiserver's key layout
+    /// under /registry) instead of memory or --data-dir.
     #[arg(long, value_name = "URL[,URL]")]
     pub etcd_servers: Option<String>,
     /// A KubeSchedulerConfiguration file, as for simulate.

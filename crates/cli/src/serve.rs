@@ -11,9 +11,10 @@ use crate::cli::{ClockArg, ServeArgs};
 use crate::simulate::input_error;
 
 pub fn run(args: ServeArgs) -> ExitCode {
-    if args.etcd_servers.is_some() {
-        return input_error("--etcd-servers: etcd storage is not available yet (use --data-dir, or no flag for memory)");
-    }
+    let etcd_servers = match args.etcd_servers.as_deref().map(etcd_servers).transpose() {
+        Ok(s) => s,
+        Err(e) => return input_error(e),
+    };
     let clock = match args.clock {
         ClockArg::Wall if args.speed != 1.0 => {
             return input_error("--speed: only with --clock virtual (the wall clock runs at 1)")
@@ -64,6 +65,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let config = Config {
         listen: args.listen,
         data_dir: args.data_dir,
+        etcd_servers,
         kubeconfig_out: args.kubeconfig_out,
         clock,
     };
@@ -74,5 +76,25 @@ pub fn run(args: ServeArgs) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The client URLs of `--etcd-servers URL[,URL...]` (kube-apiserver's flag): each `http://` or
+/// `https://` (TLS to etcd is not supported yet, so `http://`).
+fn etcd_servers(flag: &str) -> Result<Vec<String>, String> {
+    let urls: Vec<String> = flag
+        .split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(String::from)
+        .collect();
+    if urls.is_empty() {
+        return Err("--etcd-servers: no URL given".into());
+    }
+    match urls.iter().find(|u| !u.starts_with("http://")) {
+        Some(u) => Err(format!(
+            "--etcd-servers: {u}: only http:// URLs are supported (no TLS to etcd yet)"
+        )),
+        None => Ok(urls),
     }
 }

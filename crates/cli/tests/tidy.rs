@@ -100,6 +100,10 @@ const CLOCK_ALLOWED: &[(&str, &str)] = &[
         "the deadline of a blocking wait for watch events",
     ),
     (
+        "crates/storage/src/etcd_log.rs",
+        "the deadline of a blocking wait for the etcd watch log",
+    ),
+    (
         "crates/server/src/clock.rs",
         "the server's cluster clock: wall time, or a virtual clock paced by wall time",
     ),

@@ -1,5 +1,6 @@
-//! What a [`crate::StorageClient`] stores into: the in-memory storage, or the durable one
-//! journaled to redb (`kubeplane serve --data-dir`), with objects encoded as their JSON.
+//! What a [`crate::StorageClient`] stores into: the in-memory storage, the durable one
+//! journaled to redb (`kubeplane serve --data-dir`), or etcd (`kubeplane serve
+//! --etcd-servers`), with objects encoded as their JSON.
 //!
 //! The durable storage acknowledges a write once it is on disk and shares each sync among the
 //! writes queued meanwhile. The registry serializes its writes under its write lock (the
@@ -16,8 +17,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kubeplane_api::{DynamicObject, Kind, Object};
 use kubeplane_storage::{
-    Codec, DurableStorage, Event, Key, MemoryStorage, MemoryWatcher, Prefix, Revision, Storage,
-    StorageError, Versioned,
+    Codec, DurableStorage, EtcdStorage, Event, Key, MemoryStorage, Prefix, Revision, Storage,
+    StorageError, Versioned, Watcher,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -70,6 +71,8 @@ pub fn object_from_json(value: &Value) -> Result<Object, String> {
 pub(crate) enum Backing {
     Memory(MemoryStorage<Object>),
     Durable(DurableStorage<Object>),
+    /// etcd: a write returns once etcd has committed it, so it is durable when it returns.
+    Etcd(Box<EtcdStorage<Object>>),
 }
 
 impl Backing {
@@ -77,6 +80,7 @@ impl Backing {
         match self {
             Backing::Memory(s) => s,
             Backing::Durable(s) => s,
+            Backing::Etcd(s) => s.as_ref(),
         }
     }
 
@@ -84,11 +88,12 @@ impl Backing {
         &self,
         prefix: &Prefix,
         from: Option<Revision>,
-    ) -> Result<MemoryWatcher<Object>, StorageError> {
-        match self {
-            Backing::Memory(s) => s.cursor(prefix, from),
-            Backing::Durable(s) => s.cursor(prefix, from),
-        }
+    ) -> Result<Box<dyn Watcher<Object> + Sync>, StorageError> {
+        Ok(match self {
+            Backing::Memory(s) => Box::new(s.cursor(prefix, from)?),
+            Backing::Durable(s) => Box::new(s.cursor(prefix, from)?),
+            Backing::Etcd(s) => Box::new(s.cursor(prefix, from)?),
+        })
     }
 
     pub(crate) fn wait_for_revision(
@@ -99,6 +104,7 @@ impl Backing {
         match self {
             Backing::Memory(s) => s.wait_for_revision(revision, timeout),
             Backing::Durable(s) => s.wait_for_revision(revision, timeout),
+            Backing::Etcd(s) => s.wait_for_revision(revision, timeout),
         }
     }
 
@@ -107,6 +113,7 @@ impl Backing {
         match self {
             Backing::Memory(s) => s.get(key, None).ok().flatten(),
             Backing::Durable(s) => s.latest(key),
+            Backing::Etcd(s) => s.get(key, None).ok().flatten(),
         }
     }
 
@@ -115,6 +122,7 @@ impl Backing {
         match self {
             Backing::Memory(s) => s.current_revision(),
             Backing::Durable(s) => s.latest_revision(),
+            Backing::Etcd(s) => s.current_revision(),
         }
     }
 
@@ -127,6 +135,7 @@ impl Backing {
         match self {
             Backing::Memory(s) => s.create(key, obj),
             Backing::Durable(s) => s.submit_create(key, obj),
+            Backing::Etcd(s) => s.create(key, obj),
         }
     }
 
@@ -139,6 +148,7 @@ impl Backing {
         match self {
             Backing::Memory(s) => s.update(key, obj, expected),
             Backing::Durable(s) => s.submit_update(key, obj, expected),
+            Backing::Etcd(s) => s.update(key, obj, expected),
         }
     }
 
@@ -150,13 +160,14 @@ impl Backing {
         match self {
             Backing::Memory(s) => s.delete(key, expected),
             Backing::Durable(s) => s.submit_delete(key, expected),
+            Backing::Etcd(s) => s.delete(key, expected),
         }
     }
 
     /// Waits until the writes up to `revision` are durable (at once in memory).
     pub(crate) fn wait_durable(&self, revision: Revision) -> Result<(), StorageError> {
         match self {
-            Backing::Memory(_) => Ok(()),
+            Backing::Memory(_) | Backing::Etcd(_) => Ok(()),
             Backing::Durable(s) => s.wait_durable(revision),
         }
     }

@@ -16,6 +16,11 @@
 //! (before admission reads it, and after each write, so a client sees its own writes at once)
 //! and on [`StorageClient::sync`]; a cursor that falls behind the storage's window lists again.
 //!
+//! [`StorageClient::etcd`] runs it over an [`EtcdStorage`] (`kubeplane serve --etcd-servers`):
+//! kube-apiserver's key layout and transactions, the resourceVersion being etcd's mod revision.
+//! The registry still computes a write's revision before making it (the current one plus one),
+//! which holds while this process is etcd's only writer (see docs/compatibility.md).
+//!
 //! [`StorageClient::open`] runs the same client over a [`DurableStorage`] in a directory
 //! (`kubeplane serve --data-dir`): a write returns once it is durable, the writes of
 //! concurrent clients share syncs (see [`crate::backing`]), and opening the directory again
@@ -33,8 +38,8 @@ use k8s_openapi::api::core::v1::PodStatus;
 use kubeplane_api::{ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_storage::{
-    DurableError, DurableStorage, Key, ListOptions, MemoryStorage, MemoryWatcher, Prefix, Revision,
-    Storage, StorageError, Versioned, Watcher,
+    DurableError, DurableStorage, EtcdConfig, EtcdStorage, Key, ListOptions, MemoryStorage, Prefix,
+    Revision, Storage, StorageError, Versioned, Watcher,
 };
 use kubeplane_store::{NameSource, Prepared};
 
@@ -45,13 +50,28 @@ use crate::client::{self, Backend};
 pub const DEFAULT_WINDOW: usize = 100_000;
 
 /// The storage resource of a kind (its key prefix), as kube-apiserver names them in etcd
-/// (`/registry/<resource>/...`): the plural resource name with no group segment, and Nodes
-/// under `minions`. kube-apiserver stores `events.k8s.io` Events as core Events; kubeplane
-/// converts no versions and keeps them apart under `events.k8s.io/events`.
+/// (`/registry/<resource>/...`, `SpecialDefaultResourcePrefixes` and `PrefixFromGR` of its
+/// storage factory): the plural resource name with no group segment for the built-in groups,
+/// but Nodes under `minions`, Services under `services/specs`, Endpoints under
+/// `services/endpoints`, ReplicationControllers under `controllers`, Ingresses under `ingress`,
+/// and the group first for `apiextensions.k8s.io` and `apiregistration.k8s.io`.
+/// kube-apiserver stores `events.k8s.io` Events as core Events; kubeplane converts no versions
+/// and keeps them apart under `events.k8s.io/events`.
 pub fn resource(kind: Kind) -> &'static str {
     match kind {
         Kind::Node => "minions",
-        Kind::Other(t) if t.group == "events.k8s.io" => "events.k8s.io/events",
+        Kind::Other(t) => match (t.group, t.plural) {
+            ("", "services") => "services/specs",
+            ("", "endpoints") => "services/endpoints",
+            ("", "replicationcontrollers") => "controllers",
+            ("networking.k8s.io" | "extensions", "ingresses") => "ingress",
+            ("events.k8s.io", _) => "events.k8s.io/events",
+            ("apiextensions.k8s.io", "customresourcedefinitions") => {
+                "apiextensions.k8s.io/customresourcedefinitions"
+            }
+            ("apiregistration.k8s.io", "apiservices") => "apiregistration.k8s.io/apiservices",
+            _ => t.plural,
+        },
         kind => kind.plural(),
     }
 }
@@ -209,7 +229,7 @@ struct StorageCache {
     kinds: Vec<Objects>,
     /// The custom resource types' objects (their types are made at run time).
     custom: BTreeMap<Kind, Objects>,
-    cursor: MemoryWatcher<Object>,
+    cursor: Box<dyn Watcher<Object> + Sync>,
 }
 
 /// One kind's objects: namespace → name → object.
@@ -223,6 +243,8 @@ impl StorageCache {
                 .storage()
                 .list(&Prefix::All, &ListOptions::default())
             else {
+                // Only etcd fails a list of the current state (unreachable): try again soon.
+                std::thread::sleep(Duration::from_millis(100));
                 continue;
             };
             let Ok(cursor) = storage.cursor(&Prefix::All, Some(page.revision)) else {
@@ -345,6 +367,22 @@ impl StorageClient {
     ) -> Result<StorageClient, DurableError> {
         let storage = DurableStorage::open(dir, window, ObjectJson)?;
         Ok(StorageClient::over(Backing::Durable(storage), seed, clock))
+    }
+
+    /// A client over etcd (`kubeplane serve --etcd-servers`), otherwise as
+    /// [`StorageClient::open`]: what etcd holds under the configuration's prefix is the state,
+    /// and a write returns once etcd has committed it.
+    pub fn etcd(
+        config: &EtcdConfig,
+        seed: u64,
+        clock: Clock,
+    ) -> Result<StorageClient, StorageError> {
+        let storage = EtcdStorage::connect(config, ObjectJson)?;
+        Ok(StorageClient::over(
+            Backing::Etcd(Box::new(storage)),
+            seed,
+            clock,
+        ))
     }
 
     fn over(storage: Backing, seed: u64, clock: Clock) -> StorageClient {

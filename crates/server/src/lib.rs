@@ -61,6 +61,9 @@ pub const SYSTEM_NAMESPACES: [&str; 4] =
 pub struct Config {
     pub listen: SocketAddr,
     pub data_dir: Option<PathBuf>,
+    /// Keep the objects in etcd at these client URLs (then `data_dir` keeps the credentials
+    /// only).
+    pub etcd_servers: Option<Vec<String>>,
     pub kubeconfig_out: Option<PathBuf>,
     pub clock: ClockMode,
 }
@@ -109,6 +112,39 @@ fn load(client: &mut StorageClient, input: &mut Input) -> Result<(), ServeError>
     Ok(())
 }
 
+/// The storage of `config`: etcd, the durable storage in the data directory, or memory.
+fn open_storage(
+    config: &Config,
+    seed: u64,
+    clock: &ServerClock,
+) -> Result<StorageClient, ServeError> {
+    Ok(match (&config.etcd_servers, &config.data_dir) {
+        (Some(servers), _) => {
+            let mut etcd = kubeplane_storage::EtcdConfig::new(servers.clone());
+            etcd.window = WATCH_WINDOW;
+            StorageClient::etcd(&etcd, seed, clock.api_clock())
+                .map_err(|e| ServeError::Runtime(e.to_string()))?
+        }
+        (None, Some(dir)) => {
+            StorageClient::open(dir.join("storage"), seed, clock.api_clock(), WATCH_WINDOW)
+                .map_err(|e| ServeError::Runtime(e.to_string()))?
+        }
+        (None, None) => StorageClient::new(seed, clock.api_clock(), WATCH_WINDOW),
+    })
+}
+
+/// Where the state is kept, for the message of a restart.
+fn storage_place(config: &Config) -> String {
+    match (&config.etcd_servers, &config.data_dir) {
+        (Some(servers), _) => format!("etcd ({})", servers.join(",")),
+        (None, dir) => dir
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""))
+            .display()
+            .to_string(),
+    }
+}
+
 /// Everything the server needs before it listens.
 struct Prepared {
     client: StorageClient,
@@ -142,18 +178,17 @@ fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
     let scheduler =
         kubeplane_sim::engine::build_scheduler(&input.scheduler_configs, &features, seed)
             .map_err(|e| ServeError::Input(e.to_string()))?;
-    let mut client = match &config.data_dir {
-        Some(dir) => {
-            StorageClient::open(dir.join("storage"), seed, clock.api_clock(), WATCH_WINDOW)
-                .map_err(|e| ServeError::Runtime(e.to_string()))?
-        }
-        None => StorageClient::new(seed, clock.api_clock(), WATCH_WINDOW),
-    };
+    let mut client = open_storage(config, seed, &clock)?;
     client.binding = BindFeatures::from_gates(&features);
     client.now = clock.now();
     let revision = client.storage().current_revision();
-    if revision == 0 {
-        if config.data_dir.is_some() {
+    // etcd's empty store is at revision 1: it is new when nothing is stored under the prefix.
+    let new = match &config.etcd_servers {
+        Some(_) => client.cache().list(Kind::Namespace).next().is_none(),
+        None => revision == 0,
+    };
+    if new {
+        if config.data_dir.is_some() || config.etcd_servers.is_some() {
             // Checked in memory first: an invalid FILE leaves nothing behind in DIR.
             let mut trial = StorageClient::new(seed, clock.api_clock(), WATCH_WINDOW);
             trial.now = clock.now();
@@ -163,7 +198,7 @@ fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
     } else {
         eprintln!(
             "kubeplane serve: resuming the state kept in {} at resourceVersion {revision}; the FILEs (and their Scenario's steps) were applied when it was new",
-            config.data_dir.as_deref().unwrap_or(std::path::Path::new("")).display()
+            storage_place(config)
         );
         input.scenario.steps.clear();
     }

@@ -93,6 +93,9 @@
 
 mod api;
 mod durable;
+mod etcd;
+mod etcd_log;
+pub mod etcd_testing;
 mod journal;
 mod key;
 mod memory;
@@ -103,6 +106,8 @@ pub use api::{
     Watcher,
 };
 pub use durable::{DurableError, DurableStorage, DATABASE_FILE};
+pub use etcd::{EtcdConfig, EtcdStorage};
+pub use etcd_log::EtcdWatcher;
 pub use journal::Codec;
 pub use key::{Key, Prefix};
 pub use memory::MemoryStorage;

@@ -8,15 +8,21 @@
 //! The same run drives a `DurableStorage` too, which is also closed and opened again from its
 //! directory at random points: every answer after a reopen must still be the model's (cursors
 //! are opened anew, since a server's watches end with it).
+//!
+//! And an `EtcdStorage` on a real etcd (started for the test; skipped without an etcd binary,
+//! except under CI): each case has a key prefix of its own and starts at the revision etcd is
+//! at, compacted there, so the model's history starts at that revision instead of 0; a reopen
+//! connects again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use kubeplane_storage::etcd_testing::{etcd_or_skip, EtcdCluster};
 use kubeplane_storage::{
-    Codec, DurableStorage, Event, EventKind, Key, ListOptions, ListPage, MemoryStorage, Prefix,
-    Revision, Storage, StorageError, Versioned, Watcher,
+    Codec, DurableStorage, EtcdConfig, EtcdStorage, Event, EventKind, Key, ListOptions, ListPage,
+    MemoryStorage, Prefix, Revision, Storage, StorageError, Versioned, Watcher,
 };
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -109,10 +115,26 @@ fn scratch_dir() -> PathBuf {
     dir
 }
 
-fn open(window: usize, dir: Option<&Path>) -> Arc<dyn Storage<u32>> {
-    match dir {
-        None => Arc::new(MemoryStorage::new(window)),
-        Some(dir) => Arc::new(DurableStorage::open(dir, window, U32).expect("open")),
+/// Which storage a run drives.
+#[derive(Clone, Copy)]
+enum Under<'a> {
+    Memory,
+    Durable(&'a Path),
+    /// etcd at these endpoints, under this key prefix.
+    Etcd(&'a [String], &'a str),
+}
+
+fn open(window: usize, under: Under<'_>) -> Arc<dyn Storage<u32>> {
+    match under {
+        Under::Memory => Arc::new(MemoryStorage::new(window)),
+        Under::Durable(dir) => Arc::new(DurableStorage::open(dir, window, U32).expect("open")),
+        Under::Etcd(endpoints, prefix) => {
+            let mut config = EtcdConfig::new(endpoints.to_vec());
+            config.prefix = prefix.to_string();
+            config.window = window;
+            config.compaction_interval = None;
+            Arc::new(EtcdStorage::connect(&config, U32).expect("connect to etcd"))
+        }
     }
 }
 
@@ -143,8 +165,10 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// The naive model: every state since revision 0, every event, and the oldest revision.
+/// The naive model: every state since revision `base` (0, or etcd's revision when the case
+/// started), every event, and the oldest revision.
 struct Model {
+    base: Revision,
     states: Vec<BTreeMap<Key, Versioned<u32>>>,
     events: Vec<Event<u32>>,
     oldest: Revision,
@@ -158,7 +182,11 @@ struct ModelCursor {
 
 impl Model {
     fn current(&self) -> Revision {
-        self.states.len() as Revision - 1
+        self.base + self.states.len() as Revision - 1
+    }
+
+    fn state(&self, revision: Revision) -> &BTreeMap<Key, Versioned<u32>> {
+        &self.states[(revision - self.base) as usize]
     }
 
     fn check(&self, at: Option<Revision>) -> Result<Revision> {
@@ -236,7 +264,8 @@ impl Model {
         after: Option<&Key>,
     ) -> Result<ListPage<u32>> {
         let revision = self.check(at)?;
-        let all: Vec<(Key, Versioned<u32>)> = self.states[revision as usize]
+        let all: Vec<(Key, Versioned<u32>)> = self
+            .state(revision)
             .iter()
             .filter(|(k, _)| prefix.contains(k) && after.is_none_or(|a| *k > a))
             .map(|(k, v)| (k.clone(), v.clone()))
@@ -265,7 +294,7 @@ impl Model {
                 oldest: self.oldest,
             });
         }
-        for e in &self.events[cursor.position as usize..] {
+        for e in &self.events[(cursor.position - self.base) as usize..] {
             cursor.position = e.revision;
             if cursor.prefix.contains(&e.key) {
                 return Ok(Some(e.clone()));
@@ -276,8 +305,10 @@ impl Model {
 }
 
 fn revision_in(model: &Model, i: &Index) -> Revision {
-    // Up to two past the current revision, so that future revisions come up too.
-    i.index(model.current() as usize + 3) as Revision
+    // From two before the first revision up to two past the current one, so that compacted
+    // and future revisions come up too.
+    let low = model.base.saturating_sub(2);
+    low + i.index((model.current() - low) as usize + 3) as Revision
 }
 
 fn expected_revision(model: &Model, key: &Key, e: Expect) -> Option<Revision> {
@@ -292,12 +323,16 @@ fn events(r: Result<Option<Arc<Event<u32>>>>) -> Result<Option<Event<u32>>> {
     r.map(|e| e.map(|e| (*e).clone()))
 }
 
-fn run(window: usize, ops: Vec<Op>, dir: Option<&Path>) -> std::result::Result<(), TestCaseError> {
-    let mut storage = open(window, dir);
+fn run(window: usize, ops: Vec<Op>, under: Under<'_>) -> std::result::Result<(), TestCaseError> {
+    let mut storage = open(window, under);
+    // etcd is shared by the cases: this one starts where etcd is, with nothing older readable.
+    let base = storage.current_revision();
+    storage.compact(base).expect("compact at the start");
     let mut model = Model {
+        base,
         states: vec![BTreeMap::new()],
         events: Vec::new(),
-        oldest: 0,
+        oldest: base,
         window: window as Revision,
     };
     let mut cursors: Vec<(Box<dyn Watcher<u32>>, ModelCursor)> = Vec::new();
@@ -324,9 +359,7 @@ fn run(window: usize, ops: Vec<Op>, dir: Option<&Path>) -> std::result::Result<(
             Op::Get(k, at) => {
                 let key = key(k);
                 let at = at.map(|i| revision_in(&model, &i));
-                let expected = model
-                    .check(at)
-                    .map(|r| model.states[r as usize].get(&key).cloned());
+                let expected = model.check(at).map(|r| model.state(r).get(&key).cloned());
                 prop_assert_eq!(storage.get(&key, at), expected);
             }
             Op::List {
@@ -450,10 +483,10 @@ fn run(window: usize, ops: Vec<Op>, dir: Option<&Path>) -> std::result::Result<(
                 prop_assert_eq!(cursor.position(), modeled.position);
             }
             Op::Reopen => {
-                if dir.is_some() {
+                if !matches!(under, Under::Memory) {
                     cursors.clear();
                     drop(storage);
-                    storage = open(window, dir);
+                    storage = open(window, under);
                 }
             }
         }
@@ -471,7 +504,7 @@ proptest! {
         window in prop_oneof![1..24usize, Just(10_000usize)],
         ops in proptest::collection::vec(op(), 1..200),
     ) {
-        run(window, ops, None)?;
+        run(window, ops, Under::Memory)?;
     }
 }
 
@@ -485,8 +518,30 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..200),
     ) {
         let dir = scratch_dir();
-        let result = run(window, ops, Some(&dir));
+        let result = run(window, ops, Under::Durable(&dir));
         let _ = std::fs::remove_dir_all(&dir);
         result?;
+    }
+}
+
+/// One etcd for all the cases (started here, stopped at the end), each case under a key prefix
+/// of its own; the log's window is larger than any case, as etcd keeps everything until a
+/// compaction.
+#[test]
+fn etcd_storage_answers_every_operation_as_the_naive_model_does_across_reconnects() {
+    let Some(binary) = etcd_or_skip("etcd model test") else {
+        return;
+    };
+    let cluster = EtcdCluster::start(&binary, 1);
+    let endpoints = cluster.endpoints();
+    let case = AtomicUsize::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(32));
+    let result = runner.run(&proptest::collection::vec(op(), 1..200), |ops| {
+        let prefix = format!("/model-{}", case.fetch_add(1, Ordering::SeqCst));
+        run(10_000, ops, Under::Etcd(&endpoints, &prefix))
+    });
+    drop(cluster);
+    if let Err(e) = result {
+        panic!("{e}");
     }
 }

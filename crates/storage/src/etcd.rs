@@ -1,0 +1,782 @@
+//! [`EtcdStorage`]: the storage contract over an etcd cluster (the v3 API), as kube-apiserver
+//! keeps its objects there.
+//!
+//! Keys follow kube-apiserver's layout: `<prefix>/<resource>/<namespace>/<name>`, or
+//! `<prefix>/<resource>/<name>` for a cluster-scoped object, with the prefix `/registry` by
+//! default (its `--etcd-prefix`); the resource is the storage's (the registry names Nodes
+//! `minions` and built-in groups have no group segment). Values are what the [`Codec`] makes of
+//! them. A version's revisions are etcd's: `mod_revision` is the key's etcd mod revision, which
+//! is the object's resourceVersion.
+//!
+//! Writes are upstream's transactions: a create puts the key only if its mod revision is 0; an
+//! update or a delete changes it only if it exists and, when given an expected revision, its
+//! mod revision is that one; otherwise the transaction reads the key back and the answer is
+//! AlreadyExists, NotFound or Conflict. Reads go to etcd (a list pages through one pinned
+//! revision). Watches and [`Storage::current_revision`]'s followers read the watch log of
+//! `etcd_log.rs`; a write returns once the log has its event.
+//!
+//! Revisions: etcd's empty store is at revision 1, so the first write is revision 2 (not 1 as
+//! in memory); reads at revision 0 are below the oldest revision and `Gone`.
+//!
+//! The etcd client is asynchronous; the storage runs it on a small runtime of its own (one
+//! worker thread) and its synchronous methods wait for the answers, so they may be called from
+//! any thread, including an async runtime's (they block it for one round trip, as the durable
+//! storage blocks for a sync).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, KeyValue, PutOptions,
+    Txn, TxnOp, TxnOpResponse, TxnResponse,
+};
+
+use crate::api::{
+    Event, EventKind, ListOptions, ListPage, Result, Revision, Storage, StorageError, Versioned,
+    Watcher,
+};
+use crate::etcd_log::{version, EtcdWatcher, Feeder, Log};
+use crate::journal::Codec;
+use crate::key::{Key, Prefix};
+
+/// How to reach etcd and what to keep.
+#[derive(Clone, Debug)]
+pub struct EtcdConfig {
+    /// The client URLs of the cluster's members (`http://127.0.0.1:2379`).
+    pub endpoints: Vec<String>,
+    /// The prefix of every key (kube-apiserver's `--etcd-prefix`, `/registry`).
+    pub prefix: String,
+    /// The most events the watch log keeps (older ones are `Gone` for watches).
+    pub window: usize,
+    /// How long one call to etcd may take before it fails as unavailable.
+    pub timeout: Duration,
+    /// Compact the history this often (kube-apiserver's `--etcd-compaction-interval`, 5
+    /// minutes by default), keeping one interval of history; `None`: never.
+    pub compaction_interval: Option<Duration>,
+}
+
+impl EtcdConfig {
+    /// kube-apiserver's defaults for these endpoints.
+    pub fn new(endpoints: Vec<String>) -> EtcdConfig {
+        EtcdConfig {
+            endpoints,
+            prefix: "/registry".into(),
+            window: 200_000,
+            timeout: Duration::from_secs(10),
+            compaction_interval: Some(Duration::from_secs(300)),
+        }
+    }
+}
+
+/// How a storage [`Key`] is spelled in etcd.
+#[derive(Clone, Debug)]
+pub(crate) struct Layout {
+    /// The prefix with a trailing `/`.
+    root: String,
+}
+
+/// The first key after every key that starts with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+impl Layout {
+    fn new(prefix: &str) -> Layout {
+        Layout {
+            root: format!("{}/", prefix.trim_end_matches('/')),
+        }
+    }
+
+    /// `<root><resource>/<namespace>/<name>`, without the namespace when it is empty.
+    pub(crate) fn key(&self, key: &Key) -> Vec<u8> {
+        let mut s = format!("{}{}/", self.root, key.resource());
+        if !key.namespace().is_empty() {
+            s.push_str(key.namespace());
+            s.push('/');
+        }
+        s.push_str(key.name());
+        s.into_bytes()
+    }
+
+    /// The etcd range `[start, end)` of a prefix's keys (a cluster-scoped prefix's range also
+    /// holds the namespaced keys of its resource, which lists leave out).
+    fn range(&self, prefix: &Prefix) -> (Vec<u8>, Vec<u8>) {
+        let start = match prefix {
+            Prefix::All => self.root.clone(),
+            Prefix::Resource(r) => format!("{}{r}/", self.root),
+            Prefix::Namespace(r, ns) if ns.is_empty() => format!("{}{r}/", self.root),
+            Prefix::Namespace(r, ns) => format!("{}{r}/{ns}/", self.root),
+        };
+        let end = prefix_end(start.as_bytes());
+        (start.into_bytes(), end)
+    }
+
+    /// The storage key an etcd key spells, if it is one: the resource is the first segment
+    /// after the root, or the first two when the first names a group (it has a dot, as
+    /// `apiextensions.k8s.io/customresourcedefinitions`) or is `services` (kube-apiserver's
+    /// `services/specs` and `services/endpoints`); then a name, or a namespace and a name.
+    pub(crate) fn parse(&self, raw: &[u8]) -> Option<Key> {
+        let rest = std::str::from_utf8(raw).ok()?.strip_prefix(&self.root)?;
+        let parts: Vec<&str> = rest.split('/').collect();
+        let group = parts.first()?.contains('.') || parts[0] == "services";
+        let (resource, tail) = if group && parts.len() > 2 {
+            (format!("{}/{}", parts[0], parts[1]), &parts[2..])
+        } else {
+            (parts[0].to_string(), &parts[1..])
+        };
+        match tail {
+            [name] if !name.is_empty() => Some(Key::cluster(&resource, name)),
+            [ns, name] if !ns.is_empty() && !name.is_empty() => Some(Key::new(&resource, ns, name)),
+            _ => None,
+        }
+    }
+}
+
+/// Why a call to etcd failed.
+enum Failure {
+    Compacted,
+    Future,
+    Other(String),
+}
+
+fn failure(e: etcd_client::Error) -> Failure {
+    let text = e.to_string();
+    if text.contains("required revision has been compacted") {
+        Failure::Compacted
+    } else if text.contains("required revision is a future revision") {
+        Failure::Future
+    } else {
+        Failure::Other(text)
+    }
+}
+
+/// Whether a request failed before it reached a member (it changed nothing).
+fn not_sent(e: &etcd_client::Error) -> bool {
+    let text = format!("{e:?}");
+    text.contains("tcp connect error") || text.contains("ConnectionRefused")
+}
+
+fn unavailable(message: impl std::fmt::Display) -> StorageError {
+    StorageError::Unavailable {
+        message: format!("etcd: {message}"),
+    }
+}
+
+/// Storage in an etcd cluster; see the module documentation. Dropping it stops its runtime
+/// (the watch and the compactor).
+pub struct EtcdStorage<V> {
+    runtime: Option<tokio::runtime::Runtime>,
+    handle: tokio::runtime::Handle,
+    client: Client,
+    layout: Layout,
+    codec: Arc<dyn Codec<V>>,
+    log: Arc<Log<V>>,
+    timeout: Duration,
+}
+
+impl<V> std::fmt::Debug for EtcdStorage<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.log.lock();
+        f.debug_struct("EtcdStorage")
+            .field("root", &self.layout.root)
+            .field("seen", &state.seen)
+            .field("oldest", &state.oldest())
+            .finish()
+    }
+}
+
+impl<V> Drop for EtcdStorage<V> {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            // Allowed where blocking is not (an async caller dropping its storage).
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
+    /// Connects to the cluster, replays the retained history into the watch log (from etcd's
+    /// compaction point) and starts the compactor when the configuration asks for one.
+    pub fn connect(config: &EtcdConfig, codec: impl Codec<V>) -> Result<EtcdStorage<V>> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("etcd-client")
+            .enable_all()
+            .build()
+            .map_err(unavailable)?;
+        let handle = runtime.handle().clone();
+        let options = ConnectOptions::new()
+            .with_connect_timeout(config.timeout)
+            .with_timeout(config.timeout);
+        let endpoints = config.endpoints.clone();
+        let client = block(&handle, config.timeout, async move {
+            Client::connect(endpoints, Some(options)).await
+        })
+        .map_err(|e| unavailable(describe(e)))?;
+        let storage = EtcdStorage {
+            runtime: Some(runtime),
+            handle,
+            client,
+            layout: Layout::new(&config.prefix),
+            codec: Arc::new(codec),
+            log: Arc::new(Log::new(config.window, 1)),
+            timeout: config.timeout,
+        };
+        storage.start(config)?;
+        Ok(storage)
+    }
+
+    /// Starts the watch and the compactor, and waits until the log holds the current state's
+    /// history.
+    fn start(&self, config: &EtcdConfig) -> Result<()> {
+        let current = self.etcd_revision()?;
+        let feeder = Feeder {
+            client: self.client.clone(),
+            layout: self.layout.clone(),
+            codec: self.codec.clone(),
+            log: self.log.clone(),
+        };
+        self.handle.spawn(feeder.run());
+        if !self.log.wait_seen(current, config.timeout) {
+            return Err(unavailable(format!(
+                "the watch did not reach revision {current} within {:?}",
+                config.timeout
+            )));
+        }
+        if let Some(interval) = config.compaction_interval {
+            let compactor = Compactor {
+                client: self.client.clone(),
+                log: self.log.clone(),
+            };
+            self.handle.spawn(compactor.run(interval));
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout` until the watch log has seen `revision` (a server reading at a
+    /// revision a client saw elsewhere); returns whether it has.
+    pub fn wait_for_revision(&self, revision: Revision, timeout: Duration) -> bool {
+        self.log.wait_seen(revision, timeout)
+    }
+
+    /// [`Storage::watch`] without the box: the concrete cursor.
+    pub fn cursor(&self, prefix: &Prefix, from: Option<Revision>) -> Result<EtcdWatcher<V>> {
+        let current = self.etcd_revision()?;
+        let position = match from {
+            None => current,
+            Some(r) if r > current => {
+                return Err(StorageError::FutureRevision {
+                    requested: r,
+                    current,
+                })
+            }
+            Some(r) => r,
+        };
+        // The log reaches the current revision at once but for the writes of other clients
+        // an instant ago.
+        self.log.wait_seen(position, self.timeout);
+        let oldest = self.log.lock().oldest();
+        if position < oldest {
+            return Err(StorageError::Gone {
+                requested: position,
+                oldest,
+            });
+        }
+        Ok(EtcdWatcher::new(self.log.clone(), prefix.clone(), position))
+    }
+
+    /// Runs `f` with a client on the storage's runtime and waits for its answer. A request
+    /// that could not be sent (its member is down) is sent again, up to 50 times 100 ms apart,
+    /// while the client's balancer moves to the members that are up.
+    fn call<T, F>(&self, f: impl Fn(Client) -> F) -> std::result::Result<T, Failure>
+    where
+        T: Send + 'static,
+        F: Future<Output = std::result::Result<T, etcd_client::Error>> + Send + 'static,
+    {
+        let mut tries = 0;
+        loop {
+            match block(&self.handle, self.timeout, f(self.client.clone())) {
+                Ok(v) => return Ok(v),
+                Err(Blocked::Etcd(e)) if not_sent(&e) && tries < 50 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(Blocked::Etcd(e)) => return Err(failure(e)),
+                Err(other) => return Err(Failure::Other(describe(other))),
+            }
+        }
+    }
+
+    /// etcd's current revision.
+    fn etcd_revision(&self) -> Result<Revision> {
+        let root = self.layout.root.clone().into_bytes();
+        let options = GetOptions::new().with_count_only().with_limit(1);
+        let response = self
+            .call(|mut c| {
+                let (root, options) = (root.clone(), options.clone());
+                async move { c.get(root, Some(options)).await }
+            })
+            .map_err(|f| self.error(f, None))?;
+        Ok(header_revision(response.header()))
+    }
+
+    /// The storage error of a failed call that read at `at`.
+    fn error(&self, failure: Failure, at: Option<Revision>) -> StorageError {
+        match (failure, at) {
+            (Failure::Compacted, Some(r)) => {
+                let oldest = self.log.lock().oldest().max(r + 1);
+                StorageError::Gone {
+                    requested: r,
+                    oldest,
+                }
+            }
+            (Failure::Future, Some(r)) => StorageError::FutureRevision {
+                requested: r,
+                current: self.etcd_revision().unwrap_or(0),
+            },
+            (Failure::Compacted, None) => unavailable("compacted"),
+            (Failure::Future, None) => unavailable("future revision"),
+            (Failure::Other(m), _) => unavailable(m),
+        }
+    }
+
+    /// Checks a read's revision against the oldest one.
+    fn check_at(&self, at: Option<Revision>) -> Result<()> {
+        let oldest = self.log.lock().oldest();
+        match at {
+            Some(r) if r < oldest => Err(StorageError::Gone {
+                requested: r,
+                oldest,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn decode(&self, kv: &KeyValue) -> Result<Versioned<V>> {
+        version(&*self.codec, kv).map_err(|e| {
+            unavailable(format!(
+                "undecodable value at {}: {e}",
+                String::from_utf8_lossy(kv.key())
+            ))
+        })
+    }
+
+    fn encode(&self, value: &V) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        self.codec.encode(value, &mut bytes);
+        bytes
+    }
+
+    /// Runs a write transaction; returns its response and the write's revision once the watch
+    /// log has it.
+    fn transact(&self, txn: Txn) -> Result<TxnResponse> {
+        let response = self
+            .call(|mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .map_err(|f| self.error(f, None))?;
+        if response.succeeded() {
+            self.log
+                .wait_seen(header_revision(response.header()), self.timeout);
+        }
+        Ok(response)
+    }
+
+    /// The error of an update or delete whose transaction failed: what its read-back found.
+    fn precondition_error(
+        &self,
+        key: &Key,
+        expected: Option<Revision>,
+        response: &TxnResponse,
+    ) -> StorageError {
+        let found = response.op_responses().into_iter().find_map(|r| match r {
+            TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.mod_revision() as Revision),
+            _ => None,
+        });
+        match (found, expected) {
+            (Some(actual), Some(expected)) => StorageError::Conflict {
+                key: key.clone(),
+                expected,
+                actual,
+            },
+            _ => StorageError::NotFound { key: key.clone() },
+        }
+    }
+
+    /// The conditions of an update or delete: the key exists and, when given, has the
+    /// expected mod revision.
+    fn conditions(raw: &[u8], expected: Option<Revision>) -> Vec<Compare> {
+        let mut when = vec![Compare::version(raw.to_vec(), CompareOp::Greater, 0)];
+        if let Some(e) = expected {
+            when.push(Compare::mod_revision(
+                raw.to_vec(),
+                CompareOp::Equal,
+                e as i64,
+            ));
+        }
+        when
+    }
+
+    /// The version a successful put or delete replaced.
+    fn replaced(&self, response: &TxnResponse) -> Result<Versioned<V>> {
+        let prev = response.op_responses().into_iter().find_map(|r| match r {
+            TxnOpResponse::Put(p) => p.prev_key().cloned(),
+            TxnOpResponse::Delete(d) => d.prev_kvs().first().cloned(),
+            _ => None,
+        });
+        match prev {
+            Some(kv) => self.decode(&kv),
+            None => Err(unavailable("the write's response has no previous version")),
+        }
+    }
+
+    /// A page of a list: ranges of the prefix's etcd keys at one revision (the first one's,
+    /// when the options name none), skipping the keys that are not the prefix's, until the
+    /// page holds `limit` items and one more shows that more follow.
+    fn list_page(&self, prefix: &Prefix, options: &ListOptions) -> Result<ListPage<V>> {
+        let (mut start, end) = self.layout.range(prefix);
+        if let Some(after) = &options.continue_after {
+            let mut next = self.layout.key(after);
+            next.push(0);
+            start = start.max(next);
+        }
+        let mut at = options.at;
+        let mut queried = false;
+        let mut items = Vec::new();
+        let want = if options.limit == 0 {
+            usize::MAX
+        } else {
+            options.limit + 1
+        };
+        while start < end && items.len() < want {
+            let batch = want.saturating_sub(items.len()).min(1000) as i64;
+            let get = GetOptions::new()
+                .with_range(end.clone())
+                .with_revision(at.unwrap_or(0) as i64)
+                .with_limit(batch);
+            let mut response = self
+                .call(|mut c| {
+                    let (from, get) = (start.clone(), get.clone());
+                    async move { c.get(from, Some(get)).await }
+                })
+                .map_err(|f| self.error(f, at))?;
+            queried = true;
+            at = Some(at.unwrap_or(header_revision(response.header())));
+            let more = response.more();
+            let kvs = response.take_kvs();
+            if let Some(last) = kvs.last() {
+                start = last.key().to_vec();
+                start.push(0);
+            }
+            for kv in &kvs {
+                if let Some(key) = self.layout.parse(kv.key()).filter(|k| prefix.contains(k)) {
+                    items.push((key, self.decode(kv)?));
+                }
+            }
+            if !more {
+                break;
+            }
+        }
+        let continue_after = if items.len() > options.limit && options.limit != 0 {
+            items.truncate(options.limit);
+            items.last().map(|(k, _)| k.clone())
+        } else {
+            None
+        };
+        let revision = match at {
+            Some(r) if queried => r,
+            // Nothing was read (the page starts past the prefix's range): check the revision.
+            at => self.unread_revision(at)?,
+        };
+        Ok(ListPage {
+            items,
+            revision,
+            continue_after,
+        })
+    }
+
+    /// The revision of a read that asked etcd nothing: `at` if etcd has reached it, else the
+    /// current one.
+    fn unread_revision(&self, at: Option<Revision>) -> Result<Revision> {
+        let current = self.etcd_revision()?;
+        match at {
+            Some(r) if r > current => Err(StorageError::FutureRevision {
+                requested: r,
+                current,
+            }),
+            at => Ok(at.unwrap_or(current)),
+        }
+    }
+
+    /// Compacts etcd at `revision` and the log with it.
+    fn compact_at(&self, revision: Revision) -> Result<()> {
+        let result = self.call(|mut c| async move { c.compact(revision as i64, None).await });
+        match result {
+            Ok(_) | Err(Failure::Compacted) => {}
+            Err(f) => return Err(self.error(f, None)),
+        }
+        self.log.lock().compact(revision);
+        Ok(())
+    }
+}
+
+/// The revision of a response's header.
+fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Revision {
+    header.map_or(0, |h| h.revision()) as Revision
+}
+
+/// Why [`block`] got no answer.
+enum Blocked {
+    Etcd(etcd_client::Error),
+    TimedOut(Duration),
+    Stopped,
+}
+
+fn describe(b: Blocked) -> String {
+    match b {
+        Blocked::Etcd(e) => e.to_string(),
+        Blocked::TimedOut(t) => format!("no answer within {t:?}"),
+        Blocked::Stopped => "the client's runtime stopped".into(),
+    }
+}
+
+/// Runs `future` on `handle`'s runtime and waits (blocking this thread, which need not be a
+/// runtime's) up to `timeout` for its answer.
+fn block<T: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    timeout: Duration,
+    future: impl Future<Output = std::result::Result<T, etcd_client::Error>> + Send + 'static,
+) -> std::result::Result<T, Blocked> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    handle.spawn(async move {
+        let answer = match tokio::time::timeout(timeout, future).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(Blocked::Etcd(e)),
+            Err(_) => Err(Blocked::TimedOut(timeout)),
+        };
+        let _ = tx.send(answer);
+    });
+    rx.recv().unwrap_or(Err(Blocked::Stopped))
+}
+
+/// kube-apiserver's compactor: every interval, compact at the revision the previous interval
+/// ended at, so one interval of history stays watchable.
+struct Compactor<V> {
+    client: Client,
+    log: Arc<Log<V>>,
+}
+
+impl<V> Compactor<V> {
+    async fn run(mut self, interval: Duration) {
+        let mut last: Option<Revision> = None;
+        loop {
+            tokio::time::sleep(interval).await;
+            let options = GetOptions::new().with_count_only().with_limit(1);
+            let Ok(now) = self.client.get("/", Some(options)).await else {
+                continue;
+            };
+            let now = header_revision(now.header());
+            if let Some(revision) = last.filter(|r| *r > self.log.lock().oldest()) {
+                let done = self.client.compact(revision as i64, None).await;
+                match done {
+                    Ok(_) => self.log.lock().compact(revision),
+                    Err(e) => eprintln!("kubeplane storage: etcd compaction at {revision}: {e}"),
+                }
+            }
+            last = Some(now);
+        }
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Storage<V> for EtcdStorage<V> {
+    fn current_revision(&self) -> Revision {
+        match self.etcd_revision() {
+            Ok(r) => r,
+            Err(_) => self.log.lock().seen,
+        }
+    }
+
+    fn oldest_revision(&self) -> Revision {
+        self.log.lock().oldest()
+    }
+
+    fn get(&self, key: &Key, at: Option<Revision>) -> Result<Option<Versioned<V>>> {
+        self.check_at(at)?;
+        let raw = self.layout.key(key);
+        let options = GetOptions::new().with_revision(at.unwrap_or(0) as i64);
+        let response = self
+            .call(|mut c| {
+                let (raw, options) = (raw.clone(), options.clone());
+                async move { c.get(raw, Some(options)).await }
+            })
+            .map_err(|f| self.error(f, at))?;
+        response.kvs().first().map(|kv| self.decode(kv)).transpose()
+    }
+
+    fn list(&self, prefix: &Prefix, options: &ListOptions) -> Result<ListPage<V>> {
+        self.check_at(options.at)?;
+        self.list_page(prefix, options)
+    }
+
+    fn create(&self, key: &Key, value: V) -> Result<Arc<Event<V>>> {
+        let raw = self.layout.key(key);
+        let txn = Txn::new()
+            .when(vec![Compare::mod_revision(
+                raw.clone(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then(vec![TxnOp::put(raw.clone(), self.encode(&value), None)])
+            .or_else(vec![TxnOp::get(raw, None)]);
+        let response = self.transact(txn)?;
+        if !response.succeeded() {
+            return Err(StorageError::AlreadyExists { key: key.clone() });
+        }
+        let revision = header_revision(response.header());
+        Ok(Arc::new(Event {
+            kind: EventKind::Added,
+            key: key.clone(),
+            revision,
+            current: Some(Versioned {
+                value,
+                create_revision: revision,
+                mod_revision: revision,
+            }),
+            prev: None,
+        }))
+    }
+
+    fn update(&self, key: &Key, value: V, expected: Option<Revision>) -> Result<Arc<Event<V>>> {
+        let raw = self.layout.key(key);
+        let put = PutOptions::new().with_prev_key();
+        let txn = Txn::new()
+            .when(Self::conditions(&raw, expected))
+            .and_then(vec![TxnOp::put(
+                raw.clone(),
+                self.encode(&value),
+                Some(put),
+            )])
+            .or_else(vec![TxnOp::get(raw, None)]);
+        let response = self.transact(txn)?;
+        if !response.succeeded() {
+            return Err(self.precondition_error(key, expected, &response));
+        }
+        let revision = header_revision(response.header());
+        let prev = self.replaced(&response)?;
+        Ok(Arc::new(Event {
+            kind: EventKind::Modified,
+            key: key.clone(),
+            revision,
+            current: Some(Versioned {
+                value,
+                create_revision: prev.create_revision,
+                mod_revision: revision,
+            }),
+            prev: Some(prev),
+        }))
+    }
+
+    fn delete(&self, key: &Key, expected: Option<Revision>) -> Result<Arc<Event<V>>> {
+        let raw = self.layout.key(key);
+        let delete = DeleteOptions::new().with_prev_key();
+        let txn = Txn::new()
+            .when(Self::conditions(&raw, expected))
+            .and_then(vec![TxnOp::delete(raw.clone(), Some(delete))])
+            .or_else(vec![TxnOp::get(raw, None)]);
+        let response = self.transact(txn)?;
+        if !response.succeeded() {
+            return Err(self.precondition_error(key, expected, &response));
+        }
+        Ok(Arc::new(Event {
+            kind: EventKind::Deleted,
+            key: key.clone(),
+            revision: header_revision(response.header()),
+            current: None,
+            prev: Some(self.replaced(&response)?),
+        }))
+    }
+
+    fn watch(&self, prefix: &Prefix, from: Option<Revision>) -> Result<Box<dyn Watcher<V>>> {
+        Ok(Box::new(self.cursor(prefix, from)?))
+    }
+
+    fn compact(&self, revision: Revision) -> Result<()> {
+        let current = self.etcd_revision()?;
+        if revision > current {
+            return Err(StorageError::FutureRevision {
+                requested: revision,
+                current,
+            });
+        }
+        if revision <= self.log.lock().oldest() {
+            return Ok(());
+        }
+        self.compact_at(revision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_spelled_as_kube_apiserver_spells_them_and_read_back() {
+        let layout = Layout::new("/registry");
+        let cases = [
+            (
+                "a namespaced object",
+                Key::new("pods", "default", "web"),
+                "/registry/pods/default/web",
+            ),
+            (
+                "a cluster-scoped object",
+                Key::cluster("minions", "n1"),
+                "/registry/minions/n1",
+            ),
+            (
+                "a Service under services/specs",
+                Key::new("services/specs", "default", "api"),
+                "/registry/services/specs/default/api",
+            ),
+            (
+                "a resource whose group comes first",
+                Key::cluster("apiextensions.k8s.io/customresourcedefinitions", "a.b.io"),
+                "/registry/apiextensions.k8s.io/customresourcedefinitions/a.b.io",
+            ),
+        ];
+        for (case, key, path) in cases {
+            assert_eq!(String::from_utf8(layout.key(&key)).unwrap(), path, "{case}");
+            assert_eq!(layout.parse(path.as_bytes()), Some(key), "{case}");
+        }
+        for other in [
+            "/registry/pods/a/b/c",
+            "/registry/",
+            "/other/pods/a/b",
+            "/registry/pods/",
+        ] {
+            assert_eq!(
+                layout.parse(other.as_bytes()),
+                None,
+                "{other} is no object's key"
+            );
+        }
+    }
+
+    #[test]
+    fn a_range_ends_after_every_key_of_its_prefix() {
+        let layout = Layout::new("/registry/");
+        let (start, end) = layout.range(&Prefix::namespace("pods", "default"));
+        assert_eq!(start, b"/registry/pods/default/");
+        assert_eq!(end, b"/registry/pods/default0");
+        assert_eq!(prefix_end(&[b'a', 0xff]), b"b");
+    }
+}
