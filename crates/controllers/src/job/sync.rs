@@ -2,7 +2,7 @@
 //! finished pods counted, the terminal decision (failure policy, backoff limit, deadline,
 //! success policy, completions), then pods created or deleted and status written.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use jiff::SignedDuration;
@@ -14,9 +14,10 @@ use kubeplane_core::labels::from_label_selector;
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
 
-use super::backoff_utils::BackoffRecord;
+use super::backoff_utils::{remaining_for_index, BackoffRecord};
 use super::indexed_job_utils::{
-    completion_index, duplicated_index_pods, first_pending_indexes, OrderedIntervals,
+    completion_index, duplicated_index_pods, failed_indexes, first_pending_indexes,
+    has_backoff_limit_per_index, pods_with_delayed_deletion, IndexFailure, OrderedIntervals,
 };
 use super::pod_failure_policy::match_pod_failure_policy;
 use super::success_policy::match_success_policy;
@@ -45,6 +46,11 @@ pub(super) struct JobCtx {
     pub failed: i32,
     pub prev_succeeded_indexes: OrderedIntervals,
     pub succeeded_indexes: OrderedIntervals,
+    /// With `backoffLimitPerIndex`: the failed indexes, those that failed in this sync (with
+    /// the pod and why), and the last failed pod of each index waiting for its replacement.
+    pub failed_indexes: Option<OrderedIntervals>,
+    pub newly_failed_indexes: Vec<(i64, Arc<Pod>, IndexFailure)>,
+    pub delayed_deletion: BTreeMap<i64, Arc<Pod>>,
     pub new_backoff: BackoffRecord,
     pub uncounted_succeeded: BTreeSet<String>,
     pub uncounted_failed: BTreeSet<String>,
@@ -127,6 +133,11 @@ impl JobController {
         let pods = self.claim_pods(&cached, client)?;
         let mut ctx = self.new_ctx(key, cached, job, pods, now, client);
         self.decide_terminal(&mut ctx);
+        if client.explain() {
+            for (ix, pod, why) in &ctx.newly_failed_indexes {
+                client.emit_record(super::explain::index_failed(&ctx, *ix, pod, *why));
+            }
+        }
         let (active, suspend_changed, manage_err) = self.act(&mut ctx, satisfied, client);
         let (ready, terminating) = (ctx.ready, ctx.terminating);
         let status = ctx.status();
@@ -221,6 +232,9 @@ impl JobController {
             failed: 0,
             prev_succeeded_indexes: OrderedIntervals::default(),
             succeeded_indexes: OrderedIntervals::default(),
+            failed_indexes: None,
+            newly_failed_indexes: Vec::new(),
+            delayed_deletion: BTreeMap::new(),
             new_backoff: BackoffRecord::default(),
             uncounted_succeeded: set(uncounted.succeeded),
             uncounted_failed: set(uncounted.failed),
@@ -338,6 +352,9 @@ fn indexed_terminal(ctx: &mut JobCtx) {
     new.dedup();
     ctx.succeeded_indexes = ctx.prev_succeeded_indexes.with_ordered_indexes(&new);
     ctx.succeeded = ctx.succeeded_indexes.total() as i32;
+    if has_backoff_limit_per_index(&ctx.job) {
+        per_index_terminal(ctx, completions);
+    }
     if ctx.finished.is_none() {
         let policy = spec(&ctx.job).success_policy.as_ref();
         if let Some(msg) = match_success_policy(policy, completions, &ctx.succeeded_indexes) {
@@ -350,6 +367,50 @@ fn indexed_terminal(ctx: &mut JobCtx) {
             ));
         }
     }
+}
+
+/// With `backoffLimitPerIndex`: the failed indexes, the Job failing when more than
+/// `maxFailedIndexes` failed (MaxFailedIndexesExceeded) or when every index succeeded or failed
+/// and one failed (FailedIndexes), and the failed pods kept for their replacement.
+fn per_index_terminal(ctx: &mut JobCtx, completions: i64) {
+    let (failed, fresh) = failed_indexes(&ctx.job, &ctx.pods, completions, has_tracking_finalizer);
+    if ctx.finished.is_none() {
+        let total = failed.total();
+        let max = spec(&ctx.job).max_failed_indexes.map(i64::from);
+        let reason = if max.is_some_and(|m| total > m) {
+            Some((
+                REASON_MAX_FAILED_INDEXES_EXCEEDED,
+                "Job has exceeded the specified maximal number of failed indexes",
+            ))
+        } else if total > 0 && total + ctx.succeeded_indexes.total() >= completions {
+            Some((REASON_FAILED_INDEXES, "Job has failed indexes"))
+        } else {
+            None
+        };
+        if let Some((reason, message)) = reason {
+            ctx.finished = Some(new_condition(
+                COND_FAILURE_TARGET,
+                "True",
+                reason,
+                message,
+                &ctx.now_ts,
+            ));
+        }
+    }
+    let valid: Vec<&Arc<Pod>> = ctx
+        .pods
+        .iter()
+        .filter(|p| has_tracking_finalizer(p) && ctx.valid_index(p).is_some())
+        .collect();
+    ctx.delayed_deletion = pods_with_delayed_deletion(
+        &ctx.job,
+        &valid,
+        &ctx.active,
+        &ctx.succeeded_indexes,
+        &failed,
+    );
+    ctx.failed_indexes = Some(failed);
+    ctx.newly_failed_indexes = fresh;
 }
 
 pub(super) fn pod_phase_is(p: &Pod, phase: &str) -> bool {
@@ -559,7 +620,7 @@ impl JobController {
         ctx: &mut JobCtx,
         client: &mut dyn Client,
     ) -> (i32, Result<(), String>) {
-        let mut active = ctx.active.len() as i32;
+        let active = ctx.active.len() as i32;
         let s = spec(&ctx.job);
         let parallelism = s.parallelism.unwrap_or(1);
         if is_suspended(&ctx.job) {
@@ -588,25 +649,51 @@ impl JobController {
         } else {
             0
         };
-        let mut diff = want - terminating - active;
+        let diff = want - terminating - active;
         if diff <= 0 {
             return (active, Ok(()));
         }
-        let remaining = ctx.new_backoff.remaining(ctx.now_ts.0);
-        if remaining > SignedDuration::ZERO {
-            let delay = remaining.max(SignedDuration::from_secs(1));
-            let at = ctx.now + SimDuration(delay.as_nanos() as i64);
-            self.queue.add_after(ctx.key.clone(), at);
-            // Upstream reports no active pods while it waits.
-            return (0, Ok(()));
+        self.create_missing(ctx, active, diff, client)
+    }
+
+    /// The creating half of `manageJob`: after the pod failure backoff (the Job's, or each
+    /// index's with `backoffLimitPerIndex`), up to `diff` pods, for Indexed Jobs one per
+    /// pending index. Returns the active count after it.
+    fn create_missing(
+        &mut self,
+        ctx: &mut JobCtx,
+        mut active: i32,
+        mut diff: i32,
+        client: &mut dyn Client,
+    ) -> (i32, Result<(), String>) {
+        let per_index = has_backoff_limit_per_index(&ctx.job);
+        if !per_index {
+            let remaining = ctx.new_backoff.remaining(ctx.now_ts.0);
+            if remaining > SignedDuration::ZERO {
+                self.wait_for_backoff(ctx, remaining, None, client);
+                // Upstream reports no active pods while it waits.
+                return (0, Ok(()));
+            }
         }
         diff = diff.min(MAX_POD_CREATE_DELETE_PER_SYNC as i32);
         let mut indexes = Vec::new();
         if is_indexed(&ctx.job) {
-            let completions = i64::from(s.completions.unwrap_or(0));
+            let completions = i64::from(ctx.completions().unwrap_or(0));
             let held: Vec<&Pod> = ctx.active.iter().map(|p| p.as_ref()).collect();
-            indexes =
-                first_pending_indexes(&held, &ctx.succeeded_indexes, diff as usize, completions);
+            let failed = ctx.failed_indexes.as_ref();
+            indexes = first_pending_indexes(
+                &held,
+                &ctx.succeeded_indexes,
+                failed,
+                diff as usize,
+                completions,
+            );
+            if per_index {
+                match self.indexes_past_backoff(ctx, indexes, client) {
+                    Some(ready) => indexes = ready,
+                    None => return (0, Ok(())),
+                }
+            }
             diff = indexes.len() as i32;
         }
         self.expectations
@@ -622,6 +709,54 @@ impl JobController {
         }
         active += created as i32;
         (active, err.map_or(Ok(()), Err))
+    }
+
+    /// Upstream `getPodCreationInfoForIndependentIndexes`: the indexes whose backoff is over, or
+    /// (`None`) when none is, a sync queued for the first index whose backoff ends.
+    fn indexes_past_backoff(
+        &mut self,
+        ctx: &JobCtx,
+        indexes: Vec<i64>,
+        client: &mut dyn Client,
+    ) -> Option<Vec<i64>> {
+        let mut ready = Vec::new();
+        let mut first: Option<(SignedDuration, i64)> = None;
+        for ix in indexes {
+            let last = ctx.delayed_deletion.get(&ix).map(|p| p.as_ref());
+            let remaining = remaining_for_index(last, ctx.now_ts.0);
+            if remaining <= SignedDuration::ZERO {
+                ready.push(ix);
+            } else if first.is_none_or(|(r, _)| remaining < r) {
+                first = Some((remaining, ix));
+            }
+        }
+        match first {
+            Some((remaining, ix)) if ready.is_empty() => {
+                self.wait_for_backoff(ctx, remaining, Some(ix), client);
+                None
+            }
+            _ => Some(ready),
+        }
+    }
+
+    /// Queues a sync for when the pod failure backoff ends (at least a second away) and says
+    /// why no pod is created until then.
+    fn wait_for_backoff(
+        &mut self,
+        ctx: &JobCtx,
+        remaining: SignedDuration,
+        index: Option<i64>,
+        client: &mut dyn Client,
+    ) {
+        let delay = remaining.max(SignedDuration::from_secs(1));
+        let at = ctx.now + SimDuration(delay.as_nanos() as i64);
+        self.queue.add_after(ctx.key.clone(), at);
+        if client.explain() {
+            let until = ctx.now + SimDuration(remaining.as_nanos() as i64);
+            if self.explained_backoff.insert(ctx.key.clone(), until) != Some(until) {
+                client.emit_record(super::explain::backoff(ctx, until, index));
+            }
+        }
     }
 
     /// Removes the tracking finalizer then deletes each pod (upstream `deleteJobPods`),
