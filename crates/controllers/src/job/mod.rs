@@ -4,7 +4,7 @@
 //! `suspend`, and tracks finished pods with the `batch.kubernetes.io/job-tracking` finalizer.
 //!
 //! Files follow upstream's: `mod.rs` is the controller and its event handlers
-//! (`job_controller.go`), `sync.rs` is `syncJob` and `manageJob`, `tracking.rs` is
+//! (`job_controller.go`), `sync.rs` is `syncJob`, `manage.rs` is `manageJob`, `tracking.rs` is
 //! `trackJobStatusAndRemoveFinalizers` with its helpers, then `backoff_utils.rs`,
 //! `indexed_job_utils.rs`, `pod_failure_policy.rs`, `success_policy.rs` and `util.rs`;
 //! `explain.rs` builds the `JobDecision` explanation records (why a Job failed, why a failed
@@ -17,6 +17,7 @@
 pub mod backoff_utils;
 pub(crate) mod explain;
 pub mod indexed_job_utils;
+mod manage;
 pub mod pod_failure_policy;
 pub mod success_policy;
 mod sync;
