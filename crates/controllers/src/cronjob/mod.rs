@@ -377,7 +377,10 @@ impl SyncCx<'_> {
                 self.event(true, "InvalidSchedule", msg);
                 return Err(None);
             }
-            Ok((_, None, _)) => return Err(requeue()),
+            Ok((_, None, _)) => {
+                self.explain_missed(cj, sched);
+                return Err(requeue());
+            }
             Ok((_, Some(t), _)) if t > self.now_ts => return Err(requeue()),
             Ok((_, Some(t), missed)) => {
                 if missed == Missed::Many {
@@ -427,6 +430,28 @@ impl SyncCx<'_> {
             return Err(requeue());
         }
         Ok(scheduled)
+    }
+
+    /// With `startingDeadlineSeconds`, a scheduled time earlier than the deadline allows is
+    /// never considered (upstream skips it without an event): says so when one was missed.
+    fn explain_missed(&mut self, cj: &CronJob, sched: &Schedule) {
+        let Some(secs) = spec(cj).starting_deadline_seconds else {
+            return;
+        };
+        if !self.client.explain() {
+            return;
+        }
+        let Ok((_, Some(missed), _)) = most_recent_schedule_time(cj, self.now_ts, sched, false)
+        else {
+            return;
+        };
+        let late = self.now_ts.duration_since(missed).as_secs();
+        let why = format!(
+            "the run scheduled at {missed} was not started: it is {late}s late, past \
+             startingDeadlineSeconds {secs}"
+        );
+        let extra = json!({"scheduled": missed.to_string(), "startingDeadlineSeconds": secs});
+        self.explain("Skip", "MissedStartingDeadline", why, extra);
     }
 
     /// Replace: deletes every active Job before the new one starts. Whether any was.
