@@ -272,7 +272,7 @@ fn skipped_runs_and_deleted_jobs_are_explained() {
     for (name, policy, want) in cases {
         let mut h = Harness::new(json!({"schedule": "* * * * *", "concurrencyPolicy": policy}));
         h.advance(121);
-        assert_eq!(decisions(&h), [want.clone()], "{name}");
+        assert_eq!(decisions(&h), std::slice::from_ref(want), "{name}");
     }
     let h = Harness::new(json!({"schedule": "* * * * *", "concurrencyPolicy": "Forbid"}));
     assert!(decisions(&h).is_empty(), "Nothing to explain before a run");
