@@ -1,6 +1,7 @@
 //! The TTL-after-finished controller (upstream `pkg/controller/ttlafterfinished`): a finished
 //! Job with `ttlSecondsAfterFinished` is deleted, with foreground propagation, that many
-//! seconds after the transition of its Complete or Failed condition. It records no events.
+//! seconds after the transition of its Complete or Failed condition. It records no events; with
+//! `--explain` a `JobDecision` record says why a Job was deleted.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,6 +13,9 @@ use kubeplane_core::SimTime;
 
 use crate::controller_utils::{ns_name, NsName};
 use crate::job::util::{finished_condition, job_from_object};
+
+/// The component's name.
+const NAME: &str = "ttl-after-finished-controller";
 
 /// The TTL-after-finished controller.
 #[derive(Default)]
@@ -60,7 +64,10 @@ impl TtlAfterFinishedController {
                     propagation_policy: Some(PropagationPolicy::Foreground),
                     ..DeleteOptions::default()
                 };
-                let _ = client.delete(&ObjectKey::new(fresh.kind(), &key.0, &key.1), opts);
+                let deleted = client.delete(&ObjectKey::new(fresh.kind(), &key.0, &key.1), opts);
+                if deleted.is_ok() && client.explain() {
+                    explain_deletion(&fresh, now, client);
+                }
             }
             None => {}
         }
@@ -69,6 +76,20 @@ impl TtlAfterFinishedController {
 
 fn job_type() -> &'static kubeplane_api::types::ResourceType {
     kubeplane_api::types::builtin("batch/v1", "Job").expect("Job is a built-in kind")
+}
+
+/// The `JobDecision` record of a deletion: when the Job finished and its TTL.
+fn explain_deletion(obj: &Object, now: SimTime, client: &mut dyn Client) {
+    let Some(job) = job_from_object(obj) else {
+        return;
+    };
+    let ttl = job.spec.as_ref().and_then(|s| s.ttl_seconds_after_finished);
+    let finished = finished_condition(&job).and_then(|c| c.last_transition_time.as_ref());
+    if let (Some(ttl), Some(finished)) = (ttl, finished) {
+        let finished = client.clock().instant(finished);
+        let record = crate::job::explain::ttl_deleted(now, &job, finished, ttl, NAME);
+        client.emit_record(record);
+    }
 }
 
 /// When a finished Job with a TTL expires: its finish condition's transition plus the TTL.
@@ -87,7 +108,7 @@ fn expire_at(obj: &Object, client: &dyn Client) -> Option<SimTime> {
 
 impl Component for TtlAfterFinishedController {
     fn name(&self) -> &'static str {
-        "ttl-after-finished-controller"
+        NAME
     }
 
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {

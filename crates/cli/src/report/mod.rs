@@ -95,7 +95,13 @@ pub fn render(sim: &Simulation, records: &[Value], samples: &Samples) -> String 
 fn is_explanation(v: &Value) -> bool {
     matches!(
         v.get("kind").and_then(Value::as_str),
-        Some("SchedulingAttempt" | "EvictionDecision" | "ScaleDownDecision")
+        Some(
+            "SchedulingAttempt"
+                | "EvictionDecision"
+                | "ScaleDownDecision"
+                | "JobDecision"
+                | "CronJobDecision"
+        )
     )
 }
 

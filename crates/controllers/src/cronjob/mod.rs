@@ -1,7 +1,9 @@
 //! The CronJob controller (upstream `pkg/controller/cronjob`, `cronjob_controllerv2.go`):
 //! creates a Job named `<cronjob>-<minutes since the epoch>` at each scheduled time, on the
 //! virtual clock, with `concurrencyPolicy` Allow, Forbid or Replace, `startingDeadlineSeconds`,
-//! `suspend`, `timeZone`, and removes finished Jobs beyond the history limits.
+//! `suspend`, `timeZone`, and removes finished Jobs beyond the history limits. With `--explain`
+//! a `CronJobDecision` record says why a run was skipped (Forbid, a missed starting deadline)
+//! and why a Job was deleted (Replace, a history limit).
 //!
 //! Files follow upstream's: `mod.rs` is the controller, its handlers, `sync` and
 //! `syncCronJob`; `utils.rs` is `utils.go`; `cron.rs` is the part of `robfig/cron` upstream
@@ -26,6 +28,7 @@ use kubeplane_api::{
 };
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
+use serde_json::{json, Value};
 
 use crate::controller_utils::{controller_of, ns_name, NsName, WorkQueue};
 use crate::job::util::{finished_condition, job_from_object, COND_COMPLETE};
@@ -188,6 +191,47 @@ impl SyncCx<'_> {
         self.client.record_event(ev);
     }
 
+    /// Emits a `CronJobDecision` record (with `--explain`): why a run was skipped or a Job
+    /// deleted.
+    fn explain(&mut self, decision: &str, reason: &str, message: String, extra: Value) {
+        if !self.client.explain() {
+            return;
+        }
+        let mut r = json!({
+            "time": self.now.as_secs_f64(),
+            "kind": "CronJobDecision",
+            "namespace": self.key.0,
+            "name": self.key.1,
+            "controller": CONTROLLER_NAME,
+            "decision": decision,
+            "reason": reason,
+            "message": message,
+        });
+        if let (Some(r), Value::Object(extra)) = (r.as_object_mut(), extra) {
+            r.extend(extra);
+        }
+        self.client.emit_record(r);
+    }
+
+    /// Why a finished Job went: more finished Jobs of its outcome than the history limit.
+    fn explain_history(&mut self, job: &Job, total: usize, limit: i32) {
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let (outcome, field) = match finished_condition(job).map(|c| c.type_.as_str()) {
+            Some(COND_COMPLETE) => ("successful", "successfulJobsHistoryLimit"),
+            _ => ("failed", "failedJobsHistoryLimit"),
+        };
+        let why = format!(
+            "Job {name} was deleted: {total} {outcome} finished Jobs, more than {field} {limit} \
+             (the oldest go first)"
+        );
+        self.explain(
+            "Delete",
+            "HistoryLimit",
+            why,
+            json!({"job": name, (field): limit}),
+        );
+    }
+
     /// Deletes a Job (background propagation) and drops it from the active list (upstream
     /// `deleteJob`). Whether it was deleted.
     fn delete_job(&mut self, cj: &mut CronJob, job: &Job) -> bool {
@@ -230,8 +274,13 @@ impl SyncCx<'_> {
                 continue;
             }
             list.sort_by(|a, b| by_job_start_time(a, b));
+            let total = list.len();
             for j in list.into_iter().take(n as usize) {
-                changed |= self.delete_job(cj, j);
+                let deleted = self.delete_job(cj, j);
+                changed |= deleted;
+                if deleted {
+                    self.explain_history(j, total, limit);
+                }
             }
         }
         changed
@@ -257,7 +306,7 @@ impl SyncCx<'_> {
             Err(requeue) => return (requeue, update, Ok(())),
         };
         if spec(cj).concurrency_policy.as_deref() == Some("Replace") {
-            match self.replace_active(cj) {
+            match self.replace_active(cj, scheduled) {
                 Ok(replaced) => update |= replaced,
                 Err(e) => return (None, update, Err(e)),
             }
@@ -328,7 +377,10 @@ impl SyncCx<'_> {
                 self.event(true, "InvalidSchedule", msg);
                 return Err(None);
             }
-            Ok((_, None, _)) => return Err(requeue()),
+            Ok((_, None, _)) => {
+                self.explain_missed(cj, sched);
+                return Err(requeue());
+            }
             Ok((_, Some(t), _)) if t > self.now_ts => return Err(requeue()),
             Ok((_, Some(t), missed)) => {
                 if missed == Missed::Many {
@@ -342,6 +394,14 @@ impl SyncCx<'_> {
                 let when = scheduled.strftime("%a, %d %b %Y %H:%M:%S %z").to_string();
                 let msg = format!("Missed scheduled time to start a job: {when}");
                 self.event(true, "MissSchedule", msg);
+                let late = self.now_ts.duration_since(scheduled).as_secs();
+                let why = format!(
+                    "the run scheduled at {scheduled} was not started: it is {late}s late, past \
+                     startingDeadlineSeconds {secs}"
+                );
+                let extra =
+                    json!({"scheduled": scheduled.to_string(), "startingDeadlineSeconds": secs});
+                self.explain("Skip", "MissedStartingDeadline", why, extra);
                 return Err(requeue());
             }
         }
@@ -359,13 +419,43 @@ impl SyncCx<'_> {
         }
         if s.concurrency_policy.as_deref() == Some("Forbid") && !active(cj).is_empty() {
             self.event(false, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid".into());
+            let names: Vec<String> = active(cj).iter().filter_map(|r| r.name.clone()).collect();
+            let why = format!(
+                "the run scheduled at {scheduled} was not started: concurrencyPolicy is Forbid \
+                 and Job {} is still active",
+                names.join(", ")
+            );
+            let extra = json!({"scheduled": scheduled.to_string(), "active": names});
+            self.explain("Skip", "ConcurrencyPolicyForbid", why, extra);
             return Err(requeue());
         }
         Ok(scheduled)
     }
 
+    /// With `startingDeadlineSeconds`, a scheduled time earlier than the deadline allows is
+    /// never considered (upstream skips it without an event): says so when one was missed.
+    fn explain_missed(&mut self, cj: &CronJob, sched: &Schedule) {
+        let Some(secs) = spec(cj).starting_deadline_seconds else {
+            return;
+        };
+        if !self.client.explain() {
+            return;
+        }
+        let Ok((_, Some(missed), _)) = most_recent_schedule_time(cj, self.now_ts, sched, false)
+        else {
+            return;
+        };
+        let late = self.now_ts.duration_since(missed).as_secs();
+        let why = format!(
+            "the run scheduled at {missed} was not started: it is {late}s late, past \
+             startingDeadlineSeconds {secs}"
+        );
+        let extra = json!({"scheduled": missed.to_string(), "startingDeadlineSeconds": secs});
+        self.explain("Skip", "MissedStartingDeadline", why, extra);
+    }
+
     /// Replace: deletes every active Job before the new one starts. Whether any was.
-    fn replace_active(&mut self, cj: &mut CronJob) -> Result<bool, String> {
+    fn replace_active(&mut self, cj: &mut CronJob, scheduled: Timestamp) -> Result<bool, String> {
         let mut replaced = false;
         for r in active(cj).to_vec() {
             let rname = r.name.clone().unwrap_or_default();
@@ -378,6 +468,12 @@ impl SyncCx<'_> {
             if !self.delete_job(cj, &job) {
                 return Err(format!("could not replace job {}/{rname}", self.key.0));
             }
+            let msg = format!(
+                "Job {rname} was deleted to start the run scheduled at {scheduled}: \
+                 concurrencyPolicy is Replace"
+            );
+            let extra = json!({"scheduled": scheduled.to_string(), "job": rname});
+            self.explain("Replace", "ConcurrencyPolicyReplace", msg, extra);
             replaced = true;
         }
         Ok(replaced)

@@ -240,3 +240,86 @@ fn a_time_zone_moves_the_activations() {
         "2025-01-02T09:00:00+09:00"
     );
 }
+
+#[test]
+fn skipped_runs_and_deleted_jobs_are_explained() {
+    let decisions = |h: &Harness| -> Vec<(String, String)> {
+        h.client
+            .records
+            .iter()
+            .filter(|r| r["kind"] == "CronJobDecision")
+            .map(|r| {
+                (
+                    r["decision"].as_str().unwrap().to_string(),
+                    r["reason"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let pair = |d: &str, r: &str| (d.to_string(), r.to_string());
+    let cases: &[(&str, &str, (String, String))] = &[
+        (
+            "Forbid skips a run",
+            "Forbid",
+            pair("Skip", "ConcurrencyPolicyForbid"),
+        ),
+        (
+            "Replace deletes the active Job",
+            "Replace",
+            pair("Replace", "ConcurrencyPolicyReplace"),
+        ),
+    ];
+    for (name, policy, want) in cases {
+        let mut h = Harness::new(json!({"schedule": "* * * * *", "concurrencyPolicy": policy}));
+        h.advance(121);
+        assert_eq!(decisions(&h), std::slice::from_ref(want), "{name}");
+    }
+    let h = Harness::new(json!({"schedule": "* * * * *", "concurrencyPolicy": "Forbid"}));
+    assert!(decisions(&h).is_empty(), "Nothing to explain before a run");
+    let mut h = Harness::new(json!({"schedule": "* * * * *",
+        "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 1}));
+    h.advance(61);
+    h.finish("cj-28928161", true);
+    h.advance(60);
+    h.finish("cj-28928162", true);
+    let history: Vec<_> = h
+        .client
+        .records
+        .iter()
+        .filter(|r| r["reason"] == "HistoryLimit")
+        .collect();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0]["job"], "cj-28928161");
+    assert_eq!(history[0]["successfulJobsHistoryLimit"], 1);
+}
+
+#[test]
+fn a_run_missed_past_the_starting_deadline_is_explained() {
+    let mut h = Harness::new(json!({"schedule": "* * * * *", "suspend": true,
+        "startingDeadlineSeconds": 10}));
+    h.advance(150);
+    let stored = h
+        .client
+        .store
+        .get(Kind::Other(ty("CronJob")), "default", "cj")
+        .unwrap();
+    let Object::Other(o) = stored else {
+        panic!("a CronJob is stored as Other")
+    };
+    let mut o = DynamicObject::clone(o);
+    o.fields.get_mut("spec").unwrap()["suspend"] = json!(false);
+    h.client.update(Object::Other(Arc::new(o))).unwrap();
+    h.advance(1);
+    // 00:02:00 is 30 s late at 00:02:30: past the deadline, skipped; nothing was created.
+    assert!(h.jobs().is_empty());
+    let skipped: Vec<_> = h
+        .client
+        .records
+        .iter()
+        .filter(|r| r["reason"] == "MissedStartingDeadline")
+        .collect();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0]["scheduled"], "2025-01-01T00:02:00Z");
+    h.advance(30);
+    assert_eq!(h.jobs().len(), 1, "the next run starts on time");
+}

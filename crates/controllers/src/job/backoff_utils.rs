@@ -52,6 +52,17 @@ impl BackoffRecord {
     }
 }
 
+/// How long the replacement of an index's last failed pod still waits at `now` (upstream
+/// `getRemainingTimePerIndex`): the backoff of the index's failures (counted and ignored) plus
+/// that pod's own, from when it finished. Zero for an index without a failed pod.
+pub fn remaining_for_index(last_failed: Option<&Pod>, now: Timestamp) -> SignedDuration {
+    let Some(pod) = last_failed else {
+        return SignedDuration::ZERO;
+    };
+    let failures = super::indexed_job_utils::index_absolute_failure_count(pod).saturating_add(1);
+    remaining_for_failures(failures, finished_time(pod), now)
+}
+
 /// The backoff of `failures` consecutive failures, minus the time since the last one.
 pub fn remaining_for_failures(failures: i32, last: Timestamp, now: Timestamp) -> SignedDuration {
     if failures <= 0 {

@@ -1,14 +1,31 @@
 //! Indexed Jobs (upstream `pkg/controller/job/indexed_job_utils.go`): completion indexes on
-//! pods, the ordered intervals of `status.completedIndexes`, the first pending indexes and the
-//! pods with repeated or invalid indexes.
+//! pods, the ordered intervals of `status.completedIndexes` and `status.failedIndexes`, the
+//! first pending indexes, the pods with repeated or invalid indexes, and `backoffLimitPerIndex`:
+//! per-index failure counts carried from a failed pod to its replacement in the
+//! `batch.kubernetes.io/job-index-failure-count` annotation, failed indexes, and the failed pod
+//! of each index kept (its tracking finalizer stays) until its replacement exists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodTemplateSpec};
+
+use super::backoff_utils::finished_time;
+use super::pod_failure_policy::match_pod_failure_policy;
+use super::tracking::is_pod_failed;
+use super::util::spec;
 
 /// The annotation (and, with PodIndexLabel, label) with a pod's completion index.
 pub const COMPLETION_INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
+/// The annotation with the failures counted against `backoffLimitPerIndex` before this pod
+/// (upstream `JobIndexFailureCountAnnotation`).
+pub const INDEX_FAILURE_COUNT_ANNOTATION: &str = "batch.kubernetes.io/job-index-failure-count";
+/// The annotation with the failures of the index an Ignore rule did not count (upstream
+/// `JobIndexIgnoredFailureCountAnnotation`); absent while there are none.
+pub const INDEX_IGNORED_FAILURE_COUNT_ANNOTATION: &str =
+    "batch.kubernetes.io/job-index-ignored-failure-count";
 /// The environment variable an Indexed Job's containers read their index from.
 pub const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 /// Upstream `names.MaxGeneratedNameLength` (63 minus the 5 random characters).
@@ -44,6 +61,20 @@ impl OrderedIntervals {
                     last: new[j],
                 });
                 j += 1;
+            }
+        }
+        OrderedIntervals(out)
+    }
+
+    /// These intervals and `other` in one list (upstream `merge`).
+    pub fn merge(&self, other: &OrderedIntervals) -> OrderedIntervals {
+        let mut out: Vec<Interval> = Vec::new();
+        let mut all: Vec<Interval> = self.0.iter().chain(&other.0).copied().collect();
+        all.sort_by_key(|iv| iv.first);
+        for iv in all {
+            match out.last_mut() {
+                Some(last) if iv.first <= last.last + 1 => last.last = last.last.max(iv.last),
+                _ => out.push(iv),
             }
         }
         OrderedIntervals(out)
@@ -119,16 +150,21 @@ pub fn completion_index(pod: &Pod) -> Option<i64> {
         .filter(|&i| i >= 0)
 }
 
-/// The first `count` indexes below `completions` neither succeeded nor held by an active pod.
+/// The first `count` indexes below `completions` neither succeeded, failed (with
+/// `backoffLimitPerIndex`) nor held by an active pod.
 pub fn first_pending_indexes(
     active: &[&Pod],
     succeeded: &OrderedIntervals,
+    failed: Option<&OrderedIntervals>,
     count: usize,
     completions: i64,
 ) -> Vec<i64> {
     let held: BTreeSet<i64> = active.iter().filter_map(|p| completion_index(p)).collect();
     let held: Vec<i64> = held.into_iter().collect();
-    let non_pending = succeeded.with_ordered_indexes(&held);
+    let mut non_pending = succeeded.with_ordered_indexes(&held);
+    if let Some(failed) = failed {
+        non_pending = non_pending.merge(failed);
+    }
     let mut out = Vec::with_capacity(count);
     let mut candidate = 0;
     for iv in &non_pending.0 {
@@ -219,6 +255,167 @@ pub fn generate_name_with_index(job_name: &str, index: i64) -> String {
     }
     let keep = MAX_GENERATED_NAME_LENGTH - suffix.len();
     format!("{}{suffix}", &prefix[..keep])
+}
+
+/// Whether the Job limits failures per index (`spec.backoffLimitPerIndex`, GA in 1.33).
+pub fn has_backoff_limit_per_index(job: &Job) -> bool {
+    spec(job).backoff_limit_per_index.is_some()
+}
+
+/// An annotation's value as a count: 0 when absent, not a number, negative or past `i32`
+/// (upstream `parseInt32`).
+fn count_annotation(pod: &Pod, key: &str) -> i32 {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .and_then(|v| v.parse::<i64>().ok())
+        .filter(|v| (0..=i64::from(i32::MAX)).contains(v))
+        .map_or(0, |v| v as i32)
+}
+
+/// The failures of the pod's index counted before it (upstream `getIndexFailureCount`).
+pub fn index_failure_count(pod: &Pod) -> i32 {
+    count_annotation(pod, INDEX_FAILURE_COUNT_ANNOTATION)
+}
+
+/// Counted and ignored failures of the pod's index before it (upstream
+/// `getIndexAbsoluteFailureCount`).
+pub fn index_absolute_failure_count(pod: &Pod) -> i32 {
+    index_failure_count(pod).saturating_add(count_annotation(
+        pod,
+        INDEX_IGNORED_FAILURE_COUNT_ANNOTATION,
+    ))
+}
+
+/// Why a failed pod fails its index (upstream `isIndexFailed`): a FailIndex rule matched, or
+/// its failure counts and the index had already failed `backoffLimitPerIndex` times.
+pub fn index_failed_by(job: &Job, pod: &Pod) -> Option<IndexFailure> {
+    if !is_pod_failed(pod, job) {
+        return None;
+    }
+    let m = match_pod_failure_policy(spec(job).pod_failure_policy.as_ref(), pod);
+    if m.action.as_deref() == Some("FailIndex") {
+        return Some(IndexFailure::FailIndexRule);
+    }
+    let limit = spec(job).backoff_limit_per_index.unwrap_or(0);
+    (m.count_failed && index_failure_count(pod) >= limit).then_some(IndexFailure::BackoffLimit)
+}
+
+/// What failed an index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexFailure {
+    /// A pod failure policy rule with action FailIndex matched.
+    FailIndexRule,
+    /// The index failed more than `backoffLimitPerIndex` times.
+    BackoffLimit,
+}
+
+/// The failed indexes (upstream `calculateFailedIndexes`): those of `status.failedIndexes` and
+/// the indexes of pods not counted yet (they have the tracking finalizer) that fail their index.
+/// Also returns the newly failed indexes with the pod that failed each and why.
+pub fn failed_indexes(
+    job: &Job,
+    pods: &[Arc<Pod>],
+    completions: i64,
+    has_finalizer: impl Fn(&Pod) -> bool,
+) -> (OrderedIntervals, Vec<(i64, Arc<Pod>, IndexFailure)>) {
+    let stored = job
+        .status
+        .as_ref()
+        .and_then(|s| s.failed_indexes.as_deref());
+    let prev = OrderedIntervals::parse(stored.unwrap_or(""), completions);
+    let mut new: BTreeMap<i64, (Arc<Pod>, IndexFailure)> = BTreeMap::new();
+    for p in pods {
+        let Some(ix) = completion_index(p).filter(|&ix| ix < completions) else {
+            continue;
+        };
+        if !has_finalizer(p) || new.contains_key(&ix) {
+            continue;
+        }
+        if let Some(why) = index_failed_by(job, p) {
+            new.insert(ix, (p.clone(), why));
+        }
+    }
+    let indexes: Vec<i64> = new.keys().copied().collect();
+    let all = prev.with_ordered_indexes(&indexes);
+    let fresh = new
+        .into_iter()
+        .filter(|(ix, _)| !prev.has(*ix))
+        .map(|(ix, (p, why))| (ix, p, why))
+        .collect();
+    (all, fresh)
+}
+
+/// The last failed pod of each index that is neither succeeded, failed nor running again
+/// (upstream `getPodsWithDelayedDeletionPerIndex`): its tracking finalizer stays until the
+/// replacement is created with the index's failure count. `valid` are the pods with the
+/// finalizer and a valid index, not counted yet.
+pub fn pods_with_delayed_deletion(
+    job: &Job,
+    valid: &[&Arc<Pod>],
+    active: &[Arc<Pod>],
+    succeeded: &OrderedIntervals,
+    failed: &OrderedIntervals,
+) -> BTreeMap<i64, Arc<Pod>> {
+    let active: BTreeSet<i64> = active.iter().filter_map(|p| completion_index(p)).collect();
+    let mut out: BTreeMap<i64, Arc<Pod>> = BTreeMap::new();
+    for p in valid.iter().filter(|p| is_pod_failed(p, job)) {
+        let Some(ix) = completion_index(p) else {
+            continue;
+        };
+        if succeeded.has(ix) || failed.has(ix) || active.contains(&ix) {
+            continue;
+        }
+        let newer = out.get(&ix).is_none_or(|last| {
+            index_absolute_failure_count(last) <= index_absolute_failure_count(p)
+                && finished_time(p) >= finished_time(last)
+        });
+        if newer {
+            out.insert(ix, Arc::clone(p));
+        }
+    }
+    out
+}
+
+/// The failure counts of the pod replacing `replaced` in its index (upstream
+/// `getNewIndexFailureCounts`): its counts plus its own failure, counted or ignored by the pod
+/// failure policy. (0, 0) for an index's first pod.
+pub fn new_index_failure_counts(job: &Job, replaced: Option<&Pod>) -> (i32, i32) {
+    let Some(pod) = replaced else {
+        return (0, 0);
+    };
+    let (mut counted, mut ignored) = (
+        index_failure_count(pod),
+        count_annotation(pod, INDEX_IGNORED_FAILURE_COUNT_ANNOTATION),
+    );
+    if match_pod_failure_policy(spec(job).pod_failure_policy.as_ref(), pod).count_failed {
+        counted = counted.saturating_add(1);
+    } else {
+        ignored = ignored.saturating_add(1);
+    }
+    (counted, ignored)
+}
+
+/// Writes the index failure counts of the pod replacing `replaced` into a pod template.
+pub fn add_index_failure_count_annotations(
+    template: &mut PodTemplateSpec,
+    job: &Job,
+    replaced: Option<&Pod>,
+) {
+    let (counted, ignored) = new_index_failure_counts(job, replaced);
+    let annotations = template
+        .metadata
+        .get_or_insert_with(Default::default)
+        .annotations
+        .get_or_insert_with(Default::default);
+    annotations.insert(INDEX_FAILURE_COUNT_ANNOTATION.into(), counted.to_string());
+    if ignored > 0 {
+        annotations.insert(
+            INDEX_IGNORED_FAILURE_COUNT_ANNOTATION.into(),
+            ignored.to_string(),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -319,7 +516,7 @@ mod tests {
             ("Zero asked", &[], 0, 10, &[]),
         ];
         for (name, succeeded, count, completions, want) in cases {
-            let got = first_pending_indexes(&active, &iv(succeeded), *count, *completions);
+            let got = first_pending_indexes(&active, &iv(succeeded), None, *count, *completions);
             assert_eq!(got, *want, "{name}");
         }
     }
@@ -349,5 +546,85 @@ mod tests {
         let got = generate_name_with_index(&long, 12);
         assert_eq!(got.len(), MAX_GENERATED_NAME_LENGTH);
         assert!(got.ends_with("-12-"));
+    }
+
+    #[test]
+    fn index_failure_counts_parse_as_upstream() {
+        let cases: &[(&str, Option<&str>, i32)] = &[
+            ("No annotation", None, 0),
+            ("A valid value", Some("2"), 2),
+            ("The largest int32", Some("2147483647"), i32::MAX),
+            ("Too large a value", Some("2147483648"), 0),
+            ("A negative value", Some("-1"), 0),
+            ("Not a number", Some("abc"), 0),
+        ];
+        for (name, value, want) in cases {
+            let mut b = PodBuilder::new("p");
+            if let Some(v) = value {
+                b = b.annotation(INDEX_FAILURE_COUNT_ANNOTATION, v);
+            }
+            assert_eq!(index_failure_count(&b.obj()), *want, "{name}");
+        }
+    }
+
+    #[test]
+    fn failed_indexes_merge_with_succeeded_and_active_ones() {
+        let cases: &[(&str, Ivs, Ivs, Ivs)] = &[
+            ("Into nothing", &[], &[(1, 2)], &[(1, 2)]),
+            ("Adjacent intervals join", &[(0, 1)], &[(2, 3)], &[(0, 3)]),
+            (
+                "Interleaved",
+                &[(0, 0), (4, 5)],
+                &[(2, 2), (7, 8)],
+                &[(0, 0), (2, 2), (4, 5), (7, 8)],
+            ),
+            ("Overlapping", &[(0, 4)], &[(2, 6)], &[(0, 6)]),
+        ];
+        for (name, a, b, want) in cases {
+            assert_eq!(iv(a).merge(&iv(b)), iv(want), "{name}");
+        }
+        let a = indexed("a", "1");
+        let got = first_pending_indexes(&[&a], &iv(&[(0, 0)]), Some(&iv(&[(2, 3)])), 3, 6);
+        assert_eq!(got, [4, 5], "Failed indexes are not pending");
+    }
+
+    #[test]
+    fn a_replacement_counts_the_failure_of_the_pod_it_replaces() {
+        use k8s_openapi::api::batch::v1::JobSpec;
+        let job = Job {
+            spec: Some(JobSpec {
+                backoff_limit_per_index: Some(2),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let first = PodBuilder::new("p").phase("Failed").obj();
+        let later = PodBuilder::new("p")
+            .phase("Failed")
+            .annotation(INDEX_FAILURE_COUNT_ANNOTATION, "1")
+            .annotation(INDEX_IGNORED_FAILURE_COUNT_ANNOTATION, "2")
+            .obj();
+        let cases: &[(&str, Option<&Pod>, (i32, i32))] = &[
+            ("The first pod of an index", None, (0, 0)),
+            ("Replacing a first failure", Some(&first), (1, 0)),
+            ("Ignored failures are carried", Some(&later), (2, 2)),
+        ];
+        for (name, replaced, want) in cases {
+            assert_eq!(new_index_failure_counts(&job, *replaced), *want, "{name}");
+        }
+        assert_eq!(index_absolute_failure_count(&later), 3);
+        assert_eq!(
+            index_failed_by(&job, &later),
+            None,
+            "1 failure before it is within the limit"
+        );
+        let at_limit = PodBuilder::new("p")
+            .phase("Failed")
+            .annotation(INDEX_FAILURE_COUNT_ANNOTATION, "2")
+            .obj();
+        assert_eq!(
+            index_failed_by(&job, &at_limit),
+            Some(IndexFailure::BackoffLimit)
+        );
     }
 }

@@ -4,16 +4,20 @@
 //! `suspend`, and tracks finished pods with the `batch.kubernetes.io/job-tracking` finalizer.
 //!
 //! Files follow upstream's: `mod.rs` is the controller and its event handlers
-//! (`job_controller.go`), `sync.rs` is `syncJob` and `manageJob`, `tracking.rs` is
+//! (`job_controller.go`), `sync.rs` is `syncJob`, `manage.rs` is `manageJob`, `tracking.rs` is
 //! `trackJobStatusAndRemoveFinalizers` with its helpers, then `backoff_utils.rs`,
-//! `indexed_job_utils.rs`, `pod_failure_policy.rs`, `success_policy.rs` and `util.rs`.
+//! `indexed_job_utils.rs`, `pod_failure_policy.rs`, `success_policy.rs` and `util.rs`;
+//! `explain.rs` builds the `JobDecision` explanation records (why a Job failed, why a failed
+//! pod is not replaced yet, why an index failed).
 //!
 //! Jobs are stored as [`Object::Other`]: the controller reads each change into a typed
 //! [`Job`] once, with the API server's defaults ([`util::set_defaults`]), and writes status
 //! back through `update_status` as the stored object with a new `status`.
 
 pub mod backoff_utils;
+pub(crate) mod explain;
 pub mod indexed_job_utils;
+mod manage;
 pub mod pod_failure_policy;
 pub mod success_policy;
 mod sync;
@@ -73,6 +77,8 @@ pub struct JobController {
     orphan_queue: BTreeSet<NsName>,
     expectations: Expectations,
     backoff: HashMap<NsName, BackoffRecord>,
+    /// The end of the last pod failure backoff explained per Job (one record per wait).
+    explained_backoff: HashMap<NsName, SimTime>,
     last_seen: SimTime,
 }
 
@@ -119,6 +125,7 @@ impl JobController {
             }
             self.expectations.delete(&key);
             self.backoff.remove(&key);
+            self.explained_backoff.remove(&key);
             // Upstream `cleanupPodFinalizers`: the pods lose their tracking finalizer.
             let pods: Vec<NsName> = self
                 .pods_by_owner

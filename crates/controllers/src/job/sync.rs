@@ -1,8 +1,8 @@
-//! `syncJob` and `manageJob` (upstream `job_controller.go`): one Job's pods claimed, its
-//! finished pods counted, the terminal decision (failure policy, backoff limit, deadline,
-//! success policy, completions), then pods created or deleted and status written.
+//! `syncJob` (upstream `job_controller.go`): one Job's pods claimed, its finished pods
+//! counted, the terminal decision (failure policy, backoff limit, deadline, failed indexes,
+//! success policy, completions), then `manageJob` (`manage.rs`) and the status written.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use jiff::SignedDuration;
@@ -16,19 +16,15 @@ use kubeplane_core::{EventRecord, SimTime};
 
 use super::backoff_utils::BackoffRecord;
 use super::indexed_job_utils::{
-    completion_index, duplicated_index_pods, first_pending_indexes, OrderedIntervals,
+    completion_index, failed_indexes, has_backoff_limit_per_index, pods_with_delayed_deletion,
+    IndexFailure, OrderedIntervals,
 };
 use super::pod_failure_policy::match_pod_failure_policy;
 use super::success_policy::match_success_policy;
-use super::tracking::{create_pod, is_pod_failed, remove_tracking_finalizer};
+use super::tracking::is_pod_failed;
 use super::util::*;
-use super::{
-    has_tracking_finalizer, JobController, CONTROLLER_NAME, KIND, MAX_POD_CREATE_DELETE_PER_SYNC,
-};
-use crate::controller_utils::{
-    controller_of, is_pod_active, is_pod_ready, key_string, ns_name, NsName,
-};
-use crate::replicaset::ranking::{less, merge_sort_by_less, PodSortKey, RankContext};
+use super::{has_tracking_finalizer, JobController, CONTROLLER_NAME, KIND};
+use crate::controller_utils::{controller_of, is_pod_active, is_pod_ready, ns_name, NsName};
 
 /// The controller name a Job may name in `spec.managedBy` and still be synced here.
 const JOB_CONTROLLER_MANAGER: &str = "kubernetes.io/job-controller";
@@ -45,6 +41,11 @@ pub(super) struct JobCtx {
     pub failed: i32,
     pub prev_succeeded_indexes: OrderedIntervals,
     pub succeeded_indexes: OrderedIntervals,
+    /// With `backoffLimitPerIndex`: the failed indexes, those that failed in this sync (with
+    /// the pod and why), and the last failed pod of each index waiting for its replacement.
+    pub failed_indexes: Option<OrderedIntervals>,
+    pub newly_failed_indexes: Vec<(i64, Arc<Pod>, IndexFailure)>,
+    pub delayed_deletion: BTreeMap<i64, Arc<Pod>>,
     pub new_backoff: BackoffRecord,
     pub uncounted_succeeded: BTreeSet<String>,
     pub uncounted_failed: BTreeSet<String>,
@@ -74,7 +75,7 @@ fn uid_of(p: &Pod) -> String {
     p.metadata.uid.clone().unwrap_or_default()
 }
 
-fn event(ctx: &JobCtx, warning: bool, reason: &str, message: String) -> EventRecord {
+pub(super) fn event(ctx: &JobCtx, warning: bool, reason: &str, message: String) -> EventRecord {
     let (ns, name) = &ctx.key;
     let f = if warning {
         EventRecord::warning
@@ -127,6 +128,11 @@ impl JobController {
         let pods = self.claim_pods(&cached, client)?;
         let mut ctx = self.new_ctx(key, cached, job, pods, now, client);
         self.decide_terminal(&mut ctx);
+        if client.explain() {
+            for (ix, pod, why) in &ctx.newly_failed_indexes {
+                client.emit_record(super::explain::index_failed(&ctx, *ix, pod, *why));
+            }
+        }
         let (active, suspend_changed, manage_err) = self.act(&mut ctx, satisfied, client);
         let (ready, terminating) = (ctx.ready, ctx.terminating);
         let status = ctx.status();
@@ -221,6 +227,9 @@ impl JobController {
             failed: 0,
             prev_succeeded_indexes: OrderedIntervals::default(),
             succeeded_indexes: OrderedIntervals::default(),
+            failed_indexes: None,
+            newly_failed_indexes: Vec::new(),
+            delayed_deletion: BTreeMap::new(),
             new_backoff: BackoffRecord::default(),
             uncounted_succeeded: set(uncounted.succeeded),
             uncounted_failed: set(uncounted.failed),
@@ -338,6 +347,9 @@ fn indexed_terminal(ctx: &mut JobCtx) {
     new.dedup();
     ctx.succeeded_indexes = ctx.prev_succeeded_indexes.with_ordered_indexes(&new);
     ctx.succeeded = ctx.succeeded_indexes.total() as i32;
+    if has_backoff_limit_per_index(&ctx.job) {
+        per_index_terminal(ctx, completions);
+    }
     if ctx.finished.is_none() {
         let policy = spec(&ctx.job).success_policy.as_ref();
         if let Some(msg) = match_success_policy(policy, completions, &ctx.succeeded_indexes) {
@@ -350,6 +362,50 @@ fn indexed_terminal(ctx: &mut JobCtx) {
             ));
         }
     }
+}
+
+/// With `backoffLimitPerIndex`: the failed indexes, the Job failing when more than
+/// `maxFailedIndexes` failed (MaxFailedIndexesExceeded) or when every index succeeded or failed
+/// and one failed (FailedIndexes), and the failed pods kept for their replacement.
+fn per_index_terminal(ctx: &mut JobCtx, completions: i64) {
+    let (failed, fresh) = failed_indexes(&ctx.job, &ctx.pods, completions, has_tracking_finalizer);
+    if ctx.finished.is_none() {
+        let total = failed.total();
+        let max = spec(&ctx.job).max_failed_indexes.map(i64::from);
+        let reason = if max.is_some_and(|m| total > m) {
+            Some((
+                REASON_MAX_FAILED_INDEXES_EXCEEDED,
+                "Job has exceeded the specified maximal number of failed indexes",
+            ))
+        } else if total > 0 && total + ctx.succeeded_indexes.total() >= completions {
+            Some((REASON_FAILED_INDEXES, "Job has failed indexes"))
+        } else {
+            None
+        };
+        if let Some((reason, message)) = reason {
+            ctx.finished = Some(new_condition(
+                COND_FAILURE_TARGET,
+                "True",
+                reason,
+                message,
+                &ctx.now_ts,
+            ));
+        }
+    }
+    let valid: Vec<&Arc<Pod>> = ctx
+        .pods
+        .iter()
+        .filter(|p| has_tracking_finalizer(p) && ctx.valid_index(p).is_some())
+        .collect();
+    ctx.delayed_deletion = pods_with_delayed_deletion(
+        &ctx.job,
+        &valid,
+        &ctx.active,
+        &ctx.succeeded_indexes,
+        &failed,
+    );
+    ctx.failed_indexes = Some(failed);
+    ctx.newly_failed_indexes = fresh;
 }
 
 pub(super) fn pod_phase_is(p: &Pod, phase: &str) -> bool {
@@ -479,7 +535,7 @@ fn delete_active_pods(
 
 /// Deletes one pod with upstream `RealPodControl.DeletePod`'s events; a pod already gone
 /// counts as deleted.
-fn delete_pod(ctx: &JobCtx, pod: &Pod, client: &mut dyn Client) -> Result<(), String> {
+pub(super) fn delete_pod(ctx: &JobCtx, pod: &Pod, client: &mut dyn Client) -> Result<(), String> {
     let (ns, name) = ns_name(&pod.metadata);
     let key = ObjectKey::new(Kind::Pod, &ns, &name);
     match client.delete(&key, DeleteOptions::default()) {
@@ -505,158 +561,7 @@ fn delete_pod(ctx: &JobCtx, pod: &Pod, client: &mut dyn Client) -> Result<(), St
     }
 }
 
-/// Active pods to remove: for Indexed Jobs those with repeated or invalid indexes first, then
-/// the first `rm_at_least` in deletion order (upstream `activePodsForRemoval`).
-fn active_pods_for_removal(job: &Job, pods: &[Arc<Pod>], rm_at_least: usize) -> Vec<Arc<Pod>> {
-    let ctx = RankContext {
-        now: None,
-        pod_deletion_cost: false,
-    };
-    let rank = |v: &mut Vec<&Pod>| {
-        let keys: Vec<PodSortKey> = v.iter().map(|p| PodSortKey::new(p, 0)).collect();
-        let mut order: Vec<usize> = (0..keys.len()).collect();
-        merge_sort_by_less(&mut order, &|a: &usize, b: &usize| {
-            less(&keys[*a], &keys[*b], &ctx)
-        });
-        let sorted: Vec<&Pod> = order.iter().map(|&i| v[i]).collect();
-        *v = sorted;
-    };
-    let refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
-    let (mut rm, mut left) = if is_indexed(job) {
-        let completions = i64::from(spec(job).completions.unwrap_or(0));
-        duplicated_index_pods(&refs, completions, rank)
-    } else {
-        (Vec::new(), refs)
-    };
-    if rm.len() < rm_at_least {
-        rank(&mut left);
-        let more = rm_at_least - rm.len();
-        rm.extend(left.into_iter().take(more));
-    }
-    let names: BTreeSet<&str> = rm
-        .iter()
-        .map(|p| p.metadata.name.as_deref().unwrap_or(""))
-        .collect();
-    let mut out: Vec<Arc<Pod>> = Vec::with_capacity(rm.len());
-    for p in &rm {
-        let name = p.metadata.name.as_deref().unwrap_or("");
-        if let Some(a) = pods
-            .iter()
-            .find(|a| a.metadata.name.as_deref() == Some(name))
-        {
-            out.push(a.clone());
-        }
-    }
-    debug_assert_eq!(names.len(), out.len());
-    out
-}
-
 impl JobController {
-    /// Upstream `manageJob`: deletes surplus pods (all of them while suspended) or creates the
-    /// missing ones after the pod failure backoff. Returns the active count after it.
-    fn manage_job(
-        &mut self,
-        ctx: &mut JobCtx,
-        client: &mut dyn Client,
-    ) -> (i32, Result<(), String>) {
-        let mut active = ctx.active.len() as i32;
-        let s = spec(&ctx.job);
-        let parallelism = s.parallelism.unwrap_or(1);
-        if is_suspended(&ctx.job) {
-            let rm = active_pods_for_removal(&ctx.job, &ctx.active, active as usize);
-            let (ready, removed, err) = self.delete_job_pods(ctx, &rm, client);
-            ctx.terminating += removed;
-            ctx.ready -= ready;
-            return (active - removed, err);
-        }
-        let want = match s.completions {
-            None if ctx.succeeded > 0 => active,
-            None => parallelism,
-            Some(c) => (c - ctx.succeeded).clamp(0, parallelism.max(0)),
-        };
-        let rm_at_least = (active - want).max(0) as usize;
-        let mut rm = active_pods_for_removal(&ctx.job, &ctx.active, rm_at_least);
-        rm.truncate(MAX_POD_CREATE_DELETE_PER_SYNC);
-        if !rm.is_empty() {
-            let (ready, removed, err) = self.delete_job_pods(ctx, &rm, client);
-            ctx.terminating += removed;
-            ctx.ready -= ready;
-            return (active - removed, err);
-        }
-        let terminating = if only_replace_failed_pods(&ctx.job) {
-            ctx.terminating
-        } else {
-            0
-        };
-        let mut diff = want - terminating - active;
-        if diff <= 0 {
-            return (active, Ok(()));
-        }
-        let remaining = ctx.new_backoff.remaining(ctx.now_ts.0);
-        if remaining > SignedDuration::ZERO {
-            let delay = remaining.max(SignedDuration::from_secs(1));
-            let at = ctx.now + SimDuration(delay.as_nanos() as i64);
-            self.queue.add_after(ctx.key.clone(), at);
-            // Upstream reports no active pods while it waits.
-            return (0, Ok(()));
-        }
-        diff = diff.min(MAX_POD_CREATE_DELETE_PER_SYNC as i32);
-        let mut indexes = Vec::new();
-        if is_indexed(&ctx.job) {
-            let completions = i64::from(s.completions.unwrap_or(0));
-            let held: Vec<&Pod> = ctx.active.iter().map(|p| p.as_ref()).collect();
-            indexes =
-                first_pending_indexes(&held, &ctx.succeeded_indexes, diff as usize, completions);
-            diff = indexes.len() as i32;
-        }
-        self.expectations
-            .expect_creations(&ctx.key, diff as usize, ctx.now);
-        let mut next = indexes.into_iter();
-        let (created, err) = crate::controller_utils::slow_start_batch(
-            diff as usize,
-            crate::controller_utils::SLOW_START_INITIAL_BATCH_SIZE,
-            || create_pod(ctx, next.next(), client),
-        );
-        for _ in created..diff as usize {
-            self.expectations.creation_observed(&ctx.key);
-        }
-        active += created as i32;
-        (active, err.map_or(Ok(()), Err))
-    }
-
-    /// Removes the tracking finalizer then deletes each pod (upstream `deleteJobPods`),
-    /// expecting the deletions first. Returns (ready deleted, deleted, first error).
-    fn delete_job_pods(
-        &mut self,
-        ctx: &JobCtx,
-        pods: &[Arc<Pod>],
-        client: &mut dyn Client,
-    ) -> (i32, i32, Result<(), String>) {
-        let keys: Vec<String> = pods
-            .iter()
-            .map(|p| key_string(&ns_name(&p.metadata)))
-            .collect();
-        self.expectations
-            .expect_deletions(&ctx.key, keys.clone(), ctx.now);
-        let (mut ready, mut deleted, mut err) = (0, 0, Ok(()));
-        for (pod, pod_key) in pods.iter().zip(&keys) {
-            let result = remove_tracking_finalizer(client, pod)
-                .map_err(|e| format!("removing completion finalizer: {e}"))
-                .and_then(|()| delete_pod(ctx, pod, client));
-            match result {
-                Ok(()) => deleted += 1,
-                Err(e) => {
-                    self.expectations.deletion_observed(&ctx.key, pod_key);
-                    err = Err(e);
-                }
-            }
-            if is_pod_ready(pod) {
-                ready += 1;
-            }
-        }
-        (ready, deleted, err)
-    }
-
     /// Upstream `getPodsForJob` with the ControllerRefManager: the Job's own pods that still
     /// match (the others are released), and matching orphans adopted with the tracking
     /// finalizer, after an uncached check that the Job still exists.

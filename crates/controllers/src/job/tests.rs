@@ -459,4 +459,168 @@ fn a_finished_job_with_a_ttl_is_deleted_when_it_expires() {
     let job = h.client.store.get(Kind::Other(job_type()), "default", "j");
     // Foreground deletion: marked, kept for the garbage collector.
     assert!(job.is_none_or(|j| j.meta().deletion_timestamp.is_some()));
+    let why = h.decisions("Delete");
+    assert_eq!(why.len(), 1);
+    assert_eq!(why[0]["reason"], "TTLAfterFinished");
+    assert_eq!(why[0]["ttlSecondsAfterFinished"], 30);
+}
+
+fn index_of(p: &Pod) -> String {
+    p.metadata.annotations.as_ref().unwrap()[COMPLETION_INDEX_ANNOTATION].clone()
+}
+
+fn failure_count_of(p: &Pod) -> Option<String> {
+    let a = p.metadata.annotations.as_ref().unwrap();
+    a.get(indexed_job_utils::INDEX_FAILURE_COUNT_ANNOTATION)
+        .cloned()
+}
+
+impl Harness {
+    fn active_of_index(&self, ix: &str) -> Vec<Arc<Pod>> {
+        self.active_pods()
+            .into_iter()
+            .filter(|p| index_of(p) == ix)
+            .collect()
+    }
+
+    /// The `JobDecision` records with this decision.
+    fn decisions(&self, decision: &str) -> Vec<&Value> {
+        self.client
+            .records
+            .iter()
+            .filter(|r| r["kind"] == "JobDecision" && r["decision"] == decision)
+            .collect()
+    }
+}
+
+#[test]
+fn backoff_limit_per_index_retries_an_index_after_its_own_backoff_then_fails_it() {
+    let mut h = Harness::new();
+    h.create_job(json!({
+        "parallelism": 2, "completions": 2, "completionMode": "Indexed",
+        "backoffLimitPerIndex": 1
+    }));
+    let first = h.active_of_index("0").remove(0);
+    assert_eq!(failure_count_of(&first).as_deref(), Some("0"));
+    let start = h.client.now;
+    h.end_pod(&first, 1);
+    h.advance(1);
+    // Not replaced during the index's backoff; the failed pod keeps its finalizer until then.
+    assert!(h.active_of_index("0").is_empty());
+    let kept = h
+        .client
+        .store
+        .get_pod("default", first.metadata.name.as_deref().unwrap());
+    assert!(kept.is_some_and(|p| has_tracking_finalizer(p)));
+    assert_eq!(h.status_of().failed_indexes.as_deref(), Some(""));
+    let wait = h.decisions("WaitBackoff");
+    assert_eq!(wait.len(), 1);
+    assert_eq!(wait[0]["index"], 0);
+    assert_eq!(
+        wait[0]["at"],
+        (start + SimDuration::from_secs(10)).as_secs_f64()
+    );
+    h.advance(9);
+    let second = h.active_of_index("0").remove(0);
+    assert_eq!(failure_count_of(&second).as_deref(), Some("1"));
+    h.advance(1);
+    assert_eq!(h.status_of().failed, Some(1));
+    // Its second failure is one more than backoffLimitPerIndex: the index fails, the Job goes on.
+    h.end_pod(&second, 1);
+    h.advance(1);
+    assert_eq!(h.status_of().failed_indexes.as_deref(), Some("0"));
+    assert!(!is_job_finished(&h.job().unwrap()));
+    let failed = h.decisions("IndexFailed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["reason"], "BackoffLimitPerIndexExceeded");
+    h.end_active(1, 0);
+    h.advance(1);
+    let status = h.status_of();
+    assert_eq!(status.completed_indexes.as_deref(), Some("1"));
+    assert_eq!(
+        h.condition_types(),
+        [
+            pair("FailureTarget", "FailedIndexes"),
+            pair("Failed", "FailedIndexes")
+        ]
+    );
+    assert_eq!(h.client.events_with_reason("FailedIndexes").len(), 1);
+    let why = h.decisions("Failed");
+    assert_eq!(why[0]["reason"], "FailedIndexes");
+    assert_eq!(why[0]["failedIndexes"], "0");
+}
+
+#[test]
+fn more_failed_indexes_than_max_failed_indexes_fail_the_job() {
+    let mut h = Harness::new();
+    h.create_job(json!({
+        "parallelism": 4, "completions": 4, "completionMode": "Indexed",
+        "backoffLimitPerIndex": 0, "maxFailedIndexes": 1
+    }));
+    h.end_active(1, 1);
+    h.advance(1);
+    assert_eq!(h.status_of().failed_indexes.as_deref(), Some("0"));
+    assert!(h.condition_types().is_empty());
+    assert_eq!(h.active_pods().len(), 3);
+    h.end_active(1, 1);
+    h.advance(1);
+    assert_eq!(h.status_of().failed_indexes.as_deref(), Some("0,1"));
+    assert_eq!(
+        h.condition_types(),
+        [pair("FailureTarget", "MaxFailedIndexesExceeded")]
+    );
+    let message = h.status_of().conditions.unwrap()[0].message.clone();
+    assert_eq!(
+        message.as_deref(),
+        Some("Job has exceeded the specified maximal number of failed indexes")
+    );
+}
+
+#[test]
+fn a_fail_index_rule_fails_the_index_at_its_first_failure() {
+    let mut h = Harness::new();
+    h.create_job(json!({
+        "parallelism": 2, "completions": 2, "completionMode": "Indexed",
+        "backoffLimitPerIndex": 3,
+        "podFailurePolicy": {"rules": [
+            {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [42]}}
+        ]}
+    }));
+    let p0 = h.active_of_index("0").remove(0);
+    h.end_pod(&p0, 42);
+    h.advance(30);
+    assert_eq!(h.status_of().failed_indexes.as_deref(), Some("0"));
+    assert!(h.active_of_index("0").is_empty());
+    let failed = h.decisions("IndexFailed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["reason"], "FailIndex");
+    // Another exit code counts against backoffLimitPerIndex: that index is retried.
+    let p1 = h.active_of_index("1").remove(0);
+    h.end_pod(&p1, 1);
+    h.advance(11);
+    let retry = h.active_of_index("1");
+    assert_eq!(retry.len(), 1);
+    assert_eq!(failure_count_of(&retry[0]).as_deref(), Some("1"));
+}
+
+#[test]
+fn a_job_failure_and_a_backoff_wait_are_explained() {
+    let mut h = Harness::new();
+    h.create_job(json!({"backoffLimit": 1}));
+    h.end_active(1, 1);
+    h.advance(1);
+    let wait = h.decisions("WaitBackoff");
+    assert_eq!(wait.len(), 1);
+    assert_eq!(wait[0]["reason"], "PodFailureBackoff");
+    assert_eq!(wait[0]["failures"], 1);
+    h.advance(10);
+    h.end_active(1, 1);
+    h.advance(1);
+    let why = h.decisions("Failed");
+    assert_eq!(why.len(), 1);
+    assert_eq!(why[0]["reason"], "BackoffLimitExceeded");
+    assert_eq!(
+        why[0]["message"],
+        "Job has reached the specified backoff limit: 2 failed pod(s), more than backoffLimit 1"
+    );
 }

@@ -12,7 +12,10 @@ use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{ApiError, Client, Object};
 use kubeplane_core::EventRecord;
 
-use super::indexed_job_utils::{generate_name_with_index, indexed_template};
+use super::indexed_job_utils::{
+    add_index_failure_count_annotations, generate_name_with_index, has_backoff_limit_per_index,
+    indexed_template,
+};
 use super::pod_failure_policy::match_pod_failure_policy;
 use super::sync::{pod_phase_is, JobCtx};
 use super::util::*;
@@ -71,6 +74,10 @@ pub(super) fn create_pod(
     let generate_name = match index {
         Some(ix) => {
             indexed_template(&mut template, &name, ix);
+            if has_backoff_limit_per_index(&ctx.job) {
+                let replaced = ctx.delayed_deletion.get(&ix).map(|p| p.as_ref());
+                add_index_failure_count_annotations(&mut template, &ctx.job, replaced);
+            }
             generate_name_with_index(&name, ix)
         }
         None => format!("{name}-"),
@@ -176,6 +183,12 @@ impl JobController {
             }
             status.succeeded = (total != 0).then_some(total);
             status.completed_indexes = (!s.is_empty()).then_some(s);
+            let failed = ctx.failed_indexes.as_ref().map(ToString::to_string);
+            let status = ctx.job.status.get_or_insert_with(Default::default);
+            if status.failed_indexes != failed {
+                status.failed_indexes = failed;
+                needs_flush = true;
+            }
         }
         needs_flush |= interim_conditions(ctx);
         // Flush the uncounted pods, then remove their finalizers.
@@ -347,11 +360,7 @@ enum Finished {
 fn classify_pod(ctx: &JobCtx, pod: &Pod, finished_failing: bool) -> Option<Finished> {
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     let failed = is_pod_failed(pod, &ctx.job);
-    let can_remove = ctx.job.metadata.deletion_timestamp.is_some()
-        || ctx.finished.is_some()
-        || pod_phase_is(pod, "Succeeded")
-        || failed;
-    if !can_remove {
+    if !can_remove_finalizer(ctx, pod, failed) {
         return None;
     }
     let indexed = is_indexed(&ctx.job);
@@ -376,6 +385,26 @@ fn classify_pod(ctx: &JobCtx, pod: &Pod, finished_failing: bool) -> Option<Finis
     } else {
         Finished::Other
     })
+}
+
+/// Upstream `canRemoveFinalizer`: the Job is being deleted or finishes, the pod succeeded, or
+/// it failed and is not the failed pod its index's replacement waits for (with
+/// `backoffLimitPerIndex` that pod keeps its finalizer until the replacement exists, so the
+/// replacement can carry the index's failure count).
+fn can_remove_finalizer(ctx: &JobCtx, pod: &Pod, failed: bool) -> bool {
+    if ctx.job.metadata.deletion_timestamp.is_some()
+        || ctx.finished.is_some()
+        || pod_phase_is(pod, "Succeeded")
+    {
+        return true;
+    }
+    if !failed {
+        return false;
+    }
+    let delayed = super::indexed_job_utils::completion_index(pod)
+        .and_then(|ix| ctx.delayed_deletion.get(&ix))
+        .is_some_and(|p| p.metadata.uid == pod.metadata.uid);
+    !delayed
 }
 
 /// Upstream `enactJobFinished`: once nothing is uncounted and no pod is terminating, the
@@ -448,5 +477,9 @@ fn record_job_finished(ctx: &JobCtx, client: &mut dyn Client) {
         let reason = fin.reason.clone().unwrap_or_default();
         let message = fin.message.clone().unwrap_or_default();
         client.record_event(ev(true, &reason, &message));
+        if client.explain() {
+            let clock = client.clock();
+            client.emit_record(super::explain::failed(ctx, &reason, &message, &clock));
+        }
     }
 }

@@ -35,6 +35,8 @@ pub const REASON_DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
 pub const REASON_POD_FAILURE_POLICY: &str = "PodFailurePolicy";
 pub const REASON_SUCCESS_POLICY: &str = "SuccessPolicy";
 pub const REASON_COMPLETIONS_REACHED: &str = "CompletionsReached";
+pub const REASON_FAILED_INDEXES: &str = "FailedIndexes";
+pub const REASON_MAX_FAILED_INDEXES_EXCEEDED: &str = "MaxFailedIndexesExceeded";
 
 /// Reads a stored Job (a [`DynamicObject`]) into the typed Job with the API server's defaults.
 pub fn job_from_object(obj: &Object) -> Option<Job> {
