@@ -77,39 +77,46 @@ pub fn plan_delete(
         Object::Pod(pod) => pod_grace(pod, opts, now, clock),
         _ => Grace::NotGraceful,
     };
-    let mut obj = stored.clone();
-    match grace {
-        Grace::Pending => return Ok(DeletePlan::Unchanged),
-        Grace::Graceful { deadline, secs } => {
-            let first = stored.meta().deletion_timestamp.is_none();
-            let meta = obj.meta_mut();
-            meta.deletion_timestamp = Some(clock.timestamp(deadline));
-            meta.deletion_grace_period_seconds = Some(secs);
-            if first {
-                bump_generation(&mut obj);
-            }
-        }
-        Grace::NotGraceful => {}
+    if grace == Grace::Pending {
+        return Ok(DeletePlan::Unchanged);
     }
-    if let Some(finalizers) = gc_finalizers(stored.meta().finalizers.as_deref(), opts) {
+    let finalizers = gc_finalizers(stored.meta().finalizers.as_deref(), opts);
+    let pending_finalizers = match &finalizers {
+        Some(f) => !f.is_empty(),
+        None => stored
+            .meta()
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| !f.is_empty()),
+    };
+    let marks = match grace {
+        Grace::Graceful { secs, .. } => secs > 0 || pending_finalizers,
+        _ => pending_finalizers,
+    };
+    if !marks {
+        // Decided before copying: an object removed now is not copied.
+        return Ok(DeletePlan::Remove);
+    }
+    let mut obj = stored.clone();
+    if let Grace::Graceful { deadline, secs } = grace {
+        let first = stored.meta().deletion_timestamp.is_none();
+        let meta = obj.meta_mut();
+        meta.deletion_timestamp = Some(clock.timestamp(deadline));
+        meta.deletion_grace_period_seconds = Some(secs);
+        if first {
+            bump_generation(&mut obj);
+        }
+    }
+    if let Some(finalizers) = finalizers {
         obj.meta_mut().finalizers = (!finalizers.is_empty()).then_some(finalizers);
     }
-    let pending_finalizers = obj
-        .meta()
-        .finalizers
-        .as_ref()
-        .is_some_and(|f| !f.is_empty());
-    let plan = match grace {
-        Grace::Graceful { secs, .. } if secs > 0 || pending_finalizers => DeletePlan::Mark(obj),
-        Grace::NotGraceful if pending_finalizers => {
-            mark_as_deleting(&mut obj, now, clock);
-            DeletePlan::Mark(obj)
-        }
-        _ => DeletePlan::Remove,
-    };
-    Ok(match plan {
-        DeletePlan::Mark(obj) if obj == *stored => DeletePlan::Unchanged,
-        plan => plan,
+    if grace == Grace::NotGraceful {
+        mark_as_deleting(&mut obj, now, clock);
+    }
+    Ok(if obj == *stored {
+        DeletePlan::Unchanged
+    } else {
+        DeletePlan::Mark(obj)
     })
 }
 

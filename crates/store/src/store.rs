@@ -12,61 +12,107 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::types::ResourceType;
 use kubeplane_api::{ApiError, Cache, Clock, EventType, Kind, Object, ObjectKey, WatchEvent};
 use kubeplane_core::SimTime;
+use rustc_hash::FxHashMap;
 
 use crate::names::NameSource;
 
-/// Objects of one kind: namespace → name → object ("" namespace for cluster-scoped kinds).
-/// Nested maps let lookups borrow `&str` keys without allocating.
+/// Objects of one kind ("" namespace for cluster-scoped kinds), in slots: a hashed index
+/// namespace → name → slot for lookups (every write and every cache read looks an object
+/// up, and a tree walk compares strings at every level), and the same keys in nested trees
+/// for listing in namespace and name order. Nested maps let lookups borrow `&str` keys
+/// without allocating.
 #[derive(Default)]
 struct Bucket {
-    namespaces: BTreeMap<String, BTreeMap<String, Object>>,
+    index: FxHashMap<String, FxHashMap<String, usize>>,
+    order: BTreeMap<String, BTreeMap<String, usize>>,
+    slots: Vec<Option<Object>>,
+    /// Slots emptied by removals, reused first.
+    free: Vec<usize>,
     len: usize,
 }
 
 impl Bucket {
+    fn slot(&self, ns: &str, name: &str) -> Option<usize> {
+        self.index.get(ns)?.get(name).copied()
+    }
+
     fn get(&self, ns: &str, name: &str) -> Option<&Object> {
-        self.namespaces.get(ns).and_then(|m| m.get(name))
+        self.slots[self.slot(ns, name)?].as_ref()
     }
 
     fn get_mut(&mut self, ns: &str, name: &str) -> Option<&mut Object> {
-        self.namespaces.get_mut(ns).and_then(|m| m.get_mut(name))
+        let i = self.slot(ns, name)?;
+        self.slots[i].as_mut()
     }
 
     fn contains(&self, ns: &str, name: &str) -> bool {
-        self.get(ns, name).is_some()
+        self.slot(ns, name).is_some()
     }
 
     /// Inserts or replaces; returns whether the object is new.
     fn insert(&mut self, ns: &str, name: &str, obj: Object) -> bool {
-        let names = match self.namespaces.get_mut(ns) {
-            Some(m) => m,
-            None => self.namespaces.entry(ns.to_string()).or_default(),
-        };
-        match names.get_mut(name) {
-            Some(slot) => {
-                *slot = obj;
-                false
+        if let Some(i) = self.slot(ns, name) {
+            self.slots[i] = Some(obj);
+            return false;
+        }
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(obj);
+                i
             }
             None => {
-                names.insert(name.to_string(), obj);
-                self.len += 1;
-                true
+                self.slots.push(Some(obj));
+                self.slots.len() - 1
             }
-        }
+        };
+        let names = match self.index.get_mut(ns) {
+            Some(m) => m,
+            None => self.index.entry(ns.to_string()).or_default(),
+        };
+        names.insert(name.to_string(), i);
+        let names = match self.order.get_mut(ns) {
+            Some(m) => m,
+            None => self.order.entry(ns.to_string()).or_default(),
+        };
+        names.insert(name.to_string(), i);
+        self.len += 1;
+        true
     }
 
     fn remove(&mut self, ns: &str, name: &str) -> Option<Object> {
-        let names = self.namespaces.get_mut(ns)?;
-        let removed = names.remove(name)?;
+        let names = self.index.get_mut(ns)?;
+        let i = names.remove(name)?;
         if names.is_empty() {
-            self.namespaces.remove(ns);
+            self.index.remove(ns);
         }
+        if let Some(names) = self.order.get_mut(ns) {
+            names.remove(name);
+            if names.is_empty() {
+                self.order.remove(ns);
+            }
+        }
+        self.free.push(i);
         self.len -= 1;
-        Some(removed)
+        self.slots[i].take()
+    }
+
+    /// The objects of the slots `names` lists, in its order.
+    fn in_order<'a>(
+        &'a self,
+        names: &'a BTreeMap<String, usize>,
+    ) -> impl Iterator<Item = &'a Object> + 'a {
+        names.values().filter_map(|&i| self.slots[i].as_ref())
     }
 
     fn values(&self) -> impl Iterator<Item = &Object> {
-        self.namespaces.values().flat_map(|m| m.values())
+        self.order.values().flat_map(|m| self.in_order(m))
+    }
+
+    fn namespace_values<'a>(&'a self, ns: &str) -> impl Iterator<Item = &'a Object> + 'a {
+        self.order
+            .get(ns)
+            .into_iter()
+            .flat_map(|m| self.in_order(m))
     }
 }
 
@@ -178,9 +224,8 @@ impl Store {
         namespace: &'a str,
     ) -> impl Iterator<Item = &'a Object> + 'a {
         self.bucket(kind)
-            .and_then(|b| b.namespaces.get(namespace))
             .into_iter()
-            .flat_map(|m| m.values())
+            .flat_map(move |b| b.namespace_values(namespace))
     }
 
     /// Every stored object: the simulated kinds in [`Kind::ALL`] order, then the other kinds in
@@ -433,6 +478,59 @@ mod tests {
         let key = ObjectKey::new(Kind::Pod, "default", "a");
         assert!(s.delete(&key).unwrap_err().is_not_found());
         assert!(!s.has_events());
+    }
+
+    #[test]
+    fn lookups_and_listings_stay_right_when_removed_slots_are_reused() {
+        let mut s = store();
+        for name in ["c", "a", "b"] {
+            s.create(pod(name)).unwrap();
+        }
+        let mut other = Pod::default();
+        other.metadata.name = Some("a".into());
+        other.metadata.namespace = Some("kube-system".into());
+        s.create(Object::Pod(Arc::new(other))).unwrap();
+        s.delete(&ObjectKey::new(Kind::Pod, "default", "a"))
+            .unwrap();
+        // The freed slot goes to a new object, which lists in its own place.
+        s.create(pod("d")).unwrap();
+        let listed: Vec<(&str, &str)> = s
+            .list(Kind::Pod)
+            .map(|o| (o.namespace(), o.name()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("default", "b"),
+                ("default", "c"),
+                ("default", "d"),
+                ("kube-system", "a")
+            ]
+        );
+        assert!(s.get_pod("default", "a").is_none());
+        assert_eq!(
+            s.get_pod("default", "d").unwrap().metadata.name.as_deref(),
+            Some("d")
+        );
+        assert_eq!(
+            s.get_pod("kube-system", "a")
+                .unwrap()
+                .metadata
+                .namespace
+                .as_deref(),
+            Some("kube-system")
+        );
+        assert_eq!(s.count(Kind::Pod), 4);
+        let names: Vec<&str> = s
+            .list_namespace(Kind::Pod, "default")
+            .map(Object::name)
+            .collect();
+        assert_eq!(names, ["b", "c", "d"]);
+        // The last object of a namespace takes the namespace with it.
+        s.delete(&ObjectKey::new(Kind::Pod, "kube-system", "a"))
+            .unwrap();
+        assert_eq!(s.list_namespace(Kind::Pod, "kube-system").count(), 0);
+        assert_eq!(s.count(Kind::Pod), 3);
     }
 
     #[test]
