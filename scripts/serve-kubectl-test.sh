@@ -37,6 +37,10 @@ story() {
 
   check "unauthenticated requests get a 401 Status" '"reason":"Unauthorized"' "$(curl -sk "$server_url/api/v1/pods")"
   check "version" "v1.34" "$("$k" version 2>&1)"
+  local token; token=$("$k" config view --raw -o jsonpath='{.users[0].user.token}')
+  check "a write without fieldManager is managed under its User-Agent's name" '"manager":"my-tool"' \
+    "$(curl -sk -H "Authorization: Bearer $token" -H 'User-Agent: my-tool/1.0 (linux/amd64)' -H 'Content-Type: application/json' \
+      -X POST "$server_url/api/v1/namespaces/default/configmaps" -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"user-agent"},"data":{"k":"v"}}')"
   check "explain reads the served OpenAPI v3 schemas" "FIELD: strategy <DeploymentStrategy>" "$("$k" explain deployment.spec.strategy 2>&1)"
   check "explain reads the served OpenAPI v2 protobuf" "RESOURCE: strategy <Object>" "$("$k" explain deployment.spec.strategy --output=plaintext-openapiv2 2>&1)"
   check "apply with default validation" "deployment.apps/web created" "$("$k" apply -f "$here/tests/serve/app.yaml" 2>&1)"

@@ -142,6 +142,7 @@ fn the_man_page_is_roff_with_a_section_per_subcommand() {
 const BENCHMARKS: [&str; 17] = [
     "serve-api",
     "serve-pods",
+    "serve-watch",
     "serve-list",
     "scheduling-basic-10k",
     "scheduling-basic-50k",

@@ -186,10 +186,11 @@ pub fn check_name(obj: &Object, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The field manager of a write: `fieldManager`, else upstream's default from the User-Agent
-/// (which the router does not hand down yet, so the default is upstream's for an empty one).
+/// The field manager of a write: `fieldManager`, else upstream's default from the request's
+/// User-Agent (`kubectl-client-side-apply/v1.34.1 (linux/amd64) ...` gives
+/// `kubectl-client-side-apply`).
 pub fn field_manager(q: &Query) -> String {
-    apply::manager_or_user_agent(q.get("fieldManager"), "")
+    apply::manager_or_user_agent(q.get("fieldManager"), q.user_agent())
 }
 
 /// The time managedFields record for a write: the server's clock, in seconds.

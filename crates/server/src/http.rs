@@ -113,7 +113,12 @@ async fn handle(
         return Ok(status_response(&StatusError::unauthorized()));
     }
     let method = req.method().clone();
-    let query = Query::parse(req.uri().query());
+    let user_agent = req
+        .headers()
+        .get("user-agent")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let query = Query::parse(req.uri().query()).with_user_agent(user_agent);
     let accept = req
         .headers()
         .get("accept")

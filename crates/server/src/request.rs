@@ -122,9 +122,10 @@ fn percent_decode(s: &str) -> String {
         .unwrap_or_else(|| s.to_string())
 }
 
-/// The query parameters of a request.
+/// The query parameters of a request, and its `User-Agent` (the default field manager of a
+/// write, as upstream takes it).
 #[derive(Clone, Debug, Default)]
-pub struct Query(HashMap<String, String>);
+pub struct Query(HashMap<String, String>, String);
 
 impl Query {
     pub fn parse(query: Option<&str>) -> Query {
@@ -132,7 +133,18 @@ impl Query {
             form_urlencoded::parse(query.unwrap_or("").as_bytes())
                 .into_owned()
                 .collect(),
+            String::new(),
         )
+    }
+
+    /// The request's `User-Agent` header, empty when it sent none.
+    pub fn user_agent(&self) -> &str {
+        &self.1
+    }
+
+    pub fn with_user_agent(mut self, user_agent: &str) -> Query {
+        self.1 = user_agent.to_string();
+        self
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
