@@ -286,6 +286,36 @@ macro_rules! each_object {
 }
 
 impl Object {
+    /// The object a JSON document with `apiVersion` and `kind` describes (what
+    /// [`Object::to_json`] writes, or an API server returns), of a kind kubeplane stores.
+    /// Nothing is validated or defaulted.
+    pub fn from_json(value: &Value) -> Result<Object, String> {
+        let field = |name: &str| value.get(name).and_then(Value::as_str).unwrap_or("");
+        let (api_version, kind) = (field("apiVersion"), field("kind"));
+        let kind = Kind::from_manifest(api_version, kind)
+            .ok_or_else(|| format!("unsupported kind {kind:?} of apiVersion {api_version:?}"))?;
+        fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Result<Arc<T>, String> {
+            T::deserialize(value)
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        }
+        Ok(match kind {
+            Kind::Namespace => Object::Namespace(typed::<Namespace>(value)?),
+            Kind::Node => Object::Node(typed::<Node>(value)?),
+            Kind::PriorityClass => Object::PriorityClass(typed::<PriorityClass>(value)?),
+            Kind::Deployment => Object::Deployment(typed::<Deployment>(value)?),
+            Kind::ReplicaSet => Object::ReplicaSet(typed::<ReplicaSet>(value)?),
+            Kind::PodDisruptionBudget => {
+                Object::PodDisruptionBudget(typed::<PodDisruptionBudget>(value)?)
+            }
+            Kind::Pod => Object::Pod(typed::<Pod>(value)?),
+            Kind::Lease => Object::Lease(typed::<Lease>(value)?),
+            Kind::Other(t) => Object::Other(Arc::new(
+                DynamicObject::from_value(t, value).map_err(|e| e.to_string())?,
+            )),
+        })
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
             Object::Namespace(_) => Kind::Namespace,

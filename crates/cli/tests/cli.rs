@@ -139,7 +139,7 @@ fn the_man_page_is_roff_with_a_section_per_subcommand() {
     assert!(page.contains("\\-\\-explain"));
 }
 
-const BENCHMARKS: [&str; 17] = [
+const BENCHMARKS: [&str; 18] = [
     "serve-api",
     "serve-pods",
     "serve-watch",

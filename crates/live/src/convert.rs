@@ -1,44 +1,14 @@
 //! Between kubeplane's [`Object`]s and what kube-rs sends and receives: objects from JSON, the
 //! `ApiResource` of a [`Kind`], and kube-rs errors as [`ApiError`]s with their status reason.
 
-use std::sync::Arc;
-
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::core::{ApiResource, GroupVersionKind};
-use kubeplane_api::{ApiError, DynamicObject, Kind, Object, ObjectKey};
+use kubeplane_api::{ApiError, Kind, Object, ObjectKey};
 use serde_json::Value;
 
 /// The object a JSON document with `apiVersion` and `kind` describes (what a GET, a create or
 /// a watch of kube-rs's dynamic API returns), of a kind kubeplane knows.
 pub fn object_from_json(value: &Value) -> Result<Object, String> {
-    let field = |name: &str| value.get(name).and_then(Value::as_str).unwrap_or("");
-    let (api_version, kind) = (field("apiVersion"), field("kind"));
-    let kind = Kind::from_manifest(api_version, kind)
-        .ok_or_else(|| format!("unsupported kind {kind:?} of apiVersion {api_version:?}"))?;
-    fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Result<Arc<T>, String> {
-        T::deserialize(value)
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
-    }
-    Ok(match kind {
-        Kind::Namespace => Object::Namespace(typed::<Namespace>(value)?),
-        Kind::Node => Object::Node(typed::<Node>(value)?),
-        Kind::PriorityClass => Object::PriorityClass(typed::<PriorityClass>(value)?),
-        Kind::Deployment => Object::Deployment(typed::<Deployment>(value)?),
-        Kind::ReplicaSet => Object::ReplicaSet(typed::<ReplicaSet>(value)?),
-        Kind::PodDisruptionBudget => {
-            Object::PodDisruptionBudget(typed::<PodDisruptionBudget>(value)?)
-        }
-        Kind::Pod => Object::Pod(typed::<Pod>(value)?),
-        Kind::Lease => Object::Lease(typed::<Lease>(value)?),
-        Kind::Other(t) => Object::Other(Arc::new(
-            DynamicObject::from_value(t, value).map_err(|e| e.to_string())?,
-        )),
-    })
+    Object::from_json(value)
 }
 
 /// The resource kube-rs's dynamic API addresses for a kind.

@@ -10,17 +10,11 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kubeplane_api::{DynamicObject, Kind, Object};
+use kubeplane_api::Object;
 use kubeplane_storage::{
     Codec, DurableStorage, EtcdStorage, Event, Key, MemoryStorage, Prefix, Revision, Storage,
     StorageError, Versioned, Watcher,
 };
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// Objects as the JSON a client reads (`Object::to_json`), apiVersion and kind first.
@@ -37,34 +31,10 @@ impl Codec<Object> for ObjectJson {
     }
 }
 
-/// The object a JSON manifest with `apiVersion` and `kind` describes, of a kind kubeplane
-/// stores. Unlike a scenario's manifests, nothing is validated or defaulted: it decodes what
-/// [`Object::to_json`] wrote.
+/// The object a JSON manifest with `apiVersion` and `kind` describes (what
+/// [`Object::to_json`] wrote); nothing is validated or defaulted.
 pub fn object_from_json(value: &Value) -> Result<Object, String> {
-    let field = |name: &str| value.get(name).and_then(Value::as_str).unwrap_or("");
-    let (api_version, kind) = (field("apiVersion"), field("kind"));
-    let kind = Kind::from_manifest(api_version, kind)
-        .ok_or_else(|| format!("unsupported kind {kind:?} of apiVersion {api_version:?}"))?;
-    fn typed<T: DeserializeOwned>(value: &Value) -> Result<Arc<T>, String> {
-        T::deserialize(value)
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
-    }
-    Ok(match kind {
-        Kind::Namespace => Object::Namespace(typed::<Namespace>(value)?),
-        Kind::Node => Object::Node(typed::<Node>(value)?),
-        Kind::PriorityClass => Object::PriorityClass(typed::<PriorityClass>(value)?),
-        Kind::Deployment => Object::Deployment(typed::<Deployment>(value)?),
-        Kind::ReplicaSet => Object::ReplicaSet(typed::<ReplicaSet>(value)?),
-        Kind::PodDisruptionBudget => {
-            Object::PodDisruptionBudget(typed::<PodDisruptionBudget>(value)?)
-        }
-        Kind::Pod => Object::Pod(typed::<Pod>(value)?),
-        Kind::Lease => Object::Lease(typed::<Lease>(value)?),
-        Kind::Other(t) => Object::Other(Arc::new(
-            DynamicObject::from_value(t, value).map_err(|e| e.to_string())?,
-        )),
-    })
+    Object::from_json(value)
 }
 
 /// The storage under a client.
