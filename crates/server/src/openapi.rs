@@ -20,6 +20,17 @@ use serde_json::{json, Map, Value};
 
 use crate::request::{all_kinds, version_of};
 
+use k8s_openapi::api::{
+    admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling,
+    batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
+    core::v1 as core, discovery::v1 as discovery, events::v1 as events,
+    flowcontrol::v1 as flowcontrol, networking::v1 as networking, node::v1 as node,
+    policy::v1 as policy, rbac::v1 as rbac, resource::v1 as resource, scheduling::v1 as scheduling,
+    storage::v1 as storage,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
+
 fn group_version_path(group: &str, version: &str) -> String {
     if group.is_empty() {
         format!("api/{version}")
@@ -37,16 +48,6 @@ fn root<T: Resource + JsonSchema>() -> (&'static str, &'static str, SchemaFn) {
 
 /// The Rust type behind every kind the server serves, by `apiVersion` and kind.
 fn roots() -> Vec<(&'static str, &'static str, SchemaFn)> {
-    use k8s_openapi::api::{
-        admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling,
-        batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
-        core::v1 as core, discovery::v1 as discovery, events::v1 as events,
-        flowcontrol::v1 as flowcontrol, networking::v1 as networking, node::v1 as node,
-        policy::v1 as policy, rbac::v1 as rbac, resource::v1 as resource,
-        scheduling::v1 as scheduling, storage::v1 as storage,
-    };
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
-    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
     vec![
         root::<core::Namespace>(),
         root::<core::Node>(),
