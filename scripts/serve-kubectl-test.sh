@@ -51,9 +51,9 @@ story() {
   "$k" delete -f "$here/tests/serve/apply/before.yaml" >/dev/null 2>&1
   check "strict validation rejects an unknown field" 'unknown field "spec.replica"' \
     "$(echo '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"bad","namespace":"shop"},"spec":{"replica":1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}' | "$k" apply -f - 2>&1)"
+  check "rollout status" "successfully rolled out" "$("$k" -n shop rollout status deploy/web --timeout=60s 2>&1)"
   check "/metrics has upstream's scheduler and apiserver names" 'scheduler_pending_pods{queue="active"}' \
     "$("$k" get --raw /metrics 2>&1 | grep -E '^(scheduler_pending_pods|scheduler_schedule_attempts_total|apiserver_request_total)' | sort -u)"
-  check "rollout status" "successfully rolled out" "$("$k" -n shop rollout status deploy/web --timeout=60s 2>&1)"
   check "scale" "deployment.apps/web scaled" "$("$k" -n shop scale deploy/web --replicas=5 2>&1)"
   wait_for "five pods Running after scale" 30 bash -c "[ \$('$k' -n shop get pods -l app=web --field-selector=status.phase=Running -o name | wc -l) -eq 5 ]"
   check "label" "labeled" "$("$k" -n shop label deploy web tier=front 2>&1)"
