@@ -4,16 +4,18 @@
 //! and the other replica takes over once the leader is killed. The server runs its own
 //! scheduler for `default-scheduler`; these pods never name it.
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use support::serve::Served;
 
 /// A child process killed when dropped.
 struct Proc(Child);
@@ -25,22 +27,8 @@ impl Drop for Proc {
     }
 }
 
-fn serve(dir: &Path) -> (Proc, PathBuf) {
-    let kubeconfig = dir.join("kubeconfig");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let child = Command::new(env!("CARGO_BIN_EXE_kubeplane"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
-        .arg(&kubeconfig)
-        .arg(root.join("tests/serve/cluster.yaml"))
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kubeplane serve starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !kubeconfig.exists() {
-        assert!(Instant::now() < deadline, "the server wrote no kubeconfig");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (Proc(child), kubeconfig)
+fn serve(dir: &Path) -> Served {
+    Served::start(dir, "127.0.0.1:0", &[], &[], false)
 }
 
 const CONFIG: &str = "\
@@ -131,13 +119,7 @@ impl Cluster {
             .enable_all()
             .build()
             .unwrap();
-        let client = rt.block_on(async {
-            let kc = Kubeconfig::read_from(kubeconfig).unwrap();
-            let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .unwrap();
-            kube::Client::try_from(cfg).unwrap()
-        });
+        let client = rt.block_on(support::serve::client(kubeconfig));
         Cluster {
             pods: Api::namespaced(client.clone(), "default"),
             events: Api::namespaced(client, "default"),
@@ -163,7 +145,8 @@ impl Cluster {
 #[test]
 fn the_live_scheduler_binds_the_pods_naming_its_profile_and_reports_the_unfit_one() {
     let dir = tempfile::tempdir().unwrap();
-    let (_server, kubeconfig) = serve(dir.path());
+    let server = serve(dir.path());
+    let kubeconfig = server.kubeconfig.clone();
     let (_scheduler, port) = scheduler(dir.path(), &kubeconfig, false);
     wait_for("/readyz answers ok", 30, || {
         get(port, "/readyz").is_some_and(|(code, _)| code == 200)
@@ -223,7 +206,8 @@ fn the_live_scheduler_binds_the_pods_naming_its_profile_and_reports_the_unfit_on
 #[test]
 fn two_replicas_elect_one_leader_and_the_other_takes_over_when_it_is_killed() {
     let dir = tempfile::tempdir().unwrap();
-    let (_server, kubeconfig) = serve(dir.path());
+    let server = serve(dir.path());
+    let kubeconfig = server.kubeconfig.clone();
     let first = dir.path().join("1");
     let second = dir.path().join("2");
     std::fs::create_dir_all(&first).unwrap();
@@ -294,28 +278,16 @@ fn an_unreadable_kubeconfig_is_an_input_error_naming_the_file() {
 
 /// `kubeplane serve` on a fixed port with a data directory, so that a restart keeps the
 /// address, the credentials and the objects.
-fn serve_at(dir: &Path, port: u16) -> Proc {
-    let kubeconfig = dir.join("kubeconfig");
-    let _ = std::fs::remove_file(&kubeconfig);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let child = Command::new(env!("CARGO_BIN_EXE_kubeplane"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--kubeconfig-out",
-        ])
-        .arg(&kubeconfig)
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .arg(root.join("tests/serve/cluster.yaml"))
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kubeplane serve starts");
-    wait_for("the server writes its kubeconfig", 30, || {
-        kubeconfig.exists()
-    });
-    Proc(child)
+fn serve_at(dir: &Path, port: u16) -> Served {
+    let data = dir.join("data");
+    let listen = format!("127.0.0.1:{port}");
+    Served::start(
+        dir,
+        &listen,
+        &["--data-dir".as_ref(), data.as_os_str()],
+        &[],
+        false,
+    )
 }
 
 #[test]
@@ -358,7 +330,8 @@ fn the_scheduler_outlives_a_server_restart_and_goes_on_scheduling() {
 fn a_leader_whose_lease_is_taken_stops_at_once_and_exits_with_status_1() {
     use k8s_openapi::api::coordination::v1::Lease;
     let dir = tempfile::tempdir().unwrap();
-    let (_server, kubeconfig) = serve(dir.path());
+    let server = serve(dir.path());
+    let kubeconfig = server.kubeconfig.clone();
     let (mut one, port) = scheduler(dir.path(), &kubeconfig, true);
     let leading = || {
         metric(
@@ -392,7 +365,8 @@ fn a_leader_whose_lease_is_taken_stops_at_once_and_exits_with_status_1() {
 #[ignore]
 fn measure_pods_per_second_through_the_api() {
     let dir = tempfile::tempdir().unwrap();
-    let (_server, kubeconfig) = serve(dir.path());
+    let server = serve(dir.path());
+    let kubeconfig = server.kubeconfig.clone();
     let (_scheduler, port) = scheduler(dir.path(), &kubeconfig, false);
     wait_for("/readyz answers ok", 30, || {
         get(port, "/readyz").is_some_and(|(code, _)| code == 200)

@@ -4,64 +4,29 @@
 //! skipped without an etcd binary, except under CI). Each test starts its own server on a free
 //! loopback port and stops it.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{watcher, WatchStreamExt};
-use kube::Client;
 
-struct Server {
-    child: Child,
-    kubeconfig: PathBuf,
-}
+mod support;
 
-impl Server {
-    fn start(dir: &Path) -> Server {
-        let data = dir.join("data");
-        Server::start_with(dir, &["--data-dir".as_ref(), data.as_os_str()])
-    }
+use support::serve::Served;
 
-    /// A server whose storage flags are `storage` (a kubeconfig in `dir`).
-    fn start_with(dir: &Path, storage: &[&std::ffi::OsStr]) -> Server {
-        let kubeconfig = dir.join("kubeconfig");
-        let _ = std::fs::remove_file(&kubeconfig);
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let child = Command::new(env!("CARGO_BIN_EXE_kubeplane"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
-            .arg(&kubeconfig)
-            .args(storage)
-            .arg(root.join("tests/serve/cluster.yaml"))
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("kubeplane serve starts");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !kubeconfig.exists() {
-            assert!(Instant::now() < deadline, "the server wrote no kubeconfig");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Server { child, kubeconfig }
-    }
-
-    async fn client(&self) -> Client {
-        let kc = Kubeconfig::read_from(&self.kubeconfig).expect("a kubeconfig");
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-            .await
-            .expect("the kubeconfig is usable");
-        Client::try_from(cfg).expect("a client")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The kubectl story's cluster with durable state in `dir/data`.
+fn start(dir: &Path) -> Served {
+    let data = dir.join("data");
+    Served::start(
+        dir,
+        "127.0.0.1:0",
+        &["--data-dir".as_ref(), data.as_os_str()],
+        &[],
+        false,
+    )
 }
 
 fn deployment(name: &str, replicas: i32) -> Deployment {
@@ -92,7 +57,7 @@ async fn running(pods: &Api<Pod>, selector: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_rs_lists_creates_watches_patches_and_gets_status_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
+    let server = start(dir.path());
     let client = server.client().await;
     let nodes: Api<Node> = Api::all(client.clone());
     let names: Vec<String> = nodes
@@ -168,7 +133,7 @@ async fn kube_rs_lists_creates_watches_patches_and_gets_status_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_kill_9_and_watches_resume_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    survive_kill_9(|| Server::start(dir.path())).await;
+    survive_kill_9(|| start(dir.path())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,14 +146,14 @@ async fn on_etcd_acknowledged_writes_survive_kill_9_of_the_server_and_watches_re
     let dir = tempfile::tempdir().unwrap();
     let servers = etcd.endpoints().join(",");
     let flags: [&std::ffi::OsStr; 2] = ["--etcd-servers".as_ref(), servers.as_ref()];
-    survive_kill_9(|| Server::start_with(dir.path(), &flags)).await;
+    survive_kill_9(|| Served::start(dir.path(), "127.0.0.1:0", &flags, &[], false)).await;
     drop(etcd);
 }
 
 /// Creates ConfigMaps, kills the server with SIGKILL, starts another on the same storage, and
 /// checks that every acknowledged ConfigMap is there at its resourceVersion and that a watch
 /// from before the kill replays what followed.
-async fn survive_kill_9(start: impl Fn() -> Server) {
+async fn survive_kill_9(start: impl Fn() -> Served) {
     let server = start();
     let client = server.client().await;
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
@@ -276,7 +241,7 @@ fn managers(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_rs_server_side_apply_shares_fields_refuses_conflicts_and_forces() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
+    let server = start(dir.path());
     let client = server.client().await;
     let maps: Api<ConfigMap> = Api::namespaced(client, "default");
     let config = |data: serde_json::Value| {

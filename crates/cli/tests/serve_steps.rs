@@ -3,48 +3,28 @@
 //! second after the start, in order, and a failing step does not stop the others. The server
 //! is started on a free loopback port and stopped by the test.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+mod support;
+
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use support::serve::Served;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scenarios_steps_run_on_the_servers_virtual_clock() {
     let dir = std::env::temp_dir().join(format!("kubeplane-serve-steps-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubeplane"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--clock",
-            "virtual",
-            "--speed",
-            "60",
-        ])
-        .arg("--kubeconfig-out")
-        .arg(&kubeconfig)
-        .arg(root.join("tests/serve/cluster.yaml"))
-        .arg(root.join("tests/serve/steps.yaml"))
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubeplane serve starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !kubeconfig.exists() {
-        assert!(Instant::now() < deadline, "the server wrote no kubeconfig");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let kc = Kubeconfig::read_from(&kubeconfig).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    let nodes: Api<Node> = Api::all(kube::Client::try_from(cfg).unwrap());
+    let clock = ["--clock", "virtual", "--speed", "60"].map(std::ffi::OsStr::new);
+    let server = Served::start(
+        &dir,
+        "127.0.0.1:0",
+        &clock,
+        &["tests/serve/steps.yaml"],
+        true,
+    );
+    let nodes: Api<Node> = Api::all(server.client().await);
 
     let node_b = nodes.get("node-b").await.unwrap();
     let cordoned = |n: &Node| n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
@@ -75,8 +55,7 @@ async fn a_scenarios_steps_run_on_the_servers_virtual_clock() {
         "the step after a failed one ran"
     );
 
-    let _ = child.kill();
-    let output = child.wait_with_output().unwrap();
+    let output = server.stop();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("step 2 (delete) at 30s") && stderr.contains("not found"),
