@@ -147,7 +147,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "crates/scheduler/src/schedule_one.rs::find_nodes_that_pass_filters",
     "crates/scheduler/src/schedule_one.rs::schedule_pod",
     "crates/scheduler/src/scheduler.rs::on_pod",
-    "crates/sim/src/verbs.rs::apply",
 ];
 
 fn workspace_root() -> PathBuf {

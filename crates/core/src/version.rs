@@ -215,12 +215,12 @@ pub mod changes {
     /// and the repository snapshot is too large to fetch. The default release is the newest
     /// one with nothing here or in [`NOT_MODELLED`] beyond what v1.34.0 has.
     pub const UNVERIFIED: &[(&str, Versioned<bool>)] = &[
-        ("kube-scheduler: nominations kept when a scheduling or binding cycle fails (#133276 in v1.34.0, #135007 in v1.35.0; from the release notes and the pull requests' descriptions, not the tagged schedule_one.go)", &[(v1(34, 0), true), (v1(35, 0), false)]),
+        ("kube-scheduler: nominations kept when a scheduling or binding cycle fails (#133276 in v1.34.0, #135007 in v1.35.0; from the release notes and the pull requests' descriptions, not the tagged schedule_one.go)", SCHEDULER_KEEPS_NOMINATION_ON_FAILURE),
         ("kube-controller-manager: the pod index by the whole controller reference (#134658; from the PR and its fix branch, not the v1.34.2 tag)", FROM_1_34_2),
         ("kube-scheduler: terminating preemption victims preempted again (#134247, the revert of #133213; #133213's activation of the preemptor was not found)", &[(v1(34, 2), true), (v1(35, 0), false)]),
         ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158; the plugin from a stored post-1.35 admission.go, the binding's copy from a quoted storage.go, not the v1.35.0 tag)", FROM_1_35),
         ("API server: nominatedNodeName cleared by the binding (ClearingNominatedNodeNameAfterBinding, #135103; the binding from a quoted storage.go and upstream's integration test, not the v1.35.0 tag)", FROM_1_35),
-        ("kube-scheduler: ImageLocality counts image volumes (#130231 in v1.36.0, #138951 in v1.37; from the pull requests' diffs, not the tagged image_locality.go)", FROM_1_36),
+        ("kube-scheduler: ImageLocality counts image volumes (#130231 in v1.36.0, #138951 in v1.37; from the pull requests' diffs, not the tagged image_locality.go)", IMAGE_LOCALITY_COUNTS_IMAGE_VOLUMES),
     ];
 
     /// The changes of [`UNVERIFIED`] that apply to a release.

@@ -18,12 +18,6 @@ use crate::agents::NodeAgents;
 use crate::drain::Drains;
 use crate::scenario::{Assertion, Input, Step, StepAction};
 
-/// What a step changes besides the cluster: borrowed beside the client.
-struct Parts<'a> {
-    agents: &'a mut NodeAgents,
-    drains: &'a mut Drains,
-}
-
 /// A run without `duration` stops when nothing is pending, and at the latest after this long.
 pub const DEFAULT_DURATION_CAP: SimDuration = SimDuration(24 * 3600 * 1_000_000_000);
 /// How many rounds of work (one pass over the components with work due) one instant may take
@@ -242,12 +236,15 @@ impl Simulation {
 
     /// Runs `f` with the API client of the current instant (steps write through it too).
     fn with_client<T>(&mut self, f: impl FnOnce(&mut ApiClient<'_>) -> T) -> T {
-        self.with_parts(|client, _| f(client))
+        self.with_parts(|client, _, _| f(client))
     }
 
     /// Runs `f` with the API client of the current instant and what a step changes besides
     /// (the node agents and the drains).
-    fn with_parts<T>(&mut self, f: impl FnOnce(&mut ApiClient<'_>, Parts<'_>) -> T) -> T {
+    fn with_parts<T>(
+        &mut self,
+        f: impl FnOnce(&mut ApiClient<'_>, &mut NodeAgents, &mut Drains) -> T,
+    ) -> T {
         let mut output = Output {
             records: &mut self.records,
             events: &mut self.events,
@@ -260,11 +257,7 @@ impl Simulation {
             admission: true,
             binding: self.binding,
         };
-        let parts = Parts {
-            agents: &mut self.agents,
-            drains: &mut self.drains,
-        };
-        f(&mut client, parts)
+        f(&mut client, &mut self.agents, &mut self.drains)
     }
 
     pub fn seed(&self) -> u64 {
@@ -526,8 +519,7 @@ impl Simulation {
 
     /// The drains still in progress when the run ends write their records.
     fn end_drains(&mut self) {
-        let mut drains = std::mem::take(&mut self.drains);
-        self.with_client(|c| drains.end(c.now, c));
+        self.with_parts(|c, _, drains| drains.end(c.now, c));
     }
 
     /// Expectations due after the run ended (`--until` shorter than the steps, or the 24 h cap
@@ -573,11 +565,11 @@ impl Simulation {
     /// Applies one step action through the same client the components use.
     fn apply(&mut self, action: &StepAction) -> Result<(), String> {
         let now = self.now;
-        self.with_parts(|client, parts| {
+        self.with_parts(|client, agents, drains| {
             let mut target = crate::verbs::Target {
                 client,
-                agents: parts.agents,
-                drains: parts.drains,
+                agents,
+                drains,
             };
             target.apply(action, now)
         })

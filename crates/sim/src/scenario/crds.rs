@@ -7,8 +7,9 @@
 use kubeplane_api::types::{self, ResourceType};
 use kubeplane_api::DynamicObject;
 use kubeplane_registry::validation::apiextensions::{definition, Definition};
-use serde::Deserialize;
 use serde_json::Value;
+
+use super::parse::read_documents;
 
 const CRD_API_VERSION: &str = "apiextensions.k8s.io/v1";
 const CRD_KIND: &str = "CustomResourceDefinition";
@@ -31,32 +32,34 @@ pub(crate) enum Lookup {
 }
 
 impl Crds {
-    /// The definitions of the files (display name, content). Only files that mention the kind
-    /// are parsed twice.
+    /// The definitions of the files (display name, content), read as the loader reads them
+    /// (flow depth first, so a hostile file fails fast here too). Only files that mention the
+    /// kind are parsed twice; a file that does not read is left to the loader to report.
     pub(crate) fn scan(files: &[(String, String)]) -> Crds {
         let mut crds = Crds::default();
-        for (_, content) in files.iter().filter(|(_, c)| c.contains(CRD_KIND)) {
-            for doc in serde_yaml_ng::Deserializer::from_str(content) {
-                let Ok(v) = Value::deserialize(doc) else {
-                    continue;
-                };
+        let crd_type = types::builtin(CRD_API_VERSION, CRD_KIND).expect("a built-in kind");
+        for (name, content) in files.iter().filter(|(_, c)| c.contains(CRD_KIND)) {
+            let _ = read_documents(name, content, |_, v| {
                 match (field(&v, "apiVersion"), field(&v, "kind")) {
                     ("v1", "List") => {
                         let items = v.get("items").and_then(Value::as_array);
-                        items.into_iter().flatten().for_each(|i| crds.add(i));
+                        items
+                            .into_iter()
+                            .flatten()
+                            .for_each(|i| crds.add(crd_type, i));
                     }
-                    _ => crds.add(&v),
+                    _ => crds.add(crd_type, &v),
                 }
-            }
+                Ok(())
+            });
         }
         crds
     }
 
-    fn add(&mut self, v: &Value) {
+    fn add(&mut self, crd_type: &'static ResourceType, v: &Value) {
         if (field(v, "apiVersion"), field(v, "kind")) != (CRD_API_VERSION, CRD_KIND) {
             return;
         }
-        let crd_type = types::builtin(CRD_API_VERSION, CRD_KIND).expect("a built-in kind");
         let Ok(crd) = DynamicObject::from_value(crd_type, v) else {
             return;
         };

@@ -238,59 +238,72 @@ pub(super) fn manifest(v: &Value, crds: &Crds) -> Result<Vec<(Option<usize>, Obj
     Ok(out)
 }
 
+/// Reads a file's YAML documents as the loader does (flow depth checked first, each document
+/// strictly: a duplicate key is an error naming its path) and hands each non-null one, with its
+/// index, to `each`; the first error ends the reading.
+pub(crate) fn read_documents(
+    file: &str,
+    content: &str,
+    mut each: impl FnMut(usize, Value) -> Result<(), InputError>,
+) -> Result<(), InputError> {
+    if let Err(deep) = check_flow_depth(content) {
+        return Err(InputError {
+            file: file.to_string(),
+            doc: Some((deep.doc_index, String::new())),
+            field: None,
+            message: format!(
+                "invalid YAML: flow collections ('[' and '{{') nested more than {MAX_FLOW_DEPTH} levels deep at line {} column {}",
+                deep.line, deep.column
+            ),
+        });
+    }
+    for (doc_index, doc) in serde_yaml_ng::Deserializer::from_str(content).enumerate() {
+        let duplicate = RefCell::new(None);
+        let seed = StrictValue {
+            path: String::new(),
+            duplicate: &duplicate,
+        };
+        let value = seed.deserialize(doc).map_err(|e| {
+            let at = e
+                .location()
+                .map(|l| {
+                    format!(
+                        " (in the mapping at line {} column {})",
+                        l.line(),
+                        l.column()
+                    )
+                })
+                .unwrap_or_default();
+            match duplicate.take() {
+                Some(DuplicateKey { path, key }) => InputError {
+                    file: file.to_string(),
+                    doc: Some((doc_index, String::new())),
+                    field: Some(path),
+                    message: format!(
+                        "Duplicate value: key {key:?} already set in map{at}; a mapping holds each key once"
+                    ),
+                },
+                None => InputError {
+                    file: file.to_string(),
+                    doc: Some((doc_index, String::new())),
+                    field: None,
+                    message: format!("invalid YAML: {e}"),
+                },
+            }
+        })?;
+        if value.is_null() {
+            continue;
+        }
+        each(doc_index, value)?;
+    }
+    Ok(())
+}
+
 impl Builder {
     fn file(&mut self, file: &str, content: &str) -> Result<(), InputError> {
-        if let Err(deep) = check_flow_depth(content) {
-            return Err(InputError {
-                file: file.to_string(),
-                doc: Some((deep.doc_index, String::new())),
-                field: None,
-                message: format!(
-                    "invalid YAML: flow collections ('[' and '{{') nested more than {MAX_FLOW_DEPTH} levels deep at line {} column {}",
-                    deep.line, deep.column
-                ),
-            });
-        }
-        for (doc_index, doc) in serde_yaml_ng::Deserializer::from_str(content).enumerate() {
-            let duplicate = RefCell::new(None);
-            let seed = StrictValue {
-                path: String::new(),
-                duplicate: &duplicate,
-            };
-            let value = seed.deserialize(doc).map_err(|e| {
-                let at = e
-                    .location()
-                    .map(|l| {
-                        format!(
-                            " (in the mapping at line {} column {})",
-                            l.line(),
-                            l.column()
-                        )
-                    })
-                    .unwrap_or_default();
-                match duplicate.take() {
-                    Some(DuplicateKey { path, key }) => InputError {
-                        file: file.to_string(),
-                        doc: Some((doc_index, String::new())),
-                        field: Some(path),
-                        message: format!(
-                            "Duplicate value: key {key:?} already set in map{at}; a mapping holds each key once"
-                        ),
-                    },
-                    None => InputError {
-                        file: file.to_string(),
-                        doc: Some((doc_index, String::new())),
-                        field: None,
-                        message: format!("invalid YAML: {e}"),
-                    },
-                }
-            })?;
-            if value.is_null() {
-                continue;
-            }
-            self.document(file, doc_index, &value)?;
-        }
-        Ok(())
+        read_documents(file, content, |doc_index, value| {
+            self.document(file, doc_index, &value)
+        })
     }
 
     fn document(&mut self, file: &str, doc_index: usize, v: &Value) -> Result<(), InputError> {

@@ -584,11 +584,43 @@ fn files_are_read_in_order_and_each_counts_its_own_documents() {
 // ---------------------------------------------------------------------------------------------
 // errors: each names the file, the document and the field
 
-struct Case {
-    name: &'static str,
-    input: &'static str,
+pub(super) struct Case {
+    pub(super) name: &'static str,
+    pub(super) input: &'static str,
     /// Substrings of the one-line message, in any order.
-    expect: &'static [&'static str],
+    pub(super) expect: &'static [&'static str],
+}
+
+/// What is wrong with each case's error: accepted, not one line, not naming `file` first, or
+/// lacking an expected part (the failures of all cases, so one run shows them all).
+pub(super) fn case_failures(
+    cases: &[Case],
+    file: &str,
+    parse: impl Fn(&str) -> Result<Input, InputError>,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for case in cases {
+        let msg = match parse(case.input) {
+            Ok(_) => {
+                failures.push(format!("{}: accepted", case.name));
+                continue;
+            }
+            Err(e) => e.to_string(),
+        };
+        println!("{msg}");
+        assert!(!msg.contains('\n'), "{}: not one line: {msg}", case.name);
+        assert!(
+            msg.starts_with(&format!("{file}: ")),
+            "{}: {msg}",
+            case.name
+        );
+        for s in case.expect {
+            if !msg.contains(s) {
+                failures.push(format!("{}:\n  {msg}\n  lacks {s:?}", case.name));
+            }
+        }
+    }
+    failures
 }
 
 const CASES: &[Case] = &[
@@ -901,24 +933,7 @@ const CASES: &[Case] = &[
 
 #[test]
 fn input_errors_name_the_file_the_document_and_the_field() {
-    let mut failures = Vec::new();
-    for case in CASES {
-        let msg = match parse_one(case.input) {
-            Ok(_) => {
-                failures.push(format!("{}: accepted", case.name));
-                continue;
-            }
-            Err(e) => e.to_string(),
-        };
-        println!("{msg}");
-        assert!(!msg.contains('\n'), "{}: not one line: {msg}", case.name);
-        assert!(msg.starts_with("scenario.yaml: "), "{}: {msg}", case.name);
-        for s in case.expect {
-            if !msg.contains(s) {
-                failures.push(format!("{}:\n  {msg}\n  lacks {s:?}", case.name));
-            }
-        }
-    }
+    let failures = case_failures(CASES, "scenario.yaml", parse_one);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -3,6 +3,7 @@
 
 use kubeplane_store::{Kind, Object};
 
+use super::tests::{case_failures, Case};
 use super::*;
 
 const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
@@ -35,14 +36,7 @@ fn parse(files: &[(&str, &str)]) -> Result<Input, InputError> {
     parse_files(&files)
 }
 
-struct Case {
-    name: &'static str,
-    /// The input, after the two definitions above.
-    input: &'static str,
-    /// Substrings of the one-line message, in any order.
-    expect: &'static [&'static str],
-}
-
+/// Each case's input follows the two definitions above.
 const CASES: &[Case] = &[
     Case {
         name: "a custom resource no definition of the input defines is refused at its kind",
@@ -108,24 +102,9 @@ const CASES: &[Case] = &[
 
 #[test]
 fn custom_resource_errors_name_the_file_the_document_and_the_field() {
-    let mut failures = Vec::new();
-    for case in CASES {
-        let input = format!("{CRD}---\n{CLUSTER_CRD}---\n{}", case.input);
-        let msg = match parse(&[("crd.yaml", &input)]) {
-            Ok(_) => {
-                failures.push(format!("{}: accepted", case.name));
-                continue;
-            }
-            Err(e) => e.to_string(),
-        };
-        assert!(!msg.contains('\n'), "{}: not one line: {msg}", case.name);
-        assert!(msg.starts_with("crd.yaml: "), "{}: {msg}", case.name);
-        for s in case.expect {
-            if !msg.contains(s) {
-                failures.push(format!("{}:\n  {msg}\n  lacks {s:?}", case.name));
-            }
-        }
-    }
+    let failures = case_failures(CASES, "crd.yaml", |input| {
+        parse(&[("crd.yaml", &format!("{CRD}---\n{CLUSTER_CRD}---\n{input}"))])
+    });
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
