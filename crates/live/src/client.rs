@@ -22,7 +22,7 @@ use kubeplane_api::{
 use kubeplane_core::EventRecord;
 use serde_json::json;
 
-use crate::convert::{api_error, api_resource, object_from_json};
+use crate::convert::{api_error, api_resource};
 
 /// How long one API call may take before it counts as failed (`Unavailable`).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -105,7 +105,7 @@ impl LiveClient {
         let value = serde_json::to_value(o).map_err(|e| ApiError::Internal {
             message: e.to_string(),
         })?;
-        object_from_json(&value).map_err(|message| ApiError::Internal {
+        Object::from_json(&value).map_err(|message| ApiError::Internal {
             message: format!("{key}: {message}"),
         })
     }

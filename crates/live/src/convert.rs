@@ -3,13 +3,6 @@
 
 use kube::core::{ApiResource, GroupVersionKind};
 use kubeplane_api::{ApiError, Kind, Object, ObjectKey};
-use serde_json::Value;
-
-/// The object a JSON document with `apiVersion` and `kind` describes (what a GET, a create or
-/// a watch of kube-rs's dynamic API returns), of a kind kubeplane knows.
-pub fn object_from_json(value: &Value) -> Result<Object, String> {
-    Object::from_json(value)
-}
 
 /// The resource kube-rs's dynamic API addresses for a kind.
 pub fn api_resource(kind: Kind) -> ApiResource {
@@ -104,7 +97,7 @@ mod tests {
     fn a_pod_document_decodes_as_a_pod() {
         let v = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "namespace": "default", "resourceVersion": "42"}});
-        let o = object_from_json(&v).unwrap();
+        let o = Object::from_json(&v).unwrap();
         assert!(o.as_pod().is_some());
         assert_eq!(resource_version(&o), 42);
     }

@@ -14,19 +14,8 @@ fn family(sample: &str) -> &str {
 
 /// Renders every sample, each family once introduced with its type.
 pub fn render(scheduler: &Scheduler, leading: bool) -> String {
-    let pending = scheduler.queue().pending_pods();
+    // The scheduler's own samples include the pending pods by queue.
     let mut samples: Vec<(String, u64)> = scheduler.metrics();
-    for (queue, n) in [
-        ("active", pending.active),
-        ("backoff", pending.backoff),
-        ("unschedulable", pending.unschedulable),
-        ("gated", pending.gated),
-    ] {
-        samples.push((
-            format!("scheduler_pending_pods{{queue=\"{queue}\"}}"),
-            n as u64,
-        ));
-    }
     samples.push((
         "leader_election_master_status{name=\"kube-scheduler\"}".into(),
         u64::from(leading),
@@ -67,7 +56,12 @@ mod tests {
             1
         );
         assert!(text.contains("scheduler_schedule_attempts_total{result=\"scheduled\"} 0\n"));
-        assert!(text.contains("# TYPE scheduler_pending_pods gauge\n"));
+        assert_eq!(
+            text.matches("# TYPE scheduler_pending_pods gauge\n")
+                .count(),
+            1,
+            "each family once: {text}"
+        );
         assert!(text.contains("leader_election_master_status{name=\"kube-scheduler\"} 1\n"));
     }
 }
