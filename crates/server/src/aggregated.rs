@@ -4,6 +4,9 @@
 //! v1.26 and client-go do; other clients get the legacy documents of [`crate::discovery`].
 //! Built from the same kinds, subresources, short names and categories, so both forms agree.
 
+use std::sync::OnceLock;
+
+use bytes::Bytes;
 use kubeplane_api::Kind;
 use serde_json::{json, Value};
 
@@ -27,6 +30,17 @@ pub fn requested(accept: &str) -> Option<&'static str> {
 /// The content type of an aggregated answer.
 pub fn content_type(version: &str) -> String {
     format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList")
+}
+
+/// The serialized `APIGroupDiscoveryList` of `/api` (`core` true) or `/apis` at `version`
+/// (`v2` or `v2beta1`), built once: the kinds served are fixed, so the document is too.
+pub fn served(core: bool, version: &'static str) -> Bytes {
+    static DOCS: OnceLock<[[Bytes; 2]; 2]> = OnceLock::new();
+    let docs = DOCS.get_or_init(|| {
+        [true, false]
+            .map(|core| ["v2", "v2beta1"].map(|v| Bytes::from(document(core, v).to_string())))
+    });
+    docs[usize::from(!core)][usize::from(version != "v2")].clone()
 }
 
 /// The `APIGroupDiscoveryList` of `/api` (`core` true: the core group alone) or `/apis`.

@@ -176,15 +176,18 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         }
         "/openapi/v3" => return json_response(200, &crate::openapi::index()),
         "/openapi/v2" if crate::openapi_v2::wants_protobuf(&call.accept) => {
-            let body = full(crate::openapi_v2::protobuf().to_vec());
+            let body = full(crate::openapi_v2::protobuf().clone());
             return respond(200, crate::openapi_v2::PROTOBUF, body, &[]);
         }
-        "/openapi/v2" => return json_response(200, crate::openapi_v2::json()),
+        "/openapi/v2" => {
+            let body = full(crate::openapi_v2::json_text().clone());
+            return respond(200, "application/json", body, &[]);
+        }
         _ => {}
     }
     if let Some(gv) = path.strip_prefix("/openapi/v3/") {
-        return match crate::openapi::group_version(gv) {
-            Some(doc) => json_response(200, doc),
+        return match crate::openapi::group_version_text(gv) {
+            Some(doc) => respond(200, "application/json", full(doc), &[]),
             None => status_response(&StatusError::not_found_path()),
         };
     }
@@ -196,9 +199,9 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         Target::Discovery(segs) => {
             let root = segs.len() == 1;
             if let Some(v) = crate::aggregated::requested(&call.accept).filter(|_| root) {
-                let doc = crate::aggregated::document(segs[0] == "api", v);
+                let doc = crate::aggregated::served(segs[0] == "api", v);
                 let ct = crate::aggregated::content_type(v);
-                return respond(200, &ct, full(doc.to_string()), &[]);
+                return respond(200, &ct, full(doc), &[]);
             }
             return match crate::discovery::document(&segs, &state.address) {
                 Ok(d) => json_response(200, &d),

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
+use bytes::Bytes;
 use k8s_openapi::Resource;
 use kubeplane_api::Kind;
 use schemars::generate::SchemaSettings;
@@ -109,9 +110,16 @@ fn roots() -> Vec<(&'static str, &'static str, SchemaFn)> {
     ]
 }
 
-/// The documents, by group-version path, built once: (hash, document).
-fn documents() -> &'static BTreeMap<String, (String, Value)> {
-    static DOCS: OnceLock<BTreeMap<String, (String, Value)>> = OnceLock::new();
+/// One group version's document: its content hash, the document, and the bytes served.
+struct Document {
+    hash: String,
+    value: Value,
+    text: Bytes,
+}
+
+/// The documents, by group-version path, built once.
+fn documents() -> &'static BTreeMap<String, Document> {
+    static DOCS: OnceLock<BTreeMap<String, Document>> = OnceLock::new();
     DOCS.get_or_init(|| {
         let roots = roots();
         let mut by_path: BTreeMap<String, Vec<Kind>> = BTreeMap::new();
@@ -124,9 +132,10 @@ fn documents() -> &'static BTreeMap<String, (String, Value)> {
         by_path
             .into_iter()
             .map(|(path, kinds)| {
-                let doc = document(&path, &kinds, &roots);
-                let hash = fnv_hex(doc.to_string().as_bytes());
-                (path, (hash, doc))
+                let value = document(&path, &kinds, &roots);
+                let text = Bytes::from(value.to_string());
+                let hash = fnv_hex(&text);
+                (path, Document { hash, value, text })
             })
             .collect()
     })
@@ -243,8 +252,8 @@ fn operation(gvk: &Value) -> Value {
 pub fn index() -> Value {
     let paths: Map<String, Value> = documents()
         .iter()
-        .map(|(p, (hash, _))| {
-            let url = format!("/openapi/v3/{p}?hash={hash}");
+        .map(|(p, d)| {
+            let url = format!("/openapi/v3/{p}?hash={}", d.hash);
             (p.clone(), json!({"serverRelativeURL": url}))
         })
         .collect();
@@ -253,12 +262,17 @@ pub fn index() -> Value {
 
 /// Every group version's document.
 pub fn all_documents() -> impl Iterator<Item = &'static Value> {
-    documents().values().map(|(_, doc)| doc)
+    documents().values().map(|d| &d.value)
 }
 
 /// The document of one group version (`api/v1`, `apis/apps/v1`), or `None`.
 pub fn group_version(path: &str) -> Option<&'static Value> {
-    documents().get(path).map(|(_, doc)| doc)
+    documents().get(path).map(|d| &d.value)
+}
+
+/// The serialized document of one group version, as served.
+pub fn group_version_text(path: &str) -> Option<Bytes> {
+    documents().get(path).map(|d| d.text.clone())
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@
 
 use std::sync::OnceLock;
 
+use bytes::Bytes;
+
 use serde_json::{json, Map, Value};
 
 /// The media type of the protobuf form, as the server names it (the form with `@`, which
@@ -45,9 +47,15 @@ pub fn json() -> &'static Value {
     })
 }
 
+/// The JSON document as served, serialized once.
+pub fn json_text() -> &'static Bytes {
+    static TEXT: OnceLock<Bytes> = OnceLock::new();
+    TEXT.get_or_init(|| Bytes::from(json().to_string()))
+}
+
 /// The document as gnostic's protobuf, built once.
-pub fn protobuf() -> &'static [u8] {
-    static DOC: OnceLock<Vec<u8>> = OnceLock::new();
+pub fn protobuf() -> &'static Bytes {
+    static DOC: OnceLock<Bytes> = OnceLock::new();
     DOC.get_or_init(|| {
         let doc = json();
         let mut out = Vec::new();
@@ -72,7 +80,7 @@ pub fn protobuf() -> &'static [u8] {
             }
         }
         bytes(&mut out, 9, &definitions);
-        out
+        Bytes::from(out)
     })
 }
 
