@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{ContainerStatus, Node, NodeSpec, Pod, PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{
+    ContainerStatus, Node, NodeSpec, Pod, PodCondition, PodStatus, Taint,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_core::SimTime;
 use kubeplane_store::{Client, DeleteOptions, Object, ObjectKey};
@@ -91,30 +93,8 @@ impl Target<'_> {
                 // (background), or before it goes (foreground), or orphans them.
                 done(self.client.delete(key, opts))
             }
-            StepAction::Taint { node, taint } => self.edit_node(node, |spec| {
-                let taints = spec.taints.get_or_insert_with(Vec::new);
-                match taints
-                    .iter_mut()
-                    .find(|t| t.key == taint.key && t.effect == taint.effect)
-                {
-                    Some(t) => *t = taint.clone(),
-                    None => taints.push(taint.clone()),
-                }
-                Ok(())
-            }),
-            StepAction::Untaint { node, key, effect } => self.edit_node(node, |spec| {
-                let taints = spec.taints.get_or_insert_with(Vec::new);
-                let before = taints.len();
-                taints
-                    .retain(|t| !(t.key == *key && effect.as_ref().is_none_or(|e| *e == t.effect)));
-                if taints.len() == before {
-                    return Err(format!("node {node} has no taint with key {key}"));
-                }
-                if taints.is_empty() {
-                    spec.taints = None;
-                }
-                Ok(())
-            }),
+            StepAction::Taint { node, taint } => self.taint(node, taint),
+            StepAction::Untaint { node, key, effect } => self.untaint(node, key, effect.as_ref()),
             StepAction::Cordon { node } | StepAction::Uncordon { node } => {
                 let cordon = matches!(action, StepAction::Cordon { .. });
                 self.edit_node(node, |spec| {
@@ -132,15 +112,56 @@ impl Target<'_> {
                 let labels = matches!(action, StepAction::Label { .. });
                 self.edit_metadata(key, labels, set, remove)
             }
+            StepAction::NodeDown { .. }
+            | StepAction::NodeUp { .. }
+            | StepAction::NodeCondition { .. } => self.node_agent(action, now),
+            StepAction::PodStatus { .. } => self.pod_status(action, now),
+            StepAction::Drain(opts) => self.drains.start(opts.clone(), now, self.client),
+            StepAction::Expect(_) => Ok(()),
+        }
+    }
+
+    /// `taint`: a taint with the same key and effect is replaced, as `kubectl taint` does.
+    fn taint(&mut self, node: &str, taint: &Taint) -> Result<(), String> {
+        self.edit_node(node, |spec| {
+            let taints = spec.taints.get_or_insert_with(Vec::new);
+            match taints
+                .iter_mut()
+                .find(|t| t.key == taint.key && t.effect == taint.effect)
+            {
+                Some(t) => *t = taint.clone(),
+                None => taints.push(taint.clone()),
+            }
+            Ok(())
+        })
+    }
+
+    /// `untaint`: every taint with the key (and the effect, when given) goes.
+    fn untaint(&mut self, node: &str, key: &str, effect: Option<&String>) -> Result<(), String> {
+        self.edit_node(node, |spec| {
+            let taints = spec.taints.get_or_insert_with(Vec::new);
+            let before = taints.len();
+            taints.retain(|t| !(t.key == key && effect.is_none_or(|e| *e == t.effect)));
+            if taints.len() == before {
+                return Err(format!("node {node} has no taint with key {key}"));
+            }
+            if taints.is_empty() {
+                spec.taints = None;
+            }
+            Ok(())
+        })
+    }
+
+    /// `node-down`, `node-up` and `node-condition`: the node's simulated kubelet changes.
+    fn node_agent(&mut self, action: &StepAction, now: SimTime) -> Result<(), String> {
+        match action {
             StepAction::NodeDown { node } => {
                 self.node_exists(node)?;
                 self.agents.set_node_down(node);
-                Ok(())
             }
             StepAction::NodeUp { node } => {
                 self.node_exists(node)?;
                 self.agents.set_node_up(node, now);
-                Ok(())
             }
             StepAction::NodeCondition {
                 node,
@@ -151,12 +172,10 @@ impl Target<'_> {
                 self.node_exists(node)?;
                 self.agents
                     .set_node_condition(node, type_, status, reason.clone(), now);
-                Ok(())
             }
-            StepAction::PodStatus { .. } => self.pod_status(action, now),
-            StepAction::Drain(opts) => self.drains.start(opts.clone(), now, self.client),
-            StepAction::Expect(_) => Ok(()),
+            _ => unreachable!("node_agent is called for node agent steps only"),
         }
+        Ok(())
     }
 
     /// `annotate` and `label`: keys removed, then keys set.
