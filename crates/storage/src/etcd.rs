@@ -635,8 +635,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for EtcdStorage<V> {
                 CompareOp::Equal,
                 0,
             )])
-            .and_then(vec![TxnOp::put(raw.clone(), self.encode(&value), None)])
-            .or_else(vec![TxnOp::get(raw, None)]);
+            .and_then(vec![TxnOp::put(raw, self.encode(&value), None)]);
         let response = self.transact(txn)?;
         if !response.succeeded() {
             return Err(StorageError::AlreadyExists { key: key.clone() });
