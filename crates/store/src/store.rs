@@ -28,7 +28,6 @@ struct Bucket {
     slots: Vec<Option<Object>>,
     /// Slots emptied by removals, reused first.
     free: Vec<usize>,
-    len: usize,
 }
 
 impl Bucket {
@@ -47,6 +46,11 @@ impl Bucket {
 
     fn contains(&self, ns: &str, name: &str) -> bool {
         self.slot(ns, name).is_some()
+    }
+
+    /// The number of objects: the slots less the emptied ones.
+    fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
     }
 
     /// Inserts or replaces; returns whether the object is new.
@@ -75,7 +79,6 @@ impl Bucket {
             None => self.order.entry(ns.to_string()).or_default(),
         };
         names.insert(name.to_string(), i);
-        self.len += 1;
         true
     }
 
@@ -92,7 +95,6 @@ impl Bucket {
             }
         }
         self.free.push(i);
-        self.len -= 1;
         self.slots[i].take()
     }
 
@@ -246,7 +248,7 @@ impl Store {
     }
 
     pub fn count(&self, kind: Kind) -> usize {
-        self.bucket(kind).map_or(0, |b| b.len)
+        self.bucket(kind).map_or(0, Bucket::len)
     }
 
     pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
