@@ -30,6 +30,17 @@ struct Bucket {
     free: Vec<usize>,
 }
 
+/// The names map of namespace `$ns` in `$map` (a map namespace → names), made empty when
+/// absent; allocates the namespace's key only then.
+macro_rules! names_in {
+    ($map:expr, $ns:expr) => {
+        match $map.get_mut($ns) {
+            Some(m) => m,
+            None => $map.entry($ns.to_string()).or_default(),
+        }
+    };
+}
+
 impl Bucket {
     fn slot(&self, ns: &str, name: &str) -> Option<usize> {
         self.index.get(ns)?.get(name).copied()
@@ -69,16 +80,8 @@ impl Bucket {
                 self.slots.len() - 1
             }
         };
-        let names = match self.index.get_mut(ns) {
-            Some(m) => m,
-            None => self.index.entry(ns.to_string()).or_default(),
-        };
-        names.insert(name.to_string(), i);
-        let names = match self.order.get_mut(ns) {
-            Some(m) => m,
-            None => self.order.entry(ns.to_string()).or_default(),
-        };
-        names.insert(name.to_string(), i);
+        names_in!(self.index, ns).insert(name.to_string(), i);
+        names_in!(self.order, ns).insert(name.to_string(), i);
         true
     }
 
