@@ -27,14 +27,8 @@ impl Codec<Object> for ObjectJson {
 
     fn decode(&self, bytes: &[u8]) -> Result<Object, String> {
         let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        object_from_json(&value)
+        Object::from_json(&value)
     }
-}
-
-/// The object a JSON manifest with `apiVersion` and `kind` describes (what
-/// [`Object::to_json`] wrote); nothing is validated or defaulted.
-pub fn object_from_json(value: &Value) -> Result<Object, String> {
-    Object::from_json(value)
 }
 
 /// The storage under a client.
