@@ -241,9 +241,9 @@ fn record_update(
     new: &Value,
     writer: &Writer,
 ) {
+    // managedFields need not be removed first: `scoped` drops every path under them.
     let empty = json!({});
-    let old = without_managed_fields(live.unwrap_or(&empty));
-    let cmp = typed::compare(&old, &without_managed_fields(new), root(ty));
+    let cmp = typed::compare(live.unwrap_or(&empty), new, root(ty));
     let sub = writer.subresource;
     let changed: Set = scoped(cmp.added.union(&cmp.modified).cloned().collect(), sub);
     let removed = scoped(cmp.removed, sub);
