@@ -426,8 +426,15 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
         when
     }
 
-    /// The version a successful put or delete replaced.
-    fn replaced(&self, response: &TxnResponse) -> Result<Versioned<V>> {
+    /// The version a successful put or delete of `key` replaced: the previous version of the
+    /// log's event at the write's revision (`transact` waited for it), else the one in the
+    /// write's response, decoded.
+    fn replaced(&self, key: &Key, response: &TxnResponse) -> Result<Versioned<V>> {
+        let revision = header_revision(response.header());
+        let logged = self.log.lock().event_at(revision, key);
+        if let Some(prev) = logged.and_then(|e| e.prev.clone()) {
+            return Ok(prev);
+        }
         let prev = response.op_responses().into_iter().find_map(|r| match r {
             TxnOpResponse::Put(p) => p.prev_key().cloned(),
             TxnOpResponse::Delete(d) => d.prev_kvs().first().cloned(),
@@ -670,7 +677,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for EtcdStorage<V> {
             return Err(self.precondition_error(key, expected, &response));
         }
         let revision = header_revision(response.header());
-        let prev = self.replaced(&response)?;
+        let prev = self.replaced(key, &response)?;
         Ok(Arc::new(Event {
             kind: EventKind::Modified,
             key: key.clone(),
@@ -700,7 +707,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for EtcdStorage<V> {
             key: key.clone(),
             revision: header_revision(response.header()),
             current: None,
-            prev: Some(self.replaced(&response)?),
+            prev: Some(self.replaced(key, &response)?),
         }))
     }
 

@@ -24,7 +24,7 @@ use etcd_client::{Client, EventType, KeyValue, WatchOptions};
 use crate::api::{Event, EventKind, Result, Revision, StorageError, Versioned, Watcher};
 use crate::etcd::Layout;
 use crate::journal::Codec;
-use crate::key::Prefix;
+use crate::key::{Key, Prefix};
 
 /// What the watch has delivered.
 pub(crate) struct LogState<V> {
@@ -52,6 +52,16 @@ impl<V> LogState<V> {
         while self.events.front().is_some_and(|e| e.revision <= revision) {
             self.events.pop_front();
         }
+    }
+
+    /// The logged event of `key` at `revision`, if the log holds it.
+    pub(crate) fn event_at(&self, revision: Revision, key: &Key) -> Option<Arc<Event<V>>> {
+        let i = self.events.partition_point(|e| e.revision < revision);
+        self.events
+            .range(i..)
+            .take_while(|e| e.revision == revision)
+            .find(|e| e.key == *key)
+            .cloned()
     }
 
     fn push(&mut self, event: Event<V>) {
