@@ -524,7 +524,7 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
             Ok(_) | Err(Failure::Compacted) => {}
             Err(f) => return Err(self.error(f, None)),
         }
-        self.log.lock().compact(revision);
+        self.log.compact(revision);
         Ok(())
     }
 }
@@ -603,7 +603,7 @@ impl<V> Compactor<V> {
             };
             if let Some(revision) = last.filter(|r| *r > self.log.lock().oldest()) {
                 match compact_etcd(self.client.clone(), revision).await {
-                    Ok(_) => self.log.lock().compact(revision),
+                    Ok(_) => self.log.compact(revision),
                     Err(e) => eprintln!("kubeplane storage: etcd compaction at {revision}: {e}"),
                 }
             }
