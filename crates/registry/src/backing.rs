@@ -27,14 +27,8 @@ impl Codec<Object> for ObjectJson {
 
     fn decode(&self, bytes: &[u8]) -> Result<Object, String> {
         let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        object_from_json(&value)
+        Object::from_json(&value)
     }
-}
-
-/// The object a JSON manifest with `apiVersion` and `kind` describes (what
-/// [`Object::to_json`] wrote); nothing is validated or defaulted.
-pub fn object_from_json(value: &Value) -> Result<Object, String> {
-    Object::from_json(value)
 }
 
 /// The storage under a client.
@@ -81,18 +75,16 @@ impl Backing {
     /// The key's latest version, including writes submitted and not yet durable.
     pub(crate) fn latest(&self, key: &Key) -> Option<Versioned<Object>> {
         match self {
-            Backing::Memory(s) => s.get(key, None).ok().flatten(),
             Backing::Durable(s) => s.latest(key),
-            Backing::Etcd(s) => s.get(key, None).ok().flatten(),
+            _ => self.storage().get(key, None).ok().flatten(),
         }
     }
 
     /// The revision of the latest write, durable or not.
     pub(crate) fn latest_revision(&self) -> Revision {
         match self {
-            Backing::Memory(s) => s.current_revision(),
             Backing::Durable(s) => s.latest_revision(),
-            Backing::Etcd(s) => s.current_revision(),
+            _ => self.storage().current_revision(),
         }
     }
 
@@ -103,9 +95,8 @@ impl Backing {
         obj: Object,
     ) -> Result<Arc<Event<Object>>, StorageError> {
         match self {
-            Backing::Memory(s) => s.create(key, obj),
             Backing::Durable(s) => s.submit_create(key, obj),
-            Backing::Etcd(s) => s.create(key, obj),
+            _ => self.storage().create(key, obj),
         }
     }
 
@@ -116,9 +107,8 @@ impl Backing {
         expected: Option<Revision>,
     ) -> Result<Arc<Event<Object>>, StorageError> {
         match self {
-            Backing::Memory(s) => s.update(key, obj, expected),
             Backing::Durable(s) => s.submit_update(key, obj, expected),
-            Backing::Etcd(s) => s.update(key, obj, expected),
+            _ => self.storage().update(key, obj, expected),
         }
     }
 
@@ -128,9 +118,8 @@ impl Backing {
         expected: Option<Revision>,
     ) -> Result<Arc<Event<Object>>, StorageError> {
         match self {
-            Backing::Memory(s) => s.delete(key, expected),
             Backing::Durable(s) => s.submit_delete(key, expected),
-            Backing::Etcd(s) => s.delete(key, expected),
+            _ => self.storage().delete(key, expected),
         }
     }
 

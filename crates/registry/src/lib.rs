@@ -27,7 +27,7 @@ pub mod strategy;
 pub mod testing;
 pub mod validation;
 
-pub use backing::{object_from_json, ObjectJson};
+pub use backing::ObjectJson;
 pub use client::{ApiClient, Backend, Sink};
 pub use kubeplane_api::Client;
 pub use storage_client::StorageClient;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeplane_api::{Client, Clock, Kind, Object, ObjectKey};
-use kubeplane_registry::{object_from_json, ObjectJson, StorageClient};
+use kubeplane_registry::{ObjectJson, StorageClient};
 use kubeplane_storage::Codec;
 
 fn clock() -> Clock {
@@ -54,7 +54,7 @@ fn pod(name: &str, generate: bool) -> Object {
 }
 
 fn config_map(name: &str) -> Object {
-    object_from_json(&serde_json::json!({
+    Object::from_json(&serde_json::json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": "default"},

@@ -209,7 +209,7 @@ pub fn track(
     req: &ResourceRequest,
     q: &Query,
     live: Option<&Value>,
-    new: &Value,
+    new: Value,
 ) -> Value {
     let (manager, time) = (field_manager(q), write_time(c));
     let writer = Writer {
@@ -234,7 +234,7 @@ fn tracked(
         req,
         q,
         live.map(Object::to_json).as_ref(),
-        &obj.to_json(),
+        obj.to_json(),
     );
     let entries = match out.pointer("/metadata/managedFields") {
         None => None,

@@ -124,7 +124,7 @@ fn try_patch(
     let current = c.get(&key).map_err(StatusError::from)?;
     let live = current.to_json();
     let patched = apply_patch(req.kind, &live, t, body)?;
-    let patched = crate::handlers::track(c, req, q, Some(&live), &patched);
+    let patched = crate::handlers::track(c, req, q, Some(&live), patched);
     write(c, req, q, current.resource_version(), &patched)
 }
 

@@ -318,14 +318,8 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
     /// etcd's current revision.
     fn etcd_revision(&self) -> Result<Revision> {
         let root = self.layout.root.clone().into_bytes();
-        let options = GetOptions::new().with_count_only().with_limit(1);
-        let response = self
-            .call(|mut c| {
-                let (root, options) = (root.clone(), options.clone());
-                async move { c.get(root, Some(options)).await }
-            })
-            .map_err(|f| self.error(f, None))?;
-        Ok(header_revision(response.header()))
+        self.call(|c| revision_of(c, root.clone()))
+            .map_err(|f| self.error(f, None))
     }
 
     /// The storage error of a failed call that read at `at`.
@@ -426,8 +420,15 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
         when
     }
 
-    /// The version a successful put or delete replaced.
-    fn replaced(&self, response: &TxnResponse) -> Result<Versioned<V>> {
+    /// The version a successful put or delete of `key` replaced: the previous version of the
+    /// log's event at the write's revision (`transact` waited for it), else the one in the
+    /// write's response, decoded.
+    fn replaced(&self, key: &Key, response: &TxnResponse) -> Result<Versioned<V>> {
+        let revision = header_revision(response.header());
+        let logged = self.log.lock().event_at(revision, key);
+        if let Some(prev) = logged.and_then(|e| e.prev.clone()) {
+            return Ok(prev);
+        }
         let prev = response.op_responses().into_iter().find_map(|r| match r {
             TxnOpResponse::Put(p) => p.prev_key().cloned(),
             TxnOpResponse::Delete(d) => d.prev_kvs().first().cloned(),
@@ -519,14 +520,31 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
 
     /// Compacts etcd at `revision` and the log with it.
     fn compact_at(&self, revision: Revision) -> Result<()> {
-        let result = self.call(|mut c| async move { c.compact(revision as i64, None).await });
-        match result {
+        match self.call(|c| compact_etcd(c, revision)) {
             Ok(_) | Err(Failure::Compacted) => {}
             Err(f) => return Err(self.error(f, None)),
         }
-        self.log.lock().compact(revision);
+        self.log.compact(revision);
         Ok(())
     }
+}
+
+/// etcd's current revision: the header's of a count-only read of `key`.
+async fn revision_of(
+    mut client: Client,
+    key: Vec<u8>,
+) -> std::result::Result<Revision, etcd_client::Error> {
+    let options = GetOptions::new().with_count_only().with_limit(1);
+    let response = client.get(key, Some(options)).await?;
+    Ok(header_revision(response.header()))
+}
+
+/// Compacts etcd's history up to `revision`.
+async fn compact_etcd(
+    mut client: Client,
+    revision: Revision,
+) -> std::result::Result<(), etcd_client::Error> {
+    client.compact(revision as i64, None).await.map(|_| ())
 }
 
 /// The revision of a response's header.
@@ -576,19 +594,16 @@ struct Compactor<V> {
 }
 
 impl<V> Compactor<V> {
-    async fn run(mut self, interval: Duration) {
+    async fn run(self, interval: Duration) {
         let mut last: Option<Revision> = None;
         loop {
             tokio::time::sleep(interval).await;
-            let options = GetOptions::new().with_count_only().with_limit(1);
-            let Ok(now) = self.client.get("/", Some(options)).await else {
+            let Ok(now) = revision_of(self.client.clone(), b"/".to_vec()).await else {
                 continue;
             };
-            let now = header_revision(now.header());
             if let Some(revision) = last.filter(|r| *r > self.log.lock().oldest()) {
-                let done = self.client.compact(revision as i64, None).await;
-                match done {
-                    Ok(_) => self.log.lock().compact(revision),
+                match compact_etcd(self.client.clone(), revision).await {
+                    Ok(_) => self.log.compact(revision),
                     Err(e) => eprintln!("kubeplane storage: etcd compaction at {revision}: {e}"),
                 }
             }
@@ -635,8 +650,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for EtcdStorage<V> {
                 CompareOp::Equal,
                 0,
             )])
-            .and_then(vec![TxnOp::put(raw.clone(), self.encode(&value), None)])
-            .or_else(vec![TxnOp::get(raw, None)]);
+            .and_then(vec![TxnOp::put(raw, self.encode(&value), None)]);
         let response = self.transact(txn)?;
         if !response.succeeded() {
             return Err(StorageError::AlreadyExists { key: key.clone() });
@@ -671,7 +685,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for EtcdStorage<V> {
             return Err(self.precondition_error(key, expected, &response));
         }
         let revision = header_revision(response.header());
-        let prev = self.replaced(&response)?;
+        let prev = self.replaced(key, &response)?;
         Ok(Arc::new(Event {
             kind: EventKind::Modified,
             key: key.clone(),
@@ -701,7 +715,7 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for EtcdStorage<V> {
             key: key.clone(),
             revision: header_revision(response.header()),
             current: None,
-            prev: Some(self.replaced(&response)?),
+            prev: Some(self.replaced(key, &response)?),
         }))
     }
 

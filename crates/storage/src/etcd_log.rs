@@ -16,7 +16,9 @@
 //! are forgotten is `Gone`, as in memory.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use etcd_client::{Client, EventType, KeyValue, WatchOptions};
@@ -24,7 +26,8 @@ use etcd_client::{Client, EventType, KeyValue, WatchOptions};
 use crate::api::{Event, EventKind, Result, Revision, StorageError, Versioned, Watcher};
 use crate::etcd::Layout;
 use crate::journal::Codec;
-use crate::key::Prefix;
+use crate::key::{Key, Prefix};
+use crate::watch::Notifier;
 
 /// What the watch has delivered.
 pub(crate) struct LogState<V> {
@@ -35,7 +38,7 @@ pub(crate) struct LogState<V> {
     /// The latest revision the watch has delivered (every event up to it is in the log).
     pub(crate) seen: Revision,
     /// etcd's compaction point as far as this process knows it.
-    pub(crate) compacted: Revision,
+    compacted: Revision,
     window: usize,
 }
 
@@ -47,11 +50,21 @@ impl<V> LogState<V> {
     }
 
     /// Forgets the events up to `revision` (a compaction).
-    pub(crate) fn compact(&mut self, revision: Revision) {
+    fn compact(&mut self, revision: Revision) {
         self.compacted = self.compacted.max(revision);
         while self.events.front().is_some_and(|e| e.revision <= revision) {
             self.events.pop_front();
         }
+    }
+
+    /// The logged event of `key` at `revision`, if the log holds it.
+    pub(crate) fn event_at(&self, revision: Revision, key: &Key) -> Option<Arc<Event<V>>> {
+        let i = self.events.partition_point(|e| e.revision < revision);
+        self.events
+            .range(i..)
+            .take_while(|e| e.revision == revision)
+            .find(|e| e.key == *key)
+            .cloned()
     }
 
     fn push(&mut self, event: Event<V>) {
@@ -99,24 +112,34 @@ impl<V> LogState<V> {
     }
 }
 
-/// The log and the signal of its growth.
+/// The log, its latest revision seen published for lock-free checks, and the wake-up of the
+/// cursors that wait for it to grow (the [`Notifier`] of the in-memory storage).
 pub(crate) struct Log<V> {
     state: Mutex<LogState<V>>,
-    grew: Condvar,
+    /// Publishes `seen`, under the state's lock.
+    notifier: Notifier,
+    /// The state's `compacted`, stored under its lock: a compaction through
+    /// [`Log::compact`] may pass `seen` (the writes of other clients not delivered yet), and
+    /// then a cursor at `seen` is `Gone` although nothing new was seen.
+    compacted_to: AtomicU64,
 }
 
 impl<V> Log<V> {
     pub(crate) fn new(window: usize, seen: Revision) -> Log<V> {
+        // etcd's first revision: nothing older can be read.
+        let compacted = 1;
+        let notifier = Notifier::default();
+        notifier.publish(seen);
         Log {
             state: Mutex::new(LogState {
                 events: VecDeque::new(),
                 trimmed: 0,
                 seen,
-                // etcd's first revision: nothing older can be read.
-                compacted: 1,
+                compacted,
                 window: window.max(1),
             }),
-            grew: Condvar::new(),
+            notifier,
+            compacted_to: AtomicU64::new(compacted),
         }
     }
 
@@ -126,23 +149,17 @@ impl<V> Log<V> {
 
     /// Waits up to `timeout` until the log has seen `revision`; returns whether it has.
     pub(crate) fn wait_seen(&self, revision: Revision, timeout: Duration) -> bool {
-        let deadline = Instant::now().checked_add(timeout);
+        revision <= self.notifier.published()
+            || self
+                .notifier
+                .wait_past(revision - 1, Instant::now().checked_add(timeout))
+    }
+
+    /// Forgets the events up to `revision` (a compaction this process made).
+    pub(crate) fn compact(&self, revision: Revision) {
         let mut state = self.lock();
-        while state.seen < revision {
-            let left = match deadline {
-                None => Duration::from_secs(3600),
-                Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => left,
-                    _ => return false,
-                },
-            };
-            state = self
-                .grew
-                .wait_timeout(state, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        true
+        state.compact(revision);
+        self.compacted_to.store(state.compacted, SeqCst);
     }
 
     /// Records a compaction the watch was told of: the events up to `revision` are gone, and
@@ -150,9 +167,11 @@ impl<V> Log<V> {
     fn compacted(&self, revision: Revision) {
         let mut state = self.lock();
         state.compact(revision);
+        self.compacted_to.store(state.compacted, SeqCst);
         state.seen = state.seen.max(revision);
+        self.notifier.publish(state.seen);
         drop(state);
-        self.grew.notify_all();
+        self.notifier.wake();
     }
 }
 
@@ -276,8 +295,9 @@ impl<V: Send + Sync + 'static> Feeder<V> {
             }
             state.seen = revision;
         }
+        self.log.notifier.publish(state.seen);
         drop(state);
-        self.log.grew.notify_all();
+        self.log.notifier.wake();
     }
 }
 
@@ -310,25 +330,26 @@ impl<V: Send + Sync> Watcher<V> for EtcdWatcher<V> {
     }
 
     fn wait_next(&mut self, timeout: Duration) -> Result<Option<Arc<Event<V>>>> {
+        // A timeout too long to represent (`Duration::MAX`) waits forever.
         let deadline = Instant::now().checked_add(timeout);
         loop {
             if let Some(event) = self.try_next()? {
                 return Ok(Some(event));
             }
-            let left = match deadline {
-                None => Duration::from_secs(3600),
-                Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => left,
-                    _ => return Ok(None),
-                },
-            };
-            if !self.log.wait_seen(self.position + 1, left) {
+            if !self.log.notifier.wait_past(self.position, deadline) {
                 return Ok(None);
             }
         }
     }
 
     fn try_next_batch(&mut self, out: &mut Vec<Arc<Event<V>>>, max: usize) -> Result<usize> {
+        // Nothing seen past the position, and no compaction past it: nothing to answer, and
+        // nothing gone (the log forgets no event it has not seen but by a compaction).
+        if self.log.notifier.published() <= self.position
+            && self.log.compacted_to.load(SeqCst) <= self.position
+        {
+            return Ok(0);
+        }
         let state = self.log.lock();
         state.advance(&self.prefix, &mut self.position, out, max)
     }

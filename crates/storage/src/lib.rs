@@ -95,6 +95,7 @@ mod api;
 mod durable;
 mod etcd;
 mod etcd_log;
+#[cfg(any(test, feature = "testing"))]
 pub mod etcd_testing;
 mod journal;
 mod key;

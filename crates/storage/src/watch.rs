@@ -15,7 +15,8 @@ use crate::api::{Event, Result, Revision, Watcher};
 use crate::key::Prefix;
 use crate::memory::Shared;
 
-/// The latest revision, published for lock-free checks, and the wake-up of waiting cursors.
+/// The latest revision, published for lock-free checks, and the wake-up of waiting cursors
+/// (of the in-memory storage and of the etcd storage's log).
 #[derive(Default)]
 pub(crate) struct Notifier {
     published: AtomicU64,

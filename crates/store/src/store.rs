@@ -9,7 +9,6 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kubeplane_api::types::ResourceType;
 use kubeplane_api::{ApiError, Cache, Clock, EventType, Kind, Object, ObjectKey, WatchEvent};
 use kubeplane_core::SimTime;
 use rustc_hash::FxHashMap;
@@ -28,7 +27,17 @@ struct Bucket {
     slots: Vec<Option<Object>>,
     /// Slots emptied by removals, reused first.
     free: Vec<usize>,
-    len: usize,
+}
+
+/// The names map of namespace `$ns` in `$map` (a map namespace → names), made empty when
+/// absent; allocates the namespace's key only then.
+macro_rules! names_in {
+    ($map:expr, $ns:expr) => {
+        match $map.get_mut($ns) {
+            Some(m) => m,
+            None => $map.entry($ns.to_string()).or_default(),
+        }
+    };
 }
 
 impl Bucket {
@@ -49,6 +58,11 @@ impl Bucket {
         self.slot(ns, name).is_some()
     }
 
+    /// The number of objects: the slots less the emptied ones.
+    fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
     /// Inserts or replaces; returns whether the object is new.
     fn insert(&mut self, ns: &str, name: &str, obj: Object) -> bool {
         if let Some(i) = self.slot(ns, name) {
@@ -65,17 +79,8 @@ impl Bucket {
                 self.slots.len() - 1
             }
         };
-        let names = match self.index.get_mut(ns) {
-            Some(m) => m,
-            None => self.index.entry(ns.to_string()).or_default(),
-        };
-        names.insert(name.to_string(), i);
-        let names = match self.order.get_mut(ns) {
-            Some(m) => m,
-            None => self.order.entry(ns.to_string()).or_default(),
-        };
-        names.insert(name.to_string(), i);
-        self.len += 1;
+        names_in!(self.index, ns).insert(name.to_string(), i);
+        names_in!(self.order, ns).insert(name.to_string(), i);
         true
     }
 
@@ -92,7 +97,6 @@ impl Bucket {
             }
         }
         self.free.push(i);
-        self.len -= 1;
         self.slots[i].take()
     }
 
@@ -131,7 +135,7 @@ pub struct Store {
     buckets: Vec<Bucket>,
     /// The buckets of custom resource types, ordered by the type (group, version, kind), so
     /// listing order does not depend on when a type was first seen.
-    custom: BTreeMap<&'static ResourceType, Bucket>,
+    custom: BTreeMap<Kind, Bucket>,
     resource_version: u64,
     log: Vec<WatchEvent>,
     names: NameSource,
@@ -155,19 +159,25 @@ impl Store {
     /// The bucket of a kind: the simulated kinds first, in [`Kind::ALL`] order, then one per
     /// entry of the built-in table, then the custom resource types'.
     fn bucket(&self, kind: Kind) -> Option<&Bucket> {
-        match (kind.index(), kind) {
-            (Some(i), _) => Some(&self.buckets[i]),
-            (None, Kind::Other(t)) => self.custom.get(t),
-            (None, _) => None,
+        match kind.index() {
+            Some(i) => Some(&self.buckets[i]),
+            None => self.custom.get(&kind),
+        }
+    }
+
+    /// The bucket of a kind, when there is one (see [`Store::bucket`]).
+    fn bucket_mut(&mut self, kind: Kind) -> Option<&mut Bucket> {
+        match kind.index() {
+            Some(i) => Some(&mut self.buckets[i]),
+            None => self.custom.get_mut(&kind),
         }
     }
 
     /// The bucket of a kind, made empty the first time a custom resource type is stored.
-    fn bucket_mut(&mut self, kind: Kind) -> &mut Bucket {
-        match (kind.index(), kind) {
-            (Some(i), _) => &mut self.buckets[i],
-            (None, Kind::Other(t)) => self.custom.entry(t).or_default(),
-            (None, _) => unreachable!("every simulated kind has an index"),
+    fn bucket_or_new(&mut self, kind: Kind) -> &mut Bucket {
+        match kind.index() {
+            Some(i) => &mut self.buckets[i],
+            None => self.custom.entry(kind).or_default(),
         }
     }
 
@@ -246,7 +256,7 @@ impl Store {
     }
 
     pub fn count(&self, kind: Kind) -> usize {
-        self.bucket(kind).map_or(0, |b| b.len)
+        self.bucket(kind).map_or(0, Bucket::len)
     }
 
     pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
@@ -311,7 +321,7 @@ impl Store {
         fill(&mut obj, &mut self.names);
         let rv = self.next_rv();
         obj.meta_mut().resource_version = Some(rv.to_string());
-        self.bucket_mut(kind)
+        self.bucket_or_new(kind)
             .insert(&key.namespace, &key.name, obj.clone());
         self.push(EventType::Added, obj.clone(), None, rv);
         Ok(obj)
@@ -335,7 +345,10 @@ impl Store {
     ) -> Result<Object, ApiError> {
         let kind = obj.kind();
         let rv = self.resource_version + 1;
-        let Some(slot) = self.bucket_mut(kind).get_mut(obj.namespace(), obj.name()) else {
+        let Some(slot) = self
+            .bucket_mut(kind)
+            .and_then(|b| b.get_mut(obj.namespace(), obj.name()))
+        else {
             return Err(ApiError::NotFound { key: obj.key() });
         };
         let given_rv = obj.resource_version();
@@ -366,7 +379,10 @@ impl Store {
         f: impl FnOnce(&Object) -> Result<Object, ApiError>,
     ) -> Result<Object, ApiError> {
         let rv = self.resource_version + 1;
-        let Some(slot) = self.bucket_mut(kind).get_mut(namespace, name) else {
+        let Some(slot) = self
+            .bucket_mut(kind)
+            .and_then(|b| b.get_mut(namespace, name))
+        else {
             return Err(ApiError::NotFound {
                 key: ObjectKey::new(kind, namespace, name),
             });
@@ -382,7 +398,10 @@ impl Store {
     /// Removes an object; returns its last state, which the Deleted event shares (the event's
     /// own version is its `resource_version`). NotFound when absent.
     pub fn delete(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
-        let Some(old) = self.bucket_mut(key.kind).remove(&key.namespace, &key.name) else {
+        let Some(old) = self
+            .bucket_mut(key.kind)
+            .and_then(|b| b.remove(&key.namespace, &key.name))
+        else {
             return Err(ApiError::NotFound { key: key.clone() });
         };
         let rv = self.next_rv();

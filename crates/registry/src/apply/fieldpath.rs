@@ -100,14 +100,6 @@ pub fn path_string(path: &[PathElement]) -> String {
 /// A set of paths.
 pub type Set = BTreeSet<Path>;
 
-/// The path made of field names (`["spec", "replicas"]`).
-pub fn fields(names: &[&str]) -> Path {
-    names
-        .iter()
-        .map(|n| PathElement::Field((*n).to_string()))
-        .collect()
-}
-
 /// Whether `set` holds `path` or a path below it.
 pub fn has_prefix(set: &Set, path: &[PathElement]) -> bool {
     set.range(path.to_vec()..)

@@ -219,19 +219,18 @@ fn put(managers: &mut Vec<Entry>, e: Entry) {
 pub fn update(
     ty: Option<&'static TypeDef>,
     live: Option<&Value>,
-    new: &Value,
+    mut new: Value,
     writer: &Writer,
 ) -> Value {
-    let mut managers = managers_of_update(live, new, writer.subresource.is_some());
-    let mut out = new.clone();
+    let mut managers = managers_of_update(live, &new, writer.subresource.is_some());
     let existing = live.is_some_and(|l| l.pointer("/metadata/uid").is_some());
     if existing && managers.is_empty() {
-        managed::write(&mut out, &[]);
-        return out;
+        managed::write(&mut new, &[]);
+        return new;
     }
-    record_update(ty, live, &mut managers, new, writer);
-    managed::write(&mut out, &managers);
-    out
+    record_update(ty, live, &mut managers, &new, writer);
+    managed::write(&mut new, &managers);
+    new
 }
 
 fn record_update(
@@ -241,9 +240,9 @@ fn record_update(
     new: &Value,
     writer: &Writer,
 ) {
+    // managedFields need not be removed first: `scoped` drops every path under them.
     let empty = json!({});
-    let old = without_managed_fields(live.unwrap_or(&empty));
-    let cmp = typed::compare(&old, &without_managed_fields(new), root(ty));
+    let cmp = typed::compare(live.unwrap_or(&empty), new, root(ty));
     let sub = writer.subresource;
     let changed: Set = scoped(cmp.added.union(&cmp.modified).cloned().collect(), sub);
     let removed = scoped(cmp.removed, sub);

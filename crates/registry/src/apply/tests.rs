@@ -52,7 +52,7 @@ fn run(steps: &[Step]) -> Result<Value, String> {
             Update(m, patch) => {
                 let mut new = live.clone().unwrap_or_else(|| cfg(json!({})));
                 json_patch::merge(&mut new, patch);
-                update(ty, live.as_ref(), &new, &writer(m))
+                update(ty, live.as_ref(), new, &writer(m))
             }
         };
         live = Some(next);
@@ -483,7 +483,7 @@ fn the_status_subresource_owns_only_status() {
         subresource: Some("status"),
         time: "2026-01-01T00:00:05Z",
     };
-    let out = update(ty, Some(&live), &new, &writer);
+    let out = update(ty, Some(&live), new, &writer);
     assert_eq!(
         owners(&out, ".status.replicas"),
         ["kube-controller-manager"]
