@@ -7,6 +7,7 @@ pub mod cronjob;
 pub mod daemon;
 pub mod deployment;
 pub mod disruption;
+mod explain;
 pub mod garbage_collector;
 pub mod job;
 pub mod manager;

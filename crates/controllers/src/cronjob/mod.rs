@@ -197,16 +197,15 @@ impl SyncCx<'_> {
         if !self.client.explain() {
             return;
         }
-        let mut r = json!({
-            "time": self.now.as_secs_f64(),
-            "kind": "CronJobDecision",
-            "namespace": self.key.0,
-            "name": self.key.1,
-            "controller": CONTROLLER_NAME,
-            "decision": decision,
-            "reason": reason,
-            "message": message,
-        });
+        let mut r = crate::explain::record(
+            "CronJobDecision",
+            CONTROLLER_NAME,
+            self.now,
+            &self.key,
+            decision,
+            reason,
+            message,
+        );
         if let (Some(r), Value::Object(extra)) = (r.as_object_mut(), extra) {
             r.extend(extra);
         }

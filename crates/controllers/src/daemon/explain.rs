@@ -6,14 +6,11 @@
 //!
 //! The shape is the one of the other controllers' records: `time`, `kind`, the set's
 //! `namespace` and `name`, `controller`, `decision`, `reason`, a one-line `message`, and the
-//! facts behind it. A record is written when a decision first holds and again only when it
-//! changes ([`Explained`]), not at every sync.
-
-use std::collections::BTreeMap;
+//! facts behind it ([`crate::explain::record`]). A record is written when a decision first
+//! holds and again only when it changes ([`crate::explain::Explained`]), not at every sync.
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, PodSpec};
-use kubeplane_api::Client;
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
 use kubeplane_core::taints::{find_untolerated_taint, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE};
 use kubeplane_core::SimTime;
@@ -22,73 +19,11 @@ use serde_json::{json, Value};
 use super::util::add_or_update_daemon_pod_tolerations;
 use super::CONTROLLER_NAME;
 use crate::controller_utils::{labels, NsName};
+use crate::explain::record;
 use crate::node_util::format_taint;
 
 /// The record's kind.
 pub const KIND: &str = "DaemonSetDecision";
-
-/// The last message written per set and subject (a node, or the rollout), so that a decision
-/// that holds over many syncs is written once. Shared with the StatefulSet controller.
-#[derive(Debug, Default)]
-pub(crate) struct Explained {
-    last: BTreeMap<(NsName, String), String>,
-}
-
-impl Explained {
-    /// Writes `record` unless `subject` of `key` last had the same `message`.
-    pub(crate) fn emit(
-        &mut self,
-        client: &mut dyn Client,
-        key: &NsName,
-        subject: &str,
-        record: Value,
-    ) {
-        if !client.explain() {
-            return;
-        }
-        let message = record["message"].as_str().unwrap_or_default().to_string();
-        let k = (key.clone(), subject.to_string());
-        if self.last.get(&k) == Some(&message) {
-            return;
-        }
-        self.last.insert(k, message);
-        client.emit_record(record);
-    }
-
-    /// The decision about `subject` no longer holds: the next one is written again.
-    pub(crate) fn clear(&mut self, key: &NsName, subject: &str) {
-        if !self.last.is_empty() {
-            self.last.remove(&(key.clone(), subject.to_string()));
-        }
-    }
-
-    /// Forgets a deleted set.
-    pub(crate) fn forget(&mut self, key: &NsName) {
-        self.last.retain(|(k, _), _| k != key);
-    }
-}
-
-/// A record of `kind` about the set `key`, in the shape every controller's records share.
-pub(crate) fn record(
-    kind: &str,
-    controller: &str,
-    now: SimTime,
-    key: &NsName,
-    decision: &str,
-    reason: &str,
-    message: String,
-) -> Value {
-    json!({
-        "time": now.as_secs_f64(),
-        "kind": kind,
-        "namespace": key.0,
-        "name": key.1,
-        "controller": controller,
-        "decision": decision,
-        "reason": reason,
-        "message": message,
-    })
-}
 
 /// Why `node` does not run the set's pod (upstream `NodeShouldRunDaemonPod` returned false),
 /// as a `NodeSkipped` record; `keeps_pod` when a pod already there may stay (a NoSchedule

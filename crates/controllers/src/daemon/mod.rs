@@ -90,7 +90,7 @@ pub struct DaemonSetsController {
     failed_pods_backoff: Backoff,
     metrics: Metrics,
     /// The explanation records written so far, so that each is written once.
-    explained: explain::Explained,
+    explained: crate::explain::Explained,
 }
 
 impl DaemonSetsController {

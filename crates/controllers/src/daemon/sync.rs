@@ -12,7 +12,7 @@ use kubeplane_core::SimTime;
 
 use super::backoff::Backoff;
 use super::cache::{Cache, CachedDs};
-use super::explain::{self, Explained};
+use super::explain;
 use super::pod_control::{
     adopt_pod, create_pod, delete_pod, event, recheck_daemon_set, release_pod,
 };
@@ -25,6 +25,7 @@ use crate::controller_utils::{
     is_pod_available, is_pod_ready, labels, ns_name, pod_node, pod_phase, Expectations, NsName,
     WorkQueue, SLOW_START_INITIAL_BATCH_SIZE,
 };
+use crate::explain::Explained;
 
 /// A DaemonSet's claimed pods by the node they run on or are meant for (upstream
 /// `nodeToDaemonPods`), nodes in name order.

@@ -19,21 +19,21 @@ use super::indexed_job_utils::{index_failure_count, IndexFailure};
 use super::sync::JobCtx;
 use super::util::*;
 use super::CONTROLLER_NAME;
+use crate::controller_utils::ns_name;
 
 /// The record's kind.
 pub const KIND: &str = "JobDecision";
 
 fn record(ctx: &JobCtx, decision: &str, reason: &str, message: String) -> Value {
-    json!({
-        "time": ctx.now.as_secs_f64(),
-        "kind": KIND,
-        "namespace": ctx.key.0,
-        "name": ctx.key.1,
-        "controller": CONTROLLER_NAME,
-        "decision": decision,
-        "reason": reason,
-        "message": message,
-    })
+    crate::explain::record(
+        KIND,
+        CONTROLLER_NAME,
+        ctx.now,
+        &ctx.key,
+        decision,
+        reason,
+        message,
+    )
 }
 
 fn pod_name(pod: &Pod) -> String {
@@ -195,22 +195,22 @@ pub(crate) fn ttl_deleted(
 ) -> Value {
     let cond = finished_condition(job);
     let type_ = cond.map_or("", |c| c.type_.as_str());
-    let ns = job.metadata.namespace.as_deref().unwrap_or("default");
-    let name = job.metadata.name.as_deref().unwrap_or("");
     let expired = finished + kubeplane_core::time::SimDuration::from_secs(i64::from(ttl));
-    json!({
-        "time": now.as_secs_f64(),
-        "kind": KIND,
-        "namespace": ns,
-        "name": name,
-        "controller": controller,
-        "decision": "Delete",
-        "reason": "TTLAfterFinished",
-        "message": format!(
-            "the Job finished ({type_}) at {finished} and its ttlSecondsAfterFinished {ttl} \
-             ran out at {expired}: deleted with its pods (foreground propagation)"
-        ),
-        "finished": finished.as_secs_f64(),
-        "ttlSecondsAfterFinished": ttl,
-    })
+    let message = format!(
+        "the Job finished ({type_}) at {finished} and its ttlSecondsAfterFinished {ttl} ran out \
+         at {expired}: deleted with its pods (foreground propagation)"
+    );
+    let key = ns_name(&job.metadata);
+    let mut r = crate::explain::record(
+        KIND,
+        controller,
+        now,
+        &key,
+        "Delete",
+        "TTLAfterFinished",
+        message,
+    );
+    r["finished"] = json!(finished.as_secs_f64());
+    r["ttlSecondsAfterFinished"] = json!(ttl);
+    r
 }

@@ -22,7 +22,7 @@ use super::utils::{
     set_namespace, start_ordinal, storage_matches, update_strategy_type, REVISION_HASH_LABEL,
 };
 use crate::controller_utils::NsName;
-use crate::daemon::explain::Explained;
+use crate::explain::Explained;
 
 /// Pods created or deleted at once at most in Parallel mode (upstream `MaxBatchSize`).
 const MAX_BATCH_SIZE: usize = 500;

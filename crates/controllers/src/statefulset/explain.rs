@@ -7,7 +7,8 @@
 //!
 //! The shape is the DaemonSet controller's (and every controller's): `time`, `kind`, the set's
 //! `namespace` and `name`, `controller`, `decision`, `reason`, `message`, and the facts behind
-//! it; each is written once while it holds (`daemon::explain::Explained`).
+//! it ([`crate::explain::record`]); each is written once while it holds
+//! ([`crate::explain::Explained`]).
 
 use k8s_openapi::api::core::v1::Pod;
 use kubeplane_core::SimTime;
@@ -15,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::CONTROLLER_NAME;
 use crate::controller_utils::NsName;
-use crate::daemon::explain::record as shared_record;
+use crate::explain::record as shared_record;
 
 /// The record's kind.
 pub const KIND: &str = "StatefulSetDecision";

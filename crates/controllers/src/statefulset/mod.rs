@@ -105,7 +105,7 @@ pub struct StatefulSetController {
     claims: Claims,
     queue: WorkQueue,
     /// The explanation records written so far, so that each is written once.
-    explained: crate::daemon::explain::Explained,
+    explained: crate::explain::Explained,
 }
 
 impl Default for StatefulSetController {
