@@ -29,6 +29,10 @@ node lifecycle controller: heartbeats, condition taints, zone states\n  \
 ReplicaSet controller: slow start, scale-down ranking\n  \
 Deployment controller: rolling update and recreate\n  \
 disruption controller: PodDisruptionBudget status\n  \
+DaemonSet controller: a pod per eligible node, rolling update and OnDelete\n  \
+StatefulSet controller: ordinal pods, OrderedReady and Parallel, partitioned rolling update\n  \
+Job and CronJob controllers: completions, backoff, pod failure and success policies, schedules\n  \
+garbage collector, pod GC, namespace and TTL-after-finished controllers\n  \
 admission: DefaultTolerationSeconds\n  \
 simulated kubelets: Lease heartbeats, pod start-up and termination\n\n\
 The same scenario and seed always give the same output, byte for byte."
@@ -46,7 +50,8 @@ pub enum Command {
 The input is a YAML stream of Kubernetes manifests, an optional KubeSchedulerConfiguration and \
 one kubeplane.io/v1alpha1 Scenario (see docs/scenario-format.md).\n\n\
 Output: one record per line in order of virtual time: Kubernetes events, Expectation records, \
-and with --explain SchedulingAttempt, EvictionDecision and ScaleDownDecision records.\n\n\
+and with --explain SchedulingAttempt, EvictionDecision, ScaleDownDecision, DaemonSetDecision, \
+StatefulSetDecision, JobDecision and CronJobDecision records.\n\n\
 Exit status: 0 every expectation held; 1 at least one failed or a step could not be applied; \
 2 the input or the command line is invalid (nothing is simulated)."
     )]

@@ -93,6 +93,13 @@ fn help_names_every_component_it_runs() {
         "ReplicaSet controller",
         "Deployment controller",
         "disruption controller",
+        "DaemonSet controller",
+        "StatefulSet controller",
+        "Job and CronJob controllers",
+        "garbage collector",
+        "pod GC",
+        "namespace",
+        "TTL-after-finished",
         "kubelets",
     ] {
         assert!(

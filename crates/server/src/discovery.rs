@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use kubeplane_api::Kind;
 use kubeplane_core::version::KubeVersion;
 use kubeplane_registry::strategy::plain;
+use kubeplane_registry::strategy::scale::has_scale;
 use serde_json::{json, Value};
 
 use crate::request::{all_kinds, short_names, version_of};
@@ -58,7 +59,7 @@ pub(crate) fn subresources(
             out.push(("binding", "Binding", &["create"][..]));
             out.push(("eviction", "Eviction", &["create"][..]));
         }
-        Kind::Deployment | Kind::ReplicaSet => out.push(("scale", "Scale", STATUS)),
+        k if has_scale(k) => out.push(("scale", "Scale", STATUS)),
         _ => {}
     }
     out
@@ -228,7 +229,7 @@ mod tests {
     }
 
     #[test]
-    fn groups_list_their_versions_and_the_apps_group_serves_deployments_with_scale() {
+    fn groups_list_their_versions_and_the_apps_group_serves_the_scale_subresources() {
         let d = doc("/apis");
         let apps = d["groups"]
             .as_array()
@@ -239,9 +240,14 @@ mod tests {
         assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
         let d = doc("/apis/apps/v1");
         let res = d["resources"].as_array().unwrap();
-        assert!(res
-            .iter()
-            .any(|r| r["name"] == "deployments/scale" && r["kind"] == "Scale"));
+        for scalable in ["deployments", "replicasets", "statefulsets"] {
+            assert!(
+                res.iter()
+                    .any(|r| r["name"] == format!("{scalable}/scale") && r["kind"] == "Scale"),
+                "{scalable}/scale"
+            );
+        }
+        assert!(!res.iter().any(|r| r["name"] == "daemonsets/scale"));
         assert!(res
             .iter()
             .any(|r| r["name"] == "daemonsets" && r["shortNames"] == json!(["ds"])));
