@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use kubeplane_core::version::{KubeVersion, VersionError};
 
 /// `--version`: the crate's version, the Kubernetes release it follows by default
 /// (`kubeplane_core::version::DEFAULT`; a test keeps the two equal) and the releases
@@ -161,8 +162,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub scheduler_config: Option<PathBuf>,
     /// The Kubernetes release to follow (as for simulate).
-    #[arg(long, value_name = "VERSION")]
-    pub kubernetes_version: Option<String>,
+    #[arg(long, value_name = "VERSION", value_parser = parse_kubernetes_version)]
+    pub kubernetes_version: Option<KubeVersion>,
 }
 
 #[derive(Args, Debug)]
@@ -229,8 +230,8 @@ pub struct SimulateArgs {
     /// The Kubernetes release to follow: 1.34 to 1.37 (a minor alone means its newest patch
     /// release) or a patch release like 1.34.0 or v1.35.2; overrides spec.kubernetesVersion
     /// [default: 1.34.1].
-    #[arg(long, value_name = "VERSION")]
-    pub kubernetes_version: Option<String>,
+    #[arg(long, value_name = "VERSION", value_parser = parse_kubernetes_version)]
+    pub kubernetes_version: Option<KubeVersion>,
     /// Write every object at the end of the run to PATH (YAML; JSON if PATH ends in .json).
     #[arg(long, value_name = "PATH")]
     pub final_state: Option<PathBuf>,
@@ -451,8 +452,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// The Kubernetes release to follow (as `simulate --kubernetes-version`).
-    #[arg(long, value_name = "VERSION")]
-    pub kubernetes_version: Option<String>,
+    #[arg(long, value_name = "VERSION", value_parser = parse_kubernetes_version)]
+    pub kubernetes_version: Option<KubeVersion>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
     pub output: CompareFormat,
@@ -484,6 +485,12 @@ pub struct BenchArgs {
     pub metrics: bool,
     /// The Kubernetes release the simulated components follow (as `simulate
     /// --kubernetes-version`) [default: 1.34.1].
-    #[arg(long, value_name = "VERSION")]
-    pub kubernetes_version: Option<String>,
+    #[arg(long, value_name = "VERSION", value_parser = parse_kubernetes_version)]
+    pub kubernetes_version: Option<KubeVersion>,
+}
+
+/// `--kubernetes-version`: a supported release (clap reports an error as a usage error, exit 2,
+/// naming the flag and the supported range).
+fn parse_kubernetes_version(text: &str) -> Result<KubeVersion, VersionError> {
+    text.parse()
 }

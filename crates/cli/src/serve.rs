@@ -32,15 +32,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return input_error(e),
     };
-    let version = match args
-        .kubernetes_version
-        .as_deref()
-        .map(str::parse)
-        .transpose()
-    {
-        Ok(v) => v,
-        Err(e) => return input_error(format!("--kubernetes-version: {e}")),
-    };
+    let version = args.kubernetes_version;
     // Without FILEs the cluster starts empty (but for the system namespaces).
     let mut input = if files.is_empty() {
         let scenario = kubeplane_sim::scenario::Scenario::for_version(version);

@@ -196,15 +196,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         Ok(files) => files,
         Err(e) => return input_error(e),
     };
-    let version = match args
-        .kubernetes_version
-        .as_deref()
-        .map(str::parse)
-        .transpose()
-    {
-        Ok(v) => v,
-        Err(e) => return input_error(format!("--kubernetes-version: {e}")),
-    };
+    let version = args.kubernetes_version;
     let mut input = match parse_files_for(&files, version) {
         Ok(i) => i,
         Err(e) => return input_error(e),

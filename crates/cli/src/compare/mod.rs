@@ -21,13 +21,7 @@ const DEFAULT: &str = "default";
 /// Reads and parses the FILEs once, as `simulate` does.
 fn load_input(args: &CompareArgs) -> Result<Input, String> {
     let files = crate::inputs::read_inputs(&args.files, args.recursive)?;
-    let version = args
-        .kubernetes_version
-        .as_deref()
-        .map(str::parse)
-        .transpose()
-        .map_err(|e| format!("--kubernetes-version: {e}"))?;
-    parse_files_for(&files, version).map_err(|e| e.to_string())
+    parse_files_for(&files, args.kubernetes_version).map_err(|e| e.to_string())
 }
 
 /// The input with this configuration: `default` drops the input's own configurations, a file's
