@@ -76,7 +76,8 @@ fn build_scheduler(
     let source = config.map(|(s, _)| s.as_str()).unwrap_or("configuration");
     let le = LeaderElection::from_config(cfg.as_ref().and_then(|c| c.leader_election.as_ref()))
         .map_err(|e| format!("{source}: {e}"))?;
-    let setup = kubeplane_scheduler::config::resolve(cfg.as_ref(), &FeatureGates::default())
+    let features = FeatureGates::default();
+    let setup = kubeplane_scheduler::config::resolve(cfg.as_ref(), &features)
         .map_err(|e| format!("{source}: {e}"))?;
     let profiles = setup
         .frameworks
@@ -91,6 +92,7 @@ fn build_scheduler(
         0,
     );
     scheduler.set_async_api_calls(Some(ApiCallDrain::ByRuntime));
+    scheduler.follow_version(features.version());
     Ok((scheduler, profiles, le))
 }
 
@@ -216,5 +218,23 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_live_scheduler_follows_the_default_releases_nomination_rule() {
+        let (scheduler, profiles, _) = build_scheduler(None).unwrap();
+        assert_eq!(profiles, vec!["default-scheduler".to_string()]);
+        // v1.34 keeps a nomination when a cycle fails (#133276); the simulator's scheduler
+        // and this one are built for the same release.
+        let default = FeatureGates::default().version();
+        assert!(
+            default.has(kubeplane_core::version::changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE)
+        );
+        assert!(scheduler.keeps_nomination_on_failure());
     }
 }

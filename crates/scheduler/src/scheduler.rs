@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{Client, Component, EventType, Object, WatchEvent};
+use kubeplane_core::version::KubeVersion;
 use kubeplane_core::SimTime;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -123,11 +124,19 @@ impl Scheduler {
         }
     }
 
-    /// Whether failed scheduling and binding cycles keep the pod's `nominatedNodeName`
-    /// (`changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE`) rather than clear it (off by
-    /// default: the scheduler clears it, as v1.33 and v1.35 and later do).
-    pub fn set_keeps_nomination_on_failure(&mut self, keep: bool) {
-        self.keeps_nomination_on_failure = keep;
+    /// Follows `version`'s behaviour where it differs between releases: whether failed
+    /// scheduling and binding cycles keep the pod's `nominatedNodeName`
+    /// (`changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE`) rather than clear it. Without it the
+    /// scheduler clears the nomination, as v1.33 and v1.35 and later do. Every runtime (the
+    /// simulator, `serve`, the live scheduler) calls it with the release it follows.
+    pub fn follow_version(&mut self, version: KubeVersion) {
+        self.keeps_nomination_on_failure =
+            version.has(kubeplane_core::version::changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE);
+    }
+
+    /// Whether a failed cycle keeps the pod's nomination (see [`Scheduler::follow_version`]).
+    pub fn keeps_nomination_on_failure(&self) -> bool {
+        self.keeps_nomination_on_failure
     }
 
     /// What a failed cycle does to the pod's nomination where upstream passes

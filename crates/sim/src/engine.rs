@@ -182,11 +182,7 @@ pub fn build_scheduler(
     if features.enabled("SchedulerAsyncAPICalls") {
         scheduler.set_async_api_calls(Some(ApiCallDrain::AtOnce));
     }
-    scheduler.set_keeps_nomination_on_failure(
-        features
-            .version()
-            .has(kubeplane_core::version::changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE),
-    );
+    scheduler.follow_version(features.version());
     Ok(scheduler)
 }
 
