@@ -22,3 +22,54 @@ pub trait Component {
         Vec::new()
     }
 }
+
+/// Appends `samples` (as [`Component::metrics`] gives them, several components' one after the
+/// other) to `out` in Prometheus' text format: each family once, introduced by its `# TYPE`
+/// line (a counter when its name ends in `_total`, a gauge otherwise), with all its samples
+/// (`workqueue_adds_total` of every controller), families in order of first appearance.
+pub fn write_prometheus(out: &mut String, samples: &[(String, u64)]) {
+    use std::fmt::Write;
+    let family = |sample: &str| sample.split('{').next().unwrap_or_default().to_string();
+    let mut families: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, (sample, _)) in samples.iter().enumerate() {
+        let f = family(sample);
+        match families.iter_mut().find(|(name, _)| *name == f) {
+            Some((_, members)) => members.push(i),
+            None => families.push((f, vec![i])),
+        }
+    }
+    for (f, members) in &families {
+        let kind = if f.ends_with("_total") {
+            "counter"
+        } else {
+            "gauge"
+        };
+        let _ = writeln!(out, "# TYPE {f} {kind}");
+        for &i in members {
+            let (sample, value) = &samples[i];
+            let _ = writeln!(out, "{sample} {value}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_family_is_typed_once_with_all_its_samples_counters_by_their_total_suffix() {
+        let samples = [
+            ("a_total{x=\"1\"}".to_string(), 1),
+            ("a_total{x=\"2\"}".to_string(), 2),
+            ("b{q=\"default-scheduler\"}".to_string(), 3),
+            ("a_total{x=\"3\"}".to_string(), 4),
+        ];
+        let mut out = String::new();
+        write_prometheus(&mut out, &samples);
+        assert_eq!(
+            out,
+            "# TYPE a_total counter\na_total{x=\"1\"} 1\na_total{x=\"2\"} 2\na_total{x=\"3\"} 4\n\
+             # TYPE b gauge\nb{q=\"default-scheduler\"} 3\n"
+        );
+    }
+}

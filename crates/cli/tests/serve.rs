@@ -128,6 +128,41 @@ async fn kube_rs_lists_creates_watches_patches_and_gets_status_errors() {
         Err(kube::Error::Api(s)) => assert_eq!((s.code, s.reason.as_str()), (409, "Conflict")),
         other => panic!("expected a 409 Conflict, got {other:?}"),
     }
+    metrics_are_typed_once_per_family(&client).await;
+}
+
+/// `/metrics` as Prometheus reads it: the components' families each typed once, the
+/// scheduler's attempts a counter (published once a second: wait for them).
+async fn metrics_are_typed_once_per_family(client: &kube::Client) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let req = http::Request::get("/metrics").body(Vec::new()).unwrap();
+        let text = client.request_text(req).await.unwrap();
+        if text.contains("scheduler_schedule_attempts_total") {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "scheduler metrics in time:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE ")).collect();
+    let twice: Vec<&&str> = types
+        .iter()
+        .enumerate()
+        .filter(|(i, t)| types[..*i].contains(t))
+        .map(|(_, t)| t)
+        .collect();
+    assert!(twice.is_empty(), "typed twice: {twice:?}\n{text}");
+    assert!(
+        types.contains(&"# TYPE scheduler_schedule_attempts_total counter"),
+        "{text}"
+    );
+    assert!(
+        types.contains(&"# TYPE scheduler_pending_pods gauge"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

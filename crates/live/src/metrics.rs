@@ -2,15 +2,8 @@
 //! own counters (`scheduler_schedule_attempts_total` by result, ...), the pending pods by queue
 //! (`scheduler_pending_pods`), and client-go's `leader_election_master_status`.
 
-use std::fmt::Write;
-
 use kubeplane_api::Component;
 use kubeplane_scheduler::Scheduler;
-
-/// The family of a sample (`name` of `name{labels}`).
-fn family(sample: &str) -> &str {
-    sample.split('{').next().unwrap_or(sample)
-}
 
 /// Renders every sample, each family once introduced with its type.
 pub fn render(scheduler: &Scheduler, leading: bool) -> String {
@@ -21,20 +14,7 @@ pub fn render(scheduler: &Scheduler, leading: bool) -> String {
         u64::from(leading),
     ));
     let mut out = String::new();
-    let mut last = "";
-    for (sample, value) in &samples {
-        let f = family(sample);
-        if f != last {
-            let kind = if f.ends_with("_total") {
-                "counter"
-            } else {
-                "gauge"
-            };
-            let _ = writeln!(out, "# TYPE {f} {kind}");
-            last = f;
-        }
-        let _ = writeln!(out, "{sample} {value}");
-    }
+    kubeplane_api::component::write_prometheus(&mut out, &samples);
     out
 }
 

@@ -115,26 +115,9 @@ impl State {
             self.current_revision()
         ));
         if let Ok(m) = self.component_metrics.lock() {
-            for (name, value) in m.iter() {
-                let metric: String = name
-                    .chars()
-                    .map(|c| {
-                        if c.is_ascii_alphanumeric()
-                            || c == '_'
-                            || c == '{'
-                            || c == '}'
-                            || c == '='
-                            || c == '"'
-                            || c == ','
-                        {
-                            c
-                        } else {
-                            '_'
-                        }
-                    })
-                    .collect();
-                out.push_str(&format!("{metric} {value}\n"));
-            }
+            // The components' samples as they give them: upstream's names, label values
+            // unchanged (`profile="default-scheduler"`), each family typed once.
+            kubeplane_api::component::write_prometheus(&mut out, &m);
         }
         out
     }
