@@ -317,7 +317,7 @@ pub struct SimulateArgs {
         help_heading = "What-ifs (each a step, in order)"
     )]
     pub node_up: Vec<String>,
-    /// Set the replicas of a Deployment or ReplicaSet (deployment/web=20).
+    /// Set the replicas of a Deployment, ReplicaSet or StatefulSet (deployment/web=20, sts/db=3).
     #[arg(
         long,
         value_name = "KIND/NAME=N",
