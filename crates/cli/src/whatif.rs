@@ -260,10 +260,9 @@ fn scale(value: &str, namespace: &str) -> Result<StepAction, String> {
         .rsplit_once('=')
         .ok_or_else(|| "expected KIND/NAME=REPLICAS".to_string())?;
     let key = reference(target, namespace)?;
-    let statefulset = Kind::parse("StatefulSet");
-    if !matches!(key.kind, Kind::Deployment | Kind::ReplicaSet)
-        && Some(&key.kind) != statefulset.as_ref()
-    {
+    let scalable = matches!(key.kind, Kind::Deployment | Kind::ReplicaSet)
+        || Some(key.kind) == Kind::parse("StatefulSet");
+    if !scalable {
         return Err(format!(
             "cannot scale a {} (only a deployment, replicaset or statefulset)",
             key.kind
@@ -314,11 +313,7 @@ mod tests {
         ] {
             match scale(name, "shop").unwrap() {
                 StepAction::Scale { key, replicas } => {
-                    assert_eq!(
-                        key,
-                        ObjectKey::new(statefulset.clone(), "shop", "web"),
-                        "{name}"
-                    );
+                    assert_eq!(key, ObjectKey::new(statefulset, "shop", "web"), "{name}");
                     assert_eq!(replicas, 5, "{name}");
                 }
                 other => panic!("{name}: {other:?}"),
