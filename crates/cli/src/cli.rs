@@ -57,13 +57,17 @@ Exit status: 0 every expectation held; 1 at least one failed or a step could not
 2 the input or the command line is invalid (nothing is simulated)."
     )]
     Simulate(SimulateArgs),
-    /// Tell the story of one pod: its scheduling attempts, preemption, evictions and scale-downs.
+    /// Tell the story of one pod: its scheduling attempts, preemption, evictions, scale-downs and
+    /// what its Job, CronJob, DaemonSet or StatefulSet decided about it.
     #[command(
         long_about = "Run the input as `simulate --explain` does and tell the story of one \
 pod in plain text: each scheduling attempt with upstream's \"0/N nodes are available\" summary, \
 the failing filter of every node or the scores of the best ones, preemption (as preemptor and as \
 victim), each eviction decision with its deadline and the tolerations that set it, the \
-scale-down ranking that chose it, every event about it, and where it is at the end.\n\n\
+scale-down ranking that chose it, the Job, CronJob, DaemonSet and StatefulSet controllers' \
+decisions about it or its owner (a Job's backoff, failure and TTL deletion, a CronJob's deletion \
+of its Job, an OrderedReady wait, a rollout that keeps it, a node its DaemonSet skips), every \
+event about it, and where it is at the end.\n\n\
 POD is NAME, NAMESPACE/NAME or pod/NAME (in --namespace), or a prefix of one pod's name.\n\n\
 Example: kubeplane why web-1 examples/scheduling.yaml"
     )]
@@ -323,7 +327,7 @@ pub struct SimulateArgs {
         help_heading = "What-ifs (each a step, in order)"
     )]
     pub node_up: Vec<String>,
-    /// Set the replicas of a Deployment or ReplicaSet (deployment/web=20).
+    /// Set the replicas of a Deployment, ReplicaSet or StatefulSet (deployment/web=20, sts/db=3).
     #[arg(
         long,
         value_name = "KIND/NAME=N",

@@ -253,15 +253,18 @@ fn reference(value: &str, namespace: &str) -> Result<ObjectKey, String> {
     Ok(ObjectKey::new(kind, namespace, name))
 }
 
-/// `KIND/NAME=N` for a Deployment or ReplicaSet.
+/// `KIND/NAME=N` for a Deployment, ReplicaSet or StatefulSet (the kinds a scenario's `scale`
+/// step takes: the StatefulSet through its scale subresource).
 fn scale(value: &str, namespace: &str) -> Result<StepAction, String> {
     let (target, n) = value
         .rsplit_once('=')
         .ok_or_else(|| "expected KIND/NAME=REPLICAS".to_string())?;
     let key = reference(target, namespace)?;
-    if !matches!(key.kind, Kind::Deployment | Kind::ReplicaSet) {
+    let scalable = matches!(key.kind, Kind::Deployment | Kind::ReplicaSet)
+        || Some(key.kind) == Kind::parse("StatefulSet");
+    if !scalable {
         return Err(format!(
-            "cannot scale a {} (deployment or replicaset)",
+            "cannot scale a {} (only a deployment, replicaset or statefulset)",
             key.kind
         ));
     }
@@ -297,6 +300,37 @@ mod tests {
     fn input() -> Input {
         let yaml = "apiVersion: v1\nkind: Node\nmetadata: {name: n3}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n4}\n";
         kubeplane_sim::scenario::parse_files_for(&[("c.yaml".into(), yaml.into())], None).unwrap()
+    }
+
+    #[test]
+    fn scale_takes_a_statefulset_by_any_of_kubectls_names() {
+        let statefulset = Kind::parse("StatefulSet").unwrap();
+        for name in [
+            "statefulset/web=5",
+            "sts/web=5",
+            "statefulsets/web=5",
+            "StatefulSet/web=5",
+        ] {
+            match scale(name, "shop").unwrap() {
+                StepAction::Scale { key, replicas } => {
+                    assert_eq!(key, ObjectKey::new(statefulset, "shop", "web"), "{name}");
+                    assert_eq!(replicas, 5, "{name}");
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        for (value, kind) in [
+            ("daemonset/agent=2", "DaemonSet"),
+            ("job/pi=2", "Job"),
+            ("pod/x=1", "Pod"),
+        ] {
+            let err = scale(value, "default").unwrap_err();
+            assert_eq!(
+                err,
+                format!("cannot scale a {kind} (only a deployment, replicaset or statefulset)"),
+                "{value}"
+            );
+        }
     }
 
     #[test]

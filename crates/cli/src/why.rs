@@ -3,7 +3,8 @@
 //! "0/N nodes are available" summary and a per-node table (the failing filter of each node, or
 //! the scores of the best few), preemption as preemptor and as victim, the eviction decisions
 //! with their deadlines and the tolerations that set them, the scale-down rankings that chose
-//! it, every event about it, and where it is at the end of the run.
+//! it, the workload controllers' records about it or its owner ([`workloads`]), every event
+//! about it, and where it is at the end of the run.
 
 use std::fmt::Write;
 
@@ -11,6 +12,8 @@ use serde_json::Value;
 
 use crate::output::age::format_age_secs;
 use crate::output::str_of as s;
+
+mod workloads;
 
 /// How many of the best-scoring nodes a scheduled attempt shows.
 const BEST_NODES: usize = 3;
@@ -22,6 +25,8 @@ pub enum EndState {
         node: Option<String>,
         phase: String,
         terminating: bool,
+        /// Its controller reference: the owner's kind and name.
+        owner: Option<(String, String)>,
     },
     /// Not stored any more.
     Gone,
@@ -37,6 +42,9 @@ impl EndState {
                     .and_then(|s| s.phase.clone())
                     .unwrap_or_default(),
                 terminating: p.metadata.deletion_timestamp.is_some(),
+                owner: (p.metadata.owner_references.iter().flatten())
+                    .find(|o| o.controller == Some(true))
+                    .map(|o| (o.kind.clone(), o.name.clone())),
             },
             None => EndState::Gone,
         }
@@ -127,6 +135,12 @@ pub fn story(namespace: &str, name: &str, records: &[Value], end: &EndState) -> 
         "Pod {full}: {}\n\n",
         headline(records, namespace, name, end)
     );
+    let lineage = match end {
+        EndState::Present { node, owner, .. } => {
+            workloads::Lineage::of(namespace, name, records, owner.clone(), node.as_deref())
+        }
+        EndState::Gone => workloads::Lineage::of(namespace, name, records, None, None),
+    };
     for r in records {
         let about_pod = is_about_a_pod(r) && s(r, "namespace") == namespace && s(r, "name") == name;
         let text = match s(r, "kind") {
@@ -135,7 +149,7 @@ pub fn story(namespace: &str, name: &str, records: &[Value], end: &EndState) -> 
             "EvictionDecision" if about_pod => eviction(r),
             "ScaleDownDecision" => scale_down(r, &full, records).unwrap_or_default(),
             "Pod" if about_pod => event(r),
-            _ => String::new(),
+            _ => workloads::line(r, &lineage).unwrap_or_default(),
         };
         if !text.is_empty() {
             let _ = write!(out, "{:>8}  {text}", time(r));
@@ -158,6 +172,7 @@ fn headline(records: &[Value], namespace: &str, name: &str, end: &EndState) -> S
             node: Some(node),
             phase,
             terminating,
+            ..
         } => format!(
             "{} on {node}{} at the end of the run",
             if phase.is_empty() { "bound" } else { phase },

@@ -483,6 +483,41 @@ fn one_line_what_ifs_become_steps_and_the_summary_says_what_changed() {
 }
 
 #[test]
+fn scale_what_if_takes_a_statefulset_and_refuses_a_kind_that_cannot_scale() {
+    let file = example("statefulset.yaml");
+    // The example scales web down to 2 and ends at 90s; run on to 2m, and `--scale sts/web=4`
+    // at 100s brings it back to 4, OrderedReady: web-2, then web-3.
+    for kind in ["statefulset", "sts", "statefulsets"] {
+        let target = format!("{kind}/web=4");
+        let out = kubeplane(&[
+            "simulate", "--output", "jsonl", &file, "--until", "2m", "--at", "100s", "--scale",
+            &target,
+        ]);
+        assert!(out.status.success(), "{kind}: {}", stderr(&out));
+        let text = stdout(&out);
+        for pod in ["web-2", "web-3"] {
+            let created = format!("create Pod {pod} in StatefulSet web successful");
+            let after = text
+                .lines()
+                .filter(|l| l.contains(&created))
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .any(|r| r["time"].as_f64().unwrap_or(0.0) >= 100.0);
+            assert!(after, "{kind}: no {created:?} after 100s in:\n{text}");
+        }
+    }
+    let out = kubeplane(&["simulate", &file, "--scale", "daemonset/web=2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(
+            "--scale daemonset/web=2: cannot scale a DaemonSet (only a deployment, replicaset or \
+             statefulset)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn drain_evicts_a_nodes_pods_as_kubectl_drain_and_says_how_it_went() {
     let file = example("drain.yaml");
     let run = |extra: &[&str]| {
