@@ -201,7 +201,15 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => return input_error(e),
     };
-    if let Err(e) = crate::whatif::add_steps(&mut input, &args.what_ifs, &args.drain_flags()) {
+    let until = match &args.until {
+        Some(u) => match kubeplane_core::duration::parse_duration(u) {
+            Ok(d) => Some(d),
+            Err(e) => return input_error(format!("--until: {e}")),
+        },
+        None => None,
+    };
+    let drain = args.drain_flags();
+    if let Err(e) = crate::whatif::add_steps(&mut input, &args.what_ifs, &drain, until) {
         return input_error(e);
     }
     if let Err(e) = note_stored_only(&input, args.strict, args.quiet) {
@@ -216,13 +224,6 @@ pub fn run(args: SimulateArgs) -> ExitCode {
             Err(e) => return input_error(e),
         }
     }
-    let until = match &args.until {
-        Some(u) => match kubeplane_core::duration::parse_duration(u) {
-            Ok(d) => Some(d),
-            Err(e) => return input_error(format!("--until: {e}")),
-        },
-        None => None,
-    };
     let opts = RunOptions {
         explain: args.explain || args.why.is_some() || args.report.is_some(),
         until,

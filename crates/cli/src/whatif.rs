@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::Taint;
 use kubeplane_api::{Kind, ObjectKey};
 use kubeplane_core::duration::parse_duration;
+use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 use kubeplane_sim::drain::DrainOptions;
 use kubeplane_sim::scenario::{Input, Step, StepAction};
@@ -103,8 +104,14 @@ fn flag_name(id: &str) -> &'static str {
 }
 
 /// Adds the flags' steps to the input, after the Scenario's own steps of the same instant.
-/// Errors name the flag and value.
-pub fn add_steps(input: &mut Input, flags: &[Flag], drain: &DrainFlags) -> Result<(), String> {
+/// Errors name the flag and value; a step after the end of the run (`until`, else the
+/// Scenario's `spec.duration`) is one, as a Scenario's own step there is.
+pub fn add_steps(
+    input: &mut Input,
+    flags: &[Flag],
+    drain: &DrainFlags,
+    until: Option<SimDuration>,
+) -> Result<(), String> {
     if let Some(flag) = drain.first_given() {
         if !flags.iter().any(|f| f.id == "drain") {
             return Err(format!(
@@ -138,6 +145,19 @@ pub fn add_steps(input: &mut Input, flags: &[Flag], drain: &DrainFlags) -> Resul
         if let Some(node) = action_node(&action) {
             if !nodes.contains(node) {
                 return Err(err(format!("no node {node} in the input")));
+            }
+        }
+        if let Some(end) = until.or(input.scenario.duration) {
+            if at > SimTime::ZERO + end {
+                let end = kubeplane_core::duration::format_duration(end);
+                let (source, hint) = match until {
+                    Some(_) => ("--until", "a later --until"),
+                    None => ("the Scenario's spec.duration", "--until"),
+                };
+                return Err(err(format!(
+                    "at {at}, after the end of the run ({source} {end}): the step would never \
+                     run; give {hint}"
+                )));
             }
         }
         input.scenario.steps.push(Step { at, index, action });
@@ -348,6 +368,7 @@ mod tests {
                 ("delete", "pod/web-0"),
             ]),
             &DrainFlags::default(),
+            None,
         )
         .unwrap();
         let got: Vec<(f64, String)> = i
@@ -403,10 +424,32 @@ mod tests {
                 &mut input(),
                 &flags(&[(flag, value)]),
                 &DrainFlags::default(),
+                None,
             )
             .unwrap_err();
             assert!(err.contains(says), "{flag} {value}: {err}");
         }
+    }
+
+    #[test]
+    fn a_step_after_the_end_of_the_run_is_an_error_unless_until_reaches_it() {
+        let after = flags(&[("at", "100s"), ("cordon", "n3")]);
+        let mut i = input();
+        i.scenario.duration = Some(SimDuration::from_secs(90));
+        let err = add_steps(&mut i, &after, &DrainFlags::default(), None).unwrap_err();
+        assert!(
+            err.starts_with("--cordon n3: at 100s, after the end of the run (the Scenario's spec.duration 1m30s)"),
+            "{err}"
+        );
+        let short = Some(SimDuration::from_secs(60));
+        let err = add_steps(&mut input(), &after, &DrainFlags::default(), short).unwrap_err();
+        assert!(
+            err.contains("(--until 1m0s)") && err.ends_with("give a later --until"),
+            "{err}"
+        );
+        let long = Some(SimDuration::from_secs(120));
+        add_steps(&mut i, &after, &DrainFlags::default(), long).unwrap();
+        assert_eq!(i.scenario.steps.len(), 1);
     }
 
     #[test]
@@ -416,6 +459,7 @@ mod tests {
             &mut i,
             &flags(&[("at", "1m"), ("drain", "n3")]),
             &DrainFlags::default(),
+            None,
         )
         .unwrap();
         let step = &i.scenario.steps[0];
@@ -438,7 +482,7 @@ mod tests {
             ..DrainFlags::default()
         };
         let mut i = input();
-        add_steps(&mut i, &flags(&[("drain", "n4")]), &given).unwrap();
+        add_steps(&mut i, &flags(&[("drain", "n4")]), &given, None).unwrap();
         let StepAction::Drain(opts) = &i.scenario.steps[0].action else {
             panic!("a drain step")
         };
@@ -461,6 +505,7 @@ mod tests {
                 ("untaint", "n4:example.com/gpu:NoSchedule"),
             ]),
             &DrainFlags::default(),
+            None,
         )
         .unwrap();
         let shown: Vec<String> = i
