@@ -229,13 +229,7 @@ fn tracked(
     live: Option<&Object>,
     mut obj: Object,
 ) -> Result<Object> {
-    let out = track(
-        c,
-        req,
-        q,
-        live.map(Object::to_json).as_ref(),
-        obj.to_json(),
-    );
+    let out = track(c, req, q, live.map(Object::to_json).as_ref(), obj.to_json());
     let entries = match out.pointer("/metadata/managedFields") {
         None => None,
         Some(v) => Some(
