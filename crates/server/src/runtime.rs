@@ -4,9 +4,10 @@
 //! The thread follows the storage's event log with its own cursor (its informers), hands each
 //! change to every component as the simulator does (a relist, at start or after the cursor
 //! fell behind the storage's window, replaces the informer's cache: see [`crate::reflector`];
-//! a failed list or watch is retried with upstream's reflector backoff until the server stops), runs the components whose work is due at
-//! the clock's current instant until none is, stores the events they recorded as `v1` Events,
-//! and sleeps until the next component's wake-up or the next change, whichever comes first.
+//! a failed list or watch is retried with upstream's reflector backoff until the server
+//! stops), runs the components whose work is due at the clock's current instant until none
+//! is, stores the events they recorded as `v1` Events, and sleeps until the next component's
+//! wake-up or the next change, whichever comes first.
 //! The Node annotation `kubeplane.io/agent` (`down`, `none`) stops a node's agent. A
 //! Scenario's steps in the FILEs run on the server's clock, through the simulator's step verbs.
 
