@@ -109,7 +109,7 @@ const CLOCK_ALLOWED: &[(&str, &str)] = &[
     ),
     (
         "crates/server/src/runtime.rs",
-        "how often the control plane publishes its metrics",
+        "how often the control plane publishes its metrics, and the monotonic time of its list-and-watch backoff",
     ),
     (
         "crates/server/src/watch.rs",

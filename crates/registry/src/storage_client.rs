@@ -436,6 +436,13 @@ impl StorageClient {
         self.cache.sync(&self.shared.storage);
     }
 
+    /// What a create does before its write (a server's dry-run create stops here): the cache
+    /// brought up to date, then admission and validation against it.
+    pub fn admit_create(&mut self, obj: Object) -> Result<Object, ApiError> {
+        self.sync();
+        crate::validation::admit_and_validate_create(obj, &self.cache)
+    }
+
     /// Runs one registry operation under the write lock, waits (without the lock) until its
     /// write is durable, then catches the cache up.
     fn write<T>(
@@ -489,8 +496,7 @@ impl Client for StorageClient {
     }
 
     fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.sync();
-        let obj = crate::validation::admit_and_validate_create(obj, &self.cache)?;
+        let obj = self.admit_create(obj)?;
         let now = self.now;
         let topology_labels = self.binding.topology_labels;
         self.write(|w| {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use kubeplane_api::{Client, DeleteOptions, Kind, Object, ObjectKey, PropagationPolicy};
+use kubeplane_api::{ApiError, Client, DeleteOptions, Kind, Object, ObjectKey, PropagationPolicy};
 use kubeplane_registry::apply::{self, Writer};
 use kubeplane_registry::patch::meta;
 use kubeplane_registry::storage_client::storage_key;
@@ -211,14 +211,26 @@ pub fn track(
     live: Option<&Value>,
     new: Value,
 ) -> Value {
-    let (manager, time) = (field_manager(q), write_time(c));
-    let writer = Writer {
-        manager: &manager,
+    with_writer(c, req, &field_manager(q), |writer| {
+        apply::update(meta::for_kind(req.kind), live, new, writer)
+    })
+}
+
+/// Runs `f` with the writer managedFields record for the request's write by `manager`: the
+/// request's API version and subresource, at the server's clock ([`write_time`]).
+pub fn with_writer<T>(
+    c: &StorageClient,
+    req: &ResourceRequest,
+    manager: &str,
+    f: impl FnOnce(&Writer) -> T,
+) -> T {
+    let time = write_time(c);
+    f(&Writer {
+        manager,
         api_version: req.kind.api_version(),
         subresource: req.subresource.as_deref(),
         time: &time,
-    };
-    apply::update(meta::for_kind(req.kind), live, new, &writer)
+    })
 }
 
 /// The object with the managedFields [`track`] gives it.
@@ -241,6 +253,16 @@ fn tracked(
     Ok(obj)
 }
 
+/// A dry-run create: everything a create does but the write (the name must be free, then
+/// [`StorageClient::admit_create`], the start of the registry's own create).
+pub fn dry_run_create(c: &mut StorageClient, obj: Object) -> std::result::Result<Object, ApiError> {
+    c.sync();
+    if !obj.name().is_empty() && c.cache().get_key(&obj.key()).is_some() {
+        return Err(ApiError::AlreadyExists { key: obj.key() });
+    }
+    c.admit_create(obj)
+}
+
 /// POST to a collection (create), or to `pods/{name}/binding` and `pods/{name}/eviction`.
 pub fn create(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> Result<Reply> {
     match (req.kind, req.subresource.as_deref()) {
@@ -258,17 +280,9 @@ pub fn create(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> 
     }
     let (obj, warnings) = decode(req, body, q)?;
     if q.dry_run()? {
-        // Everything a create does but the write: existence, admission, validation.
         let admitted = state.write(|c| -> Result<Object> {
-            c.sync();
-            if !obj.name().is_empty() && c.cache().get_key(&obj.key()).is_some() {
-                return Err(kubeplane_api::ApiError::AlreadyExists { key: obj.key() }.into());
-            }
             let obj = tracked(c, req, q, None, obj)?;
-            Ok(kubeplane_registry::validation::admit_and_validate_create(
-                obj,
-                c.cache(),
-            )?)
+            Ok(dry_run_create(c, obj)?)
         })?;
         let mut r = Reply::object(201, &admitted);
         r.warnings = warnings;
@@ -496,3 +510,6 @@ pub fn delete_collection(
 
 /// The shared state handle type handlers run with.
 pub type Shared = Arc<State>;
+
+#[cfg(test)]
+mod tests;

@@ -26,6 +26,7 @@ pub mod openapi;
 pub mod openapi_v2;
 pub mod patch;
 pub mod proto;
+pub mod reflector;
 pub mod request;
 pub mod runtime;
 pub mod state;
@@ -340,7 +341,8 @@ async fn serve(
         kubeplane_controllers::manager::periodic_controllers(&p.features),
         NodeAgents::new(input.scenario.pod_startup_latency),
     )
-    .with_steps(input.scenario.steps.clone());
+    .with_steps(input.scenario.steps.clone())
+    .with_backoff_seed(input.scenario.seed);
     control_plane.client.binding = BindFeatures::from_gates(&p.features);
     let cp_state = state.clone();
     let cp = std::thread::Builder::new()

@@ -6,7 +6,7 @@
 //! records its field manager's `Update` in managedFields.
 
 use kubeplane_api::{ApiError, Client, Kind, Object};
-use kubeplane_registry::apply::{self, ApplyError, Writer};
+use kubeplane_registry::apply::{self, ApplyError};
 use kubeplane_registry::patch::{meta, PatchType};
 use kubeplane_registry::strategy::scale::scale_of;
 use kubeplane_registry::StorageClient;
@@ -140,16 +140,12 @@ fn try_apply(c: &mut StorageClient, req: &ResourceRequest, q: &Query, body: &[u8
         Err(e) => return Err(e.into()),
     };
     let live = current.as_ref().map(Object::to_json);
-    let time = crate::handlers::write_time(c);
-    let writer = Writer {
-        manager: q.get("fieldManager").unwrap_or(""),
-        api_version: req.kind.api_version(),
-        subresource: req.subresource.as_deref(),
-        time: &time,
-    };
+    let manager = q.get("fieldManager").unwrap_or("");
     let ty = meta::for_kind(req.kind);
-    let applied =
-        apply::apply(ty, live.as_ref(), &config, &writer, q.flag("force")).map_err(apply_error)?;
+    let applied = crate::handlers::with_writer(c, req, manager, |writer| {
+        apply::apply(ty, live.as_ref(), &config, writer, q.flag("force"))
+    })
+    .map_err(apply_error)?;
     match current {
         Some(cur) => write(c, req, q, cur.resource_version(), &applied),
         None => create(c, req, q, &applied),
@@ -161,8 +157,7 @@ fn create(c: &mut StorageClient, req: &ResourceRequest, q: &Query, applied: &Val
     let (obj, warnings): (Object, Vec<String>) = decode(req, applied, q)?;
     crate::handlers::check_name(&obj, req.name.as_deref().unwrap_or(""))?;
     let created = if q.dry_run()? {
-        c.sync();
-        kubeplane_registry::validation::admit_and_validate_create(obj, c.cache())
+        crate::handlers::dry_run_create(c, obj)
     } else {
         c.create(obj)
     };

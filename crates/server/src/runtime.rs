@@ -2,24 +2,31 @@
 //! and a simulated kubelet for every Node, driven on the server's clock by one thread.
 //!
 //! The thread follows the storage's event log with its own cursor (its informers), hands each
-//! change to every component as the simulator does, runs the components whose work is due at
-//! the clock's current instant until none is, stores the events they recorded as `v1` Events,
-//! and sleeps until the next component's wake-up or the next change, whichever comes first.
+//! change to every component as the simulator does (a relist, at start or after the cursor
+//! fell behind the storage's window, replaces the informer's cache: see [`crate::reflector`];
+//! a failed list or watch is retried with upstream's reflector backoff until the server
+//! stops), runs the components whose work is due at the clock's current instant until none
+//! is, stores the events they recorded as `v1` Events, and sleeps until the next component's
+//! wake-up or the next change, whichever comes first.
 //! The Node annotation `kubeplane.io/agent` (`down`, `none`) stops a node's agent. A
 //! Scenario's steps in the FILEs run on the server's clock, through the simulator's step verbs.
 
+use std::collections::BTreeSet;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use kubeplane_api::{Client, Component, EventType, Kind, Object, WatchEvent};
+use kubeplane_api::{Client, Component, EventType, Informer, Kind, Object, WatchEvent};
 use kubeplane_core::SimTime;
 use kubeplane_registry::StorageClient;
 use kubeplane_scheduler::Scheduler;
 use kubeplane_sim::agents::NodeAgents;
 use kubeplane_sim::drain::Drains;
 use kubeplane_sim::scenario::{Step, StepAction};
-use kubeplane_storage::{Event, EventKind, ListOptions, Prefix, Watcher};
+use kubeplane_storage::{Event, EventKind, ListOptions, Prefix, Storage, StorageError, Watcher};
 
+use crate::clock::ServerClock;
+use crate::reflector::{pause, relist, Backoff};
 use crate::state::{flush_events, State};
 
 /// The annotation that controls a node's simulated agent.
@@ -44,6 +51,14 @@ pub struct ControlPlane {
     steps: std::collections::VecDeque<Step>,
     /// `drain` steps in progress.
     drains: Drains,
+    /// What the components have been told, as a relist replaces it.
+    informer: Informer,
+    /// Every kind the components have been told of.
+    kinds: BTreeSet<Kind>,
+    /// Spaces the attempts after a failed list or watch.
+    backoff: Backoff,
+    /// The origin of the backoff's monotonic time.
+    started: Instant,
 }
 
 impl ControlPlane {
@@ -64,7 +79,17 @@ impl ControlPlane {
             behind: false,
             steps: Default::default(),
             drains: Drains::default(),
+            informer: Informer::new(),
+            kinds: BTreeSet::new(),
+            backoff: Backoff::new(0),
+            started: Instant::now(),
         }
+    }
+
+    /// Seeds the jitter of the list-and-watch backoff (the Scenario's seed).
+    pub fn with_backoff_seed(mut self, seed: u64) -> ControlPlane {
+        self.backoff = Backoff::new(seed);
+        self
     }
 
     /// Runs a Scenario's steps at their instants of the server's clock (expectations are
@@ -127,6 +152,7 @@ impl ControlPlane {
         self.all().flat_map(|c| c.metrics()).collect()
     }
 
+    /// Hands a change from the storage's log to the components and the informer.
     fn observe(&mut self, ev: &Event<Object>, now: SimTime) {
         let we = WatchEvent {
             type_: match ev.kind {
@@ -138,14 +164,20 @@ impl ControlPlane {
             old: ev.prev.as_ref().map(|v| v.value.clone()),
             resource_version: ev.revision,
         };
+        self.kinds.insert(we.object.kind());
+        self.informer.apply(we.clone());
+        self.deliver(&we, now);
+    }
+
+    fn deliver(&mut self, we: &WatchEvent, now: SimTime) {
         if we.object.kind() == Kind::Node {
-            self.follow_agent_annotation(&we, now);
+            self.follow_agent_annotation(we, now);
         }
         for c in self.periodic.iter_mut().chain(self.controllers.iter_mut()) {
-            c.observe(&we, now);
+            c.observe(we, now);
         }
-        self.scheduler.observe(&we, now);
-        self.agents.observe(&we, now);
+        self.scheduler.observe(we, now);
+        self.agents.observe(we, now);
     }
 
     /// Stops or restarts a node's agent as its `kubeplane.io/agent` annotation says.
@@ -218,36 +250,49 @@ impl ControlPlane {
         // comes back at once, after a look at the clock.
     }
 
-    /// The components' informers start: the current state as Added events, then a watch from
-    /// its revision (a restart on a long-lived `--data-dir` does not replay the history).
-    fn list_and_watch(&mut self, state: &State) -> Box<dyn Watcher<Object>> {
-        loop {
-            let storage = state.storage();
-            let Ok(page) = storage.list(&Prefix::All, &ListOptions::default()) else {
-                continue;
-            };
-            let Ok(cursor) = storage.watch(&Prefix::All, Some(page.revision)) else {
-                continue; // compacted between the list and the watch: list again
-            };
-            let now = state.clock.now();
-            self.client.now = now;
-            for (key, v) in page.items {
-                let ev = Event {
-                    kind: EventKind::Added,
-                    key,
-                    revision: v.mod_revision,
-                    current: Some(v),
-                    prev: None,
-                };
-                self.observe(&ev, now);
+    /// Lists every stored object, delivers the difference from what the components were
+    /// told ([`relist`]: at start every object is Added) and returns a watch from the list's
+    /// revision (a restart on a long-lived `--data-dir` does not replay the history). A failed
+    /// list or watch (storage unavailable, or compacted between the two) is retried after the
+    /// backoff; `None` once `stopping` is set.
+    pub fn list_and_watch(
+        &mut self,
+        storage: &dyn Storage<Object>,
+        clock: &ServerClock,
+        stopping: &AtomicBool,
+    ) -> Option<Box<dyn Watcher<Object>>> {
+        while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+            match list_then_watch(storage) {
+                Ok((items, revision, cursor)) => {
+                    let events = relist(&mut self.informer, &mut self.kinds, items, revision);
+                    let now = clock.now();
+                    self.client.now = now;
+                    for ev in &events {
+                        self.deliver(ev, now);
+                    }
+                    return Some(cursor);
+                }
+                Err(e) => {
+                    let wait = self.backoff.next(self.started.elapsed());
+                    eprintln!(
+                        "kubeplane serve: the control plane's list and watch failed: {e}; retrying in {:.1}s",
+                        wait.as_secs_f64()
+                    );
+                    if !pause(stopping, wait) {
+                        return None;
+                    }
+                }
             }
-            return cursor;
         }
+        None
     }
 
     /// Runs until the server stops.
     pub fn run(mut self, state: Arc<State>) {
-        let mut cursor = self.list_and_watch(&state);
+        let Some(mut cursor) = self.list_and_watch(state.storage(), &state.clock, &state.stopping)
+        else {
+            return;
+        };
         let mut published = std::time::Instant::now();
         while !state.is_stopping() {
             let now = state.clock.now();
@@ -258,7 +303,10 @@ impl ControlPlane {
             self.settle(now, cursor.as_mut());
             if std::mem::take(&mut self.behind) {
                 eprintln!("kubeplane serve: the control plane fell behind the storage's window; listing again");
-                cursor = self.list_and_watch(&state);
+                match self.list_and_watch(state.storage(), &state.clock, &state.stopping) {
+                    Some(c) => cursor = c,
+                    None => return,
+                }
             }
             if published.elapsed() >= Duration::from_secs(1) {
                 if let Ok(mut m) = state.component_metrics.lock() {
@@ -287,3 +335,17 @@ impl ControlPlane {
         &mut self.client
     }
 }
+
+/// Every stored object and the revision it was read at, with a watch from that revision.
+#[allow(clippy::type_complexity)]
+fn list_then_watch(
+    storage: &dyn Storage<Object>,
+) -> Result<(Vec<Object>, u64, Box<dyn Watcher<Object>>), StorageError> {
+    let page = storage.list(&Prefix::All, &ListOptions::default())?;
+    let cursor = storage.watch(&Prefix::All, Some(page.revision))?;
+    let items = page.items.into_iter().map(|(_, v)| v.value).collect();
+    Ok((items, page.revision, cursor))
+}
+
+#[cfg(test)]
+mod tests;
