@@ -100,6 +100,18 @@ fn priority_class(value: i32, policy: Option<&str>) -> Object {
     }))
 }
 
+fn named_priority_class(name: &str, value: i32, global_default: bool) -> Object {
+    Object::PriorityClass(Arc::new(PriorityClass {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        value,
+        global_default: Some(global_default),
+        ..Default::default()
+    }))
+}
+
 /// The rendered errors of a create (empty when valid).
 fn create_errors(obj: &Object) -> String {
     validate_create(obj)
@@ -201,6 +213,26 @@ fn create_validation_renders_each_problem_as_upstream_field_errors() {
             "a user-defined priority above one billion is forbidden",
             priority_class(2_000_000_000, None),
             "value: Forbidden: maximum allowed value of a user defined priority is 1000000000",
+        ),
+        (
+            "a system- class must be a built-in one",
+            named_priority_class("system-mine", 1000, false),
+            "metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: system-mine is not a known system priority class",
+        ),
+        (
+            "a built-in system class must keep its value",
+            named_priority_class("system-node-critical", 2_000_000_000, false),
+            "metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: value of system-node-critical PriorityClass must be 2000001000",
+        ),
+        (
+            "a built-in system class is never the global default",
+            named_priority_class("system-cluster-critical", 2_000_000_000, true),
+            "metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: globalDefault of system-cluster-critical PriorityClass must be false",
+        ),
+        (
+            "a built-in system class as upstream defines it is valid above one billion",
+            named_priority_class("system-node-critical", 2_000_001_000, false),
+            "",
         ),
         (
             "a deployment whose selector matches its template is valid",
