@@ -684,7 +684,7 @@ fn pods_of_other_controllers_are_not_filed_until_they_are_orphaned_and_then_adop
     );
     assert_eq!(h.status_of().active, Some(1));
     assert!(
-        h.jc.orphans["default"].get("rs-pod").is_none(),
+        !h.jc.orphans["default"].contains_key("rs-pod"),
         "filed under the Job"
     );
     let uid = h.job().unwrap().metadata.uid.unwrap();
