@@ -16,9 +16,8 @@ use rustc_hash::FxHashMap;
 
 use super::util::add_or_update_daemon_pod_tolerations;
 use super::KIND;
-use crate::controller_utils::{
-    controller_of, filed_under, labels, ns_name, put_hashed, take_hashed, NsName,
-};
+use crate::controller_utils::{controller_of, labels, ns_name, NsName};
+use crate::pod_filing::{filed_under, put_hashed, take_hashed};
 
 /// What upstream's `NewPod` + `predicates` read of a DaemonSet's template, computed once per
 /// observed version of the DaemonSet.

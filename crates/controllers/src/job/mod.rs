@@ -38,10 +38,8 @@ use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 use rustc_hash::FxHashMap;
 
-use crate::controller_utils::{
-    controller_of, filed_under, ns_name, put_hashed, put_nested, take_hashed, take_nested,
-    Expectations, NsName, WorkQueue,
-};
+use crate::controller_utils::{controller_of, ns_name, Expectations, NsName, WorkQueue};
+use crate::pod_filing::{filed_under, put_hashed, put_nested, take_hashed, take_nested};
 use backoff_utils::BackoffRecord;
 use util::{job_from_object, JOB_TRACKING_FINALIZER};
 

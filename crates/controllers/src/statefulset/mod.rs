@@ -37,10 +37,11 @@ use kubeplane_core::labels::{from_label_selector, Selector};
 use kubeplane_core::SimTime;
 
 use crate::controller_utils::{
-    add_owner_reference, available_at, claim_rule, controller_of, filed_under, is_pod_ready,
-    labels, new_controller_ref, ns_name, pod_ready_time, put_nested, remove_owner_reference,
-    take_nested, ClaimAction, NsName, WorkQueue,
+    add_owner_reference, available_at, claim_rule, controller_of, is_pod_ready, labels,
+    new_controller_ref, ns_name, pod_ready_time, remove_owner_reference, ClaimAction, NsName,
+    WorkQueue,
 };
+use crate::pod_filing::{filed_under, put_nested, take_nested};
 use control::{parse_revision, SetControl};
 use pod_control::{other_object, Claims, PodControl};
 
