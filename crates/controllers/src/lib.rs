@@ -12,6 +12,7 @@ pub mod garbage_collector;
 pub mod job;
 pub mod manager;
 pub mod namespace;
+pub mod pod_filing;
 pub mod pod_gc;
 pub mod replicaset;
 pub mod statefulset;

@@ -12,10 +12,12 @@ use kubeplane_api::object::DynamicObject;
 use kubeplane_core::labels::{from_label_selector, Selector};
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
 use kubeplane_core::taints::{find_untolerated_taint, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE};
+use rustc_hash::FxHashMap;
 
 use super::util::add_or_update_daemon_pod_tolerations;
 use super::KIND;
 use crate::controller_utils::{controller_of, labels, ns_name, NsName};
+use crate::pod_filing::{filed_under, put_hashed, take_hashed};
 
 /// What upstream's `NewPod` + `predicates` read of a DaemonSet's template, computed once per
 /// observed version of the DaemonSet.
@@ -110,7 +112,10 @@ impl CachedDs {
 pub struct Cache {
     pub daemon_sets: BTreeMap<NsName, CachedDs>,
     pub nodes: BTreeMap<String, Arc<Node>>,
-    pub pods: HashMap<NsName, Arc<Pod>>,
+    /// The pods a DaemonSet controls and the orphans, by namespace, by name. Pods of other
+    /// kinds' controllers are not cached (see [`is_filed`]).
+    /// Hashed: the indexes below give the order, and most events replace a pod in place.
+    pods: FxHashMap<String, FxHashMap<String, Arc<Pod>>>,
     /// Pods whose controller reference names a DaemonSet, by that reference's UID.
     controlled: HashMap<String, BTreeSet<NsName>>,
     /// Pods without a controller reference, by namespace.
@@ -119,29 +124,40 @@ pub struct Cache {
 }
 
 fn daemon_controller_uid(pod: &Pod) -> Option<Option<&str>> {
-    match controller_of(&pod.metadata) {
-        None => Some(None),
-        Some(r) if r.kind == KIND => Some(Some(r.uid.as_str())),
-        Some(_) => None,
-    }
+    filed_under(&pod.metadata, KIND)
+}
+
+/// Whether the controller caches the pod: it has no controller reference or one to a
+/// DaemonSet. A pod of another kind's controller concerns no DaemonSet (upstream's handlers
+/// find no DaemonSet for it and never consider it for adoption).
+pub fn is_filed(pod: &Pod) -> bool {
+    daemon_controller_uid(pod).is_some()
 }
 
 impl Cache {
-    /// Replaces (or with `None` removes) a pod and returns the version cached before.
-    pub fn replace_pod(&mut self, key: &NsName, pod: Option<&Arc<Pod>>) -> Option<Arc<Pod>> {
+    /// Replaces (or with `None` removes) a pod and returns the version cached before; a pod
+    /// that is not [`is_filed`] is removed.
+    pub fn replace_pod(
+        &mut self,
+        ns: &str,
+        name: &str,
+        pod: Option<&Arc<Pod>>,
+    ) -> Option<Arc<Pod>> {
+        let pod = pod.filter(|p| is_filed(p));
         let old = match pod {
-            Some(p) => self.pods.insert(key.clone(), p.clone()),
-            None => self.pods.remove(key),
+            Some(p) => put_hashed(&mut self.pods, ns, name, p.clone()),
+            None => take_hashed(&mut self.pods, ns, name),
         };
         // Most updates (bindings, status) keep the pod where it is indexed.
         let same_index = matches!((&old, pod),
             (Some(o), Some(p)) if daemon_controller_uid(o) == daemon_controller_uid(p));
         if !same_index {
+            let key = (ns.to_string(), name.to_string());
             if let Some(old) = &old {
-                self.unindex(key, old);
+                self.unindex(&key, old);
             }
             if let Some(p) = pod {
-                self.index(key, p);
+                self.index(&key, p);
             }
         }
         old
@@ -193,17 +209,17 @@ impl Cache {
             .get(uid)
             .into_iter()
             .flatten()
-            .filter_map(|k| self.pods.get(k))
+            .filter_map(|(ns, name)| self.pods.get(ns)?.get(name))
     }
 
     /// The pods of `namespace` without a controller reference, in name order.
     pub fn orphan_pods<'a>(&'a self, namespace: &str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
-        let ns = namespace.to_string();
+        let pods = self.pods.get(namespace);
         self.orphans
             .get(namespace)
             .into_iter()
             .flatten()
-            .filter_map(move |n| self.pods.get(&(ns.clone(), n.clone())))
+            .filter_map(move |n| pods?.get(n))
     }
 
     /// The cached DaemonSet a controller reference points to (upstream `resolveControllerRef`).

@@ -297,9 +297,22 @@ impl DaemonSetsController {
     }
 
     fn observe_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>, now: SimTime) {
-        let key = ns_name(&pod.metadata);
+        let old = ev.old.as_ref().and_then(Object::as_pod);
+        if !cache::is_filed(pod) && old.is_none_or(|o| !cache::is_filed(o)) {
+            // Another kind's controller before and after: no DaemonSet resolves from it and
+            // it is no adoption candidate, so every handler below would return at once.
+            return;
+        }
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let name = pod.metadata.name.as_deref().unwrap_or("");
         let current = (ev.type_ != EventType::Deleted).then_some(pod);
-        let cached = self.cache.replace_pod(&key, current);
+        let cached = self.cache.replace_pod(ns, name, current);
+        let orphan = |p: &Pod| controller_of(&p.metadata).is_none();
+        let before = cached.as_deref().or(old.map(|o| &**o));
+        if self.cache.daemon_sets.is_empty() && orphan(pod) && before.is_none_or(orphan) {
+            // An orphan, kept for adoption, concerns no DaemonSet while there is none.
+            return;
+        }
         match ev.type_ {
             EventType::Added => self.add_pod(pod),
             EventType::Modified => {

@@ -36,8 +36,10 @@ use kubeplane_api::{Client, Component, DynamicObject, EventType, Object, WatchEv
 use kubeplane_core::labels::from_label_selector;
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
+use rustc_hash::FxHashMap;
 
 use crate::controller_utils::{controller_of, ns_name, Expectations, NsName, WorkQueue};
+use crate::pod_filing::{filed_under, put_hashed, put_nested, take_hashed, take_nested};
 use backoff_utils::BackoffRecord;
 use util::{job_from_object, JOB_TRACKING_FINALIZER};
 
@@ -67,11 +69,12 @@ pub struct JobController {
     /// Job UID → key.
     job_by_uid: HashMap<String, NsName>,
     /// Pods with a controller reference to a Job, by that UID, by name.
-    pods_by_owner: HashMap<String, BTreeMap<String, Arc<Pod>>>,
-    /// Pods without a controller reference (adoption candidates).
-    orphans: BTreeMap<NsName, Arc<Pod>>,
-    /// Pod → the controller UID it is filed under.
-    pod_owner: HashMap<NsName, Option<String>>,
+    pods_by_owner: BTreeMap<String, BTreeMap<String, Arc<Pod>>>,
+    /// Pods without a controller reference (adoption candidates), by namespace, by name.
+    /// Pods of other kinds' controllers are not filed: where a pod was filed before an event
+    /// follows from the event's old version (what every handler saw last).
+    /// Hashed: most events replace a pod in place; a claim sorts the few that match by name.
+    orphans: FxHashMap<String, FxHashMap<String, Arc<Pod>>>,
     queue: WorkQueue,
     /// Orphaned pods whose tracking finalizer should go (upstream `orphanQueue`).
     orphan_queue: BTreeSet<NsName>,
@@ -103,6 +106,9 @@ impl JobController {
 
     /// Jobs of the pod's namespace whose selector matches its labels (upstream `GetPodJobs`).
     fn selecting_jobs(&self, pod: &Pod) -> Vec<NsName> {
+        if self.jobs.is_empty() {
+            return Vec::new();
+        }
         let (ns, _) = ns_name(&pod.metadata);
         let labels = crate::controller_utils::labels(&pod.metadata);
         crate::controller_utils::in_namespace(&self.jobs, &ns)
@@ -185,53 +191,43 @@ impl JobController {
         self.orphan_queue.extend(pods);
     }
 
-    /// Files a pod under its controller (or as an orphan), replacing what was filed before.
-    fn file_pod(&mut self, key: &NsName, pod: Option<&Arc<Pod>>) {
-        if let Some(prev) = self.pod_owner.remove(key) {
+    /// Moves a pod's filing from where it was (`prev`) to where it is (`cur`): under the UID
+    /// of its Job, among the orphans, or nowhere.
+    fn file_pod(&mut self, pod: &Arc<Pod>, prev: Option<Option<&str>>, cur: Option<Option<&str>>) {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        if prev != cur {
             match prev {
-                Some(uid) => {
-                    if let Some(m) = self.pods_by_owner.get_mut(&uid) {
-                        m.remove(&key.1);
-                        if m.is_empty() {
-                            self.pods_by_owner.remove(&uid);
-                        }
-                    }
-                }
-                None => {
-                    self.orphans.remove(key);
-                }
+                Some(Some(uid)) => drop(take_nested(&mut self.pods_by_owner, uid, name)),
+                Some(None) => drop(take_hashed(&mut self.orphans, ns, name)),
+                None => {}
             }
         }
-        let Some(pod) = pod else {
-            return;
-        };
-        match controller_of(&pod.metadata) {
-            Some(r) => {
-                if r.kind != KIND {
-                    return;
-                }
-                self.pods_by_owner
-                    .entry(r.uid.clone())
-                    .or_default()
-                    .insert(key.1.clone(), pod.clone());
-                self.pod_owner.insert(key.clone(), Some(r.uid.clone()));
-            }
-            None => {
-                self.orphans.insert(key.clone(), pod.clone());
-                self.pod_owner.insert(key.clone(), None);
-            }
+        match cur {
+            Some(Some(uid)) => drop(put_nested(&mut self.pods_by_owner, uid, name, pod.clone())),
+            Some(None) => drop(put_hashed(&mut self.orphans, ns, name, pod.clone())),
+            None => {}
         }
     }
 
     fn observe_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>, now: SimTime) {
-        let key = ns_name(&pod.metadata);
         let deleted = ev.type_ == EventType::Deleted;
-        let old = ev.old.as_ref().and_then(|o| o.as_pod().cloned());
-        self.file_pod(&key, (!deleted).then_some(pod));
+        let old = ev.old.as_ref().and_then(Object::as_pod);
+        // Where the pod was filed: by its old version (a deleted pod's own, without one).
+        let prev = if deleted { old.or(Some(pod)) } else { old };
+        let prev_at = prev.and_then(|p| filed_under(&p.metadata, KIND));
+        let cur_at = filed_under(&pod.metadata, KIND);
+        if prev_at.is_none() && cur_at.is_none() {
+            // Another kind's controller before and after (upstream: `resolveControllerRef`
+            // finds no Job, and a pod with a controller is never an adoption candidate).
+            return;
+        }
+        self.file_pod(pod, prev_at, cur_at.filter(|_| !deleted));
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         // The old controller, if the reference changed.
-        if let Some(old) = &old {
+        if let Some(old) = old {
             if controller_of(&old.metadata) != controller_of(&pod.metadata) {
-                if let Some(j) = self.resolve(&key.0, old) {
+                if let Some(j) = self.resolve(ns, old) {
                     let k = ns_name(&j.job.metadata);
                     self.enqueue_batched(k, now);
                 }
@@ -239,11 +235,9 @@ impl JobController {
         }
         if controller_of(&pod.metadata).is_none() {
             if has_tracking_finalizer(pod) && !deleted {
-                self.orphan_queue.insert(key.clone());
+                self.orphan_queue.insert(ns_name(&pod.metadata));
             }
-            let labels_changed = old
-                .as_ref()
-                .is_none_or(|o| o.metadata.labels != pod.metadata.labels);
+            let labels_changed = old.is_none_or(|o| o.metadata.labels != pod.metadata.labels);
             if !deleted && labels_changed {
                 for k in self.selecting_jobs(pod) {
                     self.enqueue_batched(k, now);
@@ -251,7 +245,7 @@ impl JobController {
             }
             return;
         }
-        let Some(job) = self.resolve(&key.0, pod) else {
+        let Some(job) = self.resolve(ns, pod) else {
             return;
         };
         let job_key = ns_name(&job.job.metadata);
@@ -260,12 +254,12 @@ impl JobController {
         if terminating {
             if finished {
                 if has_tracking_finalizer(pod) && !deleted {
-                    self.orphan_queue.insert(key.clone());
+                    self.orphan_queue.insert(ns_name(&pod.metadata));
                 }
                 return;
             }
-            self.expectations
-                .deletion_observed(&job_key, &crate::controller_utils::key_string(&key));
+            let key = crate::controller_utils::key_string(&ns_name(&pod.metadata));
+            self.expectations.deletion_observed(&job_key, &key);
         } else if ev.type_ == EventType::Added {
             self.expectations.creation_observed(&job_key);
         }

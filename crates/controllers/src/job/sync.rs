@@ -601,10 +601,11 @@ impl JobController {
         if deleting {
             return Ok(claimed);
         }
-        let orphans: Vec<Arc<Pod>> = crate::controller_utils::in_namespace(&self.orphans, &ns)
-            .map(|(_, p)| p.clone())
+        let mut orphans: Vec<Arc<Pod>> = (self.orphans.get(&ns).into_iter())
+            .flat_map(|m| m.values().cloned())
             .filter(|p| p.metadata.deletion_timestamp.is_none() && matches(p))
             .collect();
+        orphans.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         if orphans.is_empty() {
             return Ok(claimed);
         }

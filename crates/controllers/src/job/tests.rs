@@ -624,3 +624,69 @@ fn a_job_failure_and_a_backoff_wait_are_explained() {
         "Job has reached the specified backoff limit: 2 failed pod(s), more than backoffLimit 1"
     );
 }
+
+/// A bare pod with `labels`, controlled by `controller` (kind, UID) when given.
+fn foreign_pod(name: &str, labels: Value, controller: Option<(&str, &str)>) -> Object {
+    let mut meta = json!({"name": name, "namespace": "default", "labels": labels});
+    if let Some((kind, uid)) = controller {
+        meta["ownerReferences"] = json!([{
+            "apiVersion": "apps/v1", "kind": kind, "name": "owner", "uid": uid,
+            "controller": true,
+        }]);
+    }
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": meta,
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    });
+    Object::Pod(Arc::new(serde_json::from_value(pod).unwrap()))
+}
+
+#[test]
+fn pods_of_other_controllers_are_not_filed_until_they_are_orphaned_and_then_adopted() {
+    let mut h = Harness::new();
+    let labels = json!({"app": "batch"});
+    let rs_pod = foreign_pod("rs-pod", labels.clone(), Some(("ReplicaSet", "rs-uid")));
+    h.client.create(rs_pod).unwrap();
+    h.client
+        .create(foreign_pod("bare", json!({"app": "other"}), None))
+        .unwrap();
+    h.settle();
+    assert!(
+        h.jc.pods_by_owner.is_empty(),
+        "a ReplicaSet's pod is not filed"
+    );
+    let orphans: Vec<&String> = h.jc.orphans.values().flat_map(|m| m.keys()).collect();
+    assert_eq!(
+        orphans,
+        ["bare"],
+        "only the bare pod is an adoption candidate"
+    );
+    // The ReplicaSet lets the pod go: it becomes an orphan the Job adopts.
+    let mut p = Pod::clone(h.client.store.get_pod("default", "rs-pod").unwrap());
+    p.metadata.owner_references = None;
+    p.metadata.resource_version = None;
+    h.client.update(Object::Pod(Arc::new(p))).unwrap();
+    h.settle();
+    assert!(h.jc.orphans["default"].contains_key("rs-pod"));
+    h.create_job(json!({
+        "parallelism": 1, "completions": 1, "manualSelector": true,
+        "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels}},
+    }));
+    let adopted = h.client.store.get_pod("default", "rs-pod").unwrap();
+    let r = crate::controller_utils::controller_of(&adopted.metadata).unwrap();
+    assert_eq!((r.kind.as_str(), r.name.as_str()), ("Job", "j"));
+    assert!(has_tracking_finalizer(adopted));
+    assert_eq!(
+        h.active_pods().len(),
+        2,
+        "the bare pod and the adopted one: none created"
+    );
+    assert_eq!(h.status_of().active, Some(1));
+    assert!(
+        !h.jc.orphans["default"].contains_key("rs-pod"),
+        "filed under the Job"
+    );
+    let uid = h.job().unwrap().metadata.uid.unwrap();
+    assert_eq!(h.jc.pods_by_owner[&uid].len(), 1, "the adopted pod");
+}

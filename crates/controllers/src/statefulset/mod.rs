@@ -41,6 +41,7 @@ use crate::controller_utils::{
     new_controller_ref, ns_name, pod_ready_time, remove_owner_reference, ClaimAction, NsName,
     WorkQueue,
 };
+use crate::pod_filing::{filed_under, put_nested, take_nested};
 use control::{parse_revision, SetControl};
 use pod_control::{other_object, Claims, PodControl};
 
@@ -148,6 +149,9 @@ impl StatefulSetController {
 
     /// The sets of the namespace whose selector matches the pod (upstream `getPodStatefulSets`).
     fn selecting(&self, pod: &Pod) -> Vec<NsName> {
+        if self.sets.is_empty() {
+            return Vec::new();
+        }
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         self.sets
             .range((ns.to_string(), String::new())..)
@@ -190,19 +194,22 @@ impl StatefulSetController {
     }
 
     fn observe_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>) {
-        let (ns, name) = ns_name(&pod.metadata);
-        let old = match ev.type_ {
-            EventType::Deleted => self.pods.get_mut(&ns).and_then(|m| m.remove(&name)),
-            _ => self
-                .pods
-                .entry(ns.clone())
-                .or_default()
-                .insert(name, pod.clone()),
-        };
-        if self.pods.get(&ns).is_some_and(BTreeMap::is_empty) {
-            self.pods.remove(&ns);
+        let filed = |p: &Pod| filed_under(&p.metadata, KIND).is_some();
+        let ev_old = ev.old.as_ref().and_then(Object::as_pod);
+        if !filed(pod) && ev_old.is_none_or(|o| !filed(o)) {
+            // Another kind's controller before and after: `resolve` finds no set for it and
+            // `claim_pods` ignores it, so it is neither cached nor handled.
+            return;
         }
-        let old = old.or_else(|| ev.old.as_ref().and_then(|o| o.as_pod().cloned()));
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        let old = match ev.type_ {
+            EventType::Modified | EventType::Added if filed(pod) => {
+                put_nested(&mut self.pods, ns, name, pod.clone())
+            }
+            _ => take_nested(&mut self.pods, ns, name),
+        };
+        let old = old.or_else(|| ev_old.cloned());
         match ev.type_ {
             EventType::Added => self.pod_changed(None, pod, false),
             EventType::Modified => self.pod_changed(old.as_deref(), pod, false),
@@ -211,6 +218,14 @@ impl StatefulSetController {
     }
 
     fn observe_other(&mut self, ev: &WatchEvent, o: &Arc<DynamicObject>) {
+        let watched = [
+            ("apps", "StatefulSet"),
+            ("apps", "ControllerRevision"),
+            ("", "PersistentVolumeClaim"),
+        ];
+        if !watched.iter().any(|(g, k)| is_kind(o, g, k)) {
+            return;
+        }
         let key = ns_name(&o.metadata);
         let deleted = ev.type_ == EventType::Deleted;
         let obj = Object::Other(o.clone());

@@ -759,3 +759,4 @@ fn a_binding_to_the_pods_own_node_does_not_sync_but_readiness_does() {
 
 mod explain;
 mod one_sync;
+mod pod_events;

@@ -16,6 +16,7 @@ use super::{defaulted, StatefulSetController};
 
 mod control;
 mod explain;
+mod pod_events;
 mod utils;
 
 /// A StatefulSet manifest `app=<name>` with one claim template `datadir`, the service

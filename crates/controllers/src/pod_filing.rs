@@ -1,0 +1,87 @@
+//! Where the Job, DaemonSet and StatefulSet controllers file the pods they watch: under their
+//! controller's UID or as orphans by namespace and name, in two-level maps updated in place
+//! (most pod events replace a pod that is already filed, and need no new key).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use rustc_hash::FxHashMap;
+
+/// Where a controller of `kind` files a pod it watches: `Some(Some(uid))` under the UID of its
+/// controller of that kind, `Some(None)` as an orphan (an adoption candidate), `None` nowhere
+/// (another kind's controller: upstream's handlers ignore such a pod).
+pub fn filed_under<'a>(meta: &'a ObjectMeta, kind: &str) -> Option<Option<&'a str>> {
+    match crate::controller_utils::controller_of(meta) {
+        None => Some(None),
+        Some(r) if r.kind == kind => Some(Some(r.uid.as_str())),
+        Some(_) => None,
+    }
+}
+
+/// Puts `value` at `outer`, `inner` of a two-level map and returns what was there, allocating
+/// the keys only when the entry is new (most pod events update a pod that is already there).
+pub fn put_nested<V>(
+    map: &mut BTreeMap<String, BTreeMap<String, V>>,
+    outer: &str,
+    inner: &str,
+    value: V,
+) -> Option<V> {
+    let Some(m) = map.get_mut(outer) else {
+        map.insert(
+            outer.to_string(),
+            BTreeMap::from([(inner.to_string(), value)]),
+        );
+        return None;
+    };
+    match m.get_mut(inner) {
+        Some(slot) => Some(std::mem::replace(slot, value)),
+        None => m.insert(inner.to_string(), value),
+    }
+}
+
+/// Removes `outer`, `inner` from a two-level map, and `outer` when it is left empty.
+pub fn take_nested<V>(
+    map: &mut BTreeMap<String, BTreeMap<String, V>>,
+    outer: &str,
+    inner: &str,
+) -> Option<V> {
+    let m = map.get_mut(outer)?;
+    let v = m.remove(inner);
+    if m.is_empty() {
+        map.remove(outer);
+    }
+    v
+}
+
+/// Puts `value` at `outer`, `inner` of a two-level hashed map and returns what was there,
+/// allocating the keys only when the entry is new.
+pub fn put_hashed<V>(
+    map: &mut FxHashMap<String, FxHashMap<String, V>>,
+    outer: &str,
+    inner: &str,
+    value: V,
+) -> Option<V> {
+    let Some(m) = map.get_mut(outer) else {
+        let m = FxHashMap::from_iter([(inner.to_string(), value)]);
+        map.insert(outer.to_string(), m);
+        return None;
+    };
+    match m.get_mut(inner) {
+        Some(slot) => Some(std::mem::replace(slot, value)),
+        None => m.insert(inner.to_string(), value),
+    }
+}
+
+/// Removes `outer`, `inner` from a two-level hashed map, and `outer` when it is left empty.
+pub fn take_hashed<V>(
+    map: &mut FxHashMap<String, FxHashMap<String, V>>,
+    outer: &str,
+    inner: &str,
+) -> Option<V> {
+    let m = map.get_mut(outer)?;
+    let v = m.remove(inner);
+    if m.is_empty() {
+        map.remove(outer);
+    }
+    v
+}
