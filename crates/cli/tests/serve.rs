@@ -233,7 +233,7 @@ async fn on_etcd_without_quorum_requests_get_503_or_504_and_service_resumes_afte
         .create(&PostParams::default(), &config_map("before"))
         .await
         .unwrap();
-    let from = before.metadata.resource_version.unwrap();
+    let from = before.metadata.resource_version.clone().unwrap();
     let mut events = maps
         .watch(&WatchParams::default().timeout(290), &from)
         .await
@@ -245,6 +245,10 @@ async fn on_etcd_without_quorum_requests_get_503_or_504_and_service_resumes_afte
     let pp = PostParams::default();
     fails_without_quorum("a create", maps.create(&pp, &config_map("during"))).await;
     fails_without_quorum("a get", maps.get("before")).await;
+    // An update and a delete read the object first: that read fails too, and they answer
+    // with its error, not a 404.
+    fails_without_quorum("an update", maps.replace("before", &pp, &before)).await;
+    fails_without_quorum("a delete", maps.delete("before", &Default::default())).await;
     fails_without_quorum("a list", maps.list(&ListParams::default())).await;
     assert!(server.is_running(), "the server survives the lost quorum");
 
