@@ -247,7 +247,7 @@ impl<V: Send + Sync + 'static> Feeder<V> {
             match self.watch_from(from).await {
                 Ok(()) => failures = 0,
                 Err(e) => {
-                    if failures % 10 == 0 {
+                    if failures.is_multiple_of(10) {
                         eprintln!(
                             "kubeplane storage: etcd watch from revision {from}: {e}; watching again"
                         );
