@@ -304,6 +304,48 @@ async fn on_etcd_without_quorum_requests_get_503_or_504_and_service_resumes_afte
     assert!(server.is_running(), "the server still runs");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_etcd_that_answers_nothing_a_write_gets_upstreams_504_timeout() {
+    use kubeplane_storage::etcd_testing::{etcd_or_skip, EtcdCluster};
+    let Some(binary) = etcd_or_skip("serve on etcd that answers nothing") else {
+        return;
+    };
+    let etcd = EtcdCluster::start(&binary, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let servers = etcd.endpoints().join(",");
+    let flags: [&std::ffi::OsStr; 2] = ["--etcd-servers".as_ref(), servers.as_ref()];
+    let mut server = Served::start(dir.path(), "127.0.0.1:0", &flags, &[], false);
+    let maps: Api<ConfigMap> = Api::namespaced(server.client_without_retries().await, "default");
+    let pp = PostParams::default();
+    maps.create(&pp, &config_map("before")).await.unwrap();
+
+    etcd.pause_member(0);
+    let started = Instant::now();
+    let write = tokio::time::timeout(
+        Duration::from_secs(30),
+        maps.create(&pp, &config_map("during")),
+    )
+    .await;
+    etcd.resume_member(0);
+    match write.expect("an answer within 30 s") {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!((s.code, s.reason.as_str()), (504, "Timeout"), "{s:?}");
+            assert_eq!(
+                s.message,
+                "Timeout: request did not complete within requested timeout - context deadline exceeded"
+            );
+        }
+        other => panic!("expected a 504 Timeout Status, got {other:?}"),
+    }
+    eprintln!("the create answered in {:?}", started.elapsed());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while let Err(e) = maps.create(&pp, &config_map("after")).await {
+        assert!(Instant::now() < deadline, "writes resume: {e:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(server.is_running(), "the server still runs");
+}
+
 /// Creates ConfigMaps, kills the server with SIGKILL, starts another on the same storage, and
 /// checks that every acknowledged ConfigMap is there at its resourceVersion and that a watch
 /// from before the kill replays what followed.

@@ -1,7 +1,7 @@
 //! `EtcdStorage` on real etcd servers started for each test (skipped without an etcd binary,
 //! except under CI): kube-apiserver's key layout as etcd holds it, a scheduled compaction, and a
-//! three-member cluster that keeps taking writes with one member killed, and one that loses
-//! its quorum and recovers.
+//! three-member cluster that keeps taking writes with one member killed, one that loses its
+//! quorum and recovers, and a member that stops answering.
 
 use std::time::{Duration, Instant};
 
@@ -212,4 +212,39 @@ fn without_quorum_reads_and_writes_fail_as_unreachable_or_timeout_and_service_re
             "the watch {name} sees what followed, once: {keys:?}"
         );
     }
+}
+
+#[test]
+fn a_member_that_answers_nothing_is_a_timeout_and_service_resumes_when_it_answers_again() {
+    let Some(binary) = etcd_or_skip("etcd that answers nothing") else {
+        return;
+    };
+    let etcd = EtcdCluster::start(&binary, 1);
+    let mut config = EtcdConfig::new(etcd.endpoints());
+    config.compaction_interval = None;
+    config.timeout = Duration::from_secs(2);
+    let storage = EtcdStorage::connect(&config, Text).expect("connect");
+    let key = |i: usize| Key::new("configmaps", "default", &format!("c{i}"));
+    storage.create(&key(0), "c0".into()).unwrap();
+    let mut cursor = storage
+        .watch(&Prefix::resource("configmaps"), None)
+        .unwrap();
+
+    etcd.pause_member(0);
+    let started = Instant::now();
+    let write = storage.create(&key(1), "c1".into());
+    let took = started.elapsed();
+    etcd.resume_member(0);
+    assert!(
+        matches!(write, Err(StorageError::Timeout { .. })),
+        "a write etcd does not answer: {write:?}"
+    );
+    assert!(took < Duration::from_secs(5), "timed out after {took:?}");
+
+    create_retrying(&storage, &key(2));
+    let keys = keys_until(cursor.as_mut(), &key(2));
+    assert!(
+        keys == [key(2)] || keys == [key(1), key(2)],
+        "the watch sees what followed, once: {keys:?}"
+    );
 }
