@@ -35,6 +35,10 @@ pub enum ApiError {
     /// The server cannot answer now (storage unavailable, no quorum); retry later.
     #[error("{message}")]
     Unavailable { message: String },
+    /// The storage gave no answer in time; the operation may still complete (a write's outcome
+    /// is unknown). `message` says what timed out, for the server's log.
+    #[error("{message}")]
+    Timeout { message: String },
     /// The request is malformed (a patch body that does not decode).
     #[error("{message}")]
     BadRequest { message: String },
@@ -64,6 +68,7 @@ impl ApiError {
             ApiError::Forbidden { .. } => "Forbidden",
             ApiError::Internal { .. } => "InternalError",
             ApiError::Unavailable { .. } => "ServiceUnavailable",
+            ApiError::Timeout { .. } => "Timeout",
             ApiError::BadRequest { .. } => "BadRequest",
             ApiError::UnsupportedMediaType { .. } => "UnsupportedMediaType",
             ApiError::RequestEntityTooLarge { .. } => "RequestEntityTooLarge",
@@ -82,6 +87,7 @@ impl ApiError {
             ApiError::Forbidden { .. } => 403,
             ApiError::Internal { .. } => 500,
             ApiError::Unavailable { .. } => 503,
+            ApiError::Timeout { .. } => 504,
             ApiError::BadRequest { .. } => 400,
             ApiError::UnsupportedMediaType { .. } => 415,
             ApiError::RequestEntityTooLarge { .. } => 413,
@@ -157,6 +163,13 @@ mod tests {
                 },
                 "ServiceUnavailable",
                 503,
+            ),
+            (
+                ApiError::Timeout {
+                    message: "m".into(),
+                },
+                "Timeout",
+                504,
             ),
             (
                 ApiError::BadRequest {

@@ -1,8 +1,8 @@
 //! `kubeplane serve` with kube-rs as the client (the `kube` crate, as a Rust controller would
 //! use it): list, create, a watcher, patches, Status errors, and the durability of
 //! acknowledged writes across `kill -9`, on `--data-dir` and on a real etcd (`--etcd-servers`;
-//! skipped without an etcd binary, except under CI). Each test starts its own server on a free
-//! loopback port and stops it.
+//! skipped without an etcd binary, except under CI), and 503/504 answers while etcd has no
+//! quorum. Each test starts its own server on a free loopback port and stops it.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -183,6 +183,167 @@ async fn on_etcd_acknowledged_writes_survive_kill_9_of_the_server_and_watches_re
     let flags: [&std::ffi::OsStr; 2] = ["--etcd-servers".as_ref(), servers.as_ref()];
     survive_kill_9(|| Served::start(dir.path(), "127.0.0.1:0", &flags, &[], false)).await;
     drop(etcd);
+}
+
+fn config_map(name: &str) -> ConfigMap {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+    }))
+    .unwrap()
+}
+
+/// Asserts that a request made while etcd has no quorum got a 503 ServiceUnavailable or a 504
+/// Timeout Status (not a 500, not success) within a minute.
+async fn fails_without_quorum<T: std::fmt::Debug>(
+    what: &str,
+    request: impl std::future::Future<Output = kube::Result<T>>,
+) {
+    let started = Instant::now();
+    let answer = tokio::time::timeout(Duration::from_secs(60), request)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within 60 s"));
+    match answer {
+        Err(kube::Error::Api(s)) => {
+            let got = (s.code, s.reason.as_str());
+            assert!(
+                matches!(got, (503, "ServiceUnavailable") | (504, "Timeout")),
+                "{what}: expected a 503 or 504 Status, got {s:?}"
+            );
+            assert_eq!(s.status, Some(kube::core::response::StatusSummary::Failure));
+            assert!(!s.message.is_empty(), "{what}: a message");
+        }
+        other => panic!("{what}: expected a 503 or 504 Status, got {other:?}"),
+    }
+    eprintln!("{what}: answered in {:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_etcd_without_quorum_requests_get_503_or_504_and_service_resumes_after() {
+    use kubeplane_storage::etcd_testing::{etcd_or_skip, EtcdCluster};
+    let Some(binary) = etcd_or_skip("serve on etcd without quorum") else {
+        return;
+    };
+    let mut etcd = EtcdCluster::start(&binary, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let servers = etcd.endpoints().join(",");
+    let flags: [&std::ffi::OsStr; 2] = ["--etcd-servers".as_ref(), servers.as_ref()];
+    let mut server = Served::start(dir.path(), "127.0.0.1:0", &flags, &[], false);
+    let maps: Api<ConfigMap> = Api::namespaced(server.client_without_retries().await, "default");
+    let before = maps
+        .create(&PostParams::default(), &config_map("before"))
+        .await
+        .unwrap();
+    let from = before.metadata.resource_version.clone().unwrap();
+    let mut events = maps
+        .watch(&WatchParams::default().timeout(290), &from)
+        .await
+        .unwrap()
+        .boxed();
+
+    etcd.stop_member(1);
+    etcd.stop_member(2);
+    let pp = PostParams::default();
+    fails_without_quorum("a create", maps.create(&pp, &config_map("during"))).await;
+    fails_without_quorum("a get", maps.get("before")).await;
+    // An update and a delete read the object first: that read fails too, and they answer
+    // with its error, not a 404.
+    fails_without_quorum("an update", maps.replace("before", &pp, &before)).await;
+    fails_without_quorum("a delete", maps.delete("before", &Default::default())).await;
+    fails_without_quorum("a list", maps.list(&ListParams::default())).await;
+    assert!(server.is_running(), "the server survives the lost quorum");
+
+    etcd.run_member(1);
+    etcd.run_member(2);
+    etcd.wait_healthy(1);
+    etcd.wait_healthy(2);
+    // Writes succeed again once etcd has a leader.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match maps.create(&pp, &config_map("after")).await {
+            Ok(_) => break,
+            Err(kube::Error::Api(s)) if s.code == 409 => break,
+            Err(e) => assert!(Instant::now() < deadline, "writes resume: {e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        maps.get("after").await.unwrap().metadata.name.as_deref(),
+        Some("after")
+    );
+    // The watch from before the outage sees what followed ("during" had an unknown outcome:
+    // etcd may have applied it once its quorum returned).
+    let mut names = Vec::new();
+    while names.last().map(String::as_str) != Some("after") {
+        let next = tokio::time::timeout_at(deadline.into(), events.next()).await;
+        match next.expect("the watch sees the later create in time") {
+            Some(Ok(WatchEvent::Added(c))) => names.extend(c.metadata.name),
+            Some(Ok(WatchEvent::Bookmark(_))) => {}
+            other => panic!("the watch from before the outage: {other:?}"),
+        }
+    }
+    assert!(
+        names == ["after"] || names == ["during", "after"],
+        "the watch sees the later creates once: {names:?}"
+    );
+    // The in-process control plane works again: a new Deployment's pod runs.
+    let client = server.client().await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    deployments
+        .create(&pp, &deployment("late", 1))
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while running(&pods, "app=late").await < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the Deployment's pod runs in time"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(server.is_running(), "the server still runs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_etcd_that_answers_nothing_a_write_gets_upstreams_504_timeout() {
+    use kubeplane_storage::etcd_testing::{etcd_or_skip, EtcdCluster};
+    let Some(binary) = etcd_or_skip("serve on etcd that answers nothing") else {
+        return;
+    };
+    let etcd = EtcdCluster::start(&binary, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let servers = etcd.endpoints().join(",");
+    let flags: [&std::ffi::OsStr; 2] = ["--etcd-servers".as_ref(), servers.as_ref()];
+    let mut server = Served::start(dir.path(), "127.0.0.1:0", &flags, &[], false);
+    let maps: Api<ConfigMap> = Api::namespaced(server.client_without_retries().await, "default");
+    let pp = PostParams::default();
+    maps.create(&pp, &config_map("before")).await.unwrap();
+
+    etcd.pause_member(0);
+    let started = Instant::now();
+    let write = tokio::time::timeout(
+        Duration::from_secs(30),
+        maps.create(&pp, &config_map("during")),
+    )
+    .await;
+    etcd.resume_member(0);
+    match write.expect("an answer within 30 s") {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!((s.code, s.reason.as_str()), (504, "Timeout"), "{s:?}");
+            assert_eq!(
+                s.message,
+                "Timeout: request did not complete within requested timeout - context deadline exceeded"
+            );
+        }
+        other => panic!("expected a 504 Timeout Status, got {other:?}"),
+    }
+    eprintln!("the create answered in {:?}", started.elapsed());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while let Err(e) = maps.create(&pp, &config_map("after")).await {
+        assert!(Instant::now() < deadline, "writes resume: {e:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(server.is_running(), "the server still runs");
 }
 
 /// Creates ConfigMaps, kills the server with SIGKILL, starts another on the same storage, and

@@ -104,6 +104,10 @@ const CLOCK_ALLOWED: &[(&str, &str)] = &[
         "the deadline of a blocking wait for the etcd watch log",
     ),
     (
+        "crates/storage/src/etcd_health.rs",
+        "the pause before asking an etcd found unavailable again",
+    ),
+    (
         "crates/server/src/clock.rs",
         "the server's cluster clock: wall time, or a virtual clock paced by wall time",
     ),

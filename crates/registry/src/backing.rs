@@ -72,11 +72,12 @@ impl Backing {
         }
     }
 
-    /// The key's latest version, including writes submitted and not yet durable.
-    pub(crate) fn latest(&self, key: &Key) -> Option<Versioned<Object>> {
+    /// The key's latest version, including writes submitted and not yet durable; an error
+    /// when the storage cannot be read (etcd without quorum).
+    pub(crate) fn latest(&self, key: &Key) -> Result<Option<Versioned<Object>>, StorageError> {
         match self {
-            Backing::Durable(s) => s.latest(key),
-            _ => self.storage().get(key, None).ok().flatten(),
+            Backing::Durable(s) => Ok(s.latest(key)),
+            _ => self.storage().get(key, None),
         }
     }
 

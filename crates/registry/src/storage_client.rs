@@ -28,6 +28,7 @@
 //! stream of its own, derived from the seed and the recovered revision, so UIDs and generated
 //! names do not repeat the ones drawn before the restart.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -92,6 +93,8 @@ fn api_error(err: StorageError, key: ObjectKey) -> ApiError {
         StorageError::AlreadyExists { .. } => ApiError::AlreadyExists { key },
         StorageError::Conflict { .. } => ApiError::Conflict { key },
         StorageError::Gone { requested, oldest } => ApiError::Gone { requested, oldest },
+        StorageError::Unreachable { message } => ApiError::Unavailable { message },
+        StorageError::Timeout { message } => ApiError::Timeout { message },
         StorageError::FutureRevision { .. } | StorageError::Unavailable { .. } => {
             ApiError::Internal {
                 message: err.to_string(),
@@ -115,13 +118,39 @@ struct Writer<'a> {
     clock: Clock,
     /// The revision of the last write made, which must be durable before the call returns.
     written: Option<Revision>,
+    /// The error of the first read that failed (etcd without quorum): the registry's reads
+    /// cannot fail, so a failed one reads as a missing object, and an operation that then
+    /// fails answers with this error instead (not a NotFound that is not true).
+    failed: RefCell<Option<ApiError>>,
 }
 
 impl Writer<'_> {
     /// The object's latest version, including writes not yet durable (a durable storage's
     /// preconditions check against those).
     fn read(&self, kind: Kind, namespace: &str, name: &str) -> Option<Versioned<Object>> {
-        self.storage.latest(&storage_key(kind, namespace, name))
+        if self.failed.borrow().is_some() {
+            // The operation fails with that error anyway: do not wait for the storage again.
+            return None;
+        }
+        match self.storage.latest(&storage_key(kind, namespace, name)) {
+            Ok(v) => v,
+            Err(e) => {
+                let key = ObjectKey::new(kind, namespace, name);
+                self.failed
+                    .borrow_mut()
+                    .get_or_insert_with(|| api_error(e, key));
+                None
+            }
+        }
+    }
+
+    /// Fails with the error of a failed read, before a write that would wait for the same
+    /// unavailable storage again.
+    fn check_reads(&self) -> Result<(), ApiError> {
+        match self.failed.borrow().as_ref() {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
     }
 
     /// The revision the next write gets: writes are serialized by the lock this writer holds.
@@ -135,6 +164,7 @@ impl Writer<'_> {
 
     /// Stamps `obj` with the next revision and replaces the stored version `old` with it.
     fn replace(&mut self, mut obj: Object, old: &Versioned<Object>) -> Result<Object, ApiError> {
+        self.check_reads()?;
         obj.meta_mut().resource_version = Some(self.next_revision().to_string());
         let key = storage_key(obj.kind(), obj.namespace(), obj.name());
         let event = self
@@ -168,6 +198,7 @@ impl Backend for Writer<'_> {
         if self.read(obj.kind(), obj.namespace(), obj.name()).is_some() {
             return Err(ApiError::AlreadyExists { key: obj.key() });
         }
+        self.check_reads()?;
         fill(&mut obj, &mut self.names);
         obj.meta_mut().resource_version = Some(self.next_revision().to_string());
         let event = self
@@ -214,6 +245,7 @@ impl Backend for Writer<'_> {
     }
 
     fn delete(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
+        self.check_reads()?;
         let event = self
             .storage
             .delete(&storage_key(key.kind, &key.namespace, &key.name), None)
@@ -460,8 +492,12 @@ impl StorageClient {
                 names,
                 clock: self.shared.clock,
                 written: None,
+                failed: RefCell::new(None),
             };
-            let result = f(&mut writer);
+            let result = match (f(&mut writer), writer.failed.take()) {
+                (Err(_), Some(failed)) => Err(failed),
+                (result, _) => result,
+            };
             (result, writer.written)
         };
         if let Some(revision) = written {

@@ -63,7 +63,7 @@ pub fn read(state: &State, key: &ObjectKey) -> Result<Object> {
     {
         Ok(Some(v)) => Ok(v.value),
         Ok(None) => Err(kubeplane_api::ApiError::NotFound { key: key.clone() }.into()),
-        Err(e) => Err(StatusError::new(500, "InternalError", e.to_string())),
+        Err(e) => Err(StatusError::from(e)),
     }
 }
 

@@ -173,7 +173,7 @@ pub fn list(state: &State, req: &ResourceRequest, q: &Query) -> Result<Page, Sta
                 format!("too old resource version: {requested} ({oldest})"),
             ),
             StorageError::FutureRevision { requested, current } => too_large(requested, current),
-            other => StatusError::new(500, "InternalError", other.to_string()),
+            other => StatusError::from(other),
         })?;
         revision = Some(page.revision);
         let mut last_key = None;

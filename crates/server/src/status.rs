@@ -3,7 +3,13 @@
 //! (`name`, `group`, `kind` = the resource).
 
 use kubeplane_api::{ApiError, Kind, ObjectKey};
+use kubeplane_storage::StorageError;
 use serde_json::{json, Value};
+
+/// The message of a request the storage did not answer in time: upstream's
+/// `NewTimeoutError` of a request whose context ran out while it waited for etcd.
+pub const TIMEOUT_MESSAGE: &str =
+    "Timeout: request did not complete within requested timeout - context deadline exceeded";
 
 /// An error response: the HTTP status and the Status body.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,6 +131,8 @@ impl From<ApiError> for StatusError {
                     .as_ref()
                     .map(|c| json!({"causes": [{"reason": "DisruptionBudget", "message": c}]})),
             ),
+            // upstream's Details carry retryAfterSeconds 0, which leaves them empty.
+            ApiError::Timeout { .. } => (TIMEOUT_MESSAGE.to_string(), Some(json!({}))),
             other => (other.to_string(), None),
         };
         StatusError {
@@ -132,6 +140,18 @@ impl From<ApiError> for StatusError {
             reason,
             message,
             details,
+        }
+    }
+}
+
+impl From<StorageError> for StatusError {
+    /// A read's storage error that names no object: etcd unreachable or without quorum is 503
+    /// ServiceUnavailable, no answer in time 504 Timeout, anything else 500.
+    fn from(err: StorageError) -> StatusError {
+        match err {
+            StorageError::Unreachable { message } => ApiError::Unavailable { message }.into(),
+            StorageError::Timeout { message } => ApiError::Timeout { message }.into(),
+            other => StatusError::new(500, "InternalError", other.to_string()),
         }
     }
 }
@@ -161,6 +181,51 @@ mod tests {
         assert_eq!(body["reason"], "NotFound");
         assert_eq!(body["details"]["kind"], "deployments");
         assert_eq!(body["details"]["group"], "apps");
+    }
+
+    #[test]
+    fn storage_failures_are_503_or_504_statuses_and_other_storage_errors_500() {
+        let cases = [
+            (
+                "etcd without quorum is ServiceUnavailable with etcd's words",
+                StorageError::Unreachable {
+                    message: "etcdserver: request timed out".into(),
+                },
+                503,
+                "ServiceUnavailable",
+                "etcdserver: request timed out",
+            ),
+            (
+                "no answer in time is upstream's Timeout",
+                StorageError::Timeout {
+                    message: "no answer from etcd within 10s".into(),
+                },
+                504,
+                "Timeout",
+                TIMEOUT_MESSAGE,
+            ),
+            (
+                "a failed disk is an InternalError",
+                StorageError::Unavailable {
+                    message: "sync failed".into(),
+                },
+                500,
+                "InternalError",
+                "storage unavailable: sync failed",
+            ),
+        ];
+        for (case, err, code, reason, message) in cases {
+            let s = StatusError::from(err);
+            let body = s.body();
+            assert_eq!(body["code"], code, "{case}");
+            assert_eq!(body["reason"], reason, "{case}");
+            assert_eq!(body["message"], message, "{case}");
+            assert_eq!(body["status"], "Failure", "{case}");
+        }
+        let timeout = StatusError::from(StorageError::Timeout {
+            message: "m".into(),
+        });
+        assert_eq!(timeout.body()["details"], json!({}));
     }
 
     #[test]

@@ -118,6 +118,15 @@ pub enum StorageError {
     /// durable storage refuses every later write (HTTP 500; the server must be restarted).
     #[error("storage unavailable: {message}")]
     Unavailable { message: String },
+    /// The storage cannot serve requests now but may later: etcd is unreachable or has no
+    /// quorum (HTTP 503 ServiceUnavailable). A write that got this was not acknowledged; if it
+    /// reached a member it may still be applied once the cluster recovers.
+    #[error("{message}")]
+    Unreachable { message: String },
+    /// The storage gave no answer in time (HTTP 504 Timeout). The operation may have been
+    /// applied or not: a write that got this has an unknown outcome.
+    #[error("{message}")]
+    Timeout { message: String },
 }
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -36,6 +36,7 @@ use crate::api::{
     Event, EventKind, ListOptions, ListPage, Result, Revision, Storage, StorageError, Versioned,
     Watcher,
 };
+use crate::etcd_health::{failure, not_sent, Failure, Health};
 use crate::etcd_log::{version, EtcdWatcher, Feeder, Log};
 use crate::journal::Codec;
 use crate::key::{Key, Prefix};
@@ -140,30 +141,6 @@ impl Layout {
     }
 }
 
-/// Why a call to etcd failed.
-enum Failure {
-    Compacted,
-    Future,
-    Other(String),
-}
-
-fn failure(e: etcd_client::Error) -> Failure {
-    let text = e.to_string();
-    if text.contains("required revision has been compacted") {
-        Failure::Compacted
-    } else if text.contains("required revision is a future revision") {
-        Failure::Future
-    } else {
-        Failure::Other(text)
-    }
-}
-
-/// Whether a request failed before it reached a member (it changed nothing).
-fn not_sent(e: &etcd_client::Error) -> bool {
-    let text = format!("{e:?}");
-    text.contains("tcp connect error") || text.contains("ConnectionRefused")
-}
-
 fn unavailable(message: impl std::fmt::Display) -> StorageError {
     StorageError::Unavailable {
         message: format!("etcd: {message}"),
@@ -180,6 +157,7 @@ pub struct EtcdStorage<V> {
     codec: Arc<dyn Codec<V>>,
     log: Arc<Log<V>>,
     timeout: Duration,
+    health: Health,
 }
 
 impl<V> std::fmt::Debug for EtcdStorage<V> {
@@ -229,6 +207,7 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
             codec: Arc::new(codec),
             log: Arc::new(Log::new(config.window, 1)),
             timeout: config.timeout,
+            health: Health::default(),
         };
         storage.start(config)?;
         Ok(storage)
@@ -268,17 +247,23 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
     }
 
     /// [`Storage::watch`] without the box: the concrete cursor.
+    /// A watch from a revision the log has seen asks etcd nothing, so it can start while etcd
+    /// has no quorum (its events follow once etcd is back).
     pub fn cursor(&self, prefix: &Prefix, from: Option<Revision>) -> Result<EtcdWatcher<V>> {
-        let current = self.etcd_revision()?;
+        let seen = self.log.lock().seen;
         let position = match from {
-            None => current,
-            Some(r) if r > current => {
-                return Err(StorageError::FutureRevision {
-                    requested: r,
-                    current,
-                })
+            Some(r) if r <= seen => r,
+            None => self.etcd_revision()?,
+            Some(r) => {
+                let current = self.etcd_revision()?;
+                if r > current {
+                    return Err(StorageError::FutureRevision {
+                        requested: r,
+                        current,
+                    });
+                }
+                r
             }
-            Some(r) => r,
         };
         // The log reaches the current revision at once but for the writes of other clients
         // an instant ago.
@@ -295,8 +280,25 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
 
     /// Runs `f` with a client on the storage's runtime and waits for its answer. A request
     /// that could not be sent (its member is down) is sent again, up to 50 times 100 ms apart,
-    /// while the client's balancer moves to the members that are up.
+    /// while the client's balancer moves to the members that are up. While etcd is found
+    /// unavailable, the call fails at once (see `etcd_health.rs`).
     fn call<T, F>(&self, f: impl Fn(Client) -> F) -> std::result::Result<T, Failure>
+    where
+        T: Send + 'static,
+        F: Future<Output = std::result::Result<T, etcd_client::Error>> + Send + 'static,
+    {
+        let admitted = self.health.admit().map_err(Failure::Unreachable)?;
+        let answer = self.call_etcd(f);
+        let unavailable = match &answer {
+            Err(Failure::Unreachable(m) | Failure::TimedOut(m)) => Some(m.as_str()),
+            _ => None,
+        };
+        self.health.record(admitted, unavailable);
+        answer
+    }
+
+    /// [`EtcdStorage::call`] without the health check.
+    fn call_etcd<T, F>(&self, f: impl Fn(Client) -> F) -> std::result::Result<T, Failure>
     where
         T: Send + 'static,
         F: Future<Output = std::result::Result<T, etcd_client::Error>> + Send + 'static,
@@ -310,6 +312,11 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 Err(Blocked::Etcd(e)) => return Err(failure(e)),
+                Err(Blocked::TimedOut(t)) => {
+                    return Err(Failure::TimedOut(format!(
+                        "no answer from etcd within {t:?}"
+                    )))
+                }
                 Err(other) => return Err(Failure::Other(describe(other))),
             }
         }
@@ -338,6 +345,8 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
             },
             (Failure::Compacted, None) => unavailable("compacted"),
             (Failure::Future, None) => unavailable("future revision"),
+            (Failure::TimedOut(message), _) => StorageError::Timeout { message },
+            (Failure::Unreachable(message), _) => StorageError::Unreachable { message },
             (Failure::Other(m), _) => unavailable(m),
         }
     }

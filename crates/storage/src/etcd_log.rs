@@ -237,16 +237,32 @@ impl<V: Send + Sync + 'static> Feeder<V> {
     /// Watches every key, forever: first from revision 1, which etcd cancels at once if it
     /// compacted past it (telling its compaction point: the log's oldest revision), then from
     /// the revision after the log's latest, again after a compaction or a lost connection.
+    /// While etcd cannot be watched (no member reachable), it tries again 200 ms after the
+    /// first failure, doubling the wait up to 5 s, and reports the first failure of a streak
+    /// and then every tenth.
     pub(crate) async fn run(mut self) {
         let mut from = 1;
+        let mut failures: u32 = 0;
         loop {
-            if let Err(e) = self.watch_from(from).await {
-                eprintln!(
-                    "kubeplane storage: etcd watch from revision {from}: {e}; watching again"
-                );
-                tokio::time::sleep(Duration::from_millis(200)).await;
+            match self.watch_from(from).await {
+                Ok(()) => failures = 0,
+                Err(e) => {
+                    if failures.is_multiple_of(10) {
+                        eprintln!(
+                            "kubeplane storage: etcd watch from revision {from}: {e}; watching again"
+                        );
+                    }
+                    let wait = 200u64 << failures.min(5);
+                    failures += 1;
+                    tokio::time::sleep(Duration::from_millis(wait.min(5000))).await;
+                }
             }
-            from = self.log.lock().seen + 1;
+            let seen = self.log.lock().seen;
+            if seen + 1 > from {
+                // The last watch delivered events: the stream worked, a new streak starts.
+                failures = 0;
+            }
+            from = seen + 1;
         }
     }
 

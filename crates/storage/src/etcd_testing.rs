@@ -155,6 +155,27 @@ impl EtcdCluster {
         }
     }
 
+    /// Freezes member `i` (`SIGSTOP`): it keeps its connections but answers nothing, as a
+    /// member stuck on a slow disk or a lost network does, until [`EtcdCluster::resume_member`].
+    pub fn pause_member(&self, i: usize) {
+        self.signal(i, "-STOP");
+    }
+
+    /// Lets a member frozen by [`EtcdCluster::pause_member`] go on (`SIGCONT`).
+    pub fn resume_member(&self, i: usize) {
+        self.signal(i, "-CONT");
+    }
+
+    fn signal(&self, i: usize, signal: &str) {
+        let child = self.members[i].child.as_ref().expect("a running member");
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} member {i}");
+    }
+
     /// The value and mod revision of the raw etcd key `key`, read with the `etcdctl` beside
     /// the `etcd` binary (its `-w fields` output).
     pub fn get(&self, key: &str) -> Option<(String, u64)> {

@@ -94,6 +94,7 @@
 mod api;
 mod durable;
 mod etcd;
+mod etcd_health;
 mod etcd_log;
 #[cfg(any(test, feature = "testing"))]
 pub mod etcd_testing;

@@ -1,8 +1,9 @@
 //! `EtcdStorage` on real etcd servers started for each test (skipped without an etcd binary,
 //! except under CI): kube-apiserver's key layout as etcd holds it, a scheduled compaction, and a
-//! three-member cluster that keeps taking writes with one member killed.
+//! three-member cluster that keeps taking writes with one member killed, one that loses its
+//! quorum and recovers, and a member that stops answering.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kubeplane_storage::etcd_testing::{etcd_or_skip, EtcdCluster};
 use kubeplane_storage::{
@@ -92,10 +93,14 @@ fn the_compactor_compacts_one_interval_behind() {
 /// Creates `key`, retrying while the cluster elects a new leader; a retry that finds the key
 /// means the first try was applied.
 fn create_retrying(storage: &EtcdStorage<String>, key: &Key) {
-    for _ in 0..50 {
+    for _ in 0..100 {
         match storage.create(key, key.name().to_string()) {
             Ok(_) | Err(StorageError::AlreadyExists { .. }) => return,
-            Err(StorageError::Unavailable { .. }) => std::thread::sleep(Duration::from_millis(200)),
+            Err(
+                StorageError::Unavailable { .. }
+                | StorageError::Unreachable { .. }
+                | StorageError::Timeout { .. },
+            ) => std::thread::sleep(Duration::from_millis(200)),
             Err(e) => panic!("create {key}: {e}"),
         }
     }
@@ -133,4 +138,113 @@ fn a_three_member_cluster_takes_writes_with_one_member_killed() {
         }
     }
     assert_eq!(watched, keys, "the watch saw every create once, in order");
+}
+
+/// Whether `result` is the failure of a storage without quorum: unreachable or timed out.
+fn no_quorum<T: std::fmt::Debug>(result: &Result<T, StorageError>) -> bool {
+    matches!(
+        result,
+        Err(StorageError::Unreachable { .. } | StorageError::Timeout { .. })
+    )
+}
+
+/// Reads the cursor until it yields `last`, for up to 30 s; the keys it yielded.
+fn keys_until(cursor: &mut dyn kubeplane_storage::Watcher<String>, last: &Key) -> Vec<Key> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut keys = Vec::new();
+    while Instant::now() < deadline && keys.last() != Some(last) {
+        if let Some(event) = cursor.wait_next(Duration::from_millis(200)).unwrap() {
+            keys.push(event.key.clone());
+        }
+    }
+    keys
+}
+
+#[test]
+fn without_quorum_reads_and_writes_fail_as_unreachable_or_timeout_and_service_resumes_after() {
+    let Some(binary) = etcd_or_skip("etcd without quorum") else {
+        return;
+    };
+    let mut etcd = EtcdCluster::start(&binary, 3);
+    let storage = connect(etcd.endpoints(), None);
+    let key = |i: usize| Key::new("configmaps", "default", &format!("c{i}"));
+    create_retrying(&storage, &key(0));
+    let mut before = storage
+        .watch(&Prefix::resource("configmaps"), None)
+        .unwrap();
+    let seen = before.position();
+
+    etcd.stop_member(1);
+    etcd.stop_member(2);
+    let started = Instant::now();
+    let write = storage.create(&key(1), "1".into());
+    assert!(no_quorum(&write), "a write without quorum: {write:?}");
+    let read = storage.get(&key(0), None);
+    assert!(no_quorum(&read), "a read without quorum: {read:?}");
+    let list = storage.list(&Prefix::resource("configmaps"), &ListOptions::default());
+    assert!(no_quorum(&list), "a list without quorum: {list:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(45),
+        "three failures in {:?}",
+        started.elapsed()
+    );
+    // A watch from a revision the storage has seen starts without asking etcd.
+    let mut during = storage
+        .watch(&Prefix::resource("configmaps"), Some(seen))
+        .expect("a watch from a seen revision starts without quorum");
+
+    etcd.run_member(1);
+    etcd.run_member(2);
+    etcd.wait_healthy(1);
+    etcd.wait_healthy(2);
+    create_retrying(&storage, &key(2));
+    assert_eq!(storage.get(&key(2), None).unwrap().unwrap().value, "c2");
+    // c1's create had an unknown outcome: etcd may have applied it once the quorum returned.
+    for (name, cursor) in [("before", &mut before), ("during", &mut during)] {
+        let keys = keys_until(cursor.as_mut(), &key(2));
+        assert_eq!(
+            keys.last(),
+            Some(&key(2)),
+            "the watch {name} sees c2: {keys:?}"
+        );
+        assert!(
+            keys == [key(2)] || keys == [key(1), key(2)],
+            "the watch {name} sees what followed, once: {keys:?}"
+        );
+    }
+}
+
+#[test]
+fn a_member_that_answers_nothing_is_a_timeout_and_service_resumes_when_it_answers_again() {
+    let Some(binary) = etcd_or_skip("etcd that answers nothing") else {
+        return;
+    };
+    let etcd = EtcdCluster::start(&binary, 1);
+    let mut config = EtcdConfig::new(etcd.endpoints());
+    config.compaction_interval = None;
+    config.timeout = Duration::from_secs(2);
+    let storage = EtcdStorage::connect(&config, Text).expect("connect");
+    let key = |i: usize| Key::new("configmaps", "default", &format!("c{i}"));
+    storage.create(&key(0), "c0".into()).unwrap();
+    let mut cursor = storage
+        .watch(&Prefix::resource("configmaps"), None)
+        .unwrap();
+
+    etcd.pause_member(0);
+    let started = Instant::now();
+    let write = storage.create(&key(1), "c1".into());
+    let took = started.elapsed();
+    etcd.resume_member(0);
+    assert!(
+        matches!(write, Err(StorageError::Timeout { .. })),
+        "a write etcd does not answer: {write:?}"
+    );
+    assert!(took < Duration::from_secs(5), "timed out after {took:?}");
+
+    create_retrying(&storage, &key(2));
+    let keys = keys_until(cursor.as_mut(), &key(2));
+    assert!(
+        keys == [key(2)] || keys == [key(1), key(2)],
+        "the watch sees what followed, once: {keys:?}"
+    );
 }

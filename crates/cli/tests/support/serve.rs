@@ -61,6 +61,20 @@ impl Served {
         client(&self.kubeconfig).await
     }
 
+    /// A kube-rs client of the admin kubeconfig that does not retry a 429, 503 or 504 (kube-rs
+    /// retries them by default), so that a test sees them.
+    pub async fn client_without_retries(&self) -> kube::Client {
+        let mut cfg = config(&self.kubeconfig).await;
+        cfg.default_retry = false;
+        kube::Client::try_from(cfg).expect("a client")
+    }
+
+    /// Whether the server process is still running (it has not exited or crashed).
+    pub fn is_running(&mut self) -> bool {
+        let child = self.child.as_mut().expect("a started server");
+        matches!(child.try_wait(), Ok(None))
+    }
+
     /// Kills the server and returns its output.
     pub fn stop(mut self) -> Output {
         let mut child = self.child.take().expect("a running server");
@@ -80,9 +94,13 @@ impl Drop for Served {
 
 /// A kube-rs client of a kubeconfig.
 pub async fn client(kubeconfig: &Path) -> kube::Client {
+    kube::Client::try_from(config(kubeconfig).await).expect("a client")
+}
+
+/// The kube-rs configuration of a kubeconfig.
+async fn config(kubeconfig: &Path) -> kube::Config {
     let kc = Kubeconfig::read_from(kubeconfig).expect("a kubeconfig");
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+    kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
-        .expect("the kubeconfig is usable");
-    kube::Client::try_from(cfg).expect("a client")
+        .expect("the kubeconfig is usable")
 }
