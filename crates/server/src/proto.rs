@@ -10,15 +10,15 @@
 //! names as in the .proto files, unset fields absent, int64 as numbers, `Time` and `MicroTime`
 //! as RFC 3339 strings, `Quantity` and `Duration` as strings, `IntOrString` as a number or a
 //! string, `RawExtension` and `FieldsV1` as the JSON they carry, `bytes` as base64, maps as
-//! objects with sorted keys. Go's non-pointer fields are always encoded: an empty string reads
-//! as absent (as Go's JSON encoder omits it), a zero `Time` too; zero numbers, `false` and empty
-//! messages stay (the protobuf cannot tell `hostNetwork: false` from unset).
+//! objects with sorted keys. Go encodes its non-pointer fields even when unset: a scalar field
+//! at its zero value ("", 0, false) reads as absent unless `pointers.rs` lists it as a Go
+//! pointer (`replicas: 0`, `storageClassName: ""`), and a zero `Time` reads as absent too.
 
 use std::sync::OnceLock;
 
 use base64::Engine;
 use prost_reflect::{
-    DescriptorPool, DynamicMessage, Kind, MapKey, MessageDescriptor, ReflectMessage, Value as PV,
+    DescriptorPool, DynamicMessage, MapKey, MessageDescriptor, ReflectMessage, Value as PV,
 };
 use serde_json::{Map, Value};
 
@@ -112,8 +112,11 @@ fn message_json(m: &DynamicMessage) -> Option<Value> {
     }
     let mut out = Map::new();
     for (f, v) in m.fields() {
+        if is_zero(v) && !is_pointer(desc.full_name(), f.name()) {
+            continue;
+        }
         let v = value_json(v)?;
-        if v.is_null() || v.as_str() == Some("") {
+        if v.is_null() {
             continue;
         }
         match v {
@@ -221,6 +224,26 @@ pub const RENAMED: &[(&str, &str, &str)] = &[
         "apiGroup",
     ),
 ];
+
+/// Go's zero value of a scalar field.
+fn is_zero(v: &PV) -> bool {
+    match v {
+        PV::Bool(b) => !b,
+        PV::I32(n) => *n == 0,
+        PV::I64(n) => *n == 0,
+        PV::U32(n) => *n == 0,
+        PV::U64(n) => *n == 0,
+        PV::String(s) => s.is_empty(),
+        _ => false,
+    }
+}
+
+/// Whether a scalar field is a Go pointer, whose zero value is a value (`replicas: 0`).
+fn is_pointer(message: &str, field: &str) -> bool {
+    pointers::POINTER_SCALARS
+        .binary_search(&(message, field))
+        .is_ok()
+}
 
 fn is_inlined(message: &str, field: &str) -> bool {
     INLINED.contains(&(message, field))
@@ -335,6 +358,8 @@ fn duration(ns: i64) -> String {
         (h, m) => format!("{sign}{h}h{m}m{s}s"),
     }
 }
+
+mod pointers;
 
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@
 
 use super::*;
 use prost_reflect::prost::Message;
+use prost_reflect::Kind;
 use serde_json::json;
 
 /// Kubernetes JSON as a message of `desc` (the inverse of `message_json`).
@@ -184,20 +185,36 @@ fn a_secret_s_bytes_read_as_base64_and_a_configmap_s_strings_as_written() {
 }
 
 #[test]
-fn go_zero_values_of_non_pointer_fields_read_as_absent() {
-    // Go always encodes non-pointer fields: empty strings and a zero Time must not show up.
+fn go_zero_values_of_non_pointer_fields_read_as_absent_and_of_pointers_as_values() {
+    // Go always encodes non-pointer fields: their zero values and a zero Time must not show up.
     let body = body_of(&json!({
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": "team-a", "namespace": "", "creationTimestamp": "1970-01-01T00:00:00Z"},
-        "spec": {},
-        "status": {"phase": ""}
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "", "generation": 0, "creationTimestamp": "1970-01-01T00:00:00Z"},
+        "spec": {
+            "replicas": 0,
+            "paused": false,
+            "minReadySeconds": 0,
+            "template": {"spec": {"hostNetwork": false, "automountServiceAccountToken": false, "containers": []}}
+        },
+        "status": {"replicas": 0}
     }));
     assert_eq!(
         decode(&body),
-        Some(
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}, "spec": {}, "status": {}})
-        )
+        Some(json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 0, "template": {"spec": {"automountServiceAccountToken": false}}},
+            "status": {}
+        }))
+    );
+    let claim = body_of(
+        &json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "spec": {"storageClassName": ""}}),
+    );
+    assert_eq!(
+        decode(&claim).unwrap()["spec"],
+        json!({"storageClassName": ""})
     );
 }
 
