@@ -3,7 +3,8 @@
 # default validation, rollout status, scale, label, annotate, every patch type kubeplane
 # serves, server-side apply (conflicts between field managers, --force-conflicts, the
 # managers in --show-managed-fields), taint, cordon, drain against a PodDisruptionBudget, get -w, --chunk-size, describe,
-# events, delete --wait and namespace deletion, with each kubectl given.
+# events, delete --wait and namespace deletion, kubectl create's generators (protobuf bodies:
+# namespace, deployment, configmap, secret, service, job, cronjob), with each kubectl given.
 #
 #   scripts/serve-kubectl-test.sh KUBEPLANE KUBECTL...
 #
@@ -91,6 +92,23 @@ story() {
   check "delete --wait" 'deleted' "$("$k" -n shop delete deploy web --wait=true --timeout=60s 2>&1)"
   check "namespace deletion" 'namespace "shop" deleted' "$("$k" delete namespace shop --timeout=60s 2>&1)"
   wait_for "the namespace is gone" 30 bash -c "! '$k' get namespace shop"
+  # kubectl's generators use client-go's typed clients, which send protobuf bodies.
+  check "create namespace (a protobuf body)" "namespace/gen created" "$("$k" create namespace gen 2>&1)"
+  check "create deployment" "deployment.apps/web2 created" "$("$k" -n gen create deployment web2 --image=nginx --replicas=2 --port=80 2>&1)"
+  check "the created deployment's fields" "2 nginx app=web2 80" \
+    "$("$k" -n gen get deploy web2 -o jsonpath='{.spec.replicas} {.spec.template.spec.containers[0].image} app={.spec.selector.matchLabels.app} {.spec.template.spec.containers[0].ports[0].containerPort}' 2>&1)"
+  wait_for "the created deployment's two pods Running" 30 bash -c "[ \$('$k' -n gen get pods -l app=web2 --field-selector=status.phase=Running -o name | wc -l) -eq 2 ]"
+  check "create configmap" "configmap/settings created" "$("$k" -n gen create configmap settings --from-literal=mode=fast --from-literal=empty= 2>&1)"
+  check "the created configmap's data" '{"empty":"","mode":"fast"}' "$("$k" -n gen get configmap settings -o jsonpath='{.data}' 2>&1)"
+  check "create secret generic" "secret/db created" "$("$k" -n gen create secret generic db --from-literal=password=s3cret 2>&1)"
+  check "the created secret's bytes" "czNjcmV0" "$("$k" -n gen get secret db -o jsonpath='{.data.password}' 2>&1)"
+  check "create service (an IntOrString targetPort)" "service/web2 created" "$("$k" -n gen create service clusterip web2 --tcp=80:8080 2>&1)"
+  check "the created service's ports" "80 8080 ClusterIP" "$("$k" -n gen get service web2 -o jsonpath='{.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.type}' 2>&1)"
+  check "create job" "job.batch/hello created" "$("$k" -n gen create job hello --image=busybox -- echo hi 2>&1)"
+  check "the created job's template" "busybox echo Never" \
+    "$("$k" -n gen get job hello -o jsonpath='{.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].command[0]} {.spec.template.spec.restartPolicy}' 2>&1)"
+  check "create cronjob" "cronjob.batch/tick created" "$("$k" -n gen create cronjob tick --image=busybox --schedule='*/5 * * * *' 2>&1)"
+  check "the created cronjob's schedule" "*/5 * * * *" "$("$k" -n gen get cronjob tick -o jsonpath='{.spec.schedule}' 2>&1)"
   "$k" get pods -A >/dev/null 2>&1 || fail "the server stopped answering"
 }
 for k in "$@"; do story "$k"; done
