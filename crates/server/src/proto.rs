@@ -50,9 +50,30 @@ pub fn message_of(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
         .or_else(|| pool.get_message_by_name(&format!("{META}.{kind}")))
 }
 
+/// How deep protobuf-encoded objects may nest inside `RawExtension`s: each level decodes
+/// afresh (with prost's own recursion limit), so without a bound a small hostile body
+/// could nest deep enough to overflow the stack.
+const MAX_EMBEDDED_DEPTH: u32 = 8;
+
+thread_local! {
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 /// The JSON form of a protobuf body (magic, `runtime.Unknown`, the message of the kind its
-/// typeMeta names); `None` for a kind without a vendored message or a malformed body.
+/// typeMeta names); `None` for a kind without a vendored message, a malformed body, or
+/// objects embedded deeper than [`MAX_EMBEDDED_DEPTH`].
 pub fn decode(body: &[u8]) -> Option<Value> {
+    let depth = DEPTH.with(|d| d.get());
+    if depth >= MAX_EMBEDDED_DEPTH {
+        return None;
+    }
+    DEPTH.with(|d| d.set(depth + 1));
+    let out = decode_envelope(body);
+    DEPTH.with(|d| d.set(depth));
+    out
+}
+
+fn decode_envelope(body: &[u8]) -> Option<Value> {
     let envelope = body.strip_prefix(MAGIC)?;
     let unknown = pool().get_message_by_name("k8s.io.apimachinery.pkg.runtime.Unknown")?;
     let unknown = DynamicMessage::decode(unknown, envelope).ok()?;

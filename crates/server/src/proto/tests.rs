@@ -280,3 +280,45 @@ fn an_unknown_kind_a_foreign_group_or_a_truncated_body_is_refused() {
         assert!(decode(&body).is_none(), "{api_version} {kind}");
     }
 }
+
+/// A ControllerRevision whose `data` holds, protobuf-encoded, `levels - 1` more of them.
+fn nested_revisions(levels: usize) -> Vec<u8> {
+    let revision = message_of("apps/v1", "ControllerRevision").unwrap();
+    let data = revision.get_field_by_name("data").unwrap();
+    let unknown = pool()
+        .get_message_by_name("k8s.io.apimachinery.pkg.runtime.Unknown")
+        .unwrap();
+    let mut inner: Option<Vec<u8>> = None;
+    for _ in 0..levels {
+        let mut m = encode_message(revision.clone(), &json!({"revision": 1}));
+        if let Some(raw) = inner.take() {
+            let ext = data.kind().as_message().unwrap().clone();
+            let mut e = DynamicMessage::new(ext.clone());
+            e.set_field(
+                &ext.get_field_by_name("raw").unwrap(),
+                PV::Bytes(raw.into()),
+            );
+            m.set_field(&data, PV::Message(e));
+        }
+        let type_meta =
+            json!({"typeMeta": {"apiVersion": "apps/v1", "kind": "ControllerRevision"}});
+        let mut envelope = encode_message(unknown.clone(), &type_meta);
+        envelope.set_field(
+            &unknown.get_field_by_name("raw").unwrap(),
+            PV::Bytes(m.encode_to_vec().into()),
+        );
+        inner = Some([MAGIC.to_vec(), envelope.encode_to_vec()].concat());
+    }
+    inner.unwrap()
+}
+
+#[test]
+fn embedded_protobuf_objects_decode_a_few_levels_deep_and_a_hostile_depth_is_refused() {
+    let two = decode(&nested_revisions(2)).unwrap();
+    assert_eq!(two["data"]["kind"], "ControllerRevision");
+    assert_eq!(two["data"]["revision"], 1);
+    // Deep enough to overflow the stack without the bound; refused, not a crash.
+    assert_eq!(decode(&nested_revisions(20_000)), None);
+    // The bound is per body: a refused body leaves the next one unaffected.
+    assert!(decode(&nested_revisions(3)).is_some());
+}
