@@ -30,7 +30,8 @@ story() {
   "$bin" serve --listen 127.0.0.1:0 --kubeconfig-out "$tmp/kubeconfig" --data-dir "$tmp/data" \
     "$here/tests/serve/cluster.yaml" 2>"$tmp/server.log" &
   server=$!
-  trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$tmp"' RETURN
+  # On return, and on a failed check's exit too (a RETURN trap does not run on exit).
+  trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$tmp"' RETURN EXIT
   for _ in $(seq 100); do [ -s "$tmp/kubeconfig" ] && break; sleep 0.1; done
   [ -s "$tmp/kubeconfig" ] || fail "the server wrote no kubeconfig: $(cat "$tmp/server.log")"
   export KUBECONFIG=$tmp/kubeconfig
