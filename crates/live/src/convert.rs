@@ -12,8 +12,9 @@ pub fn api_resource(kind: Kind) -> ApiResource {
     ApiResource::from_gvk_with_plural(&gvk, kind.plural())
 }
 
-/// A kube-rs error as the [`ApiError`] its status reason names. Transport failures (the server
-/// is away, a timeout) are `Unavailable`: callers retry them as upstream's clients do.
+/// A kube-rs error as the [`ApiError`] its status reason names (a 504 is `Timeout`: the
+/// request may still take effect). Transport failures (the server is away, a timeout) are
+/// `Unavailable`: callers retry them as upstream's clients do.
 pub fn api_error(key: &ObjectKey, e: kube::Error) -> ApiError {
     let kube::Error::Api(status) = e else {
         return ApiError::Unavailable {
@@ -40,7 +41,8 @@ pub fn api_error(key: &ObjectKey, e: kube::Error) -> ApiError {
         (400, _) => ApiError::BadRequest { message },
         (415, _) => ApiError::UnsupportedMediaType { message },
         (413, _) => ApiError::RequestEntityTooLarge { message },
-        (503, _) | (504, _) => ApiError::Unavailable { message },
+        (503, _) => ApiError::Unavailable { message },
+        (504, _) => ApiError::Timeout { message },
         _ => ApiError::Internal { message },
     }
 }
@@ -75,6 +77,8 @@ mod tests {
             (422, "Invalid", "Invalid"),
             (429, "TooManyRequests", "TooManyRequests"),
             (500, "InternalError", "InternalError"),
+            (503, "ServiceUnavailable", "ServiceUnavailable"),
+            (504, "Timeout", "Timeout"),
         ];
         for (code, reason, want) in cases {
             let got = api_error(&key, status(*code, reason));
