@@ -18,70 +18,47 @@ pub fn filed_under<'a>(meta: &'a ObjectMeta, kind: &str) -> Option<Option<&'a st
     }
 }
 
-/// Puts `value` at `outer`, `inner` of a two-level map and returns what was there, allocating
-/// the keys only when the entry is new (most pod events update a pod that is already there).
-pub fn put_nested<V>(
-    map: &mut BTreeMap<String, BTreeMap<String, V>>,
-    outer: &str,
-    inner: &str,
-    value: V,
-) -> Option<V> {
-    let Some(m) = map.get_mut(outer) else {
-        map.insert(
-            outer.to_string(),
-            BTreeMap::from([(inner.to_string(), value)]),
-        );
-        return None;
+/// `put` and `take` of a two-level map of one map type (the StatefulSet controller's ordered
+/// `BTreeMap`s, the Job's and DaemonSet's hashed ones): the same code over either.
+macro_rules! nested_map_fns {
+    ($put:ident, $take:ident, $map:ident) => {
+        /// Puts `value` at `outer`, `inner` of a two-level map and returns what was there,
+        /// allocating the keys only when the entry is new (most pod events update a pod that
+        /// is already there).
+        pub fn $put<V>(
+            map: &mut $map<String, $map<String, V>>,
+            outer: &str,
+            inner: &str,
+            value: V,
+        ) -> Option<V> {
+            let Some(m) = map.get_mut(outer) else {
+                map.insert(
+                    outer.to_string(),
+                    $map::from_iter([(inner.to_string(), value)]),
+                );
+                return None;
+            };
+            match m.get_mut(inner) {
+                Some(slot) => Some(std::mem::replace(slot, value)),
+                None => m.insert(inner.to_string(), value),
+            }
+        }
+
+        /// Removes `outer`, `inner` from a two-level map, and `outer` when it is left empty.
+        pub fn $take<V>(
+            map: &mut $map<String, $map<String, V>>,
+            outer: &str,
+            inner: &str,
+        ) -> Option<V> {
+            let m = map.get_mut(outer)?;
+            let v = m.remove(inner);
+            if m.is_empty() {
+                map.remove(outer);
+            }
+            v
+        }
     };
-    match m.get_mut(inner) {
-        Some(slot) => Some(std::mem::replace(slot, value)),
-        None => m.insert(inner.to_string(), value),
-    }
 }
 
-/// Removes `outer`, `inner` from a two-level map, and `outer` when it is left empty.
-pub fn take_nested<V>(
-    map: &mut BTreeMap<String, BTreeMap<String, V>>,
-    outer: &str,
-    inner: &str,
-) -> Option<V> {
-    let m = map.get_mut(outer)?;
-    let v = m.remove(inner);
-    if m.is_empty() {
-        map.remove(outer);
-    }
-    v
-}
-
-/// Puts `value` at `outer`, `inner` of a two-level hashed map and returns what was there,
-/// allocating the keys only when the entry is new.
-pub fn put_hashed<V>(
-    map: &mut FxHashMap<String, FxHashMap<String, V>>,
-    outer: &str,
-    inner: &str,
-    value: V,
-) -> Option<V> {
-    let Some(m) = map.get_mut(outer) else {
-        let m = FxHashMap::from_iter([(inner.to_string(), value)]);
-        map.insert(outer.to_string(), m);
-        return None;
-    };
-    match m.get_mut(inner) {
-        Some(slot) => Some(std::mem::replace(slot, value)),
-        None => m.insert(inner.to_string(), value),
-    }
-}
-
-/// Removes `outer`, `inner` from a two-level hashed map, and `outer` when it is left empty.
-pub fn take_hashed<V>(
-    map: &mut FxHashMap<String, FxHashMap<String, V>>,
-    outer: &str,
-    inner: &str,
-) -> Option<V> {
-    let m = map.get_mut(outer)?;
-    let v = m.remove(inner);
-    if m.is_empty() {
-        map.remove(outer);
-    }
-    v
-}
+nested_map_fns!(put_nested, take_nested, BTreeMap);
+nested_map_fns!(put_hashed, take_hashed, FxHashMap);
