@@ -269,8 +269,12 @@ fn patch_pod_status_checks_the_uid(make: Factory) {
         })
         .unwrap();
     assert_eq!(phase(&patched).as_deref(), Some("Failed"));
+    // A patch that changes nothing is not sent (upstream's PatchPodStatus returns early), so
+    // the refused one carries a change.
     let err = c
-        .patch_pod_status("default", "a", "another-uid", &mut |_| {})
+        .patch_pod_status("default", "a", "another-uid", &mut |s| {
+            s.phase = Some("Succeeded".into())
+        })
         .unwrap_err();
     assert!(err.is_conflict(), "{err}");
 }
@@ -319,9 +323,14 @@ fn binding(make: Factory) {
     let err = c.bind("default", "a", "another-uid", "n1").unwrap_err();
     assert!(err.is_conflict(), "{err}");
     let bound = c.bind("default", "a", created.uid(), "n1").unwrap();
-    let p = bound.as_pod().unwrap();
-    assert_eq!(p.spec.as_ref().unwrap().node_name.as_deref(), Some("n1"));
-    let scheduled = p
+    let node = |o: &Object| o.as_pod().unwrap().spec.as_ref().unwrap().node_name.clone();
+    assert_eq!(node(&bound).as_deref(), Some("n1"));
+    // The binding's answer is a Status on a real server: the condition is read back.
+    let stored = c.get(&key("a")).unwrap();
+    assert_eq!(node(&stored).as_deref(), Some("n1"));
+    let scheduled = stored
+        .as_pod()
+        .unwrap()
         .status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())

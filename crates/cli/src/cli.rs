@@ -168,6 +168,10 @@ pub struct ServeArgs {
     /// The Kubernetes release to follow (as for simulate).
     #[arg(long, value_name = "VERSION", value_parser = parse_kubernetes_version)]
     pub kubernetes_version: Option<KubeVersion>,
+    /// Serve the API alone, as a bare kube-apiserver: no scheduler, controllers or node agents
+    /// run inside (run your own against it, e.g. `kubeplane scheduler`).
+    #[arg(long)]
+    pub api_only: bool,
 }
 
 #[derive(Args, Debug)]

@@ -60,6 +60,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         etcd_servers,
         kubeconfig_out: args.kubeconfig_out,
         clock,
+        api_only: args.api_only,
     };
     match kubeplane_server::run(config, input) {
         Ok(()) => ExitCode::SUCCESS,

@@ -231,10 +231,20 @@ impl Client for LiveClient {
         self.check_write()?;
         let api = self.dynamic(key);
         let params = delete_params(&opts);
-        // Left: the object is still there (graceful deletion, finalizers); Right: gone.
-        match self.call(key, api.delete(&key.name, &params))?.left() {
-            Some(o) => Self::decode(key, &o).map(Some),
-            None => Ok(None),
+        // Right: a Status, the object is gone. Left: the object, which is either still there
+        // (graceful deletion, finalizers, a Terminating namespace) or gone: kube-apiserver
+        // answers with the deleted object itself for the kinds whose storage sets
+        // `ReturnDeletedObject` (pods among them). One marked for deletion is read again to
+        // tell which.
+        let Some(o) = self.call(key, api.delete(&key.name, &params))?.left() else {
+            return Ok(None);
+        };
+        if o.metadata.deletion_timestamp.is_none() {
+            return Ok(None);
+        }
+        match self.call(key, api.get_opt(&key.name))? {
+            Some(now) if now.metadata.uid == o.metadata.uid => Self::decode(key, &now).map(Some),
+            _ => Ok(None),
         }
     }
 

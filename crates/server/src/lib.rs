@@ -67,6 +67,8 @@ pub struct Config {
     pub etcd_servers: Option<Vec<String>>,
     pub kubeconfig_out: Option<PathBuf>,
     pub clock: ClockMode,
+    /// Serve the API alone: no scheduler, controllers or node agents run inside (`--api-only`).
+    pub api_only: bool,
 }
 
 /// Why the server could not start or stopped.
@@ -156,9 +158,18 @@ struct Prepared {
     tls: Arc<rustls::ServerConfig>,
 }
 
-/// Sets up the storage with the input, the scheduler and the credentials.
-fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
-    let scenario = &input.scenario;
+/// Refuses steps without a control plane to run them; notes the expectations serve does not
+/// check.
+fn check_steps(
+    config: &Config,
+    scenario: &kubeplane_sim::scenario::Scenario,
+) -> Result<(), ServeError> {
+    if config.api_only && !scenario.steps.is_empty() {
+        return Err(ServeError::Input(format!(
+            "--api-only: the Scenario's {} step(s) need the control plane, which --api-only does not run",
+            scenario.steps.len()
+        )));
+    }
     let expectations = scenario
         .steps
         .iter()
@@ -169,6 +180,13 @@ fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
             "note: kubeplane serve runs a Scenario's steps but does not check its {expectations} expectation(s) (kubeplane simulate does)"
         );
     }
+    Ok(())
+}
+
+/// Sets up the storage with the input, the scheduler and the credentials.
+fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
+    let scenario = &input.scenario;
+    check_steps(config, scenario)?;
     let origin = match config.clock {
         ClockMode::Virtual { .. } if scenario.start_time_given => scenario.start_time,
         _ => jiff::Timestamp::now(),
@@ -334,20 +352,13 @@ async fn serve(
         version,
         address.clone(),
     );
-    let mut control_plane = ControlPlane::new(
-        state.client(),
-        p.scheduler,
-        kubeplane_controllers::manager::controllers(&p.features),
-        kubeplane_controllers::manager::periodic_controllers(&p.features),
-        NodeAgents::new(input.scenario.pod_startup_latency),
-    )
-    .with_steps(input.scenario.steps.clone())
-    .with_backoff_seed(input.scenario.seed);
-    control_plane.client.binding = BindFeatures::from_gates(&p.features);
-    let cp_state = state.clone();
-    let cp = std::thread::Builder::new()
-        .name("control-plane".into())
-        .spawn(move || control_plane.run(cp_state));
+    let cp = (!config.api_only).then(|| {
+        let control_plane = control_plane(&input, p.scheduler, &p.features, &state);
+        let cp_state = state.clone();
+        std::thread::Builder::new()
+            .name("control-plane".into())
+            .spawn(move || control_plane.run(cp_state))
+    });
     if let Some(path) = &config.kubeconfig_out {
         if let Err(e) = kubeconfig::write(path, &address, &p.creds) {
             state
@@ -375,9 +386,30 @@ async fn serve(
     state
         .stopping
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    if let Ok(cp) = cp {
+    if let Some(Ok(cp)) = cp {
         let _ = tokio::task::spawn_blocking(move || cp.join()).await;
     }
+}
+
+/// The scheduler, the controllers and the node agents over the server's state, with the
+/// Scenario's steps.
+fn control_plane(
+    input: &Input,
+    scheduler: kubeplane_scheduler::Scheduler,
+    features: &kubeplane_core::features::FeatureGates,
+    state: &State,
+) -> ControlPlane {
+    let mut control_plane = ControlPlane::new(
+        state.client(),
+        scheduler,
+        kubeplane_controllers::manager::controllers(features),
+        kubeplane_controllers::manager::periodic_controllers(features),
+        NodeAgents::new(input.scenario.pod_startup_latency),
+    )
+    .with_steps(input.scenario.steps.clone())
+    .with_backoff_seed(input.scenario.seed);
+    control_plane.client.binding = BindFeatures::from_gates(features);
+    control_plane
 }
 
 async fn wait_for_signal() {

@@ -106,8 +106,16 @@ fn try_scale(
     if q.dry_run()? {
         return Ok(Some(Reply::json(200, &patched)));
     }
-    match c.update_scale(&key, replicas, Some(current.resource_version())) {
-        Err(ApiError::Conflict { .. }) => Ok(None),
+    // A resourceVersion the patch names is a precondition (409 when stale, no retry), as for
+    // the object itself; otherwise the version read is, and a conflict means another try.
+    let rv = patched
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .filter(|rv| !rv.is_empty())
+        .unwrap_or(current.resource_version());
+    let pinned = rv != current.resource_version();
+    match c.update_scale(&key, replicas, Some(rv)) {
+        Err(ApiError::Conflict { .. }) if !pinned => Ok(None),
         Err(e) => Err(e.into()),
         Ok(s) => Ok(Some(Reply::json(200, &crate::handlers::scale_value(s)))),
     }

@@ -64,9 +64,7 @@ impl Served {
     /// A kube-rs client of the admin kubeconfig that does not retry a 429, 503 or 504 (kube-rs
     /// retries them by default), so that a test sees them.
     pub async fn client_without_retries(&self) -> kube::Client {
-        let mut cfg = config(&self.kubeconfig).await;
-        cfg.default_retry = false;
-        kube::Client::try_from(cfg).expect("a client")
+        client_without_retries_of(&self.kubeconfig).await
     }
 
     /// Whether the server process is still running (it has not exited or crashed).
@@ -95,6 +93,13 @@ impl Drop for Served {
 /// A kube-rs client of a kubeconfig.
 pub async fn client(kubeconfig: &Path) -> kube::Client {
     kube::Client::try_from(config(kubeconfig).await).expect("a client")
+}
+
+/// A kube-rs client of a kubeconfig that does not retry a 429, 503 or 504.
+pub async fn client_without_retries_of(kubeconfig: &Path) -> kube::Client {
+    let mut cfg = config(kubeconfig).await;
+    cfg.default_retry = false;
+    kube::Client::try_from(cfg).expect("a client")
 }
 
 /// The kube-rs configuration of a kubeconfig.
