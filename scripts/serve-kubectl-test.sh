@@ -24,7 +24,8 @@ wait_for() { # wait_for NAME SECONDS COMMAND...: until COMMAND succeeds
   fail "$name: not within ${secs}s"
 }
 story() {
-  local k=$1 tmp server
+  # tmp and server are global: the EXIT trap may run after the function has returned.
+  local k=$1
   tmp=$(mktemp -d)
   kc_version=$("$k" version --client -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["gitVersion"])')
   "$bin" serve --listen 127.0.0.1:0 --kubeconfig-out "$tmp/kubeconfig" --data-dir "$tmp/data" \
@@ -54,6 +55,8 @@ story() {
   check "strict validation rejects an unknown field" 'unknown field "spec.replica"' \
     "$(echo '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"bad","namespace":"shop"},"spec":{"replica":1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}' | "$k" apply -f - 2>&1)"
   check "rollout status" "successfully rolled out" "$("$k" -n shop rollout status deploy/web --timeout=60s 2>&1)"
+  check "get pods -o wide shows pod IPs from the node's pod network" " 10.244." \
+    "$("$k" -n shop get pods -o wide --no-headers 2>&1 | tr -s ' ')"
   check "/metrics has upstream's scheduler and apiserver names" 'scheduler_pending_pods{queue="active"}' \
     "$("$k" get --raw /metrics 2>&1 | grep -E '^(scheduler_pending_pods|scheduler_schedule_attempts_total|apiserver_request_total)' | sort -u)"
   check "scale" "deployment.apps/web scaled" "$("$k" -n shop scale deploy/web --replicas=5 2>&1)"
@@ -103,8 +106,13 @@ story() {
   check "the created configmap's data" '{"empty":"","mode":"fast"}' "$("$k" -n gen get configmap settings -o jsonpath='{.data}' 2>&1)"
   check "create secret generic" "secret/db created" "$("$k" -n gen create secret generic db --from-literal=password=s3cret 2>&1)"
   check "the created secret's bytes" "czNjcmV0" "$("$k" -n gen get secret db -o jsonpath='{.data.password}' 2>&1)"
+  check "a secret without a type is Opaque" "Opaque" "$("$k" -n gen get secret db -o jsonpath='{.type}' 2>&1)"
+  check "the kubernetes Service at the range's first address" "10.96.0.1 443" \
+    "$("$k" get service kubernetes -o jsonpath='{.spec.clusterIP} {.spec.ports[0].port}' 2>&1)"
   check "create service (an IntOrString targetPort)" "service/web2 created" "$("$k" -n gen create service clusterip web2 --tcp=80:8080 2>&1)"
   check "the created service's ports" "80 8080 ClusterIP" "$("$k" -n gen get service web2 -o jsonpath='{.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.type}' 2>&1)"
+  check "the created service's cluster IP (kubectl get svc)" "web2 ClusterIP 10." \
+    "$("$k" -n gen get service web2 --no-headers 2>&1 | tr -s ' ')"
   check "create job" "job.batch/hello created" "$("$k" -n gen create job hello --image=busybox -- echo hi 2>&1)"
   check "the created job's template" "busybox echo Never" \
     "$("$k" -n gen get job hello -o jsonpath='{.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].command[0]} {.spec.template.spec.restartPolicy}' 2>&1)"

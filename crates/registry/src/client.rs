@@ -33,6 +33,12 @@ pub trait Backend {
     /// A name from `prefix` and the seeded source.
     fn draw_name(&mut self, prefix: &str) -> String;
 
+    /// A number from the seeded source (the Service allocators').
+    fn draw(&mut self) -> u64;
+
+    /// The stored objects of one kind, in every namespace.
+    fn list(&self, kind: Kind) -> Vec<Object>;
+
     /// Stores a new object (AlreadyExists when taken); `fill` runs once the key is known to
     /// be free, with the seeded source.
     fn create_with(
@@ -72,6 +78,12 @@ impl Backend for Store {
     }
     fn draw_name(&mut self, prefix: &str) -> String {
         self.names().generate_name(prefix)
+    }
+    fn draw(&mut self) -> u64 {
+        self.names().draw()
+    }
+    fn list(&self, kind: Kind) -> Vec<Object> {
+        Store::list(self, kind).cloned().collect()
     }
     fn create_with(
         &mut self,
@@ -122,11 +134,58 @@ pub fn create(b: &mut impl Backend, mut obj: Object, now: SimTime) -> Result<Obj
         }
     }
     strategy::before_create(&mut obj, b.clock().timestamp(now));
+    allocate(b, &mut obj)?;
     b.create_with(obj, |o, names| {
         if o.uid().is_empty() {
             o.meta_mut().uid = Some(names.uid());
         }
     })
+}
+
+/// A Service's cluster IP and node ports (those it does not name), against what the other
+/// stored Services hold; `draws` are numbers from the seeded source drawn beforehand (an
+/// update's allocation runs inside the backend's update), and the seeded source itself when
+/// they run out or none are given.
+fn allocate_in(
+    obj: &mut Object,
+    taken: &strategy::service::Taken,
+    draw: &mut dyn FnMut(u64) -> u64,
+) -> Result<(), ApiError> {
+    match obj {
+        Object::Other(o) if strategy::service::is_service(o) => {
+            strategy::service::allocate(Arc::make_mut(o), taken, draw)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// What the stored Services other than `obj` hold, when `obj` is a Service.
+fn taken_by_others(b: &impl Backend, obj: &Object) -> Option<strategy::service::Taken> {
+    let Object::Other(o) = obj else {
+        return None;
+    };
+    if !strategy::service::is_service(o) {
+        return None;
+    }
+    let services = b.list(obj.kind());
+    let others = services.iter().filter_map(|s| match s {
+        Object::Other(s)
+            if s.metadata.name != o.metadata.name
+                || s.metadata.namespace != o.metadata.namespace =>
+        {
+            Some(&**s)
+        }
+        _ => None,
+    });
+    Some(strategy::service::Taken::of(others))
+}
+
+/// [`allocate_in`] for a create, drawing from the backend's seeded source.
+fn allocate(b: &mut impl Backend, obj: &mut Object) -> Result<(), ApiError> {
+    let Some(taken) = taken_by_others(b, obj) else {
+        return Ok(());
+    };
+    allocate_in(obj, &taken, &mut |n| b.draw() % n.max(1))
 }
 
 /// Replaces the main resource (the kind's update strategy keeps the stored status).
@@ -162,6 +221,13 @@ fn update_as(
     validate: Validate,
     prepare: fn(&Object, &mut Object) -> Result<(), ApiError>,
 ) -> Result<Object, ApiError> {
+    // A Service whose type now wants a cluster IP or node ports gets them: what the other
+    // Services hold and a few seeded numbers are read before the update.
+    let taken = taken_by_others(b, &obj);
+    let mut draws: Vec<u64> = match taken {
+        Some(_) => (0..8).map(|_| b.draw()).collect(),
+        None => Vec::new(),
+    };
     b.update(obj, |old, new| {
         if validate == Validate::Yes {
             crate::validation::check_update(Some(old), new)?;
@@ -173,6 +239,9 @@ fn update_as(
             }
         }
         prepare(old, new)?;
+        if let Some(taken) = &taken {
+            allocate_in(new, taken, &mut |n| draws.pop().unwrap_or(0) % n.max(1))?;
+        }
         Ok(Prepared::Write)
     })
 }

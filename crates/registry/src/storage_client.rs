@@ -189,6 +189,28 @@ impl Backend for Writer<'_> {
         self.names.generate_name(prefix)
     }
 
+    fn draw(&mut self) -> u64 {
+        self.names.draw()
+    }
+
+    fn list(&self, kind: Kind) -> Vec<Object> {
+        let prefix = Prefix::resource(resource(kind));
+        match self
+            .storage
+            .storage()
+            .list(&prefix, &ListOptions::default())
+        {
+            Ok(page) => page.items.into_iter().map(|(_, v)| v.value).collect(),
+            Err(e) => {
+                let key = ObjectKey::new(kind, "", "");
+                self.failed
+                    .borrow_mut()
+                    .get_or_insert_with(|| api_error(e, key));
+                Vec::new()
+            }
+        }
+    }
+
     fn create_with(
         &mut self,
         mut obj: Object,

@@ -93,20 +93,42 @@ fn namespace(name: &str) -> Object {
     Object::Namespace(Arc::new(ns))
 }
 
-/// Stores the system namespaces and the input's objects, in file order (a Namespace the input
-/// names that exists already is updated to the input's).
-fn load(client: &mut StorageClient, input: &mut Input) -> Result<(), ServeError> {
+/// The `default/kubernetes` Service kube-apiserver keeps: the first address of the service
+/// range, port 443 to the server's own port.
+fn kubernetes_service(port: u16) -> Object {
+    let target = if port == 0 { 6443 } else { port };
+    let v = serde_json::json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+                     "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {
+            "clusterIP": kubeplane_registry::strategy::service::KUBERNETES_SERVICE_IP.to_string(),
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": target}],
+        },
+    });
+    Object::from_json(&v).expect("the kubernetes Service is a valid object")
+}
+
+/// Stores the system namespaces, the `kubernetes` Service and the input's objects, in file
+/// order (a Namespace the input names that exists already is updated to the input's).
+fn load(client: &mut StorageClient, input: &mut Input, port: u16) -> Result<(), ServeError> {
     for ns in SYSTEM_NAMESPACES {
         client
             .create(namespace(ns))
             .map_err(|e| ServeError::Runtime(e.to_string()))?;
     }
+    client
+        .create(kubernetes_service(port))
+        .map_err(|e| ServeError::Runtime(e.to_string()))?;
     for o in std::mem::take(&mut input.objects) {
         let obj = o.object;
         let result = match client.create(obj.clone()) {
             Err(ApiError::AlreadyExists { .. }) if obj.kind() == Kind::Namespace => {
                 client.update(obj).map(|_| ())
             }
+            // A cluster dump carries the `kubernetes` Service: the server keeps its own, as
+            // kube-apiserver reconciles it.
+            Err(ApiError::AlreadyExists { key }) if key == kubernetes_service(port).key() => Ok(()),
             r => r.map(|_| ()),
         };
         result.map_err(|e| ServeError::Input(format!("{}: {e}", o.source)))?;
@@ -211,9 +233,9 @@ fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
             // Checked in memory first: an invalid FILE leaves nothing behind in DIR.
             let mut trial = StorageClient::new(seed, clock.api_clock(), WATCH_WINDOW);
             trial.now = clock.now();
-            load(&mut trial, &mut input.clone())?;
+            load(&mut trial, &mut input.clone(), config.listen.port())?;
         }
-        load(&mut client, input)?;
+        load(&mut client, input, config.listen.port())?;
     } else {
         eprintln!(
             "kubeplane serve: resuming the state kept in {} at resourceVersion {revision}; the FILEs (and their Scenario's steps) were applied when it was new",
@@ -404,7 +426,7 @@ fn control_plane(
         scheduler,
         kubeplane_controllers::manager::controllers(features),
         kubeplane_controllers::manager::periodic_controllers(features),
-        NodeAgents::new(input.scenario.pod_startup_latency),
+        NodeAgents::new(input.scenario.pod_startup_latency).with_pod_ips(),
     )
     .with_steps(input.scenario.steps.clone())
     .with_backoff_seed(input.scenario.seed);

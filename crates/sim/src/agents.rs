@@ -6,6 +6,8 @@
 //! Failed otherwise, as the kubelet reports it. Under `restartPolicy: OnFailure` a failed run
 //! (and under `Always` any run) restarts the containers at once instead, counting a restart.
 
+mod addresses;
+
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
@@ -101,6 +103,8 @@ pub struct NodeAgents {
     leases: HashMap<usize, Arc<Lease>>,
     pub leases_renewed: u64,
     pub statuses_posted: u64,
+    /// Pod and host IPs handed out (`kubeplane serve`'s agents; `None` in `simulate`).
+    pod_ips: Option<addresses::PodIps>,
 }
 
 fn pod_key(ns: &str, name: &str) -> String {
@@ -139,7 +143,15 @@ impl NodeAgents {
             reported_not_ready: Default::default(),
             leases_renewed: 0,
             statuses_posted: 0,
+            pod_ips: None,
         }
+    }
+
+    /// Agents that give each pod they start a pod IP and a host IP, as a kubelet does
+    /// (`simulate`'s agents set none, so its output stays as it was).
+    pub fn with_pod_ips(mut self) -> NodeAgents {
+        self.pod_ips = Some(addresses::PodIps::default());
+        self
     }
 
     fn push(&mut self, at: SimTime, t: Timer) {
@@ -494,6 +506,11 @@ impl NodeAgents {
             })
             .unwrap_or_default();
         let status = np.status.get_or_insert_with(Default::default);
+        if let Some(ips) = &mut self.pod_ips {
+            let node = &self.pods[p].node;
+            let index = self.node_index.get(node).copied().unwrap_or(0);
+            ips.assign(index, client.cache().get_node(node).map(|n| &**n), status);
+        }
         status.phase = Some("Running".into());
         status.start_time = Some(ts.clone());
         let conditions = status.conditions.get_or_insert_with(Vec::new);

@@ -38,6 +38,11 @@ impl NameSource {
         )
     }
 
+    /// A random number (for the registry's allocators: cluster IPs, node ports).
+    pub fn draw(&mut self) -> u64 {
+        self.rng.random()
+    }
+
     /// `prefix` followed by five random characters, as upstream's name generator makes them.
     pub fn generate_name(&mut self, prefix: &str) -> String {
         let mut name = String::with_capacity(prefix.len() + SUFFIX_LEN);

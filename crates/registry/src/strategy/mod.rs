@@ -27,8 +27,11 @@ pub mod pod;
 pub mod poddisruptionbudget;
 pub mod replicaset;
 pub mod scale;
+pub mod service;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::sync::Arc;
+
 use kubeplane_api::{ApiError, Object};
 
 /// The message of a create with neither a name nor a generateName.
@@ -80,7 +83,14 @@ pub fn before_create(obj: &mut Object, now: Time) {
             }
         }
         Object::Namespace(ns) => namespace::prepare_for_create(ns),
-        Object::Other(o) => plain::prepare_for_create(o),
+        Object::Other(o) => {
+            if service::is_defaulted(o) {
+                let d = Arc::make_mut(o);
+                service::set_defaults(d);
+                service::prepare_for_create(d);
+            }
+            plain::prepare_for_create(o)
+        }
         _ => {}
     }
 }
@@ -98,7 +108,14 @@ pub fn prepare_for_update(old: &Object, new: &mut Object) -> Result<(), ApiError
         (Object::PodDisruptionBudget(o), Object::PodDisruptionBudget(n)) => {
             poddisruptionbudget::prepare_for_update(o, n)
         }
-        (Object::Other(o), Object::Other(n)) => plain::prepare_for_update(o, n),
+        (Object::Other(o), Object::Other(n)) => {
+            if service::is_defaulted(n) {
+                let d = Arc::make_mut(n);
+                service::set_defaults(d);
+                service::prepare_for_update(o, d)?;
+            }
+            plain::prepare_for_update(o, n)
+        }
         // PriorityClasses and Leases have no status subresource and no generation.
         _ => {}
     }
