@@ -121,6 +121,23 @@ Exit status: 0 stopped by SIGINT or SIGTERM; 1 the lease was lost or the schedul
 the kubeconfig, the configuration or the command line is invalid (nothing is started)."
     )]
     Scheduler(SchedulerArgs),
+    /// Write a live cluster's scheduling-relevant state as a simulate input (read only).
+    #[command(
+        long_about = "Read the scheduling-relevant state of a live cluster (a kubeconfig's \
+current context) and write it as a `simulate` input: Namespaces, PriorityClasses, Nodes and \
+their heartbeat Leases, PodDisruptionBudgets, Deployments, ReplicaSets, StatefulSets, \
+DaemonSets, CronJobs, Jobs and Pods, with their status, in that order (each kind by \
+namespace, then name), and the --scheduler-config file if given. Finished pods (Succeeded, \
+Failed) are left out; managedFields, resourceVersion, selfLink and the kubectl \
+last-applied-configuration annotation are stripped; uids and ownerReferences are kept. \
+Lists are paged (--chunk-size); nothing is written to the cluster.\n\n\
+Example:\n  kubeplane snapshot --kubeconfig ~/.kube/config -o cluster.yaml\n  \
+kubeplane simulate cluster.yaml --drain node-3 --ignore-daemonsets\n\n\
+Exit status: 0 written; 1 the API server could not be reached or refused a list (401, 403, \
+...); 2 the kubeconfig, the scheduler configuration or the command line is invalid (nothing \
+is read)."
+    )]
+    Snapshot(SnapshotArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(long_about = "Print a shell completion script to standard output.\n\n\
 bash:  kubeplane completion bash > ~/.local/share/bash-completion/completions/kubeplane\n\
@@ -187,6 +204,26 @@ pub struct SchedulerArgs {
     /// The address that port is served on.
     #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
     pub bind_address: std::net::IpAddr,
+}
+
+#[derive(Args, Debug)]
+pub struct SnapshotArgs {
+    /// The kubeconfig of the cluster to read (its current context).
+    #[arg(long, value_name = "PATH", required = true)]
+    pub kubeconfig: PathBuf,
+    /// Write the snapshot here instead of standard output (only once everything is read).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// A KubeSchedulerConfiguration file to add to the snapshot (the cluster's scheduler's).
+    #[arg(long, value_name = "PATH")]
+    pub scheduler_config: Option<PathBuf>,
+    /// Objects per list request (kubectl's --chunk-size).
+    #[arg(long, default_value = "500", value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunk_size: u32,
+    /// No progress on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// `--clock`.

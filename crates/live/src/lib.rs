@@ -12,6 +12,8 @@
 //! - [`leader`]: Lease-based leader election with upstream's defaults and rules.
 //! - [`health`] and [`metrics`]: `/healthz`, `/readyz`, `/metrics`.
 //! - [`clock`]: wall time as the scheduler's instants.
+//! - [`snapshot`]: a cluster's scheduling-relevant state as a `simulate` input
+//!   (`kubeplane snapshot`).
 
 pub mod client;
 pub mod clock;
@@ -22,6 +24,7 @@ pub mod leader;
 pub mod metrics;
 pub mod reflector;
 pub mod runtime;
+pub mod snapshot;
 pub mod status_patch;
 
 use std::net::SocketAddr;
