@@ -1,6 +1,6 @@
 //! `kubeplane snapshot` against `kubeplane serve`: a served cluster with a Deployment, read in
-//! pages, gives a `simulate` input that keeps every running pod on its node and answers a
-//! drain what-if; the snapshot sends no write to the server; an unreachable server, a token
+//! pages, gives a `simulate` input that keeps every running pod on its node (the finished pod
+//! left out) and answers a drain what-if; the snapshot sends no write to the server; an unreachable server, a token
 //! the server refuses and an unreadable kubeconfig each give one clear message and their exit
 //! status.
 
@@ -16,7 +16,8 @@ use serde_json::Value;
 use support::serve::Served;
 use support::stderr;
 
-/// Six pods of 1 CPU on three nodes of 4 CPUs, and a budget that lets one go at a time.
+/// Six pods of 1 CPU on three nodes of 4 CPUs, a budget that lets one go at a time, and a pod
+/// that finishes after a second.
 const WORKLOAD: &str = "\
 apiVersion: apps/v1
 kind: Deployment
@@ -38,6 +39,16 @@ metadata: {name: web, namespace: default}
 spec:
   maxUnavailable: 1
   selector: {matchLabels: {app: web}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: done
+  namespace: default
+  annotations: {kubeplane.io/run-duration: 1s}
+spec:
+  restartPolicy: Never
+  containers: [{name: c, image: busybox}]
 ";
 
 fn kubeplane_in(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -121,15 +132,20 @@ fn a_snapshot_of_a_served_cluster_simulates_as_it_runs_and_answers_a_drain() {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let list = rt.block_on(pods.list(&ListParams::default())).unwrap();
-        let running = list
-            .items
-            .iter()
-            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .count();
-        if running == 6 {
+        let phase = |want: &str| {
+            list.items
+                .iter()
+                .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(want))
+                .count()
+        };
+        let (running, succeeded) = (phase("Running"), phase("Succeeded"));
+        if running == 6 && succeeded == 1 {
             break;
         }
-        assert!(Instant::now() < deadline, "the six pods run ({running} do)");
+        assert!(
+            Instant::now() < deadline,
+            "the six pods run ({running} do) and one has succeeded ({succeeded})"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 
@@ -150,7 +166,8 @@ fn a_snapshot_of_a_served_cluster_simulates_as_it_runs_and_answers_a_drain() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("kubeplane snapshot: pods: 6\n"),
+        stderr(&out).contains("kubeplane snapshot: pods: 6\n")
+            && stderr(&out).contains("finished pods left out: 1"),
         "{}",
         stderr(&out)
     );

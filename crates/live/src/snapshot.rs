@@ -73,8 +73,8 @@ pub struct Snapshot {
     pub finished_pods: usize,
 }
 
-/// What a snapshot reports while it reads: a resource's plural, the objects listed so far, and
-/// whether its list is complete.
+/// What a snapshot reports while it reads: a resource's plural and the objects listed so far
+/// (`false`), or, once its list is complete, the objects kept (`true`).
 pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, bool);
 
 /// Reads the cluster of a kubeconfig (its current context). An unreadable or unusable
@@ -166,6 +166,7 @@ impl Reader<'_, '_> {
             objects.push(v);
         }
         objects.sort_by_cached_key(|o| (meta_str(o, "namespace"), meta_str(o, "name")));
+        (self.progress)(plural, objects.len(), true);
         self.snap.counts.push((plural, objects.len()));
         self.snap.objects.extend(objects);
         Ok(())
@@ -203,7 +204,6 @@ impl Reader<'_, '_> {
                 Err(e) => return Err(self.failure(plural, e)),
             }
         }
-        (self.progress)(plural, items.len(), true);
         Ok(Some(items))
     }
 
