@@ -51,6 +51,17 @@ spec:
   containers: [{name: c, image: busybox}]
 ";
 
+/// The cluster's scheduler configuration, added to the snapshot.
+const SCHEDULER: &str = "\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: MostAllocated}}
+";
+
 fn kubeplane_in(dir: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_kubeplane"))
         .args(args)
@@ -149,6 +160,7 @@ fn a_snapshot_of_a_served_cluster_simulates_as_it_runs_and_answers_a_drain() {
         std::thread::sleep(Duration::from_millis(200));
     }
 
+    std::fs::write(dir.path().join("scheduler.yaml"), SCHEDULER).unwrap();
     let before = requests_by_verb(&rt, &client);
     let snap = dir.path().join("snap.yaml");
     let kubeconfig = server.kubeconfig.to_str().unwrap();
@@ -162,6 +174,8 @@ fn a_snapshot_of_a_served_cluster_simulates_as_it_runs_and_answers_a_drain() {
             "snap.yaml",
             "--chunk-size",
             "2",
+            "--scheduler-config",
+            "scheduler.yaml",
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -186,6 +200,7 @@ fn a_snapshot_of_a_served_cluster_simulates_as_it_runs_and_answers_a_drain() {
     let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
     let first = |k: &str| kinds.iter().position(|x| *x == k).unwrap();
     assert!(first("Node") < first("Deployment") && first("ReplicaSet") < first("Pod"));
+    assert_eq!(kinds.last(), Some(&"KubeSchedulerConfiguration"));
     let snap_pods: Vec<&Value> = docs.iter().filter(|d| d["kind"] == "Pod").collect();
     assert_eq!(snap_pods.len(), 6);
     let names: Vec<&str> = snap_pods
@@ -303,6 +318,28 @@ fn unreachable_refused_and_unreadable_clusters_each_give_one_message_and_their_s
     assert!(
         !dir.path().join("x.yaml").exists(),
         "no file after a failure"
+    );
+
+    std::fs::write(
+        dir.path().join("bad-scheduler.yaml"),
+        "percentageOfNodesToScore: x\n",
+    )
+    .unwrap();
+    let out = kubeplane_in(
+        dir.path(),
+        &[
+            "snapshot",
+            "--kubeconfig",
+            "kubeconfig",
+            "--scheduler-config",
+            "bad-scheduler.yaml",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bad-scheduler.yaml"),
+        "{}",
+        stderr(&out)
     );
 
     std::fs::write(dir.path().join("garbage"), "clusters: 7\n").unwrap();
