@@ -115,12 +115,31 @@ spec.schedulerName names one of them, so it can run beside the cluster's default
 Leader election follows the configuration's leaderElection block (upstream's defaults: a \
 coordination.k8s.io Lease kube-system/kube-scheduler, 15 s lease, 10 s renew deadline, 2 s \
 retry); --leader-elect overrides its leaderElect. /healthz, /readyz and /metrics are served \
-over plain HTTP on --bind-address:--secure-port.\n\n\
+over HTTPS on --bind-address:--secure-port (a self-signed certificate unless --tls-cert-file is \
+given); /metrics needs a bearer token of --authentication-token-file unless \
+--authorization-always-allow-paths lists it.\n\n\
 Example: kubeplane scheduler --kubeconfig ~/.kube/config --config second-scheduler.yaml\n\n\
 Exit status: 0 stopped by SIGINT or SIGTERM; 1 the lease was lost or the scheduler failed; 2 \
 the kubeconfig, the configuration or the command line is invalid (nothing is started)."
     )]
     Scheduler(SchedulerArgs),
+    /// Write a live cluster's scheduling-relevant state as a simulate input (read only).
+    #[command(
+        long_about = "Read the scheduling-relevant state of a live cluster (a kubeconfig's \
+current context) and write it as a `simulate` input: Namespaces, PriorityClasses, Nodes and \
+their heartbeat Leases, PodDisruptionBudgets, Deployments, ReplicaSets, StatefulSets, \
+DaemonSets, CronJobs, Jobs and Pods, with their status, in that order (each kind by \
+namespace, then name), and the --scheduler-config file if given. Finished pods (Succeeded, \
+Failed) are left out; managedFields, resourceVersion, selfLink and the kubectl \
+last-applied-configuration annotation are stripped; uids and ownerReferences are kept. \
+Lists are paged (--chunk-size); nothing is written to the cluster.\n\n\
+Example:\n  kubeplane snapshot --kubeconfig ~/.kube/config -o cluster.yaml\n  \
+kubeplane simulate cluster.yaml --drain node-3 --ignore-daemonsets\n\n\
+Exit status: 0 written; 1 the API server could not be reached or refused a list (401, 403, \
+...); 2 the kubeconfig, the scheduler configuration or the command line is invalid (nothing \
+is read)."
+    )]
+    Snapshot(SnapshotArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(long_about = "Print a shell completion script to standard output.\n\n\
 bash:  kubeplane completion bash > ~/.local/share/bash-completion/completions/kubeplane\n\
@@ -185,12 +204,51 @@ pub struct SchedulerArgs {
     /// Elect a leader before scheduling (over the configuration's leaderElection.leaderElect).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub leader_elect: Option<bool>,
-    /// The port of /healthz, /readyz and /metrics (plain HTTP in this version); 0 serves none.
+    /// The HTTPS port of /healthz, /readyz and /metrics; 0 serves none.
     #[arg(long, default_value = "10259", value_name = "PORT")]
     pub secure_port: u16,
     /// The address that port is served on.
     #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
     pub bind_address: std::net::IpAddr,
+    /// The serving certificate (PEM) of that port [default: a self-signed one made at start].
+    #[arg(long, value_name = "PATH", requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The key (PEM) of --tls-cert-file.
+    #[arg(long, value_name = "PATH", requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// The bearer tokens that may read /metrics (and every path not always allowed): one a
+    /// line, or kube-apiserver's token CSV (its first field). Without it only the always
+    /// allowed paths can be read.
+    #[arg(long, value_name = "PATH")]
+    pub authentication_token_file: Option<PathBuf>,
+    /// Paths served without authentication (a trailing * matches a prefix).
+    #[arg(
+        long,
+        value_name = "PATHS",
+        value_delimiter = ',',
+        default_value = "/healthz,/readyz,/livez"
+    )]
+    pub authorization_always_allow_paths: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SnapshotArgs {
+    /// The kubeconfig of the cluster to read (its current context).
+    #[arg(long, value_name = "PATH", required = true)]
+    pub kubeconfig: PathBuf,
+    /// Write the snapshot here instead of standard output (only once everything is read).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// A KubeSchedulerConfiguration file to add to the snapshot (the cluster's scheduler's).
+    #[arg(long, value_name = "PATH")]
+    pub scheduler_config: Option<PathBuf>,
+    /// Objects per list request (kubectl's --chunk-size).
+    #[arg(long, default_value = "500", value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunk_size: u32,
+    /// No progress on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// `--clock`.

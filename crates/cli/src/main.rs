@@ -15,6 +15,7 @@ mod report;
 mod scheduler;
 mod serve;
 mod simulate;
+mod snapshot;
 mod summary;
 mod whatif;
 mod why;
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
         cli::Command::Bench(a) => bench::run(a),
         cli::Command::Serve(a) => serve::run(a),
         cli::Command::Scheduler(a) => scheduler::run(a),
+        cli::Command::Snapshot(a) => snapshot::run(a),
         cli::Command::Completion(a) => generate::completion(a.shell),
         cli::Command::Man => generate::man(),
         cli::Command::Schema => generate::schema(),

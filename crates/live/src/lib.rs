@@ -10,9 +10,14 @@
 //!   UID precondition in [`status_patch`], deletes with preconditions, evictions, ...).
 //! - [`events`]: `events.k8s.io/v1` Events, created by a task of their own.
 //! - [`leader`]: Lease-based leader election with upstream's defaults and rules.
-//! - [`health`] and [`metrics`]: `/healthz`, `/readyz`, `/metrics`.
+//! - [`health`] and [`metrics`]: `/healthz`, `/readyz`, `/metrics` over HTTPS ([`tls`]), the
+//!   metrics behind a bearer token; [`attempts`]: the
+//!   scheduling attempts by profile and result, with their wall-clock durations.
 //! - [`clock`]: wall time as the scheduler's instants.
+//! - [`snapshot`]: a cluster's scheduling-relevant state as a `simulate` input
+//!   (`kubeplane snapshot`).
 
+pub mod attempts;
 pub mod client;
 pub mod clock;
 pub mod convert;
@@ -22,7 +27,9 @@ pub mod leader;
 pub mod metrics;
 pub mod reflector;
 pub mod runtime;
+pub mod snapshot;
 pub mod status_patch;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -50,6 +57,10 @@ pub struct Options {
     pub leader_elect: Option<bool>,
     /// Where `/healthz`, `/readyz` and `/metrics` are served (`None`: not served).
     pub serve: Option<SocketAddr>,
+    /// The serving certificate of that port (none: a self-signed one).
+    pub tls: tls::TlsFiles,
+    /// Who may read which path there.
+    pub access: health::Access,
 }
 
 /// Why the scheduler could not start or stopped.
@@ -146,12 +157,13 @@ pub fn run(opts: Options) -> Result<(), LiveError> {
         clock: clock.clone(),
         synced: Default::default(),
         leading,
-        profiles,
+        profiles: profiles.clone(),
         calls: calls_tx,
         events: events_tx,
         health,
         host: events::hostname(),
         published: None,
+        attempts: attempts::AttemptMetrics::new(profiles.clone()),
     };
     let exit = main.run(rx);
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
@@ -173,11 +185,13 @@ fn start_tasks(
     tx: &mpsc::Sender<runtime::Msg>,
 ) -> Result<tokio::sync::mpsc::UnboundedSender<serde_json::Value>, LiveError> {
     if let Some(addr) = opts.serve {
+        let tls = tls::server_config(&opts.tls, addr.ip()).map_err(LiveError::Input)?;
         let listener = rt
             .block_on(tokio::net::TcpListener::bind(addr))
             .map_err(|e| LiveError::Input(format!("--bind-address/--secure-port {addr}: {e}")))?;
-        eprintln!("kubeplane scheduler: serving /healthz, /readyz and /metrics on http://{addr}");
-        rt.spawn(health::serve(listener, health.clone()));
+        eprintln!("kubeplane scheduler: serving /healthz, /readyz and /metrics on https://{addr}");
+        let access = Arc::new(opts.access.clone());
+        rt.spawn(health::serve(listener, tls, health.clone(), access));
     }
     reflector::start(rt.handle(), kube, tx);
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();

@@ -1,19 +1,29 @@
-//! The scheduler's metrics in Prometheus text format, with upstream's names: the scheduler's
-//! own counters (`scheduler_schedule_attempts_total` by result, ...), the pending pods by queue
-//! (`scheduler_pending_pods`), and client-go's `leader_election_master_status`.
+//! The scheduler's metrics in Prometheus text format, with upstream's names: the attempts by
+//! profile and result with their latency histogram ([`crate::attempts`]), the scheduler's
+//! other counters and gauges (the pending pods by queue, `scheduler_pending_pods`), and
+//! client-go's `leader_election_master_status`.
 
 use kubeplane_api::Component;
 use kubeplane_scheduler::Scheduler;
 
+use crate::attempts::AttemptMetrics;
+
 /// Renders every sample, each family once introduced with its type.
-pub fn render(scheduler: &Scheduler, leading: bool) -> String {
-    // The scheduler's own samples include the pending pods by queue.
-    let mut samples: Vec<(String, u64)> = scheduler.metrics();
+pub fn render(scheduler: &Scheduler, leading: bool, attempts: &AttemptMetrics) -> String {
+    let mut out = String::new();
+    attempts.render_counts(&mut out);
+    attempts.render_durations(&mut out);
+    // The scheduler's own samples include the pending pods by queue; its attempt counters
+    // (by result only) are the ones above, by profile.
+    let mut samples: Vec<(String, u64)> = scheduler
+        .metrics()
+        .into_iter()
+        .filter(|(s, _)| !s.starts_with("scheduler_schedule_attempts_total"))
+        .collect();
     samples.push((
         "leader_election_master_status{name=\"kube-scheduler\"}".into(),
         u64::from(leading),
     ));
-    let mut out = String::new();
     kubeplane_api::component::write_prometheus(&mut out, &samples);
     out
 }
@@ -29,13 +39,24 @@ mod tests {
     fn every_family_is_typed_once_and_the_leader_status_is_a_gauge() {
         let setup = kubeplane_scheduler::config::resolve(None, &FeatureGates::default()).unwrap();
         let s = Scheduler::new(setup.frameworks, SchedulingQueue::new(setup.queue), 100, 0);
-        let text = render(&s, true);
+        let text = render(
+            &s,
+            true,
+            &AttemptMetrics::new(vec!["default-scheduler".into()]),
+        );
         assert_eq!(
             text.matches("# TYPE scheduler_schedule_attempts_total counter")
                 .count(),
             1
         );
-        assert!(text.contains("scheduler_schedule_attempts_total{result=\"scheduled\"} 0\n"));
+        assert!(text.contains(
+            "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 0\n"
+        ));
+        assert_eq!(
+            text.matches("# TYPE scheduler_scheduling_attempt_duration_seconds histogram\n")
+                .count(),
+            1
+        );
         assert_eq!(
             text.matches("# TYPE scheduler_pending_pods gauge\n")
                 .count(),

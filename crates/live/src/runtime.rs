@@ -20,6 +20,7 @@ use kubeplane_core::SimTime;
 use kubeplane_scheduler::api_dispatcher::{ApiCall, InFlightCall};
 use kubeplane_scheduler::Scheduler;
 
+use crate::attempts::{AttemptMetrics, Step};
 use crate::client::LiveClient;
 use crate::clock::LiveClock;
 use crate::health::Health;
@@ -65,6 +66,24 @@ pub struct Loop {
     pub host: String,
     /// When the metrics were last published.
     pub published: Option<SimTime>,
+    /// The attempts by profile and result, with their durations.
+    pub attempts: AttemptMetrics,
+}
+
+/// The scheduler's attempt counters, in [`crate::attempts::RESULTS`] order.
+fn counters(scheduler: &Scheduler) -> [u64; 3] {
+    let mut out = [0; 3];
+    for (sample, n) in scheduler.metrics() {
+        let Some(labels) = sample.strip_prefix("scheduler_schedule_attempts_total") else {
+            continue;
+        };
+        for (i, r) in crate::attempts::RESULTS.iter().enumerate() {
+            if labels == format!("{{result=\"{r}\"}}") {
+                out[i] = n;
+            }
+        }
+    }
+    out
 }
 
 impl Loop {
@@ -83,6 +102,11 @@ impl Loop {
         match msg {
             Msg::Event(ev) => {
                 let ev = self.client.informer.apply(ev);
+                if ev.type_ == kubeplane_api::EventType::Deleted && ev.object.kind() == Kind::Pod {
+                    let key = ev.object.key();
+                    self.attempts
+                        .forget(&format!("{}/{}", key.namespace, key.name));
+                }
                 self.scheduler.observe(&ev, now);
             }
             Msg::Relist(kind, list) => {
@@ -97,8 +121,10 @@ impl Loop {
                 }
             }
             Msg::CallDone(call, result) => {
+                let before = counters(&self.scheduler);
                 self.scheduler
                     .finish_api_call(now, &mut self.client, call, result);
+                self.dispatch(None, before);
             }
             Msg::Leading(true) => {}
             Msg::Leading(false) => return Some(Exit::LeaseLost),
@@ -107,13 +133,25 @@ impl Loop {
         None
     }
 
-    /// Hands the queued calls to the workers and the recorded events to the event task.
-    fn dispatch(&mut self) {
+    /// Hands the queued calls to the workers and the recorded events to the event task, and
+    /// counts the attempts of the scheduler step (a run begun at `run_start`, or a finished
+    /// call) whose counters were `before`.
+    fn dispatch(&mut self, run_start: Option<SimTime>, before: [u64; 3]) {
         if self.leading.load(Ordering::SeqCst) {
             while let Some(call) = self.scheduler.pop_api_call() {
+                if let (ApiCall::PodBinding(b), Some(t)) = (&call.call, run_start) {
+                    let pod = format!("{}/{}", b.pod.namespace, b.pod.name);
+                    self.attempts.binding_queued(pod, t);
+                }
                 let _ = self.calls.send(call);
             }
         }
+        let after = counters(&self.scheduler);
+        let mut step = Step {
+            started: run_start,
+            deltas: std::array::from_fn(|i| after[i].saturating_sub(before[i])),
+            pods: Vec::new(),
+        };
         let at = self.clock.timestamp();
         for ev in self.client.take_events() {
             let pod = (ev.kind == "Pod")
@@ -123,10 +161,16 @@ impl Loop {
                 .and_then(|p| p.spec.as_ref()?.scheduler_name.clone())
                 .filter(|n| self.profiles.contains(n))
                 .unwrap_or_else(|| ev.source.to_string());
+            if ev.kind == "Pod" && matches!(ev.reason.as_str(), "Scheduled" | "FailedScheduling") {
+                let key = format!("{}/{}", ev.namespace, ev.name);
+                step.pods
+                    .push((key, controller.clone(), ev.reason == "Scheduled"));
+            }
             let uid = pod.and_then(|p| p.metadata.uid.as_deref());
             let obj = crate::events::event_object(&ev, at, &controller, &self.host, uid);
             let _ = self.events.send(obj);
         }
+        self.attempts.record(step, self.clock.now());
     }
 
     /// Publishes the metrics at most once a second.
@@ -138,7 +182,8 @@ impl Loop {
             return;
         }
         self.published = Some(now);
-        let text = crate::metrics::render(&self.scheduler, self.leading.load(Ordering::SeqCst));
+        let leading = self.leading.load(Ordering::SeqCst);
+        let text = crate::metrics::render(&self.scheduler, leading, &self.attempts);
         if let Ok(mut m) = self.health.metrics.lock() {
             *m = text;
         }
@@ -158,11 +203,13 @@ impl Loop {
                 && self.may_schedule()
                 && self.scheduler.next_wakeup().is_some_and(|t| t <= now)
             {
+                let (start, before) = (self.clock.now(), counters(&self.scheduler));
                 self.scheduler.run(now, &mut self.client);
-                self.dispatch();
+                self.dispatch(Some(start), before);
                 ran += 1;
             }
-            self.dispatch();
+            let before = counters(&self.scheduler);
+            self.dispatch(None, before);
             self.publish(now);
             if ran > 0 {
                 continue;
