@@ -121,6 +121,23 @@ Exit status: 0 stopped by SIGINT or SIGTERM; 1 the lease was lost or the schedul
 the kubeconfig, the configuration or the command line is invalid (nothing is started)."
     )]
     Scheduler(SchedulerArgs),
+    /// Run kubeplane's controllers against a real API server (a kubeconfig's cluster).
+    #[command(
+        long_about = "Run kubeplane's controllers against any conformant API server through \
+kube-rs, as kube-controller-manager runs them: taint eviction, node lifecycle, ReplicaSet, \
+Deployment, StatefulSet, DaemonSet, disruption, garbage collector, pod GC, namespace, Job, \
+CronJob and TTL-after-finished. It watches the kinds they read, writes through the API, and \
+records v1 Events.\n\n\
+--controllers takes kube-controller-manager's syntax and names ('*', 'foo', '-foo'). Leader \
+election uses a coordination.k8s.io Lease, kube-system/kube-controller-manager by default \
+(15 s lease, 10 s renew deadline, 2 s retry; --leader-elect-resource-name another name to run \
+beside a real kube-controller-manager); a lost lease stops every write and ends the process. \
+/healthz, /readyz and /metrics are served over plain HTTP on --bind-address:--secure-port.\n\n\
+Example: kubeplane controller-manager --kubeconfig ~/.kube/config --controllers='*,-podgc'\n\n\
+Exit status: 0 stopped by SIGINT or SIGTERM; 1 the lease was lost or the controller manager \
+failed; 2 the kubeconfig or the command line is invalid (nothing is started)."
+    )]
+    ControllerManager(crate::controller_manager::ControllerManagerArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(long_about = "Print a shell completion script to standard output.\n\n\
 bash:  kubeplane completion bash > ~/.local/share/bash-completion/completions/kubeplane\n\
@@ -168,6 +185,17 @@ pub struct ServeArgs {
     /// The Kubernetes release to follow (as for simulate).
     #[arg(long, value_name = "VERSION", value_parser = parse_kubernetes_version)]
     pub kubernetes_version: Option<KubeVersion>,
+    /// The controllers that run inside, as kube-controller-manager's --controllers: '*' all,
+    /// 'foo' enables foo, '-foo' disables it; an empty list (or '-*') runs none, for running
+    /// `kubeplane controller-manager` (or a real one) against the server instead.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "*",
+        allow_hyphen_values = true
+    )]
+    pub controllers: Vec<String>,
 }
 
 #[derive(Args, Debug)]

@@ -7,6 +7,7 @@ mod bench_serve;
 mod bench_support;
 mod cli;
 mod compare;
+mod controller_manager;
 mod generate;
 mod inputs;
 mod output;
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
         cli::Command::Bench(a) => bench::run(a),
         cli::Command::Serve(a) => serve::run(a),
         cli::Command::Scheduler(a) => scheduler::run(a),
+        cli::Command::ControllerManager(a) => controller_manager::run(a),
         cli::Command::Completion(a) => generate::completion(a.shell),
         cli::Command::Man => generate::man(),
         cli::Command::Schema => generate::schema(),

@@ -54,12 +54,17 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return input_error(format!("--data-dir {}: {e}", dir.display()));
         }
     }
+    let controllers = match kubeplane_controllers::manager::Selection::parse(&args.controllers) {
+        Ok(s) => s,
+        Err(e) => return input_error(format!("--controllers: {e}")),
+    };
     let config = Config {
         listen: args.listen,
         data_dir: args.data_dir,
         etcd_servers,
         kubeconfig_out: args.kubeconfig_out,
         clock,
+        controllers,
     };
     match kubeplane_server::run(config, input) {
         Ok(()) => ExitCode::SUCCESS,

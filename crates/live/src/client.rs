@@ -116,6 +116,25 @@ impl LiveClient {
         })
     }
 
+    /// Whether `obj` is a Namespace whose `spec.finalizers` lack one the informer's copy has.
+    fn drops_namespace_finalizers(&self, obj: &Object) -> bool {
+        let Object::Namespace(new) = obj else {
+            return false;
+        };
+        let finalizers = |n: &k8s_openapi::api::core::v1::Namespace| {
+            n.spec
+                .as_ref()
+                .and_then(|s| s.finalizers.clone())
+                .unwrap_or_default()
+        };
+        let Some(Object::Namespace(old)) = self.informer.get(Kind::Namespace, "", obj.name())
+        else {
+            return false;
+        };
+        let kept = finalizers(new);
+        finalizers(old).iter().any(|f| !kept.contains(f))
+    }
+
     /// Takes the events recorded since the last call.
     pub fn take_events(&mut self) -> Vec<EventRecord> {
         std::mem::take(&mut self.events)
@@ -165,12 +184,25 @@ impl Client for LiveClient {
         Self::decode(&key, &o)
     }
 
+    /// An update; one of a Namespace that drops entries of `spec.finalizers` is made on the
+    /// `finalize` subresource, as upstream's namespace controller does (an update leaves them
+    /// as they were), or as a plain update where the server has no such subresource.
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
         self.check_write()?;
         let key = obj.key();
         let api = self.dynamic(&key);
         let body = Self::encode(&obj)?;
-        let o = self.call(&key, api.replace(&key.name, &PostParams::default(), &body))?;
+        let pp = PostParams::default();
+        if self.drops_namespace_finalizers(&obj) {
+            match self.call(
+                &key,
+                api.replace_subresource("finalize", &key.name, &pp, &body),
+            ) {
+                Err(ApiError::NotFound { .. }) => {}
+                r => return Self::decode(&key, &r?),
+            }
+        }
+        let o = self.call(&key, api.replace(&key.name, &pp, &body))?;
         Self::decode(&key, &o)
     }
 

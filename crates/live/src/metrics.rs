@@ -1,6 +1,7 @@
 //! The scheduler's metrics in Prometheus text format, with upstream's names: the scheduler's
 //! own counters (`scheduler_schedule_attempts_total` by result, ...), the pending pods by queue
-//! (`scheduler_pending_pods`), and client-go's `leader_election_master_status`.
+//! (`scheduler_pending_pods`), and client-go's `leader_election_master_status`. The
+//! controller manager's: its controllers' counters (upstream names) and the same leader gauge.
 
 use kubeplane_api::Component;
 use kubeplane_scheduler::Scheduler;
@@ -11,6 +12,18 @@ pub fn render(scheduler: &Scheduler, leading: bool) -> String {
     let mut samples: Vec<(String, u64)> = scheduler.metrics();
     samples.push((
         "leader_election_master_status{name=\"kube-scheduler\"}".into(),
+        u64::from(leading),
+    ));
+    let mut out = String::new();
+    kubeplane_api::component::write_prometheus(&mut out, &samples);
+    out
+}
+
+/// The controller manager's samples: its controllers' counters and the leader gauge of the
+/// `kube-controller-manager` election.
+pub fn render_controllers(mut samples: Vec<(String, u64)>, leading: bool) -> String {
+    samples.push((
+        "leader_election_master_status{name=\"kube-controller-manager\"}".into(),
         u64::from(leading),
     ));
     let mut out = String::new();

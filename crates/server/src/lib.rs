@@ -67,6 +67,8 @@ pub struct Config {
     pub etcd_servers: Option<Vec<String>>,
     pub kubeconfig_out: Option<PathBuf>,
     pub clock: ClockMode,
+    /// The controllers that run inside (`--controllers`, kube-controller-manager's syntax).
+    pub controllers: kubeplane_controllers::manager::Selection,
 }
 
 /// Why the server could not start or stopped.
@@ -334,11 +336,17 @@ async fn serve(
         version,
         address.clone(),
     );
+    let (periodic, controllers) = kubeplane_controllers::manager::selected(
+        &p.features,
+        &Default::default(),
+        &config.controllers,
+    );
+    let unnamed = |l: Vec<(_, _)>| l.into_iter().map(|(_, c)| c).collect();
     let mut control_plane = ControlPlane::new(
         state.client(),
         p.scheduler,
-        kubeplane_controllers::manager::controllers(&p.features),
-        kubeplane_controllers::manager::periodic_controllers(&p.features),
+        unnamed(controllers),
+        unnamed(periodic),
         NodeAgents::new(input.scenario.pod_startup_latency),
     )
     .with_steps(input.scenario.steps.clone())
