@@ -98,7 +98,8 @@ fn deployment(name: &str, replicas: i32) -> Deployment {
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
             "template": {"metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "nginx",
+                "spec": {"terminationGracePeriodSeconds": 1,
+                    "containers": [{"name": "c", "image": "nginx",
                     "resources": {"requests": {"cpu": "100m"}}}]}}},
     }))
     .unwrap()

@@ -97,10 +97,12 @@ impl ControlLoop {
         ran
     }
 
-    /// Hands the recorded events to the event task.
+    /// Hands the recorded events to the event task. Events recorded in one turn are a
+    /// nanosecond apart: their names (`<object>.<hex nanoseconds>`) stay distinct.
     fn dispatch(&mut self) {
-        let at = self.clock.timestamp();
-        for ev in self.client.take_events() {
+        let start = self.clock.timestamp();
+        for (i, ev) in self.client.take_events().into_iter().enumerate() {
+            let at = start + jiff::SignedDuration::from_nanos(i as i64);
             let kind = Kind::parse(ev.kind);
             let obj = kind.and_then(|k| self.client.informer.get(k, &ev.namespace, &ev.name));
             let uid = obj.map(|o| o.uid().to_string());
