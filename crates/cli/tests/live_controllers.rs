@@ -273,6 +273,73 @@ fn only_the_leader_acts_and_the_other_instance_takes_over_when_it_is_killed() {
 }
 
 #[test]
+fn a_leader_whose_lease_is_taken_stops_at_once_and_exits_with_status_1() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path());
+    let (mut kcm, port) = controller_manager(&server.kubeconfig, ELECTION);
+    wait_for("it leads", 30, || metric(port, LEADING) == Some(1));
+    let c = Cluster::new(&server.kubeconfig);
+    let leases: Api<Lease> = Api::namespaced(c.pods.clone().into_client(), "kube-system");
+    wait_for("the lease is taken over", 10, || {
+        let mut lease = c.rt.block_on(leases.get("kubeplane-kcm-test")).unwrap();
+        lease.spec.as_mut().unwrap().holder_identity = Some("intruder".into());
+        let pp = PostParams::default();
+        c.rt.block_on(leases.replace("kubeplane-kcm-test", &pp, &lease))
+            .is_ok()
+    });
+    let mut status = None;
+    wait_for("it exits", 10, || {
+        status = kcm.0.try_wait().unwrap();
+        status.is_some()
+    });
+    assert_eq!(status.unwrap().code(), Some(1));
+}
+
+#[test]
+fn the_controller_manager_outlives_a_server_restart_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let data = dir.path().join("data");
+    let listen = format!("127.0.0.1:{port}");
+    let args: [&std::ffi::OsStr; 3] = [
+        "--controllers=".as_ref(),
+        "--data-dir".as_ref(),
+        data.as_os_str(),
+    ];
+    let server = Served::start(dir.path(), &listen, &args, &[], false);
+    let kubeconfig = dir.path().join("kubeconfig");
+    let (mut kcm, kcm_port) = controller_manager(&kubeconfig, &["--leader-elect=false"]);
+    wait_for("/readyz answers ok", 30, || {
+        get(kcm_port, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    let c = Cluster::new(&kubeconfig);
+    c.create(deployment("before", 1));
+    wait_for("the ReplicaSet before the restart", 30, || {
+        c.replicasets("before").len() == 1
+    });
+    drop(server); // SIGKILL
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        kcm.0.try_wait().unwrap().is_none(),
+        "the controller manager keeps running while the server is away"
+    );
+    let _server = Served::start(dir.path(), &listen, &args, &[], false);
+    let c = Cluster::new(&kubeconfig);
+    c.create(deployment("after", 1));
+    wait_for("the ReplicaSet after the restart", 60, || {
+        c.replicasets("after").len() == 1
+    });
+    wait_for("its pod runs", 30, || c.pods("after") == (1, 1));
+    assert_eq!(
+        c.replicasets("before").len(),
+        1,
+        "no second ReplicaSet for the first one"
+    );
+    assert!(kcm.0.try_wait().unwrap().is_none());
+}
+
+#[test]
 fn bad_flags_are_input_errors_with_upstreams_messages() {
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_kubeplane"))
