@@ -160,18 +160,19 @@ impl Selection {
     }
 
     /// Whether a controller runs: the first item naming it (`foo` or `-foo`) decides; else
-    /// it runs when the list has `*` before any `-*`.
+    /// it runs when the list has `*` (and no later `-*`, kubeplane's "none but those named").
     pub fn enabled(&self, name: &str) -> bool {
+        let mut star = false;
         for item in &self.items {
             match item.strip_prefix('-') {
-                Some("*") => return false,
+                Some("*") => star = false,
                 Some(n) if n == name => return false,
-                None if item == "*" => return true,
+                None if item == "*" => star = true,
                 None if item == name => return true,
                 _ => {}
             }
         }
-        false
+        star
     }
 
     /// kube-controller-manager's controllers the selection names explicitly that kubeplane
@@ -310,8 +311,14 @@ mod tests {
                 false,
             ),
             (
-                "minus star after the star keeps the star",
+                "minus star after the star turns it off",
                 &["*", "-*"],
+                "job-controller",
+                false,
+            ),
+            (
+                "minus star keeps what is named",
+                &["-*", "job"],
                 "job-controller",
                 true,
             ),
