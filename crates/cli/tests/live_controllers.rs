@@ -273,6 +273,43 @@ fn only_the_leader_acts_and_the_other_instance_takes_over_when_it_is_killed() {
 }
 
 #[test]
+fn a_deleted_namespace_is_emptied_and_finalized() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path());
+    let (_kcm, port) = controller_manager(&server.kubeconfig, &["--leader-elect=false"]);
+    wait_for("/readyz answers ok", 30, || {
+        get(port, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    let c = Cluster::new(&server.kubeconfig);
+    let client = c.pods.clone().into_client();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}))
+    .unwrap();
+    let pp = PostParams::default();
+    c.rt.block_on(namespaces.create(&pp, &ns)).unwrap();
+    let shop: Api<Deployment> = Api::namespaced(client.clone(), "shop");
+    let mut d = deployment("web", 2);
+    d.metadata.namespace = Some("shop".into());
+    c.rt.block_on(shop.create(&pp, &d)).unwrap();
+    let shop_pods: Api<Pod> = Api::namespaced(client, "shop");
+    let running = || {
+        let list =
+            c.rt.block_on(shop_pods.list(&ListParams::default()))
+                .unwrap();
+        list.items.len()
+    };
+    wait_for("the Deployment's pods", 30, || running() == 2);
+    c.rt.block_on(namespaces.delete("shop", &DeleteParams::default()))
+        .unwrap();
+    wait_for("the namespace is emptied and goes", 60, || {
+        c.rt.block_on(namespaces.get_opt("shop")).unwrap().is_none()
+    });
+    assert_eq!(running(), 0);
+}
+
+#[test]
 fn a_leader_whose_lease_is_taken_stops_at_once_and_exits_with_status_1() {
     use k8s_openapi::api::coordination::v1::Lease;
     let dir = tempfile::tempdir().unwrap();

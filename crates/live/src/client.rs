@@ -116,6 +116,28 @@ impl LiveClient {
         })
     }
 
+    /// PUTs a Namespace to its `finalize` subresource; `None` when the server has none (404 or
+    /// 405: `kubeplane serve` lets an update change `spec.finalizers` instead).
+    fn finalize(
+        &self,
+        key: &ObjectKey,
+        api: &Api<KubeObject>,
+        body: &KubeObject,
+    ) -> Option<Result<KubeObject, ApiError>> {
+        let pp = PostParams::default();
+        let call = api.replace_subresource("finalize", &key.name, &pp, body);
+        let answer = self
+            .runtime
+            .block_on(async { tokio::time::timeout(CALL_TIMEOUT, call).await });
+        match answer {
+            Ok(Err(kube::Error::Api(s))) if s.code == 404 || s.code == 405 => None,
+            Ok(r) => Some(r.map_err(|e| api_error(key, e))),
+            Err(_) => Some(Err(ApiError::Unavailable {
+                message: format!("{key}: the API server did not answer within {CALL_TIMEOUT:?}"),
+            })),
+        }
+    }
+
     /// Whether `obj` is a Namespace whose `spec.finalizers` lack one the informer's copy has.
     fn drops_namespace_finalizers(&self, obj: &Object) -> bool {
         let Object::Namespace(new) = obj else {
@@ -194,12 +216,8 @@ impl Client for LiveClient {
         let body = Self::encode(&obj)?;
         let pp = PostParams::default();
         if self.drops_namespace_finalizers(&obj) {
-            match self.call(
-                &key,
-                api.replace_subresource("finalize", &key.name, &pp, &body),
-            ) {
-                Err(ApiError::NotFound { .. }) => {}
-                r => return Self::decode(&key, &r?),
+            if let Some(r) = self.finalize(&key, &api, &body) {
+                return Self::decode(&key, &r?);
             }
         }
         let o = self.call(&key, api.replace(&key.name, &pp, &body))?;
