@@ -83,6 +83,7 @@ fn metric(port: u16, sample: &str) -> Option<u64> {
 
 const LEADING: &str = "leader_election_master_status{name=\"kube-controller-manager\"}";
 const GC_DELETIONS: &str = "kubeplane_garbagecollector_deletions_total";
+const PODS_CREATED: &str = "kubeplane_replicaset_pods_created_total";
 
 fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -252,6 +253,8 @@ fn only_the_leader_acts_and_the_other_instance_takes_over_when_it_is_killed() {
         Some(0),
         "the follower deletes nothing"
     );
+    assert_eq!(metric(port2, PODS_CREATED), Some(0), "nor creates anything");
+    assert_eq!(metric(port1, PODS_CREATED), Some(2));
 
     let killed = Instant::now();
     drop(one); // SIGKILL: the lease is not released
@@ -264,6 +267,11 @@ fn only_the_leader_acts_and_the_other_instance_takes_over_when_it_is_killed() {
         metric(port2, LEADING) == Some(1)
     });
     wait_for("its pod runs", 30, || c.pods("after") == (1, 1));
+    wait_for(
+        "the new leader's metrics count the pod it created",
+        5,
+        || metric(port2, PODS_CREATED) == Some(1),
+    );
     // A 4 s lease observed from the follower's side, its 0.5 s retries and a sync.
     assert!(
         failover < Duration::from_secs(12),
