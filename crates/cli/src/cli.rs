@@ -140,6 +140,24 @@ Exit status: 0 written; 1 the API server could not be reached or refused a list 
 is read)."
     )]
     Snapshot(SnapshotArgs),
+    /// Run kubeplane's controllers against a real API server (a kubeconfig's cluster).
+    #[command(
+        long_about = "Run kubeplane's controllers against any conformant API server through \
+kube-rs, as kube-controller-manager runs them: taint eviction, node lifecycle, ReplicaSet, \
+Deployment, StatefulSet, DaemonSet, disruption, garbage collector, pod GC, namespace, Job, \
+CronJob and TTL-after-finished. It watches the kinds they read, writes through the API, and \
+records v1 Events.\n\n\
+--controllers takes kube-controller-manager's syntax and names ('*', 'foo', '-foo'). Leader \
+election uses a coordination.k8s.io Lease, kube-system/kube-controller-manager by default \
+(15 s lease, 10 s renew deadline, 2 s retry; --leader-elect-resource-name another name to run \
+beside a real kube-controller-manager); a lost lease stops every write and ends the process. \
+/healthz, /readyz and /metrics are served over HTTPS on --bind-address:--secure-port, /metrics \
+behind a bearer token of --authentication-token-file.\n\n\
+Example: kubeplane controller-manager --kubeconfig ~/.kube/config --controllers='*,-podgc'\n\n\
+Exit status: 0 stopped by SIGINT or SIGTERM; 1 the lease was lost or the controller manager \
+failed; 2 the kubeconfig or the command line is invalid (nothing is started)."
+    )]
+    ControllerManager(crate::controller_manager::ControllerManagerArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(long_about = "Print a shell completion script to standard output.\n\n\
 bash:  kubeplane completion bash > ~/.local/share/bash-completion/completions/kubeplane\n\
@@ -191,6 +209,17 @@ pub struct ServeArgs {
     /// run inside (run your own against it, e.g. `kubeplane scheduler`).
     #[arg(long)]
     pub api_only: bool,
+    /// The controllers that run inside, as kube-controller-manager's --controllers: '*' all,
+    /// 'foo' enables foo, '-foo' disables it; an empty list (or '-*') runs none, for running
+    /// `kubeplane controller-manager` (or a real one) against the server instead.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "*",
+        allow_hyphen_values = true
+    )]
+    pub controllers: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -207,7 +236,15 @@ pub struct SchedulerArgs {
     /// The HTTPS port of /healthz, /readyz and /metrics; 0 serves none.
     #[arg(long, default_value = "10259", value_name = "PORT")]
     pub secure_port: u16,
-    /// The address that port is served on.
+    #[command(flatten)]
+    pub serving: ServingArgs,
+}
+
+/// How the health and metrics port of `kubeplane scheduler` and `kubeplane controller-manager`
+/// is served: its address, certificate and who may read it (upstream's flag names).
+#[derive(Args, Debug)]
+pub struct ServingArgs {
+    /// The address the health and metrics port is served on.
     #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
     pub bind_address: std::net::IpAddr,
     /// The serving certificate (PEM) of that port [default: a self-signed one made at start].

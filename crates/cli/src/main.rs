@@ -7,6 +7,7 @@ mod bench_serve;
 mod bench_support;
 mod cli;
 mod compare;
+mod controller_manager;
 mod generate;
 mod inputs;
 mod output;
@@ -76,6 +77,7 @@ fn main() -> ExitCode {
         cli::Command::Serve(a) => serve::run(a),
         cli::Command::Scheduler(a) => scheduler::run(a),
         cli::Command::Snapshot(a) => snapshot::run(a),
+        cli::Command::ControllerManager(a) => controller_manager::run(a),
         cli::Command::Completion(a) => generate::completion(a.shell),
         cli::Command::Man => generate::man(),
         cli::Command::Schema => generate::schema(),

@@ -7,7 +7,7 @@ use kubeplane_live::health::Access;
 use kubeplane_live::tls::TlsFiles;
 use kubeplane_live::{LiveError, Options};
 
-use crate::cli::SchedulerArgs;
+use crate::cli::{SchedulerArgs, ServingArgs};
 use crate::simulate::input_error;
 
 pub fn run(args: SchedulerArgs) -> ExitCode {
@@ -21,35 +21,18 @@ pub fn run(args: SchedulerArgs) -> ExitCode {
         },
         None => None,
     };
-    let tokens = match &args.authentication_token_file {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(text) => Access::parse_tokens(&text),
-            Err(e) => {
-                return input_error(format!(
-                    "--authentication-token-file {}: {e}",
-                    path.display()
-                ))
-            }
-        },
-        None => Vec::new(),
+    let (tls, access) = match serving(&args.serving) {
+        Ok(s) => s,
+        Err(e) => return input_error(e),
     };
-    if args.authentication_token_file.is_some() && tokens.is_empty() {
-        return input_error("--authentication-token-file: the file holds no token");
-    }
     let opts = Options {
         kubeconfig: args.kubeconfig,
         config,
         leader_elect: args.leader_elect,
         serve: (args.secure_port != 0)
-            .then(|| std::net::SocketAddr::new(args.bind_address, args.secure_port)),
-        tls: TlsFiles {
-            cert: args.tls_cert_file,
-            key: args.tls_private_key_file,
-        },
-        access: Access {
-            tokens,
-            always_allow: args.authorization_always_allow_paths,
-        },
+            .then(|| std::net::SocketAddr::new(args.serving.bind_address, args.secure_port)),
+        tls,
+        access,
     };
     match kubeplane_live::run(opts) {
         Ok(()) => ExitCode::SUCCESS,
@@ -63,4 +46,30 @@ pub fn run(args: SchedulerArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The certificate files and the access rules of the health and metrics port; an unreadable
+/// or empty token file is an input error.
+pub fn serving(args: &ServingArgs) -> Result<(TlsFiles, Access), String> {
+    let tokens = match &args.authentication_token_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--authentication-token-file {}: {e}", path.display()))?;
+            let tokens = Access::parse_tokens(&text);
+            if tokens.is_empty() {
+                return Err("--authentication-token-file: the file holds no token".into());
+            }
+            tokens
+        }
+        None => Vec::new(),
+    };
+    let tls = TlsFiles {
+        cert: args.tls_cert_file.clone(),
+        key: args.tls_private_key_file.clone(),
+    };
+    let access = Access {
+        tokens,
+        always_allow: args.authorization_always_allow_paths.clone(),
+    };
+    Ok((tls, access))
 }

@@ -54,6 +54,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return input_error(format!("--data-dir {}: {e}", dir.display()));
         }
     }
+    let controllers = match kubeplane_controllers::manager::Selection::parse(&args.controllers) {
+        Ok(s) => s,
+        Err(e) => return input_error(format!("--controllers: {e}")),
+    };
     let config = Config {
         listen: args.listen,
         data_dir: args.data_dir,
@@ -61,6 +65,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         kubeconfig_out: args.kubeconfig_out,
         clock,
         api_only: args.api_only,
+        controllers,
     };
     match kubeplane_server::run(config, input) {
         Ok(()) => ExitCode::SUCCESS,

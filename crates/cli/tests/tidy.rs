@@ -73,7 +73,12 @@ const CRATE_MAP: &[(&str, &[&str])] = &[
     ),
     (
         "kubeplane-live",
-        &["kubeplane-core", "kubeplane-api", "kubeplane-scheduler"],
+        &[
+            "kubeplane-core",
+            "kubeplane-api",
+            "kubeplane-scheduler",
+            "kubeplane-controllers",
+        ],
     ),
 ];
 

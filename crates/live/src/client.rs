@@ -116,6 +116,47 @@ impl LiveClient {
         })
     }
 
+    /// PUTs a Namespace to its `finalize` subresource; `None` when the server has none (404 or
+    /// 405: `kubeplane serve` lets an update change `spec.finalizers` instead).
+    fn finalize(
+        &self,
+        key: &ObjectKey,
+        api: &Api<KubeObject>,
+        body: &KubeObject,
+    ) -> Option<Result<KubeObject, ApiError>> {
+        let pp = PostParams::default();
+        let call = api.replace_subresource("finalize", &key.name, &pp, body);
+        let answer = self
+            .runtime
+            .block_on(async { tokio::time::timeout(CALL_TIMEOUT, call).await });
+        match answer {
+            Ok(Err(kube::Error::Api(s))) if s.code == 404 || s.code == 405 => None,
+            Ok(r) => Some(r.map_err(|e| api_error(key, e))),
+            Err(_) => Some(Err(ApiError::Unavailable {
+                message: format!("{key}: the API server did not answer within {CALL_TIMEOUT:?}"),
+            })),
+        }
+    }
+
+    /// Whether `obj` is a Namespace whose `spec.finalizers` lack one the informer's copy has.
+    fn drops_namespace_finalizers(&self, obj: &Object) -> bool {
+        let Object::Namespace(new) = obj else {
+            return false;
+        };
+        let finalizers = |n: &k8s_openapi::api::core::v1::Namespace| {
+            n.spec
+                .as_ref()
+                .and_then(|s| s.finalizers.clone())
+                .unwrap_or_default()
+        };
+        let Some(Object::Namespace(old)) = self.informer.get(Kind::Namespace, "", obj.name())
+        else {
+            return false;
+        };
+        let kept = finalizers(new);
+        finalizers(old).iter().any(|f| !kept.contains(f))
+    }
+
     /// Takes the events recorded since the last call.
     pub fn take_events(&mut self) -> Vec<EventRecord> {
         std::mem::take(&mut self.events)
@@ -165,12 +206,21 @@ impl Client for LiveClient {
         Self::decode(&key, &o)
     }
 
+    /// An update; one of a Namespace that drops entries of `spec.finalizers` is made on the
+    /// `finalize` subresource, as upstream's namespace controller does (an update leaves them
+    /// as they were), or as a plain update where the server has no such subresource.
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
         self.check_write()?;
         let key = obj.key();
         let api = self.dynamic(&key);
         let body = Self::encode(&obj)?;
-        let o = self.call(&key, api.replace(&key.name, &PostParams::default(), &body))?;
+        let pp = PostParams::default();
+        if self.drops_namespace_finalizers(&obj) {
+            if let Some(r) = self.finalize(&key, &api, &body) {
+                return Self::decode(&key, &r?);
+            }
+        }
+        let o = self.call(&key, api.replace(&key.name, &pp, &body))?;
         Self::decode(&key, &o)
     }
 

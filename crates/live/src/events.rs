@@ -5,6 +5,9 @@
 //! the `note` (at most 1 kB, as the API validates it). They are created by a task of their own
 //! (upstream's broadcaster): recording never waits on the network, and a failed create is
 //! logged and dropped.
+//!
+//! The controller manager's controllers record `v1` Events instead, as client-go's
+//! `tools/record` recorder writes them for kube-controller-manager ([`core_event_object`]).
 
 use jiff::Timestamp;
 use kube::api::{Api, PostParams};
@@ -87,23 +90,73 @@ pub fn event_object(
     })
 }
 
-/// Creates the events it is sent until the sending side closes.
-pub async fn send_events(client: kube::Client, mut rx: UnboundedReceiver<Value>) {
-    let gvk = kube::core::GroupVersionKind::gvk("events.k8s.io", "v1", "Event");
-    let resource = kube::core::ApiResource::from_gvk_with_plural(&gvk, "events");
+/// The `v1` Event of an event a controller recorded at `at` (client-go `tools/record`:
+/// named `<object>.<hex nanoseconds>`, `source.component` the controller's name, which is
+/// also the `reportingComponent`; count 1), about an object with `uid` and `api_version`.
+pub fn core_event_object(
+    ev: &EventRecord,
+    at: Timestamp,
+    api_version: &str,
+    uid: Option<&str>,
+) -> Value {
+    let namespace = if ev.namespace.is_empty() {
+        "default"
+    } else {
+        ev.namespace.as_str()
+    };
+    let nanos = at.as_nanosecond().max(0) as u128;
+    let mut involved = json!({"kind": ev.kind, "name": ev.name, "apiVersion": api_version});
+    if !ev.namespace.is_empty() {
+        involved["namespace"] = ev.namespace.clone().into();
+    }
+    if let Some(uid) = uid.filter(|u| !u.is_empty()) {
+        involved["uid"] = uid.into();
+    }
+    let time = at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": format!("{}.{nanos:x}", ev.name), "namespace": namespace},
+        "involvedObject": involved,
+        "reason": ev.reason,
+        "message": ev.message,
+        "source": {"component": ev.source},
+        "firstTimestamp": time,
+        "lastTimestamp": time,
+        "count": 1,
+        "type": ev.type_,
+        "reportingComponent": ev.source,
+        "reportingInstance": "",
+    })
+}
+
+/// Creates the events it is sent (`events.k8s.io/v1` or `v1`, as each says) until the sending
+/// side closes; `who` names the component in log lines.
+pub async fn send_events(
+    client: kube::Client,
+    mut rx: UnboundedReceiver<Value>,
+    who: &'static str,
+) {
+    let new_gvk = kube::core::GroupVersionKind::gvk("events.k8s.io", "v1", "Event");
+    let new = kube::core::ApiResource::from_gvk_with_plural(&new_gvk, "events");
+    let core_gvk = kube::core::GroupVersionKind::gvk("", "v1", "Event");
+    let core = kube::core::ApiResource::from_gvk_with_plural(&core_gvk, "events");
     let mut failures = 0u64;
     while let Some(ev) = rx.recv().await {
         let namespace = ev["metadata"]["namespace"].as_str().unwrap_or("default");
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+        let resource = if ev["apiVersion"] == "v1" {
+            &core
+        } else {
+            &new
+        };
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, resource);
         let Ok(obj) = serde_json::from_value::<DynamicObject>(ev.clone()) else {
             continue;
         };
         if let Err(e) = api.create(&PostParams::default(), &obj).await {
             failures += 1;
             if failures <= 10 || failures.is_power_of_two() {
-                eprintln!(
-                    "kubeplane scheduler: recording an event ({failures} failed so far): {e}"
-                );
+                eprintln!("{who}: recording an event ({failures} failed so far): {e}");
             }
         }
     }
@@ -145,5 +198,28 @@ mod tests {
         let cut = truncate(&long, NOTE_LIMIT);
         assert_eq!(cut.len(), NOTE_LIMIT);
         assert_eq!(truncate("short", NOTE_LIMIT), "short");
+    }
+
+    #[test]
+    fn a_controllers_event_is_a_core_v1_event_from_its_component() {
+        let ev = EventRecord {
+            time: SimTime::ZERO,
+            type_: "Normal",
+            reason: "SuccessfulCreate".into(),
+            kind: "ReplicaSet",
+            namespace: "default".into(),
+            name: "web-1".into(),
+            message: "Created pod: web-1-abcde".into(),
+            source: "replicaset-controller",
+        };
+        let at = Timestamp::from_nanosecond(1_700_000_000_123_456_789).unwrap();
+        let o = core_event_object(&ev, at, "apps/v1", Some("u2"));
+        assert_eq!(o["apiVersion"], "v1");
+        assert_eq!(o["metadata"]["name"], "web-1.17979cfe3d85cd15");
+        assert_eq!(o["source"]["component"], "replicaset-controller");
+        assert_eq!(o["involvedObject"]["apiVersion"], "apps/v1");
+        assert_eq!(o["involvedObject"]["uid"], "u2");
+        assert_eq!(o["firstTimestamp"], "2023-11-14T22:13:20Z");
+        assert_eq!(o["count"], 1);
     }
 }

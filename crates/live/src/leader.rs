@@ -90,7 +90,8 @@ impl LeaderElection {
         Ok(le)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    /// Upstream's `ValidateLeaderElectionConfiguration` rules.
+    pub fn validate(&self) -> Result<(), String> {
         if !self.leader_elect {
             return Ok(());
         }
@@ -196,6 +197,7 @@ pub async fn run(
     le: LeaderElection,
     id: String,
     leading: Arc<AtomicBool>,
+    who: &'static str,
     on_change: impl Fn(bool),
 ) {
     let mut observed = Observed {
@@ -206,13 +208,13 @@ pub async fn run(
         match try_acquire_or_renew(&api, &le, &id, &mut observed).await {
             Ok(true) => break,
             Ok(false) => {}
-            Err(e) => eprintln!("kubeplane scheduler: leader election: {e}"),
+            Err(e) => eprintln!("{who}: leader election: {e}"),
         }
         tokio::time::sleep(le.retry_period).await;
     }
     leading.store(true, Ordering::SeqCst);
     eprintln!(
-        "kubeplane scheduler: successfully acquired lease {}/{} as {id}",
+        "{who}: successfully acquired lease {}/{} as {id}",
         le.namespace, le.name
     );
     on_change(true);
@@ -227,7 +229,7 @@ pub async fn run(
         match attempt {
             Ok(Ok(true)) => renewed = Instant::now(),
             Ok(Ok(false)) => break, // someone else holds it now
-            Ok(Err(e)) => eprintln!("kubeplane scheduler: renewing the lease: {e}"),
+            Ok(Err(e)) => eprintln!("{who}: renewing the lease: {e}"),
             Err(_) => {}
         }
         if renewed.elapsed() > le.renew_deadline {

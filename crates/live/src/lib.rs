@@ -16,10 +16,13 @@
 //! - [`clock`]: wall time as the scheduler's instants.
 //! - [`snapshot`]: a cluster's scheduling-relevant state as a `simulate` input
 //!   (`kubeplane snapshot`).
+//! - [`controller_manager`]: the controllers the same way (`kubeplane controller-manager`),
+//!   with dynamic reflectors, kube-controller-manager's lease and `v1` Events.
 
 pub mod attempts;
 pub mod client;
 pub mod clock;
+pub mod controller_manager;
 pub mod convert;
 pub mod events;
 pub mod health;
@@ -108,7 +111,7 @@ fn build_scheduler(
 }
 
 /// The kube-rs client of a kubeconfig file.
-async fn connect(path: &std::path::Path) -> Result<kube::Client, String> {
+pub(crate) async fn connect(path: &std::path::Path) -> Result<kube::Client, String> {
     let kc = Kubeconfig::read_from(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
@@ -195,12 +198,17 @@ fn start_tasks(
     }
     reflector::start(rt.handle(), kube, tx);
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
-    rt.spawn(events::send_events(kube.clone(), events_rx));
+    rt.spawn(events::send_events(
+        kube.clone(),
+        events_rx,
+        "kubeplane scheduler",
+    ));
     if le.leader_elect {
         let api = kube::Api::namespaced(kube.clone(), &le.namespace);
         let tx = tx.clone();
         let id = leader::identity();
-        rt.spawn(leader::run(api, le, id, leading.clone(), move |on| {
+        let who = "kubeplane scheduler";
+        rt.spawn(leader::run(api, le, id, leading.clone(), who, move |on| {
             let _ = tx.send(runtime::Msg::Leading(on));
         }));
     }
@@ -212,7 +220,7 @@ fn start_tasks(
     Ok(events_tx)
 }
 
-async fn wait_for_signal() {
+pub(crate) async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {

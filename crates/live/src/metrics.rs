@@ -1,7 +1,8 @@
 //! The scheduler's metrics in Prometheus text format, with upstream's names: the attempts by
 //! profile and result with their latency histogram ([`crate::attempts`]), the scheduler's
 //! other counters and gauges (the pending pods by queue, `scheduler_pending_pods`), and
-//! client-go's `leader_election_master_status`.
+//! client-go's `leader_election_master_status`. The controller manager's: its controllers'
+//! counters (upstream names) and the same leader gauge.
 
 use kubeplane_api::Component;
 use kubeplane_scheduler::Scheduler;
@@ -24,6 +25,18 @@ pub fn render(scheduler: &Scheduler, leading: bool, attempts: &AttemptMetrics) -
         "leader_election_master_status{name=\"kube-scheduler\"}".into(),
         u64::from(leading),
     ));
+    kubeplane_api::component::write_prometheus(&mut out, &samples);
+    out
+}
+
+/// The controller manager's samples: its controllers' counters and the leader gauge of the
+/// `kube-controller-manager` election.
+pub fn render_controllers(mut samples: Vec<(String, u64)>, leading: bool) -> String {
+    samples.push((
+        "leader_election_master_status{name=\"kube-controller-manager\"}".into(),
+        u64::from(leading),
+    ));
+    let mut out = String::new();
     kubeplane_api::component::write_prometheus(&mut out, &samples);
     out
 }

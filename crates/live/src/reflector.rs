@@ -10,6 +10,10 @@
 //! Deleted events, as client-go's `DeltaFIFO.Replace` does; a watched change reaches it as
 //! Modified or Deleted, and the informer supplies the old object from its store (an update of
 //! an object it does not hold becomes an add).
+//!
+//! The controller manager's reflectors ([`start_kinds`]) are dynamic ones, one per kind its
+//! controllers read, with every object (no field selector); a kind the server does not serve
+//! (404 on the first list) counts as listed and empty, and is tried again with backoff.
 
 use std::fmt::Debug;
 use std::sync::mpsc::Sender;
@@ -19,6 +23,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::core::DynamicObject;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Api;
@@ -140,4 +145,91 @@ pub fn start(runtime: &tokio::runtime::Handle, client: &kube::Client, tx: &Sende
         |o| Object::PodDisruptionBudget(Arc::new(o)),
         tx.clone(),
     ));
+}
+
+/// A dynamic object from a watch as kubeplane's object of `kind` (list items carry no
+/// `apiVersion` and `kind`: they are the kind's).
+fn dynamic_object(kind: Kind, o: DynamicObject) -> Option<Object> {
+    let mut value = serde_json::to_value(o).ok()?;
+    value["apiVersion"] = kind.api_version().into();
+    value["kind"] = kind.as_str().into();
+    Object::from_json(&value).ok()
+}
+
+/// Whether a watcher error is the server saying it does not serve the resource.
+fn not_served(e: &watcher::Error) -> bool {
+    matches!(e, watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404)
+}
+
+/// Watches one kind through the dynamic API until the loop goes away (the controller
+/// manager's reflector: every object, old objects from the loop's informer).
+async fn reflect_dynamic(client: kube::Client, kind: Kind, tx: Sender<Msg>, who: &'static str) {
+    let resource = crate::convert::api_resource(kind);
+    let api: Api<DynamicObject> = Api::all_with(client, &resource);
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut listed: Vec<Object> = Vec::new();
+    let (mut failures, mut told_missing) = (0u64, false);
+    while let Some(item) = stream.next().await {
+        let msg = match item {
+            Ok(Event::Init) => {
+                listed.clear();
+                continue;
+            }
+            Ok(Event::InitApply(o)) => {
+                listed.extend(dynamic_object(kind, o));
+                continue;
+            }
+            Ok(Event::InitDone) => {
+                failures = 0;
+                Msg::Relist(kind, std::mem::take(&mut listed))
+            }
+            Ok(Event::Apply(o)) => match dynamic_object(kind, o) {
+                Some(o) => event(EventType::Modified, o),
+                None => continue,
+            },
+            Ok(Event::Delete(o)) => match dynamic_object(kind, o) {
+                Some(o) => event(EventType::Deleted, o),
+                None => continue,
+            },
+            Err(e) if not_served(&e) => {
+                if std::mem::replace(&mut told_missing, true) {
+                    continue;
+                }
+                eprintln!(
+                    "{who}: the server does not serve {}; treated as empty",
+                    kind.plural()
+                );
+                Msg::Relist(kind, Vec::new())
+            }
+            Err(e) => {
+                failures += 1;
+                if failures <= 3 || failures.is_power_of_two() {
+                    eprintln!(
+                        "{who}: watching {}: {e} (retrying with backoff)",
+                        kind.plural()
+                    );
+                }
+                continue;
+            }
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+}
+
+/// Starts a dynamic reflector for every kind in `kinds` on the runtime; `who` names the
+/// component in log lines.
+pub fn start_kinds(
+    runtime: &tokio::runtime::Handle,
+    client: &kube::Client,
+    kinds: &[Kind],
+    tx: &Sender<Msg>,
+    who: &'static str,
+) {
+    for kind in kinds {
+        runtime.spawn(reflect_dynamic(client.clone(), *kind, tx.clone(), who));
+    }
 }

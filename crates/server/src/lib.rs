@@ -69,6 +69,8 @@ pub struct Config {
     pub clock: ClockMode,
     /// Serve the API alone: no scheduler, controllers or node agents run inside (`--api-only`).
     pub api_only: bool,
+    /// The controllers that run inside (`--controllers`, kube-controller-manager's syntax).
+    pub controllers: kubeplane_controllers::manager::Selection,
 }
 
 /// Why the server could not start or stopped.
@@ -375,7 +377,13 @@ async fn serve(
         address.clone(),
     );
     let cp = (!config.api_only).then(|| {
-        let control_plane = control_plane(&input, p.scheduler, &p.features, &state);
+        let control_plane = control_plane(
+            &input,
+            p.scheduler,
+            &p.features,
+            &config.controllers,
+            &state,
+        );
         let cp_state = state.clone();
         std::thread::Builder::new()
             .name("control-plane".into())
@@ -419,13 +427,17 @@ fn control_plane(
     input: &Input,
     scheduler: kubeplane_scheduler::Scheduler,
     features: &kubeplane_core::features::FeatureGates,
+    selection: &kubeplane_controllers::manager::Selection,
     state: &State,
 ) -> ControlPlane {
+    let (periodic, controllers) =
+        kubeplane_controllers::manager::selected(features, &Default::default(), selection);
+    let unnamed = |l: Vec<(_, _)>| l.into_iter().map(|(_, c)| c).collect();
     let mut control_plane = ControlPlane::new(
         state.client(),
         scheduler,
-        kubeplane_controllers::manager::controllers(features),
-        kubeplane_controllers::manager::periodic_controllers(features),
+        unnamed(controllers),
+        unnamed(periodic),
         NodeAgents::new(input.scenario.pod_startup_latency).with_pod_ips(),
     )
     .with_steps(input.scenario.steps.clone())

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // Each test crate uses a different part.
 
+pub mod https;
 pub mod serve;
 pub mod validator;
 

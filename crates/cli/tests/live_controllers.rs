@@ -1,0 +1,437 @@
+//! `kubeplane controller-manager` against `kubeplane serve --controllers=` (a server that runs
+//! no controller of its own, only its scheduler and simulated kubelets): the controller
+//! manager turns a Deployment into a ReplicaSet and running pods and, once the Deployment is
+//! deleted, its garbage collector removes them; with leader election only the leader acts and
+//! the other instance takes over once the leader is killed.
+
+mod support;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use support::serve::Served;
+
+/// A child process killed (SIGKILL) when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `kubeplane serve` with no controllers.
+fn serve(dir: &Path) -> Served {
+    Served::start(dir, "127.0.0.1:0", &["--controllers=".as_ref()], &[], false)
+}
+
+/// A token file holding [`TOKEN`] (kube-apiserver's CSV form), kept for the test run.
+fn tokens_file() -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("kubeplane-kcm-tokens-{}", std::process::id()));
+    std::fs::write(&path, format!("{TOKEN},prometheus,1\n")).expect("the token file");
+    path
+}
+
+/// A `kubeplane controller-manager` (with these extra flags) and the port of its endpoints.
+fn controller_manager(kubeconfig: &Path, flags: &[&str]) -> (Proc, u16) {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_kubeplane"))
+        .arg("controller-manager")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--secure-port", &port.to_string()])
+        .arg("--authentication-token-file")
+        .arg(tokens_file())
+        .args(flags)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubeplane controller-manager starts");
+    (Proc(child), port)
+}
+
+/// Leader election with short times and a lease of the test's own.
+const ELECTION: &[&str] = &[
+    "--leader-elect-lease-duration=4s",
+    "--leader-elect-renew-deadline=3s",
+    "--leader-elect-retry-period=500ms",
+    "--leader-elect-resource-name=kubeplane-kcm-test",
+];
+
+/// The bearer token the tests' controller managers accept for /metrics.
+const TOKEN: &str = "metrics-reader-token";
+
+/// An HTTPS GET of one of the endpoints, with the metrics reader's token.
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    support::https::get_as(port, path, Some(TOKEN))
+}
+
+fn metric(port: u16, sample: &str) -> Option<u64> {
+    let (_, body) = get(port, "/metrics")?;
+    body.lines()
+        .find_map(|l| l.strip_prefix(sample)?.trim().parse().ok())
+}
+
+const LEADING: &str = "leader_election_master_status{name=\"kube-controller-manager\"}";
+const GC_DELETIONS: &str = "kubeplane_garbagecollector_deletions_total";
+const PODS_CREATED: &str = "kubeplane_replicaset_pods_created_total";
+
+fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn deployment(name: &str, replicas: i32) -> Deployment {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"terminationGracePeriodSeconds": 1,
+                    "containers": [{"name": "c", "image": "nginx",
+                    "resources": {"requests": {"cpu": "100m"}}}]}}},
+    }))
+    .unwrap()
+}
+
+struct Cluster {
+    rt: tokio::runtime::Runtime,
+    deployments: Api<Deployment>,
+    replicasets: Api<ReplicaSet>,
+    pods: Api<Pod>,
+    events: Api<Event>,
+}
+
+impl Cluster {
+    fn new(kubeconfig: &Path) -> Cluster {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = rt.block_on(support::serve::client(kubeconfig));
+        Cluster {
+            deployments: Api::namespaced(client.clone(), "default"),
+            replicasets: Api::namespaced(client.clone(), "default"),
+            pods: Api::namespaced(client.clone(), "default"),
+            events: Api::namespaced(client, "default"),
+            rt,
+        }
+    }
+
+    fn create(&self, d: Deployment) {
+        self.rt
+            .block_on(self.deployments.create(&PostParams::default(), &d))
+            .expect("the deployment is created");
+    }
+
+    fn delete(&self, name: &str) {
+        self.rt
+            .block_on(self.deployments.delete(name, &DeleteParams::background()))
+            .expect("the deployment is deleted");
+    }
+
+    /// The names of the ReplicaSets of a Deployment's label.
+    fn replicasets(&self, app: &str) -> Vec<String> {
+        let lp = ListParams::default().labels(&format!("app={app}"));
+        let list = self.rt.block_on(self.replicasets.list(&lp)).unwrap();
+        list.items
+            .into_iter()
+            .filter_map(|r| r.metadata.name)
+            .collect()
+    }
+
+    /// The pods of a Deployment's label, and how many are bound and running.
+    fn pods(&self, app: &str) -> (usize, usize) {
+        let lp = ListParams::default().labels(&format!("app={app}"));
+        let list = self.rt.block_on(self.pods.list(&lp)).unwrap();
+        let running = list
+            .items
+            .iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .count();
+        (list.items.len(), running)
+    }
+
+    fn event_reasons(&self) -> Vec<(String, String)> {
+        let list = self
+            .rt
+            .block_on(self.events.list(&ListParams::default()))
+            .unwrap();
+        list.items
+            .into_iter()
+            .map(|e| {
+                let source = e.source.and_then(|s| s.component).unwrap_or_default();
+                (source, e.reason.unwrap_or_default())
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn the_controller_manager_runs_a_deployment_on_a_server_without_controllers_and_collects_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path());
+    let c = Cluster::new(&server.kubeconfig);
+    c.create(deployment("web", 2));
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        c.replicasets("web").is_empty(),
+        "the server runs no Deployment controller of its own"
+    );
+    let (_kcm, port) = controller_manager(&server.kubeconfig, &["--leader-elect=false"]);
+    wait_for("/readyz answers ok", 30, || {
+        get(port, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    assert_eq!(get(port, "/healthz").unwrap(), (200, "ok".to_string()));
+    wait_for("the Deployment's ReplicaSet", 30, || {
+        c.replicasets("web").len() == 1
+    });
+    wait_for("two pods bound and running", 30, || c.pods("web") == (2, 2));
+    wait_for("the controllers' v1 Events", 10, || {
+        let reasons = c.event_reasons();
+        let has = |s: &str, r: &str| reasons.iter().any(|(a, b)| a == s && b == r);
+        has("deployment-controller", "ScalingReplicaSet")
+            && has("replicaset-controller", "SuccessfulCreate")
+    });
+    c.delete("web");
+    wait_for(
+        "the garbage collector removes the ReplicaSet and its pods",
+        30,
+        || c.replicasets("web").is_empty() && c.pods("web").0 == 0,
+    );
+    wait_for("the metrics count the collector's deletions", 5, || {
+        metric(port, GC_DELETIONS).is_some_and(|n| n >= 1)
+    });
+    assert_eq!(metric(port, LEADING), Some(1), "without election it leads");
+}
+
+#[test]
+fn only_the_leader_acts_and_the_other_instance_takes_over_when_it_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path());
+    let kubeconfig = server.kubeconfig.clone();
+    let (one, port1) = controller_manager(&kubeconfig, ELECTION);
+    wait_for("the first instance leads", 30, || {
+        metric(port1, LEADING) == Some(1)
+    });
+    let (_two, port2) = controller_manager(&kubeconfig, ELECTION);
+    wait_for("the second instance has listed", 30, || {
+        get(port2, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    wait_for("the second instance publishes its metrics", 5, || {
+        metric(port2, LEADING).is_some()
+    });
+    assert_eq!(metric(port2, LEADING), Some(0), "only one instance leads");
+    let c = Cluster::new(&kubeconfig);
+    c.create(deployment("web", 2));
+    wait_for("the leader's ReplicaSet and pods", 30, || {
+        c.replicasets("web").len() == 1 && c.pods("web") == (2, 2)
+    });
+    c.delete("web");
+    wait_for("the leader collects them", 30, || {
+        c.replicasets("web").is_empty() && c.pods("web").0 == 0
+    });
+    wait_for("the leader's metrics count its deletions", 5, || {
+        metric(port1, GC_DELETIONS).is_some_and(|n| n >= 1)
+    });
+    assert_eq!(
+        metric(port2, GC_DELETIONS),
+        Some(0),
+        "the follower deletes nothing"
+    );
+    assert_eq!(metric(port2, PODS_CREATED), Some(0), "nor creates anything");
+    assert_eq!(metric(port1, PODS_CREATED), Some(2));
+
+    let killed = Instant::now();
+    drop(one); // SIGKILL: the lease is not released
+    c.create(deployment("after", 1));
+    wait_for("the other instance takes over and acts", 30, || {
+        c.replicasets("after").len() == 1
+    });
+    let failover = killed.elapsed();
+    wait_for("the other instance reports that it leads", 5, || {
+        metric(port2, LEADING) == Some(1)
+    });
+    wait_for("its pod runs", 30, || c.pods("after") == (1, 1));
+    wait_for(
+        "the new leader's metrics count the pod it created",
+        5,
+        || metric(port2, PODS_CREATED) == Some(1),
+    );
+    // A 4 s lease observed from the follower's side, its 0.5 s retries and a sync.
+    assert!(
+        failover < Duration::from_secs(12),
+        "failover took {failover:?}"
+    );
+    eprintln!("controller-manager failover after the leader was killed: {failover:?}");
+}
+
+#[test]
+fn a_deleted_namespace_is_emptied_and_finalized() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path());
+    let (_kcm, port) = controller_manager(&server.kubeconfig, &["--leader-elect=false"]);
+    wait_for("/readyz answers ok", 30, || {
+        get(port, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    let c = Cluster::new(&server.kubeconfig);
+    let client = c.pods.clone().into_client();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}))
+    .unwrap();
+    let pp = PostParams::default();
+    c.rt.block_on(namespaces.create(&pp, &ns)).unwrap();
+    let shop: Api<Deployment> = Api::namespaced(client.clone(), "shop");
+    let mut d = deployment("web", 2);
+    d.metadata.namespace = Some("shop".into());
+    c.rt.block_on(shop.create(&pp, &d)).unwrap();
+    let shop_pods: Api<Pod> = Api::namespaced(client, "shop");
+    let running = || {
+        let list =
+            c.rt.block_on(shop_pods.list(&ListParams::default()))
+                .unwrap();
+        list.items.len()
+    };
+    wait_for("the Deployment's pods", 30, || running() == 2);
+    c.rt.block_on(namespaces.delete("shop", &DeleteParams::default()))
+        .unwrap();
+    wait_for("the namespace is emptied and goes", 60, || {
+        c.rt.block_on(namespaces.get_opt("shop")).unwrap().is_none()
+    });
+    assert_eq!(running(), 0);
+}
+
+#[test]
+fn a_leader_whose_lease_is_taken_stops_at_once_and_exits_with_status_1() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path());
+    let (mut kcm, port) = controller_manager(&server.kubeconfig, ELECTION);
+    wait_for("it leads", 30, || metric(port, LEADING) == Some(1));
+    let c = Cluster::new(&server.kubeconfig);
+    let leases: Api<Lease> = Api::namespaced(c.pods.clone().into_client(), "kube-system");
+    wait_for("the lease is taken over", 10, || {
+        let mut lease = c.rt.block_on(leases.get("kubeplane-kcm-test")).unwrap();
+        lease.spec.as_mut().unwrap().holder_identity = Some("intruder".into());
+        let pp = PostParams::default();
+        c.rt.block_on(leases.replace("kubeplane-kcm-test", &pp, &lease))
+            .is_ok()
+    });
+    let mut status = None;
+    wait_for("it exits", 10, || {
+        status = kcm.0.try_wait().unwrap();
+        status.is_some()
+    });
+    assert_eq!(status.unwrap().code(), Some(1));
+}
+
+#[test]
+fn the_controller_manager_outlives_a_server_restart_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let data = dir.path().join("data");
+    let listen = format!("127.0.0.1:{port}");
+    let args: [&std::ffi::OsStr; 3] = [
+        "--controllers=".as_ref(),
+        "--data-dir".as_ref(),
+        data.as_os_str(),
+    ];
+    let server = Served::start(dir.path(), &listen, &args, &[], false);
+    let kubeconfig = dir.path().join("kubeconfig");
+    let (mut kcm, kcm_port) = controller_manager(&kubeconfig, &["--leader-elect=false"]);
+    wait_for("/readyz answers ok", 30, || {
+        get(kcm_port, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    let c = Cluster::new(&kubeconfig);
+    c.create(deployment("before", 1));
+    wait_for("the ReplicaSet before the restart", 30, || {
+        c.replicasets("before").len() == 1
+    });
+    drop(server); // SIGKILL
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        kcm.0.try_wait().unwrap().is_none(),
+        "the controller manager keeps running while the server is away"
+    );
+    let _server = Served::start(dir.path(), &listen, &args, &[], false);
+    let c = Cluster::new(&kubeconfig);
+    c.create(deployment("after", 1));
+    wait_for("the ReplicaSet after the restart", 60, || {
+        c.replicasets("after").len() == 1
+    });
+    wait_for("its pod runs", 30, || c.pods("after") == (1, 1));
+    assert_eq!(
+        c.replicasets("before").len(),
+        1,
+        "no second ReplicaSet for the first one"
+    );
+    assert!(kcm.0.try_wait().unwrap().is_none());
+}
+
+#[test]
+fn bad_flags_are_input_errors_with_upstreams_messages() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kubeplane"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, "apiVersion: v1\nkind: Config\n").unwrap();
+    let kc = kubeconfig.to_str().unwrap();
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "an unknown controller",
+            &["--controllers=*,-nonsense"],
+            "\"nonsense\" is not in the list of known controllers",
+        ),
+        (
+            "a renew deadline not below the lease",
+            &["--leader-elect-lease-duration=5s"],
+            "must be greater than renewDeadline",
+        ),
+        (
+            "another lock than leases",
+            &["--leader-elect-resource-lock=endpoints"],
+            "resourceLock value must be \"leases\"",
+        ),
+        ("an unknown flag", &["--no-such-flag"], "--no-such-flag"),
+        (
+            "a bad duration",
+            &["--node-monitor-grace-period=soon"],
+            "--node-monitor-grace-period",
+        ),
+    ];
+    for (name, flags, want) in cases {
+        let mut args = vec!["controller-manager", "--kubeconfig", kc];
+        args.extend_from_slice(flags);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{name}: {err}");
+    }
+    let out = run(&["serve", "--controllers=replicaset,-bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"bogus\" is not in the list"));
+}
