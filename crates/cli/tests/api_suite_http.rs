@@ -51,6 +51,7 @@ fn served() -> Http {
         kubeconfig_out: Some(kubeconfig.clone()),
         clock: ClockMode::Wall,
         api_only: true,
+        controllers: Default::default(),
     };
     let server = kubeplane_server::start(config, empty_input()).expect("the server starts");
     let runtime = tokio::runtime::Builder::new_multi_thread()
