@@ -135,9 +135,18 @@ impl Conn {
 }
 
 fn start(version: KubeVersion, objects: Vec<kubeplane_api::Object>) -> Result<Handle, String> {
+    start_in(version, objects, None)
+}
+
+/// [`start`], keeping the state in `data_dir` (durable writes) when given.
+fn start_in(
+    version: KubeVersion,
+    objects: Vec<kubeplane_api::Object>,
+    data_dir: Option<std::path::PathBuf>,
+) -> Result<Handle, String> {
     let config = Config {
         listen: "127.0.0.1:0".parse().expect("an address"),
-        data_dir: None,
+        data_dir,
         etcd_servers: None,
         kubeconfig_out: None,
         clock: ClockMode::Wall,
@@ -198,7 +207,26 @@ fn drive(
 
 /// API latency of create, get and list of ConfigMaps under 1, 16 and 64 concurrent clients.
 pub fn api_latency(version: KubeVersion, n: usize) -> Result<(), String> {
-    let h = start(version, Vec::new())?;
+    api_latency_in(version, n, None)
+}
+
+/// [`api_latency`] with the state in a new data directory: every create waits until it is
+/// on disk (the storage's group commit).
+pub fn api_latency_durable(version: KubeVersion, n: usize) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("kubeplane-bench-durable-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let result = api_latency_in(version, n, Some(dir.clone()));
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn api_latency_in(
+    version: KubeVersion,
+    n: usize,
+    data_dir: Option<std::path::PathBuf>,
+) -> Result<(), String> {
+    let durable = data_dir.is_some();
+    let h = start_in(version, Vec::new(), data_dir)?;
     for clients in [1, 16, 64] {
         let ns = format!("c{clients}");
         let create = move |_: usize, i: usize| {
@@ -236,8 +264,13 @@ pub fn api_latency(version: KubeVersion, n: usize) -> Result<(), String> {
             ("list (100 of them)", &list, n / 10),
         ] {
             let (lat, wall) = drive(&h, clients, count, make)?;
+            let name = if durable {
+                "ServeAPIDurable"
+            } else {
+                "ServeAPI"
+            };
             println!(
-                "ServeAPI/{verb}/{clients}Clients: {count} calls, {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms",
+                "{name}/{verb}/{clients}Clients: {count} calls, {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms",
                 count as f64 / wall,
                 percentile(&lat, 0.5),
                 percentile(&lat, 0.99)
@@ -404,6 +437,11 @@ pub fn workloads(s: usize, v: KubeVersion) -> Vec<Workload> {
             name: "serve-api",
             about: "kubeplane serve over HTTPS: create, get and list latency, 1, 16 and 64 clients",
             run: Box::new(move || api_latency(v, 2000 / s)),
+        },
+        Workload {
+            name: "serve-api-durable",
+            about: "kubeplane serve --data-dir: durable create, get and list latency, 1, 16 and 64 clients",
+            run: Box::new(move || api_latency_durable(v, 2000 / s)),
         },
         Workload {
             name: "serve-pods",

@@ -1,9 +1,10 @@
-//! What every request handler shares: the storage (reads and watches), the registry client
-//! that writes (one at a time, as the registry's write lock makes them anyway), the clock,
-//! the credentials and the request counters.
+//! What every request handler shares: the storage (reads and watches), the registry clients
+//! that write (several, so that requests waiting for their writes to be durable share one
+//! commit of the storage's group commit; the registry's write lock still orders the writes
+//! themselves), the clock, the credentials and the request counters.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use kubeplane_api::{ApiError, Client, ObjectKey};
@@ -14,11 +15,17 @@ use kubeplane_storage::Storage;
 use crate::clock::ServerClock;
 use crate::events::event_object;
 
+/// How many registry clients write for the API: up to this many requests wait for their
+/// writes to be durable at once (each client keeps a cache of its own).
+const WRITERS: usize = 8;
+
 /// The server's shared state.
 pub struct State {
     /// Reads and watches go to the storage directly (this client never writes).
     reader: StorageClient,
-    writer: Mutex<StorageClient>,
+    writers: Vec<Mutex<StorageClient>>,
+    /// Where the search for a free writer starts next.
+    next_writer: AtomicUsize,
     pub clock: ServerClock,
     /// The admin bearer token.
     pub token: String,
@@ -41,9 +48,14 @@ impl State {
         version: KubeVersion,
         address: String,
     ) -> Arc<State> {
+        let reader = client.handle();
+        let mut writers: Vec<Mutex<StorageClient>> =
+            (1..WRITERS).map(|_| Mutex::new(client.handle())).collect();
+        writers.insert(0, Mutex::new(client));
         Arc::new(State {
-            reader: client.handle(),
-            writer: Mutex::new(client),
+            reader,
+            writers,
+            next_writer: AtomicUsize::new(0),
             clock,
             token,
             version,
@@ -71,8 +83,19 @@ impl State {
         self.stopping.load(Ordering::Relaxed)
     }
 
+    /// A free writer if there is one (the search starts where the last one ended), else the
+    /// next one in turn once it is free.
     fn lock_writer(&self) -> MutexGuard<'_, StorageClient> {
-        match self.writer.lock() {
+        let n = self.writers.len();
+        let start = self.next_writer.fetch_add(1, Ordering::Relaxed) % n;
+        for i in 0..n {
+            match self.writers[(start + i) % n].try_lock() {
+                Ok(g) => return g,
+                Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+        }
+        match self.writers[start].lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         }
