@@ -148,6 +148,7 @@ fn the_man_page_is_roff_with_a_section_per_subcommand() {
 
 const BENCHMARKS: [&str; 18] = [
     "serve-api",
+    "serve-api-durable",
     "serve-pods",
     "serve-watch",
     "serve-list",
