@@ -94,10 +94,13 @@
 mod api;
 mod durable;
 mod etcd;
+mod etcd_compact;
 mod etcd_health;
+mod etcd_list;
 mod etcd_log;
 #[cfg(any(test, feature = "testing"))]
 pub mod etcd_testing;
+mod etcd_txn;
 mod journal;
 mod key;
 mod memory;
