@@ -29,6 +29,12 @@ impl Codec<Object> for ObjectJson {
         let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
         Object::from_json(&value)
     }
+
+    /// The object's resourceVersion is the revision that wrote it (etcd's mod revision, which
+    /// another server's write got too).
+    fn stamp(&self, value: &mut Object, revision: Revision) {
+        value.meta_mut().resource_version = Some(revision.to_string());
+    }
 }
 
 /// The storage under a client.

@@ -19,7 +19,13 @@
 //! [`StorageClient::etcd`] runs it over an [`EtcdStorage`] (`kubeplane serve --etcd-servers`):
 //! kube-apiserver's key layout and transactions, the resourceVersion being etcd's mod revision.
 //! The registry still computes a write's revision before making it (the current one plus one),
-//! which holds while this process is etcd's only writer (see docs/compatibility.md).
+//! but with several servers on one etcd the guess may be wrong: etcd's mod revision is the
+//! resourceVersion (the storage stamps every object it reads or writes with it, as
+//! kube-apiserver sets it on decode), and a write answers with the revision etcd gave it.
+//!
+//! A client may carry a write gate ([`StorageClient::write_gate`]): a write it refuses fails
+//! with 503 before it reaches the storage (the control plane of a server that lost its
+//! leader lease writes nothing more).
 //!
 //! [`StorageClient::open`] runs the same client over a [`DurableStorage`] in a directory
 //! (`kubeplane serve --data-dir`): a write returns once it is durable, the writes of
@@ -172,6 +178,8 @@ impl Writer<'_> {
             .update(&key, obj.clone(), Some(old.mod_revision))
             .map_err(|e| api_error(e, obj.key()))?;
         self.wrote(event.revision);
+        // The write's own revision: another server may have written since the guess.
+        obj.meta_mut().resource_version = Some(event.revision.to_string());
         Ok(obj)
     }
 }
@@ -206,6 +214,7 @@ impl Backend for Writer<'_> {
             .create(&key, obj.clone())
             .map_err(|e| api_error(e, obj.key()))?;
         self.wrote(event.revision);
+        obj.meta_mut().resource_version = Some(event.revision.to_string());
         Ok(obj)
     }
 
@@ -378,7 +387,13 @@ pub struct StorageClient {
     /// What a binding does besides setting the node, by the feature gates (the v1.34 binding
     /// unless set).
     pub binding: crate::strategy::pod::BindFeatures,
+    /// Checked under the write lock before each write: `Err(message)` refuses it (a
+    /// `ServiceUnavailable`); not inherited by [`StorageClient::handle`].
+    pub write_gate: Option<WriteGate>,
 }
+
+/// See [`StorageClient::write_gate`].
+pub type WriteGate = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 impl StorageClient {
     /// A client over a new, empty storage that keeps `window` revisions, whose UIDs and
@@ -434,6 +449,7 @@ impl StorageClient {
             records: Vec::new(),
             explain: false,
             binding: Default::default(),
+            write_gate: None,
         }
     }
 
@@ -448,6 +464,7 @@ impl StorageClient {
             records: Vec::new(),
             explain: self.explain,
             binding: self.binding,
+            write_gate: None,
         }
     }
 
@@ -487,6 +504,9 @@ impl StorageClient {
                 // A panicking writer changed nothing half-way: each write is one storage call.
                 Err(poisoned) => poisoned.into_inner(),
             };
+            if let Some(refused) = self.write_gate.as_ref().and_then(|g| g().err()) {
+                return Err(ApiError::Unavailable { message: refused });
+            }
             let mut writer = Writer {
                 storage: &self.shared.storage,
                 names,
