@@ -141,6 +141,7 @@ fn start(version: KubeVersion, objects: Vec<kubeplane_api::Object>) -> Result<Ha
         etcd_servers: None,
         kubeconfig_out: None,
         clock: ClockMode::Wall,
+        leader_election: None,
     };
     let scenario = kubeplane_sim::scenario::Scenario::for_version(Some(version));
     let input = workloads::input(objects, scenario);

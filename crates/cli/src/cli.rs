@@ -162,6 +162,16 @@ pub struct ServeArgs {
     /// under /registry) instead of memory or --data-dir.
     #[arg(long, value_name = "URL[,URL]")]
     pub etcd_servers: Option<String>,
+    /// With --etcd-servers: how long a leader's Lease lasts (servers on one etcd elect the one
+    /// that runs the scheduler and the controllers). Default 15s.
+    #[arg(long, value_name = "DURATION")]
+    pub leader_elect_lease_duration: Option<String>,
+    /// How long the leader tries to renew its Lease before it stops leading. Default 10s.
+    #[arg(long, value_name = "DURATION")]
+    pub leader_elect_renew_deadline: Option<String>,
+    /// How often servers try to acquire or renew the Lease. Default 2s.
+    #[arg(long, value_name = "DURATION")]
+    pub leader_elect_retry_period: Option<String>,
     /// A KubeSchedulerConfiguration file, as for simulate.
     #[arg(long, value_name = "PATH")]
     pub scheduler_config: Option<PathBuf>,

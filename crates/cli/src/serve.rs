@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use kubeplane_server::clock::ClockMode;
+use kubeplane_server::leader::Election;
 use kubeplane_server::{Config, ServeError};
 use kubeplane_sim::scenario::parse_files_for;
 
@@ -13,6 +14,10 @@ use crate::simulate::input_error;
 pub fn run(args: ServeArgs) -> ExitCode {
     let etcd_servers = match args.etcd_servers.as_deref().map(etcd_servers).transpose() {
         Ok(s) => s,
+        Err(e) => return input_error(e),
+    };
+    let leader_election = match election(&args) {
+        Ok(e) => e,
         Err(e) => return input_error(e),
     };
     let clock = match args.clock {
@@ -60,6 +65,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         etcd_servers,
         kubeconfig_out: args.kubeconfig_out,
         clock,
+        leader_election,
     };
     match kubeplane_server::run(config, input) {
         Ok(()) => ExitCode::SUCCESS,
@@ -89,4 +95,47 @@ fn etcd_servers(flag: &str) -> Result<Vec<String>, String> {
         )),
         None => Ok(urls),
     }
+}
+
+/// The election of the servers on one etcd (`--leader-elect-*`, kube-controller-manager's
+/// flags); `None` without `--etcd-servers`, where the one server runs the control plane.
+fn election(args: &ServeArgs) -> Result<Option<Election>, String> {
+    let flags = [
+        (
+            "--leader-elect-lease-duration",
+            &args.leader_elect_lease_duration,
+        ),
+        (
+            "--leader-elect-renew-deadline",
+            &args.leader_elect_renew_deadline,
+        ),
+        (
+            "--leader-elect-retry-period",
+            &args.leader_elect_retry_period,
+        ),
+    ];
+    if args.etcd_servers.is_none() {
+        return match flags.iter().find(|(_, v)| v.is_some()) {
+            Some((flag, _)) => Err(format!("{flag}: only with --etcd-servers")),
+            None => Ok(None),
+        };
+    }
+    let mut e = Election::default();
+    let targets = [
+        &mut e.lease_duration,
+        &mut e.renew_deadline,
+        &mut e.retry_period,
+    ];
+    for ((flag, value), target) in flags.iter().zip(targets) {
+        if let Some(v) = value {
+            let d = kubeplane_core::duration::parse_duration(v)
+                .map_err(|err| format!("{flag}: {err}"))?;
+            if d.0 <= 0 {
+                return Err(format!("{flag}: must be greater than zero"));
+            }
+            *target = std::time::Duration::from_nanos(d.0 as u64);
+        }
+    }
+    e.validate()?;
+    Ok(Some(e))
 }

@@ -9,7 +9,8 @@
 //!   [`openapi_v2`]: what clients read to find the resources and their schemas;
 //! - [`handlers`], [`list`], [`watch`], [`patch`]: the verbs; [`fields`]: field selectors;
 //!   [`status`]: `metav1.Status` errors;
-//! - [`runtime`]: the control plane's thread; [`events`]: recorded events as `v1` Events;
+//! - [`runtime`]: the control plane's thread; [`leader`]: which of several servers on one etcd
+//!   runs it; [`events`]: recorded events as `v1` Events;
 //! - [`tls`]: CA, serving certificate, token; [`kubeconfig`]: the admin kubeconfig;
 //! - [`clock`]: the only place the server's components get time from.
 
@@ -21,6 +22,7 @@ pub mod fields;
 pub mod handlers;
 pub mod http;
 pub mod kubeconfig;
+pub mod leader;
 pub mod list;
 pub mod openapi;
 pub mod openapi_v2;
@@ -67,6 +69,9 @@ pub struct Config {
     pub etcd_servers: Option<Vec<String>>,
     pub kubeconfig_out: Option<PathBuf>,
     pub clock: ClockMode,
+    /// Run the control plane only while holding this election's Lease (several servers on
+    /// one etcd); `None`: run it from the start.
+    pub leader_election: Option<leader::Election>,
 }
 
 /// Why the server could not start or stopped.
@@ -95,9 +100,11 @@ fn namespace(name: &str) -> Object {
 /// names that exists already is updated to the input's).
 fn load(client: &mut StorageClient, input: &mut Input) -> Result<(), ServeError> {
     for ns in SYSTEM_NAMESPACES {
-        client
-            .create(namespace(ns))
-            .map_err(|e| ServeError::Runtime(e.to_string()))?;
+        match client.create(namespace(ns)) {
+            // Another server on the same etcd created it meanwhile.
+            Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(ServeError::Runtime(e.to_string())),
+        }
     }
     for o in std::mem::take(&mut input.objects) {
         let obj = o.object;
@@ -123,7 +130,8 @@ fn open_storage(
         (Some(servers), _) => {
             let mut etcd = kubeplane_storage::EtcdConfig::new(servers.clone());
             etcd.window = WATCH_WINDOW;
-            StorageClient::etcd(&etcd, seed, clock.api_clock())
+            // Other servers may share this etcd: their UIDs and generated names must differ.
+            StorageClient::etcd(&etcd, seed ^ leader::salt(), clock.api_clock())
                 .map_err(|e| ServeError::Runtime(e.to_string()))?
         }
         (None, Some(dir)) => {
@@ -334,20 +342,7 @@ async fn serve(
         version,
         address.clone(),
     );
-    let mut control_plane = ControlPlane::new(
-        state.client(),
-        p.scheduler,
-        kubeplane_controllers::manager::controllers(&p.features),
-        kubeplane_controllers::manager::periodic_controllers(&p.features),
-        NodeAgents::new(input.scenario.pod_startup_latency),
-    )
-    .with_steps(input.scenario.steps.clone())
-    .with_backoff_seed(input.scenario.seed);
-    control_plane.client.binding = BindFeatures::from_gates(&p.features);
-    let cp_state = state.clone();
-    let cp = std::thread::Builder::new()
-        .name("control-plane".into())
-        .spawn(move || control_plane.run(cp_state));
+    let cp = start_control_plane(&config, &input, p.scheduler, &p.features, &state);
     if let Some(path) = &config.kubeconfig_out {
         if let Err(e) = kubeconfig::write(path, &address, &p.creds) {
             state
@@ -363,7 +358,7 @@ async fn serve(
     };
     eprintln!("kubeplane serve: listening on https://{address} ({clock})");
     let _ = ready.send(Ok(address));
-    let acceptor = tokio_rustls::TlsAcceptor::from(p.tls);
+    let acceptor = tokio_rustls::TlsAcceptor::from(p.tls.clone());
     http::serve(
         listener,
         acceptor,
@@ -375,9 +370,70 @@ async fn serve(
     state
         .stopping
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    if let Ok(cp) = cp {
-        let _ = tokio::task::spawn_blocking(move || cp.join()).await;
+    for thread in cp {
+        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
     }
+}
+
+/// The control plane of `input`: a new one each time this server comes to lead.
+fn control_plane(
+    state: &State,
+    input: &Input,
+    features: &kubeplane_core::features::FeatureGates,
+    scheduler: kubeplane_scheduler::Scheduler,
+) -> ControlPlane {
+    let mut control_plane = ControlPlane::new(
+        state.client(),
+        scheduler,
+        kubeplane_controllers::manager::controllers(features),
+        kubeplane_controllers::manager::periodic_controllers(features),
+        NodeAgents::new(input.scenario.pod_startup_latency),
+    )
+    .with_steps(input.scenario.steps.clone())
+    .with_backoff_seed(input.scenario.seed);
+    control_plane.client.binding = BindFeatures::from_gates(features);
+    control_plane
+}
+
+/// Starts the control plane's thread, and with an election the elector's: then the control
+/// plane runs only while this server leads, and a new one starts each time it comes to lead
+/// again (its first Scenario steps run only in the first).
+fn start_control_plane(
+    config: &Config,
+    input: &Input,
+    scheduler: kubeplane_scheduler::Scheduler,
+    features: &kubeplane_core::features::FeatureGates,
+    state: &Arc<State>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let first = control_plane(state, input, features, scheduler);
+    let mut threads = Vec::new();
+    let Some(election) = config.leader_election.clone() else {
+        let cp_state = state.clone();
+        threads.extend(
+            std::thread::Builder::new()
+                .name("control-plane".into())
+                .spawn(move || first.run(cp_state)),
+        );
+        return threads;
+    };
+    let leadership = leader::Leadership::new(election);
+    state.set_leadership(leadership.clone());
+    let (elector_state, client) = (state.clone(), state.client());
+    let le = leadership.clone();
+    threads.extend(
+        std::thread::Builder::new()
+            .name("leader-elector".into())
+            .spawn(move || leader::campaign(client, le, &elector_state.stopping)),
+    );
+    let (cp_state, mut input) = (state.clone(), input.clone());
+    input.scenario.steps.clear();
+    let features = features.clone();
+    threads.extend(
+        std::thread::Builder::new()
+            .name("control-plane".into())
+            .spawn(move || lead_while_elected(&cp_state, &leadership, &input, &features, first)),
+    );
+    threads
 }
 
 async fn wait_for_signal() {
@@ -396,5 +452,36 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Runs a control plane each time this server comes to lead, until it loses the lease (the
+/// control plane stops at once: its writes are gated by the lease) or the server stops.
+fn lead_while_elected(
+    state: &Arc<State>,
+    leadership: &Arc<leader::Leadership>,
+    input: &Input,
+    features: &kubeplane_core::features::FeatureGates,
+    first: ControlPlane,
+) {
+    let mut next = Some(first);
+    while reflector::wait_until(&state.stopping, || leadership.leading()) {
+        let mut cp = match next.take() {
+            Some(cp) => cp,
+            None => {
+                let seed = input.scenario.seed;
+                match kubeplane_sim::engine::build_scheduler(
+                    &input.scheduler_configs,
+                    features,
+                    seed,
+                ) {
+                    Ok(s) => control_plane(state, input, features, s),
+                    Err(e) => return eprintln!("kubeplane serve: the scheduler: {e}"),
+                }
+            }
+        };
+        cp.client.write_gate = Some(leadership.gate());
+        cp.leader = Some(leadership.clone());
+        cp.run(state.clone());
     }
 }

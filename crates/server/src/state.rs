@@ -31,6 +31,8 @@ pub struct State {
     requests: Mutex<BTreeMap<(String, String, u16), u64>>,
     /// The components' counters, as the control plane last published them.
     pub component_metrics: Mutex<Vec<(String, u64)>>,
+    /// With several servers on one etcd: whether this one leads.
+    leadership: std::sync::OnceLock<Arc<crate::leader::Leadership>>,
 }
 
 impl State {
@@ -51,6 +53,7 @@ impl State {
             stopping: AtomicBool::new(false),
             requests: Mutex::new(BTreeMap::new()),
             component_metrics: Mutex::new(Vec::new()),
+            leadership: std::sync::OnceLock::new(),
         })
     }
 
@@ -65,6 +68,11 @@ impl State {
     /// A new client over the same storage (for the control plane's thread).
     pub fn client(&self) -> StorageClient {
         self.reader.handle()
+    }
+
+    /// Runs the control plane under an election from now on.
+    pub fn set_leadership(&self, leadership: Arc<crate::leader::Leadership>) {
+        let _ = self.leadership.set(leadership);
     }
 
     pub fn is_stopping(&self) -> bool {
@@ -82,6 +90,10 @@ impl State {
     /// recorded.
     pub fn write<T>(&self, f: impl FnOnce(&mut StorageClient) -> T) -> T {
         let mut client = self.lock_writer();
+        // Read-your-writes across servers: admission reads the client's cache, which must
+        // hold every write etcd acknowledged before this one (another server's included).
+        let current = client.storage().current_revision();
+        client.wait_for_revision(current, std::time::Duration::from_secs(5));
         client.now = self.clock.now();
         let out = f(&mut client);
         flush_events(&mut client);
@@ -114,6 +126,15 @@ impl State {
             "kubeplane_storage_revision {}\n",
             self.current_revision()
         ));
+        if let Some(l) = self.leadership.get() {
+            out.push_str("# HELP leader_election_master_status Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.\n");
+            out.push_str("# TYPE leader_election_master_status gauge\n");
+            out.push_str(&format!(
+                "leader_election_master_status{{name=\"{}\"}} {}\n",
+                l.election.name,
+                u8::from(l.leading())
+            ));
+        }
         if let Ok(m) = self.component_metrics.lock() {
             // The components' samples as they give them: upstream's names, label values
             // unchanged (`profile="default-scheduler"`), each family typed once.
