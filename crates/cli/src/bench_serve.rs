@@ -142,6 +142,7 @@ fn start(version: KubeVersion, objects: Vec<kubeplane_api::Object>) -> Result<Ha
         kubeconfig_out: None,
         clock: ClockMode::Wall,
         leader_election: None,
+        request_timeout: None,
     };
     let scenario = kubeplane_sim::scenario::Scenario::for_version(Some(version));
     let input = workloads::input(objects, scenario);

@@ -172,6 +172,10 @@ pub struct ServeArgs {
     /// How often servers try to acquire or renew the Lease. Default 2s.
     #[arg(long, value_name = "DURATION")]
     pub leader_elect_retry_period: Option<String>,
+    /// How long a request other than a watch may take before it gets a 504 Timeout
+    /// (kube-apiserver's flag). Default 1m.
+    #[arg(long, value_name = "DURATION")]
+    pub request_timeout: Option<String>,
     /// A KubeSchedulerConfiguration file, as for simulate.
     #[arg(long, value_name = "PATH")]
     pub scheduler_config: Option<PathBuf>,

@@ -16,6 +16,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return input_error(e),
     };
+    let request_timeout = match args
+        .request_timeout
+        .as_deref()
+        .map(|v| positive("--request-timeout", v))
+        .transpose()
+    {
+        Ok(t) => t,
+        Err(e) => return input_error(e),
+    };
     let leader_election = match election(&args) {
         Ok(e) => e,
         Err(e) => return input_error(e),
@@ -66,6 +75,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         kubeconfig_out: args.kubeconfig_out,
         clock,
         leader_election,
+        request_timeout,
     };
     match kubeplane_server::run(config, input) {
         Ok(()) => ExitCode::SUCCESS,
@@ -128,14 +138,19 @@ fn election(args: &ServeArgs) -> Result<Option<Election>, String> {
     ];
     for ((flag, value), target) in flags.iter().zip(targets) {
         if let Some(v) = value {
-            let d = kubeplane_core::duration::parse_duration(v)
-                .map_err(|err| format!("{flag}: {err}"))?;
-            if d.0 <= 0 {
-                return Err(format!("{flag}: must be greater than zero"));
-            }
-            *target = std::time::Duration::from_nanos(d.0 as u64);
+            *target = positive(flag, v)?;
         }
     }
     e.validate()?;
     Ok(Some(e))
+}
+
+/// A duration flag's value (`90s`, `1m`), which must be positive.
+fn positive(flag: &str, value: &str) -> Result<std::time::Duration, String> {
+    let d =
+        kubeplane_core::duration::parse_duration(value).map_err(|err| format!("{flag}: {err}"))?;
+    if d.0 <= 0 {
+        return Err(format!("{flag}: must be greater than zero"));
+    }
+    Ok(std::time::Duration::from_nanos(d.0 as u64))
 }

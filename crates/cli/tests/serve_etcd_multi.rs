@@ -374,3 +374,49 @@ async fn three_servers_on_one_etcd_elect_one_control_plane_and_fail_over_without
     drop(served);
     drop(etcd);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_runs_past_request_timeout_gets_upstreams_504() {
+    let Some(binary) = etcd_or_skip("serve --request-timeout") else {
+        return;
+    };
+    let etcd = EtcdCluster::start(&binary, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let servers = etcd.endpoints().join(",");
+    let flags: [&OsStr; 4] = [
+        "--etcd-servers".as_ref(),
+        servers.as_ref(),
+        "--request-timeout".as_ref(),
+        "2s".as_ref(),
+    ];
+    let mut server = Served::start(dir.path(), "127.0.0.1:0", &flags, &[], false);
+    let maps: Api<ConfigMap> =
+        Api::namespaced(server.client_without_retries().await, "default");
+    let pp = PostParams::default();
+    maps.create(&pp, &config_map("before", "1")).await.unwrap();
+    // etcd frozen: it would answer nothing for the storage's own 10 s deadline.
+    etcd.pause_member(0);
+    let started = Instant::now();
+    let write = tokio::time::timeout(
+        Duration::from_secs(30),
+        maps.create(&pp, &config_map("during", "1")),
+    )
+    .await;
+    let took = started.elapsed();
+    etcd.resume_member(0);
+    match write.expect("an answer within 30 s") {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!((s.code, s.reason.as_str()), (504, "Timeout"), "{s:?}");
+            assert_eq!(
+                s.message,
+                "Timeout: request did not complete within the allotted timeout"
+            );
+        }
+        other => panic!("expected a 504 Timeout Status, got {other:?}"),
+    }
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(6),
+        "answered at the request timeout, not the storage's deadline: {took:?}"
+    );
+    assert!(server.is_running());
+}

@@ -55,6 +55,9 @@ use crate::state::State;
 /// How many revisions the storage keeps for watches and reads in the past.
 pub const WATCH_WINDOW: usize = 200_000;
 
+/// kube-apiserver's default `--request-timeout`.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// The namespaces kube-apiserver creates at start.
 pub const SYSTEM_NAMESPACES: [&str; 4] =
     ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -72,6 +75,9 @@ pub struct Config {
     /// Run the control plane only while holding this election's Lease (several servers on
     /// one etcd); `None`: run it from the start.
     pub leader_election: Option<leader::Election>,
+    /// How long a request other than a watch may take before it gets a 504
+    /// ([`REQUEST_TIMEOUT`] unless set).
+    pub request_timeout: Option<Duration>,
 }
 
 /// Why the server could not start or stopped.
@@ -342,6 +348,9 @@ async fn serve(
         version,
         address.clone(),
     );
+    if let Some(t) = config.request_timeout {
+        state.set_request_timeout(t);
+    }
     let cp = start_control_plane(&config, &input, p.scheduler, &p.features, &state);
     if let Some(path) = &config.kubeconfig_out {
         if let Err(e) = kubeconfig::write(path, &address, &p.creds) {

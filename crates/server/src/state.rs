@@ -33,6 +33,9 @@ pub struct State {
     pub component_metrics: Mutex<Vec<(String, u64)>>,
     /// With several servers on one etcd: whether this one leads.
     leadership: std::sync::OnceLock<Arc<crate::leader::Leadership>>,
+    /// How long a request other than a watch may take (`--request-timeout`, 1 minute unless
+    /// set).
+    request_timeout: std::sync::OnceLock<std::time::Duration>,
 }
 
 impl State {
@@ -54,6 +57,7 @@ impl State {
             requests: Mutex::new(BTreeMap::new()),
             component_metrics: Mutex::new(Vec::new()),
             leadership: std::sync::OnceLock::new(),
+            request_timeout: std::sync::OnceLock::new(),
         })
     }
 
@@ -68,6 +72,19 @@ impl State {
     /// A new client over the same storage (for the control plane's thread).
     pub fn client(&self) -> StorageClient {
         self.reader.handle()
+    }
+
+    /// Sets `--request-timeout` (once, before serving).
+    pub fn set_request_timeout(&self, timeout: std::time::Duration) {
+        let _ = self.request_timeout.set(timeout);
+    }
+
+    /// How long a request other than a watch may take: kube-apiserver's `--request-timeout`.
+    pub fn request_timeout(&self) -> std::time::Duration {
+        self.request_timeout
+            .get()
+            .copied()
+            .unwrap_or(crate::REQUEST_TIMEOUT)
     }
 
     /// Runs the control plane under an election from now on.

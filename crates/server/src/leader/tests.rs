@@ -4,9 +4,10 @@ use super::*;
 
 fn election() -> Election {
     Election {
-        lease_duration: Duration::from_millis(600),
-        renew_deadline: Duration::from_millis(400),
-        retry_period: Duration::from_millis(100),
+        // A Lease records whole seconds.
+        lease_duration: Duration::from_secs(1),
+        renew_deadline: Duration::from_millis(700),
+        retry_period: Duration::from_millis(200),
         ..Election::default()
     }
 }
@@ -58,19 +59,19 @@ fn a_held_lease_is_taken_over_only_after_it_went_unrenewed_for_the_lease_duratio
         Ok(false),
         "a held lease is not taken"
     );
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
         try_acquire_or_renew(&mut a, &la, &mut oa),
         Ok(true),
         "the holder renews"
     );
-    std::thread::sleep(Duration::from_millis(400));
+    std::thread::sleep(Duration::from_millis(600));
     assert_eq!(
         try_acquire_or_renew(&mut b, &lb, &mut ob),
         Ok(false),
-        "the renewal was seen 400ms ago: not expired yet"
+        "1.1 s after the first read, but the renewal is seen now: not expired"
     );
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(1100));
     assert_eq!(
         try_acquire_or_renew(&mut b, &lb, &mut ob),
         Ok(true),
@@ -95,7 +96,7 @@ fn the_gate_closes_once_the_leader_has_not_renewed_within_the_renew_deadline() {
     assert!(gate().is_err(), "not leading before the first acquisition");
     *le.renewed() = Some(Instant::now());
     assert!(le.leading() && gate().is_ok());
-    std::thread::sleep(Duration::from_millis(450));
+    std::thread::sleep(Duration::from_millis(750));
     assert!(!le.leading());
     assert_eq!(
         gate(),
