@@ -390,8 +390,7 @@ async fn a_request_that_runs_past_request_timeout_gets_upstreams_504() {
         "2s".as_ref(),
     ];
     let mut server = Served::start(dir.path(), "127.0.0.1:0", &flags, &[], false);
-    let maps: Api<ConfigMap> =
-        Api::namespaced(server.client_without_retries().await, "default");
+    let maps: Api<ConfigMap> = Api::namespaced(server.client_without_retries().await, "default");
     let pp = PostParams::default();
     maps.create(&pp, &config_map("before", "1")).await.unwrap();
     // etcd frozen: it would answer nothing for the storage's own 10 s deadline.
