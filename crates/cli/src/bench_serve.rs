@@ -139,6 +139,7 @@ fn start(version: KubeVersion, objects: Vec<kubeplane_api::Object>) -> Result<Ha
         listen: "127.0.0.1:0".parse().expect("an address"),
         data_dir: None,
         etcd_servers: None,
+        etcd_tls: None,
         kubeconfig_out: None,
         clock: ClockMode::Wall,
         leader_election: None,

@@ -162,6 +162,15 @@ pub struct ServeArgs {
     /// under /registry) instead of memory or --data-dir.
     #[arg(long, value_name = "URL[,URL]")]
     pub etcd_servers: Option<String>,
+    /// The CA (PEM) that signed the etcd members' certificates (with https:// URLs).
+    #[arg(long, value_name = "PATH")]
+    pub etcd_cafile: Option<PathBuf>,
+    /// The client certificate (PEM) to present to etcd (with --etcd-keyfile).
+    #[arg(long, value_name = "PATH")]
+    pub etcd_certfile: Option<PathBuf>,
+    /// The key (PEM) of --etcd-certfile.
+    #[arg(long, value_name = "PATH")]
+    pub etcd_keyfile: Option<PathBuf>,
     /// With --etcd-servers: how long a leader's Lease lasts (servers on one etcd elect the one
     /// that runs the scheduler and the controllers). Default 15s.
     #[arg(long, value_name = "DURATION")]

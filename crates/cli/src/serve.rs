@@ -16,6 +16,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return input_error(e),
     };
+    let etcd_tls = match etcd_tls(&args, etcd_servers.as_deref()) {
+        Ok(t) => t,
+        Err(e) => return input_error(e),
+    };
     let request_timeout = match args
         .request_timeout
         .as_deref()
@@ -72,6 +76,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         listen: args.listen,
         data_dir: args.data_dir,
         etcd_servers,
+        etcd_tls,
         kubeconfig_out: args.kubeconfig_out,
         clock,
         leader_election,
@@ -87,8 +92,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
 }
 
-/// The client URLs of `--etcd-servers URL[,URL...]` (kube-apiserver's flag): each `http://` or
-/// `https://` (TLS to etcd is not supported yet, so `http://`).
+/// The client URLs of `--etcd-servers URL[,URL...]` (kube-apiserver's flag): each `http://`,
+/// or `https://` with `--etcd-cafile`.
 fn etcd_servers(flag: &str) -> Result<Vec<String>, String> {
     let urls: Vec<String> = flag
         .split(',')
@@ -99,11 +104,50 @@ fn etcd_servers(flag: &str) -> Result<Vec<String>, String> {
     if urls.is_empty() {
         return Err("--etcd-servers: no URL given".into());
     }
-    match urls.iter().find(|u| !u.starts_with("http://")) {
+    match urls
+        .iter()
+        .find(|u| !u.starts_with("http://") && !u.starts_with("https://"))
+    {
         Some(u) => Err(format!(
-            "--etcd-servers: {u}: only http:// URLs are supported (no TLS to etcd yet)"
+            "--etcd-servers: {u}: not an http:// or https:// URL"
         )),
         None => Ok(urls),
+    }
+}
+
+/// TLS to etcd: `--etcd-cafile`, `--etcd-certfile` and `--etcd-keyfile` (kube-apiserver's
+/// flags), read now; every URL must then be `https://`, and `https://` URLs need the CA (no
+/// system roots are built in).
+fn etcd_tls(
+    args: &ServeArgs,
+    servers: Option<&[String]>,
+) -> Result<Option<kubeplane_server::EtcdTls>, String> {
+    let read = |flag: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
+    };
+    let ca = args
+        .etcd_cafile
+        .as_deref()
+        .map(|p| read("--etcd-cafile", p))
+        .transpose()?;
+    let cert_and_key = match (&args.etcd_certfile, &args.etcd_keyfile) {
+        (Some(c), Some(k)) => Some((read("--etcd-certfile", c)?, read("--etcd-keyfile", k)?)),
+        (None, None) => None,
+        _ => return Err("--etcd-certfile and --etcd-keyfile go together".into()),
+    };
+    let https = servers.is_some_and(|s| s.iter().any(|u| u.starts_with("https://")));
+    match (servers, ca.is_some() || cert_and_key.is_some()) {
+        (None, true) => Err(
+            "--etcd-cafile, --etcd-certfile and --etcd-keyfile: only with --etcd-servers".into(),
+        ),
+        (Some(s), true) if s.iter().any(|u| u.starts_with("http://")) => {
+            Err("--etcd-servers: with TLS to etcd every URL must be https://".into())
+        }
+        _ if https && ca.is_none() => {
+            Err("--etcd-servers: https:// URLs need --etcd-cafile".into())
+        }
+        (_, true) => Ok(Some(kubeplane_server::EtcdTls { ca, cert_and_key })),
+        (_, false) => Ok(None),
     }
 }
 

@@ -419,3 +419,71 @@ async fn a_request_that_runs_past_request_timeout_gets_upstreams_504() {
     );
     assert!(server.is_running());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_reaches_an_etcd_that_requires_tls_and_client_certificates() {
+    use kubeplane_storage::etcd_testing::TlsFiles;
+    let Some(binary) = etcd_or_skip("serve on etcd over TLS") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // A CA, a serving certificate for 127.0.0.1 and a client certificate, made with rcgen.
+    let creds = kubeplane_server::tls::generate(&["127.0.0.1".to_string()]).unwrap();
+    let file = |name: &str, pem: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, pem).unwrap();
+        path
+    };
+    let files = TlsFiles {
+        ca: file("ca.crt", &creds.ca_cert),
+        cert: file("etcd.crt", &creds.serving_cert),
+        key: file("etcd.key", &creds.serving_key),
+    };
+    let client_cert = file("client.crt", &creds.client_cert);
+    let client_key = file("client.key", &creds.client_key);
+    let etcd = EtcdCluster::start_tls(&binary, 1, files.clone());
+    let servers = etcd.endpoints().join(",");
+    assert!(servers.starts_with("https://"), "{servers}");
+    let served = dir.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let flags: [&OsStr; 8] = [
+        "--etcd-servers".as_ref(),
+        servers.as_ref(),
+        "--etcd-cafile".as_ref(),
+        files.ca.as_os_str(),
+        "--etcd-certfile".as_ref(),
+        client_cert.as_os_str(),
+        "--etcd-keyfile".as_ref(),
+        client_key.as_os_str(),
+    ];
+    let server = Served::start(&served, "127.0.0.1:0", &flags, &[], false);
+    let maps: Api<ConfigMap> = Api::namespaced(server.client().await, "default");
+    let created = maps
+        .create(&PostParams::default(), &config_map("over-tls", "1"))
+        .await
+        .unwrap();
+    let read = maps.get("over-tls").await.unwrap();
+    assert_eq!(
+        read.metadata.resource_version,
+        created.metadata.resource_version
+    );
+    drop(server);
+
+    // Without a client certificate etcd refuses the connection: the server does not start.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kubeplane"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--etcd-servers",
+            &servers,
+        ])
+        .arg("--etcd-cafile")
+        .arg(&files.ca)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "refused without a client certificate"
+    );
+}

@@ -47,6 +47,7 @@ use kubeplane_registry::strategy::pod::BindFeatures;
 use kubeplane_registry::StorageClient;
 use kubeplane_sim::agents::NodeAgents;
 use kubeplane_sim::scenario::Input;
+pub use kubeplane_storage::EtcdTls;
 
 use crate::clock::{ClockMode, ServerClock};
 use crate::runtime::ControlPlane;
@@ -70,6 +71,8 @@ pub struct Config {
     /// Keep the objects in etcd at these client URLs (then `data_dir` keeps the credentials
     /// only).
     pub etcd_servers: Option<Vec<String>>,
+    /// TLS to etcd (`--etcd-cafile`, `--etcd-certfile`, `--etcd-keyfile`), for `https://` URLs.
+    pub etcd_tls: Option<EtcdTls>,
     pub kubeconfig_out: Option<PathBuf>,
     pub clock: ClockMode,
     /// Run the control plane only while holding this election's Lease (several servers on
@@ -136,6 +139,7 @@ fn open_storage(
         (Some(servers), _) => {
             let mut etcd = kubeplane_storage::EtcdConfig::new(servers.clone());
             etcd.window = WATCH_WINDOW;
+            etcd.tls = config.etcd_tls.clone();
             // Other servers may share this etcd: their UIDs and generated names must differ.
             StorageClient::etcd(&etcd, seed ^ leader::salt(), clock.api_clock())
                 .map_err(|e| ServeError::Runtime(e.to_string()))?

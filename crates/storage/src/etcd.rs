@@ -52,6 +52,30 @@ pub struct EtcdConfig {
     /// Compact the history this often (kube-apiserver's `--etcd-compaction-interval`, 5
     /// minutes by default), keeping one interval of history; `None`: never.
     pub compaction_interval: Option<Duration>,
+    /// TLS to the members (`https://` endpoints): kube-apiserver's `--etcd-cafile`,
+    /// `--etcd-certfile` and `--etcd-keyfile`.
+    pub tls: Option<EtcdTls>,
+}
+
+/// The PEM files of TLS to etcd: the CA that signed the members' certificates (the system's
+/// roots when `None`) and the client certificate and key (for etcd's `--client-cert-auth`).
+#[derive(Clone, Debug, Default)]
+pub struct EtcdTls {
+    pub ca: Option<Vec<u8>>,
+    pub cert_and_key: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl EtcdTls {
+    fn options(&self) -> etcd_client::TlsOptions {
+        let mut tls = etcd_client::TlsOptions::new();
+        if let Some(ca) = &self.ca {
+            tls = tls.ca_certificate(etcd_client::Certificate::from_pem(ca));
+        }
+        if let Some((cert, key)) = &self.cert_and_key {
+            tls = tls.identity(etcd_client::Identity::from_pem(cert, key));
+        }
+        tls
+    }
 }
 
 impl EtcdConfig {
@@ -63,6 +87,7 @@ impl EtcdConfig {
             window: 200_000,
             timeout: Duration::from_secs(10),
             compaction_interval: Some(Duration::from_secs(300)),
+            tls: None,
         }
     }
 }
@@ -188,9 +213,12 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
             .build()
             .map_err(unavailable)?;
         let handle = runtime.handle().clone();
-        let options = ConnectOptions::new()
+        let mut options = ConnectOptions::new()
             .with_connect_timeout(config.timeout)
             .with_timeout(config.timeout);
+        if let Some(tls) = &config.tls {
+            options = options.with_tls(tls.options());
+        }
         let endpoints = config.endpoints.clone();
         let client = block(&handle, config.timeout, async move {
             Client::connect(endpoints, Some(options)).await

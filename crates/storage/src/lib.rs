@@ -111,7 +111,7 @@ pub use api::{
     Watcher,
 };
 pub use durable::{DurableError, DurableStorage, DATABASE_FILE};
-pub use etcd::{EtcdConfig, EtcdStorage};
+pub use etcd::{EtcdConfig, EtcdStorage, EtcdTls};
 pub use etcd_log::EtcdWatcher;
 pub use journal::Codec;
 pub use key::{Key, Prefix};
