@@ -12,39 +12,9 @@ use crate::cli::{ClockArg, ServeArgs};
 use crate::simulate::input_error;
 
 pub fn run(args: ServeArgs) -> ExitCode {
-    let etcd_servers = match args.etcd_servers.as_deref().map(etcd_servers).transpose() {
-        Ok(s) => s,
+    let flags = match checked_flags(&args) {
+        Ok(f) => f,
         Err(e) => return input_error(e),
-    };
-    let etcd_tls = match etcd_tls(&args, etcd_servers.as_deref()) {
-        Ok(t) => t,
-        Err(e) => return input_error(e),
-    };
-    let request_timeout = match args
-        .request_timeout
-        .as_deref()
-        .map(|v| positive("--request-timeout", v))
-        .transpose()
-    {
-        Ok(t) => t,
-        Err(e) => return input_error(e),
-    };
-    let leader_election = match election(&args) {
-        Ok(e) => e,
-        Err(e) => return input_error(e),
-    };
-    let clock = match args.clock {
-        ClockArg::Wall if args.speed != 1.0 => {
-            return input_error("--speed: only with --clock virtual (the wall clock runs at 1)")
-        }
-        ClockArg::Wall => ClockMode::Wall,
-        ClockArg::Virtual if !(args.speed.is_finite() && args.speed > 0.0) => {
-            return input_error(format!(
-                "--speed: must be a positive number, not {}",
-                args.speed
-            ))
-        }
-        ClockArg::Virtual => ClockMode::Virtual { speed: args.speed },
     };
     let files = match crate::inputs::read_inputs(&args.files, args.recursive) {
         Ok(f) => f,
@@ -75,12 +45,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let config = Config {
         listen: args.listen,
         data_dir: args.data_dir,
-        etcd_servers,
-        etcd_tls,
+        etcd_servers: flags.etcd_servers,
+        etcd_tls: flags.etcd_tls,
         kubeconfig_out: args.kubeconfig_out,
-        clock,
-        leader_election,
-        request_timeout,
+        clock: flags.clock,
+        leader_election: flags.leader_election,
+        request_timeout: flags.request_timeout,
     };
     match kubeplane_server::run(config, input) {
         Ok(()) => ExitCode::SUCCESS,
@@ -90,6 +60,46 @@ pub fn run(args: ServeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The flags that need checking, checked.
+struct Flags {
+    etcd_servers: Option<Vec<String>>,
+    etcd_tls: Option<kubeplane_server::EtcdTls>,
+    request_timeout: Option<std::time::Duration>,
+    leader_election: Option<Election>,
+    clock: ClockMode,
+}
+
+fn checked_flags(args: &ServeArgs) -> Result<Flags, String> {
+    let etcd_servers = args.etcd_servers.as_deref().map(etcd_servers).transpose()?;
+    let etcd_tls = etcd_tls(args, etcd_servers.as_deref())?;
+    let request_timeout = args
+        .request_timeout
+        .as_deref()
+        .map(|v| positive("--request-timeout", v))
+        .transpose()?;
+    let leader_election = election(args)?;
+    let clock = match args.clock {
+        ClockArg::Wall if args.speed != 1.0 => {
+            return Err("--speed: only with --clock virtual (the wall clock runs at 1)".into())
+        }
+        ClockArg::Wall => ClockMode::Wall,
+        ClockArg::Virtual if !(args.speed.is_finite() && args.speed > 0.0) => {
+            return Err(format!(
+                "--speed: must be a positive number, not {}",
+                args.speed
+            ))
+        }
+        ClockArg::Virtual => ClockMode::Virtual { speed: args.speed },
+    };
+    Ok(Flags {
+        etcd_servers,
+        etcd_tls,
+        request_timeout,
+        leader_election,
+        clock,
+    })
 }
 
 /// The client URLs of `--etcd-servers URL[,URL...]` (kube-apiserver's flag): each `http://`,
