@@ -119,8 +119,25 @@ async fn running(pods: &Api<Pod>, app: &str, n: usize, within: Duration) {
     }
 }
 
-/// A write through one server is what a read through another returns at once, both ways.
+/// A write through one server is what a read through another returns at once, both ways,
+/// and what the other's admission finds (a Namespace created through one server takes
+/// objects through the other at once).
 async fn reads_your_writes(x: &Api<ConfigMap>, w: &Api<ConfigMap>) {
+    let (xc, wc) = (x.clone().into_client(), w.clone().into_client());
+    for i in 0..5 {
+        let ns: k8s_openapi::api::core::v1::Namespace =
+            serde_json::from_value(serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": format!("ryw-{i}")}}))
+            .unwrap();
+        Api::all(xc.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
+        Api::<ConfigMap>::namespaced(wc.clone(), &format!("ryw-{i}"))
+            .create(&PostParams::default(), &config_map("in-new-namespace", "1"))
+            .await
+            .expect("the other server admits an object in the new namespace at once");
+    }
     for i in 0..20 {
         let name = format!("ryw-{i}");
         let created = x

@@ -78,6 +78,15 @@ impl Backing {
         }
     }
 
+    /// Waits until the storage's watch has every write acknowledged so far (etcd: the writes
+    /// of other servers too; in process there is nothing to wait for).
+    pub(crate) fn catch_up(&self, timeout: std::time::Duration) -> bool {
+        match self {
+            Backing::Etcd(s) => s.catch_up(timeout),
+            _ => true,
+        }
+    }
+
     /// The key's latest version, including writes submitted and not yet durable; an error
     /// when the storage cannot be read (etcd without quorum).
     pub(crate) fn latest(&self, key: &Key) -> Result<Option<Versioned<Object>>, StorageError> {

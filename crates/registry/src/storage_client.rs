@@ -480,6 +480,13 @@ impl StorageClient {
         self.shared.storage.wait_for_revision(revision, timeout)
     }
 
+    /// Waits (each step up to `timeout`) until the storage's watch, and so the cache at its
+    /// next sync, has every write acknowledged so far, another server's on the same etcd
+    /// included; returns whether it has.
+    pub fn catch_up(&self, timeout: Duration) -> bool {
+        self.shared.storage.catch_up(timeout)
+    }
+
     /// Brings the cache up to the storage's current revision.
     pub fn sync(&mut self) {
         self.cache.sync(&self.shared.storage);

@@ -109,8 +109,7 @@ impl State {
         let mut client = self.lock_writer();
         // Read-your-writes across servers: admission reads the client's cache, which must
         // hold every write etcd acknowledged before this one (another server's included).
-        let current = client.storage().current_revision();
-        client.wait_for_revision(current, std::time::Duration::from_secs(5));
+        client.catch_up(std::time::Duration::from_secs(2));
         client.now = self.clock.now();
         let out = f(&mut client);
         flush_events(&mut client);

@@ -271,6 +271,20 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
         self.log.wait_seen(revision, timeout)
     }
 
+    /// Waits until the watch log has seen every write etcd had acknowledged when this is
+    /// called (the writes of other servers on the same etcd included), each step bounded by
+    /// `timeout`; returns whether it has. It asks etcd once for its revision, without retries
+    /// and without the health check: an unavailable etcd is left for the caller's next call to
+    /// find and report.
+    pub fn catch_up(&self, timeout: Duration) -> bool {
+        let root = self.layout.root.clone().into_bytes();
+        let client = self.client.clone();
+        match block(&self.handle, timeout, revision_of(client, root)) {
+            Ok(revision) => self.log.wait_seen(revision, timeout),
+            Err(_) => false,
+        }
+    }
+
     /// [`Storage::watch`] without the box: the concrete cursor.
     /// A watch from a revision the log has seen asks etcd nothing, so it can start while etcd
     /// has no quorum (its events follow once etcd is back).
