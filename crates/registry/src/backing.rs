@@ -78,12 +78,13 @@ impl Backing {
         }
     }
 
-    /// Waits until the storage's watch has every write acknowledged so far (etcd: the writes
-    /// of other servers too; in process there is nothing to wait for).
+    /// On etcd, waits until the storage's watch has every write acknowledged so far (the
+    /// writes of other servers too) and says whether it has; in process there is nothing to
+    /// wait for (`false`).
     pub(crate) fn catch_up(&self, timeout: std::time::Duration) -> bool {
         match self {
             Backing::Etcd(s) => s.catch_up(timeout),
-            _ => true,
+            _ => false,
         }
     }
 

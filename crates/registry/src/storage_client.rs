@@ -480,9 +480,9 @@ impl StorageClient {
         self.shared.storage.wait_for_revision(revision, timeout)
     }
 
-    /// Waits (each step up to `timeout`) until the storage's watch, and so the cache at its
-    /// next sync, has every write acknowledged so far, another server's on the same etcd
-    /// included; returns whether it has.
+    /// On etcd, waits (each step up to `timeout`) until the storage's watch, and so the cache
+    /// at its next sync, has every write acknowledged so far, another server's included;
+    /// returns whether it has (`false` in process, where the cache misses nothing).
     pub fn catch_up(&self, timeout: Duration) -> bool {
         self.shared.storage.catch_up(timeout)
     }
@@ -493,10 +493,19 @@ impl StorageClient {
     }
 
     /// What a create does before its write (a server's dry-run create stops here): the cache
-    /// brought up to date, then admission and validation against it.
+    /// brought up to date, then admission and validation against it. On etcd a refusal is
+    /// checked again once the cache has every write acknowledged so far (another server's
+    /// included: a Namespace created through it a moment ago), as upstream's
+    /// NamespaceLifecycle looks a namespace up live when its informer lacks it.
     pub fn admit_create(&mut self, obj: Object) -> Result<Object, ApiError> {
         self.sync();
-        crate::validation::admit_and_validate_create(obj, &self.cache)
+        match crate::validation::admit_and_validate_create(obj.clone(), &self.cache) {
+            Err(_) if self.catch_up(Duration::from_secs(2)) => {
+                self.sync();
+                crate::validation::admit_and_validate_create(obj, &self.cache)
+            }
+            answer => answer,
+        }
     }
 
     /// Runs one registry operation under the write lock, waits (without the lock) until its

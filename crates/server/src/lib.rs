@@ -431,12 +431,16 @@ fn start_control_plane(
     };
     let leadership = leader::Leadership::new(election);
     state.set_leadership(leadership.clone());
-    let (elector_state, client) = (state.clone(), state.client());
+    let elector_state = state.clone();
     let le = leadership.clone();
+    let (etcd, seed) = (elector_etcd(config), input.scenario.seed);
     threads.extend(
         std::thread::Builder::new()
             .name("leader-elector".into())
-            .spawn(move || leader::campaign(client, le, &elector_state.stopping)),
+            .spawn(move || {
+                let client = elector_client(etcd, &elector_state, seed);
+                leader::campaign(client, le, &elector_state.stopping)
+            }),
     );
     let (cp_state, mut input) = (state.clone(), input.clone());
     input.scenario.steps.clear();
@@ -496,5 +500,37 @@ fn lead_while_elected(
         cp.client.write_gate = Some(leadership.gate());
         cp.leader = Some(leadership.clone());
         cp.run(state.clone());
+    }
+}
+
+/// The etcd configuration of the elector's own connection: a short watch window, no compactor.
+fn elector_etcd(config: &Config) -> Option<kubeplane_storage::EtcdConfig> {
+    let mut etcd = kubeplane_storage::EtcdConfig::new(config.etcd_servers.clone()?);
+    etcd.window = 1000;
+    etcd.compaction_interval = None;
+    etcd.tls = config.etcd_tls.clone();
+    Some(etcd)
+}
+
+/// The elector's client: on etcd a connection, write lock and health of its own, so that a
+/// renewal waiting for an unresponsive etcd holds up no API request (the registry serializes
+/// the writes of one connection's clients), and an API request that etcd fails does not fail
+/// the renewals; else a client over the server's storage.
+fn elector_client(
+    etcd: Option<kubeplane_storage::EtcdConfig>,
+    state: &State,
+    seed: u64,
+) -> StorageClient {
+    let Some(etcd) = etcd else {
+        return state.client();
+    };
+    match StorageClient::etcd(&etcd, seed ^ leader::salt(), state.clock.api_clock()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "kubeplane serve: the leader elector's etcd connection: {e}; sharing the server's"
+            );
+            state.client()
+        }
     }
 }

@@ -107,9 +107,6 @@ impl State {
     /// recorded.
     pub fn write<T>(&self, f: impl FnOnce(&mut StorageClient) -> T) -> T {
         let mut client = self.lock_writer();
-        // Read-your-writes across servers: admission reads the client's cache, which must
-        // hold every write etcd acknowledged before this one (another server's included).
-        client.catch_up(std::time::Duration::from_secs(2));
         client.now = self.clock.now();
         let out = f(&mut client);
         flush_events(&mut client);
