@@ -148,10 +148,13 @@ fn start_in(
         listen: "127.0.0.1:0".parse().expect("an address"),
         data_dir,
         etcd_servers: None,
+        etcd_tls: None,
         kubeconfig_out: None,
         clock: ClockMode::Wall,
         api_only: false,
         controllers: Default::default(),
+        leader_election: None,
+        request_timeout: None,
     };
     let scenario = kubeplane_sim::scenario::Scenario::for_version(Some(version));
     let input = workloads::input(objects, scenario);

@@ -199,6 +199,29 @@ pub struct ServeArgs {
     /// under /registry) instead of memory or --data-dir.
     #[arg(long, value_name = "URL[,URL]")]
     pub etcd_servers: Option<String>,
+    /// The CA (PEM) that signed the etcd members' certificates (with https:// URLs).
+    #[arg(long, value_name = "PATH")]
+    pub etcd_cafile: Option<PathBuf>,
+    /// The client certificate (PEM) to present to etcd (with --etcd-keyfile).
+    #[arg(long, value_name = "PATH")]
+    pub etcd_certfile: Option<PathBuf>,
+    /// The key (PEM) of --etcd-certfile.
+    #[arg(long, value_name = "PATH")]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// With --etcd-servers: how long a leader's Lease lasts (servers on one etcd elect the one
+    /// that runs the scheduler and the controllers). Default 15s.
+    #[arg(long, value_name = "DURATION")]
+    pub leader_elect_lease_duration: Option<String>,
+    /// How long the leader tries to renew its Lease before it stops leading. Default 10s.
+    #[arg(long, value_name = "DURATION")]
+    pub leader_elect_renew_deadline: Option<String>,
+    /// How often servers try to acquire or renew the Lease. Default 2s.
+    #[arg(long, value_name = "DURATION")]
+    pub leader_elect_retry_period: Option<String>,
+    /// How long a request other than a watch may take before it gets a 504 Timeout
+    /// (kube-apiserver's flag). Default 1m.
+    #[arg(long, value_name = "DURATION")]
+    pub request_timeout: Option<String>,
     /// A KubeSchedulerConfiguration file, as for simulate.
     #[arg(long, value_name = "PATH")]
     pub scheduler_config: Option<PathBuf>,

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use kubeplane_api::{ApiError, Client, Object};
 use kubeplane_live::client::LiveClient;
 use kubeplane_live::clock::LiveClock;
-use kubeplane_server::clock::ClockMode;
 use kubeplane_server::{Config, Handle};
 
 /// The live client of one served, empty cluster; stops the server when dropped.
@@ -46,12 +45,9 @@ fn served() -> Http {
     let kubeconfig = dir.path().join("kubeconfig");
     let config = Config {
         listen: "127.0.0.1:0".parse().expect("an address"),
-        data_dir: None,
-        etcd_servers: None,
         kubeconfig_out: Some(kubeconfig.clone()),
-        clock: ClockMode::Wall,
         api_only: true,
-        controllers: Default::default(),
+        ..Config::default()
     };
     let server = kubeplane_server::start(config, empty_input()).expect("the server starts");
     let runtime = tokio::runtime::Builder::new_multi_thread()

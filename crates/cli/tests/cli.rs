@@ -146,7 +146,7 @@ fn the_man_page_is_roff_with_a_section_per_subcommand() {
     assert!(page.contains("\\-\\-explain"));
 }
 
-const BENCHMARKS: [&str; 18] = [
+const BENCHMARKS: [&str; 19] = [
     "serve-api",
     "serve-api-durable",
     "serve-pods",

@@ -29,6 +29,12 @@ impl Codec<Object> for ObjectJson {
         let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
         Object::from_json(&value)
     }
+
+    /// The object's resourceVersion is the revision that wrote it (etcd's mod revision, which
+    /// another server's write got too).
+    fn stamp(&self, value: &mut Object, revision: Revision) {
+        value.meta_mut().resource_version = Some(revision.to_string());
+    }
 }
 
 /// The storage under a client.
@@ -69,6 +75,16 @@ impl Backing {
             Backing::Memory(s) => s.wait_for_revision(revision, timeout),
             Backing::Durable(s) => s.wait_for_revision(revision, timeout),
             Backing::Etcd(s) => s.wait_for_revision(revision, timeout),
+        }
+    }
+
+    /// On etcd, waits until the storage's watch has every write acknowledged so far (the
+    /// writes of other servers too) and says whether it has; in process there is nothing to
+    /// wait for (`false`).
+    pub(crate) fn catch_up(&self, timeout: std::time::Duration) -> bool {
+        match self {
+            Backing::Etcd(s) => s.catch_up(timeout),
+            _ => false,
         }
     }
 

@@ -30,4 +30,4 @@ pub mod validation;
 pub use backing::ObjectJson;
 pub use client::{ApiClient, Backend, Sink};
 pub use kubeplane_api::Client;
-pub use storage_client::StorageClient;
+pub use storage_client::{StorageClient, WriteGate};

@@ -19,7 +19,13 @@
 //! [`StorageClient::etcd`] runs it over an [`EtcdStorage`] (`kubeplane serve --etcd-servers`):
 //! kube-apiserver's key layout and transactions, the resourceVersion being etcd's mod revision.
 //! The registry still computes a write's revision before making it (the current one plus one),
-//! which holds while this process is etcd's only writer (see docs/compatibility.md).
+//! but with several servers on one etcd the guess may be wrong: etcd's mod revision is the
+//! resourceVersion (the storage stamps every object it reads or writes with it, as
+//! kube-apiserver sets it on decode), and a write answers with the revision etcd gave it.
+//!
+//! A client may carry a write gate ([`StorageClient::write_gate`]): a write it refuses fails
+//! with 503 before it reaches the storage (the control plane of a server that lost its
+//! leader lease writes nothing more).
 //!
 //! [`StorageClient::open`] runs the same client over a [`DurableStorage`] in a directory
 //! (`kubeplane serve --data-dir`): a write returns once it is durable, the writes of
@@ -172,6 +178,8 @@ impl Writer<'_> {
             .update(&key, obj.clone(), Some(old.mod_revision))
             .map_err(|e| api_error(e, obj.key()))?;
         self.wrote(event.revision);
+        // The write's own revision: another server may have written since the guess.
+        obj.meta_mut().resource_version = Some(event.revision.to_string());
         Ok(obj)
     }
 }
@@ -228,6 +236,7 @@ impl Backend for Writer<'_> {
             .create(&key, obj.clone())
             .map_err(|e| api_error(e, obj.key()))?;
         self.wrote(event.revision);
+        obj.meta_mut().resource_version = Some(event.revision.to_string());
         Ok(obj)
     }
 
@@ -400,7 +409,13 @@ pub struct StorageClient {
     /// What a binding does besides setting the node, by the feature gates (the v1.34 binding
     /// unless set).
     pub binding: crate::strategy::pod::BindFeatures,
+    /// Checked under the write lock before each write: `Err(message)` refuses it (a
+    /// `ServiceUnavailable`); not inherited by [`StorageClient::handle`].
+    pub write_gate: Option<WriteGate>,
 }
+
+/// See [`StorageClient::write_gate`].
+pub type WriteGate = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 impl StorageClient {
     /// A client over a new, empty storage that keeps `window` revisions, whose UIDs and
@@ -456,6 +471,7 @@ impl StorageClient {
             records: Vec::new(),
             explain: false,
             binding: Default::default(),
+            write_gate: None,
         }
     }
 
@@ -470,6 +486,7 @@ impl StorageClient {
             records: Vec::new(),
             explain: self.explain,
             binding: self.binding,
+            write_gate: None,
         }
     }
 
@@ -485,16 +502,32 @@ impl StorageClient {
         self.shared.storage.wait_for_revision(revision, timeout)
     }
 
+    /// On etcd, waits (each step up to `timeout`) until the storage's watch, and so the cache
+    /// at its next sync, has every write acknowledged so far, another server's included;
+    /// returns whether it has (`false` in process, where the cache misses nothing).
+    pub fn catch_up(&self, timeout: Duration) -> bool {
+        self.shared.storage.catch_up(timeout)
+    }
+
     /// Brings the cache up to the storage's current revision.
     pub fn sync(&mut self) {
         self.cache.sync(&self.shared.storage);
     }
 
     /// What a create does before its write (a server's dry-run create stops here): the cache
-    /// brought up to date, then admission and validation against it.
+    /// brought up to date, then admission and validation against it. On etcd a refusal is
+    /// checked again once the cache has every write acknowledged so far (another server's
+    /// included: a Namespace created through it a moment ago), as upstream's
+    /// NamespaceLifecycle looks a namespace up live when its informer lacks it.
     pub fn admit_create(&mut self, obj: Object) -> Result<Object, ApiError> {
         self.sync();
-        crate::validation::admit_and_validate_create(obj, &self.cache)
+        match crate::validation::admit_and_validate_create(obj.clone(), &self.cache) {
+            Err(_) if self.catch_up(Duration::from_secs(2)) => {
+                self.sync();
+                crate::validation::admit_and_validate_create(obj, &self.cache)
+            }
+            answer => answer,
+        }
     }
 
     /// Runs one registry operation under the write lock, waits (without the lock) until its
@@ -509,6 +542,9 @@ impl StorageClient {
                 // A panicking writer changed nothing half-way: each write is one storage call.
                 Err(poisoned) => poisoned.into_inner(),
             };
+            if let Some(refused) = self.write_gate.as_ref().and_then(|g| g().err()) {
+                return Err(ApiError::Unavailable { message: refused });
+            }
             let mut writer = Writer {
                 storage: &self.shared.storage,
                 names,

@@ -233,14 +233,17 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         };
     }
     let st = state.clone();
-    let result = tokio::task::spawn_blocking(move || dispatch(&st, &call, &req, table)).await;
-    let reply = match result {
-        Ok(r) => r,
-        Err(_) => Err(StatusError::new(
+    let task = tokio::task::spawn_blocking(move || dispatch(&st, &call, &req, table));
+    // A request that runs past the timeout gets a 504; its handler finishes in the background
+    // (upstream's post-timeout activity): a write may still take effect.
+    let reply = match tokio::time::timeout(state.request_timeout(), task).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(_)) => Err(StatusError::new(
             500,
             "InternalError",
             "the request handler failed",
         )),
+        Err(_) => Err(StatusError::request_timeout()),
     };
     match reply {
         Ok(r) => {

@@ -9,7 +9,8 @@
 //!   [`openapi_v2`]: what clients read to find the resources and their schemas;
 //! - [`handlers`], [`list`], [`watch`], [`patch`]: the verbs; [`fields`]: field selectors;
 //!   [`status`]: `metav1.Status` errors;
-//! - [`runtime`]: the control plane's thread; [`events`]: recorded events as `v1` Events;
+//! - [`runtime`]: the control plane's thread; [`leader`]: which of several servers on one etcd
+//!   runs it; [`events`]: recorded events as `v1` Events;
 //! - [`tls`]: CA, serving certificate, token; [`kubeconfig`]: the admin kubeconfig;
 //! - [`clock`]: the only place the server's components get time from.
 
@@ -21,6 +22,7 @@ pub mod fields;
 pub mod handlers;
 pub mod http;
 pub mod kubeconfig;
+pub mod leader;
 pub mod list;
 pub mod openapi;
 pub mod openapi_v2;
@@ -45,6 +47,7 @@ use kubeplane_registry::strategy::pod::BindFeatures;
 use kubeplane_registry::StorageClient;
 use kubeplane_sim::agents::NodeAgents;
 use kubeplane_sim::scenario::Input;
+pub use kubeplane_storage::EtcdTls;
 
 use crate::clock::{ClockMode, ServerClock};
 use crate::runtime::ControlPlane;
@@ -52,6 +55,9 @@ use crate::state::State;
 
 /// How many revisions the storage keeps for watches and reads in the past.
 pub const WATCH_WINDOW: usize = 200_000;
+
+/// kube-apiserver's default `--request-timeout`.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The namespaces kube-apiserver creates at start.
 pub const SYSTEM_NAMESPACES: [&str; 4] =
@@ -65,12 +71,39 @@ pub struct Config {
     /// Keep the objects in etcd at these client URLs (then `data_dir` keeps the credentials
     /// only).
     pub etcd_servers: Option<Vec<String>>,
+    /// TLS to etcd (`--etcd-cafile`, `--etcd-certfile`, `--etcd-keyfile`), for `https://` URLs.
+    pub etcd_tls: Option<EtcdTls>,
     pub kubeconfig_out: Option<PathBuf>,
     pub clock: ClockMode,
     /// Serve the API alone: no scheduler, controllers or node agents run inside (`--api-only`).
     pub api_only: bool,
     /// The controllers that run inside (`--controllers`, kube-controller-manager's syntax).
     pub controllers: kubeplane_controllers::manager::Selection,
+    /// Run the control plane only while holding this election's Lease (several servers on
+    /// one etcd); `None`: run it from the start.
+    pub leader_election: Option<leader::Election>,
+    /// How long a request other than a watch may take before it gets a 504
+    /// ([`REQUEST_TIMEOUT`] unless set).
+    pub request_timeout: Option<Duration>,
+}
+
+impl Default for Config {
+    /// The contract's defaults: `127.0.0.1:6443`, state in memory, the wall clock, every
+    /// controller, no election, upstream's request timeout.
+    fn default() -> Config {
+        Config {
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 6443)),
+            data_dir: None,
+            etcd_servers: None,
+            etcd_tls: None,
+            kubeconfig_out: None,
+            clock: ClockMode::Wall,
+            api_only: false,
+            controllers: Default::default(),
+            leader_election: None,
+            request_timeout: None,
+        }
+    }
 }
 
 /// Why the server could not start or stopped.
@@ -115,9 +148,11 @@ fn kubernetes_service(port: u16) -> Object {
 /// order (a Namespace the input names that exists already is updated to the input's).
 fn load(client: &mut StorageClient, input: &mut Input, port: u16) -> Result<(), ServeError> {
     for ns in SYSTEM_NAMESPACES {
-        client
-            .create(namespace(ns))
-            .map_err(|e| ServeError::Runtime(e.to_string()))?;
+        match client.create(namespace(ns)) {
+            // Another server on the same etcd created it meanwhile.
+            Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(ServeError::Runtime(e.to_string())),
+        }
     }
     client
         .create(kubernetes_service(port))
@@ -149,7 +184,9 @@ fn open_storage(
         (Some(servers), _) => {
             let mut etcd = kubeplane_storage::EtcdConfig::new(servers.clone());
             etcd.window = WATCH_WINDOW;
-            StorageClient::etcd(&etcd, seed, clock.api_clock())
+            etcd.tls = config.etcd_tls.clone();
+            // Other servers may share this etcd: their UIDs and generated names must differ.
+            StorageClient::etcd(&etcd, seed ^ leader::salt(), clock.api_clock())
                 .map_err(|e| ServeError::Runtime(e.to_string()))?
         }
         (None, Some(dir)) => {
@@ -376,19 +413,10 @@ async fn serve(
         version,
         address.clone(),
     );
-    let cp = (!config.api_only).then(|| {
-        let control_plane = control_plane(
-            &input,
-            p.scheduler,
-            &p.features,
-            &config.controllers,
-            &state,
-        );
-        let cp_state = state.clone();
-        std::thread::Builder::new()
-            .name("control-plane".into())
-            .spawn(move || control_plane.run(cp_state))
-    });
+    if let Some(t) = config.request_timeout {
+        state.set_request_timeout(t);
+    }
+    let cp = start_control_plane(&config, &input, p.scheduler, &p.features, &state);
     if let Some(path) = &config.kubeconfig_out {
         if let Err(e) = kubeconfig::write(path, &address, &p.creds) {
             state
@@ -404,7 +432,7 @@ async fn serve(
     };
     eprintln!("kubeplane serve: listening on https://{address} ({clock})");
     let _ = ready.send(Ok(address));
-    let acceptor = tokio_rustls::TlsAcceptor::from(p.tls);
+    let acceptor = tokio_rustls::TlsAcceptor::from(p.tls.clone());
     http::serve(
         listener,
         acceptor,
@@ -416,19 +444,20 @@ async fn serve(
     state
         .stopping
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    if let Some(Ok(cp)) = cp {
-        let _ = tokio::task::spawn_blocking(move || cp.join()).await;
+    for thread in cp {
+        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
     }
 }
 
-/// The scheduler, the controllers and the node agents over the server's state, with the
-/// Scenario's steps.
+/// The control plane of `input` (the scheduler, the selected controllers and the node agents
+/// over the server's state, with the Scenario's steps): a new one each time this server comes
+/// to lead.
 fn control_plane(
+    state: &State,
     input: &Input,
-    scheduler: kubeplane_scheduler::Scheduler,
     features: &kubeplane_core::features::FeatureGates,
     selection: &kubeplane_controllers::manager::Selection,
-    state: &State,
+    scheduler: kubeplane_scheduler::Scheduler,
 ) -> ControlPlane {
     let (periodic, controllers) =
         kubeplane_controllers::manager::selected(features, &Default::default(), selection);
@@ -444,6 +473,56 @@ fn control_plane(
     .with_backoff_seed(input.scenario.seed);
     control_plane.client.binding = BindFeatures::from_gates(features);
     control_plane
+}
+
+/// Starts the control plane's thread, and with an election the elector's: then the control
+/// plane runs only while this server leads, and a new one starts each time it comes to lead
+/// again (its first Scenario steps run only in the first).
+fn start_control_plane(
+    config: &Config,
+    input: &Input,
+    scheduler: kubeplane_scheduler::Scheduler,
+    features: &kubeplane_core::features::FeatureGates,
+    state: &Arc<State>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let mut threads = Vec::new();
+    if config.api_only {
+        return threads;
+    }
+    let first = control_plane(state, input, features, &config.controllers, scheduler);
+    let Some(election) = config.leader_election.clone() else {
+        let cp_state = state.clone();
+        threads.extend(
+            std::thread::Builder::new()
+                .name("control-plane".into())
+                .spawn(move || first.run(cp_state)),
+        );
+        return threads;
+    };
+    let leadership = leader::Leadership::new(election);
+    state.set_leadership(leadership.clone());
+    let elector_state = state.clone();
+    let le = leadership.clone();
+    let (etcd, seed) = (elector_etcd(config), input.scenario.seed);
+    threads.extend(
+        std::thread::Builder::new()
+            .name("leader-elector".into())
+            .spawn(move || {
+                let client = elector_client(etcd, &elector_state, seed);
+                leader::campaign(client, le, &elector_state.stopping)
+            }),
+    );
+    let (cp_state, mut input) = (state.clone(), input.clone());
+    input.scenario.steps.clear();
+    let (features, selection) = (features.clone(), config.controllers.clone());
+    threads.extend(
+        std::thread::Builder::new()
+            .name("control-plane".into())
+            .spawn(move || {
+                lead_while_elected(&cp_state, &leadership, &input, &features, &selection, first)
+            }),
+    );
+    threads
 }
 
 async fn wait_for_signal() {
@@ -462,5 +541,69 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Runs a control plane each time this server comes to lead, until it loses the lease (the
+/// control plane stops at once: its writes are gated by the lease) or the server stops.
+fn lead_while_elected(
+    state: &Arc<State>,
+    leadership: &Arc<leader::Leadership>,
+    input: &Input,
+    features: &kubeplane_core::features::FeatureGates,
+    selection: &kubeplane_controllers::manager::Selection,
+    first: ControlPlane,
+) {
+    let mut next = Some(first);
+    while reflector::wait_until(&state.stopping, || leadership.leading()) {
+        let mut cp = match next.take() {
+            Some(cp) => cp,
+            None => {
+                let seed = input.scenario.seed;
+                match kubeplane_sim::engine::build_scheduler(
+                    &input.scheduler_configs,
+                    features,
+                    seed,
+                ) {
+                    Ok(s) => control_plane(state, input, features, selection, s),
+                    Err(e) => return eprintln!("kubeplane serve: the scheduler: {e}"),
+                }
+            }
+        };
+        cp.client.write_gate = Some(leadership.gate());
+        cp.leader = Some(leadership.clone());
+        cp.run(state.clone());
+    }
+}
+
+/// The etcd configuration of the elector's own connection: a short watch window, no compactor.
+fn elector_etcd(config: &Config) -> Option<kubeplane_storage::EtcdConfig> {
+    let mut etcd = kubeplane_storage::EtcdConfig::new(config.etcd_servers.clone()?);
+    etcd.window = 1000;
+    etcd.compaction_interval = None;
+    etcd.tls = config.etcd_tls.clone();
+    Some(etcd)
+}
+
+/// The elector's client: on etcd a connection, write lock and health of its own, so that a
+/// renewal waiting for an unresponsive etcd holds up no API request (the registry serializes
+/// the writes of one connection's clients), and an API request that etcd fails does not fail
+/// the renewals; else a client over the server's storage.
+fn elector_client(
+    etcd: Option<kubeplane_storage::EtcdConfig>,
+    state: &State,
+    seed: u64,
+) -> StorageClient {
+    let Some(etcd) = etcd else {
+        return state.client();
+    };
+    match StorageClient::etcd(&etcd, seed ^ leader::salt(), state.clock.api_clock()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "kubeplane serve: the leader elector's etcd connection: {e}; sharing the server's"
+            );
+            state.client()
+        }
     }
 }

@@ -79,6 +79,17 @@ pub fn pause(stopping: &AtomicBool, wait: Duration) -> bool {
     !stopping.load(Ordering::Relaxed)
 }
 
+/// Waits until `ready()` holds (checked every 20 ms); `false` once `stopping` is set.
+pub fn wait_until(stopping: &AtomicBool, ready: impl Fn() -> bool) -> bool {
+    while !stopping.load(Ordering::Relaxed) {
+        if ready() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
 /// Replaces what `informer` holds with `items` (every stored object, in the storage's key
 /// order, read at `revision`) and returns the events a component needs to follow: for each
 /// kind in the order it first appears in the list, its listed objects (Added when new,

@@ -59,6 +59,9 @@ pub struct ControlPlane {
     backoff: Backoff,
     /// The origin of the backoff's monotonic time.
     started: Instant,
+    /// With several servers on one etcd: the lease this control plane runs under; it stops
+    /// once the lease is lost.
+    pub leader: Option<Arc<crate::leader::Leadership>>,
 }
 
 impl ControlPlane {
@@ -83,6 +86,7 @@ impl ControlPlane {
             kinds: BTreeSet::new(),
             backoff: Backoff::new(0),
             started: Instant::now(),
+            leader: None,
         }
     }
 
@@ -294,7 +298,8 @@ impl ControlPlane {
             return;
         };
         let mut published = std::time::Instant::now();
-        while !state.is_stopping() {
+        let leads = |cp: &ControlPlane| cp.leader.as_ref().is_none_or(|l| l.leading());
+        while !state.is_stopping() && leads(&self) {
             let now = state.clock.now();
             if self.steps.front().is_some_and(|s| s.at <= now) {
                 self.settle(now, cursor.as_mut());

@@ -38,6 +38,11 @@ pub struct State {
     requests: Mutex<BTreeMap<(String, String, u16), u64>>,
     /// The components' counters, as the control plane last published them.
     pub component_metrics: Mutex<Vec<(String, u64)>>,
+    /// With several servers on one etcd: whether this one leads.
+    leadership: std::sync::OnceLock<Arc<crate::leader::Leadership>>,
+    /// How long a request other than a watch may take (`--request-timeout`, 1 minute unless
+    /// set).
+    request_timeout: std::sync::OnceLock<std::time::Duration>,
 }
 
 impl State {
@@ -63,6 +68,8 @@ impl State {
             stopping: AtomicBool::new(false),
             requests: Mutex::new(BTreeMap::new()),
             component_metrics: Mutex::new(Vec::new()),
+            leadership: std::sync::OnceLock::new(),
+            request_timeout: std::sync::OnceLock::new(),
         })
     }
 
@@ -77,6 +84,24 @@ impl State {
     /// A new client over the same storage (for the control plane's thread).
     pub fn client(&self) -> StorageClient {
         self.reader.handle()
+    }
+
+    /// Sets `--request-timeout` (once, before serving).
+    pub fn set_request_timeout(&self, timeout: std::time::Duration) {
+        let _ = self.request_timeout.set(timeout);
+    }
+
+    /// How long a request other than a watch may take: kube-apiserver's `--request-timeout`.
+    pub fn request_timeout(&self) -> std::time::Duration {
+        self.request_timeout
+            .get()
+            .copied()
+            .unwrap_or(crate::REQUEST_TIMEOUT)
+    }
+
+    /// Runs the control plane under an election from now on.
+    pub fn set_leadership(&self, leadership: Arc<crate::leader::Leadership>) {
+        let _ = self.leadership.set(leadership);
     }
 
     pub fn is_stopping(&self) -> bool {
@@ -137,6 +162,15 @@ impl State {
             "kubeplane_storage_revision {}\n",
             self.current_revision()
         ));
+        if let Some(l) = self.leadership.get() {
+            out.push_str("# HELP leader_election_master_status Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.\n");
+            out.push_str("# TYPE leader_election_master_status gauge\n");
+            out.push_str(&format!(
+                "leader_election_master_status{{name=\"{}\"}} {}\n",
+                l.election.name,
+                u8::from(l.leading())
+            ));
+        }
         if let Ok(m) = self.component_metrics.lock() {
             // The components' samples as they give them: upstream's names, label values
             // unchanged (`profile="default-scheduler"`), each family typed once.

@@ -30,6 +30,19 @@ impl StatusError {
         }
     }
 
+    /// The 504 of a request that ran past the server's `--request-timeout` (upstream's
+    /// `WithTimeoutForNonLongRunningRequests`: `NewTimeoutError` with no retry delay).
+    pub fn request_timeout() -> StatusError {
+        StatusError {
+            details: Some(json!({})),
+            ..StatusError::new(
+                504,
+                "Timeout",
+                "Timeout: request did not complete within the allotted timeout",
+            )
+        }
+    }
+
     pub fn bad_request(message: impl Into<String>) -> StatusError {
         StatusError::new(400, "BadRequest", message)
     }

@@ -2,8 +2,9 @@
 //! resourceVersion (unset or `0`: the current objects first, as ADDED events; `N`: every change
 //! after N), label and field selectors with the ADDED/DELETED transitions of objects that start
 //! or stop matching, BOOKMARK events when the client allows them (and the `initial-events-end`
-//! bookmark of `sendInitialEvents`), `timeoutSeconds`, and a 410 `ERROR` event when the client
-//! asks for, or falls behind, a compacted revision.
+//! bookmark of `sendInitialEvents`), `timeoutSeconds`, a 410 `ERROR` event when the client
+//! asks for, or falls behind, a compacted revision, and a 500 one when the storage fails
+//! (the initial list, or etcd unreachable).
 //!
 //! Each watch is one thread over a storage cursor, writing into a channel the response body
 //! reads; it ends when the client goes, the timeout passes or the server stops.
@@ -137,6 +138,31 @@ fn expired(requested: u64, oldest: u64) -> Bytes {
     line("ERROR", status.body())
 }
 
+/// The ERROR event of a watch whose storage failed, as upstream's etcd3 watcher sends it: a
+/// compacted revision is a 410 Expired, a revision not reached yet "Too large resource
+/// version", anything else (etcd unreachable, no quorum) `NewInternalError`'s 500. The watch
+/// ends after it; the client lists and watches again.
+fn failed(e: StorageError) -> Bytes {
+    match e {
+        StorageError::Gone { requested, oldest } => expired(requested, oldest),
+        StorageError::FutureRevision { requested, current } => {
+            line("ERROR", crate::list::too_large(requested, current).body())
+        }
+        other => {
+            let message = other.to_string();
+            let status = StatusError {
+                details: Some(json!({"causes": [{"message": message}]})),
+                ..StatusError::new(
+                    500,
+                    "InternalError",
+                    format!("Internal error occurred: {message}"),
+                )
+            };
+            line("ERROR", status.body())
+        }
+    }
+}
+
 impl Watch {
     fn bookmark(&self, revision: u64, end_of_initial: bool) -> Bytes {
         let mut meta = json!({"resourceVersion": revision.to_string()});
@@ -156,7 +182,10 @@ impl Watch {
         if self.initial != InitialEvents::None {
             let page = match storage.list(&prefix, &ListOptions::default()) {
                 Ok(p) => p,
-                Err(_) => return,
+                Err(e) => {
+                    let _ = tx.blocking_send(failed(e));
+                    return;
+                }
             };
             for (_, v) in &page.items {
                 if self.filter.matches(&v.value)
@@ -178,16 +207,10 @@ impl Watch {
         }
         let mut cursor = match storage.watch(&prefix, from) {
             Ok(c) => c,
-            Err(StorageError::Gone { requested, oldest }) => {
-                let _ = tx.blocking_send(expired(requested, oldest));
+            Err(e) => {
+                let _ = tx.blocking_send(failed(e));
                 return;
             }
-            Err(StorageError::FutureRevision { requested, current }) => {
-                let status = crate::list::too_large(requested, current);
-                let _ = tx.blocking_send(line("ERROR", status.body()));
-                return;
-            }
-            Err(_) => return,
         };
         let mut last_bookmark = Instant::now();
         while !self.state.is_stopping() && Instant::now() < self.deadline && !tx.is_closed() {
@@ -200,11 +223,10 @@ impl Watch {
                     }
                 }
                 Ok(None) => {}
-                Err(StorageError::Gone { requested, oldest }) => {
-                    let _ = tx.blocking_send(expired(requested, oldest));
+                Err(e) => {
+                    let _ = tx.blocking_send(failed(e));
                     return;
                 }
-                Err(_) => return,
             }
             if self.bookmarks && last_bookmark.elapsed() >= BOOKMARK_EVERY {
                 last_bookmark = Instant::now();
@@ -242,5 +264,43 @@ impl Watch {
             _ => return None,
         };
         Some(line(type_, (self.render)(&obj)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_storage_ends_a_watch_with_upstreams_error_event() {
+        let cases = [
+            (
+                "a compacted revision is 410 Expired",
+                StorageError::Gone {
+                    requested: 3,
+                    oldest: 9,
+                },
+                410,
+                "Expired",
+                "too old resource version: 3 (9)",
+            ),
+            (
+                "an unreachable etcd is NewInternalError's 500",
+                StorageError::Unreachable {
+                    message: "etcdserver: no leader".into(),
+                },
+                500,
+                "InternalError",
+                "Internal error occurred: etcdserver: no leader",
+            ),
+        ];
+        for (name, error, code, reason, message) in cases {
+            let event: serde_json::Value = serde_json::from_slice(&failed(error)).unwrap();
+            assert_eq!(event["type"], "ERROR", "{name}");
+            assert_eq!(event["object"]["kind"], "Status", "{name}");
+            assert_eq!(event["object"]["code"], code, "{name}");
+            assert_eq!(event["object"]["reason"], reason, "{name}");
+            assert_eq!(event["object"]["message"], message, "{name}");
+        }
     }
 }

@@ -27,15 +27,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, KeyValue, PutOptions,
-    Txn, TxnOp, TxnOpResponse, TxnResponse,
-};
+use etcd_client::{Client, ConnectOptions, GetOptions, KeyValue};
 
 use crate::api::{
-    Event, EventKind, ListOptions, ListPage, Result, Revision, Storage, StorageError, Versioned,
-    Watcher,
+    Event, ListOptions, ListPage, Result, Revision, Storage, StorageError, Versioned, Watcher,
 };
+use crate::etcd_compact::Compactor;
 use crate::etcd_health::{failure, not_sent, Failure, Health};
 use crate::etcd_log::{version, EtcdWatcher, Feeder, Log};
 use crate::journal::Codec;
@@ -55,6 +52,30 @@ pub struct EtcdConfig {
     /// Compact the history this often (kube-apiserver's `--etcd-compaction-interval`, 5
     /// minutes by default), keeping one interval of history; `None`: never.
     pub compaction_interval: Option<Duration>,
+    /// TLS to the members (`https://` endpoints): kube-apiserver's `--etcd-cafile`,
+    /// `--etcd-certfile` and `--etcd-keyfile`.
+    pub tls: Option<EtcdTls>,
+}
+
+/// The PEM files of TLS to etcd: the CA that signed the members' certificates (the system's
+/// roots when `None`) and the client certificate and key (for etcd's `--client-cert-auth`).
+#[derive(Clone, Debug, Default)]
+pub struct EtcdTls {
+    pub ca: Option<Vec<u8>>,
+    pub cert_and_key: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl EtcdTls {
+    fn options(&self) -> etcd_client::TlsOptions {
+        let mut tls = etcd_client::TlsOptions::new();
+        if let Some(ca) = &self.ca {
+            tls = tls.ca_certificate(etcd_client::Certificate::from_pem(ca));
+        }
+        if let Some((cert, key)) = &self.cert_and_key {
+            tls = tls.identity(etcd_client::Identity::from_pem(cert, key));
+        }
+        tls
+    }
 }
 
 impl EtcdConfig {
@@ -66,6 +87,7 @@ impl EtcdConfig {
             window: 200_000,
             timeout: Duration::from_secs(10),
             compaction_interval: Some(Duration::from_secs(300)),
+            tls: None,
         }
     }
 }
@@ -109,7 +131,7 @@ impl Layout {
 
     /// The etcd range `[start, end)` of a prefix's keys (a cluster-scoped prefix's range also
     /// holds the namespaced keys of its resource, which lists leave out).
-    fn range(&self, prefix: &Prefix) -> (Vec<u8>, Vec<u8>) {
+    pub(crate) fn range(&self, prefix: &Prefix) -> (Vec<u8>, Vec<u8>) {
         let start = match prefix {
             Prefix::All => self.root.clone(),
             Prefix::Resource(r) => format!("{}{r}/", self.root),
@@ -141,7 +163,7 @@ impl Layout {
     }
 }
 
-fn unavailable(message: impl std::fmt::Display) -> StorageError {
+pub(crate) fn unavailable(message: impl std::fmt::Display) -> StorageError {
     StorageError::Unavailable {
         message: format!("etcd: {message}"),
     }
@@ -150,14 +172,14 @@ fn unavailable(message: impl std::fmt::Display) -> StorageError {
 /// Storage in an etcd cluster; see the module documentation. Dropping it stops its runtime
 /// (the watch and the compactor).
 pub struct EtcdStorage<V> {
-    runtime: Option<tokio::runtime::Runtime>,
-    handle: tokio::runtime::Handle,
-    client: Client,
-    layout: Layout,
-    codec: Arc<dyn Codec<V>>,
-    log: Arc<Log<V>>,
-    timeout: Duration,
-    health: Health,
+    pub(crate) runtime: Option<tokio::runtime::Runtime>,
+    pub(crate) handle: tokio::runtime::Handle,
+    pub(crate) client: Client,
+    pub(crate) layout: Layout,
+    pub(crate) codec: Arc<dyn Codec<V>>,
+    pub(crate) log: Arc<Log<V>>,
+    pub(crate) timeout: Duration,
+    pub(crate) health: Health,
 }
 
 impl<V> std::fmt::Debug for EtcdStorage<V> {
@@ -191,9 +213,12 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
             .build()
             .map_err(unavailable)?;
         let handle = runtime.handle().clone();
-        let options = ConnectOptions::new()
+        let mut options = ConnectOptions::new()
             .with_connect_timeout(config.timeout)
             .with_timeout(config.timeout);
+        if let Some(tls) = &config.tls {
+            options = options.with_tls(tls.options());
+        }
         let endpoints = config.endpoints.clone();
         let client = block(&handle, config.timeout, async move {
             Client::connect(endpoints, Some(options)).await
@@ -246,6 +271,20 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
         self.log.wait_seen(revision, timeout)
     }
 
+    /// Waits until the watch log has seen every write etcd had acknowledged when this is
+    /// called (the writes of other servers on the same etcd included), each step bounded by
+    /// `timeout`; returns whether it has. It asks etcd once for its revision, without retries
+    /// and without the health check: an unavailable etcd is left for the caller's next call to
+    /// find and report.
+    pub fn catch_up(&self, timeout: Duration) -> bool {
+        let root = self.layout.root.clone().into_bytes();
+        let client = self.client.clone();
+        match block(&self.handle, timeout, revision_of(client, root)) {
+            Ok(revision) => self.log.wait_seen(revision, timeout),
+            Err(_) => false,
+        }
+    }
+
     /// [`Storage::watch`] without the box: the concrete cursor.
     /// A watch from a revision the log has seen asks etcd nothing, so it can start while etcd
     /// has no quorum (its events follow once etcd is back).
@@ -282,7 +321,7 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
     /// that could not be sent (its member is down) is sent again, up to 50 times 100 ms apart,
     /// while the client's balancer moves to the members that are up. While etcd is found
     /// unavailable, the call fails at once (see `etcd_health.rs`).
-    fn call<T, F>(&self, f: impl Fn(Client) -> F) -> std::result::Result<T, Failure>
+    pub(crate) fn call<T, F>(&self, f: impl Fn(Client) -> F) -> std::result::Result<T, Failure>
     where
         T: Send + 'static,
         F: Future<Output = std::result::Result<T, etcd_client::Error>> + Send + 'static,
@@ -323,14 +362,14 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
     }
 
     /// etcd's current revision.
-    fn etcd_revision(&self) -> Result<Revision> {
+    pub(crate) fn etcd_revision(&self) -> Result<Revision> {
         let root = self.layout.root.clone().into_bytes();
         self.call(|c| revision_of(c, root.clone()))
             .map_err(|f| self.error(f, None))
     }
 
     /// The storage error of a failed call that read at `at`.
-    fn error(&self, failure: Failure, at: Option<Revision>) -> StorageError {
+    pub(crate) fn error(&self, failure: Failure, at: Option<Revision>) -> StorageError {
         match (failure, at) {
             (Failure::Compacted, Some(r)) => {
                 let oldest = self.log.lock().oldest().max(r + 1);
@@ -352,7 +391,7 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
     }
 
     /// Checks a read's revision against the oldest one.
-    fn check_at(&self, at: Option<Revision>) -> Result<()> {
+    pub(crate) fn check_at(&self, at: Option<Revision>) -> Result<()> {
         let oldest = self.log.lock().oldest();
         match at {
             Some(r) if r < oldest => Err(StorageError::Gone {
@@ -363,7 +402,7 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
         }
     }
 
-    fn decode(&self, kv: &KeyValue) -> Result<Versioned<V>> {
+    pub(crate) fn decode(&self, kv: &KeyValue) -> Result<Versioned<V>> {
         version(&*self.codec, kv).map_err(|e| {
             unavailable(format!(
                 "undecodable value at {}: {e}",
@@ -372,174 +411,15 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
         })
     }
 
-    fn encode(&self, value: &V) -> Vec<u8> {
+    pub(crate) fn encode(&self, value: &V) -> Vec<u8> {
         let mut bytes = Vec::new();
         self.codec.encode(value, &mut bytes);
         bytes
     }
-
-    /// Runs a write transaction; returns its response and the write's revision once the watch
-    /// log has it.
-    fn transact(&self, txn: Txn) -> Result<TxnResponse> {
-        let response = self
-            .call(|mut c| {
-                let txn = txn.clone();
-                async move { c.txn(txn).await }
-            })
-            .map_err(|f| self.error(f, None))?;
-        if response.succeeded() {
-            self.log
-                .wait_seen(header_revision(response.header()), self.timeout);
-        }
-        Ok(response)
-    }
-
-    /// The error of an update or delete whose transaction failed: what its read-back found.
-    fn precondition_error(
-        &self,
-        key: &Key,
-        expected: Option<Revision>,
-        response: &TxnResponse,
-    ) -> StorageError {
-        let found = response.op_responses().into_iter().find_map(|r| match r {
-            TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.mod_revision() as Revision),
-            _ => None,
-        });
-        match (found, expected) {
-            (Some(actual), Some(expected)) => StorageError::Conflict {
-                key: key.clone(),
-                expected,
-                actual,
-            },
-            _ => StorageError::NotFound { key: key.clone() },
-        }
-    }
-
-    /// The conditions of an update or delete: the key exists and, when given, has the
-    /// expected mod revision.
-    fn conditions(raw: &[u8], expected: Option<Revision>) -> Vec<Compare> {
-        let mut when = vec![Compare::version(raw.to_vec(), CompareOp::Greater, 0)];
-        if let Some(e) = expected {
-            when.push(Compare::mod_revision(
-                raw.to_vec(),
-                CompareOp::Equal,
-                e as i64,
-            ));
-        }
-        when
-    }
-
-    /// The version a successful put or delete of `key` replaced: the previous version of the
-    /// log's event at the write's revision (`transact` waited for it), else the one in the
-    /// write's response, decoded.
-    fn replaced(&self, key: &Key, response: &TxnResponse) -> Result<Versioned<V>> {
-        let revision = header_revision(response.header());
-        let logged = self.log.lock().event_at(revision, key);
-        if let Some(prev) = logged.and_then(|e| e.prev.clone()) {
-            return Ok(prev);
-        }
-        let prev = response.op_responses().into_iter().find_map(|r| match r {
-            TxnOpResponse::Put(p) => p.prev_key().cloned(),
-            TxnOpResponse::Delete(d) => d.prev_kvs().first().cloned(),
-            _ => None,
-        });
-        match prev {
-            Some(kv) => self.decode(&kv),
-            None => Err(unavailable("the write's response has no previous version")),
-        }
-    }
-
-    /// A page of a list: ranges of the prefix's etcd keys at one revision (the first one's,
-    /// when the options name none), skipping the keys that are not the prefix's, until the
-    /// page holds `limit` items and one more shows that more follow.
-    fn list_page(&self, prefix: &Prefix, options: &ListOptions) -> Result<ListPage<V>> {
-        let (mut start, end) = self.layout.range(prefix);
-        if let Some(after) = &options.continue_after {
-            let mut next = self.layout.key(after);
-            next.push(0);
-            start = start.max(next);
-        }
-        let mut at = options.at;
-        let mut queried = false;
-        let mut items = Vec::new();
-        let want = if options.limit == 0 {
-            usize::MAX
-        } else {
-            options.limit + 1
-        };
-        while start < end && items.len() < want {
-            let batch = want.saturating_sub(items.len()).min(1000) as i64;
-            let get = GetOptions::new()
-                .with_range(end.clone())
-                .with_revision(at.unwrap_or(0) as i64)
-                .with_limit(batch);
-            let mut response = self
-                .call(|mut c| {
-                    let (from, get) = (start.clone(), get.clone());
-                    async move { c.get(from, Some(get)).await }
-                })
-                .map_err(|f| self.error(f, at))?;
-            queried = true;
-            at = Some(at.unwrap_or(header_revision(response.header())));
-            let more = response.more();
-            let kvs = response.take_kvs();
-            if let Some(last) = kvs.last() {
-                start = last.key().to_vec();
-                start.push(0);
-            }
-            for kv in &kvs {
-                if let Some(key) = self.layout.parse(kv.key()).filter(|k| prefix.contains(k)) {
-                    items.push((key, self.decode(kv)?));
-                }
-            }
-            if !more {
-                break;
-            }
-        }
-        let continue_after = if items.len() > options.limit && options.limit != 0 {
-            items.truncate(options.limit);
-            items.last().map(|(k, _)| k.clone())
-        } else {
-            None
-        };
-        let revision = match at {
-            Some(r) if queried => r,
-            // Nothing was read (the page starts past the prefix's range): check the revision.
-            at => self.unread_revision(at)?,
-        };
-        Ok(ListPage {
-            items,
-            revision,
-            continue_after,
-        })
-    }
-
-    /// The revision of a read that asked etcd nothing: `at` if etcd has reached it, else the
-    /// current one.
-    fn unread_revision(&self, at: Option<Revision>) -> Result<Revision> {
-        let current = self.etcd_revision()?;
-        match at {
-            Some(r) if r > current => Err(StorageError::FutureRevision {
-                requested: r,
-                current,
-            }),
-            at => Ok(at.unwrap_or(current)),
-        }
-    }
-
-    /// Compacts etcd at `revision` and the log with it.
-    fn compact_at(&self, revision: Revision) -> Result<()> {
-        match self.call(|c| compact_etcd(c, revision)) {
-            Ok(_) | Err(Failure::Compacted) => {}
-            Err(f) => return Err(self.error(f, None)),
-        }
-        self.log.compact(revision);
-        Ok(())
-    }
 }
 
 /// etcd's current revision: the header's of a count-only read of `key`.
-async fn revision_of(
+pub(crate) async fn revision_of(
     mut client: Client,
     key: Vec<u8>,
 ) -> std::result::Result<Revision, etcd_client::Error> {
@@ -548,16 +428,8 @@ async fn revision_of(
     Ok(header_revision(response.header()))
 }
 
-/// Compacts etcd's history up to `revision`.
-async fn compact_etcd(
-    mut client: Client,
-    revision: Revision,
-) -> std::result::Result<(), etcd_client::Error> {
-    client.compact(revision as i64, None).await.map(|_| ())
-}
-
 /// The revision of a response's header.
-fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Revision {
+pub(crate) fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Revision {
     header.map_or(0, |h| h.revision()) as Revision
 }
 
@@ -595,32 +467,6 @@ fn block<T: Send + 'static>(
     rx.recv().unwrap_or(Err(Blocked::Stopped))
 }
 
-/// kube-apiserver's compactor: every interval, compact at the revision the previous interval
-/// ended at, so one interval of history stays watchable.
-struct Compactor<V> {
-    client: Client,
-    log: Arc<Log<V>>,
-}
-
-impl<V> Compactor<V> {
-    async fn run(self, interval: Duration) {
-        let mut last: Option<Revision> = None;
-        loop {
-            tokio::time::sleep(interval).await;
-            let Ok(now) = revision_of(self.client.clone(), b"/".to_vec()).await else {
-                continue;
-            };
-            if let Some(revision) = last.filter(|r| *r > self.log.lock().oldest()) {
-                match compact_etcd(self.client.clone(), revision).await {
-                    Ok(_) => self.log.compact(revision),
-                    Err(e) => eprintln!("kubeplane storage: etcd compaction at {revision}: {e}"),
-                }
-            }
-            last = Some(now);
-        }
-    }
-}
-
 impl<V: Clone + Send + Sync + 'static> Storage<V> for EtcdStorage<V> {
     fn current_revision(&self) -> Revision {
         match self.etcd_revision() {
@@ -652,80 +498,15 @@ impl<V: Clone + Send + Sync + 'static> Storage<V> for EtcdStorage<V> {
     }
 
     fn create(&self, key: &Key, value: V) -> Result<Arc<Event<V>>> {
-        let raw = self.layout.key(key);
-        let txn = Txn::new()
-            .when(vec![Compare::mod_revision(
-                raw.clone(),
-                CompareOp::Equal,
-                0,
-            )])
-            .and_then(vec![TxnOp::put(raw, self.encode(&value), None)]);
-        let response = self.transact(txn)?;
-        if !response.succeeded() {
-            return Err(StorageError::AlreadyExists { key: key.clone() });
-        }
-        let revision = header_revision(response.header());
-        Ok(Arc::new(Event {
-            kind: EventKind::Added,
-            key: key.clone(),
-            revision,
-            current: Some(Versioned {
-                value,
-                create_revision: revision,
-                mod_revision: revision,
-            }),
-            prev: None,
-        }))
+        self.create_key(key, value)
     }
 
     fn update(&self, key: &Key, value: V, expected: Option<Revision>) -> Result<Arc<Event<V>>> {
-        let raw = self.layout.key(key);
-        let put = PutOptions::new().with_prev_key();
-        let txn = Txn::new()
-            .when(Self::conditions(&raw, expected))
-            .and_then(vec![TxnOp::put(
-                raw.clone(),
-                self.encode(&value),
-                Some(put),
-            )])
-            .or_else(vec![TxnOp::get(raw, None)]);
-        let response = self.transact(txn)?;
-        if !response.succeeded() {
-            return Err(self.precondition_error(key, expected, &response));
-        }
-        let revision = header_revision(response.header());
-        let prev = self.replaced(key, &response)?;
-        Ok(Arc::new(Event {
-            kind: EventKind::Modified,
-            key: key.clone(),
-            revision,
-            current: Some(Versioned {
-                value,
-                create_revision: prev.create_revision,
-                mod_revision: revision,
-            }),
-            prev: Some(prev),
-        }))
+        self.update_key(key, value, expected)
     }
 
     fn delete(&self, key: &Key, expected: Option<Revision>) -> Result<Arc<Event<V>>> {
-        let raw = self.layout.key(key);
-        let delete = DeleteOptions::new().with_prev_key();
-        let txn = Txn::new()
-            .when(Self::conditions(&raw, expected))
-            .and_then(vec![TxnOp::delete(raw.clone(), Some(delete))])
-            .or_else(vec![TxnOp::get(raw, None)]);
-        let response = self.transact(txn)?;
-        if !response.succeeded() {
-            return Err(self.precondition_error(key, expected, &response));
-        }
-        Ok(Arc::new(Event {
-            kind: EventKind::Deleted,
-            key: key.clone(),
-            revision: header_revision(response.header()),
-            current: None,
-            prev: Some(self.replaced(key, &response)?),
-        }))
+        self.delete_key(key, expected)
     }
 
     fn watch(&self, prefix: &Prefix, from: Option<Revision>) -> Result<Box<dyn Watcher<V>>> {

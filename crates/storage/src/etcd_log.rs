@@ -213,13 +213,15 @@ fn convert<V: 'static>(
     }
 }
 
-/// A stored version of an etcd key-value.
+/// A stored version of an etcd key-value, stamped with its mod revision ([`Codec::stamp`]).
 pub(crate) fn version<V: 'static>(
     codec: &dyn Codec<V>,
     kv: &KeyValue,
 ) -> std::result::Result<Versioned<V>, String> {
+    let mut value = codec.decode(kv.value())?;
+    codec.stamp(&mut value, kv.mod_revision() as Revision);
     Ok(Versioned {
-        value: codec.decode(kv.value())?,
+        value,
         create_revision: kv.create_revision() as Revision,
         mod_revision: kv.mod_revision() as Revision,
     })

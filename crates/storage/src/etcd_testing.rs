@@ -55,7 +55,19 @@ struct Member {
     name: String,
     client: u16,
     peer: u16,
+    /// Plain-HTTP `/health` and `/metrics` (`--listen-metrics-urls`) of a TLS cluster.
+    metrics: u16,
     child: Option<Child>,
+}
+
+/// The PEM files of a cluster that serves clients over TLS and requires client certificates.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// The CA that signed the members' and the clients' certificates.
+    pub ca: PathBuf,
+    /// The members' serving certificate (for `127.0.0.1`) and its key.
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// Loopback etcd members in a temporary directory, stopped (killed) and removed when dropped.
@@ -63,11 +75,22 @@ pub struct EtcdCluster {
     binary: PathBuf,
     dir: PathBuf,
     members: Vec<Member>,
+    tls: Option<TlsFiles>,
 }
 
 impl EtcdCluster {
     /// Starts `size` members forming one cluster and waits until each answers `/health`.
     pub fn start(binary: &Path, size: usize) -> EtcdCluster {
+        EtcdCluster::start_with(binary, size, None)
+    }
+
+    /// [`EtcdCluster::start`] with `https://` client URLs served with `tls`'s certificate and
+    /// client certificates required (`--client-cert-auth`, signed by `tls`'s CA).
+    pub fn start_tls(binary: &Path, size: usize, tls: TlsFiles) -> EtcdCluster {
+        EtcdCluster::start_with(binary, size, Some(tls))
+    }
+
+    fn start_with(binary: &Path, size: usize, tls: Option<TlsFiles>) -> EtcdCluster {
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("kubeplane-etcd-{}-{n}", std::process::id()));
@@ -78,6 +101,7 @@ impl EtcdCluster {
                 name: format!("m{i}"),
                 client: free_port(),
                 peer: free_port(),
+                metrics: free_port(),
                 child: None,
             })
             .collect();
@@ -85,6 +109,7 @@ impl EtcdCluster {
             binary: binary.to_path_buf(),
             dir,
             members,
+            tls,
         };
         for i in 0..size {
             cluster.run_member(i);
@@ -105,15 +130,29 @@ impl EtcdCluster {
         let m = &self.members[i];
         let log = std::fs::File::create(self.dir.join(format!("{}.log", m.name)))
             .expect("create the etcd log");
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        if let Some(tls) = &self.tls {
+            command
+                .arg("--cert-file")
+                .arg(&tls.cert)
+                .arg("--key-file")
+                .arg(&tls.key)
+                .arg("--trusted-ca-file")
+                .arg(&tls.ca)
+                .arg("--client-cert-auth")
+                .arg("--listen-metrics-urls")
+                .arg(format!("http://127.0.0.1:{}", m.metrics));
+        }
+        let client_url = format!("{}://127.0.0.1:{}", self.scheme(), m.client);
+        let child = command
             .arg("--name")
             .arg(&m.name)
             .arg("--data-dir")
             .arg(self.dir.join(&m.name))
             .arg("--listen-client-urls")
-            .arg(format!("http://127.0.0.1:{}", m.client))
+            .arg(&client_url)
             .arg("--advertise-client-urls")
-            .arg(format!("http://127.0.0.1:{}", m.client))
+            .arg(&client_url)
             .arg("--listen-peer-urls")
             .arg(format!("http://127.0.0.1:{}", m.peer))
             .arg("--initial-advertise-peer-urls")
@@ -134,8 +173,14 @@ impl EtcdCluster {
 
     /// Waits up to 30 s until member `i` reports itself healthy.
     pub fn wait_healthy(&self, i: usize) {
+        let m = &self.members[i];
+        let port = if self.tls.is_some() {
+            m.metrics
+        } else {
+            m.client
+        };
         for _ in 0..300 {
-            if health(self.members[i].client) {
+            if health(port) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -199,8 +244,15 @@ impl EtcdCluster {
     pub fn endpoints(&self) -> Vec<String> {
         self.members
             .iter()
-            .map(|m| format!("http://127.0.0.1:{}", m.client))
+            .map(|m| format!("{}://127.0.0.1:{}", self.scheme(), m.client))
             .collect()
+    }
+
+    fn scheme(&self) -> &'static str {
+        match self.tls {
+            Some(_) => "https",
+            None => "http",
+        }
     }
 }
 

@@ -33,6 +33,13 @@ pub trait Codec<V>: Send + Sync + 'static {
 
     /// The value `bytes` encode; an error when they are not one.
     fn decode(&self, bytes: &[u8]) -> Result<V, String>;
+
+    /// Records in `value` the revision that produced it, for values that carry their own
+    /// (a Kubernetes object's resourceVersion is its etcd mod revision, which kube-apiserver
+    /// sets on every object it reads from etcd rather than storing it). The etcd-backed
+    /// storage calls it on every value it reads or writes, so that values written by other
+    /// processes carry the revision etcd gave them. Nothing by default.
+    fn stamp(&self, _value: &mut V, _revision: crate::api::Revision) {}
 }
 
 /// The bytes of a key: its resource, namespace and name separated by NUL, which none of them

@@ -94,10 +94,13 @@
 mod api;
 mod durable;
 mod etcd;
+mod etcd_compact;
 mod etcd_health;
+mod etcd_list;
 mod etcd_log;
 #[cfg(any(test, feature = "testing"))]
 pub mod etcd_testing;
+mod etcd_txn;
 mod journal;
 mod key;
 mod memory;
@@ -108,7 +111,7 @@ pub use api::{
     Watcher,
 };
 pub use durable::{DurableError, DurableStorage, DATABASE_FILE};
-pub use etcd::{EtcdConfig, EtcdStorage};
+pub use etcd::{EtcdConfig, EtcdStorage, EtcdTls};
 pub use etcd_log::EtcdWatcher;
 pub use journal::Codec;
 pub use key::{Key, Prefix};
