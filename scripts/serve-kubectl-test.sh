@@ -7,6 +7,7 @@
 # namespace, deployment, configmap, secret, service, job, cronjob), with each kubectl given.
 #
 #   scripts/serve-kubectl-test.sh KUBEPLANE KUBECTL...
+#   STORY_ETCD=path/to/etcd scripts/serve-kubectl-test.sh ...   # the objects in etcd
 #
 # Each kubectl gets its own server (loopback, a free port, stopped at the end). Exit 1 on the
 # first failed check, naming it.
@@ -28,11 +29,26 @@ story() {
   local k=$1
   tmp=$(mktemp -d)
   kc_version=$("$k" version --client -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["gitVersion"])')
-  "$bin" serve --listen 127.0.0.1:0 --kubeconfig-out "$tmp/kubeconfig" --data-dir "$tmp/data" \
+  local store=()
+  if [ -n "${STORY_ETCD:-}" ]; then
+    # The objects in a one-member etcd of the story's own (upstream's binary, $STORY_ETCD).
+    local ports; ports=$(python3 -c 'import socket
+for _ in range(2):
+    s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()' | tr '\n' ' ')
+    read -r cport pport <<<"$ports"
+    "$STORY_ETCD" --data-dir "$tmp/etcd" --listen-client-urls "http://127.0.0.1:$cport" \
+      --advertise-client-urls "http://127.0.0.1:$cport" --listen-peer-urls "http://127.0.0.1:$pport" \
+      --initial-advertise-peer-urls "http://127.0.0.1:$pport" --initial-cluster "default=http://127.0.0.1:$pport" \
+      >"$tmp/etcd.log" 2>&1 &
+    etcd_pid=$!
+    for _ in $(seq 100); do curl -s "http://127.0.0.1:$cport/health" | grep -q true && break; sleep 0.1; done
+    store=(--etcd-servers "http://127.0.0.1:$cport")
+  fi
+  "$bin" serve --listen 127.0.0.1:0 --kubeconfig-out "$tmp/kubeconfig" --data-dir "$tmp/data" "${store[@]}" \
     "$here/tests/serve/cluster.yaml" 2>"$tmp/server.log" &
   server=$!
   # On return, and on a failed check's exit too (a RETURN trap does not run on exit).
-  trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$tmp"' RETURN EXIT
+  trap 'kill $server ${etcd_pid:-} 2>/dev/null; wait $server ${etcd_pid:-} 2>/dev/null; rm -rf "$tmp"' RETURN EXIT
   for _ in $(seq 100); do [ -s "$tmp/kubeconfig" ] && break; sleep 0.1; done
   [ -s "$tmp/kubeconfig" ] || fail "the server wrote no kubeconfig: $(cat "$tmp/server.log")"
   export KUBECONFIG=$tmp/kubeconfig
@@ -121,4 +137,4 @@ story() {
   "$k" get pods -A >/dev/null 2>&1 || fail "the server stopped answering"
 }
 for k in "$@"; do story "$k"; done
-echo "kubectl story: passed with $# kubectl build(s)"
+echo "kubectl story${STORY_ETCD:+ on etcd}: passed with $# kubectl build(s)"

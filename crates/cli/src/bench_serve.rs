@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kubeplane_core::version::KubeVersion;
-use kubeplane_server::clock::ClockMode;
 use kubeplane_server::{Config, Handle};
 use kubeplane_sim::workloads;
 use rustls::pki_types::pem::PemObject;
@@ -135,27 +134,62 @@ impl Conn {
 }
 
 fn start(version: KubeVersion, objects: Vec<kubeplane_api::Object>) -> Result<Handle, String> {
-    start_in(version, objects, None)
+    start_in(version, objects, Place::Memory)
 }
 
-/// [`start`], keeping the state in `data_dir` (durable writes) when given.
+/// Where a benchmark's server keeps its state.
+#[derive(Clone, Debug)]
+enum Place {
+    Memory,
+    /// `--data-dir`: every write waits until it is on disk.
+    Dir(std::path::PathBuf),
+    /// `--etcd-servers`, under a prefix of the run's own.
+    Etcd(Vec<String>, String),
+}
+
+impl Place {
+    fn label(&self) -> &'static str {
+        match self {
+            Place::Memory => "",
+            Place::Dir(_) => "Durable",
+            Place::Etcd(..) => "Etcd",
+        }
+    }
+}
+
+/// The etcd the `-etcd` benchmarks use: `KUBEPLANE_BENCH_ETCD_SERVERS` (client URLs), each run
+/// under a key prefix of its own; `None` (the benchmark says it is skipped) without it.
+fn bench_etcd(what: &str) -> Option<Place> {
+    let Ok(urls) = std::env::var("KUBEPLANE_BENCH_ETCD_SERVERS") else {
+        println!("{what}: skipped (set KUBEPLANE_BENCH_ETCD_SERVERS to an etcd's client URLs)");
+        return None;
+    };
+    let servers = urls.split(',').map(str::to_string).collect();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    Some(Place::Etcd(servers, format!("/kubeplane-bench/{nanos}")))
+}
+
+/// [`start`], keeping the state where `place` says.
 fn start_in(
     version: KubeVersion,
     objects: Vec<kubeplane_api::Object>,
-    data_dir: Option<std::path::PathBuf>,
+    place: Place,
 ) -> Result<Handle, String> {
-    let config = Config {
+    let mut config = Config {
         listen: "127.0.0.1:0".parse().expect("an address"),
-        data_dir,
-        etcd_servers: None,
-        etcd_tls: None,
-        kubeconfig_out: None,
-        clock: ClockMode::Wall,
-        api_only: false,
-        controllers: Default::default(),
-        leader_election: None,
-        request_timeout: None,
+        ..Config::default()
     };
+    match place {
+        Place::Memory => {}
+        Place::Dir(dir) => config.data_dir = Some(dir),
+        Place::Etcd(servers, prefix) => {
+            config.etcd_servers = Some(servers);
+            config.etcd_prefix = Some(prefix);
+        }
+    }
     let scenario = kubeplane_sim::scenario::Scenario::for_version(Some(version));
     let input = workloads::input(objects, scenario);
     kubeplane_server::start(config, input).map_err(|e| e.to_string())
@@ -210,7 +244,15 @@ fn drive(
 
 /// API latency of create, get and list of ConfigMaps under 1, 16 and 64 concurrent clients.
 pub fn api_latency(version: KubeVersion, n: usize) -> Result<(), String> {
-    api_latency_in(version, n, None)
+    api_latency_in(version, n, Place::Memory)
+}
+
+/// [`api_latency`] on etcd (`KUBEPLANE_BENCH_ETCD_SERVERS`).
+pub fn api_latency_etcd(version: KubeVersion, n: usize) -> Result<(), String> {
+    match bench_etcd("ServeAPIEtcd") {
+        Some(place) => api_latency_in(version, n, place),
+        None => Ok(()),
+    }
 }
 
 /// [`api_latency`] with the state in a new data directory: every create waits until it is
@@ -218,18 +260,14 @@ pub fn api_latency(version: KubeVersion, n: usize) -> Result<(), String> {
 pub fn api_latency_durable(version: KubeVersion, n: usize) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("kubeplane-bench-durable-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let result = api_latency_in(version, n, Some(dir.clone()));
+    let result = api_latency_in(version, n, Place::Dir(dir.clone()));
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-fn api_latency_in(
-    version: KubeVersion,
-    n: usize,
-    data_dir: Option<std::path::PathBuf>,
-) -> Result<(), String> {
-    let durable = data_dir.is_some();
-    let h = start_in(version, Vec::new(), data_dir)?;
+fn api_latency_in(version: KubeVersion, n: usize, place: Place) -> Result<(), String> {
+    let label = place.label();
+    let h = start_in(version, Vec::new(), place)?;
     for clients in [1, 16, 64] {
         let ns = format!("c{clients}");
         let create = move |_: usize, i: usize| {
@@ -267,13 +305,8 @@ fn api_latency_in(
             ("list (100 of them)", &list, n / 10),
         ] {
             let (lat, wall) = drive(&h, clients, count, make)?;
-            let name = if durable {
-                "ServeAPIDurable"
-            } else {
-                "ServeAPI"
-            };
             println!(
-                "{name}/{verb}/{clients}Clients: {count} calls, {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms",
+                "ServeAPI{label}/{verb}/{clients}Clients: {count} calls, {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms",
                 count as f64 / wall,
                 percentile(&lat, 0.5),
                 percentile(&lat, 0.99)
@@ -286,7 +319,29 @@ fn api_latency_in(
 
 /// `n_pods` pods created through the API on `n_nodes` nodes until all are Running.
 pub fn pods_end_to_end(version: KubeVersion, n_nodes: usize, n_pods: usize) -> Result<(), String> {
-    let h = start(version, workloads::nodes(n_nodes))?;
+    pods_end_to_end_in(version, n_nodes, n_pods, Place::Memory)
+}
+
+/// [`pods_end_to_end`] on etcd (`KUBEPLANE_BENCH_ETCD_SERVERS`).
+pub fn pods_end_to_end_etcd(
+    version: KubeVersion,
+    n_nodes: usize,
+    n_pods: usize,
+) -> Result<(), String> {
+    match bench_etcd("ServePodsEtcd") {
+        Some(place) => pods_end_to_end_in(version, n_nodes, n_pods, place),
+        None => Ok(()),
+    }
+}
+
+fn pods_end_to_end_in(
+    version: KubeVersion,
+    n_nodes: usize,
+    n_pods: usize,
+    place: Place,
+) -> Result<(), String> {
+    let label = place.label();
+    let h = start_in(version, workloads::nodes(n_nodes), place)?;
     let body = |i: usize| {
         format!("{{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{{\"name\":\"p-{i}\"}},\"spec\":{{\"containers\":[{{\"name\":\"c\",\"image\":\"pause\",\"resources\":{{\"requests\":{{\"cpu\":\"10m\",\"memory\":\"10Mi\"}}}}}}]}}}}")
     };
@@ -322,7 +377,7 @@ pub fn pods_end_to_end(version: KubeVersion, n_nodes: usize, n_pods: usize) -> R
     }
     let wall = started.elapsed().as_secs_f64();
     println!(
-        "ServePods/{n_nodes}Nodes_{n_pods}Pods: {:.0} pods/s end to end (created in {created:.2} s, create p50 {:.2} ms, p99 {:.2} ms; all Running after {wall:.2} s), peak memory {:.0} MiB",
+        "ServePods{label}/{n_nodes}Nodes_{n_pods}Pods: {:.0} pods/s end to end (created in {created:.2} s, create p50 {:.2} ms, p99 {:.2} ms; all Running after {wall:.2} s), peak memory {:.0} MiB",
         n_pods as f64 / wall,
         percentile(&lat, 0.5),
         percentile(&lat, 0.99),
@@ -451,6 +506,16 @@ pub fn workloads(s: usize, v: KubeVersion) -> Vec<Workload> {
             about:
                 "kubeplane serve: 10,000 pods created through the API on 500 nodes until Running",
             run: Box::new(move || pods_end_to_end(v, 500 / s, 10000 / s)),
+        },
+        Workload {
+            name: "serve-api-etcd",
+            about: "kubeplane serve --etcd-servers $KUBEPLANE_BENCH_ETCD_SERVERS: create, get and list latency",
+            run: Box::new(move || api_latency_etcd(v, 2000 / s)),
+        },
+        Workload {
+            name: "serve-pods-etcd",
+            about: "kubeplane serve on etcd: 10,000 pods created through the API on 500 nodes until Running",
+            run: Box::new(move || pods_end_to_end_etcd(v, 500 / s, 10000 / s)),
         },
         Workload {
             name: "serve-watch",

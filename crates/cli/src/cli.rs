@@ -199,6 +199,10 @@ pub struct ServeArgs {
     /// under /registry) instead of memory or --data-dir.
     #[arg(long, value_name = "URL[,URL]")]
     pub etcd_servers: Option<String>,
+    /// The prefix of every key in etcd (kube-apiserver's flag): servers with different
+    /// prefixes keep separate clusters in one etcd.
+    #[arg(long, value_name = "PREFIX", default_value = "/registry")]
+    pub etcd_prefix: String,
     /// The CA (PEM) that signed the etcd members' certificates (with https:// URLs).
     #[arg(long, value_name = "PATH")]
     pub etcd_cafile: Option<PathBuf>,

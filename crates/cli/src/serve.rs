@@ -51,6 +51,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         data_dir: args.data_dir,
         etcd_servers: flags.etcd_servers,
         etcd_tls: flags.etcd_tls,
+        etcd_prefix: Some(args.etcd_prefix.clone()),
         kubeconfig_out: args.kubeconfig_out,
         clock: flags.clock,
         api_only: args.api_only,

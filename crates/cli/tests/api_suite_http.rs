@@ -2,7 +2,8 @@
 //! `kubeplane serve --api-only` (in this process, on a free loopback port, stopped when the
 //! case ends) and the live runtime's client, which speaks to it through kube-rs. So the
 //! server's handlers and the live client are held to the same cases as the in-memory
-//! registry, the durable storage and etcd (`crates/registry/tests`).
+//! registry, the durable storage and etcd (`crates/registry/tests`), in memory and on a real
+//! etcd (each case under a key prefix of its own, `--etcd-prefix`).
 
 mod support;
 
@@ -41,14 +42,26 @@ fn empty_input() -> kubeplane_sim::scenario::Input {
 
 /// Serves an empty cluster with no control plane and connects the live client to it.
 fn served() -> Http {
+    served_on(None)
+}
+
+/// [`served`], keeping the objects in etcd at `etcd` (client URLs) under a key prefix of the
+/// case's own, so that each case starts from an empty cluster.
+fn served_on(etcd: Option<&[String]>) -> Http {
+    static CASE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let kubeconfig = dir.path().join("kubeconfig");
-    let config = Config {
+    let mut config = Config {
         listen: "127.0.0.1:0".parse().expect("an address"),
         kubeconfig_out: Some(kubeconfig.clone()),
         api_only: true,
         ..Config::default()
     };
+    if let Some(servers) = etcd {
+        let case = CASE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        config.etcd_servers = Some(servers.to_vec());
+        config.etcd_prefix = Some(format!("/suite-{}-{case}", std::process::id()));
+    }
     let server = kubeplane_server::start(config, empty_input()).expect("the server starts");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -82,6 +95,17 @@ impl Client for Http {
 #[test]
 fn the_api_suite_passes_over_https_through_the_live_client() {
     kubeplane_api::suite::run_all(&|| Box::new(served()));
+}
+
+#[test]
+fn the_api_suite_passes_over_https_on_etcd() {
+    use kubeplane_storage::etcd_testing::{etcd_or_skip, EtcdCluster};
+    let Some(binary) = etcd_or_skip("the API suite over HTTPS on etcd") else {
+        return;
+    };
+    let etcd = EtcdCluster::start(&binary, 1);
+    let servers = etcd.endpoints();
+    kubeplane_api::suite::run_all(&|| Box::new(served_on(Some(&servers))));
 }
 
 #[test]

@@ -146,10 +146,12 @@ fn the_man_page_is_roff_with_a_section_per_subcommand() {
     assert!(page.contains("\\-\\-explain"));
 }
 
-const BENCHMARKS: [&str; 19] = [
+const BENCHMARKS: [&str; 21] = [
     "serve-api",
     "serve-api-durable",
     "serve-pods",
+    "serve-api-etcd",
+    "serve-pods-etcd",
     "serve-watch",
     "serve-list",
     "scheduling-basic-10k",

@@ -73,6 +73,8 @@ pub struct Config {
     pub etcd_servers: Option<Vec<String>>,
     /// TLS to etcd (`--etcd-cafile`, `--etcd-certfile`, `--etcd-keyfile`), for `https://` URLs.
     pub etcd_tls: Option<EtcdTls>,
+    /// The prefix of every etcd key (`--etcd-prefix`; `/registry` unless set).
+    pub etcd_prefix: Option<String>,
     pub kubeconfig_out: Option<PathBuf>,
     pub clock: ClockMode,
     /// Serve the API alone: no scheduler, controllers or node agents run inside (`--api-only`).
@@ -96,6 +98,7 @@ impl Default for Config {
             data_dir: None,
             etcd_servers: None,
             etcd_tls: None,
+            etcd_prefix: None,
             kubeconfig_out: None,
             clock: ClockMode::Wall,
             api_only: false,
@@ -185,6 +188,9 @@ fn open_storage(
             let mut etcd = kubeplane_storage::EtcdConfig::new(servers.clone());
             etcd.window = WATCH_WINDOW;
             etcd.tls = config.etcd_tls.clone();
+            if let Some(prefix) = &config.etcd_prefix {
+                etcd.prefix.clone_from(prefix);
+            }
             // Other servers may share this etcd: their UIDs and generated names must differ.
             StorageClient::etcd(&etcd, seed ^ leader::salt(), clock.api_clock())
                 .map_err(|e| ServeError::Runtime(e.to_string()))?
@@ -579,6 +585,9 @@ fn lead_while_elected(
 /// The etcd configuration of the elector's own connection: a short watch window, no compactor.
 fn elector_etcd(config: &Config) -> Option<kubeplane_storage::EtcdConfig> {
     let mut etcd = kubeplane_storage::EtcdConfig::new(config.etcd_servers.clone()?);
+    if let Some(prefix) = &config.etcd_prefix {
+        etcd.prefix.clone_from(prefix);
+    }
     etcd.window = 1000;
     etcd.compaction_interval = None;
     etcd.tls = config.etcd_tls.clone();
