@@ -10,7 +10,8 @@
 
 use std::sync::Arc;
 
-use kubeplane_api::Object;
+use kubeplane_api::types;
+use kubeplane_api::{DynamicObject, Object};
 use kubeplane_storage::{
     Codec, DurableStorage, EtcdStorage, Event, Key, MemoryStorage, Prefix, Revision, Storage,
     StorageError, Versioned, Watcher,
@@ -25,9 +26,28 @@ impl Codec<Object> for ObjectJson {
         serde_json::to_writer(out, &value.to_json()).expect("an object serializes to JSON");
     }
 
+    /// A custom resource is read as the type its definition was interned as (the definitions
+    /// read back are interned as they are read).
     fn decode(&self, bytes: &[u8]) -> Result<Object, String> {
         let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        Object::from_json(&value)
+        let field = |name: &str| value.get(name).and_then(Value::as_str).unwrap_or("");
+        let obj = match Object::from_json(&value) {
+            Ok(o) => o,
+            Err(e) => match types::interned(field("apiVersion"), field("kind")) {
+                Some(t) => Object::Other(Arc::new(
+                    DynamicObject::from_value(t, &value).map_err(|e| e.to_string())?,
+                )),
+                None => return Err(e),
+            },
+        };
+        if let Object::Other(o) = &obj {
+            if o.type_.kind == "CustomResourceDefinition" && o.type_.group == "apiextensions.k8s.io" {
+                if let Ok(def) = crate::validation::apiextensions::definition(o) {
+                    types::intern(&def.type_);
+                }
+            }
+        }
+        Ok(obj)
     }
 }
 

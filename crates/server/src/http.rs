@@ -191,19 +191,28 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
             None => status_response(&StatusError::not_found_path()),
         };
     }
-    let target = match parse_path(path) {
+    let target = match parse_path(path, &state.crds) {
         Ok(t) => t,
+        // A definition another server (sharing etcd) stored: read the definitions again.
+        Err(_) if path.starts_with("/apis/") => {
+            let st = state.clone();
+            let _ = tokio::task::spawn_blocking(move || crate::crds::refresh(&st)).await;
+            match parse_path(path, &state.crds) {
+                Ok(t) => t,
+                Err(e) => return status_response(&e),
+            }
+        }
         Err(e) => return status_response(&e),
     };
     let req = match target {
         Target::Discovery(segs) => {
             let root = segs.len() == 1;
             if let Some(v) = crate::aggregated::requested(&call.accept).filter(|_| root) {
-                let doc = crate::aggregated::served(segs[0] == "api", v);
+                let doc = crate::aggregated::served(segs[0] == "api", v, &state.crds);
                 let ct = crate::aggregated::content_type(v);
                 return respond(200, &ct, full(doc), &[]);
             }
-            return match crate::discovery::document(&segs, &state.address) {
+            return match crate::discovery::document(&segs, &state.address, &state.crds) {
                 Ok(d) => json_response(200, &d),
                 Err(e) => status_response(&e),
             };
@@ -220,9 +229,20 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         let render: crate::watch::Render = match table {
             Some(opts) => {
                 let st = state.clone();
-                Arc::new(move |o| crate::table::of_object(o, st.clock.timestamp(), &opts))
+                let r = req.clone();
+                Arc::new(move |o| crate::table::of_object(&r, o, st.clock.timestamp(), &opts))
             }
             None => Arc::new(|o| o.to_json()),
+        };
+        let render = if req.converts() {
+            let (from, to) = (req.kind.api_version(), req.api_version());
+            Arc::new(move |o: &kubeplane_api::Object| {
+                let mut v = render(o);
+                crate::crds::convert_value(&mut v, from, &to);
+                v
+            })
+        } else {
+            render
         };
         return match crate::watch::start(state.clone(), req, query, render) {
             Ok(rx) => {
@@ -233,7 +253,20 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         };
     }
     let st = state.clone();
-    let result = tokio::task::spawn_blocking(move || dispatch(&st, &call, &req, table)).await;
+    let result = tokio::task::spawn_blocking(move || {
+        let reply = dispatch(&st, &call, &req, table);
+        let custom = req.custom.is_some() || req.kind == crate::crds::crd_kind();
+        if custom && call.method != Method::GET && reply.is_ok() {
+            crate::crds::refresh(&st);
+        }
+        reply.map(|mut r| {
+            if req.converts() {
+                r.body = crate::crds::convert_body(r.body, req.kind.api_version(), &req.api_version());
+            }
+            r
+        })
+    })
+    .await;
     let reply = match result {
         Ok(r) => r,
         Err(_) => Err(StatusError::new(
@@ -293,7 +326,7 @@ fn dispatch(
         ("GET", true) => match table {
             Some(opts) if req.subresource.is_none() => {
                 let obj = handlers::read(state, &handlers::key_of(req)?)?;
-                let t = crate::table::of_object(&obj, state.clock.timestamp(), &opts);
+                let t = crate::table::of_object(req, &obj, state.clock.timestamp(), &opts);
                 Ok(Reply::json(200, &t))
             }
             _ => handlers::get(state, req),
@@ -301,14 +334,28 @@ fn dispatch(
         ("GET", false) => match table {
             Some(opts) => {
                 let page = crate::list::list(state, req, q)?;
-                let t = crate::table::of_page(req.kind, &page, state.clock.timestamp(), &opts);
+                let t = crate::table::of_page(req, &page, state.clock.timestamp(), &opts);
                 Ok(Reply::json(200, &t))
             }
             None => handlers::list(state, req, q),
         },
+        ("POST", _) if req.custom.as_ref().is_some_and(|c| c.terminating) => {
+            Err(StatusError::new(
+                405,
+                "MethodNotAllowed",
+                format!("create not allowed while custom resource definition is terminating"),
+            ))
+        }
         ("POST", _) => handlers::create(state, req, q, &parsed()?),
         ("PUT", true) => handlers::update(state, req, q, &parsed()?),
         ("PATCH", true) => crate::patch::patch(state, req, q, content_type, body),
+        ("DELETE", true) if req.kind == crate::crds::crd_kind() && req.subresource.is_none() => {
+            let body = optional()?;
+            if !handlers::is_dry_run(body.as_ref(), q)? {
+                crate::crds::before_delete(state, &handlers::key_of(req)?)?;
+            }
+            handlers::delete(state, req, q, body.as_ref())
+        }
         ("DELETE", true) => handlers::delete(state, req, q, optional()?.as_ref()),
         ("DELETE", false) => handlers::delete_collection(state, req, q, optional()?.as_ref()),
         (m, _) => Err(StatusError::method_not_allowed(m, req.kind.as_str())),

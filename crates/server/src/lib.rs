@@ -15,6 +15,7 @@
 
 pub mod aggregated;
 pub mod clock;
+pub mod crds;
 pub mod discovery;
 pub mod events;
 pub mod fields;
@@ -100,7 +101,13 @@ fn load(client: &mut StorageClient, input: &mut Input) -> Result<(), ServeError>
             .map_err(|e| ServeError::Runtime(e.to_string()))?;
     }
     for o in std::mem::take(&mut input.objects) {
-        let obj = o.object;
+        let mut obj = o.object;
+        if let Object::Other(d) = &mut obj {
+            // A custom resource is stored at its definition's storage version.
+            if d.api_version != d.type_.api_version {
+                Arc::make_mut(d).api_version = d.type_.api_version.to_string();
+            }
+        }
         let result = match client.create(obj.clone()) {
             Err(ApiError::AlreadyExists { .. }) if obj.kind() == Kind::Namespace => {
                 client.update(obj).map(|_| ())
@@ -334,6 +341,7 @@ async fn serve(
         version,
         address.clone(),
     );
+    crds::refresh(&state);
     let mut control_plane = ControlPlane::new(
         state.client(),
         p.scheduler,

@@ -31,6 +31,8 @@ pub struct State {
     requests: Mutex<BTreeMap<(String, String, u16), u64>>,
     /// The components' counters, as the control plane last published them.
     pub component_metrics: Mutex<Vec<(String, u64)>>,
+    /// The custom resource types served, from the stored CustomResourceDefinitions.
+    pub crds: crate::crds::CustomResources,
 }
 
 impl State {
@@ -51,6 +53,7 @@ impl State {
             stopping: AtomicBool::new(false),
             requests: Mutex::new(BTreeMap::new()),
             component_metrics: Mutex::new(Vec::new()),
+            crds: Default::default(),
         })
     }
 
