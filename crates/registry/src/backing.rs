@@ -33,12 +33,16 @@ impl Codec<Object> for ObjectJson {
         let field = |name: &str| value.get(name).and_then(Value::as_str).unwrap_or("");
         let obj = match Object::from_json(&value) {
             Ok(o) => o,
-            Err(e) => match types::interned(field("apiVersion"), field("kind")) {
-                Some(t) => Object::Other(Arc::new(
+            Err(e) => {
+                let (api_version, kind) = (field("apiVersion"), field("kind"));
+                let t = match types::interned(api_version, kind) {
+                    Some(t) => t,
+                    None => provisional(&value, api_version, kind).ok_or(e)?,
+                };
+                Object::Other(Arc::new(
                     DynamicObject::from_value(t, &value).map_err(|e| e.to_string())?,
-                )),
-                None => return Err(e),
-            },
+                ))
+            }
         };
         if let Object::Other(o) = &obj {
             if o.type_.kind == "CustomResourceDefinition" && o.type_.group == "apiextensions.k8s.io" {
@@ -49,6 +53,34 @@ impl Codec<Object> for ObjectJson {
         }
         Ok(obj)
     }
+}
+
+/// A custom resource read back before its definition (a durable storage recovers in key
+/// order): a type guessed from the object alone (plural: the lowercased kind plus `s`; scope:
+/// whether it has a namespace), so that the storage opens; the object gets its definition's
+/// type when it is next written.
+fn provisional(
+    value: &Value,
+    api_version: &str,
+    kind: &str,
+) -> Option<&'static types::ResourceType> {
+    let (group, version) = api_version.split_once('/')?;
+    if !group.contains('.') || kind.is_empty() {
+        return None;
+    }
+    let namespaced = value
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    Some(types::intern(&types::CustomType {
+        group: group.to_string(),
+        version: version.to_string(),
+        kind: kind.to_string(),
+        plural: format!("{}s", kind.to_lowercase()),
+        namespaced,
+        short_names: Vec::new(),
+        status_subresource: false,
+    }))
 }
 
 /// The storage under a client.

@@ -166,6 +166,14 @@ fn stored_definitions(state: &State) -> Vec<Arc<DynamicObject>> {
 /// Rebuilds the served types from the stored definitions, then sets the conditions of new
 /// definitions and finishes the deletion of terminating ones.
 pub fn refresh(state: &State) {
+    if reconcile(state) {
+        // A definition's cleanup finished: it is gone now.
+        reconcile(state);
+    }
+}
+
+/// One rebuild and the writes it calls for; whether a definition's deletion finished.
+fn reconcile(state: &State) -> bool {
     let crds = stored_definitions(state);
     let mut served = Vec::new();
     for crd in &crds {
@@ -180,9 +188,10 @@ pub fn refresh(state: &State) {
         }));
     }
     state.crds.set(served.clone());
+    let mut removed = false;
     for (crd, s) in crds.iter().zip(served.iter()) {
         if s.terminating {
-            cleanup(state, crd, s);
+            removed |= cleanup(state, crd, s);
         } else if let Some(status) = wanted_status(crd, s, state) {
             let mut o = (**crd).clone();
             o.fields.insert("status".into(), status);
@@ -190,6 +199,7 @@ pub fn refresh(state: &State) {
             let _ = state.write(|c| c.update_status(Object::Other(Arc::new(o))));
         }
     }
+    removed
 }
 
 /// The status upstream's naming and establishing controllers give a definition, when the
@@ -254,8 +264,8 @@ fn instances(state: &State, s: &Served) -> Vec<Object> {
 }
 
 /// The cleanup finalizer's work for a terminating definition: delete its custom resources;
-/// once none is left, remove the finalizer (which removes the definition).
-fn cleanup(state: &State, crd: &DynamicObject, s: &Served) {
+/// once none is left, remove the finalizer (which removes the definition). Whether it did.
+fn cleanup(state: &State, crd: &DynamicObject, s: &Served) -> bool {
     let left = instances(state, s);
     for o in &left {
         if o.meta().deletion_timestamp.is_none() {
@@ -263,11 +273,11 @@ fn cleanup(state: &State, crd: &DynamicObject, s: &Served) {
         }
     }
     if !instances(state, s).is_empty() {
-        return;
+        return false;
     }
     let finalizers = crd.metadata.finalizers.clone().unwrap_or_default();
     if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
-        return;
+        return false;
     }
     let mut o = crd.clone();
     o.metadata.finalizers = Some(
@@ -276,7 +286,9 @@ fn cleanup(state: &State, crd: &DynamicObject, s: &Served) {
             .filter(|f| f != CLEANUP_FINALIZER)
             .collect(),
     );
-    let _ = state.write(|c| c.update(Object::Other(Arc::new(o))));
+    state
+        .write(|c| c.update(Object::Other(Arc::new(o))))
+        .is_ok()
 }
 
 /// Before a definition is deleted: upstream's deletion adds the cleanup finalizer, so the
