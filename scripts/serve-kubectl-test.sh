@@ -135,7 +135,8 @@ crd_story() { # a CustomResourceDefinition and its custom resources
     "$("$k" patch widget small --type strategic -p '{"spec":{"color":"x"}}' -v=6 2>&1 | grep -o 'UnsupportedMediaType\|415' | head -1 | sed 's/415/UnsupportedMediaType/')"
   check "delete crd" 'customresourcedefinition.apiextensions.k8s.io "widgets.example.com" deleted' \
     "$("$k" delete crd widgets.example.com --timeout=30s 2>&1)"
-  check "the custom resources went with it" "the server doesn't have a resource type" "$("$k" get widgets 2>&1)"
+  check "the custom resources are no longer served" "the server could not find the requested resource" \
+    "$("$k" get --raw /apis/example.com/v1/namespaces/default/widgets 2>&1)"
 }
 for k in "$@"; do story "$k"; done
 echo "kubectl story: passed with $# kubectl build(s)"
