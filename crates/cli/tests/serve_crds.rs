@@ -123,10 +123,19 @@ async fn a_definition_created_through_the_api_serves_its_resources_with_every_ve
     let v1: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &widgets("v1"));
     let beta: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), "default", &widgets("v1beta1"));
-    let created = v1.create(&PostParams::default(), &widget("w1", 3)).await.unwrap();
-    assert_eq!(created.data["spec"], json!({"size": 3, "replicas": 1}), "pruned");
+    let created = v1
+        .create(&PostParams::default(), &widget("w1", 3))
+        .await
+        .unwrap();
+    assert_eq!(
+        created.data["spec"],
+        json!({"size": 3, "replicas": 1}),
+        "pruned"
+    );
     assert_eq!(created.metadata.generation, Some(1));
-    v1.create(&PostParams::default(), &widget("w2", 5)).await.unwrap();
+    v1.create(&PostParams::default(), &widget("w2", 5))
+        .await
+        .unwrap();
     let read = beta.get("w1").await.unwrap();
     assert_eq!(
         read.types.unwrap().api_version,
@@ -142,9 +151,14 @@ async fn a_definition_created_through_the_api_serves_its_resources_with_every_ve
     };
     let all = v1.list(&ListParams::default()).await.unwrap();
     assert_eq!(names(all.clone()), ["w1", "w2"]);
-    let by_label = v1.list(&ListParams::default().labels("size=5")).await.unwrap();
+    let by_label = v1
+        .list(&ListParams::default().labels("size=5"))
+        .await
+        .unwrap();
     assert_eq!(names(by_label), ["w2"]);
-    let by_field = v1.list(&ListParams::default().fields("metadata.name=w1")).await;
+    let by_field = v1
+        .list(&ListParams::default().fields("metadata.name=w1"))
+        .await;
     assert_eq!(names(by_field.unwrap()), ["w1"]);
     let page = v1.list(&ListParams::default().limit(1)).await.unwrap();
     assert_eq!(names(page.clone()), ["w1"]);
@@ -153,7 +167,11 @@ async fn a_definition_created_through_the_api_serves_its_resources_with_every_ve
     assert_eq!(names(v1.list(&next).await.unwrap()), ["w2"]);
 
     let rv = all.metadata.resource_version.unwrap();
-    let mut events = v1.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    let mut events = v1
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
     let spec = json!({"spec": {"size": 4}});
     let patched = v1
         .patch("w1", &PatchParams::default(), &Patch::Merge(&spec))
@@ -175,7 +193,10 @@ async fn a_definition_created_through_the_api_serves_its_resources_with_every_ve
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while crds.get_opt("widgets.example.com").await.unwrap().is_some() {
-        assert!(Instant::now() < deadline, "the definition goes once its resources are");
+        assert!(
+            Instant::now() < deadline,
+            "the definition goes once its resources are"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let gone = v1.list(&ListParams::default()).await;
@@ -193,7 +214,9 @@ async fn discovery_lists_the_resource(client: &kube::Client) {
     assert_eq!(w["singularName"], "widget");
     assert_eq!(w["categories"], json!(["all"]));
     assert!(res.iter().any(|r| r["name"] == "widgets/status"));
-    assert!(res.iter().any(|r| r["name"] == "widgets/scale" && r["kind"] == "Scale"));
+    assert!(res
+        .iter()
+        .any(|r| r["name"] == "widgets/scale" && r["kind"] == "Scale"));
     let group = get_json(client, "/apis/example.com", "application/json").await;
     assert_eq!(group["preferredVersion"]["version"], "v1");
     let aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -220,14 +243,20 @@ async fn subresources_follow_the_definition(v1: &Api<DynamicObject>) {
         .await
         .unwrap();
     assert_eq!(after.data["status"]["replicas"], 2);
-    assert_eq!(after.data["spec"]["size"], 4, "a status write keeps the spec");
+    assert_eq!(
+        after.data["spec"]["size"], 4,
+        "a status write keeps the spec"
+    );
     assert_eq!(after.metadata.generation, Some(2), "and the generation");
     let main = json!({"status": {"replicas": 7}, "metadata": {"labels": {"x": "y"}}});
     let after = v1
         .patch("w1", &PatchParams::default(), &Patch::Merge(&main))
         .await
         .unwrap();
-    assert_eq!(after.data["status"]["replicas"], 2, "the main resource keeps the status");
+    assert_eq!(
+        after.data["status"]["replicas"], 2,
+        "the main resource keeps the status"
+    );
     assert_eq!(after.metadata.generation, Some(2));
 
     let scale = v1.get_scale("w1").await.unwrap();
@@ -241,7 +270,11 @@ async fn subresources_follow_the_definition(v1: &Api<DynamicObject>) {
     assert_eq!(v1.get("w1").await.unwrap().data["spec"]["replicas"], 5);
 
     let smp = v1
-        .patch("w1", &PatchParams::default(), &Patch::Strategic(&json!({"spec": {}})))
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Strategic(&json!({"spec": {}})),
+        )
         .await;
     assert_eq!(api_error(smp).code, 415);
 }
@@ -266,7 +299,8 @@ async fn validation_answers_as_upstream_does(v1: &Api<DynamicObject>) {
     let s = api_error(v1.patch("w2", &strict, &Patch::Merge(&unknown)).await);
     assert_eq!(s.code, 400);
     assert!(
-        s.message.ends_with("strict decoding error: unknown field \"spec.typo\""),
+        s.message
+            .ends_with("strict decoding error: unknown field \"spec.typo\""),
         "{}",
         s.message
     );
@@ -274,7 +308,12 @@ async fn validation_answers_as_upstream_does(v1: &Api<DynamicObject>) {
 
 async fn the_table_has_the_definitions_columns(client: &kube::Client) {
     let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
-    let t = get_json(client, "/apis/example.com/v1/namespaces/default/widgets", table).await;
+    let t = get_json(
+        client,
+        "/apis/example.com/v1/namespaces/default/widgets",
+        table,
+    )
+    .await;
     let columns: Vec<&Value> = t["columnDefinitions"]
         .as_array()
         .unwrap()

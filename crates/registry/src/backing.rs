@@ -45,7 +45,8 @@ impl Codec<Object> for ObjectJson {
             }
         };
         if let Object::Other(o) = &obj {
-            if o.type_.kind == "CustomResourceDefinition" && o.type_.group == "apiextensions.k8s.io" {
+            if o.type_.kind == "CustomResourceDefinition" && o.type_.group == "apiextensions.k8s.io"
+            {
                 if let Ok(def) = crate::validation::apiextensions::definition(o) {
                     types::intern(&def.type_);
                 }

@@ -108,7 +108,10 @@ fn resource(l: &Listed) -> Value {
         "singularResource": l.singular,
         "verbs": VERBS,
     });
-    for (name, values) in [("shortNames", &l.short_names), ("categories", &l.categories)] {
+    for (name, values) in [
+        ("shortNames", &l.short_names),
+        ("categories", &l.categories),
+    ] {
         if !values.is_empty() {
             r[name] = json!(values);
         }

@@ -180,7 +180,10 @@ fn group_json(name: &str, versions: &[String]) -> Value {
 /// The APIResourceList of one group version.
 fn resource_list(listed: &[Listed], group: &str, version: &str) -> Option<Value> {
     let mut resources = Vec::new();
-    for l in listed.iter().filter(|l| l.group == group && l.version == version) {
+    for l in listed
+        .iter()
+        .filter(|l| l.group == group && l.version == version)
+    {
         let k = l.kind;
         resources.push(json!({
             "name": k.plural(),
@@ -343,9 +346,13 @@ mod tests {
             .iter()
             .any(|r| r["name"] == "daemonsets" && r["shortNames"] == json!(["ds"])));
         assert_eq!(
-            document(&["apis".into(), "nope".into()], "x", &CustomResources::default())
-                .unwrap_err()
-                .code,
+            document(
+                &["apis".into(), "nope".into()],
+                "x",
+                &CustomResources::default()
+            )
+            .unwrap_err()
+            .code,
             404
         );
     }

@@ -92,7 +92,10 @@ pub fn get(state: &State, req: &ResourceRequest) -> Result<Reply> {
         None | Some("status") => Ok(Reply::object(200, &obj)),
         Some("scale") if req.custom.is_some() => {
             let spec = crate::crds::requests::scale_spec(req, req.custom.as_ref().unwrap())?;
-            Ok(Reply::json(200, &crate::crds::columns::scale_of(&spec, &obj)))
+            Ok(Reply::json(
+                200,
+                &crate::crds::columns::scale_of(&spec, &obj),
+            ))
         }
         Some("scale") => Ok(Reply::json(200, &scale_json(&obj)?)),
         Some(_) => Err(StatusError::not_found_path()),

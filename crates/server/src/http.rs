@@ -261,7 +261,8 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         }
         reply.map(|mut r| {
             if req.converts() {
-                r.body = crate::crds::convert_body(r.body, req.kind.api_version(), &req.api_version());
+                r.body =
+                    crate::crds::convert_body(r.body, req.kind.api_version(), &req.api_version());
             }
             r
         })
@@ -339,13 +340,11 @@ fn dispatch(
             }
             None => handlers::list(state, req, q),
         },
-        ("POST", _) if req.custom.as_ref().is_some_and(|c| c.terminating) => {
-            Err(StatusError::new(
-                405,
-                "MethodNotAllowed",
-                format!("create not allowed while custom resource definition is terminating"),
-            ))
-        }
+        ("POST", _) if req.custom.as_ref().is_some_and(|c| c.terminating) => Err(StatusError::new(
+            405,
+            "MethodNotAllowed",
+            format!("create not allowed while custom resource definition is terminating"),
+        )),
         ("POST", _) => handlers::create(state, req, q, &parsed()?),
         ("PUT", true) => handlers::update(state, req, q, &parsed()?),
         ("PATCH", true) => crate::patch::patch(state, req, q, content_type, body),

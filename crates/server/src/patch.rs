@@ -101,7 +101,10 @@ fn try_scale(
         let spec = crate::crds::requests::scale_spec(req, s)?;
         let scale = crate::crds::columns::scale_of(&spec, &current);
         let patched = apply_patch(req.kind, &scale, t, body)?;
-        let replicas = patched.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
+        let replicas = patched
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         if q.dry_run()? {
             return Ok(Some(Reply::json(200, &patched)));
         }

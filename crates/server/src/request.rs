@@ -264,7 +264,11 @@ mod tests {
             "/apis/nope/v1/things",
             "/metrics2",
         ] {
-            assert_eq!(parse_path(p, &CustomResources::default()).unwrap_err().code, 404, "{p}");
+            assert_eq!(
+                parse_path(p, &CustomResources::default()).unwrap_err().code,
+                404,
+                "{p}"
+            );
         }
     }
 

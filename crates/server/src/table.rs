@@ -41,7 +41,12 @@ pub fn requested(accept: &str, q: &Query) -> Result<Option<TableOptions>, Status
 
 /// The Table of a list page, with the page's resourceVersion and continue token (a custom
 /// resource's with its definition's columns).
-pub fn of_page(req: &ResourceRequest, page: &Page, now: jiff::Timestamp, opts: &TableOptions) -> Value {
+pub fn of_page(
+    req: &ResourceRequest,
+    page: &Page,
+    now: jiff::Timestamp,
+    opts: &TableOptions,
+) -> Value {
     let refs: Vec<&Object> = page.items.iter().collect();
     let mut t = match &req.custom {
         Some(s) => crate::crds::columns::table(s, &req.version, &refs, now, opts),

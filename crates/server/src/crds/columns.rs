@@ -114,12 +114,16 @@ fn cell(column: &Value, obj: &Value, now: jiff::Timestamp) -> Value {
     let Some(v) = find(obj, path) else {
         return Value::Null;
     };
-    match column.get("type").and_then(Value::as_str).unwrap_or("string") {
+    match column
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("string")
+    {
         "date" => match v.as_str().map(str::parse::<jiff::Timestamp>) {
             Some(Ok(t)) => {
                 let nanos = now.as_duration().saturating_sub(t.as_duration()).as_nanos();
                 human_duration(SimDuration(
-                    nanos.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+                    nanos.clamp(i64::MIN as i128, i64::MAX as i128) as i64
                 ))
                 .into()
             }
@@ -204,7 +208,8 @@ pub fn scale_of(spec: &Value, obj: &Object) -> Value {
     let path = |name: &str| spec.get(name).and_then(Value::as_str).map(pointer);
     let at = |name: &str| path(name).and_then(|p| v.pointer(&p).cloned());
     let meta = obj.meta();
-    let mut status = json!({"replicas": at("statusReplicasPath").and_then(|r| r.as_i64()).unwrap_or(0)});
+    let mut status =
+        json!({"replicas": at("statusReplicasPath").and_then(|r| r.as_i64()).unwrap_or(0)});
     if let Some(Value::String(sel)) = at("labelSelectorPath") {
         status["selector"] = sel.into();
     }
@@ -257,7 +262,10 @@ mod tests {
             (".spec.size", Some(json!(3))),
             ("{.spec.tags[1]}", Some(json!("b"))),
             (".spec.tags[*]", Some(json!("a"))),
-            (".status.conditions[?(@.type==\"Ready\")].status", Some(json!("True"))),
+            (
+                ".status.conditions[?(@.type==\"Ready\")].status",
+                Some(json!("True")),
+            ),
             (".spec.missing", None),
         ] {
             assert_eq!(find(&v, path).cloned(), want, "{path}");

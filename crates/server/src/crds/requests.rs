@@ -48,7 +48,10 @@ pub fn decode(
         return Err(StatusError::bad_request("the body is not a JSON object"));
     };
     for (field, value) in [("apiVersion", req.api_version()), ("kind", t.kind.clone())] {
-        if m.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
+        if m.get(field)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
             m.insert(field.to_string(), value.into());
         }
     }
@@ -79,7 +82,10 @@ pub fn decode(
     let mut warnings = Vec::new();
     if let Some(schema) = s.schema(&version) {
         let unknown = schema::prune(schema, &mut body);
-        let fields: Vec<String> = unknown.iter().map(|p| format!("unknown field {p:?}")).collect();
+        let fields: Vec<String> = unknown
+            .iter()
+            .map(|p| format!("unknown field {p:?}"))
+            .collect();
         match q.get("fieldValidation") {
             Some("Strict") if !fields.is_empty() => {
                 return Err(StatusError::bad_request(format!(

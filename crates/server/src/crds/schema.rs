@@ -52,9 +52,7 @@ fn prune_object(
     let embedded = flag(schema, "x-kubernetes-embedded-resource");
     let keys: Vec<String> = m.keys().cloned().collect();
     for k in keys {
-        let sub = props
-            .and_then(|p| p.get(&k))
-            .or(additional);
+        let sub = props.and_then(|p| p.get(&k)).or(additional);
         let always = kept.contains(&k.as_str())
             || (embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata"));
         match sub {
@@ -138,7 +136,10 @@ fn check(schema: &Value, v: &Value, path: &str, root: bool, errs: &mut Vec<Field
     }
     if flag(schema, "x-kubernetes-int-or-string") {
         if !(v.is_string() || type_name(v) == "integer") {
-            let message = format!("{path} in body must be of type integer,string: {:?}", type_name(v));
+            let message = format!(
+                "{path} in body must be of type integer,string: {:?}",
+                type_name(v)
+            );
             errs.push(FieldError::invalid(path, quote(type_name(v)), &message));
             return;
         }
@@ -188,7 +189,12 @@ fn check_object(
     root: bool,
     errs: &mut Vec<FieldError>,
 ) {
-    for r in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+    for r in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let Some(r) = r.as_str() else { continue };
         if !m.contains_key(r) {
             errs.push(FieldError::required(join(path, r), ""));
@@ -236,7 +242,10 @@ fn check_string(schema: &Value, s: &str, path: &str, errs: &mut Vec<FieldError>)
     if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
         if chars > max {
             let unit = if max == 1 { "byte" } else { "bytes" };
-            errs.push(FieldError::too_long(path, &format!("may not be more than {max} {unit}")));
+            errs.push(FieldError::too_long(
+                path,
+                &format!("may not be more than {max} {unit}"),
+            ));
         }
     }
     if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
@@ -259,7 +268,11 @@ fn check_number(schema: &Value, v: &Value, path: &str, errs: &mut Vec<FieldError
         let exclusive = flag(schema, "exclusiveMaximum");
         let m = max.as_f64().unwrap_or(f64::INFINITY);
         if x > m || (exclusive && x == m) {
-            let rel = if exclusive { "less than" } else { "less than or equal to" };
+            let rel = if exclusive {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
             let message = format!("{path} in body should be {rel} {}", number(max));
             errs.push(FieldError::invalid(path, printed(v), &message));
         }
@@ -268,7 +281,11 @@ fn check_number(schema: &Value, v: &Value, path: &str, errs: &mut Vec<FieldError
         let exclusive = flag(schema, "exclusiveMinimum");
         let m = min.as_f64().unwrap_or(f64::NEG_INFINITY);
         if x < m || (exclusive && x == m) {
-            let rel = if exclusive { "greater than" } else { "greater than or equal to" };
+            let rel = if exclusive {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
             let message = format!("{path} in body should be {rel} {}", number(min));
             errs.push(FieldError::invalid(path, printed(v), &message));
         }
@@ -328,7 +345,10 @@ mod tests {
             "status": {"ready": true, "phase": "x"}});
         let unknown = prune(&schema(), &mut v);
         assert_eq!(unknown, ["extra", "spec.bogus", "status.phase"]);
-        assert_eq!(v, json!({"apiVersion": "x/v1", "kind": "W", "metadata": {"name": "w"},
-            "spec": {"size": 3, "free": {"kept": 1}}, "status": {"ready": true}}));
+        assert_eq!(
+            v,
+            json!({"apiVersion": "x/v1", "kind": "W", "metadata": {"name": "w"},
+            "spec": {"size": 3, "free": {"kept": 1}}, "status": {"ready": true}})
+        );
     }
 }
