@@ -191,17 +191,8 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
             None => status_response(&StatusError::not_found_path()),
         };
     }
-    let target = match parse_path(path, &state.crds) {
+    let target = match target(&state, path).await {
         Ok(t) => t,
-        // A definition another server (sharing etcd) stored: read the definitions again.
-        Err(_) if path.starts_with("/apis/") => {
-            let st = state.clone();
-            let _ = tokio::task::spawn_blocking(move || crate::crds::refresh(&st)).await;
-            match parse_path(path, &state.crds) {
-                Ok(t) => t,
-                Err(e) => return status_response(&e),
-            }
-        }
         Err(e) => return status_response(&e),
     };
     let req = match target {
@@ -253,21 +244,8 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         };
     }
     let st = state.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        let reply = dispatch(&st, &call, &req, table);
-        let custom = req.custom.is_some() || req.kind == crate::crds::crd_kind();
-        if custom && call.method != Method::GET && reply.is_ok() {
-            crate::crds::refresh(&st);
-        }
-        reply.map(|mut r| {
-            if req.converts() {
-                r.body =
-                    crate::crds::convert_body(r.body, req.kind.api_version(), &req.api_version());
-            }
-            r
-        })
-    })
-    .await;
+    let result =
+        tokio::task::spawn_blocking(move || dispatch_converted(&st, &call, &req, table)).await;
     let reply = match result {
         Ok(r) => r,
         Err(_) => Err(StatusError::new(
@@ -286,6 +264,41 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
             status_response(&e)
         }
     }
+}
+
+/// What a path names; a path under `/apis` that names nothing known reads the stored
+/// definitions again first (one another server sharing etcd stored, say).
+async fn target(state: &Arc<State>, path: &str) -> Result<Target, StatusError> {
+    match parse_path(path, &state.crds) {
+        Err(_) if path.starts_with("/apis/") => {
+            let st = state.clone();
+            let _ = tokio::task::spawn_blocking(move || crate::crds::refresh(&st)).await;
+            parse_path(path, &state.crds)
+        }
+        found => found,
+    }
+}
+
+/// [`dispatch`], then for custom resources: the served types rebuilt after a write of a
+/// definition or a custom resource, and the reply's `apiVersion`s rewritten for a client of
+/// another served version.
+fn dispatch_converted(
+    state: &State,
+    call: &Call,
+    req: &ResourceRequest,
+    table: Option<kubeplane_registry::printers::TableOptions>,
+) -> Result<Reply, StatusError> {
+    let reply = dispatch(state, call, req, table);
+    let custom = req.custom.is_some() || req.kind == crate::crds::crd_kind();
+    if custom && call.method != Method::GET && reply.is_ok() {
+        crate::crds::refresh(state);
+    }
+    reply.map(|mut r| {
+        if req.converts() {
+            r.body = crate::crds::convert_body(r.body, req.kind.api_version(), &req.api_version());
+        }
+        r
+    })
 }
 
 fn verb_of(method: &Method, req: &ResourceRequest, q: &Query) -> &'static str {

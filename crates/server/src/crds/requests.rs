@@ -79,29 +79,7 @@ pub fn decode(
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    let mut warnings = Vec::new();
-    if let Some(schema) = s.schema(&version) {
-        let unknown = schema::prune(schema, &mut body);
-        let fields: Vec<String> = unknown
-            .iter()
-            .map(|p| format!("unknown field {p:?}"))
-            .collect();
-        match q.get("fieldValidation") {
-            Some("Strict") if !fields.is_empty() => {
-                return Err(StatusError::bad_request(format!(
-                    "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
-                    fields.join(", "),
-                    kind = t.kind
-                )));
-            }
-            Some("Ignore") => {}
-            _ => warnings = fields,
-        }
-        let errs = schema::validate(schema, &body, "");
-        if !errs.is_empty() {
-            return Err(invalid(s, &name, &errs));
-        }
-    }
+    let warnings = check_schema(s, &version, &mut body, q, &name)?;
     let mut obj = DynamicObject::from_value(s.type_, &body)
         .map_err(|e| StatusError::bad_request(format!("invalid metadata: {e}")))?;
     if t.namespaced {
@@ -116,6 +94,41 @@ pub fn decode(
         obj.metadata.namespace = None;
     }
     Ok((Object::Other(Arc::new(obj)), warnings))
+}
+
+/// Prunes a body with the schema of the version it was written at and validates it; the
+/// `fieldValidation` warnings of the pruned fields (Strict: a 400 instead).
+fn check_schema(
+    s: &Served,
+    version: &str,
+    body: &mut Value,
+    q: &Query,
+    name: &str,
+) -> Result<Vec<String>, StatusError> {
+    let Some(schema) = s.schema(version) else {
+        return Ok(Vec::new());
+    };
+    let unknown = schema::prune(schema, body);
+    let fields: Vec<String> = unknown
+        .iter()
+        .map(|p| format!("unknown field {p:?}"))
+        .collect();
+    let kind = &s.def.type_.kind;
+    let warnings = match q.get("fieldValidation") {
+        Some("Strict") if !fields.is_empty() => {
+            return Err(StatusError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+                fields.join(", ")
+            )));
+        }
+        Some("Ignore") => Vec::new(),
+        _ => fields,
+    };
+    let errs = schema::validate(schema, body, "");
+    if !errs.is_empty() {
+        return Err(invalid(s, name, &errs));
+    }
+    Ok(warnings)
 }
 
 /// The scale subresource's settings at the request's version, or 404.
