@@ -356,7 +356,7 @@ fn dispatch(
         ("POST", _) if req.custom.as_ref().is_some_and(|c| c.terminating) => Err(StatusError::new(
             405,
             "MethodNotAllowed",
-            format!("create not allowed while custom resource definition is terminating"),
+            "create not allowed while custom resource definition is terminating",
         )),
         ("POST", _) => handlers::create(state, req, q, &parsed()?),
         ("PUT", true) => handlers::update(state, req, q, &parsed()?),

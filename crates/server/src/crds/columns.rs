@@ -80,7 +80,7 @@ fn walk<'a>(v: &'a Value, steps: &[Step]) -> Option<&'a Value> {
         Step::Filter(k, want) => v.as_array()?.iter().find_map(|e| {
             let matches = match e.get(k)? {
                 Value::String(s) => s == want,
-                other => other.to_string() == *want,
+                other => serde_json::from_str::<Value>(want).ok().as_ref() == Some(other),
             };
             if matches {
                 walk(e, rest)
