@@ -123,6 +123,7 @@ crd_story() { # a CustomResourceDefinition and its custom resources
     "$("$k" wait --for condition=established --timeout=30s crd/widgets.example.com 2>&1)"
   check "apply custom resources (default validation)" "widget.example.com/large created" "$("$k" apply -f "$here/tests/serve/crd/cr.yaml" 2>&1)"
   check "get prints the definition's columns" "NAME    SIZE   COLOR   AGE" "$("$k" get widgets 2>&1)"
+  check "explain reads the custom resource's schema" "FIELD: spec <Object>" "$("$k" explain widgets.spec 2>&1)"
   check "get by short name" "large" "$("$k" get wd large -o name 2>&1)"
   check "another served version" "example.com/v1beta1" "$("$k" get widgets.v1beta1.example.com small -o jsonpath='{.apiVersion}' 2>&1)"
   check "patch --type merge" "patched" "$("$k" patch widget small --type merge -p '{"spec":{"color":"green"}}' 2>&1)"

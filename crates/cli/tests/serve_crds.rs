@@ -2,7 +2,7 @@
 //! CustomResourceDefinition created through the API becomes Established and its resources are
 //! served at both of its versions with every verb (create, get, list with selectors, watch,
 //! update, patches, the status and scale subresources, delete), pruned and validated against
-//! its schema, printed with its columns, and deleted with it.
+//! its schema, printed with its columns, described in `/openapi/v3`, and deleted with it.
 
 use std::time::{Duration, Instant};
 
@@ -217,6 +217,21 @@ async fn discovery_lists_the_resource(client: &kube::Client) {
     assert!(res
         .iter()
         .any(|r| r["name"] == "widgets/scale" && r["kind"] == "Scale"));
+    let index = get_json(client, "/openapi/v3", "application/json").await;
+    let url = index["paths"]["apis/example.com/v1"]["serverRelativeURL"]
+        .as_str()
+        .expect("the group version in the OpenAPI v3 index")
+        .to_string();
+    let doc = get_json(client, &url, "application/json").await;
+    let schema = &doc["components"]["schemas"]["com.example.v1.Widget"];
+    assert_eq!(
+        schema["properties"]["spec"]["properties"]["size"]["type"],
+        "integer"
+    );
+    assert_eq!(
+        schema["x-kubernetes-group-version-kind"][0]["kind"],
+        "Widget"
+    );
     let group = get_json(client, "/apis/example.com", "application/json").await;
     assert_eq!(group["preferredVersion"]["version"], "v1");
     let aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";

@@ -174,7 +174,7 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
                 &[],
             )
         }
-        "/openapi/v3" => return json_response(200, &crate::openapi::index()),
+        "/openapi/v3" => return json_response(200, &crate::crds::openapi::index(&state.crds)),
         "/openapi/v2" if crate::openapi_v2::wants_protobuf(&call.accept) => {
             let body = full(crate::openapi_v2::protobuf().clone());
             return respond(200, crate::openapi_v2::PROTOBUF, body, &[]);
@@ -186,7 +186,9 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         _ => {}
     }
     if let Some(gv) = path.strip_prefix("/openapi/v3/") {
-        return match crate::openapi::group_version_text(gv) {
+        let found = crate::openapi::group_version_text(gv)
+            .or_else(|| crate::crds::openapi::document_text(&state.crds, gv));
+        return match found {
             Some(doc) => respond(200, "application/json", full(doc), &[]),
             None => status_response(&StatusError::not_found_path()),
         };

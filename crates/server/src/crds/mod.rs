@@ -14,9 +14,11 @@
 //! work (its custom resources deleted, then the finalizer removed).
 //!
 //! `schema.rs` is the structural schema's validation and pruning, `columns.rs` the
-//! `additionalPrinterColumns` Tables and the `scale` subresource.
+//! `additionalPrinterColumns` Tables and the `scale` subresource, `openapi.rs` their
+//! `/openapi/v3` documents.
 
 pub mod columns;
+pub mod openapi;
 pub mod requests;
 pub mod schema;
 
