@@ -4,7 +4,9 @@
 # serves, server-side apply (conflicts between field managers, --force-conflicts, the
 # managers in --show-managed-fields), taint, cordon, drain against a PodDisruptionBudget, get -w, --chunk-size, describe,
 # events, delete --wait and namespace deletion, kubectl create's generators (protobuf bodies:
-# namespace, deployment, configmap, secret, service, job, cronjob), with each kubectl given.
+# namespace, deployment, configmap, secret, service, job, cronjob), and a CustomResourceDefinition
+# (apply, wait for Established, custom resources with printer columns, patch, scale, deletion
+# with the definition), with each kubectl given.
 #
 #   scripts/serve-kubectl-test.sh KUBEPLANE KUBECTL...
 #   STORY_ETCD=path/to/etcd scripts/serve-kubectl-test.sh ...   # the objects in etcd
@@ -134,7 +136,32 @@ for _ in range(2):
     "$("$k" -n gen get job hello -o jsonpath='{.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].command[0]} {.spec.template.spec.restartPolicy}' 2>&1)"
   check "create cronjob" "cronjob.batch/tick created" "$("$k" -n gen create cronjob tick --image=busybox --schedule='*/5 * * * *' 2>&1)"
   check "the created cronjob's schedule" "*/5 * * * *" "$("$k" -n gen get cronjob tick -o jsonpath='{.spec.schedule}' 2>&1)"
+  crd_story "$k"
   "$k" get pods -A >/dev/null 2>&1 || fail "the server stopped answering"
+}
+crd_story() { # a CustomResourceDefinition and its custom resources
+  local k=$1
+  check "apply a CustomResourceDefinition" "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created" \
+    "$("$k" apply -f "$here/tests/serve/crd/crd.yaml" 2>&1)"
+  check "wait --for condition=established" "condition met" \
+    "$("$k" wait --for condition=established --timeout=30s crd/widgets.example.com 2>&1)"
+  check "apply custom resources (default validation)" "widget.example.com/large created" "$("$k" apply -f "$here/tests/serve/crd/cr.yaml" 2>&1)"
+  check "get prints the definition's columns" "NAME    SIZE   COLOR   AGE" "$("$k" get widgets 2>&1)"
+  check "explain reads the custom resource's schema" "FIELD: spec <Object>" "$("$k" explain widgets.spec 2>&1)"
+  check "get by short name" "large" "$("$k" get wd large -o name 2>&1)"
+  check "another served version" "example.com/v1beta1" "$("$k" get widgets.v1beta1.example.com small -o jsonpath='{.apiVersion}' 2>&1)"
+  check "patch --type merge" "patched" "$("$k" patch widget small --type merge -p '{"spec":{"color":"green"}}' 2>&1)"
+  check "the patched field" "green" "$("$k" get widget small -o jsonpath='{.spec.color}' 2>&1)"
+  check "the schema is validated" "spec.size in body should be less than or equal to 10" \
+    "$("$k" patch widget small --type merge -p '{"spec":{"size":11}}' 2>&1)"
+  check "scale through the scale subresource" "scaled" "$("$k" scale widget large --replicas=3 2>&1)"
+  check "the scaled replicas" "3" "$("$k" get widget large -o jsonpath='{.spec.replicas}' 2>&1)"
+  check "strategic merge patch is refused for custom resources" "UnsupportedMediaType" \
+    "$("$k" patch widget small --type strategic -p '{"spec":{"color":"x"}}' -v=6 2>&1 | grep -o 'UnsupportedMediaType\|415' | head -1 | sed 's/415/UnsupportedMediaType/')"
+  check "delete crd" 'customresourcedefinition.apiextensions.k8s.io "widgets.example.com" deleted' \
+    "$("$k" delete crd widgets.example.com --timeout=30s 2>&1)"
+  check "the custom resources are no longer served" "the server could not find the requested resource" \
+    "$("$k" get --raw /apis/example.com/v1/namespaces/default/widgets 2>&1)"
 }
 for k in "$@"; do story "$k"; done
 echo "kubectl story${STORY_ETCD:+ on etcd}: passed with $# kubectl build(s)"

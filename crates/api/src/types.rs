@@ -34,6 +34,12 @@ pub struct ResourceType {
     pub namespaced: bool,
     /// kubectl's short names for it (`cm`, `svc`, ...).
     pub short_names: &'static [&'static str],
+    /// A custom resource type whose definition enables the `status` subresource (a built-in
+    /// kind's subresources are the registry's tables).
+    pub status_subresource: bool,
+    /// A custom resource type's storage resource, `group/plural` (kube-apiserver's
+    /// `/registry/<group>/<plural>/...` keys); empty for the built-in kinds.
+    pub storage_resource: &'static str,
 }
 
 impl ResourceType {
@@ -79,6 +85,8 @@ where
         plural: T::URL_PATH_SEGMENT,
         namespaced: <T::Scope as Scope>::NAMESPACED,
         short_names,
+        status_subresource: false,
+        storage_resource: "",
     }
 }
 
@@ -180,6 +188,8 @@ pub struct CustomType {
     pub plural: String,
     pub namespaced: bool,
     pub short_names: Vec<String>,
+    /// Whether the definition enables the `status` subresource.
+    pub status_subresource: bool,
 }
 
 /// The resource types of custom resources interned so far, by content.
@@ -202,6 +212,7 @@ pub fn intern(t: &CustomType) -> &'static ResourceType {
             && r.plural == t.plural
             && r.namespaced == t.namespaced
             && r.short_names.iter().eq(t.short_names.iter())
+            && r.status_subresource == t.status_subresource
     };
     if let Some(found) = table.iter().find(same) {
         return found;
@@ -214,9 +225,22 @@ pub fn intern(t: &CustomType) -> &'static ResourceType {
         plural: leak(&t.plural),
         namespaced: t.namespaced,
         short_names: Box::leak(short_names.into_boxed_slice()),
+        status_subresource: t.status_subresource,
+        storage_resource: leak(&format!("{}/{}", t.group, t.plural)),
     }));
     table.push(leaked);
     leaked
+}
+
+/// The custom resource type interned last for an `apiVersion` (its storage version) and
+/// kind: how a stored custom resource is read back.
+pub fn interned(api_version: &str, kind: &str) -> Option<&'static ResourceType> {
+    let table = INTERNED.lock().unwrap_or_else(|e| e.into_inner());
+    table
+        .iter()
+        .rev()
+        .find(|t| t.api_version == api_version && t.kind == kind)
+        .copied()
 }
 
 /// Whether a type is one of the built-in table's (not a custom resource type).
@@ -312,6 +336,7 @@ mod tests {
             plural: "widgets".into(),
             namespaced: true,
             short_names: vec!["wd".into()],
+            status_subresource: false,
         }
     }
 

@@ -10,7 +10,8 @@
 
 use std::sync::Arc;
 
-use kubeplane_api::Object;
+use kubeplane_api::types;
+use kubeplane_api::{DynamicObject, Object};
 use kubeplane_storage::{
     Codec, DurableStorage, EtcdStorage, Event, Key, MemoryStorage, Prefix, Revision, Storage,
     StorageError, Versioned, Watcher,
@@ -25,9 +26,33 @@ impl Codec<Object> for ObjectJson {
         serde_json::to_writer(out, &value.to_json()).expect("an object serializes to JSON");
     }
 
+    /// A custom resource is read as the type its definition was interned as (the definitions
+    /// read back are interned as they are read).
     fn decode(&self, bytes: &[u8]) -> Result<Object, String> {
         let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        Object::from_json(&value)
+        let field = |name: &str| value.get(name).and_then(Value::as_str).unwrap_or("");
+        let obj = match Object::from_json(&value) {
+            Ok(o) => o,
+            Err(e) => {
+                let (api_version, kind) = (field("apiVersion"), field("kind"));
+                let t = match types::interned(api_version, kind) {
+                    Some(t) => t,
+                    None => provisional(&value, api_version, kind).ok_or(e)?,
+                };
+                Object::Other(Arc::new(
+                    DynamicObject::from_value(t, &value).map_err(|e| e.to_string())?,
+                ))
+            }
+        };
+        if let Object::Other(o) = &obj {
+            if o.type_.kind == "CustomResourceDefinition" && o.type_.group == "apiextensions.k8s.io"
+            {
+                if let Ok(def) = crate::validation::apiextensions::definition(o) {
+                    types::intern(&def.type_);
+                }
+            }
+        }
+        Ok(obj)
     }
 
     /// The object's resourceVersion is the revision that wrote it (etcd's mod revision, which
@@ -35,6 +60,34 @@ impl Codec<Object> for ObjectJson {
     fn stamp(&self, value: &mut Object, revision: Revision) {
         value.meta_mut().resource_version = Some(revision.to_string());
     }
+}
+
+/// A custom resource read back before its definition (a durable storage recovers in key
+/// order): a type guessed from the object alone (plural: the lowercased kind plus `s`; scope:
+/// whether it has a namespace), so that the storage opens; the object gets its definition's
+/// type when it is next written.
+fn provisional(
+    value: &Value,
+    api_version: &str,
+    kind: &str,
+) -> Option<&'static types::ResourceType> {
+    let (group, version) = api_version.split_once('/')?;
+    if !group.contains('.') || kind.is_empty() {
+        return None;
+    }
+    let namespaced = value
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    Some(types::intern(&types::CustomType {
+        group: group.to_string(),
+        version: version.to_string(),
+        kind: kind.to_string(),
+        plural: format!("{}s", kind.to_lowercase()),
+        namespaced,
+        short_names: Vec::new(),
+        status_subresource: false,
+    }))
 }
 
 /// The storage under a client.

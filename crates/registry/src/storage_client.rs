@@ -61,7 +61,7 @@ pub const DEFAULT_WINDOW: usize = 100_000;
 /// storage factory): the plural resource name with no group segment for the built-in groups,
 /// but Nodes under `minions`, Services under `services/specs`, Endpoints under
 /// `services/endpoints`, ReplicationControllers under `controllers`, Ingresses under `ingress`,
-/// and the group first for `apiextensions.k8s.io` and `apiregistration.k8s.io`.
+/// and the group first for `apiextensions.k8s.io`, `apiregistration.k8s.io` and custom resources.
 /// kube-apiserver stores `events.k8s.io` Events as core Events; kubeplane converts no versions
 /// and keeps them apart under `events.k8s.io/events`.
 pub fn resource(kind: Kind) -> &'static str {
@@ -77,6 +77,7 @@ pub fn resource(kind: Kind) -> &'static str {
                 "apiextensions.k8s.io/customresourcedefinitions"
             }
             ("apiregistration.k8s.io", "apiservices") => "apiregistration.k8s.io/apiservices",
+            _ if !t.storage_resource.is_empty() => t.storage_resource,
             _ => t.plural,
         },
         kind => kind.plural(),

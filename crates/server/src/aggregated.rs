@@ -7,11 +7,10 @@
 use std::sync::OnceLock;
 
 use bytes::Bytes;
-use kubeplane_api::Kind;
 use serde_json::{json, Value};
 
-use crate::discovery::{categories, group_versions, preferred, subresources, VERBS};
-use crate::request::{all_kinds, short_names, version_of};
+use crate::crds::CustomResources;
+use crate::discovery::{group_versions, listed, preferred, Listed, VERBS};
 
 /// The aggregated version an `Accept` header asks for (`v2` before `v2beta1`), or `None`
 /// when the client wants the legacy form.
@@ -33,26 +32,35 @@ pub fn content_type(version: &str) -> String {
 }
 
 /// The serialized `APIGroupDiscoveryList` of `/api` (`core` true) or `/apis` at `version`
-/// (`v2` or `v2beta1`), built once: the kinds served are fixed, so the document is too.
-pub fn served(core: bool, version: &'static str) -> Bytes {
+/// (`v2` or `v2beta1`): built once while no custom resource type is served (the built-in
+/// kinds are fixed, so the document is too), afresh otherwise.
+pub fn served(core: bool, version: &'static str, custom: &CustomResources) -> Bytes {
     static DOCS: OnceLock<[[Bytes; 2]; 2]> = OnceLock::new();
+    if !core && !custom.all().is_empty() {
+        return Bytes::from(document(false, version, &listed(custom)).to_string());
+    }
     let docs = DOCS.get_or_init(|| {
-        [true, false]
-            .map(|core| ["v2", "v2beta1"].map(|v| Bytes::from(document(core, v).to_string())))
+        let listed = listed(&CustomResources::default());
+        [true, false].map(|core| {
+            ["v2", "v2beta1"].map(|v| Bytes::from(document(core, v, &listed).to_string()))
+        })
     });
     docs[usize::from(!core)][usize::from(version != "v2")].clone()
 }
 
 /// The `APIGroupDiscoveryList` of `/api` (`core` true: the core group alone) or `/apis`.
-pub fn document(core: bool, version: &str) -> Value {
-    let items: Vec<Value> = group_versions()
+pub(crate) fn document(core: bool, version: &str, listed: &[Listed]) -> Value {
+    let items: Vec<Value> = group_versions(listed)
         .into_iter()
         .filter(|(group, _)| group.is_empty() == core)
         .map(|(group, mut versions)| {
             // The preferred version first, then the others newest first, as upstream orders.
             let first = preferred(&versions);
-            versions.sort_by_key(|v| (*v != first, std::cmp::Reverse(*v)));
-            let versions: Vec<Value> = versions.iter().map(|v| group_version(group, v)).collect();
+            versions.sort_by_key(|v| (*v != first, std::cmp::Reverse(v.clone())));
+            let versions: Vec<Value> = versions
+                .iter()
+                .map(|v| group_version(listed, &group, v))
+                .collect();
             let metadata = if group.is_empty() {
                 json!({"creationTimestamp": null})
             } else {
@@ -69,39 +77,41 @@ pub fn document(core: bool, version: &str) -> Value {
     })
 }
 
-fn group_version(group: &str, version: &str) -> Value {
-    let resources: Vec<Value> = all_kinds()
-        .filter(|k| k.group() == group && version_of(*k) == version)
+fn group_version(listed: &[Listed], group: &str, version: &str) -> Value {
+    let resources: Vec<Value> = listed
+        .iter()
+        .filter(|l| l.group == group && l.version == version)
         .map(resource)
         .collect();
     json!({"version": version, "resources": resources, "freshness": "Current"})
 }
 
-fn resource(k: Kind) -> Value {
+fn resource(l: &Listed) -> Value {
+    let k = l.kind;
     let kind = |group: &str, version: &str, kind: &str| json!({"group": group, "version": version, "kind": kind});
-    let subresources: Vec<Value> = subresources(k)
-        .into_iter()
+    let subresources: Vec<Value> = l
+        .subresources
+        .iter()
         .map(|(sub, sub_kind, verbs)| {
-            let response = match sub {
+            let response = match *sub {
                 "eviction" => kind("policy", "v1", sub_kind),
                 "scale" => kind("autoscaling", "v1", sub_kind),
-                _ => kind(k.group(), version_of(k), sub_kind),
+                _ => kind(&l.group, &l.version, sub_kind),
             };
             json!({"subresource": sub, "responseKind": response, "verbs": verbs})
         })
         .collect();
     let mut r = json!({
         "resource": k.plural(),
-        "responseKind": kind(k.group(), version_of(k), k.as_str()),
+        "responseKind": kind(&l.group, &l.version, k.as_str()),
         "scope": if k.is_namespaced() { "Namespaced" } else { "Cluster" },
-        "singularResource": k.as_str().to_lowercase(),
+        "singularResource": l.singular,
         "verbs": VERBS,
     });
-    let extra = [
-        ("shortNames", short_names(k)),
-        ("categories", categories(k)),
-    ];
-    for (name, values) in extra {
+    for (name, values) in [
+        ("shortNames", &l.short_names),
+        ("categories", &l.categories),
+    ] {
         if !values.is_empty() {
             r[name] = json!(values);
         }
@@ -131,7 +141,7 @@ mod tests {
 
     #[test]
     fn the_core_group_has_no_name_and_lists_pods_with_their_subresources() {
-        let d = document(true, "v2");
+        let d = document(true, "v2", &listed(&CustomResources::default()));
         let items = d["items"].as_array().unwrap();
         assert_eq!(items.len(), 1);
         assert!(items[0]["metadata"].get("name").is_none());
@@ -156,7 +166,7 @@ mod tests {
 
     #[test]
     fn named_groups_put_their_preferred_version_first() {
-        let d = document(false, "v2");
+        let d = document(false, "v2", &listed(&CustomResources::default()));
         let items = d["items"].as_array().unwrap();
         assert!(items.iter().all(|g| g["metadata"]["name"] != ""));
         let apps = items

@@ -10,6 +10,7 @@ use kubeplane_registry::strategy::plain;
 use kubeplane_registry::strategy::scale::has_scale;
 use serde_json::{json, Value};
 
+use crate::crds::CustomResources;
 use crate::request::{all_kinds, short_names, version_of};
 use crate::status::StatusError;
 
@@ -65,50 +66,135 @@ pub(crate) fn subresources(
     out
 }
 
+/// One resource discovery lists: a kind at one version, with what discovery says of it.
+pub(crate) struct Listed {
+    pub kind: Kind,
+    pub group: String,
+    pub version: String,
+    pub singular: String,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    /// (subresource, its kind, its verbs).
+    pub subresources: Vec<(&'static str, String, &'static [&'static str])>,
+}
+
+/// Every resource the server serves: the built-in kinds, then each served version of the
+/// custom resource types.
+pub(crate) fn listed(custom: &CustomResources) -> Vec<Listed> {
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut out: Vec<Listed> = all_kinds()
+        .map(|k| Listed {
+            kind: k,
+            group: k.group().to_string(),
+            version: version_of(k).to_string(),
+            singular: k.as_str().to_lowercase(),
+            short_names: strings(short_names(k)),
+            categories: strings(categories(k)),
+            subresources: subresources(k)
+                .into_iter()
+                .map(|(sub, kind, verbs)| (sub, kind.to_string(), verbs))
+                .collect(),
+        })
+        .collect();
+    const VERBS3: &[&str] = &["get", "patch", "update"];
+    for s in custom.all().iter() {
+        for v in &s.def.served {
+            let mut subs = Vec::new();
+            if s.subresource(v, "status").is_some() {
+                subs.push(("status", s.def.type_.kind.clone(), VERBS3));
+            }
+            if s.subresource(v, "scale").is_some() {
+                subs.push(("scale", "Scale".to_string(), VERBS3));
+            }
+            out.push(Listed {
+                kind: s.kind(),
+                group: s.def.type_.group.clone(),
+                version: v.clone(),
+                singular: s.singular(),
+                short_names: s.def.type_.short_names.clone(),
+                categories: s.def.categories.clone(),
+                subresources: subs,
+            });
+        }
+    }
+    out
+}
+
 /// The `apiVersion`s the server serves, grouped: group → versions.
-pub(crate) fn group_versions() -> BTreeMap<&'static str, Vec<&'static str>> {
-    let mut groups: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
-    for k in all_kinds() {
-        let versions = groups.entry(k.group()).or_default();
-        if !versions.contains(&version_of(k)) {
-            versions.push(version_of(k));
+pub(crate) fn group_versions(listed: &[Listed]) -> BTreeMap<String, Vec<String>> {
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for l in listed {
+        let versions = groups.entry(l.group.clone()).or_default();
+        if !versions.contains(&l.version) {
+            versions.push(l.version.clone());
         }
     }
     groups
 }
 
-/// The preferred version of a group: the newest GA one (`v2` over `v1`).
-pub(crate) fn preferred(versions: &[&'static str]) -> &'static str {
-    versions
-        .iter()
-        .copied()
-        .max_by_key(|v| v.trim_start_matches('v').parse::<u32>().unwrap_or(0))
-        .unwrap_or("v1")
+/// Upstream's version priority: GA over beta over alpha, then the higher numbers (`v2` over
+/// `v1`, `v1beta2` over `v1beta1`); names of another form last, alphabetically.
+fn priority(v: &str) -> (u8, u32, u32) {
+    let Some(rest) = v.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let Ok(major) = digits.parse::<u32>() else {
+        return (0, 0, 0);
+    };
+    match &rest[digits.len()..] {
+        "" => (3, major, 0),
+        tail => {
+            let (level, n) = match (tail.strip_prefix("beta"), tail.strip_prefix("alpha")) {
+                (Some(n), _) => (2, n),
+                (_, Some(n)) => (1, n),
+                _ => return (0, 0, 0),
+            };
+            match n.parse::<u32>() {
+                Ok(minor) => (level, major, minor),
+                Err(_) => (0, 0, 0),
+            }
+        }
+    }
 }
 
-fn group_json(name: &str, versions: &[&'static str]) -> Value {
+/// The preferred version of a group: the one of highest priority (`v2` over `v1` over
+/// `v1beta1`).
+pub(crate) fn preferred(versions: &[String]) -> String {
+    versions
+        .iter()
+        .max_by_key(|v| priority(v))
+        .cloned()
+        .unwrap_or_else(|| "v1".to_string())
+}
+
+fn group_json(name: &str, versions: &[String]) -> Value {
     let gv = |v: &str| json!({"groupVersion": format!("{name}/{v}"), "version": v});
     json!({
         "name": name,
         "versions": versions.iter().map(|v| gv(v)).collect::<Vec<_>>(),
-        "preferredVersion": gv(preferred(versions)),
+        "preferredVersion": gv(&preferred(versions)),
     })
 }
 
 /// The APIResourceList of one group version.
-fn resource_list(group: &str, version: &str) -> Option<Value> {
+fn resource_list(listed: &[Listed], group: &str, version: &str) -> Option<Value> {
     let mut resources = Vec::new();
-    for k in all_kinds().filter(|k| k.group() == group && version_of(*k) == version) {
+    for l in listed
+        .iter()
+        .filter(|l| l.group == group && l.version == version)
+    {
+        let k = l.kind;
         resources.push(json!({
             "name": k.plural(),
-            "singularName": k.as_str().to_lowercase(),
+            "singularName": l.singular,
             "namespaced": k.is_namespaced(),
             "kind": k.as_str(),
             "verbs": VERBS,
-            "shortNames": short_names(k),
-            "categories": categories(k),
+            "shortNames": l.short_names,
+            "categories": l.categories,
         }));
-        for (sub, kind, verbs) in subresources(k) {
+        for (sub, kind, verbs) in &l.subresources {
             let mut r = json!({
                 "name": format!("{}/{sub}", k.plural()),
                 "singularName": "",
@@ -117,7 +203,7 @@ fn resource_list(group: &str, version: &str) -> Option<Value> {
                 "verbs": verbs,
             });
             // Subresources of another group name it, as kubectl drain looks for.
-            match sub {
+            match *sub {
                 "eviction" => r.as_object_mut().map(|m| {
                     m.insert("group".into(), "policy".into());
                     m.insert("version".into(), "v1".into())
@@ -147,17 +233,25 @@ fn resource_list(group: &str, version: &str) -> Option<Value> {
     }))
 }
 
-/// The discovery document of a path's segments (`["api"]`, `["apis", "apps", "v1"]`, ...).
-pub fn document(segments: &[String], server_address: &str) -> Result<Value, StatusError> {
+/// The discovery document of a path's segments (`["api"]`, `["apis", "apps", "v1"]`, ...),
+/// with the custom resource types served.
+pub fn document(
+    segments: &[String],
+    server_address: &str,
+    custom: &CustomResources,
+) -> Result<Value, StatusError> {
     let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
-    let groups = group_versions();
+    let listed = listed(custom);
+    let groups = group_versions(&listed);
     let doc = match segs.as_slice() {
         ["api"] => json!({
             "kind": "APIVersions",
             "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
         }),
-        ["api", version] => resource_list("", version).ok_or_else(StatusError::not_found_path)?,
+        ["api", version] => {
+            resource_list(&listed, "", version).ok_or_else(StatusError::not_found_path)?
+        }
         ["apis"] => json!({
             "kind": "APIGroupList",
             "apiVersion": "v1",
@@ -165,7 +259,7 @@ pub fn document(segments: &[String], server_address: &str) -> Result<Value, Stat
         }),
         ["apis", group] => {
             let versions = groups
-                .get(group)
+                .get(*group)
                 .filter(|_| !group.is_empty())
                 .ok_or_else(StatusError::not_found_path)?;
             let mut g = group_json(group, versions);
@@ -174,7 +268,7 @@ pub fn document(segments: &[String], server_address: &str) -> Result<Value, Stat
             g
         }
         ["apis", group, version] if !group.is_empty() => {
-            resource_list(group, version).ok_or_else(StatusError::not_found_path)?
+            resource_list(&listed, group, version).ok_or_else(StatusError::not_found_path)?
         }
         _ => return Err(StatusError::not_found_path()),
     };
@@ -208,7 +302,7 @@ mod tests {
             .split('/')
             .map(String::from)
             .collect();
-        document(&segs, "127.0.0.1:6443").unwrap()
+        document(&segs, "127.0.0.1:6443", &CustomResources::default()).unwrap()
     }
 
     #[test]
@@ -252,9 +346,13 @@ mod tests {
             .iter()
             .any(|r| r["name"] == "daemonsets" && r["shortNames"] == json!(["ds"])));
         assert_eq!(
-            document(&["apis".into(), "nope".into()], "x")
-                .unwrap_err()
-                .code,
+            document(
+                &["apis".into(), "nope".into()],
+                "x",
+                &CustomResources::default()
+            )
+            .unwrap_err()
+            .code,
             404
         );
     }

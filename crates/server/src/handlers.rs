@@ -84,9 +84,19 @@ pub fn scale_value(scale: k8s_openapi::api::autoscaling::v1::Scale) -> Value {
 /// GET of an object or one of its subresources.
 pub fn get(state: &State, req: &ResourceRequest) -> Result<Reply> {
     let key = key_of(req)?;
+    if let Some(s) = &req.custom {
+        crate::crds::requests::check_subresource(req, s)?;
+    }
     let obj = read(state, &key)?;
     match req.subresource.as_deref() {
         None | Some("status") => Ok(Reply::object(200, &obj)),
+        Some("scale") if req.custom.is_some() => {
+            let spec = crate::crds::requests::scale_spec(req, req.custom.as_ref().unwrap())?;
+            Ok(Reply::json(
+                200,
+                &crate::crds::columns::scale_of(&spec, &obj),
+            ))
+        }
         Some("scale") => Ok(Reply::json(200, &scale_json(&obj)?)),
         Some(_) => Err(StatusError::not_found_path()),
     }
@@ -120,6 +130,9 @@ pub fn parse_body(body: &[u8], content_type: &str) -> Result<Value> {
 /// Decodes a body into an object of the request's kind, with `fieldValidation` (Strict: an
 /// unknown field is an error; Warn, the default, and Ignore: it is dropped).
 pub fn decode(req: &ResourceRequest, body: &Value, q: &Query) -> Result<(Object, Vec<String>)> {
+    if let Some(s) = &req.custom {
+        return crate::crds::requests::decode(req, s, body, q);
+    }
     let strict = q.get("fieldValidation") == Some("Strict");
     let mut body = body.clone();
     // As upstream's decoder: a body without apiVersion or kind takes the request's.
@@ -347,6 +360,12 @@ fn evict(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> Resul
 /// PUT of an object or its `status` or `scale` subresource.
 pub fn update(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> Result<Reply> {
     let key = key_of(req)?;
+    if let Some(s) = &req.custom {
+        crate::crds::requests::check_subresource(req, s)?;
+        if req.subresource.as_deref() == Some("scale") {
+            return update_custom_scale(state, req, s, q, body);
+        }
+    }
     if req.subresource.as_deref() == Some("scale") {
         let replicas = body
             .pointer("/spec/replicas")
@@ -390,6 +409,32 @@ pub fn update(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> 
     let mut r = Reply::object(200, &updated);
     r.warnings = warnings;
     Ok(r)
+}
+
+/// PUT of a custom resource's scale subresource.
+fn update_custom_scale(
+    state: &State,
+    req: &ResourceRequest,
+    s: &crate::crds::Served,
+    q: &Query,
+    body: &Value,
+) -> Result<Reply> {
+    let key = key_of(req)?;
+    let spec = crate::crds::requests::scale_spec(req, s)?;
+    let replicas = body
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let rv = body
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    if q.dry_run()? {
+        return Ok(Reply::json(200, body));
+    }
+    let scale =
+        state.write(|c| crate::crds::requests::update_scale(c, &spec, s, &key, replicas, rv))?;
+    Ok(Reply::json(200, &scale))
 }
 
 /// Whether a request is a dry run: `?dryRun=All`, or `dryRun: [All]` in a DeleteOptions body
@@ -488,6 +533,9 @@ pub fn delete_collection(
     let dry = is_dry_run(body, q)?;
     let mut deleted = Vec::new();
     for obj in page.items {
+        if !dry && req.kind == crate::crds::crd_kind() {
+            crate::crds::before_delete(state, &obj.key())?;
+        }
         if !dry {
             match state.write(|c| c.delete(&obj.key(), opts.clone())) {
                 Ok(_) | Err(kubeplane_api::ApiError::NotFound { .. }) => {}

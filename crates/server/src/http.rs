@@ -174,7 +174,7 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
                 &[],
             )
         }
-        "/openapi/v3" => return json_response(200, &crate::openapi::index()),
+        "/openapi/v3" => return json_response(200, &crate::crds::openapi::index(&state.crds)),
         "/openapi/v2" if crate::openapi_v2::wants_protobuf(&call.accept) => {
             let body = full(crate::openapi_v2::protobuf().clone());
             return respond(200, crate::openapi_v2::PROTOBUF, body, &[]);
@@ -186,12 +186,14 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         _ => {}
     }
     if let Some(gv) = path.strip_prefix("/openapi/v3/") {
-        return match crate::openapi::group_version_text(gv) {
+        let found = crate::openapi::group_version_text(gv)
+            .or_else(|| crate::crds::openapi::document_text(&state.crds, gv));
+        return match found {
             Some(doc) => respond(200, "application/json", full(doc), &[]),
             None => status_response(&StatusError::not_found_path()),
         };
     }
-    let target = match parse_path(path) {
+    let target = match target(&state, path).await {
         Ok(t) => t,
         Err(e) => return status_response(&e),
     };
@@ -199,11 +201,11 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         Target::Discovery(segs) => {
             let root = segs.len() == 1;
             if let Some(v) = crate::aggregated::requested(&call.accept).filter(|_| root) {
-                let doc = crate::aggregated::served(segs[0] == "api", v);
+                let doc = crate::aggregated::served(segs[0] == "api", v, &state.crds);
                 let ct = crate::aggregated::content_type(v);
                 return respond(200, &ct, full(doc), &[]);
             }
-            return match crate::discovery::document(&segs, &state.address) {
+            return match crate::discovery::document(&segs, &state.address, &state.crds) {
                 Ok(d) => json_response(200, &d),
                 Err(e) => status_response(&e),
             };
@@ -220,9 +222,20 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         let render: crate::watch::Render = match table {
             Some(opts) => {
                 let st = state.clone();
-                Arc::new(move |o| crate::table::of_object(o, st.clock.timestamp(), &opts))
+                let r = req.clone();
+                Arc::new(move |o| crate::table::of_object(&r, o, st.clock.timestamp(), &opts))
             }
             None => Arc::new(|o| o.to_json()),
+        };
+        let render = if req.converts() {
+            let (from, to) = (req.kind.api_version(), req.api_version());
+            Arc::new(move |o: &kubeplane_api::Object| {
+                let mut v = render(o);
+                crate::crds::convert_value(&mut v, from, &to);
+                v
+            })
+        } else {
+            render
         };
         return match crate::watch::start(state.clone(), req, query, render) {
             Ok(rx) => {
@@ -233,7 +246,7 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
         };
     }
     let st = state.clone();
-    let task = tokio::task::spawn_blocking(move || dispatch(&st, &call, &req, table));
+    let task = tokio::task::spawn_blocking(move || dispatch_converted(&st, &call, &req, table));
     // A request that runs past the timeout gets a 504; its handler finishes in the background
     // (upstream's post-timeout activity): a write may still take effect.
     let reply = match tokio::time::timeout(state.request_timeout(), task).await {
@@ -255,6 +268,41 @@ async fn route(state: Arc<State>, call: Call) -> Response<Body> {
             status_response(&e)
         }
     }
+}
+
+/// What a path names; a path under `/apis` that names nothing known reads the stored
+/// definitions again first (one another server sharing etcd stored, say).
+async fn target(state: &Arc<State>, path: &str) -> Result<Target, StatusError> {
+    match parse_path(path, &state.crds) {
+        Err(_) if path.starts_with("/apis/") => {
+            let st = state.clone();
+            let _ = tokio::task::spawn_blocking(move || crate::crds::refresh(&st)).await;
+            parse_path(path, &state.crds)
+        }
+        found => found,
+    }
+}
+
+/// [`dispatch`], then for custom resources: the served types rebuilt after a write of a
+/// definition or a custom resource, and the reply's `apiVersion`s rewritten for a client of
+/// another served version.
+fn dispatch_converted(
+    state: &State,
+    call: &Call,
+    req: &ResourceRequest,
+    table: Option<kubeplane_registry::printers::TableOptions>,
+) -> Result<Reply, StatusError> {
+    let reply = dispatch(state, call, req, table);
+    let custom = req.custom.is_some() || req.kind == crate::crds::crd_kind();
+    if custom && call.method != Method::GET && reply.is_ok() {
+        crate::crds::refresh(state);
+    }
+    reply.map(|mut r| {
+        if req.converts() {
+            r.body = crate::crds::convert_body(r.body, req.kind.api_version(), &req.api_version());
+        }
+        r
+    })
 }
 
 fn verb_of(method: &Method, req: &ResourceRequest, q: &Query) -> &'static str {
@@ -296,7 +344,7 @@ fn dispatch(
         ("GET", true) => match table {
             Some(opts) if req.subresource.is_none() => {
                 let obj = handlers::read(state, &handlers::key_of(req)?)?;
-                let t = crate::table::of_object(&obj, state.clock.timestamp(), &opts);
+                let t = crate::table::of_object(req, &obj, state.clock.timestamp(), &opts);
                 Ok(Reply::json(200, &t))
             }
             _ => handlers::get(state, req),
@@ -304,14 +352,26 @@ fn dispatch(
         ("GET", false) => match table {
             Some(opts) => {
                 let page = crate::list::list(state, req, q)?;
-                let t = crate::table::of_page(req.kind, &page, state.clock.timestamp(), &opts);
+                let t = crate::table::of_page(req, &page, state.clock.timestamp(), &opts);
                 Ok(Reply::json(200, &t))
             }
             None => handlers::list(state, req, q),
         },
+        ("POST", _) if req.custom.as_ref().is_some_and(|c| c.terminating) => Err(StatusError::new(
+            405,
+            "MethodNotAllowed",
+            "create not allowed while custom resource definition is terminating",
+        )),
         ("POST", _) => handlers::create(state, req, q, &parsed()?),
         ("PUT", true) => handlers::update(state, req, q, &parsed()?),
         ("PATCH", true) => crate::patch::patch(state, req, q, content_type, body),
+        ("DELETE", true) if req.kind == crate::crds::crd_kind() && req.subresource.is_none() => {
+            let body = optional()?;
+            if !handlers::is_dry_run(body.as_ref(), q)? {
+                crate::crds::before_delete(state, &handlers::key_of(req)?)?;
+            }
+            handlers::delete(state, req, q, body.as_ref())
+        }
         ("DELETE", true) => handlers::delete(state, req, q, optional()?.as_ref()),
         ("DELETE", false) => handlers::delete_collection(state, req, q, optional()?.as_ref()),
         (m, _) => Err(StatusError::method_not_allowed(m, req.kind.as_str())),

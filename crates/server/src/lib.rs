@@ -16,6 +16,7 @@
 
 pub mod aggregated;
 pub mod clock;
+pub mod crds;
 pub mod discovery;
 pub mod events;
 pub mod fields;
@@ -161,7 +162,13 @@ fn load(client: &mut StorageClient, input: &mut Input, port: u16) -> Result<(), 
         .create(kubernetes_service(port))
         .map_err(|e| ServeError::Runtime(e.to_string()))?;
     for o in std::mem::take(&mut input.objects) {
-        let obj = o.object;
+        let mut obj = o.object;
+        if let Object::Other(d) = &mut obj {
+            // A custom resource is stored at its definition's storage version.
+            if d.api_version != d.type_.api_version {
+                Arc::make_mut(d).api_version = d.type_.api_version.to_string();
+            }
+        }
         let result = match client.create(obj.clone()) {
             Err(ApiError::AlreadyExists { .. }) if obj.kind() == Kind::Namespace => {
                 client.update(obj).map(|_| ())
@@ -419,6 +426,7 @@ async fn serve(
         version,
         address.clone(),
     );
+    crds::refresh(&state);
     if let Some(t) = config.request_timeout {
         state.set_request_timeout(t);
     }

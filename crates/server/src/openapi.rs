@@ -143,7 +143,7 @@ fn documents() -> &'static BTreeMap<String, Document> {
 
 /// A stable content hash (FNV-1a, 64 bits), so a client's cache of a document is refreshed
 /// exactly when the document changes, as upstream's `?hash=` does.
-fn fnv_hex(bytes: &[u8]) -> String {
+pub(crate) fn fnv_hex(bytes: &[u8]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= u64::from(*b);
@@ -239,7 +239,7 @@ fn add_merge_metadata(name: &str, schema: &mut Value) {
 }
 
 /// A mutating operation: its kind and the query parameters kubectl looks for.
-fn operation(gvk: &Value) -> Value {
+pub(crate) fn operation(gvk: &Value) -> Value {
     let params = json!([
         {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
         {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},

@@ -97,6 +97,24 @@ fn try_scale(
 ) -> Attempt {
     let key = crate::handlers::key_of(req)?;
     let current = c.get(&key).map_err(StatusError::from)?;
+    if let Some(s) = &req.custom {
+        let spec = crate::crds::requests::scale_spec(req, s)?;
+        let scale = crate::crds::columns::scale_of(&spec, &current);
+        let patched = apply_patch(req.kind, &scale, t, body)?;
+        let replicas = patched
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if q.dry_run()? {
+            return Ok(Some(Reply::json(200, &patched)));
+        }
+        let rv = current.resource_version();
+        return match crate::crds::requests::update_scale(c, &spec, s, &key, replicas, Some(rv)) {
+            Err(ApiError::Conflict { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+            Ok(s) => Ok(Some(Reply::json(200, &s))),
+        };
+    }
     let scale = scale_of(&current).ok_or_else(StatusError::not_found_path)?;
     let patched = apply_patch(req.kind, &crate::handlers::scale_value(scale), t, body)?;
     let replicas = patched
@@ -241,6 +259,9 @@ pub fn patch(
     check_options(patch_type, q)?;
     let key = crate::handlers::key_of(req)?;
     let apply = patch_type == PatchType::Apply;
+    if let Some(s) = &req.custom {
+        crate::crds::requests::check_subresource(req, s)?;
+    }
     for _ in 0..MAX_TRIES {
         let attempt = state.write(|c| match req.subresource.as_deref() {
             Some("scale") if apply => Err(StatusError::new(

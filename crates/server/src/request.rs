@@ -3,10 +3,12 @@
 //! reads it, and the query parameters a verb takes.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use kubeplane_api::types::BUILTIN;
 use kubeplane_api::Kind;
 
+use crate::crds::{CustomResources, Served};
 use crate::status::StatusError;
 
 /// Every kind the server serves: the ones kubeplane simulates, then every other built-in one.
@@ -52,6 +54,26 @@ pub struct ResourceRequest {
     pub name: Option<String>,
     /// `status`, `scale`, `binding`, `eviction`, ... when the path names one.
     pub subresource: Option<String>,
+    /// The version of the path (a custom resource may be served at several).
+    pub version: String,
+    /// The custom resource type the path names, with its definition.
+    pub custom: Option<Arc<Served>>,
+}
+
+impl ResourceRequest {
+    /// The `apiVersion` the client speaks: the path's group and version.
+    pub fn api_version(&self) -> String {
+        match self.kind.group() {
+            "" => self.version.clone(),
+            g => format!("{g}/{}", self.version),
+        }
+    }
+
+    /// Whether the client's version is not the stored one (a custom resource read at another
+    /// served version): its objects' `apiVersion` is rewritten.
+    pub fn converts(&self) -> bool {
+        self.custom.is_some() && self.api_version() != self.kind.api_version()
+    }
 }
 
 /// What a path is.
@@ -63,7 +85,8 @@ pub enum Target {
 }
 
 /// Reads a request path; `Err` is a 404 Status for a path that names nothing the server has.
-pub fn parse_path(path: &str) -> Result<Target, StatusError> {
+/// `custom` holds the custom resource types served besides the built-in kinds.
+pub fn parse_path(path: &str, custom: &CustomResources) -> Result<Target, StatusError> {
     let parts: Vec<String> = path
         .trim_matches('/')
         .split('/')
@@ -77,16 +100,19 @@ pub fn parse_path(path: &str) -> Result<Target, StatusError> {
         Some("apis") => (parts[1].as_str(), parts[2].as_str(), &parts[3..]),
         _ => return Err(StatusError::not_found_path()),
     };
-    let resource =
-        |plural: &str| resolve(group, version, plural).ok_or_else(StatusError::not_found_path);
+    let found = |plural: &str| match resolve(group, version, plural) {
+        Some(k) => Some((k, None)),
+        None => custom
+            .resolve(group, version, plural)
+            .map(|s| (s.kind(), Some(s))),
+    };
+    let resource = |plural: &str| found(plural).ok_or_else(StatusError::not_found_path);
     let req = match rest {
         // /namespaces/{ns}/{plural}[/{name}[/{sub}]]
         [ns, ns_name, plural, tail @ ..]
-            if ns == "namespaces"
-                && tail.len() <= 2
-                && resolve(group, version, plural).is_some() =>
+            if ns == "namespaces" && tail.len() <= 2 && found(plural).is_some() =>
         {
-            let kind = resource(plural)?;
+            let (kind, custom) = resource(plural)?;
             if !kind.is_namespaced() {
                 return Err(StatusError::not_found_path());
             }
@@ -95,15 +121,19 @@ pub fn parse_path(path: &str) -> Result<Target, StatusError> {
                 namespace: ns_name.clone(),
                 name: tail.first().cloned(),
                 subresource: tail.get(1).cloned(),
+                version: version.to_string(),
+                custom,
             }
         }
         [plural, tail @ ..] if tail.len() <= 2 => {
-            let kind = resource(plural)?;
+            let (kind, custom) = resource(plural)?;
             ResourceRequest {
                 kind,
                 namespace: String::new(),
                 name: tail.first().cloned(),
                 subresource: tail.get(1).cloned(),
+                version: version.to_string(),
+                custom,
             }
         }
         _ => return Err(StatusError::not_found_path()),
@@ -196,7 +226,7 @@ mod tests {
     use super::*;
 
     fn res(path: &str) -> ResourceRequest {
-        match parse_path(path).unwrap() {
+        match parse_path(path, &CustomResources::default()).unwrap() {
             Target::Resource(r) => r,
             other => panic!("{path}: {other:?}"),
         }
@@ -234,18 +264,22 @@ mod tests {
             "/apis/nope/v1/things",
             "/metrics2",
         ] {
-            assert_eq!(parse_path(p).unwrap_err().code, 404, "{p}");
+            assert_eq!(
+                parse_path(p, &CustomResources::default()).unwrap_err().code,
+                404,
+                "{p}"
+            );
         }
     }
 
     #[test]
     fn discovery_paths_are_recognised() {
         assert_eq!(
-            parse_path("/apis/apps").unwrap(),
+            parse_path("/apis/apps", &CustomResources::default()).unwrap(),
             Target::Discovery(vec!["apis".into(), "apps".into()])
         );
         assert!(matches!(
-            parse_path("/api/v1").unwrap(),
+            parse_path("/api/v1", &CustomResources::default()).unwrap(),
             Target::Discovery(_)
         ));
     }

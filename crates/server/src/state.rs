@@ -43,6 +43,8 @@ pub struct State {
     /// How long a request other than a watch may take (`--request-timeout`, 1 minute unless
     /// set).
     request_timeout: std::sync::OnceLock<std::time::Duration>,
+    /// The custom resource types served, from the stored CustomResourceDefinitions.
+    pub crds: crate::crds::CustomResources,
 }
 
 impl State {
@@ -70,6 +72,7 @@ impl State {
             component_metrics: Mutex::new(Vec::new()),
             leadership: std::sync::OnceLock::new(),
             request_timeout: std::sync::OnceLock::new(),
+            crds: Default::default(),
         })
     }
 

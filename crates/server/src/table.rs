@@ -7,7 +7,7 @@ use kubeplane_registry::printers::{self, IncludeObject, TableOptions};
 use serde_json::Value;
 
 use crate::list::Page;
-use crate::request::Query;
+use crate::request::{Query, ResourceRequest};
 use crate::status::StatusError;
 
 /// The Table options an Accept header and query ask for; `None` when no Table is wanted.
@@ -39,15 +39,19 @@ pub fn requested(accept: &str, q: &Query) -> Result<Option<TableOptions>, Status
     }))
 }
 
-/// The Table of a list page, with the page's resourceVersion and continue token.
+/// The Table of a list page, with the page's resourceVersion and continue token (a custom
+/// resource's with its definition's columns).
 pub fn of_page(
-    kind: kubeplane_api::Kind,
+    req: &ResourceRequest,
     page: &Page,
     now: jiff::Timestamp,
     opts: &TableOptions,
 ) -> Value {
     let refs: Vec<&Object> = page.items.iter().collect();
-    let mut t = printers::table(kind, &refs, now, opts);
+    let mut t = match &req.custom {
+        Some(s) => crate::crds::columns::table(s, &req.version, &refs, now, opts),
+        None => printers::table(req.kind, &refs, now, opts),
+    };
     t["metadata"]["resourceVersion"] = page.revision.to_string().into();
     if let Some(c) = &page.continue_token {
         t["metadata"]["continue"] = c.clone().into();
@@ -56,8 +60,23 @@ pub fn of_page(
 }
 
 /// The one-row Table of an object.
-pub fn of_object(obj: &Object, now: jiff::Timestamp, opts: &TableOptions) -> Value {
-    printers::table_for_object(obj, now, opts)
+pub fn of_object(
+    req: &ResourceRequest,
+    obj: &Object,
+    now: jiff::Timestamp,
+    opts: &TableOptions,
+) -> Value {
+    match &req.custom {
+        Some(s) => {
+            let mut t = crate::crds::columns::table(s, &req.version, &[obj], now, opts);
+            let rv = obj.resource_version();
+            if !rv.is_empty() {
+                t["metadata"] = serde_json::json!({ "resourceVersion": rv });
+            }
+            t
+        }
+        None => printers::table_for_object(obj, now, opts),
+    }
 }
 
 #[cfg(test)]

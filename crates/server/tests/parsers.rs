@@ -1,5 +1,6 @@
 //! The request parsers never panic, whatever the bytes: paths, queries, selectors, protobuf
-//! and JSON/YAML bodies, Accept headers and DeleteOptions.
+//! and JSON/YAML bodies, Accept headers, DeleteOptions, and a custom resource definition's
+//! printer-column JSONPaths and schema patterns.
 
 use kubeplane_api::Kind;
 use kubeplane_server::fields::FieldSelector;
@@ -10,8 +11,17 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
+    fn printer_column_paths_and_schema_patterns_never_panic(path in ".{0,40}") {
+        let v = serde_json::json!({"spec": {"a": [1, {"k": "v"}], "b": "x"}});
+        let _ = kubeplane_server::crds::columns::find(&v, &path);
+        let schema = serde_json::json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"b": {"type": "string", "pattern": path}}}}});
+        let _ = kubeplane_server::crds::schema::validate(&schema, &v, "");
+    }
+
+    #[test]
     fn paths_and_queries_never_panic(path in "(/[a-z0-9.%{}-]{0,12}){0,8}", query in ".{0,60}") {
-        let _ = parse_path(&path);
+        let _ = parse_path(&path, &kubeplane_server::crds::CustomResources::default());
         let q = Query::parse(Some(&query));
         let _ = q.number("limit");
         let _ = q.dry_run();

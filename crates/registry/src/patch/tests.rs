@@ -431,6 +431,8 @@ static WIDGET: ResourceType = ResourceType {
     plural: "widgets",
     namespaced: true,
     short_names: &[],
+    status_subresource: false,
+    storage_resource: "example.com/widgets",
 };
 
 #[test]

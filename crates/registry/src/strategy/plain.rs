@@ -2,8 +2,9 @@
 //! A kind with a status subresource keeps its stored `status` on an update of the main
 //! resource, and keeps everything but `status` on an update of the status subresource (the
 //! generic shape of upstream's strategies); the workload kinds whose upstream strategies track
-//! `metadata.generation` start at 1 and move on every `spec` change. Custom resources have no
-//! status subresource here and start at generation 1, moved by any change but metadata.
+//! `metadata.generation` start at 1 and move on every `spec` change. Custom resources start at
+//! generation 1, moved by any change but metadata, and but status when their definition
+//! enables the status subresource.
 //!
 //! [`Kind::Other`]: kubeplane_api::Kind::Other
 
@@ -59,12 +60,12 @@ fn listed(list: &[(&str, &str)], o: &DynamicObject) -> bool {
 
 /// Whether the object's kind has a status subresource.
 pub fn has_status(o: &DynamicObject) -> bool {
-    listed(STATUS_SUBRESOURCE, o)
+    listed(STATUS_SUBRESOURCE, o) || o.type_.status_subresource
 }
 
 /// Whether a stored-only resource type has a status subresource (what discovery lists).
 pub fn type_has_status(t: &kubeplane_api::types::ResourceType) -> bool {
-    STATUS_SUBRESOURCE.contains(&(t.plural, t.group))
+    STATUS_SUBRESOURCE.contains(&(t.plural, t.group)) || t.status_subresource
 }
 
 /// Whether the object is a custom resource (its type is not a built-in one).
@@ -89,8 +90,9 @@ pub fn prepare_for_update(old: &DynamicObject, new: &mut Arc<DynamicObject>) {
             None => n.fields.remove("status"),
         };
     }
-    // A custom resource (served here without a status subresource) moves on any change
-    // but metadata, as upstream's customresource strategy does.
+    // A custom resource moves on any change but metadata (and but status when its
+    // definition enables the status subresource: the stored status is kept above), as
+    // upstream's customresource strategy does.
     let changed = if is_custom(old) {
         new.fields != old.fields
     } else {
@@ -162,6 +164,7 @@ mod tests {
             plural: "widgets".into(),
             namespaced: true,
             short_names: Vec::new(),
+            status_subresource: false,
         });
         let widget = |size: i64, label: &str| {
             let v = json!({"apiVersion": "example.com/v1", "kind": "Widget",

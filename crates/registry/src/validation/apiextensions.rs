@@ -60,6 +60,14 @@ pub fn definition(crd: &DynamicObject) -> Result<Definition, FieldError> {
     let scope = text(&["scope"]);
     check_names(crd, &group, &plural, &kind, &scope)?;
     let (served, storage) = versions(&spec)?;
+    let status_subresource = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(storage.as_str()))
+        .and_then(|v| v.pointer("/subresources/status"))
+        .is_some_and(|s| !s.is_null());
     Ok(Definition {
         type_: CustomType {
             group,
@@ -68,6 +76,7 @@ pub fn definition(crd: &DynamicObject) -> Result<Definition, FieldError> {
             plural,
             namespaced: scope == "Namespaced",
             short_names: list(&["names", "shortNames"]),
+            status_subresource,
         },
         served,
         singular: text(&["names", "singular"]),

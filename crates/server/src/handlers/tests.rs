@@ -25,7 +25,7 @@ fn state() -> Arc<State> {
 }
 
 fn request(path: &str) -> ResourceRequest {
-    match parse_path(path) {
+    match parse_path(path, &crate::crds::CustomResources::default()) {
         Ok(Target::Resource(r)) => r,
         other => panic!("{path}: {other:?}"),
     }
