@@ -243,6 +243,11 @@ pub fn interned(api_version: &str, kind: &str) -> Option<&'static ResourceType> 
         .copied()
 }
 
+/// Every custom resource type interned so far, in the order they were first seen.
+pub fn all_interned() -> Vec<&'static ResourceType> {
+    INTERNED.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 /// Whether a type is one of the built-in table's (not a custom resource type).
 pub fn builtin_index(t: &ResourceType) -> Option<usize> {
     BUILTIN.iter().position(|b| std::ptr::eq(b, t))

@@ -7,7 +7,8 @@
 //! it with an uncached GET, sets phase `Terminating` if it is not, and, while the `kubernetes`
 //! finalizer is there, deletes every namespaced object in it: every Deployment, ReplicaSet,
 //! PodDisruptionBudget, Pod and Lease, in that order (the order of `Kind::ALL`; upstream's is
-//! discovery order), each with a background delete (pods gracefully; an object already being
+//! discovery order), then the objects of every other built-in kind and custom resource type,
+//! each with a background delete (pods gracefully; an object already being
 //! deleted is left alone and counted as remaining). While something remains it waits (synced
 //! again when something in the namespace is deleted; upstream requeues after an estimate);
 //! then it removes the `kubernetes` finalizer (upstream writes the `finalize` subresource,
@@ -47,10 +48,17 @@ impl NamespaceController {
         NamespaceController::default()
     }
 
-    /// Deletes every namespaced object in `ns`; returns how many are left (being deleted).
+    /// Deletes every namespaced object in `ns`, of the kinds kubeplane simulates, then of every
+    /// other built-in kind and custom resource type (upstream deletes every namespaced resource
+    /// discovery lists); returns how many are left (being deleted).
     fn delete_all_content(&mut self, ns: &str, client: &mut dyn Client) -> usize {
         let mut left = 0;
-        for kind in Kind::ALL.into_iter().filter(|k| k.is_namespaced()) {
+        let stored = kubeplane_api::types::BUILTIN
+            .iter()
+            .chain(kubeplane_api::types::all_interned())
+            .map(Kind::Other);
+        let kinds = Kind::ALL.into_iter().chain(stored);
+        for kind in kinds.filter(|k| k.is_namespaced()) {
             let items: Vec<(ObjectKey, String, bool)> = client
                 .cache()
                 .list(kind)
@@ -251,6 +259,33 @@ mod tests {
             return None;
         };
         n.status.as_ref().and_then(|s| s.phase.clone())
+    }
+
+    #[test]
+    fn the_stored_only_kinds_in_a_deleted_namespace_go_too() {
+        let mut tc = TestClient::new(1);
+        let mut c = NamespaceController::new();
+        let object = |kind: &str, ns: &str| {
+            let v = serde_json::json!({"apiVersion": "v1", "kind": kind,
+                "metadata": {"name": "x", "namespace": ns}});
+            Object::from_json(&v).unwrap()
+        };
+        for ns in ["team", "other"] {
+            tc.create(object("ConfigMap", ns)).unwrap();
+            tc.create(object("ServiceAccount", ns)).unwrap();
+        }
+        tc.settle(&mut [&mut c]);
+        let key = ObjectKey::new(Kind::Namespace, "", "team");
+        tc.delete(&key, DeleteOptions::default()).unwrap();
+        tc.settle(&mut [&mut c]);
+        assert_eq!(c.deletions, 2);
+        assert!(tc.store.get(Kind::Namespace, "", "team").is_none());
+        let left = |ns: &str| {
+            let kind = object("ConfigMap", ns).kind();
+            tc.store.get(kind, ns, "x").is_some()
+        };
+        assert!(!left("team"), "the ConfigMap went with its namespace");
+        assert!(left("other"), "another namespace's stays");
     }
 
     #[test]
