@@ -287,6 +287,10 @@ impl Backend for Writer<'_> {
     }
 }
 
+/// How many times a write without a resourceVersion is tried when the storage refuses it as a
+/// conflict (see `StorageClient::retried`).
+const UNCONDITIONAL_TRIES: usize = 50;
+
 /// The objects of each kind as the client's watch last delivered them: namespace → name →
 /// object, so lists come in namespace and name order, as the store's do.
 struct StorageCache {
@@ -531,6 +535,33 @@ impl StorageClient {
         }
     }
 
+    /// [`StorageClient::write`] of a write that names no resourceVersion, tried again (up to
+    /// [`UNCONDITIONAL_TRIES`] times) when the storage refuses it as a conflict: another server
+    /// on the same etcd changed the object between this one's read and its write, and
+    /// upstream's `GuaranteedUpdate` reads again and retries such a write instead of answering
+    /// 409. One that names a resourceVersion is written once (`unconditional` false).
+    fn retried<T>(
+        &mut self,
+        unconditional: bool,
+        mut f: impl FnMut(&mut Writer<'_>) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let mut tries = 1;
+        loop {
+            let result = self.write(&mut f);
+            // The read came from the storage's watch of etcd, behind the other server's
+            // write: try again once the watch has caught up (in process there is no other
+            // writer, nothing to catch up with, and no retry).
+            let again = matches!(result, Err(ApiError::Conflict { .. }))
+                && unconditional
+                && tries < UNCONDITIONAL_TRIES
+                && self.catch_up(Duration::from_secs(2));
+            if !again {
+                return result;
+            }
+            tries += 1;
+        }
+    }
+
     /// Runs one registry operation under the write lock, waits (without the lock) until its
     /// write is durable, then catches the cache up.
     fn write<T>(
@@ -605,11 +636,13 @@ impl Client for StorageClient {
     }
 
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.write(|w| client::update_validated(w, obj))
+        let unconditional = obj.resource_version().is_empty();
+        self.retried(unconditional, |w| client::update_validated(w, obj.clone()))
     }
 
     fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
-        self.write(|w| client::update_status(w, obj))
+        let unconditional = obj.resource_version().is_empty();
+        self.retried(unconditional, |w| client::update_status(w, obj.clone()))
     }
 
     fn patch_pod_status(
@@ -619,13 +652,16 @@ impl Client for StorageClient {
         uid: &str,
         patch: &mut dyn FnMut(&mut PodStatus),
     ) -> Result<Object, ApiError> {
-        self.write(|w| client::patch_pod_status(w, namespace, name, uid, patch))
+        self.retried(true, |w| {
+            client::patch_pod_status(w, namespace, name, uid, &mut *patch)
+        })
     }
 
     fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
         crate::admission::namespace_lifecycle::check_delete(key)?;
         let now = self.now;
-        self.write(|w| client::delete(w, key, &opts, now))
+        let unconditional = opts.precondition_resource_version.is_none();
+        self.retried(unconditional, |w| client::delete(w, key, &opts, now))
     }
 
     fn evict(&mut self, namespace: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError> {

@@ -150,17 +150,21 @@ fn kubernetes_service(port: u16) -> Object {
 
 /// Stores the system namespaces, the `kubernetes` Service and the input's objects, in file
 /// order (a Namespace the input names that exists already is updated to the input's).
-fn load(client: &mut StorageClient, input: &mut Input, port: u16) -> Result<(), ServeError> {
-    for ns in SYSTEM_NAMESPACES {
-        match client.create(namespace(ns)) {
+/// On a `shared` storage (etcd) an object another server stored first is left as it is.
+fn load(
+    client: &mut StorageClient,
+    input: &mut Input,
+    port: u16,
+    shared: bool,
+) -> Result<(), ServeError> {
+    let system = SYSTEM_NAMESPACES.iter().map(|ns| namespace(ns));
+    for obj in system.chain([kubernetes_service(port)]) {
+        match client.create(obj) {
             // Another server on the same etcd created it meanwhile.
             Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
             Err(e) => return Err(ServeError::Runtime(e.to_string())),
         }
     }
-    client
-        .create(kubernetes_service(port))
-        .map_err(|e| ServeError::Runtime(e.to_string()))?;
     for o in std::mem::take(&mut input.objects) {
         let mut obj = o.object;
         if let Object::Other(d) = &mut obj {
@@ -176,6 +180,8 @@ fn load(client: &mut StorageClient, input: &mut Input, port: u16) -> Result<(), 
             // A cluster dump carries the `kubernetes` Service: the server keeps its own, as
             // kube-apiserver reconciles it.
             Err(ApiError::AlreadyExists { key }) if key == kubernetes_service(port).key() => Ok(()),
+            // On a shared etcd another server started at the same moment stored it first.
+            Err(ApiError::AlreadyExists { .. }) if shared => Ok(()),
             r => r.map(|_| ()),
         };
         result.map_err(|e| ServeError::Input(format!("{}: {e}", o.source)))?;
@@ -285,9 +291,10 @@ fn prepare(config: &Config, input: &mut Input) -> Result<Prepared, ServeError> {
             // Checked in memory first: an invalid FILE leaves nothing behind in DIR.
             let mut trial = StorageClient::new(seed, clock.api_clock(), WATCH_WINDOW);
             trial.now = clock.now();
-            load(&mut trial, &mut input.clone(), config.listen.port())?;
+            load(&mut trial, &mut input.clone(), config.listen.port(), false)?;
         }
-        load(&mut client, input, config.listen.port())?;
+        let shared = config.etcd_servers.is_some();
+        load(&mut client, input, config.listen.port(), shared)?;
     } else {
         eprintln!(
             "kubeplane serve: resuming the state kept in {} at resourceVersion {revision}; the FILEs (and their Scenario's steps) were applied when it was new",
