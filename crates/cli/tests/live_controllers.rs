@@ -656,11 +656,7 @@ fn a_replicaset_scaled_from_4_to_2_deletes_the_pods_simulate_deletes() {
         .filter_map(|(_, _, _, msg)| Some(msg.strip_prefix("Deleted pod: ")?.to_string()))
         .collect();
     simulated.sort();
-    assert_eq!(
-        simulated,
-        ["rs-2", "rs-3"],
-        "the two lowest deletion costs"
-    );
+    assert_eq!(simulated, ["rs-2", "rs-3"], "the two lowest deletion costs");
 
     let names: Vec<&str> = RS_PODS.iter().map(|(n, _)| *n).collect();
     let lp = ListParams::default().labels("app=rs");
