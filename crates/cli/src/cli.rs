@@ -118,6 +118,8 @@ retry); --leader-elect overrides its leaderElect. /healthz, /readyz and /metrics
 over HTTPS on --bind-address:--secure-port (a self-signed certificate unless --tls-cert-file is \
 given); /metrics needs a bearer token of --authentication-token-file unless \
 --authorization-always-allow-paths lists it.\n\n\
+Without --kubeconfig the configuration kubectl would use is taken: $KUBECONFIG, \
+~/.kube/config, or inside a pod its service account.\n\n\
 Example: kubeplane scheduler --kubeconfig ~/.kube/config --config second-scheduler.yaml\n\n\
 Exit status: 0 stopped by SIGINT or SIGTERM; 1 the lease was lost or the scheduler failed; 2 \
 the kubeconfig, the configuration or the command line is invalid (nothing is started)."
@@ -132,7 +134,9 @@ DaemonSets, CronJobs, Jobs and Pods, with their status, in that order (each kind
 namespace, then name), and the --scheduler-config file if given. Finished pods (Succeeded, \
 Failed) are left out; managedFields, resourceVersion, selfLink and the kubectl \
 last-applied-configuration annotation are stripped; uids and ownerReferences are kept. \
-Lists are paged (--chunk-size); nothing is written to the cluster.\n\n\
+Lists are paged (--chunk-size); nothing is written to the cluster. Without --kubeconfig the \
+configuration kubectl would use is taken: $KUBECONFIG, ~/.kube/config, or inside a pod its \
+service account.\n\n\
 Example:\n  kubeplane snapshot --kubeconfig ~/.kube/config -o cluster.yaml\n  \
 kubeplane simulate cluster.yaml --drain node-3 --ignore-daemonsets\n\n\
 Exit status: 0 written; 1 the API server could not be reached or refused a list (401, 403, \
@@ -152,7 +156,9 @@ election uses a coordination.k8s.io Lease, kube-system/kube-controller-manager b
 (15 s lease, 10 s renew deadline, 2 s retry; --leader-elect-resource-name another name to run \
 beside a real kube-controller-manager); a lost lease stops every write and ends the process. \
 /healthz, /readyz and /metrics are served over HTTPS on --bind-address:--secure-port, /metrics \
-behind a bearer token of --authentication-token-file.\n\n\
+behind a bearer token of --authentication-token-file. Without --kubeconfig the configuration \
+kubectl would use is taken: $KUBECONFIG, ~/.kube/config, or inside a pod its service \
+account.\n\n\
 Example: kubeplane controller-manager --kubeconfig ~/.kube/config --controllers='*,-podgc'\n\n\
 Exit status: 0 stopped by SIGINT or SIGTERM; 1 the lease was lost or the controller manager \
 failed; 2 the kubeconfig or the command line is invalid (nothing is started)."
@@ -251,9 +257,10 @@ pub struct ServeArgs {
 
 #[derive(Args, Debug)]
 pub struct SchedulerArgs {
-    /// The kubeconfig of the cluster to schedule on.
-    #[arg(long, value_name = "PATH", required = true)]
-    pub kubeconfig: PathBuf,
+    /// The kubeconfig of the cluster to schedule on [default: $KUBECONFIG, ~/.kube/config, or
+    /// the in-cluster service account, as kubectl finds one].
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
     /// A KubeSchedulerConfiguration file (profiles, plugins, leaderElection).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -297,9 +304,10 @@ pub struct ServingArgs {
 
 #[derive(Args, Debug)]
 pub struct SnapshotArgs {
-    /// The kubeconfig of the cluster to read (its current context).
-    #[arg(long, value_name = "PATH", required = true)]
-    pub kubeconfig: PathBuf,
+    /// The kubeconfig of the cluster to read (its current context) [default: $KUBECONFIG,
+    /// ~/.kube/config, or the in-cluster service account, as kubectl finds one].
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
     /// Write the snapshot here instead of standard output (only once everything is read).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,

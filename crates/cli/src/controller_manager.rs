@@ -30,8 +30,10 @@ fn std_duration(d: SimDuration) -> Duration {
 #[derive(Args, Debug)]
 pub struct ControllerManagerArgs {
     /// The kubeconfig of the cluster to run the controllers on.
-    #[arg(long, value_name = "PATH", required = true)]
-    pub kubeconfig: PathBuf,
+    /// [default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account, as kubectl
+    /// finds one]
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
     /// The controllers to run: '*' every one, 'foo' enables foo, '-foo' disables it
     /// (kube-controller-manager's names and aliases; its other controllers are accepted and
     /// not run). An empty list runs none.
@@ -177,8 +179,10 @@ fn options(args: ControllerManagerArgs) -> Result<Options, String> {
 }
 
 pub fn run(args: ControllerManagerArgs) -> ExitCode {
-    if let Err(e) = std::fs::metadata(&args.kubeconfig) {
-        return input_error(format!("--kubeconfig {}: {e}", args.kubeconfig.display()));
+    if let Some(path) = &args.kubeconfig {
+        if let Err(e) = std::fs::metadata(path) {
+            return input_error(format!("--kubeconfig {}: {e}", path.display()));
+        }
     }
     let opts = match options(args) {
         Ok(o) => o,

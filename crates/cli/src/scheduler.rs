@@ -11,8 +11,10 @@ use crate::cli::{SchedulerArgs, ServingArgs};
 use crate::simulate::input_error;
 
 pub fn run(args: SchedulerArgs) -> ExitCode {
-    if let Err(e) = std::fs::metadata(&args.kubeconfig) {
-        return input_error(format!("--kubeconfig {}: {e}", args.kubeconfig.display()));
+    if let Some(path) = &args.kubeconfig {
+        if let Err(e) = std::fs::metadata(path) {
+            return input_error(format!("--kubeconfig {}: {e}", path.display()));
+        }
     }
     let config = match &args.config {
         Some(path) => match crate::inputs::read_scheduler_config(path, "--config") {

@@ -12,8 +12,10 @@ use crate::cli::SnapshotArgs;
 use crate::simulate::input_error;
 
 pub fn run(args: SnapshotArgs) -> ExitCode {
-    if let Err(e) = std::fs::metadata(&args.kubeconfig) {
-        return input_error(format!("--kubeconfig {}: {e}", args.kubeconfig.display()));
+    if let Some(path) = &args.kubeconfig {
+        if let Err(e) = std::fs::metadata(path) {
+            return input_error(format!("--kubeconfig {}: {e}", path.display()));
+        }
     }
     let config = match &args.scheduler_config {
         Some(path) => match scheduler_config(path) {
@@ -28,7 +30,7 @@ pub fn run(args: SnapshotArgs) -> ExitCode {
             report_progress(plural, n, done);
         }
     };
-    let snap = match snapshot::take(&args.kubeconfig, args.chunk_size, &mut progress) {
+    let snap = match snapshot::take(args.kubeconfig.as_deref(), args.chunk_size, &mut progress) {
         Ok(s) => s,
         Err(LiveError::Input(e)) => return input_error(e),
         Err(LiveError::Runtime(e)) => {

@@ -394,16 +394,53 @@ fn a_leader_whose_lease_is_taken_stops_at_once_and_exits_with_status_1() {
     assert_eq!(status.unwrap().code(), Some(1));
 }
 
+/// The resident memory of a process (`VmRSS` of /proc/PID/status), in MiB.
+fn resident_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VmRSS:")?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
 /// A figure, not a check: pods per second bound through the API (run with `--ignored
 /// --nocapture`). 300 pods (three nodes of 110 pods) created one after the other while the
-/// scheduler runs; the time from the first create to the last binding seen.
+/// scheduler runs; the time from the first create to the last binding seen. The server runs
+/// no controllers; a `kubeplane controller-manager` runs beside the scheduler, and the
+/// resident memory of both is printed once every pod is bound.
 #[test]
 #[ignore]
 fn measure_pods_per_second_through_the_api() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(dir.path());
+    let server = Served::start(
+        dir.path(),
+        "127.0.0.1:0",
+        &["--controllers=".as_ref()],
+        &[],
+        false,
+    );
     let kubeconfig = server.kubeconfig.clone();
-    let (_scheduler, port) = scheduler(dir.path(), &kubeconfig, false);
+    let (scheduler, port) = scheduler(dir.path(), &kubeconfig, false);
+    let kcm = Command::new(env!("CARGO_BIN_EXE_kubeplane"))
+        .args([
+            "controller-manager",
+            "--leader-elect=false",
+            "--secure-port=0",
+        ])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .stderr(Stdio::null())
+        .spawn()
+        .map(Proc)
+        .expect("kubeplane controller-manager starts");
     wait_for("/readyz answers ok", 30, || {
         get(port, "/readyz").is_some_and(|(code, _)| code == 200)
     });
@@ -426,5 +463,11 @@ fn measure_pods_per_second_through_the_api() {
     eprintln!(
         "{n} pods: created in {created:?}, all bound after {all:?}: {:.0} pods/s",
         n as f64 / all.as_secs_f64()
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    eprintln!(
+        "resident memory with {n} pods: scheduler {:.1} MiB, controller-manager {:.1} MiB",
+        resident_mib(scheduler.0.id()),
+        resident_mib(kcm.0.id())
     );
 }

@@ -2,7 +2,9 @@
 //! no controller of its own, only its scheduler and simulated kubelets): the controller
 //! manager turns a Deployment into a ReplicaSet and running pods and, once the Deployment is
 //! deleted, its garbage collector removes them; with leader election only the leader acts and
-//! the other instance takes over once the leader is killed.
+//! the other instance takes over once the leader is killed; a NoExecute taint evicts pods at
+//! the times their tolerationSeconds give and in the order `simulate` evicts the same pods, and
+//! a ReplicaSet scaled from 4 to 2 deletes the pods `simulate` deletes (pod-deletion-cost).
 
 mod support;
 
@@ -434,4 +436,274 @@ fn bad_flags_are_input_errors_with_upstreams_messages() {
     let out = run(&["serve", "--controllers=replicaset,-bogus"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"bogus\" is not in the list"));
+}
+
+/// `kubeplane simulate FILES --output jsonl` of tests/serve/cluster.yaml (the served nodes)
+/// and these documents: its events' (time, reason, object name, message).
+fn simulate_events(dir: &Path, documents: &str) -> Vec<(f64, String, String, String)> {
+    let file = dir.join("simulated.yaml");
+    std::fs::write(&file, documents).unwrap();
+    let cluster = support::repo_root().join("tests/serve/cluster.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_kubeplane"))
+        .arg("simulate")
+        .arg(&cluster)
+        .arg(&file)
+        .args(["--output", "jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["reason"].is_string() && v["time"].is_number())
+        .map(|v| {
+            let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+            (
+                v["time"].as_f64().unwrap(),
+                s("reason"),
+                s("name"),
+                s("message"),
+            )
+        })
+        .collect()
+}
+
+/// Pods on node-a with a NoExecute toleration of `example.com/maintenance` for these seconds
+/// (`None`: no toleration; `Some(None)`: tolerated for ever).
+const TAINT_PODS: &[(&str, Option<Option<i64>>)] = &[
+    ("untolerated", None),
+    ("three-seconds", Some(Some(3))),
+    ("six-seconds", Some(Some(6))),
+    ("forever", Some(None)),
+];
+
+fn taint_pods_yaml() -> String {
+    let mut out = String::new();
+    for (name, toleration) in TAINT_PODS {
+        let tolerations = match toleration {
+            None => "[]".to_string(),
+            Some(secs) => format!(
+                "[{{key: example.com/maintenance, operator: Exists, effect: NoExecute{}}}]",
+                secs.map(|s| format!(", tolerationSeconds: {s}"))
+                    .unwrap_or_default()
+            ),
+        };
+        out.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default}}\n\
+             spec:\n  nodeName: node-a\n  terminationGracePeriodSeconds: 1\n  tolerations: {tolerations}\n  \
+             containers: [{{name: c, image: nginx}}]\n"
+        ));
+    }
+    out
+}
+
+/// The pods of `default` and whether each is being deleted (gone counts as deleted).
+fn deleted_pods(c: &Cluster, names: &[&str]) -> Vec<bool> {
+    let list = c.rt.block_on(c.pods.list(&ListParams::default())).unwrap();
+    names
+        .iter()
+        .map(|n| {
+            list.items
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(*n))
+                .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+        })
+        .collect()
+}
+
+#[test]
+fn a_noexecute_taint_evicts_the_pods_when_and_in_the_order_simulate_does() {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{Patch, PatchParams};
+    let dir = tempfile::tempdir().unwrap();
+    // simulate: the taint at 10 s; each pod's eviction time after it.
+    let scenario =
+        "---\napiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nmetadata: {name: taint}\n\
+        spec:\n  duration: 30s\n  steps:\n  - at: 10s\n    \
+        taint: {node: node-a, key: example.com/maintenance, effect: NoExecute}\n";
+    let simulated: Vec<(String, f64)> =
+        simulate_events(dir.path(), &(taint_pods_yaml() + scenario))
+            .into_iter()
+            .filter(|(_, reason, _, msg)| {
+                reason == "TaintManagerEviction" && msg.starts_with("Marking")
+            })
+            .map(|(t, _, name, _)| (name, t - 10.0))
+            .collect();
+    let names: Vec<&str> = TAINT_PODS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        simulated
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>(),
+        ["untolerated", "three-seconds", "six-seconds"],
+        "simulate's evictions: {simulated:?}"
+    );
+
+    let server = serve(dir.path());
+    let c = Cluster::new(&server.kubeconfig);
+    let docs = taint_pods_yaml();
+    for doc in docs.split("---\n").filter(|d| !d.trim().is_empty()) {
+        let pod: Pod = serde_yaml_ng::from_str(doc).unwrap();
+        c.rt.block_on(c.pods.create(&PostParams::default(), &pod))
+            .unwrap();
+    }
+    let (_kcm, port) = controller_manager(
+        &server.kubeconfig,
+        &[
+            "--leader-elect=false",
+            "--controllers=taint-eviction-controller",
+        ],
+    );
+    wait_for("/readyz answers ok", 30, || {
+        get(port, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    let nodes: Api<Node> = Api::all(c.pods.clone().into_client());
+    let taint = serde_json::json!({"spec": {"taints": [
+        {"key": "example.com/maintenance", "effect": "NoExecute"}]}});
+    c.rt.block_on(nodes.patch("node-a", &PatchParams::default(), &Patch::Merge(&taint)))
+        .unwrap();
+    let tainted = Instant::now();
+    let mut live: Vec<(String, f64)> = Vec::new();
+    while tainted.elapsed() < Duration::from_secs(9) {
+        for (name, gone) in names.iter().zip(deleted_pods(&c, &names)) {
+            if gone && !live.iter().any(|(n, _)| n == name) {
+                live.push((name.to_string(), tainted.elapsed().as_secs_f64()));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let order = |v: &[(String, f64)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        order(&live),
+        order(&simulated),
+        "live {live:?}, simulated {simulated:?}"
+    );
+    for ((name, at), (_, want)) in live.iter().zip(&simulated) {
+        assert!(
+            (at - want).abs() < 1.0,
+            "{name}: evicted {at:.2} s after the taint live, {want} s in simulate"
+        );
+    }
+    eprintln!("evictions after the taint: live {live:?}, simulated {simulated:?}");
+}
+
+/// Four pods of the ReplicaSet `rs` (owned by its uid), each with a pod-deletion-cost; the
+/// scheduler places them (a pod created with its nodeName is not started by the served
+/// kubelets), and the costs rank them before their nodes do.
+const RS_PODS: &[(&str, &str)] = &[
+    ("rs-1", "10"),
+    ("rs-2", "-5"),
+    ("rs-3", "0"),
+    ("rs-4", "100"),
+];
+
+fn replicaset_yaml(uid: Option<&str>) -> String {
+    let uid = uid.map(|u| format!(", uid: {u}")).unwrap_or_default();
+    format!(
+        "---\napiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: rs, namespace: default{uid}}}\n\
+         spec:\n  replicas: 4\n  selector: {{matchLabels: {{app: rs}}}}\n  template:\n    \
+         metadata: {{labels: {{app: rs}}}}\n    spec:\n      terminationGracePeriodSeconds: 1\n      \
+         containers: [{{name: c, image: nginx}}]\n"
+    )
+}
+
+fn replicaset_pods_yaml(uid: &str) -> String {
+    let mut out = String::new();
+    for (name, cost) in RS_PODS {
+        out.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  \
+             labels: {{app: rs}}\n  annotations: {{controller.kubernetes.io/pod-deletion-cost: \"{cost}\"}}\n  \
+             ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: {uid}, \
+             controller: true, blockOwnerDeletion: true}}]\n\
+             spec:\n  terminationGracePeriodSeconds: 1\n  \
+             containers: [{{name: c, image: nginx, resources: {{requests: {{cpu: 100m}}}}}}]\n"
+        ));
+    }
+    out
+}
+
+#[test]
+fn a_replicaset_scaled_from_4_to_2_deletes_the_pods_simulate_deletes() {
+    use kube::api::{Patch, PatchParams};
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path());
+    let c = Cluster::new(&server.kubeconfig);
+    let rs: ReplicaSet =
+        serde_yaml_ng::from_str(replicaset_yaml(None).trim_start_matches("---\n")).unwrap();
+    let rs =
+        c.rt.block_on(c.replicasets.create(&PostParams::default(), &rs))
+            .unwrap();
+    let uid = rs.metadata.uid.unwrap();
+    let pods = replicaset_pods_yaml(&uid);
+    for doc in pods.split("---\n").filter(|d| !d.trim().is_empty()) {
+        let pod: Pod = serde_yaml_ng::from_str(doc).unwrap();
+        c.rt.block_on(c.pods.create(&PostParams::default(), &pod))
+            .unwrap();
+    }
+
+    // simulate: the same objects, scaled to 2 once the pods run.
+    let scenario = "---\napiVersion: kubeplane.io/v1alpha1\nkind: Scenario\nmetadata: {name: rs}\n\
+        spec:\n  duration: 1m\n  steps:\n  - {at: 30s, scale: {kind: ReplicaSet, name: rs, replicas: 2}}\n";
+    let input = replicaset_yaml(Some(&uid)) + &pods + scenario;
+    let mut simulated: Vec<String> = simulate_events(dir.path(), &input)
+        .into_iter()
+        .filter(|(_, reason, name, _)| reason == "SuccessfulDelete" && name == "rs")
+        .filter_map(|(_, _, _, msg)| Some(msg.strip_prefix("Deleted pod: ")?.to_string()))
+        .collect();
+    simulated.sort();
+    assert_eq!(simulated, ["rs-2", "rs-3"], "the two lowest deletion costs");
+
+    let names: Vec<&str> = RS_PODS.iter().map(|(n, _)| *n).collect();
+    let lp = ListParams::default().labels("app=rs");
+    wait_for("the four pods run and are ready", 30, || {
+        let list = c.rt.block_on(c.pods.list(&lp)).unwrap();
+        list.items.len() == 4
+            && list.items.iter().all(|p| {
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+    });
+    let (_kcm, port) = controller_manager(
+        &server.kubeconfig,
+        &[
+            "--leader-elect=false",
+            "--controllers=replicaset-controller",
+        ],
+    );
+    wait_for("/readyz answers ok", 30, || {
+        get(port, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        deleted_pods(&c, &names),
+        [false; 4],
+        "4 pods for 4 replicas"
+    );
+    let scale = serde_json::json!({"spec": {"replicas": 2}});
+    c.rt.block_on(
+        c.replicasets
+            .patch("rs", &PatchParams::default(), &Patch::Merge(&scale)),
+    )
+    .unwrap();
+    wait_for("two pods deleted", 30, || {
+        deleted_pods(&c, &names).iter().filter(|d| **d).count() == 2
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let live: Vec<String> = names
+        .iter()
+        .zip(deleted_pods(&c, &names))
+        .filter(|(_, d)| *d)
+        .map(|(n, _)| n.to_string())
+        .collect();
+    assert_eq!(
+        live, simulated,
+        "the live controller deletes what simulate deletes"
+    );
 }

@@ -2,7 +2,8 @@
 //! pages, gives a `simulate` input that keeps every running pod on its node (the finished pod
 //! left out) and answers a drain what-if; the snapshot sends no write to the server; an unreachable server, a token
 //! the server refuses and an unreadable kubeconfig each give one clear message and their exit
-//! status.
+//! status; without --kubeconfig, $KUBECONFIG or ~/.kube/config is read, and with neither (and
+//! no in-cluster service) the commands exit 2 saying so.
 
 mod support;
 
@@ -353,4 +354,74 @@ fn unreachable_refused_and_unreadable_clusters_each_give_one_message_and_their_s
     let out = kubeplane_in(dir.path(), &["snapshot", "--kubeconfig", "missing"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--kubeconfig missing: "));
+}
+
+/// `kubeplane COMMAND ARGS` in `dir` with the environment kube-rs infers a configuration from
+/// set as given: `KUBECONFIG` (or unset), `HOME`, and never an in-cluster service.
+fn kubeplane_env(dir: &Path, kubeconfig: Option<&Path>, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kubeplane"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT");
+    match kubeconfig {
+        Some(path) => cmd.env("KUBECONFIG", path),
+        None => cmd.env_remove("KUBECONFIG"),
+    };
+    cmd.output().expect("the kubeplane binary runs")
+}
+
+#[test]
+fn without_kubeconfig_the_commands_take_kubeconfig_then_home_and_else_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Served::start(dir.path(), "127.0.0.1:0", &[], &[], false);
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".kube")).unwrap();
+
+    let out = kubeplane_env(&home, Some(&server.kubeconfig), &["snapshot", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("# kubeplane snapshot of https://127.0.0.1:"),
+        "{text}"
+    );
+    assert!(
+        documents(&text).iter().any(|d| d["kind"] == "Node"),
+        "{text}"
+    );
+
+    std::fs::copy(&server.kubeconfig, home.join(".kube/config")).unwrap();
+    let out = kubeplane_env(&home, None, &["snapshot", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(documents(&String::from_utf8(out.stdout).unwrap())
+        .iter()
+        .any(|d| d["kind"] == "Node"));
+    std::fs::remove_file(home.join(".kube/config")).unwrap();
+
+    for args in [
+        &["snapshot"][..],
+        &["scheduler", "--secure-port", "0"],
+        &["controller-manager", "--secure-port", "0"],
+    ] {
+        let out = kubeplane_env(&home, None, args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("error: no --kubeconfig given and no configuration found in $KUBECONFIG, ~/.kube/config, or the in-cluster service account"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(".kube/config"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let out = kubeplane_env(
+        &home,
+        Some(&server.kubeconfig),
+        &["scheduler", "--kubeconfig", "missing"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--kubeconfig missing: "),
+        "an explicit file wins"
+    );
 }

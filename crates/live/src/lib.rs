@@ -1,5 +1,5 @@
 //! The live runtime: kubeplane's scheduler against a real API server through kube-rs
-//! (`kubeplane scheduler --kubeconfig PATH`). The third runtime of the `api` crate's traits,
+//! (`kubeplane scheduler [--kubeconfig PATH]`). The third runtime of the `api` crate's traits,
 //! beside the simulator and `kubeplane serve`'s control-plane thread.
 //!
 //! - [`reflector`]: a kube-rs watcher per kind the scheduler reads (list, watch with bookmarks,
@@ -53,7 +53,8 @@ const WORKERS: usize = 4;
 /// What `kubeplane scheduler` was asked to do.
 #[derive(Debug)]
 pub struct Options {
-    pub kubeconfig: PathBuf,
+    /// `--kubeconfig` (none: the configuration kubectl would use, [`INFERRED`]).
+    pub kubeconfig: Option<PathBuf>,
     /// The KubeSchedulerConfiguration document and where it came from (for messages).
     pub config: Option<(String, serde_json::Value)>,
     /// `--leader-elect`, over the configuration's `leaderElection.leaderElect`.
@@ -110,13 +111,33 @@ fn build_scheduler(
     Ok((scheduler, profiles, le))
 }
 
-/// The kube-rs client of a kubeconfig file.
-pub(crate) async fn connect(path: &std::path::Path) -> Result<kube::Client, String> {
+/// Where the configuration of a client comes from when no `--kubeconfig` is given, in the
+/// order kube-rs's `Config::infer` tries them.
+pub const INFERRED: &str = "$KUBECONFIG, ~/.kube/config, or the in-cluster service account \
+(KUBERNETES_SERVICE_HOST and /var/run/secrets/kubernetes.io/serviceaccount)";
+
+/// The kube-rs configuration of a kubeconfig file or, without one, the configuration kubectl
+/// and client-go would use ([`INFERRED`]). The message of an error names the file, or says
+/// that none of the inferred sources works.
+pub async fn kube_config(path: Option<&std::path::Path>) -> Result<kube::Config, String> {
+    let Some(path) = path else {
+        return kube::Config::infer().await.map_err(|e| {
+            format!("no --kubeconfig given and no configuration found in {INFERRED}: {e}")
+        });
+    };
     let kc = Kubeconfig::read_from(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+    kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    kube::Client::try_from(cfg).map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The kube-rs client of a kubeconfig file, or of the inferred configuration.
+pub(crate) async fn connect(path: Option<&std::path::Path>) -> Result<kube::Client, String> {
+    let cfg = kube_config(path).await?;
+    kube::Client::try_from(cfg).map_err(|e| match path {
+        Some(path) => format!("{}: {e}", path.display()),
+        None => e.to_string(),
+    })
 }
 
 /// Runs the scheduler until SIGINT or SIGTERM (`Ok`), or until it loses its lease.
@@ -132,7 +153,7 @@ pub fn run(opts: Options) -> Result<(), LiveError> {
         .build()
         .map_err(|e| LiveError::Runtime(e.to_string()))?;
     let kube = rt
-        .block_on(connect(&opts.kubeconfig))
+        .block_on(connect(opts.kubeconfig.as_deref()))
         .map_err(LiveError::Input)?;
     let health = Arc::new(health::Health::default());
     let leading = Arc::new(AtomicBool::new(!le.leader_elect));

@@ -77,10 +77,14 @@ pub struct Snapshot {
 /// (`false`), or, once its list is complete, the objects kept (`true`).
 pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, bool);
 
-/// Reads the cluster of a kubeconfig (its current context). An unreadable or unusable
-/// kubeconfig is [`LiveError::Input`]; a server that cannot be reached or refuses a list is
+/// Reads the cluster of a kubeconfig (its current context; none: the inferred configuration).
+/// An unreadable or unusable kubeconfig, or no configuration at all, is [`LiveError::Input`]; a server that cannot be reached or refuses a list is
 /// [`LiveError::Runtime`], with one message naming the server and what failed.
-pub fn take(kubeconfig: &Path, chunk_size: u32, progress: Progress) -> Result<Snapshot, LiveError> {
+pub fn take(
+    kubeconfig: Option<&Path>,
+    chunk_size: u32,
+    progress: Progress,
+) -> Result<Snapshot, LiveError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -102,15 +106,16 @@ pub fn take(kubeconfig: &Path, chunk_size: u32, progress: Progress) -> Result<Sn
     })
 }
 
-/// The kube-rs client of a kubeconfig and its server's URL.
-async fn connect(path: &Path) -> Result<(kube::Client, String), LiveError> {
-    let bad = |e: &dyn std::fmt::Display| LiveError::Input(format!("{}: {e}", path.display()));
-    let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| bad(&e))?;
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .map_err(|e| bad(&e))?;
+/// The kube-rs client of a kubeconfig (or of the inferred configuration) and its server's URL.
+async fn connect(path: Option<&Path>) -> Result<(kube::Client, String), LiveError> {
+    let cfg = crate::kube_config(path).await.map_err(LiveError::Input)?;
     let server = cfg.cluster_url.to_string();
-    let client = kube::Client::try_from(cfg).map_err(|e| bad(&e))?;
+    let client = kube::Client::try_from(cfg).map_err(|e| {
+        LiveError::Input(match path {
+            Some(path) => format!("{}: {e}", path.display()),
+            None => e.to_string(),
+        })
+    })?;
     Ok((client, server))
 }
 

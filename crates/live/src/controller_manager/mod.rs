@@ -31,7 +31,8 @@ const WHO: &str = "kubeplane controller-manager";
 /// What `kubeplane controller-manager` was asked to do.
 #[derive(Debug)]
 pub struct Options {
-    pub kubeconfig: PathBuf,
+    /// `--kubeconfig` (none: the configuration kubectl would use, [`crate::INFERRED`]).
+    pub kubeconfig: Option<PathBuf>,
     /// `--controllers`.
     pub selection: Selection,
     /// The controllers' settings (`--node-monitor-grace-period`, ...).
@@ -94,7 +95,7 @@ pub fn run(opts: Options) -> Result<(), LiveError> {
         .build()
         .map_err(|e| LiveError::Runtime(e.to_string()))?;
     let kube = rt
-        .block_on(crate::connect(&opts.kubeconfig))
+        .block_on(crate::connect(opts.kubeconfig.as_deref()))
         .map_err(LiveError::Input)?;
     let health = Arc::new(health::Health::default());
     let leading = Arc::new(AtomicBool::new(!le.leader_elect));
