@@ -75,6 +75,10 @@ for _ in range(2):
   check "rollout status" "successfully rolled out" "$("$k" -n shop rollout status deploy/web --timeout=60s 2>&1)"
   check "get pods -o wide shows pod IPs from the node's pod network" " 10.244." \
     "$("$k" -n shop get pods -o wide --no-headers 2>&1 | tr -s ' ')"
+  "$k" run pinned --image=nginx --overrides='{"spec":{"nodeName":"node-b"}}' >/dev/null 2>&1
+  wait_for "a pod created already bound runs on its node" 20 \
+    bash -c "\"$k\" get pod pinned -o jsonpath='{.status.phase} {.spec.nodeName}' | grep -q 'Running node-b'"
+  "$k" delete pod pinned --wait=true >/dev/null 2>&1
   check "/metrics has upstream's scheduler and apiserver names" 'scheduler_pending_pods{queue="active"}' \
     "$("$k" get --raw /metrics 2>&1 | grep -E '^(scheduler_pending_pods|scheduler_schedule_attempts_total|apiserver_request_total)' | sort -u)"
   check "scale" "deployment.apps/web scaled" "$("$k" -n shop scale deploy/web --replicas=5 2>&1)"

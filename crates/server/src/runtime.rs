@@ -226,6 +226,12 @@ impl ControlPlane {
                     }
                 }
             }
+            if delivered {
+                // The components read through the client's cache: it must hold what they were
+                // just told (a pod created already bound is started by its node's agent,
+                // which looks it up there).
+                self.client.sync();
+            }
             let mut ran = false;
             for c in self.periodic.iter_mut().chain(self.controllers.iter_mut()) {
                 if c.next_wakeup().is_some_and(|t| t <= now) {
@@ -330,6 +336,7 @@ impl ControlPlane {
                     let now = state.clock.now();
                     self.client.now = now;
                     self.observe(&ev, now);
+                    self.client.sync();
                 }
             }
         }
