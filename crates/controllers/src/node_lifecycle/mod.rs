@@ -642,6 +642,11 @@ impl Component for NodeLifecycleController {
         CONTROLLER_NAME
     }
 
+    /// Only nodes, Leases and pods.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(kind, kubeplane_api::Kind::Node | kubeplane_api::Kind::Lease | kubeplane_api::Kind::Pod)
+    }
+
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
         match ev.object.kind() {
             Kind::Node => self.observe_node(ev),
