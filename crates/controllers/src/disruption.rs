@@ -447,7 +447,10 @@ impl Component for DisruptionController {
 
     /// Only PodDisruptionBudgets and pods.
     fn observes(&self, kind: kubeplane_api::Kind) -> bool {
-        matches!(kind, kubeplane_api::Kind::PodDisruptionBudget | kubeplane_api::Kind::Pod)
+        matches!(
+            kind,
+            kubeplane_api::Kind::PodDisruptionBudget | kubeplane_api::Kind::Pod
+        )
     }
 
     fn observe(&mut self, ev: &WatchEvent, _now: SimTime) {

@@ -350,7 +350,10 @@ impl Component for DaemonSetsController {
 
     /// Only DaemonSets, ControllerRevisions, pods and nodes.
     fn observes(&self, kind: kubeplane_api::Kind) -> bool {
-        matches!(kind, kubeplane_api::Kind::Other(_) | kubeplane_api::Kind::Pod | kubeplane_api::Kind::Node)
+        matches!(
+            kind,
+            kubeplane_api::Kind::Other(_) | kubeplane_api::Kind::Pod | kubeplane_api::Kind::Node
+        )
     }
 
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {

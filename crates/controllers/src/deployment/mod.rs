@@ -534,7 +534,12 @@ impl Component for DeploymentController {
 
     /// Only Deployments, ReplicaSets and pods.
     fn observes(&self, kind: kubeplane_api::Kind) -> bool {
-        matches!(kind, kubeplane_api::Kind::Deployment | kubeplane_api::Kind::ReplicaSet | kubeplane_api::Kind::Pod)
+        matches!(
+            kind,
+            kubeplane_api::Kind::Deployment
+                | kubeplane_api::Kind::ReplicaSet
+                | kubeplane_api::Kind::Pod
+        )
     }
 
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {

@@ -301,7 +301,10 @@ impl Component for JobController {
 
     /// Only Jobs and pods.
     fn observes(&self, kind: kubeplane_api::Kind) -> bool {
-        matches!(kind, kubeplane_api::Kind::Other(_) | kubeplane_api::Kind::Pod)
+        matches!(
+            kind,
+            kubeplane_api::Kind::Other(_) | kubeplane_api::Kind::Pod
+        )
     }
 
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {

@@ -595,7 +595,10 @@ impl Component for ReplicaSetController {
 
     /// Only ReplicaSets and pods.
     fn observes(&self, kind: kubeplane_api::Kind) -> bool {
-        matches!(kind, kubeplane_api::Kind::ReplicaSet | kubeplane_api::Kind::Pod)
+        matches!(
+            kind,
+            kubeplane_api::Kind::ReplicaSet | kubeplane_api::Kind::Pod
+        )
     }
 
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {

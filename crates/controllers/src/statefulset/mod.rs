@@ -406,7 +406,10 @@ impl Component for StatefulSetController {
 
     /// Only StatefulSets, ControllerRevisions, PersistentVolumeClaims and pods.
     fn observes(&self, kind: kubeplane_api::Kind) -> bool {
-        matches!(kind, kubeplane_api::Kind::Other(_) | kubeplane_api::Kind::Pod)
+        matches!(
+            kind,
+            kubeplane_api::Kind::Other(_) | kubeplane_api::Kind::Pod
+        )
     }
 
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
