@@ -3,6 +3,7 @@
 use kubeplane_core::SimTime;
 
 use crate::client::Client;
+use crate::object::Kind;
 use crate::watch::WatchEvent;
 
 /// A piece of the control plane driven by the runtime: it observes changes like an informer's
@@ -12,6 +13,14 @@ pub trait Component {
     /// Sees one change, in resourceVersion order. Must not write; may schedule work by making
     /// `next_wakeup` return an instant at or before `now`.
     fn observe(&mut self, ev: &WatchEvent, now: SimTime);
+    /// Whether [`Component::observe`] can do anything with an event of an object of `kind`
+    /// (all kinds unless a component says otherwise). A runtime may skip delivering the
+    /// events of the kinds answered `false`: `observe` must leave the component as it was for
+    /// them (what it notes of `now` aside, which only the events it handles may read).
+    fn observes(&self, kind: Kind) -> bool {
+        let _ = kind;
+        true
+    }
     /// Does the work due at `now`.
     fn run(&mut self, now: SimTime, client: &mut dyn Client);
     /// The next instant at which `run` has work to do; `None` when only new events can give it

@@ -445,6 +445,14 @@ impl Component for DisruptionController {
         "disruption-controller"
     }
 
+    /// Only PodDisruptionBudgets and pods.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(
+            kind,
+            kubeplane_api::Kind::PodDisruptionBudget | kubeplane_api::Kind::Pod
+        )
+    }
+
     fn observe(&mut self, ev: &WatchEvent, _now: SimTime) {
         match &ev.object {
             Object::PodDisruptionBudget(pdb) => {

@@ -18,8 +18,9 @@ pub fn filed_under<'a>(meta: &'a ObjectMeta, kind: &str) -> Option<Option<&'a st
     }
 }
 
-/// `put` and `take` of a two-level map of one map type (the StatefulSet controller's ordered
-/// `BTreeMap`s, the Job's and DaemonSet's hashed ones): the same code over either.
+/// `put` and `take` of a two-level map of one map type (the ordered `BTreeMap` of the Job's
+/// owned pods, the hashed ones of the Job's orphans and of the DaemonSet and StatefulSet
+/// controllers): the same code over either.
 macro_rules! nested_map_fns {
     ($put:ident, $take:ident, $map:ident) => {
         /// Puts `value` at `outer`, `inner` of a two-level map and returns what was there,

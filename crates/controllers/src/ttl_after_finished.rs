@@ -111,6 +111,11 @@ impl Component for TtlAfterFinishedController {
         NAME
     }
 
+    /// Only Jobs.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(kind, kubeplane_api::Kind::Other(_))
+    }
+
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
         self.last_seen = self.last_seen.max(now);
         let Object::Other(o) = &ev.object else {

@@ -10,7 +10,7 @@ use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_registry::{ApiClient, Sink};
 use kubeplane_scheduler::api_dispatcher::ApiCallDrain;
 use kubeplane_scheduler::Scheduler;
-use kubeplane_store::{Client, Component, Object, Store};
+use kubeplane_store::{Client, Component, Kind, Object, Store};
 use serde_json::{json, Value};
 use thiserror::Error;
 
@@ -127,6 +127,9 @@ pub struct Simulation {
     controllers: Vec<Box<dyn Component + Send>>,
     /// Controllers that run periodically for ever (node lifecycle).
     periodic: Vec<Box<dyn Component + Send>>,
+    /// For each simulated kind (by [`Kind::index`]), the periodic controllers and the
+    /// controllers that observe its events ([`Component::observes`]), in their order.
+    observers: Vec<(Vec<usize>, Vec<usize>)>,
     steps: VecDeque<Step>,
     end: Option<SimTime>,
     cap: SimTime,
@@ -186,6 +189,21 @@ pub fn build_scheduler(
     Ok(scheduler)
 }
 
+/// For each kind of [`Kind::ALL`], the indexes of the periodic controllers and of the
+/// controllers that observe its events (the others' `observe` would ignore them).
+fn observers(
+    periodic: &[Box<dyn Component + Send>],
+    controllers: &[Box<dyn Component + Send>],
+) -> Vec<(Vec<usize>, Vec<usize>)> {
+    let of = |cs: &[Box<dyn Component + Send>], kind: Kind| -> Vec<usize> {
+        (0..cs.len()).filter(|&i| cs[i].observes(kind)).collect()
+    };
+    Kind::ALL
+        .iter()
+        .map(|&kind| (of(periodic, kind), of(controllers, kind)))
+        .collect()
+}
+
 impl Simulation {
     /// Sets up the store with the initial objects (created at t=0 in file order), the
     /// scheduler with its configuration, the controllers and the node agents.
@@ -198,14 +216,17 @@ impl Simulation {
             scheduler.set_reuse_node_local(false);
         }
         let duration = opts.until.or(scenario.duration);
+        let controllers = kubeplane_controllers::manager::controllers(&features);
+        let periodic = kubeplane_controllers::manager::periodic_controllers(&features);
         let mut sim = Simulation {
             store: Store::new(seed, scenario.start_time),
             now: SimTime::ZERO,
             scheduler,
             agents: NodeAgents::new(scenario.pod_startup_latency),
             drains: Drains::default(),
-            controllers: kubeplane_controllers::manager::controllers(&features),
-            periodic: kubeplane_controllers::manager::periodic_controllers(&features),
+            observers: observers(&periodic, &controllers),
+            controllers,
+            periodic,
             steps: scenario.steps.into_iter().collect(),
             end: duration.map(|d| SimTime::ZERO + d),
             cap: SimTime::ZERO + DEFAULT_DURATION_CAP,
@@ -285,11 +306,24 @@ impl Simulation {
         while self.store.has_events() {
             self.store.swap_events(&mut events);
             for ev in &events {
-                for c in self.periodic.iter_mut() {
-                    c.observe(ev, self.now);
-                }
-                for c in self.controllers.iter_mut() {
-                    c.observe(ev, self.now);
+                match ev.object.kind().index().and_then(|i| self.observers.get(i)) {
+                    // A simulated kind: the controllers that observe it.
+                    Some((periodic, controllers)) => {
+                        for &i in periodic {
+                            self.periodic[i].observe(ev, self.now);
+                        }
+                        for &i in controllers {
+                            self.controllers[i].observe(ev, self.now);
+                        }
+                    }
+                    None => {
+                        for c in self.periodic.iter_mut() {
+                            c.observe(ev, self.now);
+                        }
+                        for c in self.controllers.iter_mut() {
+                            c.observe(ev, self.now);
+                        }
+                    }
                 }
                 self.scheduler.observe(ev, self.now);
                 self.agents.observe(ev, self.now);

@@ -583,6 +583,11 @@ impl Component for CronJobController {
         CONTROLLER_NAME
     }
 
+    /// Only CronJobs and Jobs.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(kind, kubeplane_api::Kind::Other(_))
+    }
+
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
         self.queue.last_seen = self.queue.last_seen.max(now);
         let Object::Other(o) = &ev.object else {

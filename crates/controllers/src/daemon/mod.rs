@@ -348,6 +348,14 @@ impl Component for DaemonSetsController {
         CONTROLLER_NAME
     }
 
+    /// Only DaemonSets, ControllerRevisions, pods and nodes.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(
+            kind,
+            kubeplane_api::Kind::Other(_) | kubeplane_api::Kind::Pod | kubeplane_api::Kind::Node
+        )
+    }
+
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
         self.queue.last_seen = self.queue.last_seen.max(now);
         match &ev.object {

@@ -532,6 +532,16 @@ impl Component for DeploymentController {
         CONTROLLER_NAME
     }
 
+    /// Only Deployments, ReplicaSets and pods.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(
+            kind,
+            kubeplane_api::Kind::Deployment
+                | kubeplane_api::Kind::ReplicaSet
+                | kubeplane_api::Kind::Pod
+        )
+    }
+
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
         self.queue.last_seen = self.queue.last_seen.max(now);
         match &ev.object {

@@ -299,6 +299,14 @@ impl Component for JobController {
         CONTROLLER_NAME
     }
 
+    /// Only Jobs and pods.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(
+            kind,
+            kubeplane_api::Kind::Other(_) | kubeplane_api::Kind::Pod
+        )
+    }
+
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
         self.last_seen = self.last_seen.max(now);
         self.queue.last_seen = self.last_seen;

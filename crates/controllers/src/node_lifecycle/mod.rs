@@ -463,6 +463,7 @@ impl Zones {
         }
     }
 
+    #[inline]
     fn tainter(&mut self, zone: usize, rate: f32) -> &mut RateLimitedTimedQueue {
         self.list[zone]
             .tainter
@@ -640,6 +641,14 @@ fn zone_label(key: &str) -> String {
 impl Component for NodeLifecycleController {
     fn name(&self) -> &'static str {
         CONTROLLER_NAME
+    }
+
+    /// Only nodes, Leases and pods.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(
+            kind,
+            kubeplane_api::Kind::Node | kubeplane_api::Kind::Lease | kubeplane_api::Kind::Pod
+        )
     }
 
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {

@@ -136,6 +136,7 @@ impl RateLimitedTimedQueue {
 
     /// Removes a value from the queue and from the set, so it can be added again. Returns
     /// whether it was in the set.
+    #[inline]
     pub fn remove(&mut self, value: &str) -> bool {
         if self.set.is_empty() || !self.set.remove(value) {
             return false;

@@ -110,6 +110,7 @@ impl NodeLifecycleController {
 }
 
 /// Upstream `processTaintBaseEviction`, on the Ready status observed before this pass.
+#[inline]
 pub(super) fn process_taint_base_eviction(
     name: &str,
     entry: &mut NodeEntry,
@@ -193,6 +194,7 @@ pub(super) fn mark_node_for_tainting(
 }
 
 /// Upstream `markNodeAsReachable`: remove both NoExecute taints and leave the zone queue.
+#[inline]
 pub(super) fn mark_node_as_reachable(
     name: &str,
     entry: &mut NodeEntry,

@@ -343,6 +343,11 @@ impl Component for PodGcController {
         "pod-garbage-collector"
     }
 
+    /// Only pods and nodes.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(kind, kubeplane_api::Kind::Pod | kubeplane_api::Kind::Node)
+    }
+
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
         match &ev.object {
             Object::Pod(pod) => self.observe_pod(ev, pod, now),

@@ -593,6 +593,14 @@ impl Component for ReplicaSetController {
         CONTROLLER_NAME
     }
 
+    /// Only ReplicaSets and pods.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(
+            kind,
+            kubeplane_api::Kind::ReplicaSet | kubeplane_api::Kind::Pod
+        )
+    }
+
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
         self.queue.last_seen = self.queue.last_seen.max(now);
         match &ev.object {

@@ -35,13 +35,14 @@ use kubeplane_api::{Client, Component, DynamicObject, EventType, Object, WatchEv
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::labels::{from_label_selector, Selector};
 use kubeplane_core::SimTime;
+use rustc_hash::FxHashMap;
 
 use crate::controller_utils::{
     add_owner_reference, available_at, claim_rule, controller_of, is_pod_ready, labels,
     new_controller_ref, ns_name, pod_ready_time, remove_owner_reference, ClaimAction, NsName,
     WorkQueue,
 };
-use crate::pod_filing::{filed_under, put_nested, take_nested};
+use crate::pod_filing::{filed_under, put_hashed, take_hashed};
 use control::{parse_revision, SetControl};
 use pod_control::{other_object, Claims, PodControl};
 
@@ -100,8 +101,8 @@ fn selector_of(set: &StatefulSet) -> Result<Selector, String> {
 pub struct StatefulSetController {
     max_unavailable: bool,
     sets: BTreeMap<NsName, CachedSet>,
-    /// Pods by namespace, then name.
-    pods: BTreeMap<String, BTreeMap<String, Arc<Pod>>>,
+    /// Pods by namespace, then name (hashed: a claim sorts its candidates by name).
+    pods: FxHashMap<String, FxHashMap<String, Arc<Pod>>>,
     revisions: BTreeMap<NsName, Arc<ControllerRevision>>,
     claims: Claims,
     queue: WorkQueue,
@@ -126,7 +127,7 @@ impl StatefulSetController {
         StatefulSetController {
             max_unavailable: features.enabled("MaxUnavailableStatefulSet"),
             sets: BTreeMap::new(),
-            pods: BTreeMap::new(),
+            pods: FxHashMap::default(),
             revisions: BTreeMap::new(),
             claims: Claims::new(),
             queue: WorkQueue::default(),
@@ -205,9 +206,9 @@ impl StatefulSetController {
         let name = pod.metadata.name.as_deref().unwrap_or("");
         let old = match ev.type_ {
             EventType::Modified | EventType::Added if filed(pod) => {
-                put_nested(&mut self.pods, ns, name, pod.clone())
+                put_hashed(&mut self.pods, ns, name, pod.clone())
             }
-            _ => take_nested(&mut self.pods, ns, name),
+            _ => take_hashed(&mut self.pods, ns, name),
         };
         let old = old.or_else(|| ev_old.cloned());
         match ev.type_ {
@@ -353,9 +354,22 @@ impl StatefulSetController {
         let deleting = set.metadata.deletion_timestamp.is_some();
         let mut out = Vec::new();
         let mut errs = Vec::new();
-        for pod in self.pods.get(ns).into_iter().flat_map(|m| m.values()) {
-            let matches = selector.matches(labels(&pod.metadata)) && utils::is_member_of(set, pod);
-            let owned = controller_of(&pod.metadata).map(|c| c.uid == uid);
+        // The namespace's pods in name order (the order of the writes below), without the
+        // ones the claim ignores in any case: neither owned by the set nor matching it.
+        let mut candidates: Vec<(&Arc<Pod>, bool, Option<bool>)> = self
+            .pods
+            .get(ns)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter_map(|pod| {
+                let matches =
+                    selector.matches(labels(&pod.metadata)) && utils::is_member_of(set, pod);
+                let owned = controller_of(&pod.metadata).map(|c| c.uid == uid);
+                (matches || owned == Some(true)).then_some((pod, matches, owned))
+            })
+            .collect();
+        candidates.sort_unstable_by(|a, b| a.0.metadata.name.cmp(&b.0.metadata.name));
+        for (pod, matches, owned) in candidates {
             let adoptable = pod.metadata.deletion_timestamp.is_none();
             match claim_rule(owned, adoptable, deleting, matches) {
                 ClaimAction::Claim => out.push(pod.clone()),
@@ -388,6 +402,14 @@ impl StatefulSetController {
 impl Component for StatefulSetController {
     fn name(&self) -> &'static str {
         CONTROLLER_NAME
+    }
+
+    /// Only StatefulSets, ControllerRevisions, PersistentVolumeClaims and pods.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(
+            kind,
+            kubeplane_api::Kind::Other(_) | kubeplane_api::Kind::Pod
+        )
     }
 
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {

@@ -542,6 +542,11 @@ impl Component for TaintEvictionController {
         CONTROLLER_NAME
     }
 
+    /// Only pods and nodes.
+    fn observes(&self, kind: kubeplane_api::Kind) -> bool {
+        matches!(kind, kubeplane_api::Kind::Pod | kubeplane_api::Kind::Node)
+    }
+
     fn observe(&mut self, ev: &WatchEvent, now: SimTime) {
         match ev.object.kind() {
             Kind::Pod => {

@@ -1,7 +1,7 @@
 //! Pods and pod templates (upstream `ValidatePodCreate`, `ValidatePodSpec`, `validateContainers`,
 //! `ValidateTolerations`, `validateTopologySpreadConstraints` in `pkg/apis/core/validation`).
 
-use std::collections::BTreeSet;
+use std::fmt::Display;
 
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, Pod, PodSpec, Toleration, TopologySpreadConstraint,
@@ -34,13 +34,13 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &str, template: bool) -> Check {
             "a pod needs at least one container",
         ));
     }
-    let mut names = BTreeSet::new();
+    let mut names = Vec::new();
     if let Some(init) = &spec.init_containers {
-        validate_containers(init, &join(path, "initContainers"), &mut names, true)?;
+        validate_containers(init, &Field(&path, "initContainers"), &mut names, true)?;
     }
     validate_containers(
         &spec.containers,
-        &join(path, "containers"),
+        &Field(&path, "containers"),
         &mut names,
         false,
     )?;
@@ -53,7 +53,7 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &str, template: bool) -> Check {
         resource_list(r.requests.as_ref(), &join(&rp, "requests"))?;
     }
     if let Some(tols) = spec.tolerations.as_deref().filter(|t| !t.is_empty()) {
-        validate_tolerations(tols, &join(path, "tolerations"))?;
+        validate_toleration_list(tols, &Field(&path, "tolerations"))?;
     }
     if spec.node_selector.is_some() {
         validate_labels(spec.node_selector.as_ref(), &join(path, "nodeSelector"))?;
@@ -167,6 +167,11 @@ fn validate_spread_constraint(c: &TopologySpreadConstraint, p: &str) -> Check {
 
 /// Upstream `ValidateTolerations`.
 pub fn validate_tolerations(tols: &[Toleration], path: &str) -> Check {
+    validate_toleration_list(tols, &path)
+}
+
+/// [`validate_tolerations`] at a path rendered only for an error.
+fn validate_toleration_list(tols: &[Toleration], path: &dyn Display) -> Check {
     for (i, t) in tols.iter().enumerate() {
         validate_toleration(t, path, i)?;
     }
@@ -174,7 +179,7 @@ pub fn validate_tolerations(tols: &[Toleration], path: &str) -> Check {
 }
 
 /// One toleration, `path[i]` (whose path is built only for an error).
-fn validate_toleration(t: &Toleration, path: &str, i: usize) -> Check {
+fn validate_toleration(t: &Toleration, path: &dyn Display, i: usize) -> Check {
     let p = &Lazy(path, i);
     let key = t.key.as_deref().unwrap_or("");
     let operator = t.operator.as_deref().unwrap_or("");
@@ -229,10 +234,10 @@ fn validate_toleration(t: &Toleration, path: &str, i: usize) -> Check {
 
 /// Upstream `validateContainers` and `validateInitContainers`: names unique across both
 /// lists (`names`), an image, resources, ports, and a restart policy only on init containers.
-fn validate_containers(
-    containers: &[Container],
-    path: &str,
-    names: &mut BTreeSet<String>,
+fn validate_containers<'a>(
+    containers: &'a [Container],
+    path: &dyn Display,
+    names: &mut Vec<&'a str>,
     init: bool,
 ) -> Check {
     for (i, c) in containers.iter().enumerate() {
@@ -242,9 +247,10 @@ fn validate_containers(
         }
         is_dns1123_label(&c.name)
             .map_err(|e| FieldError::invalid(join(&p, "name"), quote(&c.name), &e))?;
-        if !names.insert(c.name.clone()) {
+        if names.contains(&c.name.as_str()) {
             return Err(FieldError::duplicate(join(&p, "name"), quote(&c.name), ""));
         }
+        names.push(&c.name);
         if c.image.as_deref().is_none_or(|s| s.trim().is_empty()) {
             return Err(FieldError::required(join(&p, "image"), ""));
         }
@@ -253,10 +259,10 @@ fn validate_containers(
             .as_ref()
             .filter(|r| r.limits.is_some() || r.requests.is_some())
         {
-            validate_container_resources(r, &join(p, "resources"))?;
+            validate_container_resources(r, &Field(p, "resources"))?;
         }
         for (j, port) in c.ports.iter().flatten().enumerate() {
-            validate_port(port, &format!("{p}.ports[{j}]"))?;
+            validate_port(port, &Lazy(&Field(p, "ports"), j))?;
         }
         if let Some(rp) = c.restart_policy.as_deref() {
             if !init {
@@ -278,21 +284,30 @@ fn validate_containers(
 }
 
 /// `path[i]`, rendered only when an error needs it.
-struct Lazy<'a>(&'a str, usize);
+struct Lazy<'a>(&'a dyn Display, usize);
 
-impl std::fmt::Display for Lazy<'_> {
+/// `path.field`, rendered only when an error needs it.
+struct Field<'a>(&'a dyn Display, &'static str);
+
+impl Display for Field<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.0, self.1)
+    }
+}
+
+impl Display for Lazy<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}[{}]", self.0, self.1)
     }
 }
 
 /// `path.field` of a lazy path.
-fn join(p: &(impl std::fmt::Display + ?Sized), field: &str) -> String {
+fn join(p: &(impl Display + ?Sized), field: &str) -> String {
     format!("{p}.{field}")
 }
 
 /// Upstream `validateContainerPorts` for one port.
-fn validate_port(port: &ContainerPort, pp: &str) -> Check {
+fn validate_port(port: &ContainerPort, pp: &dyn Display) -> Check {
     if !(1..=65535).contains(&port.container_port) {
         return Err(FieldError::invalid(
             join(pp, "containerPort"),

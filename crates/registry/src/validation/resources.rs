@@ -81,12 +81,15 @@ fn check_resource_names(list: &BTreeMap<&str, ParsedQuantity>, path: &dyn Fn() -
 }
 
 /// Upstream `ValidateResourceRequirements` for a container.
-pub fn validate_container_resources(r: &ResourceRequirements, path: &str) -> Check {
+pub fn validate_container_resources(
+    r: &ResourceRequirements,
+    path: &dyn std::fmt::Display,
+) -> Check {
     if r.limits.is_none() && r.requests.is_none() {
         return Ok(());
     }
-    let limits_path = || join(path, "limits");
-    let requests_path = || join(path, "requests");
+    let limits_path = || format!("{path}.limits");
+    let requests_path = || format!("{path}.requests");
     let limits = parse_list(r.limits.as_ref(), &limits_path)?;
     let requests = parse_list(r.requests.as_ref(), &requests_path)?;
     check_resource_names(&limits, &limits_path)?;

@@ -22,12 +22,16 @@ fn pod(name: &str, owned: bool, uid: Option<&str>) -> Object {
     Object::Pod(Arc::new(serde_json::from_value(pod).unwrap()))
 }
 
+/// The cached pods' names, sorted (the cache is hashed).
 fn cached(h: &Harness) -> Vec<String> {
-    h.ssc
+    let mut names: Vec<String> = h
+        .ssc
         .pods
         .values()
         .flat_map(|m| m.keys().cloned())
-        .collect()
+        .collect();
+    names.sort();
+    names
 }
 
 fn set_owned(h: &mut Harness, name: &str, owned: bool) {
