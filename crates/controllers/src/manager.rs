@@ -351,8 +351,9 @@ mod tests {
     }
 }
 
+/// Which controllers observe which simulated kinds (the engine's dispatch table).
 #[cfg(test)]
-mod tests {
+mod dispatch_tests {
     use super::*;
     use kubeplane_api::{EventType, Kind, Object, WatchEvent};
     use kubeplane_core::SimTime;
