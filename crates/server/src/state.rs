@@ -15,15 +15,17 @@ use kubeplane_storage::Storage;
 use crate::clock::ServerClock;
 use crate::events::event_object;
 
-/// How many registry clients write for the API: up to this many requests wait for their
-/// writes to be durable at once (each client keeps a cache of its own).
+/// How many registry clients may write for the API: up to this many requests wait for their
+/// writes to be durable at once. Each keeps a cache of its own, so the second and later ones
+/// are made only when every earlier one is busy (a server written to by one client at a time
+/// keeps one).
 const WRITERS: usize = 8;
 
 /// The server's shared state.
 pub struct State {
     /// Reads and watches go to the storage directly (this client never writes).
     reader: StorageClient,
-    writers: Vec<Mutex<StorageClient>>,
+    writers: Vec<std::sync::OnceLock<Mutex<StorageClient>>>,
     /// Where the search for a free writer starts next.
     next_writer: AtomicUsize,
     pub clock: ServerClock,
@@ -56,9 +58,9 @@ impl State {
         address: String,
     ) -> Arc<State> {
         let reader = client.handle();
-        let mut writers: Vec<Mutex<StorageClient>> =
-            (1..WRITERS).map(|_| Mutex::new(client.handle())).collect();
-        writers.insert(0, Mutex::new(client));
+        let writers: Vec<std::sync::OnceLock<Mutex<StorageClient>>> =
+            (0..WRITERS).map(|_| std::sync::OnceLock::new()).collect();
+        let _ = writers[0].set(Mutex::new(client));
         Arc::new(State {
             reader,
             writers,
@@ -114,16 +116,22 @@ impl State {
     /// A free writer if there is one (the search starts where the last one ended), else the
     /// next one in turn once it is free.
     fn lock_writer(&self) -> MutexGuard<'_, StorageClient> {
-        let n = self.writers.len();
-        let start = self.next_writer.fetch_add(1, Ordering::Relaxed) % n;
-        for i in 0..n {
-            match self.writers[(start + i) % n].try_lock() {
+        let made: Vec<&Mutex<StorageClient>> =
+            self.writers.iter().filter_map(|w| w.get()).collect();
+        let start = self.next_writer.fetch_add(1, Ordering::Relaxed) % made.len();
+        for i in 0..made.len() {
+            match made[(start + i) % made.len()].try_lock() {
                 Ok(g) => return g,
                 Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) => {}
             }
         }
-        match self.writers[start].lock() {
+        // Every writer is busy: another one, while there is room, else the next in turn.
+        let writer = match self.writers.iter().find(|w| w.get().is_none()) {
+            Some(slot) => slot.get_or_init(|| Mutex::new(self.reader.handle())),
+            None => made[start],
+        };
+        match writer.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         }
