@@ -150,6 +150,36 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Serves the endpoints over TLS until the runtime stops.
+/// Serves `/healthz`, `/readyz` and `/metrics` on `addr` (when given) over HTTPS on `rt`,
+/// with `tls`'s certificate and `access`'s rules; `who` names the component on stderr. A
+/// certificate that cannot be made or an address that cannot be bound is an input error.
+pub fn start(
+    rt: &tokio::runtime::Runtime,
+    addr: Option<std::net::SocketAddr>,
+    tls: &crate::tls::TlsFiles,
+    access: &Access,
+    health: &Arc<Health>,
+    who: &str,
+) -> Result<(), crate::LiveError> {
+    let Some(addr) = addr else {
+        return Ok(());
+    };
+    let tls = crate::tls::server_config(tls, addr.ip()).map_err(crate::LiveError::Input)?;
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind(addr))
+        .map_err(|e| {
+            crate::LiveError::Input(format!("--bind-address/--secure-port {addr}: {e}"))
+        })?;
+    eprintln!("{who}: serving /healthz, /readyz and /metrics on https://{addr}");
+    rt.spawn(serve(
+        listener,
+        tls,
+        health.clone(),
+        Arc::new(access.clone()),
+    ));
+    Ok(())
+}
+
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,

@@ -208,15 +208,14 @@ fn start_tasks(
     leading: &Arc<AtomicBool>,
     tx: &mpsc::Sender<runtime::Msg>,
 ) -> Result<tokio::sync::mpsc::UnboundedSender<serde_json::Value>, LiveError> {
-    if let Some(addr) = opts.serve {
-        let tls = tls::server_config(&opts.tls, addr.ip()).map_err(LiveError::Input)?;
-        let listener = rt
-            .block_on(tokio::net::TcpListener::bind(addr))
-            .map_err(|e| LiveError::Input(format!("--bind-address/--secure-port {addr}: {e}")))?;
-        eprintln!("kubeplane scheduler: serving /healthz, /readyz and /metrics on https://{addr}");
-        let access = Arc::new(opts.access.clone());
-        rt.spawn(health::serve(listener, tls, health.clone(), access));
-    }
+    health::start(
+        rt,
+        opts.serve,
+        &opts.tls,
+        &opts.access,
+        health,
+        "kubeplane scheduler",
+    )?;
     reflector::start(rt.handle(), kube, tx);
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     rt.spawn(events::send_events(

@@ -139,15 +139,7 @@ fn start_tasks(
     kinds: &[Kind],
     tx: mpsc::Sender<Msg>,
 ) -> Result<tokio::sync::mpsc::UnboundedSender<serde_json::Value>, LiveError> {
-    if let Some(addr) = opts.serve {
-        let tls = crate::tls::server_config(&opts.tls, addr.ip()).map_err(LiveError::Input)?;
-        let listener = rt
-            .block_on(tokio::net::TcpListener::bind(addr))
-            .map_err(|e| LiveError::Input(format!("--bind-address/--secure-port {addr}: {e}")))?;
-        eprintln!("{WHO}: serving /healthz, /readyz and /metrics on https://{addr}");
-        let access = Arc::new(opts.access.clone());
-        rt.spawn(health::serve(listener, tls, health.clone(), access));
-    }
+    health::start(rt, opts.serve, &opts.tls, &opts.access, health, WHO)?;
     crate::reflector::start_kinds(rt.handle(), kube, kinds, &tx, WHO);
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     rt.spawn(crate::events::send_events(kube.clone(), events_rx, WHO));
