@@ -10,10 +10,8 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
@@ -21,6 +19,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{pinned_kind, Scope};
 use serde_json::Value;
+use support::process::{free_port, wait_for, Proc};
 use support::serve::Served;
 
 /// The bootstrap ClusterRoles of upstream's RBAC policy that the manifests may bind, from
@@ -123,32 +122,6 @@ const CONTROLLER_ROLES: &[(&str, &str)] = &[
         "system:controller:ttl-after-finished-controller",
     ),
 ];
-
-/// A child process killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// Every document of every deploy/*.yaml file, with its file's name.
 fn manifests() -> Vec<(String, Value)> {

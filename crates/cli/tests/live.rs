@@ -6,25 +6,15 @@
 
 mod support;
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
+use support::process::{free_port, wait_for, Proc};
 use support::serve::Served;
-
-/// A child process killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn serve(dir: &Path) -> Served {
     Served::start(dir, "127.0.0.1:0", &[], &[], false)
@@ -41,14 +31,6 @@ leaderElection:
 profiles:
 - schedulerName: kubeplane-live
 ";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// The bearer token the tests' schedulers accept for /metrics.
 const TOKEN: &str = "metrics-reader-token";
@@ -85,14 +67,6 @@ fn metric(port: u16, sample: &str) -> Option<u64> {
     let (_, body) = get(port, "/metrics")?;
     body.lines()
         .find_map(|l| l.strip_prefix(sample)?.trim().parse().ok())
-}
-
-fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn pod(name: &str, scheduler: &str, cpu: &str) -> Pod {

@@ -8,33 +8,15 @@
 
 mod support;
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use support::process::{free_port, wait_for, Proc};
 use support::serve::Served;
-
-/// A child process killed (SIGKILL) when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `kubeplane serve` with no controllers.
 fn serve(dir: &Path) -> Served {
@@ -90,14 +72,6 @@ fn metric(port: u16, sample: &str) -> Option<u64> {
 const LEADING: &str = "leader_election_master_status{name=\"kube-controller-manager\"}";
 const GC_DELETIONS: &str = "kubeplane_garbagecollector_deletions_total";
 const PODS_CREATED: &str = "kubeplane_replicaset_pods_created_total";
-
-fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 fn deployment(name: &str, replicas: i32) -> Deployment {
     serde_json::from_value(serde_json::json!({

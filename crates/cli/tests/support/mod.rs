@@ -4,6 +4,7 @@
 #![allow(dead_code)] // Each test crate uses a different part.
 
 pub mod https;
+pub mod process;
 pub mod serve;
 pub mod validator;
 
