@@ -291,6 +291,9 @@ impl Backend for Writer<'_> {
 /// conflict (see `StorageClient::retried`).
 const UNCONDITIONAL_TRIES: usize = 50;
 
+/// How many times an eviction that meets a conflict is tried (upstream's `EvictionsRetry`).
+const EVICTION_TRIES: usize = 20;
+
 /// The objects of each kind as the client's watch last delivered them: namespace → name →
 /// object, so lists come in namespace and name order, as the store's do.
 struct StorageCache {
@@ -664,10 +667,22 @@ impl Client for StorageClient {
         self.retried(unconditional, |w| client::delete(w, key, &opts, now))
     }
 
+    /// An eviction, tried again with fresh reads when a write of it meets a conflict (another
+    /// eviction spent the same disruption budget between this one's read and its write), as
+    /// upstream's eviction REST retries conflicts (`EvictionsRetry`, up to 20 tries).
     fn evict(&mut self, namespace: &str, name: &str, opts: DeleteOptions) -> Result<(), ApiError> {
-        self.sync();
         let now = self.now;
-        crate::eviction::evict(self, now, namespace, name, opts)
+        let mut tries = 1;
+        loop {
+            self.sync();
+            match crate::eviction::evict(self, now, namespace, name, opts.clone()) {
+                Err(ApiError::Conflict { .. }) if tries < EVICTION_TRIES => {
+                    self.catch_up(Duration::from_secs(2));
+                    tries += 1;
+                }
+                result => return result,
+            }
+        }
     }
 
     fn bind(
