@@ -10,7 +10,6 @@ use clap::Args;
 use kubeplane_controllers::manager::{Selection, Settings};
 use kubeplane_core::time::SimDuration;
 use kubeplane_live::controller_manager::{default_leader_election, Options};
-use kubeplane_live::LiveError;
 
 use crate::simulate::input_error;
 
@@ -188,16 +187,5 @@ pub fn run(args: ControllerManagerArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return input_error(e),
     };
-    match kubeplane_live::controller_manager::run(opts) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(LiveError::Input(e)) => input_error(e),
-        Err(LiveError::LeaseLost) => {
-            eprintln!("error: leaderelection lost");
-            ExitCode::FAILURE
-        }
-        Err(LiveError::Runtime(e)) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::scheduler::exit_code(kubeplane_live::controller_manager::run(opts))
 }

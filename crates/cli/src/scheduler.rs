@@ -36,7 +36,13 @@ pub fn run(args: SchedulerArgs) -> ExitCode {
         tls,
         access,
     };
-    match kubeplane_live::run(opts) {
+    exit_code(kubeplane_live::run(opts))
+}
+
+/// The exit status of a live component's end: 0 stopped, 1 the lease lost (upstream's
+/// message) or a failure, 2 bad input.
+pub fn exit_code(result: Result<(), LiveError>) -> ExitCode {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(LiveError::Input(e)) => input_error(e),
         Err(LiveError::LeaseLost) => {

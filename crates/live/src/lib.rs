@@ -189,7 +189,11 @@ pub fn run(opts: Options) -> Result<(), LiveError> {
         published: None,
         attempts: attempts::AttemptMetrics::new(profiles.clone()),
     };
-    let exit = main.run(rx);
+    finish(rt, main.run(rx))
+}
+
+/// Stops the runtime's tasks (waiting a second at most) and says how the loop ended.
+pub(crate) fn finish(rt: tokio::runtime::Runtime, exit: Exit) -> Result<(), LiveError> {
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
     match exit {
         Exit::Stopped => Ok(()),

@@ -58,52 +58,8 @@ fn event(type_: EventType, object: Object) -> Msg {
     })
 }
 
-/// Watches one kind until the loop goes away.
-async fn reflect<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    kind: Kind,
-    wrap: fn(K) -> Object,
-    tx: Sender<Msg>,
-) where
-    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
-{
-    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
-    let mut listed: Vec<Object> = Vec::new();
-    let mut failures = 0u64;
-    while let Some(item) = stream.next().await {
-        let msg = match item {
-            Ok(Event::Init) => {
-                listed.clear();
-                continue;
-            }
-            Ok(Event::InitApply(o)) => {
-                listed.push(wrap(o));
-                continue;
-            }
-            Ok(Event::InitDone) => {
-                failures = 0;
-                Msg::Relist(kind, std::mem::take(&mut listed))
-            }
-            Ok(Event::Apply(o)) => event(EventType::Modified, wrap(o)),
-            Ok(Event::Delete(o)) => event(EventType::Deleted, wrap(o)),
-            Err(e) => {
-                failures += 1;
-                if failures <= 3 || failures.is_power_of_two() {
-                    eprintln!(
-                        "kubeplane scheduler: watching {}: {e} (retrying with backoff)",
-                        kind.plural()
-                    );
-                }
-                continue;
-            }
-        };
-        if tx.send(msg).is_err() {
-            return;
-        }
-    }
-}
+/// Who the scheduler's reflectors are on stderr.
+const WHO: &str = "kubeplane scheduler";
 
 /// Starts a reflector for every kind in [`KINDS`] on the runtime.
 pub fn start(runtime: &tokio::runtime::Handle, client: &kube::Client, tx: &Sender<Msg>) {
@@ -114,36 +70,41 @@ pub fn start(runtime: &tokio::runtime::Handle, client: &kube::Client, tx: &Sende
         Api::all(c()),
         pods,
         Kind::Pod,
-        |o| Object::Pod(Arc::new(o)),
+        |o| Some(Object::Pod(Arc::new(o))),
         tx.clone(),
+        WHO,
     ));
     runtime.spawn(reflect::<Node>(
         Api::all(c()),
         all.clone(),
         Kind::Node,
-        |o| Object::Node(Arc::new(o)),
+        |o| Some(Object::Node(Arc::new(o))),
         tx.clone(),
+        WHO,
     ));
     runtime.spawn(reflect::<Namespace>(
         Api::all(c()),
         all.clone(),
         Kind::Namespace,
-        |o| Object::Namespace(Arc::new(o)),
+        |o| Some(Object::Namespace(Arc::new(o))),
         tx.clone(),
+        WHO,
     ));
     runtime.spawn(reflect::<ReplicaSet>(
         Api::all(c()),
         all.clone(),
         Kind::ReplicaSet,
-        |o| Object::ReplicaSet(Arc::new(o)),
+        |o| Some(Object::ReplicaSet(Arc::new(o))),
         tx.clone(),
+        WHO,
     ));
     runtime.spawn(reflect::<PodDisruptionBudget>(
         Api::all(c()),
         all,
         Kind::PodDisruptionBudget,
-        |o| Object::PodDisruptionBudget(Arc::new(o)),
+        |o| Some(Object::PodDisruptionBudget(Arc::new(o))),
         tx.clone(),
+        WHO,
     ));
 }
 
@@ -161,14 +122,22 @@ fn not_served(e: &watcher::Error) -> bool {
     matches!(e, watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404)
 }
 
-/// Watches one kind through the dynamic API until the loop goes away (the controller
-/// manager's reflector: every object, old objects from the loop's informer).
-async fn reflect_dynamic(client: kube::Client, kind: Kind, tx: Sender<Msg>, who: &'static str) {
-    let resource = crate::convert::api_resource(kind);
-    let api: Api<DynamicObject> = Api::all_with(client, &resource);
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
+/// Watches one kind until the loop goes away: its lists become relists, its changes events
+/// (without old objects: the loop's informer has them); an object `wrap` cannot read is
+/// skipped, a kind the server does not serve (404) is an empty list, said once on stderr,
+/// and other failures are retried with kube-rs's backoff, said on stderr now and then.
+async fn reflect<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    kind: Kind,
+    wrap: impl Fn(K) -> Option<Object> + Send + 'static,
+    tx: Sender<Msg>,
+    who: &'static str,
+) where
+    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
     let mut listed: Vec<Object> = Vec::new();
     let (mut failures, mut told_missing) = (0u64, false);
     while let Some(item) = stream.next().await {
@@ -178,18 +147,18 @@ async fn reflect_dynamic(client: kube::Client, kind: Kind, tx: Sender<Msg>, who:
                 continue;
             }
             Ok(Event::InitApply(o)) => {
-                listed.extend(dynamic_object(kind, o));
+                listed.extend(wrap(o));
                 continue;
             }
             Ok(Event::InitDone) => {
                 failures = 0;
                 Msg::Relist(kind, std::mem::take(&mut listed))
             }
-            Ok(Event::Apply(o)) => match dynamic_object(kind, o) {
+            Ok(Event::Apply(o)) => match wrap(o) {
                 Some(o) => event(EventType::Modified, o),
                 None => continue,
             },
-            Ok(Event::Delete(o)) => match dynamic_object(kind, o) {
+            Ok(Event::Delete(o)) => match wrap(o) {
                 Some(o) => event(EventType::Deleted, o),
                 None => continue,
             },
@@ -230,6 +199,11 @@ pub fn start_kinds(
     who: &'static str,
 ) {
     for kind in kinds {
-        runtime.spawn(reflect_dynamic(client.clone(), *kind, tx.clone(), who));
+        let kind = *kind;
+        let api: Api<DynamicObject> =
+            Api::all_with(client.clone(), &crate::convert::api_resource(kind));
+        let wrap = move |o| dynamic_object(kind, o);
+        let config = watcher::Config::default();
+        runtime.spawn(reflect(api, config, kind, wrap, tx.clone(), who));
     }
 }

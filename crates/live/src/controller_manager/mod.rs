@@ -22,7 +22,7 @@ use kubeplane_api::Kind;
 use kubeplane_controllers::manager::{Selection, Settings};
 use kubeplane_core::features::FeatureGates;
 
-use crate::runtime::{Exit, Msg};
+use crate::runtime::Msg;
 use crate::{health, leader, LeaderElection, LiveError};
 
 /// How the controller manager names itself in log lines.
@@ -120,12 +120,7 @@ pub fn run(opts: Options) -> Result<(), LiveError> {
         health,
         published: None,
     };
-    let exit = main.run(rx);
-    rt.shutdown_timeout(std::time::Duration::from_secs(1));
-    match exit {
-        Exit::Stopped => Ok(()),
-        Exit::LeaseLost => Err(LiveError::LeaseLost),
-    }
+    crate::finish(rt, main.run(rx))
 }
 
 /// Starts what runs on the tokio runtime: the endpoints, the reflectors, the event task, the
