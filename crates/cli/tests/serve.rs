@@ -15,7 +15,7 @@ use kube::runtime::{watcher, WatchStreamExt};
 
 mod support;
 
-use support::serve::Served;
+use support::serve::{deployment, Served};
 
 /// The kubectl story's cluster with durable state in `dir/data`.
 fn start(dir: &Path) -> Served {
@@ -27,20 +27,6 @@ fn start(dir: &Path) -> Served {
         &[],
         false,
     )
-}
-
-fn deployment(name: &str, replicas: i32) -> Deployment {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
-        },
-    }))
-    .unwrap()
 }
 
 async fn running(pods: &Api<Pod>, selector: &str) -> usize {

@@ -20,7 +20,7 @@ use kubeplane_storage::etcd_testing::{etcd_or_skip, EtcdCluster};
 
 mod support;
 
-use support::serve::Served;
+use support::serve::{deployment, Served};
 
 /// Short election durations, so that the test's failover takes seconds.
 const ELECTION: [&str; 6] = [
@@ -70,20 +70,6 @@ async fn leader(clients: &[&kube::Client], within: Duration) -> usize {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-fn deployment(name: &str, replicas: i32) -> Deployment {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
-        },
-    }))
-    .unwrap()
 }
 
 fn config_map(name: &str, value: &str) -> ConfigMap {

@@ -109,3 +109,18 @@ async fn config(kubeconfig: &Path) -> kube::Config {
         .await
         .expect("the kubeconfig is usable")
 }
+
+/// A Deployment of `replicas` nginx pods labelled `app: NAME`.
+pub fn deployment(name: &str, replicas: i32) -> k8s_openapi::api::apps::v1::Deployment {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+        },
+    }))
+    .unwrap()
+}
