@@ -116,21 +116,20 @@ impl State {
     /// A free writer if there is one (the search starts where the last one ended), else the
     /// next one in turn once it is free.
     fn lock_writer(&self) -> MutexGuard<'_, StorageClient> {
-        let made: Vec<&Mutex<StorageClient>> =
-            self.writers.iter().filter_map(|w| w.get()).collect();
-        let start = self.next_writer.fetch_add(1, Ordering::Relaxed) % made.len();
-        for i in 0..made.len() {
-            match made[(start + i) % made.len()].try_lock() {
-                Ok(g) => return g,
-                Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => {}
+        // Writers are made in slot order: the made ones are a prefix.
+        let made = self.writers.iter().take_while(|w| w.get().is_some());
+        let n = made.clone().count();
+        let start = self.next_writer.fetch_add(1, Ordering::Relaxed) % n;
+        for w in made.clone().skip(start).chain(made.take(start)) {
+            match w.get().map(Mutex::try_lock) {
+                Some(Ok(g)) => return g,
+                Some(Err(std::sync::TryLockError::Poisoned(p))) => return p.into_inner(),
+                _ => {}
             }
         }
         // Every writer is busy: another one, while there is room, else the next in turn.
-        let writer = match self.writers.iter().find(|w| w.get().is_none()) {
-            Some(slot) => slot.get_or_init(|| Mutex::new(self.reader.handle())),
-            None => made[start],
-        };
+        let slot = self.writers.get(n).unwrap_or(&self.writers[start]);
+        let writer = slot.get_or_init(|| Mutex::new(self.reader.handle()));
         match writer.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
