@@ -5,7 +5,9 @@
 //! their probes' paths over HTTPS, take the Leases the manifests give them RBAC for, and the
 //! scheduler binds a pod that names `kubeplane-scheduler`; every `system:` role the manifests
 //! bind is one of upstream's bootstrap roles, and every controller kubeplane runs has its role
-//! bound.
+//! bound. Run as a pod runs them (no kubeconfig: the API server from `KUBERNETES_SERVICE_HOST`
+//! and `KUBERNETES_SERVICE_PORT`, the service account's token, CA and namespace at the path the
+//! kubelet mounts them, in a mount namespace of the test's own), they do the same.
 
 mod support;
 
@@ -295,6 +297,178 @@ fn every_manifest_is_accepted_and_the_components_run_with_the_deployments_argume
             p.spec.and_then(|s| s.node_name).is_some()
         },
     );
+}
+
+/// Whether this process may make a private mount namespace (`unshare --mount`, as root).
+fn can_unshare_mounts() -> bool {
+    Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A Deployment's arguments run as its container runs them: no kubeconfig anywhere (an empty
+/// home, no `KUBECONFIG`), the API server from the service environment variables, and the
+/// service account's files (`sa_dir`) mounted at `/var/run/secrets/kubernetes.io/
+/// serviceaccount` in a private mount namespace (a tmpfs over `/run` in it, so nothing is left
+/// on this machine). Only the health port, its address and its token file are local.
+fn run_in_pod(args: &[String], sa_dir: &Path, api_port: u16, config: Option<&Path>) -> (Proc, u16) {
+    let port = free_port();
+    let home = sa_dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut local: Vec<String> = Vec::new();
+    for a in args {
+        match a.split_once('=') {
+            Some(("--secure-port", _)) => local.push(format!("--secure-port={port}")),
+            Some(("--bind-address", _)) => local.push("--bind-address=127.0.0.1".into()),
+            Some(("--authentication-token-file", _)) => {}
+            Some(("--config", _)) => {
+                local.push(format!("--config={}", config.unwrap().display()));
+            }
+            _ => local.push(a.clone()),
+        }
+    }
+    let mount = "mount -t tmpfs tmpfs /run \
+        && mkdir -p /run/secrets/kubernetes.io/serviceaccount \
+        && mount --bind \"$SA\" /run/secrets/kubernetes.io/serviceaccount \
+        && exec \"$@\"";
+    let child = Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            mount,
+            "sh",
+        ])
+        .arg(env!("CARGO_BIN_EXE_kubeplane"))
+        .args(&local)
+        .env("SA", sa_dir.join("serviceaccount"))
+        .env("HOME", &home)
+        .env_remove("KUBECONFIG")
+        .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        .env("KUBERNETES_SERVICE_PORT", api_port.to_string())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("unshare starts");
+    (Proc(child), port)
+}
+
+/// The port of the API server a kubeconfig names.
+fn server_port(kubeconfig: &Path) -> u16 {
+    let text = std::fs::read_to_string(kubeconfig).unwrap();
+    let server = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server:"))
+        .expect("a server");
+    let port = server.trim().trim_matches('"').rsplit(':').next().unwrap();
+    port.trim_end_matches('/').parse().expect("a port")
+}
+
+#[test]
+fn in_a_pod_the_components_find_the_cluster_through_the_service_account() {
+    if !can_unshare_mounts() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root and must run this test"
+        );
+        eprintln!("skipped: no private mount namespace here (needs root and unshare)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_arg = format!("--data-dir={}", data.display());
+    let server = Served::start(
+        dir.path(),
+        "127.0.0.1:0",
+        // No components of its own: the pods are made and bound only by the two "in the pod".
+        &[
+            std::ffi::OsStr::new(&data_arg),
+            std::ffi::OsStr::new("--api-only"),
+        ],
+        &[],
+        false,
+    );
+    let sa = dir.path().join("serviceaccount");
+    std::fs::create_dir_all(&sa).unwrap();
+    std::fs::copy(data.join("pki/ca.crt"), sa.join("ca.crt")).unwrap();
+    std::fs::copy(data.join("pki/admin.token"), sa.join("token")).unwrap();
+    std::fs::write(sa.join("namespace"), "kube-system").unwrap();
+    let api_port = server_port(&server.kubeconfig);
+
+    let docs = manifests();
+    let cm = find(&docs, "ConfigMap", "kubeplane-scheduler-config");
+    let config_file = dir.path().join("scheduler-config.yaml");
+    std::fs::write(
+        &config_file,
+        cm["data"]["scheduler-config.yaml"].as_str().unwrap(),
+    )
+    .unwrap();
+    let (_scheduler, sport) = run_in_pod(
+        &container_args(&docs, "kubeplane-scheduler"),
+        dir.path(),
+        api_port,
+        Some(&config_file),
+    );
+    let (_kcm, kport) = run_in_pod(
+        &container_args(&docs, "kubeplane-controller-manager"),
+        dir.path(),
+        api_port,
+        None,
+    );
+    for port in [sport, kport] {
+        wait_for("the probes' paths answer over HTTPS", 30, || {
+            support::https::get_as(port, "/readyz", None).is_some_and(|(c, _)| c == 200)
+        });
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = rt.block_on(server.client());
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    for name in ["kubeplane-scheduler", "kubeplane-controller-manager"] {
+        wait_for("the Lease is held from inside the pod", 30, || {
+            let lease = rt.block_on(leases.get_opt(name)).unwrap();
+            lease
+                .and_then(|l| l.spec?.holder_identity)
+                .is_some_and(|h| !h.is_empty())
+        });
+    }
+    // The controller manager's ReplicaSet controller makes the pods, the scheduler binds them.
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), "default");
+    let mut deployment = support::serve::deployment("in-pod", 2);
+    let spec = deployment
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap();
+    spec.scheduler_name = Some("kubeplane-scheduler".into());
+    rt.block_on(deployments.create(&PostParams::default(), &deployment))
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    wait_for("two pods of the Deployment, both bound", 60, || {
+        let list = rt.block_on(pods.list(&Default::default())).unwrap();
+        let bound = list
+            .items
+            .iter()
+            .filter(|p| {
+                p.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("in-pod-"))
+            })
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+            .count();
+        bound == 2
+    });
 }
 
 #[test]
