@@ -303,12 +303,7 @@ impl Scheduler {
         }
     }
 
-    fn on_node(
-        &mut self,
-        ev: &WatchEvent,
-        node: &Arc<k8s_openapi::api::core::v1::Node>,
-        now: SimTime,
-    ) {
+    fn on_node(&mut self, ev: &WatchEvent, node: &Arc<kubeplane_api::StoredNode>, now: SimTime) {
         match ev.type_ {
             EventType::Added => {
                 self.cache.add_node(node.clone());
@@ -495,7 +490,9 @@ mod tests {
         let mut client = TestClient::new(1);
         let node =
             NodeBuilder::new("n1").alloc(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]);
-        client.create(Object::Node(Arc::new(node.obj()))).unwrap();
+        client
+            .create(Object::Node(Arc::new(node.obj().into())))
+            .unwrap();
         let first = PodBuilder::new("first")
             .req(&[("cpu", "3")])
             .node("n1")

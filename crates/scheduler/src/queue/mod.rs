@@ -28,8 +28,9 @@ mod unschedulable;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeplane_api::StoredNode;
 use kubeplane_core::time::{SimDuration, NANOS_PER_SEC};
 use kubeplane_core::SimTime;
 
@@ -41,8 +42,8 @@ use crate::framework::{
 
 pub use events::{
     event_matches, node_update_events, pod_update_events, ASSIGNED_POD_UPDATE,
-    NODE_UPDATE_ALLOCATABLE, NODE_UPDATE_ANNOTATION, NODE_UPDATE_CONDITION, NODE_UPDATE_LABEL,
-    NODE_UPDATE_TAINT, UNSCHEDULED_POD_UPDATE,
+    NODE_UPDATE_ALLOCATABLE, NODE_UPDATE_ANNOTATION, NODE_UPDATE_CONDITION,
+    NODE_UPDATE_DECLARED_FEATURE, NODE_UPDATE_LABEL, NODE_UPDATE_TAINT, UNSCHEDULED_POD_UPDATE,
 };
 use heap::{Order, PodHeap};
 use nominator::Nominator;
@@ -185,7 +186,7 @@ enum Strategy {
 /// An event object kept while pods are in flight.
 enum OwnedObject {
     Pod(Arc<Pod>),
-    Node(Arc<Node>),
+    Node(Arc<StoredNode>),
 }
 
 impl OwnedObject {

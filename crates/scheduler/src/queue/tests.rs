@@ -326,7 +326,7 @@ fn repeated_failures_back_off_1_2_4_8_10_10_seconds() {
                     q.move_all_to_active_or_backoff_queue(
                         labels::NODE_ADD,
                         None,
-                        Some(EventObject::Node(&node("good"))),
+                        Some(EventObject::Node(&node("good").into())),
                         None,
                         now,
                     );
@@ -403,7 +403,7 @@ fn pop_from_backoff_q_takes_the_backoff_head_only_when_active_q_is_empty() {
         q.move_all_to_active_or_backoff_queue(
             labels::NODE_ADD,
             None,
-            Some(EventObject::Node(&node("good"))),
+            Some(EventObject::Node(&node("good").into())),
             None,
             secs(0),
         );
@@ -421,7 +421,7 @@ fn pop_from_backoff_q_takes_the_backoff_head_only_when_active_q_is_empty() {
     q.move_all_to_active_or_backoff_queue(
         labels::NODE_ADD,
         None,
-        Some(EventObject::Node(&node("good"))),
+        Some(EventObject::Node(&node("good").into())),
         None,
         secs(0),
     );
@@ -484,7 +484,7 @@ fn events_during_the_attempt_decide_where_a_rejected_pod_goes() {
             q.move_all_to_active_or_backoff_queue(
                 e,
                 None,
-                Some(EventObject::Node(n)),
+                Some(EventObject::Node(&n.clone().into())),
                 None,
                 ms(500),
             );
@@ -575,7 +575,7 @@ fn hints_decide_whether_a_parked_pod_moves() {
         q.move_all_to_active_or_backoff_queue(
             labels::NODE_ADD,
             None,
-            Some(EventObject::Node(&n)),
+            Some(EventObject::Node(&n.clone().into())),
             None,
             at,
         );
@@ -596,7 +596,7 @@ fn move_all_respects_pre_check_and_uninteresting_events() {
     q.move_all_to_active_or_backoff_queue(
         NODE_UPDATE_LABEL,
         None,
-        Some(EventObject::Node(&good)),
+        Some(EventObject::Node(&good.clone().into())),
         None,
         secs(5),
     );
@@ -605,7 +605,7 @@ fn move_all_respects_pre_check_and_uninteresting_events() {
     q.move_all_to_active_or_backoff_queue(
         labels::NODE_ADD,
         None,
-        Some(EventObject::Node(&good)),
+        Some(EventObject::Node(&good.clone().into())),
         Some(&only_a),
         secs(5),
     );
@@ -623,7 +623,7 @@ fn a_plugin_registering_node_add_also_gets_node_taint_updates() {
     q.move_all_to_active_or_backoff_queue(
         NODE_UPDATE_TAINT,
         None,
-        Some(EventObject::Node(&node("bad"))),
+        Some(EventObject::Node(&node("bad").into())),
         None,
         secs(5),
     );
@@ -685,7 +685,7 @@ fn gated_pods_stay_out_until_their_gates_are_removed() {
     q.move_all_to_active_or_backoff_queue(
         labels::NODE_ADD,
         None,
-        Some(EventObject::Node(&node("good"))),
+        Some(EventObject::Node(&node("good").into())),
         None,
         secs(1),
     );
@@ -1022,7 +1022,7 @@ fn node_update_events_in_upstream_order() {
         ),
     ];
     for (case, old, new, want) in cases {
-        assert_eq!(node_update_events(&old, &new), want, "{case}");
+        assert_eq!(node_update_events(&old.into(), &new.into()), want, "{case}");
     }
 }
 
