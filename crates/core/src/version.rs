@@ -203,7 +203,6 @@ pub mod changes {
     /// with the sources). A run of a release these apply to is exact only where they do not
     /// matter.
     pub const NOT_MODELLED: &[(&str, Versioned<bool>)] = &[
-        ("kube-scheduler: the NodeDeclaredFeatures filter for pods requiring declared node features (#136042; the gate is on from v1.36)", FROM_1_36),
         ("kube-scheduler: a gated pod's nomination holds its node's room against lower-priority pods (#139057, not read: the pull request is not in the stored threads)", FROM_1_37),
         ("the v1.37 release notes after v1.37.0-alpha.1 (not stored: only the pull requests named in docs/compatibility.md were read)", FROM_1_37),
     ];
@@ -220,6 +219,7 @@ pub mod changes {
         ("kube-scheduler: terminating preemption victims preempted again (#134247, the revert of #133213; #133213's activation of the preemptor was not found)", &[(v1(34, 2), true), (v1(35, 0), false)]),
         ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158; the plugin from a stored post-1.35 admission.go, the binding's copy from a quoted storage.go, not the v1.35.0 tag)", FROM_1_35),
         ("API server: nominatedNodeName cleared by the binding (ClearingNominatedNodeNameAfterBinding, #135103; the binding from a quoted storage.go and upstream's integration test, not the v1.35.0 tag)", FROM_1_35),
+        ("kube-scheduler: the NodeDeclaredFeatures plugin (the gate on from v1.36; the feature registries from component-helpers tags v0.35.0 and v0.36.0 and, for v1.37, a commit after v0.37.0-beta.0; the v1.36 reason and the plugin's place in the default profile not read at a tag)", FROM_1_36),
         ("kube-scheduler: ImageLocality counts image volumes (#130231 in v1.36.0, #138951 in v1.37; from the pull requests' diffs, not the tagged image_locality.go)", IMAGE_LOCALITY_COUNTS_IMAGE_VOLUMES),
     ];
 
@@ -384,8 +384,8 @@ mod tests {
         assert_eq!(changes::unverified(v1(34, 1)).len(), 1);
         assert_eq!(changes::unverified(v1(35, 0)).len(), 3);
         assert!(changes::not_modelled(v1(35, 4)).is_empty());
-        assert_eq!(changes::not_modelled(v1(36, 0)).len(), 1);
-        assert_eq!(changes::not_modelled(v1(37, 0)).len(), 3);
+        assert!(changes::not_modelled(v1(36, 0)).is_empty());
+        assert_eq!(changes::not_modelled(v1(37, 0)).len(), 2);
     }
 
     #[test]
