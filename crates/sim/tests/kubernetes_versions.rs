@@ -230,3 +230,25 @@ fn pods_requiring_declared_node_features_go_to_nodes_declaring_them_from_1_36() 
         ])
     );
 }
+
+#[test]
+fn a_gated_pods_nomination_holds_its_room_from_1_37() {
+    let file = "gated-pod-nomination-by-release.yaml";
+    for (version, filler, failed) in [
+        (v1(34, 1), Some("n1"), 1),
+        (v1(36, 0), Some("n1"), 1),
+        (v1(37, 0), None, 0),
+    ] {
+        let (records, n_failed) = run(file, version);
+        assert_eq!(
+            scheduled_node(&records, "filler").as_deref(),
+            filler,
+            "{version}"
+        );
+        assert_eq!(n_failed, failed, "{version}");
+        assert!(
+            scheduled_node(&records, "reserved").is_none(),
+            "{version}: reserved stays gated"
+        );
+    }
+}

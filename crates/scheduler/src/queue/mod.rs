@@ -246,6 +246,10 @@ pub struct SchedulingQueue {
     in_flight_pods: BTreeMap<String, (u64, Arc<PodInfo>)>,
     in_flight_events: BTreeMap<u64, InFlightEntry>,
     nominator: Nominator,
+    /// Whether adding a pod records its nomination before PreEnqueue, so that a gated pod's
+    /// `status.nominatedNodeName` holds its room (kubernetes#139057, v1.37.0); before, only a
+    /// pod reaching activeQ was recorded. Set by `Scheduler::follow_version`.
+    records_nomination_on_add: bool,
     /// The last whole-second tick at which the backoffQ flush ran.
     last_backoff_flush: SimTime,
     /// The last 30 s tick at which the leftover flush ran.
@@ -343,6 +347,7 @@ impl SchedulingQueue {
             in_flight_pods: BTreeMap::new(),
             in_flight_events: BTreeMap::new(),
             nominator: Nominator::default(),
+            records_nomination_on_add: false,
             last_backoff_flush: SimTime::ZERO,
             last_leftover_flush: SimTime::ZERO,
         }
@@ -416,10 +421,21 @@ impl SchedulingQueue {
     // ---- Public operations (spec 2.4) ----
 
     /// A new unscheduled pod (informer add): PreEnqueue, then activeQ, or unschedulablePods
-    /// when gated. Also records the pod's `status.nominatedNodeName` in the nominator.
+    /// when gated. Also records the pod's `status.nominatedNodeName` in the nominator: from
+    /// v1.37 first, whether or not the pod is gated (upstream `addPod` since #139057); before,
+    /// only when the pod reaches activeQ, so a gated pod's nomination held no room.
     pub fn add(&mut self, pod: Arc<PodInfo>, now: SimTime) {
         let p = QueuedPodInfo::new(pod, now);
+        if self.records_nomination_on_add {
+            self.nominator.add(&p.pod_info, None);
+        }
         self.move_to_active_q(p, labels::UNSCHEDULED_POD_ADD.label, false, now);
+    }
+
+    /// Whether [`SchedulingQueue::add`] (and an update of a pod in no queue) records the pod's
+    /// nomination even when the pod is gated (kubernetes#139057, v1.37.0).
+    pub fn set_records_nomination_on_add(&mut self, on: bool) {
+        self.records_nomination_on_add = on;
     }
 
     /// An unscheduled pod changed (informer update).
@@ -468,6 +484,10 @@ impl SchedulingQueue {
             return;
         }
         let p = QueuedPodInfo::new(new, now);
+        if self.records_nomination_on_add {
+            // Upstream v1.37 adds such a pod through `addPod`, which records the nomination.
+            self.nominator.add(&p.pod_info, None);
+        }
         self.move_to_active_q(p, UNSCHEDULED_POD_UPDATE.label, false, now);
     }
 

@@ -1157,3 +1157,45 @@ fn the_next_leftover_tick_follows_the_earliest_parked_pod_as_pods_come_and_go() 
     assert_eq!(q.next_timer(), None, "only the gated pod is left");
     assert_eq!(q.pending_pods().gated, 1);
 }
+
+#[test]
+fn a_gated_pods_nomination_is_recorded_on_add_only_from_v1_37() {
+    let mut pod = PodB::new("p").gate("a").0;
+    pod.status
+        .get_or_insert_with(Default::default)
+        .nominated_node_name = Some("n1".into());
+    for (records_on_add, want) in [(false, None), (true, Some("n1"))] {
+        let mut q = queue(true);
+        q.set_records_nomination_on_add(records_on_add);
+        q.add(pod.clone().into_info(), secs(0));
+        assert_eq!(q.pending_pods().gated, 1);
+        let uid = pod.metadata.uid.as_deref().unwrap();
+        assert_eq!(
+            q.nominated_node_of(uid),
+            want,
+            "records on add: {records_on_add}"
+        );
+        let held: Vec<String> = q
+            .nominated_pods_for_node("n1")
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        assert_eq!(
+            held.is_empty(),
+            want.is_none(),
+            "records on add: {records_on_add}"
+        );
+        // Once the pod leaves the nominator's view by deletion, its room is free again.
+        q.delete(&PodInfo::new(Arc::new(pod.clone())));
+        assert_eq!(q.nominated_node_of(uid), None);
+    }
+    // In every release a nomination patched onto a gated pod the queue holds is recorded.
+    let mut q = queue(true);
+    let gated = PodB::new("p").gate("a").0;
+    q.add(gated.clone().into_info(), secs(0));
+    q.update(&gated, pod.clone().into_info(), secs(1));
+    assert_eq!(
+        q.nominated_node_of(pod.metadata.uid.as_deref().unwrap()),
+        Some("n1")
+    );
+}
