@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
-use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_core::{EventRecord, SimTime};
 
@@ -28,7 +28,7 @@ pub trait Cache {
             .and_then(Object::as_pod)
     }
 
-    fn get_node(&self, name: &str) -> Option<&Arc<Node>> {
+    fn get_node(&self, name: &str) -> Option<&Arc<crate::StoredNode>> {
         self.get(Kind::Node, "", name).and_then(Object::as_node)
     }
 }

@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
+use crate::node::StoredNode;
 use crate::types::{self, ResourceType};
 
 /// The kinds of object the store holds: the kinds kubeplane simulates, in the order of
@@ -206,7 +207,9 @@ impl fmt::Display for ObjectKey {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Object {
     Namespace(Arc<Namespace>),
-    Node(Arc<Node>),
+    /// A Node: k8s-openapi's type plus the later releases' fields kubeplane reads
+    /// ([`StoredNode`]).
+    Node(Arc<StoredNode>),
     PriorityClass(Arc<PriorityClass>),
     Deployment(Arc<Deployment>),
     ReplicaSet(Arc<ReplicaSet>),
@@ -301,7 +304,7 @@ impl Object {
         }
         Ok(match kind {
             Kind::Namespace => Object::Namespace(typed::<Namespace>(value)?),
-            Kind::Node => Object::Node(typed::<Node>(value)?),
+            Kind::Node => Object::Node(typed::<StoredNode>(value)?),
             Kind::PriorityClass => Object::PriorityClass(typed::<PriorityClass>(value)?),
             Kind::Deployment => Object::Deployment(typed::<Deployment>(value)?),
             Kind::ReplicaSet => Object::ReplicaSet(typed::<ReplicaSet>(value)?),
@@ -370,7 +373,7 @@ impl Object {
         }
     }
 
-    pub fn as_node(&self) -> Option<&Arc<Node>> {
+    pub fn as_node(&self) -> Option<&Arc<StoredNode>> {
         match self {
             Object::Node(n) => Some(n),
             _ => None,

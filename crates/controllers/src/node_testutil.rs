@@ -114,7 +114,7 @@ impl NodeBuilder {
     }
 
     pub fn build(self) -> Object {
-        Object::Node(Arc::new(self.0))
+        Object::Node(Arc::new(self.0.into()))
     }
 }
 
@@ -161,7 +161,7 @@ pub fn set_node_taints(client: &mut TestClient, name: &str, taints: Vec<Taint>) 
     n.metadata.resource_version = None;
     n.spec.get_or_insert_with(Default::default).taints = (!taints.is_empty()).then_some(taints);
     client
-        .update(Object::Node(Arc::new(n)))
+        .update(Object::Node(Arc::new(n.into())))
         .expect("update node");
 }
 
@@ -269,7 +269,7 @@ pub fn post_condition(client: &mut TestClient, node: &str, type_: &str, status: 
         }),
     }
     client
-        .update_status(Object::Node(Arc::new(n)))
+        .update_status(Object::Node(Arc::new(n.into())))
         .expect("post status");
 }
 

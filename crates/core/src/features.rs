@@ -125,7 +125,7 @@ pub const GATES: &[GateSpec] = &[
             (v1(36, 0), BETA_ON),
             (v1(37, 0), GA_LOCKED),
         ],
-        false,
+        true,
     ),
     gate(
         "NodeInclusionPolicyInPodTopologySpread",

@@ -193,6 +193,16 @@ pub mod changes {
     /// stored v1.37.0-alpha.1 notes).
     pub const IMAGE_LOCALITY_CEILING_COUNTS_IMAGE_VOLUMES: Versioned<bool> = &[(v1(37, 0), true)];
 
+    /// The scheduling queue records a new pod's `status.nominatedNodeName` in its nominator
+    /// before PreEnqueue, so a pod that is still gated (scheduling gates not yet removed) and
+    /// holds a nomination set by another component keeps lower-priority pods off the room it
+    /// was nominated for; before, only a pod that reached activeQ was recorded (kubernetes#139057,
+    /// "Store pod nomination before adding the pod to scheduling queue", opened May 2026 for
+    /// v1.37: its release note "Fixed a bug, where nomination of gated pod wasn't preventing lower
+    /// priority pods from scheduling on the nominated space", and the stored post-change
+    /// `scheduling_queue.go`, whose `addPod` calls `addNominatedPod` unconditionally).
+    pub const GATED_POD_NOMINATION_HOLDS_ROOM: Versioned<bool> = &[(v1(37, 0), true)];
+
     const FROM_1_34_2: Versioned<bool> = &[(v1(34, 2), true), (v1(35, 0), true)];
     const FROM_1_35: Versioned<bool> = &[(v1(35, 0), true)];
     const FROM_1_36: Versioned<bool> = &[(v1(36, 0), true)];
@@ -203,8 +213,6 @@ pub mod changes {
     /// with the sources). A run of a release these apply to is exact only where they do not
     /// matter.
     pub const NOT_MODELLED: &[(&str, Versioned<bool>)] = &[
-        ("kube-scheduler: the NodeDeclaredFeatures filter for pods requiring declared node features (#136042; the gate is on from v1.36)", FROM_1_36),
-        ("kube-scheduler: a gated pod's nomination holds its node's room against lower-priority pods (#139057, not read: the pull request is not in the stored threads)", FROM_1_37),
         ("the v1.37 release notes after v1.37.0-alpha.1 (not stored: only the pull requests named in docs/compatibility.md were read)", FROM_1_37),
     ];
 
@@ -220,6 +228,8 @@ pub mod changes {
         ("kube-scheduler: terminating preemption victims preempted again (#134247, the revert of #133213; #133213's activation of the preemptor was not found)", &[(v1(34, 2), true), (v1(35, 0), false)]),
         ("API server: zone and region labels copied onto bound pods (PodTopologyLabelsAdmission, #135158; the plugin from a stored post-1.35 admission.go, the binding's copy from a quoted storage.go, not the v1.35.0 tag)", FROM_1_35),
         ("API server: nominatedNodeName cleared by the binding (ClearingNominatedNodeNameAfterBinding, #135103; the binding from a quoted storage.go and upstream's integration test, not the v1.35.0 tag)", FROM_1_35),
+        ("kube-scheduler: the NodeDeclaredFeatures plugin (the gate on from v1.36; the feature registries from component-helpers tags v0.35.0 and v0.36.0 and, for v1.37, a commit after v0.37.0-beta.0; the v1.36 reason and the plugin's place in the default profile not read at a tag)", FROM_1_36),
+        ("kube-scheduler: a gated pod's nomination holds its room against lower-priority pods (#139057; from the pull request's description and a stored post-change scheduling_queue.go, not the v1.37.0 tag, which is not stored)", GATED_POD_NOMINATION_HOLDS_ROOM),
         ("kube-scheduler: ImageLocality counts image volumes (#130231 in v1.36.0, #138951 in v1.37; from the pull requests' diffs, not the tagged image_locality.go)", IMAGE_LOCALITY_COUNTS_IMAGE_VOLUMES),
     ];
 
@@ -384,8 +394,8 @@ mod tests {
         assert_eq!(changes::unverified(v1(34, 1)).len(), 1);
         assert_eq!(changes::unverified(v1(35, 0)).len(), 3);
         assert!(changes::not_modelled(v1(35, 4)).is_empty());
-        assert_eq!(changes::not_modelled(v1(36, 0)).len(), 1);
-        assert_eq!(changes::not_modelled(v1(37, 0)).len(), 3);
+        assert!(changes::not_modelled(v1(36, 0)).is_empty());
+        assert_eq!(changes::not_modelled(v1(37, 0)).len(), 1);
     }
 
     #[test]
@@ -397,6 +407,13 @@ mod tests {
         for minor in 35..=37 {
             assert!(!keeps(v1(minor, 0)), "v1.{minor}");
         }
+    }
+
+    #[test]
+    fn a_gated_pods_nomination_holds_its_room_from_1_37() {
+        let holds = |v: KubeVersion| v.has(changes::GATED_POD_NOMINATION_HOLDS_ROOM);
+        assert!(!holds(v1(34, 7)) && !holds(v1(35, 4)) && !holds(v1(36, 0)));
+        assert!(holds(v1(37, 0)));
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub fn start(runtime: &tokio::runtime::Handle, client: &kube::Client, tx: &Sende
         Api::all(c()),
         all.clone(),
         Kind::Node,
-        |o| Some(Object::Node(Arc::new(o))),
+        |o| Some(Object::Node(Arc::new(o.into()))),
         tx.clone(),
         WHO,
     ));

@@ -64,13 +64,16 @@ fn objects_are_stored_under_kube_apiserver_keys_and_outlive_their_client() {
         })))
         .unwrap();
     let node = c
-        .create(Object::Node(Arc::new(Node {
-            metadata: ObjectMeta {
-                name: Some("n1".into()),
+        .create(Object::Node(Arc::new(
+            Node {
+                metadata: ObjectMeta {
+                    name: Some("n1".into()),
+                    ..Default::default()
+                },
                 ..Default::default()
-            },
-            ..Default::default()
-        })))
+            }
+            .into(),
+        )))
         .unwrap();
     // The resourceVersion is the key's etcd mod revision.
     for (key, obj) in [

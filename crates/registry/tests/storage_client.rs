@@ -145,14 +145,19 @@ fn the_same_calls_give_the_same_objects_over_the_store_and_over_storage() {
 fn the_binding_over_storage_follows_the_clients_binding_features() {
     use k8s_openapi::api::core::v1::{Node, PodStatus};
     use kubeplane_registry::strategy::pod::BindFeatures;
-    let node = Object::Node(Arc::new(Node {
-        metadata: ObjectMeta {
-            name: Some("n1".into()),
-            labels: Some([("topology.kubernetes.io/zone".to_string(), "z1".to_string())].into()),
+    let node = Object::Node(Arc::new(
+        Node {
+            metadata: ObjectMeta {
+                name: Some("n1".into()),
+                labels: Some(
+                    [("topology.kubernetes.io/zone".to_string(), "z1".to_string())].into(),
+                ),
+                ..Default::default()
+            },
             ..Default::default()
-        },
-        ..Default::default()
-    }));
+        }
+        .into(),
+    ));
     let cases = [
         (
             "the v1.34 binding (the default) keeps the nomination and adds no label",

@@ -206,7 +206,7 @@ fn create_validation_renders_each_problem_as_upstream_field_errors() {
                     ..Default::default()
                 }),
                 ..Default::default()
-            })),
+            }.into())),
             "spec.taints[1]: Duplicate value: \"k\": taints must be unique by key and effect pair",
         ),
         (

@@ -275,7 +275,9 @@ mod tests {
         let mut client = TestClient::new(1);
         let node =
             NodeBuilder::new("n1").alloc(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]);
-        client.create(Object::Node(Arc::new(node.obj()))).unwrap();
+        client
+            .create(Object::Node(Arc::new(node.obj().into())))
+            .unwrap();
         let pod = PodBuilder::new("p").req(&[("cpu", "1")]).obj();
         client.create(Object::Pod(Arc::new(pod))).unwrap();
         client.dispatch(&mut [sched]);

@@ -288,7 +288,7 @@ fn build_profile(
         }
     }
     let custom = profile.plugins.clone().unwrap_or_default();
-    let default_mp: Vec<PluginRef> = registry::default_multi_point()
+    let default_mp: Vec<PluginRef> = registry::default_multi_point(features.version())
         .into_iter()
         .map(|(n, w)| PluginRef {
             name: n.to_string(),

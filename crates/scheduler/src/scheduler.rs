@@ -126,12 +126,18 @@ impl Scheduler {
 
     /// Follows `version`'s behaviour where it differs between releases: whether failed
     /// scheduling and binding cycles keep the pod's `nominatedNodeName`
-    /// (`changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE`) rather than clear it. Without it the
-    /// scheduler clears the nomination, as v1.33 and v1.35 and later do. Every runtime (the
-    /// simulator, `serve`, the live scheduler) calls it with the release it follows.
+    /// (`changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE`) rather than clear it, and whether the
+    /// queue records a gated pod's nomination when the pod is added
+    /// (`changes::GATED_POD_NOMINATION_HOLDS_ROOM`). Without it the scheduler clears the
+    /// nomination, as v1.33 and v1.35 and later do, and records nominations of pods reaching
+    /// activeQ only, as before v1.37. Every runtime (the simulator, `serve`, the live scheduler)
+    /// calls it with the release it follows.
     pub fn follow_version(&mut self, version: KubeVersion) {
+        use kubeplane_core::version::changes;
         self.keeps_nomination_on_failure =
-            version.has(kubeplane_core::version::changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE);
+            version.has(changes::SCHEDULER_KEEPS_NOMINATION_ON_FAILURE);
+        self.queue
+            .set_records_nomination_on_add(version.has(changes::GATED_POD_NOMINATION_HOLDS_ROOM));
     }
 
     /// Whether a failed cycle keeps the pod's nomination (see [`Scheduler::follow_version`]).
@@ -303,12 +309,7 @@ impl Scheduler {
         }
     }
 
-    fn on_node(
-        &mut self,
-        ev: &WatchEvent,
-        node: &Arc<k8s_openapi::api::core::v1::Node>,
-        now: SimTime,
-    ) {
+    fn on_node(&mut self, ev: &WatchEvent, node: &Arc<kubeplane_api::StoredNode>, now: SimTime) {
         match ev.type_ {
             EventType::Added => {
                 self.cache.add_node(node.clone());
@@ -495,7 +496,9 @@ mod tests {
         let mut client = TestClient::new(1);
         let node =
             NodeBuilder::new("n1").alloc(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]);
-        client.create(Object::Node(Arc::new(node.obj()))).unwrap();
+        client
+            .create(Object::Node(Arc::new(node.obj().into())))
+            .unwrap();
         let first = PodBuilder::new("first")
             .req(&[("cpu", "3")])
             .node("n1")

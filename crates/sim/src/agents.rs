@@ -14,10 +14,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, Node,
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
     NodeCondition, Pod, PodCondition,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use kubeplane_api::StoredNode;
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 use kubeplane_store::{
@@ -427,7 +428,7 @@ impl NodeAgents {
             return;
         };
         let ts = client.clock().timestamp(now);
-        let mut n = Node::clone(&node);
+        let mut n = StoredNode::clone(&node);
         let status = n.status.get_or_insert_with(Default::default);
         let conditions = status.conditions.get_or_insert_with(Vec::new);
         let reported = &self.nodes[i].conditions;
@@ -509,7 +510,11 @@ impl NodeAgents {
         if let Some(ips) = &mut self.pod_ips {
             let node = &self.pods[p].node;
             let index = self.node_index.get(node).copied().unwrap_or(0);
-            ips.assign(index, client.cache().get_node(node).map(|n| &**n), status);
+            ips.assign(
+                index,
+                client.cache().get_node(node).map(|n| &n.node),
+                status,
+            );
         }
         status.phase = Some("Running".into());
         status.start_time = Some(ts.clone());

@@ -5,10 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{
-    ContainerStatus, Node, NodeSpec, Pod, PodCondition, PodStatus, Taint,
-};
+use k8s_openapi::api::core::v1::{ContainerStatus, NodeSpec, Pod, PodCondition, PodStatus, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_api::StoredNode;
 use kubeplane_core::SimTime;
 use kubeplane_store::{Client, DeleteOptions, Object, ObjectKey};
 
@@ -58,7 +57,7 @@ impl Target<'_> {
             .client
             .cache()
             .get_node(name)
-            .map(|n| Node::clone(n))
+            .map(|n| StoredNode::clone(n))
             .ok_or_else(|| format!("node {name} not found"))?;
         edit(n.spec.get_or_insert_with(Default::default))?;
         self.write(Object::Node(Arc::new(n)), false)

@@ -25,24 +25,27 @@ pub fn perf_node(name: &str) -> Object {
         .into_iter()
         .map(|(k, v)| (k.to_string(), q(v)))
         .collect();
-    Object::Node(Arc::new(Node {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            labels: Some([("kubernetes.io/hostname".to_string(), name.to_string())].into()),
-            ..Default::default()
-        },
-        spec: None,
-        status: Some(NodeStatus {
-            allocatable: Some(capacity.clone()),
-            capacity: Some(capacity),
-            conditions: Some(vec![NodeCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
+    Object::Node(Arc::new(
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                labels: Some([("kubernetes.io/hostname".to_string(), name.to_string())].into()),
                 ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-    }))
+            },
+            spec: None,
+            status: Some(NodeStatus {
+                allocatable: Some(capacity.clone()),
+                capacity: Some(capacity),
+                conditions: Some(vec![NodeCondition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+        }
+        .into(),
+    ))
 }
 
 /// A scheduler_perf default pod (100m cpu, 500Mi memory), optionally already bound and Running.

@@ -183,3 +183,72 @@ fn a_failed_cycle_keeps_the_nomination_only_in_v1_34() {
         assert_eq!(n_failed, failed, "{version}");
     }
 }
+
+#[test]
+fn pods_requiring_declared_node_features_go_to_nodes_declaring_them_from_1_36() {
+    let file = "node-declared-features-by-release.yaml";
+    for (version, restarter, isolated, failed) in [
+        (v1(34, 1), "old-kubelet", Some("old-kubelet"), 2),
+        (v1(35, 4), "old-kubelet", Some("old-kubelet"), 2),
+        (v1(36, 0), "new-kubelet", None, 0),
+        (v1(37, 0), "new-kubelet", None, 0),
+    ] {
+        let (records, n_failed) = run(file, version);
+        assert_eq!(
+            scheduled_node(&records, "restarter").as_deref(),
+            Some(restarter),
+            "{version}"
+        );
+        assert_eq!(
+            scheduled_node(&records, "isolated").as_deref(),
+            isolated,
+            "{version}"
+        );
+        assert_eq!(n_failed, failed, "{version}");
+        if isolated.is_none() {
+            let refused = records.iter().any(|r| {
+                r["reason"] == "FailedScheduling"
+                    && r["name"] == "isolated"
+                    && r["message"].as_str().unwrap().starts_with(
+                        "0/2 nodes are available: 2 node(s) didn't match Pod's required features.",
+                    )
+            });
+            assert!(refused, "{version}: {records:?}");
+        }
+    }
+    // The declared features are kept on the stored Node.
+    let (state, _) = run_to_final_state(file, v1(37, 0));
+    let node = state
+        .iter()
+        .find(|o| o["kind"] == "Node" && o["metadata"]["name"] == "new-kubelet")
+        .unwrap();
+    assert_eq!(
+        node["status"]["declaredFeatures"],
+        serde_json::json!([
+            "InPlacePodLevelResourcesVerticalScaling",
+            "RestartAllContainersOnContainerExits"
+        ])
+    );
+}
+
+#[test]
+fn a_gated_pods_nomination_holds_its_room_from_1_37() {
+    let file = "gated-pod-nomination-by-release.yaml";
+    for (version, filler, failed) in [
+        (v1(34, 1), Some("n1"), 1),
+        (v1(36, 0), Some("n1"), 1),
+        (v1(37, 0), None, 0),
+    ] {
+        let (records, n_failed) = run(file, version);
+        assert_eq!(
+            scheduled_node(&records, "filler").as_deref(),
+            filler,
+            "{version}"
+        );
+        assert_eq!(n_failed, failed, "{version}");
+        assert!(
+            scheduled_node(&records, "reserved").is_none(),
+            "{version}: reserved stays gated"
+        );
+    }
+}

@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kubeplane_api::{ApiError, Cache, Clock, EventType, Kind, Object, ObjectKey, WatchEvent};
+use kubeplane_api::{
+    ApiError, Cache, Clock, EventType, Kind, Object, ObjectKey, StoredNode, WatchEvent,
+};
 use kubeplane_core::SimTime;
 use rustc_hash::FxHashMap;
 
@@ -218,7 +220,7 @@ impl Store {
             .and_then(Object::as_pod)
     }
 
-    pub fn get_node(&self, name: &str) -> Option<&Arc<Node>> {
+    pub fn get_node(&self, name: &str) -> Option<&Arc<StoredNode>> {
         self.get(Kind::Node, "", name).and_then(Object::as_node)
     }
 
@@ -263,7 +265,7 @@ impl Store {
         self.list(Kind::Pod).filter_map(Object::as_pod)
     }
 
-    pub fn nodes(&self) -> impl Iterator<Item = &Arc<Node>> {
+    pub fn nodes(&self) -> impl Iterator<Item = &Arc<StoredNode>> {
         self.list(Kind::Node).filter_map(Object::as_node)
     }
 

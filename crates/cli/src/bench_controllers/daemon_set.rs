@@ -96,7 +96,9 @@ pub fn bench_daemon_set(n_nodes: usize) -> BenchReport {
             },
             ..Default::default()
         };
-        client.create(Object::Node(Arc::new(node))).expect("node");
+        client
+            .create(Object::Node(Arc::new(node.into())))
+            .expect("node");
     }
     client.settle(&mut [&mut dsc]);
     let setup_wall = started.elapsed();

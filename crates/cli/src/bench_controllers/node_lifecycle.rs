@@ -75,7 +75,7 @@ pub fn bench_node_monitor(n_nodes: usize, virtual_secs: i64) -> MonitorBenchRepo
             ..Default::default()
         };
         client
-            .create(Object::Node(Arc::new(node)))
+            .create(Object::Node(Arc::new(node.into())))
             .expect("create node");
     }
     let mut leases: Vec<Arc<Lease>> = names

@@ -61,13 +61,16 @@ impl BenchReport {
 }
 
 fn bench_node(name: &str) -> Object {
-    Object::Node(Arc::new(Node {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
+    Object::Node(Arc::new(
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                ..Default::default()
+            },
             ..Default::default()
-        },
-        ..Default::default()
-    }))
+        }
+        .into(),
+    ))
 }
 
 fn bench_pod(name: &str, node: &str) -> Object {
@@ -113,7 +116,7 @@ pub fn bench_noexecute_eviction(n_nodes: usize, pods_per_node: usize) -> BenchRe
     let taint_at = SimTime::from_secs(10);
     client.run_until(taint_at, &mut [&mut tc]);
     for name in &names {
-        let mut n = Node::clone(client.store.get_node(name).expect("node"));
+        let mut n = kubeplane_api::StoredNode::clone(client.store.get_node(name).expect("node"));
         n.spec.get_or_insert_with(Default::default).taints = Some(vec![Taint {
             key: TAINT_NODE_UNREACHABLE.to_string(),
             effect: "NoExecute".to_string(),

@@ -70,7 +70,7 @@ pub struct Samples {
     interval: f64,
     last_nodes: BTreeMap<String, (NodeState, bool, String)>,
     /// The node versions of the last check.
-    last_arcs: Vec<Arc<Node>>,
+    last_arcs: Vec<Arc<kubeplane_api::StoredNode>>,
 }
 
 fn secs(t: SimTime) -> f64 {

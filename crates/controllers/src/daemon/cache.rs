@@ -9,6 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 use kubeplane_api::object::DynamicObject;
+use kubeplane_api::StoredNode;
 use kubeplane_core::labels::{from_label_selector, Selector};
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
 use kubeplane_core::taints::{find_untolerated_taint, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE};
@@ -111,7 +112,7 @@ impl CachedDs {
 #[derive(Debug, Default)]
 pub struct Cache {
     pub daemon_sets: BTreeMap<NsName, CachedDs>,
-    pub nodes: BTreeMap<String, Arc<Node>>,
+    pub nodes: BTreeMap<String, Arc<StoredNode>>,
     /// The pods a DaemonSet controls and the orphans, by namespace, by name. Pods of other
     /// kinds' controllers are not cached (see [`is_filed`]).
     /// Hashed: the indexes below give the order, and most events replace a pod in place.

@@ -30,7 +30,7 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kubeplane_api::object::DynamicObject;
 use kubeplane_api::types::ResourceType;
-use kubeplane_api::{Client, Component, EventType, Object, WatchEvent};
+use kubeplane_api::{Client, Component, EventType, Object, StoredNode, WatchEvent};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 
@@ -274,7 +274,7 @@ impl DaemonSetsController {
         }
     }
 
-    fn observe_node(&mut self, ev: &WatchEvent, node: &Arc<Node>) {
+    fn observe_node(&mut self, ev: &WatchEvent, node: &Arc<StoredNode>) {
         let name = node.metadata.name.clone().unwrap_or_default();
         match ev.type_ {
             EventType::Added => {

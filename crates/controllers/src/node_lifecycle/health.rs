@@ -179,7 +179,7 @@ fn update_node_health(
 
 pub(super) enum HealthError {
     /// The store holds a newer version of the node than the controller's record.
-    Stale(Arc<Node>),
+    Stale(Arc<StoredNode>),
     /// The node is gone or the write failed.
     Failed,
 }
@@ -225,7 +225,7 @@ pub(super) fn try_update_node_health(
     if rv != entry.resource_version {
         return Err(HealthError::Stale(node));
     }
-    let mut updated = Node::clone(&node);
+    let mut updated = StoredNode::clone(&node);
     let ts = client.clock().timestamp(now);
     let conditions = updated
         .status

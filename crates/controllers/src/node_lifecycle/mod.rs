@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod, PodCondition, Taint};
-use kubeplane_api::{ApiError, Client, Component, EventType, Kind, Object, WatchEvent};
+use kubeplane_api::{ApiError, Client, Component, EventType, Kind, Object, StoredNode, WatchEvent};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
 

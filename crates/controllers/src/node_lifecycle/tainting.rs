@@ -79,7 +79,7 @@ impl NodeLifecycleController {
         };
         let updates = label_reconciliation(&node);
         if !updates.is_empty() {
-            let mut n = Node::clone(&node);
+            let mut n = StoredNode::clone(&node);
             let labels = n.metadata.labels.get_or_insert_with(BTreeMap::new);
             for (k, v) in updates {
                 labels.insert(k.to_string(), v);
@@ -225,7 +225,7 @@ pub(super) fn swap_node_taints(
     add: &[(&str, &str)],
     remove: &[(&str, &str)],
     now: SimTime,
-) -> Result<Arc<Node>, ApiError> {
+) -> Result<Arc<StoredNode>, ApiError> {
     let node = client
         .cache()
         .get_node(name)
@@ -234,7 +234,7 @@ pub(super) fn swap_node_taints(
             key: kubeplane_api::ObjectKey::new(Kind::Node, "", name),
         })?;
     let ts = client.clock().timestamp(now);
-    let mut updated = Node::clone(&node);
+    let mut updated = StoredNode::clone(&node);
     let spec = updated.spec.get_or_insert_with(Default::default);
     let mut taints = spec.taints.take().unwrap_or_default();
     let mut changed = false;

@@ -277,7 +277,9 @@ fn monitor_passes_compute_zone_states() {
                         ..Default::default()
                     }]);
                 n.metadata.resource_version = None;
-                h.client.update_status(Object::Node(Arc::new(n))).unwrap();
+                h.client
+                    .update_status(Object::Node(Arc::new(n.into())))
+                    .unwrap();
             }
         }
         h.client.dispatch(&mut [&mut h.nlc]);

@@ -19,30 +19,33 @@ fn secs(s: i64) -> SimTime {
 }
 
 fn node(name: &str, ready: bool, out_of_service: bool) -> Object {
-    Object::Node(Arc::new(Node {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        spec: Some(NodeSpec {
-            taints: out_of_service.then(|| {
-                vec![Taint {
-                    key: TAINT_NODE_OUT_OF_SERVICE.into(),
-                    effect: "NoExecute".into(),
-                    ..Default::default()
-                }]
-            }),
-            ..Default::default()
-        }),
-        status: Some(NodeStatus {
-            conditions: Some(vec![NodeCondition {
-                type_: "Ready".into(),
-                status: if ready { "True" } else { "False" }.into(),
+    Object::Node(Arc::new(
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
                 ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-    }))
+            },
+            spec: Some(NodeSpec {
+                taints: out_of_service.then(|| {
+                    vec![Taint {
+                        key: TAINT_NODE_OUT_OF_SERVICE.into(),
+                        effect: "NoExecute".into(),
+                        ..Default::default()
+                    }]
+                }),
+                ..Default::default()
+            }),
+            status: Some(NodeStatus {
+                conditions: Some(vec![NodeCondition {
+                    type_: "Ready".into(),
+                    status: if ready { "True" } else { "False" }.into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+        }
+        .into(),
+    ))
 }
 
 fn pod(name: &str, node: &str, phase: &str, created_secs: i64) -> Pod {

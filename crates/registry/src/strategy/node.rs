@@ -2,18 +2,24 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
+use kubeplane_api::StoredNode;
 
-/// `nodeStrategy.PrepareForUpdate`: the stored status is kept.
-pub fn prepare_for_update(old: &Node, new: &mut Arc<Node>) {
+/// `nodeStrategy.PrepareForUpdate`: the stored status is kept, `status.declaredFeatures`
+/// included.
+pub fn prepare_for_update(old: &StoredNode, new: &mut Arc<StoredNode>) {
     if new.status != old.status {
         Arc::make_mut(new).status.clone_from(&old.status);
+    }
+    if new.declared_features != old.declared_features {
+        Arc::make_mut(new)
+            .declared_features
+            .clone_from(&old.declared_features);
     }
 }
 
 /// `nodeStatusStrategy.PrepareForUpdate`: the stored spec is kept (taints and
 /// unschedulable are the main resource's).
-pub fn prepare_for_status_update(old: &Node, new: &mut Arc<Node>) {
+pub fn prepare_for_status_update(old: &StoredNode, new: &mut Arc<StoredNode>) {
     if new.spec != old.spec {
         Arc::make_mut(new).spec.clone_from(&old.spec);
     }
@@ -22,10 +28,10 @@ pub fn prepare_for_status_update(old: &Node, new: &mut Arc<Node>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus};
+    use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus};
 
-    fn node(unschedulable: bool, phase: &str) -> Node {
-        Node {
+    fn node(unschedulable: bool, phase: &str) -> StoredNode {
+        StoredNode::from(Node {
             spec: Some(NodeSpec {
                 unschedulable: Some(unschedulable),
                 ..Default::default()
@@ -35,29 +41,28 @@ mod tests {
                 ..Default::default()
             }),
             ..Default::default()
-        }
+        })
     }
 
     #[test]
     fn each_part_is_written_only_through_its_own_endpoint() {
-        let old = node(false, "Running");
-        let mut main = Arc::new(node(true, "Terminated"));
+        let mut old = node(false, "Running");
+        old.declared_features = Some(vec!["A".into()]);
+        let mut written = node(true, "Terminated");
+        written.declared_features = Some(vec!["B".into()]);
+        let mut main = Arc::new(written.clone());
         prepare_for_update(&old, &mut main);
-        assert_eq!(
-            *main,
-            Node {
-                spec: node(true, "").spec,
-                ..old.clone()
-            }
-        );
-        let mut status = Arc::new(node(true, "Terminated"));
+        let mut want = old.clone();
+        want.spec = node(true, "").spec.clone();
+        assert_eq!(*main, want, "the main resource keeps the stored status");
+        let mut status = Arc::new(written.clone());
         prepare_for_status_update(&old, &mut status);
+        let mut want = old.clone();
+        want.status = written.status.clone();
+        want.declared_features = written.declared_features.clone();
         assert_eq!(
-            *status,
-            Node {
-                status: node(true, "Terminated").status,
-                ..old
-            }
+            *status, want,
+            "the status subresource keeps the stored spec"
         );
     }
 }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
+use kubeplane_api::StoredNode;
 use kubeplane_core::labels::Selector;
 
 use crate::framework::{NodeInfo, PodInfo};
@@ -172,11 +173,11 @@ impl Cache {
         }
     }
 
-    pub fn add_node(&mut self, node: Arc<Node>) {
+    pub fn add_node(&mut self, node: Arc<StoredNode>) {
         self.update_node(node);
     }
 
-    pub fn update_node(&mut self, node: Arc<Node>) {
+    pub fn update_node(&mut self, node: Arc<StoredNode>) {
         let name = node.metadata.name.clone().unwrap_or_default();
         let zone = zone_key(&node);
         let old_images = self
@@ -415,19 +416,22 @@ mod tests {
     use k8s_openapi::api::core::v1::{Pod, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-    fn node(name: &str, zone: &str) -> Arc<Node> {
+    fn node(name: &str, zone: &str) -> Arc<StoredNode> {
         let mut labels = std::collections::BTreeMap::new();
         if !zone.is_empty() {
             labels.insert("topology.kubernetes.io/zone".to_string(), zone.to_string());
         }
-        Arc::new(Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                labels: Some(labels),
+        Arc::new(
+            Node {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    labels: Some(labels),
+                    ..Default::default()
+                },
                 ..Default::default()
-            },
-            ..Default::default()
-        })
+            }
+            .into(),
+        )
     }
 
     fn pod(uid: &str, node: Option<&str>) -> Arc<PodInfo> {

@@ -5,7 +5,8 @@ use std::fmt;
 use std::ops::{BitAnd, BitOr};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::StoredNode;
 
 /// The kind of object an event is about. `AssignedPod` and `UnscheduledPod` are the scheduler's
 /// internal split of `Pod`; a plugin registering for `Pod` receives both.
@@ -57,6 +58,9 @@ impl ActionType {
     pub const UPDATE_POD_GENERATED_RESOURCE_CLAIM: ActionType = ActionType(1 << 11);
     /// Any other update, when none of the specific update kinds applies.
     pub const UPDATE_OTHER: ActionType = ActionType(1 << 12);
+    /// `status.declaredFeatures` of a Node changed (upstream `UpdateNodeDeclaredFeature`, with
+    /// the NodeDeclaredFeatures plugin from v1.35).
+    pub const UPDATE_NODE_DECLARED_FEATURE: ActionType = ActionType(1 << 13);
     /// Every kind of update.
     pub const UPDATE: ActionType = ActionType(
         Self::UPDATE_NODE_ALLOCATABLE.0
@@ -69,7 +73,8 @@ impl ActionType {
             | Self::UPDATE_POD_TOLERATION.0
             | Self::UPDATE_POD_SCHEDULING_GATES_ELIMINATED.0
             | Self::UPDATE_POD_GENERATED_RESOURCE_CLAIM.0
-            | Self::UPDATE_OTHER.0,
+            | Self::UPDATE_OTHER.0
+            | Self::UPDATE_NODE_DECLARED_FEATURE.0,
     );
     pub const ALL: ActionType = ActionType(Self::ADD.0 | Self::DELETE.0 | Self::UPDATE.0);
 
@@ -149,7 +154,7 @@ pub enum QueueingHint {
 #[derive(Copy, Clone, Debug)]
 pub enum EventObject<'a> {
     Pod(&'a Pod),
-    Node(&'a Node),
+    Node(&'a StoredNode),
 }
 
 impl<'a> EventObject<'a> {
@@ -159,7 +164,7 @@ impl<'a> EventObject<'a> {
             _ => None,
         }
     }
-    pub fn as_node(self) -> Option<&'a Node> {
+    pub fn as_node(self) -> Option<&'a StoredNode> {
         match self {
             EventObject::Node(n) => Some(n),
             _ => None,

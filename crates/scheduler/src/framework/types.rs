@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodSpec, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Pod, PodSpec, Taint, Toleration};
+use kubeplane_api::StoredNode;
 use kubeplane_core::images::normalized_image_name;
 use kubeplane_core::resources::{self, Resources};
 use kubeplane_core::SimTime;
@@ -226,7 +227,7 @@ pub struct NodeImage {
 pub struct NodeInfo {
     pub name: String,
     /// `None` for a node the cache knows only through its pods (deleted, or not seen yet).
-    pub node: Option<Arc<Node>>,
+    pub node: Option<Arc<StoredNode>>,
     pub allocatable: Resources,
     pub requested: Resources,
     pub non_zero_requested: Resources,
@@ -256,7 +257,7 @@ impl NodeInfo {
         }
     }
 
-    pub fn set_node(&mut self, node: Arc<Node>) {
+    pub fn set_node(&mut self, node: Arc<StoredNode>) {
         // Heartbeats change only conditions: keep what was derived from the rest.
         if let Some(old) = &self.node {
             let (os, ns) = (old.status.as_ref(), node.status.as_ref());

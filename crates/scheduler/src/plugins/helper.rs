@@ -1,7 +1,8 @@
 //! Helpers shared by the plugins (upstream `plugins/helper`): score normalization and the
 //! unpacking of queueing-hint event objects.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::StoredNode;
 
 use crate::framework::EventObject;
 
@@ -28,7 +29,7 @@ pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [i64]) {
 pub fn node_event<'a>(
     old: Option<EventObject<'a>>,
     new: Option<EventObject<'a>>,
-) -> Result<(Option<&'a Node>, &'a Node), String> {
+) -> Result<(Option<&'a StoredNode>, &'a StoredNode), String> {
     let new = new
         .and_then(EventObject::as_node)
         .ok_or_else(|| "expected a Node as the new object of the event".to_string())?;

@@ -12,6 +12,7 @@ pub mod imagelocality;
 pub mod interpodaffinity;
 pub mod memo;
 pub mod nodeaffinity;
+pub mod nodedeclaredfeatures;
 pub mod nodename;
 pub mod nodeports;
 pub mod noderesources;

@@ -193,7 +193,7 @@ impl NodeBuilder {
     pub fn info_with_pods(self, pods: Vec<Pod>) -> NodeInfo {
         let name = self.node.metadata.name.clone().unwrap_or_default();
         let mut ni = NodeInfo::new(&name);
-        ni.set_node(Arc::new(self.node));
+        ni.set_node(Arc::new(self.node.into()));
         for p in pods {
             ni.add_pod(Arc::new(PodInfo::new(Arc::new(p))));
         }

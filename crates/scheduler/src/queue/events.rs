@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kubeplane_api::StoredNode;
 use kubeplane_core::quantity::parse_quantity;
 use kubeplane_core::resources::{self, Resources};
 
@@ -27,6 +28,11 @@ pub const NODE_UPDATE_ANNOTATION: E = E::new(
     R::Node,
     A::UPDATE_NODE_ANNOTATION,
     "NodeUpdateNodeAnnotation",
+);
+pub const NODE_UPDATE_DECLARED_FEATURE: E = E::new(
+    R::Node,
+    A::UPDATE_NODE_DECLARED_FEATURE,
+    "NodeUpdateNodeDeclaredFeature",
 );
 
 /// The pod update events of one resource (assigned or unscheduled pod), in extraction order.
@@ -124,8 +130,9 @@ pub fn event_matches(registered: &E, incoming: &E) -> bool {
 
 /// The node update events that may make pods schedulable, in upstream order: spec.unschedulable
 /// turned off (reported as a taint change), allocatable, labels, taints, condition statuses,
-/// annotations. Empty when nothing relevant changed.
-pub fn node_update_events(old: &Node, new: &Node) -> Vec<E> {
+/// annotations, then `status.declaredFeatures` (v1.35's NodeDeclaredFeatures). Empty when
+/// nothing relevant changed.
+pub fn node_update_events(old: &StoredNode, new: &StoredNode) -> Vec<E> {
     let mut out = Vec::new();
     let unschedulable = |n: &Node| {
         n.spec
@@ -175,6 +182,9 @@ pub fn node_update_events(old: &Node, new: &Node) -> Vec<E> {
         != new.metadata.annotations.clone().unwrap_or_default()
     {
         out.push(NODE_UPDATE_ANNOTATION);
+    }
+    if old.declared_features() != new.declared_features() {
+        out.push(NODE_UPDATE_DECLARED_FEATURE);
     }
     out
 }

@@ -28,8 +28,9 @@ mod unschedulable;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeplane_api::StoredNode;
 use kubeplane_core::time::{SimDuration, NANOS_PER_SEC};
 use kubeplane_core::SimTime;
 
@@ -41,8 +42,8 @@ use crate::framework::{
 
 pub use events::{
     event_matches, node_update_events, pod_update_events, ASSIGNED_POD_UPDATE,
-    NODE_UPDATE_ALLOCATABLE, NODE_UPDATE_ANNOTATION, NODE_UPDATE_CONDITION, NODE_UPDATE_LABEL,
-    NODE_UPDATE_TAINT, UNSCHEDULED_POD_UPDATE,
+    NODE_UPDATE_ALLOCATABLE, NODE_UPDATE_ANNOTATION, NODE_UPDATE_CONDITION,
+    NODE_UPDATE_DECLARED_FEATURE, NODE_UPDATE_LABEL, NODE_UPDATE_TAINT, UNSCHEDULED_POD_UPDATE,
 };
 use heap::{Order, PodHeap};
 use nominator::Nominator;
@@ -185,7 +186,7 @@ enum Strategy {
 /// An event object kept while pods are in flight.
 enum OwnedObject {
     Pod(Arc<Pod>),
-    Node(Arc<Node>),
+    Node(Arc<StoredNode>),
 }
 
 impl OwnedObject {
@@ -245,6 +246,10 @@ pub struct SchedulingQueue {
     in_flight_pods: BTreeMap<String, (u64, Arc<PodInfo>)>,
     in_flight_events: BTreeMap<u64, InFlightEntry>,
     nominator: Nominator,
+    /// Whether adding a pod records its nomination before PreEnqueue, so that a gated pod's
+    /// `status.nominatedNodeName` holds its room (kubernetes#139057, v1.37.0); before, only a
+    /// pod reaching activeQ was recorded. Set by `Scheduler::follow_version`.
+    records_nomination_on_add: bool,
     /// The last whole-second tick at which the backoffQ flush ran.
     last_backoff_flush: SimTime,
     /// The last 30 s tick at which the leftover flush ran.
@@ -342,6 +347,7 @@ impl SchedulingQueue {
             in_flight_pods: BTreeMap::new(),
             in_flight_events: BTreeMap::new(),
             nominator: Nominator::default(),
+            records_nomination_on_add: false,
             last_backoff_flush: SimTime::ZERO,
             last_leftover_flush: SimTime::ZERO,
         }
@@ -415,10 +421,21 @@ impl SchedulingQueue {
     // ---- Public operations (spec 2.4) ----
 
     /// A new unscheduled pod (informer add): PreEnqueue, then activeQ, or unschedulablePods
-    /// when gated. Also records the pod's `status.nominatedNodeName` in the nominator.
+    /// when gated. Also records the pod's `status.nominatedNodeName` in the nominator: from
+    /// v1.37 first, whether or not the pod is gated (upstream `addPod` since #139057); before,
+    /// only when the pod reaches activeQ, so a gated pod's nomination held no room.
     pub fn add(&mut self, pod: Arc<PodInfo>, now: SimTime) {
         let p = QueuedPodInfo::new(pod, now);
+        if self.records_nomination_on_add {
+            self.nominator.add(&p.pod_info, None);
+        }
         self.move_to_active_q(p, labels::UNSCHEDULED_POD_ADD.label, false, now);
+    }
+
+    /// Whether [`SchedulingQueue::add`] (and an update of a pod in no queue) records the pod's
+    /// nomination even when the pod is gated (kubernetes#139057, v1.37.0).
+    pub fn set_records_nomination_on_add(&mut self, on: bool) {
+        self.records_nomination_on_add = on;
     }
 
     /// An unscheduled pod changed (informer update).
@@ -467,6 +484,10 @@ impl SchedulingQueue {
             return;
         }
         let p = QueuedPodInfo::new(new, now);
+        if self.records_nomination_on_add {
+            // Upstream v1.37 adds such a pod through `addPod`, which records the nomination.
+            self.nominator.add(&p.pod_info, None);
+        }
         self.move_to_active_q(p, UNSCHEDULED_POD_UPDATE.label, false, now);
     }
 

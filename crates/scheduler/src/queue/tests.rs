@@ -326,7 +326,7 @@ fn repeated_failures_back_off_1_2_4_8_10_10_seconds() {
                     q.move_all_to_active_or_backoff_queue(
                         labels::NODE_ADD,
                         None,
-                        Some(EventObject::Node(&node("good"))),
+                        Some(EventObject::Node(&node("good").into())),
                         None,
                         now,
                     );
@@ -403,7 +403,7 @@ fn pop_from_backoff_q_takes_the_backoff_head_only_when_active_q_is_empty() {
         q.move_all_to_active_or_backoff_queue(
             labels::NODE_ADD,
             None,
-            Some(EventObject::Node(&node("good"))),
+            Some(EventObject::Node(&node("good").into())),
             None,
             secs(0),
         );
@@ -421,7 +421,7 @@ fn pop_from_backoff_q_takes_the_backoff_head_only_when_active_q_is_empty() {
     q.move_all_to_active_or_backoff_queue(
         labels::NODE_ADD,
         None,
-        Some(EventObject::Node(&node("good"))),
+        Some(EventObject::Node(&node("good").into())),
         None,
         secs(0),
     );
@@ -484,7 +484,7 @@ fn events_during_the_attempt_decide_where_a_rejected_pod_goes() {
             q.move_all_to_active_or_backoff_queue(
                 e,
                 None,
-                Some(EventObject::Node(n)),
+                Some(EventObject::Node(&n.clone().into())),
                 None,
                 ms(500),
             );
@@ -575,7 +575,7 @@ fn hints_decide_whether_a_parked_pod_moves() {
         q.move_all_to_active_or_backoff_queue(
             labels::NODE_ADD,
             None,
-            Some(EventObject::Node(&n)),
+            Some(EventObject::Node(&n.clone().into())),
             None,
             at,
         );
@@ -596,7 +596,7 @@ fn move_all_respects_pre_check_and_uninteresting_events() {
     q.move_all_to_active_or_backoff_queue(
         NODE_UPDATE_LABEL,
         None,
-        Some(EventObject::Node(&good)),
+        Some(EventObject::Node(&good.clone().into())),
         None,
         secs(5),
     );
@@ -605,7 +605,7 @@ fn move_all_respects_pre_check_and_uninteresting_events() {
     q.move_all_to_active_or_backoff_queue(
         labels::NODE_ADD,
         None,
-        Some(EventObject::Node(&good)),
+        Some(EventObject::Node(&good.clone().into())),
         Some(&only_a),
         secs(5),
     );
@@ -623,7 +623,7 @@ fn a_plugin_registering_node_add_also_gets_node_taint_updates() {
     q.move_all_to_active_or_backoff_queue(
         NODE_UPDATE_TAINT,
         None,
-        Some(EventObject::Node(&node("bad"))),
+        Some(EventObject::Node(&node("bad").into())),
         None,
         secs(5),
     );
@@ -685,7 +685,7 @@ fn gated_pods_stay_out_until_their_gates_are_removed() {
     q.move_all_to_active_or_backoff_queue(
         labels::NODE_ADD,
         None,
-        Some(EventObject::Node(&node("good"))),
+        Some(EventObject::Node(&node("good").into())),
         None,
         secs(1),
     );
@@ -1022,7 +1022,7 @@ fn node_update_events_in_upstream_order() {
         ),
     ];
     for (case, old, new, want) in cases {
-        assert_eq!(node_update_events(&old, &new), want, "{case}");
+        assert_eq!(node_update_events(&old.into(), &new.into()), want, "{case}");
     }
 }
 
@@ -1156,4 +1156,46 @@ fn the_next_leftover_tick_follows_the_earliest_parked_pod_as_pods_come_and_go() 
     q.delete(&PodB::new("c").info());
     assert_eq!(q.next_timer(), None, "only the gated pod is left");
     assert_eq!(q.pending_pods().gated, 1);
+}
+
+#[test]
+fn a_gated_pods_nomination_is_recorded_on_add_only_from_v1_37() {
+    let mut pod = PodB::new("p").gate("a").0;
+    pod.status
+        .get_or_insert_with(Default::default)
+        .nominated_node_name = Some("n1".into());
+    for (records_on_add, want) in [(false, None), (true, Some("n1"))] {
+        let mut q = queue(true);
+        q.set_records_nomination_on_add(records_on_add);
+        q.add(pod.clone().into_info(), secs(0));
+        assert_eq!(q.pending_pods().gated, 1);
+        let uid = pod.metadata.uid.as_deref().unwrap();
+        assert_eq!(
+            q.nominated_node_of(uid),
+            want,
+            "records on add: {records_on_add}"
+        );
+        let held: Vec<String> = q
+            .nominated_pods_for_node("n1")
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        assert_eq!(
+            held.is_empty(),
+            want.is_none(),
+            "records on add: {records_on_add}"
+        );
+        // Once the pod leaves the nominator's view by deletion, its room is free again.
+        q.delete(&PodInfo::new(Arc::new(pod.clone())));
+        assert_eq!(q.nominated_node_of(uid), None);
+    }
+    // In every release a nomination patched onto a gated pod the queue holds is recorded.
+    let mut q = queue(true);
+    let gated = PodB::new("p").gate("a").0;
+    q.add(gated.clone().into_info(), secs(0));
+    q.update(&gated, pod.clone().into_info(), secs(1));
+    assert_eq!(
+        q.nominated_node_of(pod.metadata.uid.as_deref().unwrap()),
+        Some("n1")
+    );
 }

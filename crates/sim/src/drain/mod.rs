@@ -19,8 +19,8 @@ mod result;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kubeplane_api::{ApiError, Client, DeleteOptions, Kind, Object, ObjectKey};
+use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::{ApiError, Client, DeleteOptions, Kind, Object, ObjectKey, StoredNode};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 
@@ -395,7 +395,7 @@ fn cordon(node: &str, client: &mut dyn Client) -> Result<(), String> {
     if n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
         return Ok(());
     }
-    let mut n = Node::clone(&n);
+    let mut n = StoredNode::clone(&n);
     n.metadata.resource_version = None;
     n.spec.get_or_insert_with(Default::default).unschedulable = Some(true);
     client

@@ -9,7 +9,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kubeplane_api::DynamicObject;
+use kubeplane_api::{DynamicObject, StoredNode};
 use kubeplane_registry::validation::{self, validate_create};
 use kubeplane_store::{Kind, Object};
 use serde::de::DeserializeOwned;
@@ -149,7 +149,7 @@ fn decode_with(
     let mut warnings = Vec::new();
     let w = &mut warnings;
     let obj = match kind {
-        Kind::Node => Object::Node(Arc::new(typed::<Node>(value, strict, w)?)),
+        Kind::Node => Object::Node(Arc::new(typed_node(value, strict, w)?)),
         Kind::Pod => Object::Pod(Arc::new(typed::<Pod>(value, strict, w)?)),
         Kind::Namespace => Object::Namespace(Arc::new(typed::<Namespace>(value, strict, w)?)),
         Kind::ReplicaSet => Object::ReplicaSet(Arc::new(typed::<ReplicaSet>(value, strict, w)?)),
@@ -197,6 +197,32 @@ fn typed<T: DeserializeOwned + Serialize>(
         warnings.push(format!("unknown field {path:?}"));
     }
     Ok(t)
+}
+
+/// A Node manifest: k8s-openapi's v1.34 `Node`, plus `status.declaredFeatures` (v1.35), which
+/// that type lacks ([`StoredNode`]). The other fields are read, and checked for unknown ones, as
+/// every typed kind's.
+fn typed_node(
+    value: &Value,
+    strict: bool,
+    warnings: &mut Vec<String>,
+) -> Result<StoredNode, FieldError> {
+    let mut rest = value.clone();
+    let declared = rest
+        .get_mut("status")
+        .and_then(Value::as_object_mut)
+        .and_then(|status| status.remove("declaredFeatures"));
+    let declared_features = match declared {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            serde_json::from_value::<Vec<String>>(v)
+                .map_err(|e| FieldError::at("status.declaredFeatures", e.to_string()))?,
+        ),
+    };
+    Ok(StoredNode {
+        node: typed::<Node>(&rest, strict, warnings)?,
+        declared_features,
+    })
 }
 
 /// The path and key of the first non-null input field that the typed round trip dropped.

@@ -81,7 +81,7 @@ fn a_node_whose_reason_changes_is_explained_again() {
     let cur = h.client.cache().get_node("n1").unwrap().clone();
     let mut n = n;
     n.metadata.resource_version = cur.metadata.resource_version.clone();
-    h.client.update(Object::Node(Arc::new(n))).unwrap();
+    h.client.update(Object::Node(Arc::new(n.into()))).unwrap();
     h.settle();
     let skipped = records(&h, "NodeSkipped");
     assert_eq!(skipped.len(), 2);

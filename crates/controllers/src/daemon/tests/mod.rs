@@ -92,7 +92,7 @@ impl Harness {
     fn new(nodes: Vec<Node>, ds: Value) -> Harness {
         let mut client = TestClient::new(1);
         for n in nodes {
-            client.create(Object::Node(Arc::new(n))).unwrap();
+            client.create(Object::Node(Arc::new(n.into()))).unwrap();
         }
         client.create(ds_object(&ds)).unwrap();
         let mut h = Harness {
@@ -414,16 +414,18 @@ fn a_node_added_later_gets_its_pod_and_a_node_relabelled_out_of_the_selector_los
     let mut h = Harness::new(vec![node("a", &[("agent", "yes")], &[])], ds);
     assert_eq!(h.target_nodes(), ["a"]);
     h.client
-        .create(Object::Node(Arc::new(node("b", &[("agent", "yes")], &[]))))
+        .create(Object::Node(Arc::new(
+            node("b", &[("agent", "yes")], &[]).into(),
+        )))
         .unwrap();
     h.client
-        .create(Object::Node(Arc::new(node("c", &[], &[]))))
+        .create(Object::Node(Arc::new(node("c", &[], &[]).into())))
         .unwrap();
     h.settle();
     assert_eq!(h.target_nodes(), ["a", "b"]);
     let mut a = Node::clone(h.client.cache().get_node("a").unwrap());
     a.metadata.labels = None;
-    h.client.update(Object::Node(Arc::new(a))).unwrap();
+    h.client.update(Object::Node(Arc::new(a.into()))).unwrap();
     h.settle();
     assert_eq!(h.target_nodes(), ["b"]);
     assert_eq!(h.events(REASON_SUCCESSFUL_DELETE).len(), 1);
@@ -447,7 +449,7 @@ fn an_empty_selector_is_refused_with_a_selecting_all_event_and_no_pods() {
 fn one_sync_creates_at_most_250_pods_and_waits_to_observe_them_before_the_rest() {
     let mut client = TestClient::new(1);
     for n in nodes(300) {
-        client.create(Object::Node(Arc::new(n))).unwrap();
+        client.create(Object::Node(Arc::new(n.into()))).unwrap();
     }
     client
         .create(ds_object(&daemon_set_json(json!({}))))
@@ -504,7 +506,7 @@ fn of_several_pods_on_one_node_the_oldest_stays_and_the_others_are_deleted() {
 fn a_matching_orphan_is_adopted_instead_of_creating_a_pod() {
     let mut client = TestClient::new(1);
     client
-        .create(Object::Node(Arc::new(node("node-0", &[], &[]))))
+        .create(Object::Node(Arc::new(node("node-0", &[], &[]).into())))
         .unwrap();
     let orphan = kubeplane_core::testing::PodBuilder::new("orphan")
         .label("name", "simple-daemon")
@@ -594,7 +596,7 @@ fn status_counts_scheduled_ready_available_and_misscheduled_pods_and_the_generat
         effect: "NoSchedule".into(),
         ..Default::default()
     }]);
-    h.client.update(Object::Node(Arc::new(c))).unwrap();
+    h.client.update(Object::Node(Arc::new(c.into()))).unwrap();
     h.settle();
     let st = h.daemon_set().status.unwrap();
     assert_eq!(

@@ -15,7 +15,7 @@ type Outcome = (usize, usize, usize);
 fn one_sync(nodes: Vec<Node>, pods: &[(&str, &str, &str, bool)]) -> Outcome {
     let mut client = TestClient::new(1);
     for n in nodes {
-        client.create(Object::Node(Arc::new(n))).unwrap();
+        client.create(Object::Node(Arc::new(n.into()))).unwrap();
     }
     let ds = client
         .create(ds_object(&daemon_set_json(json!({}))))
@@ -110,7 +110,7 @@ fn not_ready_and_unreachable_nodes_still_get_a_pod() {
 fn a_pod_without_revision_labels_counts_as_current_and_is_not_rolled() {
     let mut client = TestClient::new(1);
     client
-        .create(Object::Node(Arc::new(node("node-0", &[], &[]))))
+        .create(Object::Node(Arc::new(node("node-0", &[], &[]).into())))
         .unwrap();
     let ds = client
         .create(ds_object(&daemon_set_json(json!({}))))

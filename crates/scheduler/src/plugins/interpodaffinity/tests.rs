@@ -576,11 +576,19 @@ fn queueing_hints() {
     let with_region = node(&[("region", "r1")]);
     let without = node(&[("zone", "z")]);
     assert_eq!(
-        is_schedulable_after_node_change(&pod, None, Some(EventObject::Node(&with_region))),
+        is_schedulable_after_node_change(
+            &pod,
+            None,
+            Some(EventObject::Node(&with_region.clone().into()))
+        ),
         Ok(QueueingHint::Queue)
     );
     assert_eq!(
-        is_schedulable_after_node_change(&pod, None, Some(EventObject::Node(&without))),
+        is_schedulable_after_node_change(
+            &pod,
+            None,
+            Some(EventObject::Node(&without.clone().into()))
+        ),
         Ok(QueueingHint::QueueSkip)
     );
 }

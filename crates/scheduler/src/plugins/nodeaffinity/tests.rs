@@ -334,8 +334,11 @@ fn node_change_hints() {
     let run = |old: Option<&Node>, new: &Node| {
         hint(
             &pod,
-            old.map(EventObject::Node),
-            Some(EventObject::Node(new)),
+            old.cloned()
+                .map(kubeplane_api::StoredNode::from)
+                .as_ref()
+                .map(EventObject::Node),
+            Some(EventObject::Node(&new.clone().into())),
         )
         .unwrap()
     };

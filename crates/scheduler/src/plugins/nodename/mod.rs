@@ -103,8 +103,8 @@ mod tests {
     #[test]
     fn node_add_hint_queues_only_for_the_named_node() {
         let pod = PodBuilder::new("p").node("foo").obj();
-        let foo = NodeBuilder::new("foo").obj();
-        let bar = NodeBuilder::new("bar").obj();
+        let foo: kubeplane_api::StoredNode = NodeBuilder::new("foo").obj().into();
+        let bar: kubeplane_api::StoredNode = NodeBuilder::new("bar").obj().into();
         let hint =
             |n| is_schedulable_after_node_add(&pod, None, Some(EventObject::Node(n))).unwrap();
         assert_eq!(hint(&foo), QueueingHint::Queue);

@@ -94,7 +94,7 @@ fn is_schedulable_after_node_change(
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
     let (old, new) = node_event(old, new)?;
-    let was_unschedulable = old.is_none_or(node_unschedulable);
+    let was_unschedulable = old.is_none_or(|n| node_unschedulable(n));
     if was_unschedulable && !node_unschedulable(new) {
         Ok(QueueingHint::Queue)
     } else {
@@ -172,8 +172,11 @@ mod tests {
         let hint = |old: Option<&Node>, new: &Node| {
             is_schedulable_after_node_change(
                 &pod,
-                old.map(EventObject::Node),
-                Some(EventObject::Node(new)),
+                old.cloned()
+                    .map(kubeplane_api::StoredNode::from)
+                    .as_ref()
+                    .map(EventObject::Node),
+                Some(EventObject::Node(&new.clone().into())),
             )
             .unwrap()
         };

@@ -533,8 +533,14 @@ fn queueing_hints() {
                      new: Option<&k8s_openapi::api::core::v1::Node>| {
         pl.is_schedulable_after_node_change(
             &pod,
-            old.map(EventObject::Node),
-            new.map(EventObject::Node),
+            old.cloned()
+                .map(kubeplane_api::StoredNode::from)
+                .as_ref()
+                .map(EventObject::Node),
+            new.cloned()
+                .map(kubeplane_api::StoredNode::from)
+                .as_ref()
+                .map(EventObject::Node),
         )
         .unwrap()
     };

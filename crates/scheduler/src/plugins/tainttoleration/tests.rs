@@ -212,8 +212,11 @@ fn node_change_hints() {
     let hint = |old: Option<&Node>, new: &Node| {
         is_schedulable_after_node_change(
             &pod,
-            old.map(EventObject::Node),
-            Some(EventObject::Node(new)),
+            old.cloned()
+                .map(kubeplane_api::StoredNode::from)
+                .as_ref()
+                .map(EventObject::Node),
+            Some(EventObject::Node(&new.clone().into())),
         )
         .unwrap()
     };
