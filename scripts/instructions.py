@@ -76,7 +76,7 @@ def compare(baseline, counts, limit):
             failed = True
         elif change < -limit:
             verdict = f"shrank by more than {limit:g}%: `update` the baseline to keep the gain"
-        elif change < 0:
+        elif change < -1.0:
             verdict = "shrank"
         else:
             verdict = "ok"
