@@ -10,7 +10,9 @@ use kubeplane_sim::scenario::Scenario;
 use kubeplane_sim::workloads;
 use kubeplane_sim::{RunOptions, Simulation};
 
-use crate::bench_support::{peak_memory_mib, scenario_without_kubelets, thread_cpu_secs, Workload};
+use crate::bench_support::{
+    figure, label, param, peak_memory_mib, scenario_without_kubelets, thread_cpu_secs, Workload,
+};
 use crate::cli::BenchArgs;
 
 /// Upstream scheduler_perf SchedulingBasic: `n_nodes` default nodes, `n_init` pods scheduled
@@ -45,6 +47,17 @@ fn scheduling_basic(
         .filter(|e| e.reason == "Scheduled")
         .count();
     let expected = n_init + n_measured;
+    label(name);
+    param("nodes", n_nodes);
+    param("init_pods", n_init);
+    param("measured_pods", n_measured);
+    figure("throughput", n_measured as f64 / wall, "pods/s");
+    figure("wall", wall, "s");
+    figure(
+        "throughput per CPU-second",
+        n_measured as f64 / cpu.max(1e-9),
+        "pods/s",
+    );
     println!(
         "{name}: {n_nodes} nodes, {n_init} init pods, {n_measured} measured pods: {:.0} pods/s ({wall:.3} s wall; {:.0} pods per CPU-second, all threads), {scheduled}/{expected} pods scheduled, peak memory {:.0} MiB",
         n_measured as f64 / wall,
@@ -85,6 +98,11 @@ fn heartbeats(
         .find(|(n, _)| n == "kubelet_node_lease_renewals_total")
         .map(|(_, v)| *v)
         .unwrap_or(0);
+    label(name);
+    param("nodes", n_nodes);
+    param("pods", n_nodes * per_node);
+    param("virtual_hours", hours);
+    figure("wall", wall, "s");
     println!(
         "{name}: {n_nodes} nodes, {} pods, {hours} h of virtual time: {wall:.2} s wall, {renewals} lease renewals, peak memory {:.0} MiB",
         n_nodes * per_node,
@@ -103,6 +121,14 @@ fn heartbeats(
 /// controller takes to decide for every pod, and whether the virtual timeline is right.
 fn noexecute_eviction(n_nodes: usize, per_node: usize) -> Result<(), String> {
     let r = crate::bench_controllers::taint_eviction::bench_noexecute_eviction(n_nodes, per_node);
+    label(&format!(
+        "NoExecuteEviction/{n_nodes}Nodes_{}Pods",
+        n_nodes * per_node
+    ));
+    param("nodes", n_nodes);
+    param("pods", n_nodes * per_node);
+    figure("decisions", r.decisions_wall.as_secs_f64(), "s");
+    figure("evictions", r.evictions_wall.as_secs_f64(), "s");
     println!(
         "NoExecuteEviction/{n_nodes}Nodes_{}Pods: {}",
         n_nodes * per_node,
@@ -117,6 +143,11 @@ fn noexecute_eviction(n_nodes: usize, per_node: usize) -> Result<(), String> {
 /// The node lifecycle controller's monitor over a day: 1000 nodes, a pass every 5 s.
 fn node_monitor(n_nodes: usize, hours: i64) -> Result<(), String> {
     let r = crate::bench_controllers::node_lifecycle::bench_node_monitor(n_nodes, hours * 3600);
+    label(&format!("NodeMonitor/{n_nodes}Nodes_{hours}h"));
+    param("nodes", n_nodes);
+    param("virtual_hours", hours);
+    figure("in the controller", r.controller_wall.as_secs_f64(), "s");
+    figure("wall", r.total_wall.as_secs_f64(), "s");
     println!("NodeMonitor/{n_nodes}Nodes_{hours}h: {}", r.summary());
     Ok(())
 }
@@ -125,6 +156,10 @@ fn node_monitor(n_nodes: usize, hours: i64) -> Result<(), String> {
 /// all of them.
 fn daemon_set(n_nodes: usize) -> Result<(), String> {
     let r = crate::bench_controllers::daemon_set::bench_daemon_set(n_nodes);
+    label(&format!("DaemonSet/{n_nodes}Nodes"));
+    param("nodes", n_nodes);
+    figure("launch", r.launch_wall.as_secs_f64(), "s");
+    figure("rolling update", r.update_wall.as_secs_f64(), "s");
     println!("DaemonSet/{n_nodes}Nodes: {}", r.summary());
     if !r.ok {
         return Err("DaemonSet: not every node ended with one pod of the new template".into());
@@ -192,6 +227,13 @@ fn deployment_scale(
         .pods()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .count();
+    label(&format!("DeploymentScale/{n_nodes}Nodes_0_{up}_{down}"));
+    param("nodes", n_nodes);
+    param("replicas_up", up);
+    param("replicas_down", down);
+    figure("wall", wall, "s");
+    figure("scale-up phase", up_wall, "s");
+    figure("scale-down phase", wall - up_wall, "s");
     println!(
         "DeploymentScale/{n_nodes}Nodes_0_{up}_{down}: {wall:.2} s wall for 120 s of virtual time ({up_wall:.2} s up to the scale-down at 60 s, {:.2} s after), {scheduled} pods scheduled, {running} pods at the end, peak memory {:.0} MiB",
         wall - up_wall,
@@ -318,20 +360,9 @@ pub fn run(args: BenchArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    println!("Kubernetes {version} (the release the simulated components follow)");
-    let mut failed = false;
-    for w in &all {
-        if !args.names.is_empty() && !args.names.iter().any(|n| n == w.name) {
-            continue;
-        }
-        if let Err(e) = (w.run)() {
-            eprintln!("error: {e}");
-            failed = true;
-        }
-    }
-    if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    let selected: Vec<&Workload> = all
+        .iter()
+        .filter(|w| args.names.is_empty() || args.names.iter().any(|n| n == w.name))
+        .collect();
+    crate::bench_run::run(&selected, &args, version)
 }

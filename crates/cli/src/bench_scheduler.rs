@@ -11,7 +11,9 @@ use kubeplane_sim::workloads;
 use kubeplane_sim::{RunOptions, Simulation};
 use kubeplane_store::Object;
 
-use crate::bench_support::{peak_memory_mib, scenario_without_kubelets, thread_cpu_secs, Workload};
+use crate::bench_support::{
+    figure, label, param, peak_memory_mib, scenario_without_kubelets, thread_cpu_secs, Workload,
+};
 
 /// Schedules `setup`, then measures how fast the `n_measured` pods of `measured` are
 /// scheduled; `expected_scheduled` Scheduled events must have happened in all.
@@ -46,6 +48,17 @@ fn measured_workload(
         .iter()
         .filter(|e| e.reason == "Preempted")
         .count();
+    label(name);
+    param("nodes", n_nodes);
+    param("setup_pods", expected_scheduled - n_measured);
+    param("measured_pods", n_measured);
+    figure("throughput", n_measured as f64 / wall, "pods/s");
+    figure("wall", wall, "s");
+    figure(
+        "throughput per CPU-second",
+        n_measured as f64 / cpu.max(1e-9),
+        "pods/s",
+    );
     println!(
         "{name}: {n_nodes} nodes, {n_measured} measured pods: {:.0} pods/s ({wall:.3} s wall; {:.0} pods per CPU-second, all threads), {scheduled}/{expected_scheduled} pods scheduled, {preempted} preempted, peak memory {:.0} MiB",
         n_measured as f64 / wall,

@@ -14,7 +14,7 @@ use kubeplane_sim::workloads;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 
-use crate::bench_support::{peak_memory_mib, Workload};
+use crate::bench_support::{figure, label as record_label, param, peak_memory_mib, Workload};
 
 type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 
@@ -268,6 +268,8 @@ pub fn api_latency_durable(version: KubeVersion, n: usize) -> Result<(), String>
 fn api_latency_in(version: KubeVersion, n: usize, place: Place) -> Result<(), String> {
     let label = place.label();
     let h = start_in(version, Vec::new(), place)?;
+    record_label(&format!("ServeAPI{label}"));
+    param("calls_per_verb", n);
     for clients in [1, 16, 64] {
         let ns = format!("c{clients}");
         let create = move |_: usize, i: usize| {
@@ -305,6 +307,10 @@ fn api_latency_in(version: KubeVersion, n: usize, place: Place) -> Result<(), St
             ("list (100 of them)", &list, n / 10),
         ] {
             let (lat, wall) = drive(&h, clients, count, make)?;
+            let what = format!("{verb}, {clients} clients");
+            figure(&what, count as f64 / wall, "calls/s");
+            figure(&format!("{what}, p50"), percentile(&lat, 0.5), "ms");
+            figure(&format!("{what}, p99"), percentile(&lat, 0.99), "ms");
             println!(
                 "ServeAPI{label}/{verb}/{clients}Clients: {count} calls, {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms",
                 count as f64 / wall,
@@ -376,6 +382,13 @@ fn pods_end_to_end_in(
         std::thread::sleep(Duration::from_millis(50));
     }
     let wall = started.elapsed().as_secs_f64();
+    record_label(&format!("ServePods{label}/{n_nodes}Nodes_{n_pods}Pods"));
+    param("nodes", n_nodes);
+    param("pods", n_pods);
+    figure("end to end", n_pods as f64 / wall, "pods/s");
+    figure("created in", created, "s");
+    figure("create p50", percentile(&lat, 0.5), "ms");
+    figure("create p99", percentile(&lat, 0.99), "ms");
     println!(
         "ServePods{label}/{n_nodes}Nodes_{n_pods}Pods: {:.0} pods/s end to end (created in {created:.2} s, create p50 {:.2} ms, p99 {:.2} ms; all Running after {wall:.2} s), peak memory {:.0} MiB",
         n_pods as f64 / wall,
@@ -406,6 +419,11 @@ pub fn list_all(version: KubeVersion, n_nodes: usize, n_pods: usize) -> Result<(
         best = best.min(at.elapsed().as_secs_f64());
         size = body.len();
     }
+    record_label(&format!("ServeList/{n_pods}Pods"));
+    param("nodes", n_nodes);
+    param("pods", n_pods);
+    figure("LIST", best, "s");
+    figure("loaded in", load, "s");
     println!(
         "ServeList/{n_pods}Pods: LIST of {n_pods} pods in {best:.3} s ({:.0} MiB of JSON; loaded in {load:.1} s), peak memory {:.0} MiB",
         size as f64 / 1048576.0,
@@ -477,15 +495,26 @@ pub fn watch_delivery(version: KubeVersion, watchers: usize, n: usize) -> Result
         }
     }
     lat.sort();
+    report_watch(watchers, n, &lat, wall);
+    h.stop();
+    Ok(())
+}
+
+/// Records and prints what [`watch_delivery`] measured: `lat`, sorted, over `wall` seconds.
+fn report_watch(watchers: usize, n: usize, lat: &[Duration], wall: f64) {
+    record_label(&format!("ServeWatch/{watchers}Watchers"));
+    param("watchers", watchers);
+    param("creates", n);
+    figure("delivered", lat.len() as f64 / wall, "events/s");
+    figure("p50", percentile(lat, 0.5), "ms");
+    figure("p99", percentile(lat, 0.99), "ms");
     println!(
         "ServeWatch/{watchers}Watchers: {n} creates, {} events delivered, {:.0} events/s, p50 {:.2} ms, p99 {:.2} ms after the create's acknowledgement",
         lat.len(),
         lat.len() as f64 / wall,
-        percentile(&lat, 0.5),
-        percentile(&lat, 0.99)
+        percentile(lat, 0.5),
+        percentile(lat, 0.99)
     );
-    h.stop();
-    Ok(())
 }
 
 /// The server's workloads, scaled down by `s`, the server following Kubernetes `v`.

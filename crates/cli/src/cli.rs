@@ -625,6 +625,11 @@ pub struct BenchArgs {
     /// --kubernetes-version`) [default: 1.34.1].
     #[arg(long, value_name = "VERSION", value_parser = parse_kubernetes_version)]
     pub kubernetes_version: Option<KubeVersion>,
+    /// Write the figures as one JSON document on stdout (the machine and build, then per
+    /// workload its parameters, figures with units and peak memory); the text goes to stderr.
+    /// `scripts/bench-compare.py A.json B.json` compares two of them.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--kubernetes-version`: a supported release (clap reports an error as a usage error, exit 2,

@@ -13,7 +13,7 @@ use kubeplane_sim::workloads;
 use kubeplane_sim::{RunOptions, Simulation};
 use serde_json::json;
 
-use crate::bench_support::peak_memory_mib;
+use crate::bench_support::{figure, label, param, peak_memory_mib};
 
 /// One Job of `completions` pods, `parallelism` at a time, each running 30 s.
 fn job(name: &str, completions: i32, parallelism: i32) -> Result<Object, String> {
@@ -59,6 +59,10 @@ pub fn bench_jobs(version: KubeVersion, n_nodes: usize, n_jobs: usize) -> Result
         .iter()
         .filter(|e| e.reason == "SuccessfulCreate" && e.kind == "Job")
         .count();
+    label(&format!("Jobs{n_jobs}/{n_nodes}Nodes"));
+    param("nodes", n_nodes);
+    param("jobs", n_jobs);
+    figure("wall", wall, "s");
     println!(
         "Jobs{n_jobs}/{n_nodes}Nodes: {wall:.2} s wall for 300 s of virtual time, {pods} pods created, {completed}/{n_jobs} Jobs completed, peak memory {:.0} MiB",
         peak_memory_mib().unwrap_or(0.0)
