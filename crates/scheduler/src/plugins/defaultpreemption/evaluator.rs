@@ -16,10 +16,11 @@ use crate::framework::{
 };
 use crate::schedule_one::{Diagnosis, FitError};
 
+use super::victims::VictimSearch;
 use super::{
     clear_nominated_node_name, pod_terminating_by_preemption, preempt_pod, DefaultPreemption,
     PendingPreemption, REASON_NOT_ELIGIBLE_NEVER, REASON_NOT_ELIGIBLE_TERMINATING,
-    REASON_NOT_HELPFUL, REASON_NO_VICTIMS,
+    REASON_NOT_HELPFUL,
 };
 
 /// A node where the preemptor would fit after evicting `victims`.
@@ -93,7 +94,7 @@ pub fn more_important_pod(a: &PodInfo, b: &PodInfo, now: jiff::Timestamp) -> boo
 }
 
 /// Sorts by decreasing importance; equal pods keep their order.
-fn sort_by_importance(pods: &mut [Arc<PodInfo>], now: jiff::Timestamp) {
+pub(super) fn sort_by_importance(pods: &mut [Arc<PodInfo>], now: jiff::Timestamp) {
     pods.sort_by(|a, b| {
         if more_important_pod(a, b, now) {
             Ordering::Less
@@ -311,9 +312,11 @@ impl DefaultPreemption {
             let num_candidates = self.num_candidates(n) as usize;
             let mut non_violating: Vec<Candidate> = Vec::new();
             let mut violating: Vec<Candidate> = Vec::new();
+            let fwk = input.framework;
+            let mut search = VictimSearch::new(fwk, state, &preemptor, &pdbs, now);
             for i in 0..potential.len() {
                 let node = potential[(offset + i) % potential.len()];
-                match self.dry_run(state, &preemptor, node, &pdbs, input, now) {
+                match Self::dry_run(&mut search, node, input) {
                     DryRun::Candidate(c) => {
                         let list = if c.num_pdb_violations == 0 {
                             &mut non_violating
@@ -460,19 +463,14 @@ impl DefaultPreemption {
         terminating.then_some(REASON_NOT_ELIGIBLE_TERMINATING)
     }
 
-    /// Dry-runs preemption on a copy of the node and the cycle state.
+    /// Dry-runs preemption on one node.
     fn dry_run(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
+        search: &mut VictimSearch<'_>,
         node: &NodeInfo,
-        pdbs: &[PdbInfo],
         input: &PostFilterInput<'_>,
-        now: jiff::Timestamp,
     ) -> DryRun {
-        let mut node = node.clone();
-        let mut state = state.clone();
-        match select_victims_on_node(&mut state, pod, &mut node, pdbs, input, now) {
+        let nominated = (input.nominated_pods)(&node.name);
+        match search.select_victims(node, &nominated) {
             Ok((victims, violations)) if !victims.is_empty() => DryRun::Candidate(Candidate {
                 node: node.name.clone(),
                 victims,
@@ -484,89 +482,5 @@ impl DefaultPreemption {
             ))),
             Err(s) => DryRun::Failed(s),
         }
-    }
-}
-
-/// The fewest lower-priority pods to evict from `node` for `pod` to fit (upstream
-/// `SelectVictimsOnNode`): remove every lower-priority pod; if the pod fits then, add them
-/// back one by one, most important first (those whose eviction would violate a
-/// PodDisruptionBudget before the others), keeping out only those without which it does not
-/// fit. Returns the victims (most important first) and how many violate a budget.
-fn select_victims_on_node(
-    state: &mut CycleState,
-    pod: &PodInfo,
-    node: &mut NodeInfo,
-    pdbs: &[PdbInfo],
-    input: &PostFilterInput<'_>,
-    now: jiff::Timestamp,
-) -> Result<(Vec<Arc<PodInfo>>, i64), Status> {
-    let fwk = input.framework;
-    let mut potential: Vec<Arc<PodInfo>> = node
-        .pods
-        .iter()
-        .filter(|p| p.priority < pod.priority)
-        .cloned()
-        .collect();
-    for p in &potential {
-        remove_pod(fwk, state, pod, p, node)?;
-    }
-    if potential.is_empty() {
-        return Err(Status::unresolvable(REASON_NO_VICTIMS));
-    }
-    let nominated = (input.nominated_pods)(&node.name);
-    let s = fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &nominated);
-    if !s.is_success() {
-        return Err(s);
-    }
-    sort_by_importance(&mut potential, now);
-    let (violating, non_violating) = filter_pods_with_pdb_violation(&potential, pdbs);
-    let mut victims: Vec<Arc<PodInfo>> = Vec::new();
-    let mut num_violating = 0;
-    let reprieve = |p: &Arc<PodInfo>,
-                    state: &mut CycleState,
-                    node: &mut NodeInfo,
-                    victims: &mut Vec<Arc<PodInfo>>|
-     -> Result<bool, Status> {
-        node.add_pod(p.clone());
-        let s = fwk.run_pre_filter_extension_add_pod(state, pod, p, node);
-        if !s.is_success() {
-            return Err(s);
-        }
-        let fits = fwk
-            .run_filter_plugins_with_nominated_pods(state, pod, node, &nominated)
-            .is_success();
-        if !fits {
-            remove_pod(fwk, state, pod, p, node)?;
-            victims.push(p.clone());
-        }
-        Ok(fits)
-    };
-    for p in &violating {
-        if !reprieve(p, state, node, &mut victims)? {
-            num_violating += 1;
-        }
-    }
-    for p in &non_violating {
-        reprieve(p, state, node, &mut victims)?;
-    }
-    if !violating.is_empty() && !non_violating.is_empty() {
-        sort_by_importance(&mut victims, now);
-    }
-    Ok((victims, num_violating))
-}
-
-fn remove_pod(
-    fwk: &crate::framework::Framework,
-    state: &mut CycleState,
-    pod: &PodInfo,
-    victim: &PodInfo,
-    node: &mut NodeInfo,
-) -> Result<(), Status> {
-    node.remove_pod(&victim.uid);
-    let s = fwk.run_pre_filter_extension_remove_pod(state, pod, victim, node);
-    if s.is_success() {
-        Ok(())
-    } else {
-        Err(s)
     }
 }

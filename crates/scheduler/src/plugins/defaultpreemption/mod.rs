@@ -10,6 +10,9 @@
 mod evaluator;
 #[cfg(test)]
 mod tests;
+mod victims;
+#[cfg(test)]
+mod victims_tests;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,313 @@
+//! Victim selection on one node (upstream `SelectVictimsOnNode`), done in one of two ways
+//! that give the same answer.
+//!
+//! The general way dry-runs on a copy of the NodeInfo and of the cycle state, telling the
+//! PreFilter extensions (PodTopologySpread, InterPodAffinity) about every pod it removes or
+//! adds back, and re-runs every Filter plugin after each step.
+//!
+//! The direct way applies when no PreFilter extension runs in the cycle (the usual case: those
+//! two plugins skip pods without constraints). The cycle state is then never changed by a dry
+//! run, so it is read in place instead of copied; the node is copied into one scratch NodeInfo
+//! reused from node to node; and once every Filter plugin passed with all lower-priority pods
+//! removed, the reprieve steps re-run only the plugins whose verdict can depend on the pods on
+//! the node: NodeUnschedulable, NodeName, TaintToleration and NodeAffinity look only at the
+//! node itself and at the pod, which the reprieve steps do not change.
+
+use std::sync::Arc;
+
+use crate::framework::{run_filters, CycleState, FilterPlugin, Framework, NodeInfo, PodInfo};
+use crate::framework::{PreFilterPlugin, Status};
+use crate::plugins::{nodeaffinity, nodename, nodeunschedulable, tainttoleration};
+
+use super::evaluator::{filter_pods_with_pdb_violation, sort_by_importance, PdbInfo};
+use super::REASON_NO_VICTIMS;
+
+/// The Filter plugins whose verdict depends on nothing the pods on the node change.
+const POD_INDEPENDENT_FILTERS: [&str; 4] = [
+    nodeunschedulable::NAME,
+    nodename::NAME,
+    tainttoleration::NAME,
+    nodeaffinity::NAME,
+];
+
+type Filter<'a> = (&'static str, &'a dyn FilterPlugin);
+
+/// Victims (most important first) and how many of them violate a PodDisruptionBudget, or the
+/// status with which the node failed.
+pub(super) type Victims = Result<(Vec<Arc<PodInfo>>, i64), Status>;
+
+/// What the dry runs of one preemption attempt share.
+pub(super) struct VictimSearch<'a> {
+    fwk: &'a Framework,
+    state: &'a CycleState,
+    pod: &'a PodInfo,
+    pdbs: &'a [PdbInfo],
+    now: jiff::Timestamp,
+    /// For the direct way: every Filter plugin of the cycle, and those of them that re-run in
+    /// the reprieve steps. `None`: the general way.
+    direct: Option<(Vec<Filter<'a>>, Vec<Filter<'a>>)>,
+    /// The node being dry-run (direct way), and a second one for the nominated pods' pass.
+    scratch: NodeInfo,
+    with_nominated: NodeInfo,
+}
+
+impl<'a> VictimSearch<'a> {
+    pub(super) fn new(
+        fwk: &'a Framework,
+        state: &'a CycleState,
+        pod: &'a PodInfo,
+        pdbs: &'a [PdbInfo],
+        now: jiff::Timestamp,
+    ) -> VictimSearch<'a> {
+        let mut search = VictimSearch::general(fwk, state, pod, pdbs, now);
+        let extensions = fwk.plugins.pre_filter.iter().any(|p| {
+            p.as_pre_filter()
+                .is_some_and(PreFilterPlugin::has_extensions)
+                && !state.skip_filter_plugins.contains(p.name())
+        });
+        if !extensions {
+            let all = fwk.active_filters(state);
+            let dependent = all
+                .iter()
+                .filter(|(name, _)| !POD_INDEPENDENT_FILTERS.contains(name))
+                .copied()
+                .collect();
+            search.direct = Some((all, dependent));
+        }
+        search
+    }
+
+    /// A search that always takes the general way.
+    pub(super) fn general(
+        fwk: &'a Framework,
+        state: &'a CycleState,
+        pod: &'a PodInfo,
+        pdbs: &'a [PdbInfo],
+        now: jiff::Timestamp,
+    ) -> VictimSearch<'a> {
+        VictimSearch {
+            fwk,
+            state,
+            pod,
+            pdbs,
+            now,
+            direct: None,
+            scratch: NodeInfo::default(),
+            with_nominated: NodeInfo::default(),
+        }
+    }
+
+    /// Whether this search takes the direct way.
+    #[cfg(test)]
+    pub(super) fn is_direct(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// The fewest lower-priority pods to evict from `node` for the pod to fit (upstream
+    /// `SelectVictimsOnNode`): remove every lower-priority pod; if the pod fits then, add them
+    /// back one by one, most important first (those whose eviction would violate a
+    /// PodDisruptionBudget before the others), keeping out only those without which it does
+    /// not fit. `nominated` are the pods nominated to the node.
+    pub(super) fn select_victims(
+        &mut self,
+        node: &NodeInfo,
+        nominated: &[Arc<PodInfo>],
+    ) -> Victims {
+        let pod = self.pod;
+        let mut potential: Vec<Arc<PodInfo>> = node
+            .pods
+            .iter()
+            .filter(|p| p.priority < pod.priority)
+            .cloned()
+            .collect();
+        let relevant: Vec<Arc<PodInfo>> = nominated
+            .iter()
+            .filter(|np| np.priority >= pod.priority && np.uid != pod.uid)
+            .cloned()
+            .collect();
+        match self.direct.take() {
+            Some(filters) => {
+                let found = self.direct_way(&filters, node, &mut potential, &relevant);
+                self.direct = Some(filters);
+                found
+            }
+            None => self.general_way(node, &mut potential, nominated),
+        }
+    }
+
+    /// The general way, on copies of the node and of the cycle state.
+    fn general_way(
+        &self,
+        node: &NodeInfo,
+        potential: &mut [Arc<PodInfo>],
+        nominated: &[Arc<PodInfo>],
+    ) -> Victims {
+        let (fwk, pod) = (self.fwk, self.pod);
+        let mut node = node.clone();
+        let mut state = self.state.clone();
+        let state = &mut state;
+        for p in potential.iter() {
+            remove_pod(fwk, state, pod, p, &mut node)?;
+        }
+        if potential.is_empty() {
+            return Err(Status::unresolvable(REASON_NO_VICTIMS));
+        }
+        let s = fwk.run_filter_plugins_with_nominated_pods(state, pod, &node, nominated);
+        if !s.is_success() {
+            return Err(s);
+        }
+        let mut reprieve = |p: &Arc<PodInfo>| -> Result<bool, Status> {
+            node.add_pod(p.clone());
+            let s = fwk.run_pre_filter_extension_add_pod(state, pod, p, &node);
+            if !s.is_success() {
+                return Err(s);
+            }
+            let fits = fwk
+                .run_filter_plugins_with_nominated_pods(state, pod, &node, nominated)
+                .is_success();
+            if !fits {
+                remove_pod(fwk, state, pod, p, &mut node)?;
+            }
+            Ok(fits)
+        };
+        reprieve_in_order(potential, self.pdbs, self.now, &mut reprieve)
+    }
+
+    /// The direct way: the scratch NodeInfo, the cycle state read in place.
+    fn direct_way(
+        &mut self,
+        (all, dependent): &(Vec<Filter<'a>>, Vec<Filter<'a>>),
+        node: &NodeInfo,
+        potential: &mut [Arc<PodInfo>],
+        relevant: &[Arc<PodInfo>],
+    ) -> Victims {
+        let (state, pod) = (self.state, self.pod);
+        copy_node_into(&mut self.scratch, node);
+        for p in potential.iter() {
+            self.scratch.remove_pod(&p.uid);
+        }
+        if potential.is_empty() {
+            return Err(Status::unresolvable(REASON_NO_VICTIMS));
+        }
+        let (scratch, with) = (&mut self.scratch, &mut self.with_nominated);
+        let s = filter_with_nominated(all, state, pod, scratch, with, relevant);
+        if !s.is_success() {
+            return Err(s);
+        }
+        let mut reprieve = |p: &Arc<PodInfo>| -> Result<bool, Status> {
+            scratch.add_pod(p.clone());
+            let fits =
+                filter_with_nominated(dependent, state, pod, scratch, with, relevant).is_success();
+            if !fits {
+                scratch.remove_pod(&p.uid);
+            }
+            Ok(fits)
+        };
+        reprieve_in_order(potential, self.pdbs, self.now, &mut reprieve)
+    }
+}
+
+/// Sorts the potential victims by importance, then offers each back to the node (`reprieve`
+/// says whether the pod still fits with it), those whose eviction would violate a budget
+/// first; returns those that could not come back, most important first, and how many of them
+/// violate a budget.
+fn reprieve_in_order(
+    potential: &mut [Arc<PodInfo>],
+    pdbs: &[PdbInfo],
+    now: jiff::Timestamp,
+    reprieve: &mut dyn FnMut(&Arc<PodInfo>) -> Result<bool, Status>,
+) -> Victims {
+    sort_by_importance(potential, now);
+    let (violating, non_violating) = filter_pods_with_pdb_violation(potential, pdbs);
+    let mut victims: Vec<Arc<PodInfo>> = Vec::new();
+    let mut num_violating = 0;
+    for p in &violating {
+        if !reprieve(p)? {
+            victims.push(p.clone());
+            num_violating += 1;
+        }
+    }
+    for p in &non_violating {
+        if !reprieve(p)? {
+            victims.push(p.clone());
+        }
+    }
+    if !violating.is_empty() && !non_violating.is_empty() {
+        sort_by_importance(&mut victims, now);
+    }
+    Ok((victims, num_violating))
+}
+
+/// [`Framework::run_filter_plugins_with_nominated_pods`] with the given plugins, and a second
+/// scratch NodeInfo for the pass with the nominated pods of at least the pod's priority.
+fn filter_with_nominated(
+    filters: &[Filter<'_>],
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+    with: &mut NodeInfo,
+    relevant: &[Arc<PodInfo>],
+) -> Status {
+    if !relevant.is_empty() {
+        copy_node_into(with, node);
+        for np in relevant {
+            with.add_pod(Arc::clone(np));
+        }
+        let s = run_filters(filters, state, pod, with);
+        if !s.is_success() {
+            return s;
+        }
+    }
+    run_filters(filters, state, pod, node)
+}
+
+fn remove_pod(
+    fwk: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    victim: &PodInfo,
+    node: &mut NodeInfo,
+) -> Result<(), Status> {
+    node.remove_pod(&victim.uid);
+    let s = fwk.run_pre_filter_extension_remove_pod(state, pod, victim, node);
+    if s.is_success() {
+        Ok(())
+    } else {
+        Err(s)
+    }
+}
+
+/// Makes `dst` a copy of `src`, reusing `dst`'s allocations. Every field is named, so a new
+/// field of NodeInfo cannot be forgotten here.
+fn copy_node_into(dst: &mut NodeInfo, src: &NodeInfo) {
+    let NodeInfo {
+        name,
+        node,
+        allocatable,
+        requested,
+        non_zero_requested,
+        pods,
+        used_ports,
+        images,
+        unschedulable,
+        taints,
+        n_pods_with_affinity,
+        n_pods_with_required_anti_affinity,
+        generation,
+        id,
+    } = src;
+    dst.name.clone_from(name);
+    dst.node.clone_from(node);
+    dst.allocatable.clone_from(allocatable);
+    dst.requested.clone_from(requested);
+    dst.non_zero_requested.clone_from(non_zero_requested);
+    dst.pods.clone_from(pods);
+    dst.used_ports.clone_from(used_ports);
+    dst.images.clone_from(images);
+    dst.unschedulable = *unschedulable;
+    dst.taints.clone_from(taints);
+    dst.n_pods_with_affinity = *n_pods_with_affinity;
+    dst.n_pods_with_required_anti_affinity = *n_pods_with_required_anti_affinity;
+    dst.generation = *generation;
+    dst.id = *id;
+}

@@ -1,0 +1,192 @@
+//! The direct way of victim selection gives the general way's answer: a property test on
+//! random small clusters (seeded), node by node, with one search reused across the nodes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use kubeplane_core::features::FeatureGates;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::evaluator::PdbInfo;
+use super::victims::{VictimSearch, Victims};
+use crate::framework::{CycleState, Framework, NodeInfo, PodInfo};
+use crate::plugins::testing::{
+    expr, pod_term, snapshot, spread, taint, toleration, NodeBuilder, PodBuilder,
+};
+
+fn default_framework() -> Framework {
+    crate::config::resolve(None, &FeatureGates::default())
+        .unwrap()
+        .frameworks
+        .remove(0)
+}
+
+const START_TIMES: [&str; 3] = [
+    "2025-01-01T00:00:00Z",
+    "2025-01-01T00:01:00Z",
+    "2025-01-01T00:02:00Z",
+];
+
+fn pick<T: Copy>(rng: &mut ChaCha8Rng, items: &[T]) -> T {
+    items[rng.random_range(0..items.len())]
+}
+
+/// A pod with random priority, requests, labels, start time and (sometimes) a host port.
+fn random_pod(rng: &mut ChaCha8Rng, name: &str) -> PodBuilder {
+    let cpu = format!("{}m", rng.random_range(1..16) * 100);
+    let mem = format!("{}Mi", rng.random_range(1..8) * 256);
+    let mut p = PodBuilder::new(name)
+        .priority(pick(rng, &[0, 5, 10, 20]))
+        .req(&[("cpu", cpu.as_str()), ("memory", mem.as_str())])
+        .label("app", pick(rng, &["a", "b", "c"]))
+        .start_time(pick(rng, &START_TIMES));
+    if rng.random_bool(0.15) {
+        p = p.host_port("", "TCP", 8080);
+    }
+    p
+}
+
+/// Nodes with their pods, some tainted, some labelled for the preemptor's selector.
+fn random_nodes(rng: &mut ChaCha8Rng) -> Vec<NodeInfo> {
+    let mut nodes = Vec::new();
+    for n in 0..rng.random_range(1..7) {
+        let name = format!("node-{n}");
+        let pods_allowed = pick(rng, &["3", "5", "110"]);
+        let mut node = NodeBuilder::new(&name)
+            .label("kubernetes.io/hostname", &name)
+            .label("zone", pick(rng, &["z1", "z2"]))
+            .alloc(&[
+                ("cpu", pick(rng, &["2", "4"])),
+                ("memory", "4Gi"),
+                ("pods", pods_allowed),
+            ]);
+        if rng.random_bool(0.2) {
+            node = node.taint(taint("dedicated", "x", "NoSchedule"));
+        }
+        let pods: Vec<Pod> = (0..rng.random_range(0..6))
+            .map(|i| random_pod(rng, &format!("p-{n}-{i}")).node(&name).obj())
+            .collect();
+        nodes.push(node.info_with_pods(pods));
+    }
+    nodes
+}
+
+/// The preemptor: sometimes with a host port, a toleration, a node selector, or a constraint
+/// that makes PodTopologySpread or InterPodAffinity run (then only the general way applies).
+fn random_preemptor(rng: &mut ChaCha8Rng) -> PodBuilder {
+    let cpu = format!("{}m", rng.random_range(5..30) * 100);
+    let mut p = PodBuilder::new("preemptor")
+        .priority(pick(rng, &[10, 15]))
+        .req(&[("cpu", cpu.as_str()), ("memory", "1Gi")])
+        .label("app", "a");
+    if rng.random_bool(0.3) {
+        p = p.host_port("", "TCP", 8080);
+    }
+    if rng.random_bool(0.3) {
+        p = p.toleration(toleration("dedicated", "Exists", "", "NoSchedule"));
+    }
+    if rng.random_bool(0.2) {
+        p = p.node_selector("zone", "z1");
+    }
+    match rng.random_range(0..10) {
+        0 => p.spread(spread(
+            1,
+            "zone",
+            "DoNotSchedule",
+            vec![expr("app", "In", &["a"])],
+        )),
+        1 => p.pod_anti_affinity_required(pod_term(
+            vec![expr("app", "In", &["b"])],
+            "kubernetes.io/hostname",
+        )),
+        _ => p,
+    }
+}
+
+/// Pods nominated to some nodes, of random priority.
+fn random_nominated(
+    rng: &mut ChaCha8Rng,
+    nodes: &[NodeInfo],
+) -> BTreeMap<String, Vec<Arc<PodInfo>>> {
+    let mut nominated = BTreeMap::new();
+    for n in nodes {
+        if rng.random_bool(0.3) {
+            let p = random_pod(rng, &format!("nominated-{}", n.name)).nominated(&n.name);
+            nominated.insert(
+                n.name.clone(),
+                vec![Arc::new(PodInfo::new(Arc::new(p.obj())))],
+            );
+        }
+    }
+    nominated
+}
+
+fn random_pdbs(rng: &mut ChaCha8Rng) -> Vec<PdbInfo> {
+    (0..rng.random_range(0..3))
+        .map(|_| PdbInfo {
+            namespace: "default".into(),
+            selector: kubeplane_core::labels::parse(&format!(
+                "app={}",
+                pick(rng, &["a", "b", "c"])
+            ))
+            .ok(),
+            disruptions_allowed: rng.random_range(0..3),
+            disrupted_pods: Default::default(),
+        })
+        .collect()
+}
+
+/// What is compared: the victims' names and the budget violations, or the failure.
+fn outcome(v: Victims) -> Result<(Vec<String>, i64), String> {
+    v.map(|(victims, n)| (victims.iter().map(|p| p.key()).collect(), n))
+        .map_err(|s| format!("{:?} {:?} {}", s.code, s.plugin, s.message()))
+}
+
+#[test]
+fn the_direct_way_finds_the_same_victims_as_the_general_way_on_random_clusters() {
+    let fwk = default_framework();
+    let now = "2025-01-01T00:05:00Z".parse::<jiff::Timestamp>().unwrap();
+    let (mut direct_found, mut direct_failed, mut general_only) = (0, 0, 0);
+    for seed in 0..400 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let nodes = random_nodes(&mut rng);
+        let pod = PodInfo::new(Arc::new(random_preemptor(&mut rng).obj()));
+        let nominated = random_nominated(&mut rng, &nodes);
+        let pdbs = random_pdbs(&mut rng);
+        let snap = snapshot(nodes.clone());
+        let mut state = CycleState::new();
+        if !fwk
+            .run_pre_filter_plugins(&mut state, &pod, &snap)
+            .status
+            .is_success()
+        {
+            continue;
+        }
+        let mut search = VictimSearch::new(&fwk, &state, &pod, &pdbs, now);
+        if !search.is_direct() {
+            general_only += 1;
+        }
+        for node in &nodes {
+            let nom = nominated.get(&node.name).cloned().unwrap_or_default();
+            let mut general = VictimSearch::general(&fwk, &state, &pod, &pdbs, now);
+            let want = outcome(general.select_victims(node, &nom));
+            let got = outcome(search.select_victims(node, &nom));
+            assert_eq!(got, want, "seed {seed}, node {}", node.name);
+            if search.is_direct() {
+                match got {
+                    Ok(_) => direct_found += 1,
+                    Err(_) => direct_failed += 1,
+                }
+            }
+        }
+    }
+    // The cases cover both ways and both outcomes.
+    assert!(direct_found > 200, "{direct_found} nodes with victims");
+    assert!(direct_failed > 200, "{direct_failed} nodes without");
+    assert!(
+        general_only > 20,
+        "{general_only} cases took the general way"
+    );
+}
