@@ -29,6 +29,13 @@ pub const fn v1(minor: u32, patch: u32) -> KubeVersion {
 /// upstream's `CHANGELOG/CHANGELOG-1.MINOR.md` (the stored copies: v1.34.7, v1.35.4; the 1.36
 /// changelog has no patch sections yet, the 1.37 one only pre-releases). A minor alone means
 /// this patch release.
+///
+/// Later patch releases exist and are refused: v1.34.8 to v1.34.10, v1.35.5 to v1.35.7 and
+/// v1.36.1 to v1.36.3 (2026-05-12, 2026-06-11, 2026-07-22; the `v0.MINOR.PATCH` tags of the
+/// published kubernetes/api and kubernetes/component-helpers), but their release notes are
+/// not in the stored material (the newest stored changelogs, commit `008b3652`, end at
+/// v1.34.7, v1.35.4 and v1.36.0), so what they change in kubeplane's components cannot be
+/// keyed to them (docs/compatibility.md, "Patch releases kubeplane does not support yet").
 pub const SUPPORTED: &[KubeVersion] = &[v1(34, 7), v1(35, 4), v1(36, 0), v1(37, 0)];
 
 /// The release a run follows when neither `--kubernetes-version` nor `spec.kubernetesVersion`
@@ -189,8 +196,9 @@ pub mod changes {
 
     /// ImageLocality also counts those volumes in the ceiling it scales by (one
     /// `maxContainerThreshold` per image), so an image volume no longer scores higher than the
-    /// same image as a container (kubernetes#138951, merged in May 2026 for v1.37; not in the
-    /// stored v1.37.0-alpha.1 notes).
+    /// same image as a container (kubernetes#138951, in the v1.37.0-alpha.1 notes of the stored
+    /// CHANGELOG-1.37.md, commit `df0a31e0`: "Fixed a bug in ImageLocality scoring where image
+    /// volumes could receive a higher score than equivalent regular container images").
     pub const IMAGE_LOCALITY_CEILING_COUNTS_IMAGE_VOLUMES: Versioned<bool> = &[(v1(37, 0), true)];
 
     /// The scheduling queue records a new pod's `status.nominatedNodeName` in its nominator
@@ -230,7 +238,7 @@ pub mod changes {
         ("API server: nominatedNodeName cleared by the binding (ClearingNominatedNodeNameAfterBinding, #135103; the binding from a quoted storage.go and upstream's integration test, not the v1.35.0 tag)", FROM_1_35),
         ("kube-scheduler: the NodeDeclaredFeatures plugin (the gate on from v1.36; the feature registries from component-helpers tags v0.35.0 and v0.36.0 and, for v1.37, a commit after v0.37.0-beta.0; the v1.36 reason and the plugin's place in the default profile not read at a tag)", FROM_1_36),
         ("kube-scheduler: a gated pod's nomination holds its room against lower-priority pods (#139057; from the pull request's description and a stored post-change scheduling_queue.go, not the v1.37.0 tag, which is not stored)", GATED_POD_NOMINATION_HOLDS_ROOM),
-        ("kube-scheduler: ImageLocality counts image volumes (#130231 in v1.36.0, #138951 in v1.37; from the pull requests' diffs, not the tagged image_locality.go)", IMAGE_LOCALITY_COUNTS_IMAGE_VOLUMES),
+        ("kube-scheduler: ImageLocality counts image volumes (#130231 in v1.36.0, #138951 in v1.37.0-alpha.1; from the pull requests' diffs, not the tagged image_locality.go)", IMAGE_LOCALITY_COUNTS_IMAGE_VOLUMES),
     ];
 
     /// The changes of [`UNVERIFIED`] that apply to a release.
@@ -322,6 +330,25 @@ mod tests {
                 "{msg}"
             );
         }
+    }
+
+    #[test]
+    fn patch_releases_whose_notes_are_not_stored_are_refused() {
+        // Tagged upstream (kubernetes/api v0.34.8.. v0.36.3) but absent from the stored
+        // changelogs: kubeplane cannot say what they change, so it does not claim them.
+        for later in [
+            "1.34.8", "1.34.9", "v1.34.10", "1.35.5", "1.35.6", "v1.35.7", "1.36.1", "1.36.2",
+            "v1.36.3",
+        ] {
+            assert!(
+                matches!(parse(later), Err(VersionError::Unsupported(..))),
+                "{later}: {:?}",
+                parse(later)
+            );
+        }
+        assert_eq!(KubeVersion::newest_patch(34), Some(v1(34, 7)));
+        assert_eq!(KubeVersion::newest_patch(35), Some(v1(35, 4)));
+        assert_eq!(KubeVersion::newest_patch(36), Some(v1(36, 0)));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! images, weighting each image by how widely it is spread over the cluster so pods do not
 //! all pile onto the few nodes that have it (upstream `plugins/imagelocality/image_locality.go`).
 //! From v1.36 the images of `image` volumes count too (kubernetes#130231), from v1.37 also in
-//! the score's ceiling (#138951).
+//! the score's ceiling (#138951, in the v1.37.0-alpha.1 notes).
 
 use kubeplane_core::images::normalized_image_name;
 use kubeplane_core::version::{changes, KubeVersion};
