@@ -39,6 +39,10 @@ const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 const KUBELET: &str = "kubelet";
 const SCHEDULER: &str = "kube-scheduler";
 
+/// Pods the scheduler may schedule in one round before the changes of the round are
+/// delivered to the components.
+const SCHEDULING_BATCH: usize = 64;
+
 /// Rounds at one instant after which the loop reads the clock again: a backlog (or a
 /// component that keeps asking to run at the same instant) must not hold the cluster's time.
 const MAX_ROUNDS: u32 = 10_000;
@@ -258,9 +262,9 @@ impl ControlPlane {
                 self.drains.run(now, &mut self.client);
                 ran = true;
             }
-            if !ran && !delivered && self.scheduler.next_wakeup().is_some_and(|t| t <= now) {
+            if !ran && self.scheduler.next_wakeup().is_some_and(|t| t <= now) {
                 self.client.set_field_manager(Some(SCHEDULER));
-                self.scheduler.run(now, &mut self.client);
+                self.schedule_batch(now);
                 ran = true;
             }
             self.client.set_field_manager(None);
@@ -271,6 +275,21 @@ impl ControlPlane {
         }
         // Not settled yet (a large backlog, one pod per scheduling round): the caller's loop
         // comes back at once, after a look at the clock.
+    }
+
+    /// Runs the scheduler for up to [`SCHEDULING_BATCH`] pods while it has work due. As
+    /// upstream's, the scheduler goes on with the next pod while the changes it made are still
+    /// on their way to its informer (its cache assumes the pods it bound), and schedules
+    /// while new pods keep arriving: the simulator's rule, which runs it only once nothing
+    /// else is left to deliver, would hold every binding back until a stream of creations
+    /// ends.
+    fn schedule_batch(&mut self, now: SimTime) {
+        for _ in 0..SCHEDULING_BATCH {
+            self.scheduler.run(now, &mut self.client);
+            if !self.scheduler.next_wakeup().is_some_and(|t| t <= now) {
+                break;
+            }
+        }
     }
 
     /// Lists every stored object, delivers the difference from what the components were
