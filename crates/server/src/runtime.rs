@@ -286,7 +286,7 @@ impl ControlPlane {
     fn schedule_batch(&mut self, now: SimTime) {
         for _ in 0..SCHEDULING_BATCH {
             self.scheduler.run(now, &mut self.client);
-            if !self.scheduler.next_wakeup().is_some_and(|t| t <= now) {
+            if self.scheduler.next_wakeup().is_none_or(|t| t > now) {
                 break;
             }
         }
