@@ -83,6 +83,13 @@ for _ in range(2):
     "$("$k" get --raw /metrics 2>&1 | grep -E '^(scheduler_pending_pods|scheduler_schedule_attempts_total|apiserver_request_total)' | sort -u)"
   check "scale" "deployment.apps/web scaled" "$("$k" -n shop scale deploy/web --replicas=5 2>&1)"
   wait_for "five pods Running after scale" 30 bash -c "[ \$('$k' -n shop get pods -l app=web --field-selector=status.phase=Running -o name | wc -l) -eq 5 ]"
+  # (the manager is kubectl's User-Agent prefix: its binary's name)
+  check "the scale write owns spec.replicas in an entry with subresource scale" \
+    "/scale/Update/{\"f:spec\":{\"f:replicas\":{}}}" \
+    "$("$k" -n shop get deploy web -o jsonpath='{range .metadata.managedFields[*]}{.manager}/{.subresource}/{.operation}/{.fieldsV1} {end}' 2>&1)"
+  check "the control plane's writes record their managers (controller manager, kubelet)" \
+    "kube-controller-manager//Update kubelet/status/Update" \
+    "$("$k" -n shop get pods -l app=web -o jsonpath='{range .items[0].metadata.managedFields[*]}{.manager}/{.subresource}/{.operation} {end}' 2>&1)"
   check "label" "labeled" "$("$k" -n shop label deploy web tier=front 2>&1)"
   check "annotate" "annotated" "$("$k" -n shop annotate deploy web note=hello 2>&1)"
   check "label selector" "deployment.apps/web" "$("$k" -n shop get deploy -l tier=front -o name 2>&1)"

@@ -255,6 +255,19 @@ pub fn patch_pod_status(
     uid: &str,
     patch: &mut dyn FnMut(&mut PodStatus),
 ) -> Result<Object, ApiError> {
+    patch_pod_status_then(b, namespace, name, uid, patch, |_, new| new)
+}
+
+/// [`patch_pod_status`], with `then` given the current and the patched pod before the write
+/// (a client that records managedFields records them there).
+pub fn patch_pod_status_then(
+    b: &mut impl Backend,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    patch: &mut dyn FnMut(&mut PodStatus),
+    then: impl FnOnce(&Object, Object) -> Object,
+) -> Result<Object, ApiError> {
     b.update_with(Kind::Pod, namespace, name, |current| {
         let Object::Pod(pod) = current else {
             unreachable!("the pod bucket holds pods")
@@ -267,7 +280,7 @@ pub fn patch_pod_status(
         patch(p.status.get_or_insert_with(Default::default));
         // Only the status changed: the status strategy and `BeforeUpdate` have nothing to keep
         // (the spec, ownerReferences, uid and timestamps are the current ones).
-        Ok(Object::Pod(Arc::new(p)))
+        Ok(then(current, Object::Pod(Arc::new(p))))
     })
 }
 
@@ -331,6 +344,17 @@ pub fn update_scale(
     replicas: i32,
     resource_version: Option<&str>,
 ) -> Result<Scale, ApiError> {
+    update_scale_then(b, key, replicas, resource_version, |_, new| new)
+}
+
+/// [`update_scale`], with `then` given the current and the scaled object before the write.
+pub fn update_scale_then(
+    b: &mut impl Backend,
+    key: &ObjectKey,
+    replicas: i32,
+    resource_version: Option<&str>,
+    then: impl FnOnce(&Object, Object) -> Object,
+) -> Result<Scale, ApiError> {
     if !strategy::scale::has_scale(key.kind) {
         return Err(ApiError::NotFound { key: key.clone() });
     }
@@ -342,7 +366,7 @@ pub fn update_scale(
         let mut new = strategy::scale::with_replicas(old, replicas)
             .ok_or_else(|| ApiError::NotFound { key: key.clone() })?;
         strategy::prepare_for_update(old, &mut new)?;
-        Ok(new)
+        Ok(then(old, new))
     })?;
     strategy::scale::scale_of(&updated).ok_or_else(|| ApiError::NotFound { key: key.clone() })
 }

@@ -20,6 +20,7 @@ pub mod backing;
 pub mod client;
 pub mod deletion;
 pub mod eviction;
+pub mod field_manager;
 pub mod patch;
 pub mod printers;
 pub mod storage_client;

@@ -52,6 +52,7 @@ use kubeplane_store::{NameSource, Prepared};
 
 use crate::backing::{Backing, ObjectJson};
 use crate::client::{self, Backend};
+use crate::field_manager;
 
 /// How many revisions the storage keeps for watches and reads in the past unless told.
 pub const DEFAULT_WINDOW: usize = 100_000;
@@ -420,6 +421,10 @@ pub struct StorageClient {
     /// Checked under the write lock before each write: `Err(message)` refuses it (a
     /// `ServiceUnavailable`); not inherited by [`StorageClient::handle`].
     pub write_gate: Option<WriteGate>,
+    /// The field manager this client's writes record in managedFields (`kube-scheduler`,
+    /// `kubelet`, ...: [`crate::field_manager`]); `None` records nothing (the API server's
+    /// handlers record the request's own). Not inherited by [`StorageClient::handle`].
+    pub field_manager: Option<String>,
 }
 
 /// See [`StorageClient::write_gate`].
@@ -480,6 +485,7 @@ impl StorageClient {
             explain: false,
             binding: Default::default(),
             write_gate: None,
+            field_manager: None,
         }
     }
 
@@ -495,6 +501,7 @@ impl StorageClient {
             explain: self.explain,
             binding: self.binding,
             write_gate: None,
+            field_manager: None,
         }
     }
 
@@ -536,6 +543,41 @@ impl StorageClient {
             }
             answer => answer,
         }
+    }
+
+    /// Sets the field manager ([`StorageClient::field_manager`]) when it is another.
+    pub fn set_field_manager(&mut self, manager: Option<&str>) {
+        if self.field_manager.as_deref() != manager {
+            self.field_manager = manager.map(str::to_string);
+        }
+    }
+
+    /// The field manager and the time its writes record now.
+    fn manager_and_time(&self) -> Option<(String, String)> {
+        let m = self.field_manager.clone()?;
+        Some((m, field_manager::write_time(self.shared.clock, self.now)))
+    }
+
+    /// An update of the main resource (`status` false) or of `status`, with the managedFields
+    /// of this client's field manager recorded against the stored object under the lock.
+    fn update_tracked(&mut self, obj: Object, status: bool) -> Result<Object, ApiError> {
+        let unconditional = obj.resource_version().is_empty();
+        let manager = self.manager_and_time();
+        self.retried(unconditional, |w| {
+            let obj = match &manager {
+                Some((m, time)) => {
+                    let live = w.get(obj.kind(), obj.namespace(), obj.name());
+                    let sub = status.then_some("status");
+                    field_manager::track(live.as_ref(), obj.clone(), m, sub, time)
+                }
+                None => obj.clone(),
+            };
+            if status {
+                client::update_status(w, obj)
+            } else {
+                client::update_validated(w, obj)
+            }
+        })
     }
 
     /// [`StorageClient::write`] of a write that names no resourceVersion, tried again (up to
@@ -625,6 +667,10 @@ impl Client for StorageClient {
     }
 
     fn create(&mut self, obj: Object) -> Result<Object, ApiError> {
+        let obj = match self.manager_and_time() {
+            Some((m, time)) => field_manager::track(None, obj, &m, None, &time),
+            None => obj,
+        };
         let obj = self.admit_create(obj)?;
         let now = self.now;
         let topology_labels = self.binding.topology_labels;
@@ -639,13 +685,11 @@ impl Client for StorageClient {
     }
 
     fn update(&mut self, obj: Object) -> Result<Object, ApiError> {
-        let unconditional = obj.resource_version().is_empty();
-        self.retried(unconditional, |w| client::update_validated(w, obj.clone()))
+        self.update_tracked(obj, false)
     }
 
     fn update_status(&mut self, obj: Object) -> Result<Object, ApiError> {
-        let unconditional = obj.resource_version().is_empty();
-        self.retried(unconditional, |w| client::update_status(w, obj.clone()))
+        self.update_tracked(obj, true)
     }
 
     fn patch_pod_status(
@@ -655,8 +699,16 @@ impl Client for StorageClient {
         uid: &str,
         patch: &mut dyn FnMut(&mut PodStatus),
     ) -> Result<Object, ApiError> {
+        let manager = self.manager_and_time();
         self.retried(true, |w| {
-            client::patch_pod_status(w, namespace, name, uid, &mut *patch)
+            client::patch_pod_status_then(w, namespace, name, uid, &mut *patch, |old, new| {
+                match &manager {
+                    Some((m, time)) => {
+                        field_manager::track(Some(old), new, m, Some("status"), time)
+                    }
+                    None => new,
+                }
+            })
         })
     }
 
@@ -703,7 +755,19 @@ impl Client for StorageClient {
         replicas: i32,
         resource_version: Option<&str>,
     ) -> Result<Scale, ApiError> {
-        self.write(|w| client::update_scale(w, key, replicas, resource_version))
+        let manager = self.manager_and_time();
+        self.write(|w| {
+            client::update_scale_then(
+                w,
+                key,
+                replicas,
+                resource_version,
+                |old, new| match &manager {
+                    Some((m, time)) => field_manager::track_scale(old, new, m, time),
+                    None => new,
+                },
+            )
+        })
     }
 
     fn record_event(&mut self, ev: EventRecord) {

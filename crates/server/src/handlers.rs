@@ -208,11 +208,20 @@ pub fn field_manager(q: &Query) -> String {
 
 /// The time managedFields record for a write: the server's clock, in seconds.
 pub fn write_time(c: &StorageClient) -> String {
-    c.clock()
-        .timestamp(c.now)
-        .0
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    kubeplane_registry::field_manager::write_time(c.clock(), c.now)
+}
+
+/// Runs `f` with the client recording `manager` in managedFields (a `scale` write, whose
+/// entries the registry moves between the object and its Scale), then without one again.
+pub fn as_manager<T>(
+    c: &mut StorageClient,
+    manager: &str,
+    f: impl FnOnce(&mut StorageClient) -> T,
+) -> T {
+    c.set_field_manager(Some(manager));
+    let out = f(c);
+    c.set_field_manager(None);
+    out
 }
 
 /// `new` (JSON) with the managedFields a write of it over `live` by the request's field manager
@@ -378,7 +387,9 @@ pub fn update(state: &State, req: &ResourceRequest, q: &Query, body: &Value) -> 
         if q.dry_run()? {
             return Ok(Reply::json(200, body));
         }
-        let scale = state.write(|c| c.update_scale(&key, replicas, rv))?;
+        let manager = field_manager(q);
+        let scale =
+            state.write(|c| as_manager(c, &manager, |c| c.update_scale(&key, replicas, rv)))?;
         return Ok(Reply::json(200, &scale_value(scale)));
     }
     let (obj, warnings) = decode(req, body, q)?;

@@ -132,7 +132,10 @@ fn try_scale(
         .filter(|rv| !rv.is_empty())
         .unwrap_or(current.resource_version());
     let pinned = rv != current.resource_version();
-    match c.update_scale(&key, replicas, Some(rv)) {
+    let manager = crate::handlers::field_manager(q);
+    let scaled =
+        crate::handlers::as_manager(c, &manager, |c| c.update_scale(&key, replicas, Some(rv)));
+    match scaled {
         Err(ApiError::Conflict { .. }) if !pinned => Ok(None),
         Err(e) => Err(e.into()),
         Ok(s) => Ok(Some(Reply::json(200, &crate::handlers::scale_value(s)))),

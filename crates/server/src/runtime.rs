@@ -32,6 +32,17 @@ use crate::state::{flush_events, State};
 /// The annotation that controls a node's simulated agent.
 pub const AGENT_ANNOTATION: &str = "kubeplane.io/agent";
 
+/// The field managers the components' writes record in managedFields: the User-Agent prefix
+/// of upstream's kube-controller-manager, kubelet and kube-scheduler. A Scenario's steps and
+/// `drain` steps, and the Events the components record, write without one.
+const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+const KUBELET: &str = "kubelet";
+const SCHEDULER: &str = "kube-scheduler";
+
+/// Pods the scheduler may schedule in one round before the changes of the round are
+/// delivered to the components.
+const SCHEDULING_BATCH: usize = 64;
+
 /// Rounds at one instant after which the loop reads the clock again: a backlog (or a
 /// component that keeps asking to run at the same instant) must not hold the cluster's time.
 const MAX_ROUNDS: u32 = 10_000;
@@ -131,6 +142,7 @@ impl ControlPlane {
     /// stderr, as `simulate` reports a `StepFailed` record, and the others go on.
     fn apply_due_steps(&mut self, now: SimTime) {
         self.client.now = now;
+        self.client.set_field_manager(None);
         while self.steps.front().is_some_and(|s| s.at <= now) {
             let Some(step) = self.steps.pop_front() else {
                 break;
@@ -235,22 +247,27 @@ impl ControlPlane {
             let mut ran = false;
             for c in self.periodic.iter_mut().chain(self.controllers.iter_mut()) {
                 if c.next_wakeup().is_some_and(|t| t <= now) {
+                    self.client.set_field_manager(Some(CONTROLLER_MANAGER));
                     c.run(now, &mut self.client);
                     ran = true;
                 }
             }
             if self.agents.next_wakeup().is_some_and(|t| t <= now) {
+                self.client.set_field_manager(Some(KUBELET));
                 self.agents.run(now, &mut self.client);
                 ran = true;
             }
             if self.drains.next_wakeup().is_some_and(|t| t <= now) {
+                self.client.set_field_manager(None);
                 self.drains.run(now, &mut self.client);
                 ran = true;
             }
-            if !ran && !delivered && self.scheduler.next_wakeup().is_some_and(|t| t <= now) {
-                self.scheduler.run(now, &mut self.client);
+            if !ran && self.scheduler.next_wakeup().is_some_and(|t| t <= now) {
+                self.client.set_field_manager(Some(SCHEDULER));
+                self.schedule_batch(now);
                 ran = true;
             }
+            self.client.set_field_manager(None);
             flush_events(&mut self.client);
             if !ran && !delivered {
                 return;
@@ -258,6 +275,21 @@ impl ControlPlane {
         }
         // Not settled yet (a large backlog, one pod per scheduling round): the caller's loop
         // comes back at once, after a look at the clock.
+    }
+
+    /// Runs the scheduler for up to [`SCHEDULING_BATCH`] pods while it has work due. As
+    /// upstream's, the scheduler goes on with the next pod while the changes it made are still
+    /// on their way to its informer (its cache assumes the pods it bound), and schedules
+    /// while new pods keep arriving: the simulator's rule, which runs it only once nothing
+    /// else is left to deliver, would hold every binding back until a stream of creations
+    /// ends.
+    fn schedule_batch(&mut self, now: SimTime) {
+        for _ in 0..SCHEDULING_BATCH {
+            self.scheduler.run(now, &mut self.client);
+            if self.scheduler.next_wakeup().is_none_or(|t| t > now) {
+                break;
+            }
+        }
     }
 
     /// Lists every stored object, delivers the difference from what the components were

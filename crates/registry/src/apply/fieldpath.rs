@@ -108,13 +108,14 @@ pub fn has_prefix(set: &Set, path: &[PathElement]) -> bool {
 }
 
 /// The FieldsV1 document of a set: each element a key, `{}` for a member without children,
-/// and `.` (first) for a member that has children.
+/// and `.` (first) for a member that has children. The set iterates in upstream's element
+/// order with a member before what lies below it, so the document is built in its order.
 pub fn to_fields_v1(set: &Set) -> Value {
     let mut root = Map::new();
     for path in set {
         insert(&mut root, path);
     }
-    sort_tree(&mut root);
+    collapse(&mut root);
     Value::Object(root)
 }
 
@@ -135,24 +136,16 @@ fn insert(node: &mut Map<String, Value>, path: &[PathElement]) {
     }
 }
 
-/// `.` first, then the children in upstream's element order; a member without children is
-/// written as `{}`.
-fn sort_tree(node: &mut Map<String, Value>) {
-    let mut entries: Vec<(String, Value)> = std::mem::take(node).into_iter().collect();
-    let rank = |k: &str| match k {
-        "." => (0, None),
-        _ => (1, PathElement::decode(k)),
-    };
-    entries.sort_by_key(|e| rank(&e.0));
-    for (k, mut v) in entries {
-        if let Value::Object(child) = &mut v {
+/// A member without children is written as `{}` (not `{".": {}}`).
+fn collapse(node: &mut Map<String, Value>) {
+    for (k, v) in node.iter_mut() {
+        if let Value::Object(child) = v {
             if k != "." && child.len() == 1 && child.contains_key(".") {
                 child.clear();
             } else {
-                sort_tree(child);
+                collapse(child);
             }
         }
-        node.insert(k, v);
     }
 }
 

@@ -21,6 +21,7 @@
 
 pub mod fieldpath;
 pub mod managed;
+pub mod scale;
 pub mod schema;
 pub mod typed;
 
