@@ -683,17 +683,18 @@ impl Parser {
 /// `/`, then a name of at most 63 alphanumerics, `-`, `_`, `.`, starting and ending
 /// alphanumeric. Returns why not.
 pub fn is_qualified_name(s: &str) -> Result<(), String> {
-    let parts: Vec<&str> = s.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => name,
-        [prefix, name] => {
+    // Split at the first `/` without collecting the parts: every label key and resource name
+    // of every object created passes through here.
+    let name = match s.split_once('/') {
+        None => s,
+        Some((prefix, name)) if !name.contains('/') => {
             if prefix.is_empty() {
                 return Err("prefix part must be non-empty".into());
             }
             is_dns1123_subdomain(prefix).map_err(|e| format!("prefix part {e}"))?;
             name
         }
-        _ => {
+        Some(_) => {
             return Err(
                 "a qualified name must consist of alphanumeric characters, '-', '_' or '.', \
                  and must start and end with an alphanumeric character, with an optional DNS \

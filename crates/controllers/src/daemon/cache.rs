@@ -1,7 +1,8 @@
 //! The DaemonSet controller's informer caches: DaemonSets (read once per change into the typed
 //! k8s-openapi object, beside what a sync needs of its pod template), nodes, ControllerRevisions,
-//! and the pods indexed by the DaemonSet that controls them and, for orphans, by namespace, so a
-//! sync reads only its own pods and never scans every pod of the cluster.
+//! and the pods indexed by the DaemonSet that controls them, so a sync reads only its own pods;
+//! orphans are counted by namespace, and only a sync of a namespace that has some looks through
+//! that namespace's pods for them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -119,8 +120,11 @@ pub struct Cache {
     pods: FxHashMap<String, FxHashMap<String, Arc<Pod>>>,
     /// Pods whose controller reference names a DaemonSet, by that reference's UID.
     controlled: HashMap<String, BTreeSet<NsName>>,
-    /// Pods without a controller reference, by namespace.
-    orphans: BTreeMap<String, BTreeSet<String>>,
+    /// How many of `pods` have no controller reference, by namespace: the orphans themselves are
+    /// found in `pods` when a DaemonSet looks for some to adopt, which is rare, while every
+    /// pod of a cluster without DaemonSets is one (an ordered index of them cost every pod
+    /// event two key copies and a tree insert).
+    orphans: FxHashMap<String, usize>,
     pub revisions: BTreeMap<NsName, Arc<ControllerRevision>>,
 }
 
@@ -153,50 +157,49 @@ impl Cache {
         let same_index = matches!((&old, pod),
             (Some(o), Some(p)) if daemon_controller_uid(o) == daemon_controller_uid(p));
         if !same_index {
-            let key = (ns.to_string(), name.to_string());
             if let Some(old) = &old {
-                self.unindex(&key, old);
+                self.unindex(ns, name, old);
             }
             if let Some(p) = pod {
-                self.index(&key, p);
+                self.index(ns, name, p);
             }
         }
         old
     }
 
-    fn index(&mut self, key: &NsName, pod: &Pod) {
+    fn index(&mut self, ns: &str, name: &str, pod: &Pod) {
         match daemon_controller_uid(pod) {
             Some(Some(uid)) => {
                 self.controlled
                     .entry(uid.to_string())
                     .or_default()
-                    .insert(key.clone());
+                    .insert((ns.to_string(), name.to_string()));
             }
-            Some(None) => {
-                self.orphans
-                    .entry(key.0.clone())
-                    .or_default()
-                    .insert(key.1.clone());
-            }
+            Some(None) => match self.orphans.get_mut(ns) {
+                Some(n) => *n += 1,
+                None => {
+                    self.orphans.insert(ns.to_string(), 1);
+                }
+            },
             None => {}
         }
     }
 
-    fn unindex(&mut self, key: &NsName, pod: &Pod) {
+    fn unindex(&mut self, ns: &str, name: &str, pod: &Pod) {
         match daemon_controller_uid(pod) {
             Some(Some(uid)) => {
                 if let Some(set) = self.controlled.get_mut(uid) {
-                    set.remove(key);
+                    set.remove(&(ns.to_string(), name.to_string()));
                     if set.is_empty() {
                         self.controlled.remove(uid);
                     }
                 }
             }
             Some(None) => {
-                if let Some(set) = self.orphans.get_mut(&key.0) {
-                    set.remove(&key.1);
-                    if set.is_empty() {
-                        self.orphans.remove(&key.0);
+                if let Some(n) = self.orphans.get_mut(ns) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.orphans.remove(ns);
                     }
                 }
             }
@@ -214,13 +217,19 @@ impl Cache {
     }
 
     /// The pods of `namespace` without a controller reference, in name order.
-    pub fn orphan_pods<'a>(&'a self, namespace: &str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
-        let pods = self.pods.get(namespace);
-        self.orphans
+    pub fn orphan_pods(&self, namespace: &str) -> Vec<&Arc<Pod>> {
+        if !self.orphans.contains_key(namespace) {
+            return Vec::new();
+        }
+        let mut found: Vec<(&String, &Arc<Pod>)> = self
+            .pods
             .get(namespace)
             .into_iter()
             .flatten()
-            .filter_map(move |n| pods?.get(n))
+            .filter(|(_, p)| daemon_controller_uid(p) == Some(None))
+            .collect();
+        found.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        found.into_iter().map(|(_, p)| p).collect()
     }
 
     /// The cached DaemonSet a controller reference points to (upstream `resolveControllerRef`).

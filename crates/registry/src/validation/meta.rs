@@ -89,13 +89,18 @@ pub fn validate_meta(m: &ObjectMeta, path: &str, rule: NameRule, namespaced: boo
         }
     }
     if m.labels.is_some() {
-        validate_labels(m.labels.as_ref(), &join(path, "labels"))?;
+        check_labels(m.labels.as_ref(), &|| join(path, "labels"))?;
     }
     let Some(annotations) = &m.annotations else {
         return Ok(());
     };
     for key in annotations.keys() {
-        is_qualified_name(&key.to_ascii_lowercase())
+        // Lower-cased (a copy) only when it has upper-case letters.
+        let lower = match key.bytes().any(|b| b.is_ascii_uppercase()) {
+            true => std::borrow::Cow::Owned(key.to_ascii_lowercase()),
+            false => std::borrow::Cow::Borrowed(key.as_str()),
+        };
+        is_qualified_name(&lower)
             .map_err(|e| FieldError::invalid(join(path, "annotations"), quote(key), &e))?;
     }
     validate_annotations_size(Some(annotations), &join(path, "annotations"))
@@ -149,10 +154,19 @@ pub fn validate_annotations_size(
 
 /// Label keys must be qualified names and values valid label values.
 pub fn validate_labels(labels: Option<&BTreeMap<String, String>>, path: &str) -> Check {
+    check_labels(labels, &|| path.to_string())
+}
+
+/// [`validate_labels`] with the path built by `path` only when an error needs it (every pod
+/// created passes through here).
+pub(crate) fn check_labels(
+    labels: Option<&BTreeMap<String, String>>,
+    path: &dyn Fn() -> String,
+) -> Check {
     for (k, v) in labels.into_iter().flatten() {
-        is_qualified_name(k).map_err(|e| FieldError::invalid(path, quote(k), &e))?;
+        is_qualified_name(k).map_err(|e| FieldError::invalid(path(), quote(k), &e))?;
         is_valid_label_value(v).map_err(|e| {
-            FieldError::invalid(path, format!("{} (key {})", quote(v), quote(k)), &e)
+            FieldError::invalid(path(), format!("{} (key {})", quote(v), quote(k)), &e)
         })?;
     }
     Ok(())

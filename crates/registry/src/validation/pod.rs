@@ -10,7 +10,7 @@ use kubeplane_core::labels::{is_qualified_name, is_valid_label_value};
 
 use super::affinity::validate_affinity;
 use super::meta::{
-    is_dns1123_label, is_path_segment_name, validate_labels, validate_meta, validate_selector,
+    check_labels, is_dns1123_label, is_path_segment_name, validate_meta, validate_selector,
     NameRule,
 };
 use super::node::TAINT_EFFECTS;
@@ -56,7 +56,7 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &str, template: bool) -> Check {
         validate_toleration_list(tols, &Field(&path, "tolerations"))?;
     }
     if spec.node_selector.is_some() {
-        validate_labels(spec.node_selector.as_ref(), &join(path, "nodeSelector"))?;
+        check_labels(spec.node_selector.as_ref(), &|| join(path, "nodeSelector"))?;
     }
     if let Some(a) = &spec.affinity {
         validate_affinity(a, &join(path, "affinity"))?;

@@ -15,17 +15,21 @@ use super::{join, quote, Check, FieldError};
 pub fn resource_list<'a>(
     list: Option<&'a BTreeMap<String, Quantity>>,
     path: &str,
-) -> Result<BTreeMap<&'a str, ParsedQuantity>, FieldError> {
+) -> Result<Parsed<'a>, FieldError> {
     parse_list(list, &|| path.to_string())
 }
+
+/// The quantities of a resource list in name order (as the list holds them): a container has a
+/// handful, so a vector searched in place beats a map built for every pod.
+pub type Parsed<'a> = Vec<(&'a str, ParsedQuantity)>;
 
 /// [`resource_list`] with the path built by `path` only when an error needs it (every pod the
 /// controllers create passes through here).
 fn parse_list<'a>(
     list: Option<&'a BTreeMap<String, Quantity>>,
     path: &dyn Fn() -> String,
-) -> Result<BTreeMap<&'a str, ParsedQuantity>, FieldError> {
-    let mut out = BTreeMap::new();
+) -> Result<Parsed<'a>, FieldError> {
+    let mut out = Vec::with_capacity(list.map_or(0, BTreeMap::len));
     for (name, q) in list.into_iter().flatten() {
         if name.is_empty() {
             return Err(FieldError::required(path(), "resource name"));
@@ -39,7 +43,7 @@ fn parse_list<'a>(
                 "must be greater than or equal to 0",
             ));
         }
-        out.insert(name.as_str(), p);
+        out.push((name.as_str(), p));
     }
     Ok(out)
 }
@@ -62,8 +66,8 @@ fn written<'a>(list: Option<&'a BTreeMap<String, Quantity>>, name: &str) -> &'a 
 
 /// Resource names of a container: standard ones, extended ones, or qualified names with a
 /// prefix.
-fn check_resource_names(list: &BTreeMap<&str, ParsedQuantity>, path: &dyn Fn() -> String) -> Check {
-    for &name in list.keys() {
+fn check_resource_names(list: &Parsed<'_>, path: &dyn Fn() -> String) -> Check {
+    for &(name, _) in list {
         if is_standard_container_resource(name) || is_extended_resource_name(name) {
             continue;
         }
@@ -94,9 +98,10 @@ pub fn validate_container_resources(
     let requests = parse_list(r.requests.as_ref(), &requests_path)?;
     check_resource_names(&limits, &limits_path)?;
     check_resource_names(&requests, &requests_path)?;
-    for (&name, req) in &requests {
+    for (name, req) in &requests {
+        let name = *name;
         let req_text = || quote(written(r.requests.as_ref(), name));
-        match limits.get(name) {
+        match limits.iter().find(|(n, _)| *n == name).map(|(_, q)| q) {
             Some(lim) => {
                 let lim_text = written(r.limits.as_ref(), name);
                 if req != lim && !overcommit_allowed(name) {

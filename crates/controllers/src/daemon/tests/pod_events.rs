@@ -23,6 +23,7 @@ fn orphans(h: &Harness) -> Vec<String> {
     h.dsc
         .cache
         .orphan_pods("default")
+        .into_iter()
         .map(|p| p.metadata.name.clone().unwrap())
         .collect()
 }
