@@ -199,10 +199,9 @@ fn container_args(docs: &[(String, Value)], name: &str) -> Vec<String> {
         .collect()
 }
 
-/// A Deployment's arguments run on this machine: the cluster from `kubeconfig` instead of the
-/// service account, the port on the loopback, no token file, the configuration from `config`.
-fn run_as_deployed(args: &[String], kubeconfig: &Path, config: Option<&Path>) -> (Proc, u16) {
-    let port = free_port();
+/// A Deployment's arguments with the health port on `port` of the loopback, no token file, and
+/// the configuration from `config`.
+fn local_args(args: &[String], port: u16, config: Option<&Path>) -> Vec<String> {
     let mut local: Vec<String> = Vec::new();
     for a in args {
         match a.split_once('=') {
@@ -215,6 +214,14 @@ fn run_as_deployed(args: &[String], kubeconfig: &Path, config: Option<&Path>) ->
             _ => local.push(a.clone()),
         }
     }
+    local
+}
+
+/// A Deployment's arguments run on this machine: the cluster from `kubeconfig` instead of the
+/// service account, the port on the loopback, no token file, the configuration from `config`.
+fn run_as_deployed(args: &[String], kubeconfig: &Path, config: Option<&Path>) -> (Proc, u16) {
+    let port = free_port();
+    let local = local_args(args, port, config);
     let child = Command::new(env!("CARGO_BIN_EXE_kubeplane"))
         .args(&local)
         .arg("--kubeconfig")
@@ -317,18 +324,7 @@ fn run_in_pod(args: &[String], sa_dir: &Path, api_port: u16, config: Option<&Pat
     let port = free_port();
     let home = sa_dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let mut local: Vec<String> = Vec::new();
-    for a in args {
-        match a.split_once('=') {
-            Some(("--secure-port", _)) => local.push(format!("--secure-port={port}")),
-            Some(("--bind-address", _)) => local.push("--bind-address=127.0.0.1".into()),
-            Some(("--authentication-token-file", _)) => {}
-            Some(("--config", _)) => {
-                local.push(format!("--config={}", config.unwrap().display()));
-            }
-            _ => local.push(a.clone()),
-        }
-    }
+    let local = local_args(args, port, config);
     let mount = "mount -t tmpfs tmpfs /run \
         && mkdir -p /run/secrets/kubernetes.io/serviceaccount \
         && mount --bind \"$SA\" /run/secrets/kubernetes.io/serviceaccount \
