@@ -11,7 +11,8 @@ use kubeplane_sim::workloads;
 use kubeplane_sim::{RunOptions, Simulation};
 
 use crate::bench_support::{
-    figure, label, param, peak_memory_mib, scenario_without_kubelets, thread_cpu_secs, Workload,
+    figure, label, param, peak_memory_mib, scenario_without_kubelets, thread_cpu_secs,
+    throughput_figures, Workload,
 };
 use crate::cli::BenchArgs;
 
@@ -51,13 +52,7 @@ fn scheduling_basic(
     param("nodes", n_nodes);
     param("init_pods", n_init);
     param("measured_pods", n_measured);
-    figure("throughput", n_measured as f64 / wall, "pods/s");
-    figure("wall", wall, "s");
-    figure(
-        "throughput per CPU-second",
-        n_measured as f64 / cpu.max(1e-9),
-        "pods/s",
-    );
+    throughput_figures(n_measured, wall, cpu);
     println!(
         "{name}: {n_nodes} nodes, {n_init} init pods, {n_measured} measured pods: {:.0} pods/s ({wall:.3} s wall; {:.0} pods per CPU-second, all threads), {scheduled}/{expected} pods scheduled, peak memory {:.0} MiB",
         n_measured as f64 / wall,

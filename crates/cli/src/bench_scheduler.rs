@@ -12,7 +12,8 @@ use kubeplane_sim::{RunOptions, Simulation};
 use kubeplane_store::Object;
 
 use crate::bench_support::{
-    figure, label, param, peak_memory_mib, scenario_without_kubelets, thread_cpu_secs, Workload,
+    label, param, peak_memory_mib, scenario_without_kubelets, thread_cpu_secs, throughput_figures,
+    Workload,
 };
 
 /// Schedules `setup`, then measures how fast the `n_measured` pods of `measured` are
@@ -52,13 +53,7 @@ fn measured_workload(
     param("nodes", n_nodes);
     param("setup_pods", expected_scheduled - n_measured);
     param("measured_pods", n_measured);
-    figure("throughput", n_measured as f64 / wall, "pods/s");
-    figure("wall", wall, "s");
-    figure(
-        "throughput per CPU-second",
-        n_measured as f64 / cpu.max(1e-9),
-        "pods/s",
-    );
+    throughput_figures(n_measured, wall, cpu);
     println!(
         "{name}: {n_nodes} nodes, {n_measured} measured pods: {:.0} pods/s ({wall:.3} s wall; {:.0} pods per CPU-second, all threads), {scheduled}/{expected_scheduled} pods scheduled, {preempted} preempted, peak memory {:.0} MiB",
         n_measured as f64 / wall,

@@ -89,6 +89,18 @@ pub fn param(name: &str, value: impl Into<Value>) {
     });
 }
 
+/// Records a scheduling workload's three figures: measured pods per second of wall time, the
+/// wall time, and measured pods per CPU-second of all threads.
+pub fn throughput_figures(measured: usize, wall: f64, cpu: f64) {
+    figure("throughput", measured as f64 / wall, "pods/s");
+    figure("wall", wall, "s");
+    figure(
+        "throughput per CPU-second",
+        measured as f64 / cpu.max(1e-9),
+        "pods/s",
+    );
+}
+
 /// Records one figure: its name, value and unit (which also says which way is better).
 pub fn figure(name: &str, value: f64, unit: &str) {
     let value = if value.is_finite() { value } else { 0.0 };

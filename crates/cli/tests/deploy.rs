@@ -232,6 +232,19 @@ fn run_as_deployed(args: &[String], kubeconfig: &Path, config: Option<&Path>) ->
     (Proc(child), port)
 }
 
+/// Waits until both components hold the Leases the manifests give them RBAC for.
+fn wait_for_leases(rt: &tokio::runtime::Runtime, client: &kube::Client) {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    for name in ["kubeplane-scheduler", "kubeplane-controller-manager"] {
+        wait_for(&format!("the Lease {name} is held"), 30, || {
+            let lease = rt.block_on(leases.get_opt(name)).unwrap();
+            lease
+                .and_then(|l| l.spec?.holder_identity)
+                .is_some_and(|h| !h.is_empty())
+        });
+    }
+}
+
 #[test]
 fn every_manifest_is_accepted_and_the_components_run_with_the_deployments_arguments() {
     let dir = tempfile::tempdir().unwrap();
@@ -279,15 +292,7 @@ fn every_manifest_is_accepted_and_the_components_run_with_the_deployments_argume
                 && support::https::get_as(port, "/readyz", None).is_some_and(|(c, _)| c == 200)
         });
     }
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
-    for name in ["kubeplane-scheduler", "kubeplane-controller-manager"] {
-        wait_for("the Lease the manifests allow is held", 30, || {
-            let lease = rt.block_on(leases.get_opt(name)).unwrap();
-            lease
-                .and_then(|l| l.spec?.holder_identity)
-                .is_some_and(|h| !h.is_empty())
-        });
-    }
+    wait_for_leases(&rt, &client);
     let pods: Api<Pod> = Api::namespaced(client, "default");
     let pod: Pod = serde_json::from_value(serde_json::json!({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "second"},
@@ -425,15 +430,7 @@ fn in_a_pod_the_components_find_the_cluster_through_the_service_account() {
         .build()
         .unwrap();
     let client = rt.block_on(server.client());
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
-    for name in ["kubeplane-scheduler", "kubeplane-controller-manager"] {
-        wait_for("the Lease is held from inside the pod", 30, || {
-            let lease = rt.block_on(leases.get_opt(name)).unwrap();
-            lease
-                .and_then(|l| l.spec?.holder_identity)
-                .is_some_and(|h| !h.is_empty())
-        });
-    }
+    wait_for_leases(&rt, &client);
     // The controller manager's ReplicaSet controller makes the pods, the scheduler binds them.
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(client.clone(), "default");
