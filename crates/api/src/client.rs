@@ -206,4 +206,20 @@ pub trait Client {
 
     /// Emits an explanation record (`SchedulingAttempt`, `EvictionDecision`, ...).
     fn emit_record(&mut self, record: serde_json::Value);
+
+    /// A quiet Lease renewal (`simulate`'s node agents only): sets `spec.renewTime` of the
+    /// stored Lease in place, with a new resourceVersion (returned) but no watch event, when
+    /// the stored Lease is still at `resource_version` (Conflict otherwise, NotFound when
+    /// gone). Readers see it through the cache (the node lifecycle controller reads Leases
+    /// there, as upstream's lister). `None`: this client has no such write (a real API server:
+    /// the default), and the caller updates the Lease.
+    fn renew_lease_quietly(
+        &mut self,
+        _namespace: &str,
+        _name: &str,
+        _renew: Timestamp,
+        _resource_version: u64,
+    ) -> Option<Result<u64, ApiError>> {
+        None
+    }
 }

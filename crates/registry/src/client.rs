@@ -5,8 +5,10 @@
 
 use std::sync::Arc;
 
+use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kubeplane_api::{ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_store::{NameSource, Prepared, Store};
@@ -487,6 +489,46 @@ impl Client for ApiClient<'_> {
     fn emit_record(&mut self, record: serde_json::Value) {
         self.sink.record(record);
     }
+
+    fn renew_lease_quietly(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        renew: Timestamp,
+        resource_version: u64,
+    ) -> Option<Result<u64, ApiError>> {
+        Some(renew_lease_quietly(
+            self.store,
+            namespace,
+            name,
+            renew,
+            resource_version,
+        ))
+    }
+}
+
+/// [`Client::renew_lease_quietly`] over the store: the stored Lease, if still at
+/// `resource_version`, gets the new renewTime in place. What an update of that version with
+/// only renewTime changed would store (a Lease has no status, no generation, and a renewTime
+/// is always valid), without the watch event.
+pub fn renew_lease_quietly(
+    store: &mut Store,
+    namespace: &str,
+    name: &str,
+    renew: Timestamp,
+    resource_version: u64,
+) -> Result<u64, ApiError> {
+    store.write_quietly(Kind::Lease, namespace, name, |obj| {
+        let current = obj.resource_version().parse::<u64>().ok();
+        match obj {
+            Object::Lease(l) if current == Some(resource_version) => {
+                let spec = Arc::make_mut(l).spec.get_or_insert_with(Default::default);
+                spec.renew_time = Some(MicroTime(renew));
+                Ok(())
+            }
+            _ => Err(ApiError::Conflict { key: obj.key() }),
+        }
+    })
 }
 
 #[cfg(test)]

@@ -7,23 +7,25 @@
 //! (and under `Always` any run) restarts the containers at once instead, counting a restart.
 
 mod addresses;
+mod lease;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
     NodeCondition, Pod, PodCondition,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::StoredNode;
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 use kubeplane_store::{
     Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
 };
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Where node Leases live.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
@@ -69,6 +71,11 @@ struct NodeAgent {
     conditions: BTreeMap<String, (String, Option<String>)>,
     /// Bumped when the timers of this node are rescheduled (stale heap entries are skipped).
     epoch: u64,
+    /// The epoch the node's heartbeat timers belong to (`None`: never scheduled).
+    timer_epoch: Option<u64>,
+    /// The Lease the agent last wrote, and its resourceVersion (quiet renewals move only the
+    /// latter).
+    lease: Option<(Arc<Lease>, u64)>,
     exists: bool,
 }
 
@@ -89,19 +96,18 @@ struct PodEntry {
 
 pub struct NodeAgents {
     nodes: Vec<NodeAgent>,
-    node_index: HashMap<String, usize>,
+    node_index: FxHashMap<String, usize>,
     pods: Vec<PodEntry>,
-    pod_index: HashMap<String, usize>,
+    pod_index: FxHashMap<String, usize>,
     free_pods: Vec<usize>,
     timers: BinaryHeap<Reverse<(SimTime, u64, Timer)>>,
     seq: u64,
     startup_latency: Option<SimDuration>,
-    /// The epoch each timer entry belongs to: (kind, index) → epoch at scheduling.
-    lease_epochs: HashMap<usize, u64>,
     /// Pods the scenario reported not ready (`podStatus` with `ready: false`).
-    reported_not_ready: std::collections::HashSet<String>,
-    /// The Lease each node agent last wrote.
-    leases: HashMap<usize, Arc<Lease>>,
+    reported_not_ready: FxHashSet<String>,
+    /// Renew Leases with quiet writes where the client has them (`simulate`'s agents; see
+    /// [`NodeAgents::with_quiet_renewals`]).
+    quiet_renewals: bool,
     pub leases_renewed: u64,
     pub statuses_posted: u64,
     /// Pod and host IPs handed out (`kubeplane serve`'s agents; `None` in `simulate`).
@@ -132,16 +138,15 @@ impl NodeAgents {
     pub fn new(startup_latency: Option<SimDuration>) -> NodeAgents {
         NodeAgents {
             nodes: Vec::new(),
-            node_index: HashMap::new(),
+            node_index: FxHashMap::default(),
             pods: Vec::new(),
-            pod_index: HashMap::new(),
+            pod_index: FxHashMap::default(),
             free_pods: Vec::new(),
             timers: BinaryHeap::new(),
             seq: 0,
             startup_latency,
-            lease_epochs: HashMap::new(),
-            leases: HashMap::new(),
             reported_not_ready: Default::default(),
+            quiet_renewals: false,
             leases_renewed: 0,
             statuses_posted: 0,
             pod_ips: None,
@@ -152,6 +157,18 @@ impl NodeAgents {
     /// (`simulate`'s agents set none, so its output stays as it was).
     pub fn with_pod_ips(mut self) -> NodeAgents {
         self.pod_ips = Some(addresses::PodIps::default());
+        self
+    }
+
+    /// Agents that renew their Leases with quiet writes ([`Client::renew_lease_quietly`]: the
+    /// stored Lease and the resourceVersions are what updates would make, without the watch
+    /// events) where the client has them, as `simulate` and `bench` run them. Nothing in a
+    /// simulation reads a renewal but through the store: the node lifecycle controller reads
+    /// Leases from its cache, and the other observers of Leases (garbage collector, namespace
+    /// controller) ignore a change that keeps owners, finalizers and deletion state. `kubeplane
+    /// serve`'s agents write real updates, which watchers see.
+    pub fn with_quiet_renewals(mut self) -> NodeAgents {
+        self.quiet_renewals = true;
         self
     }
 
@@ -170,6 +187,8 @@ impl NodeAgents {
             up: true,
             conditions: BTreeMap::new(),
             epoch: 0,
+            timer_epoch: None,
+            lease: None,
             exists: false,
         });
         self.node_index.insert(name.to_string(), i);
@@ -185,7 +204,7 @@ impl NodeAgents {
     /// Starts (re)scheduling the heartbeats of a node from `now`.
     fn schedule_heartbeats(&mut self, i: usize, now: SimTime) {
         self.nodes[i].epoch += 1;
-        self.lease_epochs.insert(i, self.nodes[i].epoch);
+        self.nodes[i].timer_epoch = Some(self.nodes[i].epoch);
         self.push(now, Timer::RenewLease(i));
         self.push(now, Timer::PostStatus(i));
     }
@@ -195,7 +214,7 @@ impl NodeAgents {
         let i = self.node_idx(node);
         self.nodes[i].up = false;
         self.nodes[i].epoch += 1;
-        self.lease_epochs.insert(i, self.nodes[i].epoch);
+        self.nodes[i].timer_epoch = Some(self.nodes[i].epoch);
     }
 
     /// The `nodeUp` step: the agent reports again at once, and pods it could not start or stop
@@ -366,59 +385,6 @@ impl NodeAgents {
             self.pods[i].stop_at = None;
             self.pods[i].end_at = None;
             self.free_pods.push(i);
-        }
-    }
-
-    fn renew_lease(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
-        let renew = MicroTime(now.to_timestamp(client.clock().start()));
-        // The agent owns its Lease: it renews the version it last wrote, without reading it.
-        let result = match self.leases.get(&i).cloned() {
-            Some(l) => {
-                let mut l = Lease::clone(&l);
-                let spec = l.spec.get_or_insert_with(Default::default);
-                spec.renew_time = Some(renew);
-                l.metadata.resource_version = None;
-                client.update(Object::Lease(Arc::new(l)))
-            }
-            None => {
-                let name = self.nodes[i].name.clone();
-                let existing = client
-                    .cache()
-                    .get(Kind::Lease, NODE_LEASE_NAMESPACE, &name)
-                    .cloned();
-                match existing {
-                    Some(Object::Lease(l)) => {
-                        let mut l = Lease::clone(&l);
-                        l.spec.get_or_insert_with(Default::default).renew_time = Some(renew);
-                        l.metadata.resource_version = None;
-                        client.update(Object::Lease(Arc::new(l)))
-                    }
-                    _ => client.create(Object::Lease(Arc::new(Lease {
-                        metadata: ObjectMeta {
-                            name: Some(name.clone()),
-                            namespace: Some(NODE_LEASE_NAMESPACE.to_string()),
-                            ..Default::default()
-                        },
-                        spec: Some(LeaseSpec {
-                            holder_identity: Some(name),
-                            lease_duration_seconds: Some(LEASE_DURATION_SECS),
-                            renew_time: Some(renew.clone()),
-                            acquire_time: Some(renew),
-                            ..Default::default()
-                        }),
-                    }))),
-                }
-            }
-        };
-        match result {
-            Ok(Object::Lease(l)) => {
-                self.leases.insert(i, l);
-                self.leases_renewed += 1;
-            }
-            // Deleted or replaced by someone else: read it again next time.
-            _ => {
-                self.leases.remove(&i);
-            }
         }
     }
 
@@ -749,7 +715,7 @@ impl Component for NodeAgents {
                 {
                     self.nodes[i].exists = false;
                     self.nodes[i].epoch += 1;
-                    self.lease_epochs.insert(i, self.nodes[i].epoch);
+                    self.nodes[i].timer_epoch = Some(self.nodes[i].epoch);
                 }
             }
             (Object::Pod(p), EventType::Deleted) => {
@@ -772,7 +738,7 @@ impl Component for NodeAgents {
             match t {
                 Timer::RenewLease(i) | Timer::PostStatus(i) => {
                     let current = self.nodes[i].up && self.nodes[i].exists;
-                    let epoch_ok = self.lease_epochs.get(&i) == Some(&self.nodes[i].epoch);
+                    let epoch_ok = self.nodes[i].timer_epoch == Some(self.nodes[i].epoch);
                     if !current || !epoch_ok {
                         continue;
                     }

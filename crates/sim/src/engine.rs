@@ -222,7 +222,7 @@ impl Simulation {
             store: Store::new(seed, scenario.start_time),
             now: SimTime::ZERO,
             scheduler,
-            agents: NodeAgents::new(scenario.pod_startup_latency),
+            agents: NodeAgents::new(scenario.pod_startup_latency).with_quiet_renewals(),
             drains: Drains::default(),
             observers: observers(&periodic, &controllers),
             controllers,

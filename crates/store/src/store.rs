@@ -397,6 +397,33 @@ impl Store {
         Ok(obj)
     }
 
+    /// Changes a stored object in place with `f`, giving it the write's resourceVersion
+    /// (returned) but appending no watch event: a write only readers of the store see. Only
+    /// `simulate`'s quiet Lease renewals use it (nothing in a simulation watches them), so a
+    /// run's resourceVersions stay those of the writes it replaces. `f` may refuse (nothing
+    /// is written then); NotFound when absent.
+    pub fn write_quietly(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        f: impl FnOnce(&mut Object) -> Result<(), ApiError>,
+    ) -> Result<u64, ApiError> {
+        let rv = self.resource_version + 1;
+        let Some(slot) = self
+            .bucket_mut(kind)
+            .and_then(|b| b.get_mut(namespace, name))
+        else {
+            return Err(ApiError::NotFound {
+                key: ObjectKey::new(kind, namespace, name),
+            });
+        };
+        f(slot)?;
+        slot.meta_mut().resource_version = Some(rv.to_string());
+        self.resource_version = rv;
+        Ok(rv)
+    }
+
     /// Removes an object; returns its last state, which the Deleted event shares (the event's
     /// own version is its `resource_version`). NotFound when absent.
     pub fn delete(&mut self, key: &ObjectKey) -> Result<Object, ApiError> {
@@ -552,6 +579,37 @@ mod tests {
             .unwrap();
         assert_eq!(s.list_namespace(Kind::Pod, "kube-system").count(), 0);
         assert_eq!(s.count(Kind::Pod), 3);
+    }
+
+    #[test]
+    fn a_quiet_write_takes_the_next_resource_version_without_a_watch_event() {
+        let mut s = store();
+        let a = s.create(pod("a")).unwrap();
+        s.take_events();
+        let rv = s
+            .write_quietly(Kind::Pod, "default", "a", |o| {
+                o.meta_mut().labels = Some([("k".to_string(), "v".to_string())].into());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(rv, 2);
+        assert!(!s.has_events(), "no watch event");
+        let stored = s.get_pod("default", "a").unwrap();
+        assert_eq!(stored.metadata.resource_version.as_deref(), Some("2"));
+        assert!(stored.metadata.labels.is_some());
+        assert_eq!(
+            a.resource_version(),
+            "1",
+            "the earlier version is untouched"
+        );
+        // The next write continues from it; a refused or missing one writes nothing.
+        let refused = s.write_quietly(Kind::Pod, "default", "a", |o| {
+            Err(ApiError::Conflict { key: o.key() })
+        });
+        assert!(refused.unwrap_err().is_conflict());
+        let missing = s.write_quietly(Kind::Pod, "default", "b", |_| Ok(()));
+        assert!(missing.unwrap_err().is_not_found());
+        assert_eq!(s.create(pod("c")).unwrap().resource_version(), "3");
     }
 
     #[test]

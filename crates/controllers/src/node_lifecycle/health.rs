@@ -39,6 +39,7 @@ impl NodeLifecycleController {
             if zones.list[entry.zone].state.is_none() {
                 zones.ensure_evictor(entry.zone, rate);
             }
+            refresh_lease(name, entry, client.cache());
             let outcome = update_node_health(name, entry, config, start, now, client);
             // A node whose health could not be updated is skipped: not counted, no decisions.
             let Some((observed, current)) = outcome else {
@@ -246,6 +247,21 @@ pub(super) fn try_update_node_health(
         saved_lease: entry.lease,
     });
     Ok((observed, entry.ready.map(|r| r.status)))
+}
+
+/// The node's Lease as the cache holds it, as upstream's pass reads it from its Lease lister:
+/// `simulate`'s node agents renew Leases without watch events (quiet writes), which only the
+/// cache shows. A Lease the cache does not hold leaves what the watch events said (a client
+/// whose cache lacks Leases, such as the controller's benchmark, feeds them as events).
+fn refresh_lease(name: &str, entry: &mut NodeEntry, cache: &dyn Cache) {
+    if let Some(Object::Lease(l)) = cache.get(Kind::Lease, NODE_LEASE_NAMESPACE, name) {
+        entry.lease = Some(
+            l.spec
+                .as_ref()
+                .and_then(|s| s.renew_time.as_ref())
+                .map(|t| t.0),
+        );
+    }
 }
 
 /// Refreshes the node's health record from its Ready condition and Lease: a new heartbeat or

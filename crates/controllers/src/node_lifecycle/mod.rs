@@ -22,8 +22,9 @@
 //! not-ready / unreachable (Ready False / Unknown), memory-, disk- and pid-pressure,
 //! network-unavailable, and unschedulable (`spec.unschedulable`).
 //!
-//! Cost: a pass touches only a compact per-node record fed by watch events; it reads and
-//! clones a Node from the store only to write it.
+//! Cost: a pass touches only a compact per-node record fed by watch events, and looks each
+//! node's Lease up in the cache (as upstream's lister; `simulate`'s Lease renewals are quiet
+//! writes without watch events); it reads and clones a Node from the store only to write it.
 
 mod health;
 mod rate_limited_queue;
@@ -38,7 +39,9 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod, PodCondition, Taint};
-use kubeplane_api::{ApiError, Client, Component, EventType, Kind, Object, StoredNode, WatchEvent};
+use kubeplane_api::{
+    ApiError, Cache, Client, Component, EventType, Kind, Object, StoredNode, WatchEvent,
+};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
 

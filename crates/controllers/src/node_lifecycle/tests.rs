@@ -417,6 +417,38 @@ fn unhealthy_nodes_get_no_execute_taints_that_recovery_removes() {
 /// The default timeline of a node that dies silently (controllers.md 2.9), end to end with the
 /// taint-eviction controller and the default tolerations.
 #[test]
+fn a_lease_renewed_without_a_watch_event_is_read_from_the_cache_at_each_pass() {
+    let mut h = Harness::new(NodeLifecycleConfig::default());
+    h.create(node("n1").ready(SimTime::ZERO).build());
+    renew_lease(&mut h.client, "n1");
+    h.settle();
+    // The node posts no status after 0 s; its Lease is renewed quietly (as simulate's agents
+    // do) every 10 s, after the pass at that instant.
+    let start = h.client.store.start_time();
+    for tick in (10..=300).step_by(10) {
+        h.at(secs(tick));
+        let lease = h.client.store.get(Kind::Lease, NODE_LEASE_NAMESPACE, "n1");
+        let rv = lease.unwrap().resource_version().parse().unwrap();
+        let renew = secs(tick).to_timestamp(start);
+        kubeplane_registry::client::renew_lease_quietly(
+            &mut h.client.store,
+            NODE_LEASE_NAMESPACE,
+            "n1",
+            renew,
+            rv,
+        )
+        .unwrap();
+        assert!(!h.client.store.has_events(), "no watch event");
+    }
+    h.at(secs(300));
+    // The renewal at 290 s was seen by the pass at 295 s; the node never went silent.
+    assert_eq!(h.nlc.probe_time("n1"), Some(secs(295)));
+    let ready = node_condition(&h.client, "n1", "Ready").unwrap();
+    assert_eq!(ready.status, "True");
+    assert!(h.events("NodeNotReady", "n1").is_empty());
+}
+
+#[test]
 fn a_silent_node_is_tainted_after_the_grace_period_and_its_pods_go_300_s_later() {
     let mut h = Harness::new(NodeLifecycleConfig::default()).with_taint_eviction();
     h.create(node("n1").ready(SimTime::ZERO).build());
