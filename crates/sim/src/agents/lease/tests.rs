@@ -91,7 +91,7 @@ fn run(quiet: bool, interfere: fn(&mut TestClient)) -> Outcome {
                 lease_events += usize::from(ev.object.kind() == Kind::Lease);
                 agents.observe(&ev, now);
             }
-            if !agents.next_wakeup().is_some_and(|t| t <= now) {
+            if agents.next_wakeup().is_none_or(|t| t > now) {
                 break;
             }
             agents.run(now, &mut client);
@@ -104,13 +104,16 @@ fn run(quiet: bool, interfere: fn(&mut TestClient)) -> Outcome {
     }
 }
 
+/// A case: what it is, what happens at 35 s, the Lease watch events of the quiet run.
+type Case = (&'static str, fn(&mut TestClient), usize);
+
 fn lease_key() -> ObjectKey {
     ObjectKey::new(Kind::Lease, NODE_LEASE_NAMESPACE, "n1")
 }
 
 #[test]
 fn quiet_renewals_leave_the_store_and_resource_versions_as_full_updates_do() {
-    let cases: [(&str, fn(&mut TestClient), usize); 3] = [
+    let cases: [Case; 3] = [
         ("nobody else writes the Leases", |_| {}, 2),
         (
             "someone else writes a Lease: the next renewal is a full update of the agent's copy",
