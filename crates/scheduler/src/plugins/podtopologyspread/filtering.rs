@@ -6,6 +6,7 @@ use std::sync::Arc;
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
 
 use crate::cache::Snapshot;
+use crate::framework::topology;
 use crate::framework::{
     CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin, PreFilterResult, Status,
 };
@@ -109,6 +110,11 @@ pub(crate) struct PreFilterState {
     pub critical_paths: Vec<CriticalPaths>,
     /// Per constraint: topology value → matching pods, over the eligible nodes.
     pub tp_value_to_match_num: Vec<Arc<FxHashMap<String, i32>>>,
+    /// The same by the pair id of (topology key, value) (see [`crate::framework::topology`]),
+    /// which Filter reads.
+    pub match_num_by_pair: Vec<Arc<FxHashMap<u32, i32>>>,
+    /// Per constraint: the id of its topology key (`None`: no node has it).
+    pub key_ids: Vec<Option<u32>>,
     /// The incoming pod's required node affinity (for the inclusion policies).
     pub required: Arc<RequiredNodeAffinity>,
     /// Per constraint: 1 when the incoming pod matches its selector (counted once, not per
@@ -149,6 +155,11 @@ impl PreFilterState {
                 .or_insert(0);
             *count += delta;
             let count = *count;
+            if let Some(pair) = node.label_pair(self.key_ids[i]) {
+                *Arc::make_mut(&mut self.match_num_by_pair[i])
+                    .entry(pair)
+                    .or_insert(0) += delta;
+            }
             self.critical_paths[i].update(v, count);
         }
     }
@@ -165,39 +176,51 @@ pub(crate) struct FilterMemoKey {
     tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
 }
 
-/// One node's contribution: per eligible constraint, its domain and matching pods.
-pub(crate) type NodeCounts = Vec<(usize, String, i32)>;
+/// One node's contribution: per eligible constraint, its domain (value and pair id) and
+/// matching pods.
+pub(crate) type NodeCounts = Vec<(usize, String, u32, i32)>;
 
-/// Per constraint: domain → (matching pods, eligible nodes), and the domains that have an
-/// eligible node with their counts (shared with the cycle state).
+/// Per constraint: the domains' totals, and the domains that have an eligible node with their
+/// counts, by value and by pair id (shared with the cycle state).
 #[derive(Default)]
-pub(crate) struct DomainCounts(Vec<(DomainTotals, Arc<FxHashMap<String, i32>>)>);
+pub(crate) struct DomainCounts(Vec<ConstraintDomains>);
 
-/// Domain → (matching pods, eligible nodes).
-type DomainTotals = FxHashMap<String, (i32, u32)>;
+#[derive(Default)]
+struct ConstraintDomains {
+    totals: DomainTotals,
+    by_value: Arc<FxHashMap<String, i32>>,
+    by_pair: Arc<FxHashMap<u32, i32>>,
+}
+
+/// Domain (pair id) → (matching pods, eligible nodes).
+type DomainTotals = FxHashMap<u32, (i32, u32)>;
 
 impl DomainCounts {
     fn apply(&mut self, c: &NodeCounts, sign: i64) {
-        for (i, value, count) in c {
+        for (i, value, pair, count) in c {
             if self.0.len() <= *i {
                 self.0.resize_with(i + 1, Default::default);
             }
-            let (totals, map) = &mut self.0[*i];
-            let t = match totals.get_mut(value.as_str()) {
-                Some(t) => t,
-                None => totals.entry(value.clone()).or_insert((0, 0)),
-            };
+            let d = &mut self.0[*i];
+            let t = d.totals.entry(*pair).or_insert((0, 0));
             t.0 += sign as i32 * count;
             t.1 = (t.1 as i64 + sign) as u32;
             let (total, nodes) = *t;
-            let map = Arc::make_mut(map);
+            let (by_value, by_pair) = (
+                Arc::make_mut(&mut d.by_value),
+                Arc::make_mut(&mut d.by_pair),
+            );
             if nodes == 0 {
-                totals.remove(value.as_str());
-                map.remove(value.as_str());
-            } else if let Some(m) = map.get_mut(value.as_str()) {
+                d.totals.remove(pair);
+                by_value.remove(value.as_str());
+                by_pair.remove(pair);
+                continue;
+            }
+            by_pair.insert(*pair, total);
+            if let Some(m) = by_value.get_mut(value.as_str()) {
                 *m = total;
             } else {
-                map.insert(value.clone(), total);
+                by_value.insert(value.clone(), total);
             }
         }
     }
@@ -210,6 +233,7 @@ pub(crate) type FilterMemo = NodeMemo<FilterMemoKey, NodeCounts, DomainCounts>;
 fn node_counts(
     pod: &PodInfo,
     constraints: &[Constraint],
+    key_ids: &[Option<u32>],
     required: &RequiredNodeAffinity,
     node: &NodeInfo,
 ) -> NodeCounts {
@@ -226,8 +250,11 @@ fn node_counts(
             continue;
         }
         let value = labels[&c.topology_key].clone();
+        let pair = node
+            .label_pair(key_ids[i])
+            .expect("a node's interned labels are its labels");
         let count = count_pods_match_selector(&node.pods, &c.selector, &pod.namespace);
-        out.push((i, value, count));
+        out.push((i, value, pair, count));
     }
     out
 }
@@ -255,21 +282,22 @@ impl PodTopologySpread {
         };
         let mut memo = self.filter_memo.lock().expect("memo lock");
         let constraints = key.constraints.clone();
+        let key_ids = topology::key_ids(constraints.iter().map(|c| c.topology_key.as_str()));
         memo.update(
             key,
             snapshot,
-            |n| node_counts(pod, &constraints, &required, n),
+            |n| node_counts(pod, &constraints, &key_ids, &required, n),
             |agg, c, sign| agg.apply(c, sign),
         );
-        let counts: Vec<Arc<FxHashMap<String, i32>>> = (0..constraints.len())
+        let (counts, by_pair): (Vec<_>, Vec<_>) = (0..constraints.len())
             .map(|i| {
                 memo.agg
                     .0
                     .get(i)
-                    .map(|(_, m)| m.clone())
+                    .map(|d| (d.by_value.clone(), d.by_pair.clone()))
                     .unwrap_or_default()
             })
-            .collect();
+            .unzip();
         drop(memo);
         let critical_paths = counts.iter().map(|m| CriticalPaths::of(m)).collect();
         let self_match = constraints
@@ -280,6 +308,8 @@ impl PodTopologySpread {
             constraints: Arc::new(constraints),
             critical_paths,
             tp_value_to_match_num: counts,
+            match_num_by_pair: by_pair,
+            key_ids,
             required,
             self_match,
         }
@@ -367,17 +397,13 @@ impl FilterPlugin for PodTopologySpread {
         let Some(s) = state.read::<PreFilterState>(PRE_FILTER_KEY) else {
             return missing_state();
         };
-        let labels = node.labels();
         for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = labels.get(&c.topology_key) else {
+            let Some(pair) = node.label_pair(s.key_ids[i]) else {
                 return Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH);
             };
             let min_match = s.min_match_num(i, c.min_domains);
             let self_match = s.self_match[i];
-            let match_num = s.tp_value_to_match_num[i]
-                .get(value.as_str())
-                .copied()
-                .unwrap_or(0);
+            let match_num = s.match_num_by_pair[i].get(&pair).copied().unwrap_or(0);
             let skew = match_num as i64 + self_match as i64 - min_match as i64;
             if skew > c.max_skew as i64 {
                 return Status::unschedulable(REASON_CONSTRAINTS_NOT_MATCH);

@@ -224,6 +224,21 @@ impl PodInfoBuilder {
     }
 }
 
+/// Asserts that the counts Filter reads (by pair id) are the counts by value.
+fn assert_pair_counts_match_values(s: &PreFilterState) {
+    for i in 0..s.constraints.len() {
+        let by_pair: HashMap<String, i32> = s.match_num_by_pair[i]
+            .iter()
+            .map(|(&p, &n)| (crate::framework::topology::value_of(p).to_string(), n))
+            .collect();
+        let by_value: HashMap<String, i32> = s.tp_value_to_match_num[i]
+            .iter()
+            .map(|(v, &n)| (v.clone(), n))
+            .collect();
+        assert_eq!(by_pair, by_value, "constraint {i}");
+    }
+}
+
 #[test]
 fn pre_filter_state_and_add_pod() {
     let pl = plugin();
@@ -244,6 +259,7 @@ fn pre_filter_state_and_add_pod() {
         .map(|(k, v)| (k.as_str(), *v))
         .collect();
     assert_eq!(counts, HashMap::from([("zone1", 1), ("zone2", 2)]));
+    assert_pair_counts_match_values(s);
     assert_eq!(
         s.critical_paths[0],
         CriticalPaths([
@@ -277,6 +293,7 @@ fn pre_filter_state_and_add_pod() {
         .is_success());
     let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
     assert_eq!(s.min_match_num(0, 1), 1);
+    assert_pair_counts_match_values(s);
 }
 
 #[test]
@@ -597,7 +614,12 @@ fn the_memo_gives_the_same_counts_as_a_fresh_count() {
             "constraint {i}"
         );
         assert_eq!(states[0].critical_paths[i], states[1].critical_paths[i]);
+        assert_eq!(
+            states[0].match_num_by_pair[i], states[1].match_num_by_pair[i],
+            "constraint {i}"
+        );
     }
+    states.iter().for_each(assert_pair_counts_match_values);
     assert!(!states[0].tp_value_to_match_num[0].contains_key("zone3"));
     assert_eq!(states[0].tp_value_to_match_num[0]["zone1"], 3);
 }
