@@ -236,15 +236,48 @@ impl PreScorePlugin for InterPodAffinity {
     }
 }
 
+fn read_state(state: &CycleState) -> Result<&TopologyScore, Status> {
+    state
+        .read::<Arc<TopologyScore>>(PRE_SCORE_KEY)
+        .map(|s| &**s)
+        .ok_or_else(|| Status::error(format!("failed to read {PRE_SCORE_KEY:?} from cycleState")))
+}
+
+/// At most this many scored pairs are searched in a list rather than the map.
+const SHORT_LIST: usize = 8;
+
 impl ScorePlugin for InterPodAffinity {
     /// The sum of the scores of the node's topology pairs (negative for anti-affinity).
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let Some(s) = state.read::<Arc<TopologyScore>>(PRE_SCORE_KEY) else {
-            return Err(Status::error(format!(
-                "failed to read {PRE_SCORE_KEY:?} from cycleState"
-            )));
-        };
-        Ok(s.score(node))
+        Ok(read_state(state)?.score(node))
+    }
+
+    /// [`Self::score`] for a run of nodes, the state read once. With few scored pairs (a few
+    /// zones), each node's pairs are looked up in a short list of them.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        _first: usize,
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        let s = read_state(state).map_err(|e| (0, e))?;
+        if s.0.len() > SHORT_LIST {
+            for (node, cell) in nodes.iter().zip(out.iter_mut()) {
+                *cell = s.score(node);
+            }
+            return Ok(());
+        }
+        let list: Vec<(u32, i64)> = s.0.iter().map(|(&p, &n)| (p, n)).collect();
+        for (node, cell) in nodes.iter().zip(out.iter_mut()) {
+            *cell = node
+                .label_ids
+                .iter()
+                .filter_map(|&(_, pair)| list.iter().find(|e| e.0 == pair).map(|e| e.1))
+                .sum();
+        }
+        Ok(())
     }
 
     /// Min-max normalization to [0, 100]: `100 * (s - min) / (max - min)` in floating point,

@@ -120,9 +120,60 @@ pub(crate) struct PreFilterState {
     /// Per constraint: 1 when the incoming pod matches its selector (counted once, not per
     /// node).
     pub self_match: Vec<i32>,
+    /// Per constraint with few domains: the verdict of each domain, computed once per cycle
+    /// (and again when AddPod/RemovePod change the counts).
+    pub verdicts: Vec<Option<Verdicts>>,
+}
+
+/// Whether a node in each domain passes one constraint's skew check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Verdicts {
+    /// `(pair id, passes)` per domain with a count.
+    by_pair: Vec<(u32, bool)>,
+    /// The verdict of a domain without a count (no matching pod, no eligible node).
+    otherwise: bool,
+}
+
+impl Verdicts {
+    /// At most this many domains get verdicts; more are checked per node.
+    const MAX_DOMAINS: usize = 8;
+
+    #[inline]
+    fn passes(&self, pair: u32) -> bool {
+        self.by_pair
+            .iter()
+            .find(|(p, _)| *p == pair)
+            .map_or(self.otherwise, |&(_, ok)| ok)
+    }
 }
 
 impl PreFilterState {
+    /// Whether a node whose domain holds `match_num` matching pods passes constraint `i`.
+    fn skew_ok(&self, i: usize, match_num: i32) -> bool {
+        let c = &self.constraints[i];
+        let min_match = self.min_match_num(i, c.min_domains);
+        let skew = match_num as i64 + self.self_match[i] as i64 - min_match as i64;
+        skew <= c.max_skew as i64
+    }
+
+    /// The verdicts of constraint `i`'s domains, when it has few.
+    fn verdicts_of(&self, i: usize) -> Option<Verdicts> {
+        let counts = &self.match_num_by_pair[i];
+        (counts.len() <= Verdicts::MAX_DOMAINS).then(|| Verdicts {
+            by_pair: counts
+                .iter()
+                .map(|(&p, &n)| (p, self.skew_ok(i, n)))
+                .collect(),
+            otherwise: self.skew_ok(i, 0),
+        })
+    }
+
+    fn compute_verdicts(&mut self) {
+        self.verdicts = (0..self.constraints.len())
+            .map(|i| self.verdicts_of(i))
+            .collect();
+    }
+
     /// The global minimum for the skew: 0 when there are fewer domains than minDomains.
     pub fn min_match_num(&self, i: usize, min_domains: i32) -> i32 {
         if (self.tp_value_to_match_num[i].len() as i64) < min_domains as i64 {
@@ -162,6 +213,7 @@ impl PreFilterState {
             }
             self.critical_paths[i].update(v, count);
         }
+        self.compute_verdicts();
     }
 }
 
@@ -304,7 +356,7 @@ impl PodTopologySpread {
             .iter()
             .map(|c| i32::from(c.selector.matches(pod.labels())))
             .collect();
-        PreFilterState {
+        let mut s = PreFilterState {
             constraints: Arc::new(constraints),
             critical_paths,
             tp_value_to_match_num: counts,
@@ -312,7 +364,10 @@ impl PodTopologySpread {
             key_ids,
             required,
             self_match,
-        }
+            verdicts: Vec::new(),
+        };
+        s.compute_verdicts();
+        s
     }
 }
 
@@ -397,15 +452,15 @@ impl FilterPlugin for PodTopologySpread {
         let Some(s) = state.read::<PreFilterState>(PRE_FILTER_KEY) else {
             return missing_state();
         };
-        for (i, c) in s.constraints.iter().enumerate() {
+        for (i, verdicts) in s.verdicts.iter().enumerate() {
             let Some(pair) = node.label_pair(s.key_ids[i]) else {
                 return Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH);
             };
-            let min_match = s.min_match_num(i, c.min_domains);
-            let self_match = s.self_match[i];
-            let match_num = s.match_num_by_pair[i].get(&pair).copied().unwrap_or(0);
-            let skew = match_num as i64 + self_match as i64 - min_match as i64;
-            if skew > c.max_skew as i64 {
+            let ok = match verdicts {
+                Some(v) => v.passes(pair),
+                None => s.skew_ok(i, s.match_num_by_pair[i].get(&pair).copied().unwrap_or(0)),
+            };
+            if !ok {
                 return Status::unschedulable(REASON_CONSTRAINTS_NOT_MATCH);
             }
         }

@@ -56,7 +56,49 @@ fn filter_all(pl: &PodTopologySpread, pod: PodBuilder, nodes: &[NodeInfo]) -> Ve
         return vec![Status::success(); nodes.len()];
     }
     assert!(s.is_success(), "{s:?}");
-    nodes.iter().map(|n| pl.filter(&state, &pod, n)).collect()
+    let out: Vec<Status> = nodes.iter().map(|n| pl.filter(&state, &pod, n)).collect();
+    // Without the per-domain verdicts (as with many domains), each node's check gives the same.
+    let s = state.read_mut::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    s.verdicts.iter_mut().for_each(|v| *v = None);
+    let per_node: Vec<Status> = nodes.iter().map(|n| pl.filter(&state, &pod, n)).collect();
+    assert_eq!(out, per_node, "verdicts per domain and per node");
+    out
+}
+
+#[test]
+fn many_domains_are_checked_per_node_and_few_by_verdict() {
+    let pl = plugin();
+    // zone0 holds no matching pod, zone1..zone8 one, zone9 two: only zone0 stays within
+    // maxSkew 1 for a pod that matches its own selector (0 + 1 - 0).
+    let specs: Vec<(NodeBuilder, usize)> = (0..10)
+        .map(|z| {
+            let n = zone_node(&format!("node-{z}"), &format!("zone{z}"));
+            (n, [0, 1, 1, 1, 1, 1, 1, 1, 1, 2][z])
+        })
+        .collect();
+    let nodes = nodes_with(&specs);
+    let pod = foo_pod("p").spread(spread(1, "zone", DO_NOT_SCHEDULE, foo_exists()));
+    let mut want = vec![skewed(); 10];
+    want[0] = ok();
+    assert_eq!(filter_all(&pl, pod.clone(), &nodes), want);
+    let pod_info = pod.clone().info();
+    let mut state = CycleState::new();
+    assert!(pl
+        .pre_filter(&mut state, &pod_info, &snapshot(nodes.clone()))
+        .1
+        .is_success());
+    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    assert!(s.verdicts[0].is_none(), "ten domains are checked per node");
+    // The first three zones alone: verdicts per domain, the same answers.
+    let few = nodes_with(&specs[..3]);
+    let mut state = CycleState::new();
+    assert!(pl
+        .pre_filter(&mut state, &pod_info, &snapshot(few.clone()))
+        .1
+        .is_success());
+    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    assert!(s.verdicts[0].is_some(), "three domains get verdicts");
+    assert_eq!(filter_all(&pl, pod, &few), vec![ok(), skewed(), skewed()]);
 }
 
 fn ok() -> Status {
@@ -260,6 +302,8 @@ fn pre_filter_state_and_add_pod() {
         .collect();
     assert_eq!(counts, HashMap::from([("zone1", 1), ("zone2", 2)]));
     assert_pair_counts_match_values(s);
+    assert_eq!(pl.filter(&state, &pod, &nodes[0]), ok());
+    assert_eq!(pl.filter(&state, &pod, &nodes[2]), skewed());
     assert_eq!(
         s.critical_paths[0],
         CriticalPaths([
@@ -281,6 +325,9 @@ fn pre_filter_state_and_add_pod() {
     let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
     assert_eq!(s.critical_paths[0].0[0].topology_value, "zone2");
     assert_eq!(s.critical_paths[0].0[0].match_num, 2);
+    // The verdicts follow: zone1 (3 + 1 - 2) is now too skewed, zone2 (2 + 1 - 2) fits.
+    assert_eq!(pl.filter(&state, &pod, &nodes[0]), skewed());
+    assert_eq!(pl.filter(&state, &pod, &nodes[2]), ok());
     // A pod of another namespace or not matching changes nothing.
     let other = foo_pod("other").namespace("ns2").node("node-b").info();
     assert!(pl.add_pod(&mut state, &pod, &other, &nodes[1]).is_success());
