@@ -221,6 +221,7 @@ impl Cache {
         self.images_changed(&old_images, &[]);
         let info = self.touch(name);
         info.node = None;
+        info.label_ids = Default::default();
         info.images.clear();
         if info.pods.is_empty() {
             self.forget_node(name);

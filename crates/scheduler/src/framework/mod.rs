@@ -7,6 +7,7 @@ pub mod events;
 pub mod interface;
 pub mod runtime;
 pub mod status;
+pub mod topology;
 pub mod types;
 
 pub use affinity::{AffinityTerm, PodAffinityTerms, WeightedAffinityTerm};

@@ -11,6 +11,7 @@ use kubeplane_core::resources::{self, Resources};
 use kubeplane_core::SimTime;
 
 use crate::framework::affinity::PodAffinityTerms;
+use crate::framework::topology::{self, LabelIds};
 
 static EMPTY_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
@@ -247,6 +248,9 @@ pub struct NodeInfo {
     /// Every version of a node's NodeInfo has the same id; NodeInfos built outside the cache
     /// have 0, so a table indexed by id must still check which NodeInfo it holds.
     pub id: u32,
+    /// The node's labels as interned ids (see [`crate::framework::topology`]), kept with the
+    /// Node by [`NodeInfo::set_node`]; empty without a Node.
+    pub label_ids: LabelIds,
 }
 
 impl NodeInfo {
@@ -264,11 +268,14 @@ impl NodeInfo {
             if old.spec == node.spec
                 && os.map(|s| (&s.allocatable, &s.images))
                     == ns.map(|s| (&s.allocatable, &s.images))
+                && old.metadata.labels == node.metadata.labels
             {
                 self.node = Some(node);
                 return;
             }
         }
+        self.label_ids =
+            topology::intern_labels(node.metadata.labels.as_ref().unwrap_or(&EMPTY_LABELS));
         self.allocatable = resources::node_allocatable(&node).unwrap_or_default();
         self.images = node
             .status
@@ -301,6 +308,13 @@ impl NodeInfo {
             .as_ref()
             .and_then(|n| n.metadata.labels.as_ref())
             .unwrap_or(&EMPTY_LABELS)
+    }
+
+    /// The pair id of the node's label `key` (a key id from [`topology::key_id`]), if it has
+    /// that label.
+    #[inline]
+    pub fn label_pair(&self, key: Option<u32>) -> Option<u32> {
+        topology::pair_of(&self.label_ids, key)
     }
 
     pub fn taints(&self) -> &[Taint] {

@@ -295,6 +295,7 @@ fn copy_node_into(dst: &mut NodeInfo, src: &NodeInfo) {
         n_pods_with_required_anti_affinity,
         generation,
         id,
+        label_ids,
     } = src;
     dst.name.clone_from(name);
     dst.node.clone_from(node);
@@ -310,4 +311,5 @@ fn copy_node_into(dst: &mut NodeInfo, src: &NodeInfo) {
     dst.n_pods_with_required_anti_affinity = *n_pods_with_required_anti_affinity;
     dst.generation = *generation;
     dst.id = *id;
+    dst.label_ids.clone_from(label_ids);
 }

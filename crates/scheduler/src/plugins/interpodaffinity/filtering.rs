@@ -12,9 +12,10 @@ use crate::framework::{
 };
 
 use super::{
-    merge_namespaces, namespace_labels, push_pair, InterPodAffinity, PairCounts, TopologyCounts,
-    NAME, REASON_AFFINITY, REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY,
+    merge_namespaces, namespace_labels, push_pair, term_key_ids, InterPodAffinity, PairCounts,
+    TopologyCounts, NAME, REASON_AFFINITY, REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY,
 };
+use crate::framework::topology;
 use crate::framework::AffinityTerm;
 use crate::plugins::memo::NodeMemo;
 
@@ -34,6 +35,9 @@ pub(crate) struct PreFilterState {
     pub terms: Arc<PodAffinityTerms>,
     /// The labels of the incoming pod's namespace.
     pub namespace_labels: Option<BTreeMap<String, String>>,
+    /// The key ids of the topology keys of `terms`' required affinity and anti-affinity terms.
+    pub affinity_keys: Vec<Option<u32>>,
+    pub anti_affinity_keys: Vec<Option<u32>>,
 }
 
 impl PreFilterState {
@@ -46,15 +50,15 @@ impl PreFilterState {
         node: &NodeInfo,
         multiplier: i64,
     ) {
-        let Some(n) = node.node.as_ref() else { return };
-        static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
-        let labels = n.metadata.labels.as_ref().unwrap_or(&NO_LABELS);
+        if node.node.is_none() {
+            return;
+        }
         if let Some(t) = &other.affinity_terms {
             for term in &t.required_anti_affinity {
                 if term.matches(&pod.namespace, pod.labels(), self.namespace_labels.as_ref()) {
                     Arc::make_mut(&mut self.existing_anti_affinity_counts).add_for_node(
-                        labels,
-                        &term.topology_key,
+                        node,
+                        topology::key_id(&term.topology_key),
                         multiplier,
                     );
                 }
@@ -65,21 +69,18 @@ impl PreFilterState {
             &other.namespace,
             other.labels(),
         ) {
-            for term in &self.terms.required_affinity {
-                Arc::make_mut(&mut self.affinity_counts).add_for_node(
-                    labels,
-                    &term.topology_key,
-                    multiplier,
-                );
+            for &key in &self.affinity_keys {
+                Arc::make_mut(&mut self.affinity_counts).add_for_node(node, key, multiplier);
             }
         }
-        for term in &self.terms.required_anti_affinity {
+        for (term, &key) in self
+            .terms
+            .required_anti_affinity
+            .iter()
+            .zip(&self.anti_affinity_keys)
+        {
             if term.matches(&other.namespace, other.labels(), None) {
-                Arc::make_mut(&mut self.anti_affinity_counts).add_for_node(
-                    labels,
-                    &term.topology_key,
-                    multiplier,
-                );
+                Arc::make_mut(&mut self.anti_affinity_counts).add_for_node(node, key, multiplier);
             }
         }
     }
@@ -113,12 +114,9 @@ fn existing_anti_affinity_of_node(
     node: &NodeInfo,
 ) -> PairCounts {
     let mut out = Vec::new();
-    if node.n_pods_with_required_anti_affinity == 0 {
+    if node.n_pods_with_required_anti_affinity == 0 || node.label_ids.is_empty() {
         return out;
     }
-    let Some(labels) = node.node.as_ref().and_then(|n| n.metadata.labels.as_ref()) else {
-        return out;
-    };
     for existing in &node.pods {
         if !existing.has_required_anti_affinity {
             continue;
@@ -128,7 +126,7 @@ fn existing_anti_affinity_of_node(
         };
         for term in &t.required_anti_affinity {
             if term.matches(&pod.namespace, pod.labels(), ns_labels) {
-                push_pair(&mut out, labels, &term.topology_key, 1);
+                push_pair(&mut out, node, topology::key_id(&term.topology_key), 1);
             }
         }
     }
@@ -137,12 +135,16 @@ fn existing_anti_affinity_of_node(
 
 /// One node's pods matching all the incoming pod's required affinity terms (counted per
 /// term's pair), and each of its anti-affinity terms.
-fn incoming_of_node(terms: &PodAffinityTerms, node: &NodeInfo) -> (PairCounts, PairCounts) {
+fn incoming_of_node(
+    terms: &PodAffinityTerms,
+    (affinity_keys, anti_keys): (&[Option<u32>], &[Option<u32>]),
+    node: &NodeInfo,
+) -> (PairCounts, PairCounts) {
     let mut affinity = Vec::new();
     let mut anti = Vec::new();
-    let Some(labels) = node.node.as_ref().and_then(|n| n.metadata.labels.as_ref()) else {
+    if node.label_ids.is_empty() {
         return (affinity, anti);
-    };
+    }
     let mut n_affinity = 0;
     let mut n_anti = vec![0i64; terms.required_anti_affinity.len()];
     for existing in &node.pods {
@@ -160,13 +162,13 @@ fn incoming_of_node(terms: &PodAffinityTerms, node: &NodeInfo) -> (PairCounts, P
         }
     }
     if n_affinity > 0 {
-        for term in &terms.required_affinity {
-            push_pair(&mut affinity, labels, &term.topology_key, n_affinity);
+        for &key in affinity_keys {
+            push_pair(&mut affinity, node, key, n_affinity);
         }
     }
-    for (i, term) in terms.required_anti_affinity.iter().enumerate() {
+    for (i, &key) in anti_keys.iter().enumerate() {
         if n_anti[i] > 0 {
-            push_pair(&mut anti, labels, &term.topology_key, n_anti[i]);
+            push_pair(&mut anti, node, key, n_anti[i]);
         }
     }
     (affinity, anti)
@@ -202,6 +204,7 @@ impl InterPodAffinity {
     fn incoming_counts(
         &self,
         terms: &PodAffinityTerms,
+        keys: (&[Option<u32>], &[Option<u32>]),
         snapshot: &Snapshot,
     ) -> (Arc<TopologyCounts>, Arc<TopologyCounts>) {
         if !terms.has_required() {
@@ -216,7 +219,7 @@ impl InterPodAffinity {
         memo.update(
             key,
             snapshot,
-            |n| incoming_of_node(terms, n),
+            |n| incoming_of_node(terms, keys, n),
             |agg, (a, b), sign| {
                 Arc::make_mut(&mut agg.0).apply(a, sign);
                 Arc::make_mut(&mut agg.1).apply(b, sign);
@@ -247,7 +250,10 @@ impl PreFilterPlugin for InterPodAffinity {
         if existing.is_empty() && !terms.has_required() {
             return (None, Status::skip());
         }
-        let (affinity, anti) = self.incoming_counts(&terms, snapshot);
+        let affinity_keys = term_key_ids(&terms.required_affinity);
+        let anti_affinity_keys = term_key_ids(&terms.required_anti_affinity);
+        let (affinity, anti) =
+            self.incoming_counts(&terms, (&affinity_keys, &anti_affinity_keys), snapshot);
         state.write(
             PRE_FILTER_KEY,
             PreFilterState {
@@ -256,6 +262,8 @@ impl PreFilterPlugin for InterPodAffinity {
                 anti_affinity_counts: anti,
                 terms,
                 namespace_labels: ns_labels,
+                affinity_keys,
+                anti_affinity_keys,
             },
         );
         (None, Status::success())
@@ -312,17 +320,13 @@ fn missing_state() -> Status {
 /// The node must have every required affinity term's key, and each pair must hold a matching
 /// pod, unless no pod matches anywhere and the pod matches its own terms (the first pod of a
 /// group with affinity to itself).
-fn satisfies_pod_affinity(
-    s: &PreFilterState,
-    pod: &PodInfo,
-    labels: &BTreeMap<String, String>,
-) -> bool {
+fn satisfies_pod_affinity(s: &PreFilterState, pod: &PodInfo, node: &NodeInfo) -> bool {
     let mut pods_exist = true;
-    for term in &s.terms.required_affinity {
-        let Some(v) = labels.get(&term.topology_key) else {
+    for &key in &s.affinity_keys {
+        let Some(pair) = node.label_pair(key) else {
             return false;
         };
-        if s.affinity_counts.get(&term.topology_key, v) <= 0 {
+        if s.affinity_counts.get(pair) <= 0 {
             pods_exist = false;
         }
     }
@@ -333,27 +337,25 @@ fn satisfies_pod_affinity(
         && matches_all_terms(&s.terms.required_affinity, &pod.namespace, pod.labels())
 }
 
-fn satisfies_pod_anti_affinity(s: &PreFilterState, labels: &BTreeMap<String, String>) -> bool {
+fn satisfies_pod_anti_affinity(s: &PreFilterState, node: &NodeInfo) -> bool {
     if s.anti_affinity_counts.is_empty() {
         return true;
     }
-    !s.terms.required_anti_affinity.iter().any(|term| {
-        labels
-            .get(&term.topology_key)
-            .is_some_and(|v| s.anti_affinity_counts.get(&term.topology_key, v) > 0)
+    !s.anti_affinity_keys.iter().any(|&key| {
+        node.label_pair(key)
+            .is_some_and(|pair| s.anti_affinity_counts.get(pair) > 0)
     })
 }
 
-fn satisfies_existing_pods_anti_affinity(
-    s: &PreFilterState,
-    labels: &BTreeMap<String, String>,
-) -> bool {
+/// No pair of the node's labels may hold an existing pod whose anti-affinity matches.
+fn satisfies_existing_pods_anti_affinity(s: &PreFilterState, node: &NodeInfo) -> bool {
     if s.existing_anti_affinity_counts.is_empty() {
         return true;
     }
-    !labels
+    !node
+        .label_ids
         .iter()
-        .any(|(k, v)| s.existing_anti_affinity_counts.get(k, v) > 0)
+        .any(|&(_, pair)| s.existing_anti_affinity_counts.get(pair) > 0)
 }
 
 impl FilterPlugin for InterPodAffinity {
@@ -361,14 +363,13 @@ impl FilterPlugin for InterPodAffinity {
         let Some(s) = state.read::<PreFilterState>(PRE_FILTER_KEY) else {
             return missing_state();
         };
-        let labels = node.labels();
-        if !satisfies_pod_affinity(s, pod, labels) {
+        if !satisfies_pod_affinity(s, pod, node) {
             return Status::unresolvable(REASON_AFFINITY);
         }
-        if !satisfies_pod_anti_affinity(s, labels) {
+        if !satisfies_pod_anti_affinity(s, node) {
             return Status::unschedulable(REASON_ANTI_AFFINITY);
         }
-        if !satisfies_existing_pods_anti_affinity(s, labels) {
+        if !satisfies_existing_pods_anti_affinity(s, node) {
             return Status::unschedulable(REASON_EXISTING_ANTI_AFFINITY);
         }
         Status::success()

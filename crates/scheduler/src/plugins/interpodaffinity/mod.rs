@@ -17,10 +17,11 @@ use serde::Deserialize;
 
 use crate::cache::Snapshot;
 use crate::framework::affinity::matches_all_terms;
+use crate::framework::topology;
 use crate::framework::{
     ActionType, AffinityTerm, ClusterEvent, ClusterEventWithHint, EventObject, EventResource,
-    FilterPlugin, Plugin, PodAffinityTerms, PreFilterPlugin, PreScorePlugin, QueueingHint,
-    ScorePlugin,
+    FilterPlugin, NodeInfo, Plugin, PodAffinityTerms, PreFilterPlugin, PreScorePlugin,
+    QueueingHint, ScorePlugin,
 };
 use crate::plugins::args::{parse_args, PluginArgsError};
 use crate::plugins::helper::{node_event, pod_event, FxHashMap};
@@ -112,78 +113,73 @@ impl InterPodAffinity {
     }
 }
 
-/// Counts per topology pair `(key, value)`; a pair whose count drops to 0 is removed, so the
-/// number of pairs says whether anything matched (upstream `topologyToMatchedTermCount`).
+/// Counts per topology pair `(key, value)`, by pair id (see [`crate::framework::topology`]);
+/// a pair whose count drops to 0 is removed, so the number of pairs says whether anything
+/// matched (upstream `topologyToMatchedTermCount`).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct TopologyCounts {
-    by_key: FxHashMap<String, FxHashMap<String, i64>>,
-    n_pairs: usize,
-}
+pub(crate) struct TopologyCounts(FxHashMap<u32, i64>);
 
 impl TopologyCounts {
-    fn add(&mut self, key: &str, value: &str, delta: i64) {
-        let values = match self.by_key.get_mut(key) {
-            Some(v) => v,
-            None => self.by_key.entry(key.to_string()).or_default(),
-        };
-        match values.get_mut(value) {
+    fn add(&mut self, pair: u32, delta: i64) {
+        match self.0.get_mut(&pair) {
             Some(c) => {
                 *c += delta;
                 if *c == 0 {
-                    values.remove(value);
-                    self.n_pairs -= 1;
+                    self.0.remove(&pair);
                 }
             }
             None if delta != 0 => {
-                values.insert(value.to_string(), delta);
-                self.n_pairs += 1;
+                self.0.insert(pair, delta);
             }
             None => {}
         }
     }
 
-    /// Adds `delta` to the pair of `key` and the node's value of that label, if it has one.
-    fn add_for_node(&mut self, labels: &BTreeMap<String, String>, key: &str, delta: i64) {
-        if let Some(v) = labels.get(key) {
-            self.add(key, v, delta);
+    /// Adds `delta` to the pair of `key` (a key id) and the node's value of that label, if it
+    /// has one.
+    fn add_for_node(&mut self, node: &NodeInfo, key: Option<u32>, delta: i64) {
+        if let Some(pair) = node.label_pair(key) {
+            self.add(pair, delta);
         }
     }
 
-    fn get(&self, key: &str, value: &str) -> i64 {
-        self.by_key
-            .get(key)
-            .and_then(|v| v.get(value))
-            .copied()
-            .unwrap_or(0)
+    #[inline]
+    fn get(&self, pair: u32) -> i64 {
+        self.0.get(&pair).copied().unwrap_or(0)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.n_pairs == 0
+        self.0.is_empty()
     }
 
     /// Adds (`sign` 1) or takes away (-1) one node's contribution.
     pub(crate) fn apply(&mut self, c: &PairCounts, sign: i64) {
-        for (key, value, n) in c {
-            self.add(key, value, sign * n);
+        for &(pair, n) in c {
+            self.add(pair, sign * n);
         }
     }
 }
 
-/// Counts per topology pair of one node: `(key, value, count)`.
-pub(crate) type PairCounts = Vec<(String, String, i64)>;
+/// Counts per topology pair of one node: `(pair id, count)`.
+pub(crate) type PairCounts = Vec<(u32, i64)>;
 
-/// Adds `n` to the pair of `key` and the node's value for it, if the node has that label.
-pub(crate) fn push_pair(
-    out: &mut PairCounts,
-    labels: &BTreeMap<String, String>,
-    key: &str,
-    n: i64,
-) {
-    let Some(v) = labels.get(key) else { return };
-    match out.iter_mut().find(|(k, val, _)| k == key && val == v) {
-        Some(e) => e.2 += n,
-        None => out.push((key.to_string(), v.clone(), n)),
+/// Adds `n` to the pair of `key` (a key id) and the node's value for it, if the node has that
+/// label.
+pub(crate) fn push_pair(out: &mut PairCounts, node: &NodeInfo, key: Option<u32>, n: i64) {
+    let Some(pair) = node.label_pair(key) else {
+        return;
+    };
+    match out.iter_mut().find(|(p, _)| *p == pair) {
+        Some(e) => e.1 += n,
+        None => out.push((pair, n)),
     }
+}
+
+/// The key ids of the terms' topology keys.
+pub(crate) fn term_key_ids<'a>(
+    terms: impl IntoIterator<Item = &'a AffinityTerm>,
+) -> Vec<Option<u32>> {
+    topology::key_ids(terms.into_iter().map(|t| t.topology_key.as_str()))
 }
 
 /// The incoming pod's terms with each term's namespace selector replaced by the namespaces it

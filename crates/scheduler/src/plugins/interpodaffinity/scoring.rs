@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
+use crate::framework::topology;
 use crate::framework::{
     AffinityTerm, CycleState, NodeInfo, PodInfo, PreScorePlugin, ScorePlugin, Status,
     WeightedAffinityTerm, MAX_NODE_SCORE,
@@ -16,35 +17,29 @@ use crate::plugins::memo::NodeMemo;
 
 pub(crate) const PRE_SCORE_KEY: &str = "PreScoreInterPodAffinity";
 
-/// topology key → value → score.
+/// Topology pair (by id, see [`crate::framework::topology`]) → score. A pair once recorded
+/// stays, at 0 too, as upstream's nested map keeps it.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct TopologyScore(FxHashMap<String, FxHashMap<String, i64>>);
+pub(crate) struct TopologyScore(FxHashMap<u32, i64>);
 
 impl TopologyScore {
     /// Adds (`sign` 1) or takes away (-1) one node's contribution.
     fn apply(&mut self, c: &PairCounts, sign: i64) {
-        for (key, value, n) in c {
-            let values = match self.0.get_mut(key.as_str()) {
-                Some(m) => m,
-                None => self.0.entry(key.clone()).or_default(),
-            };
-            match values.get_mut(value.as_str()) {
-                Some(s) => *s += sign * n,
-                None => {
-                    values.insert(value.clone(), sign * n);
-                }
-            }
+        for &(pair, n) in c {
+            *self.0.entry(pair).or_insert(0) += sign * n;
         }
     }
 
-    fn score(&self, node_labels: &BTreeMap<String, String>) -> i64 {
-        let mut score = 0;
-        for (key, values) in &self.0 {
-            if let Some(v) = node_labels.get(key) {
-                score += values.get(v).copied().unwrap_or(0);
-            }
+    /// The sum of the scores of the node's pairs (a node has one value per key, so this is
+    /// upstream's sum over the recorded keys of the node's value's score).
+    fn score(&self, node: &NodeInfo) -> i64 {
+        if self.0.is_empty() {
+            return 0;
         }
-        score
+        node.label_ids
+            .iter()
+            .map(|&(_, pair)| self.0.get(&pair).copied().unwrap_or(0))
+            .sum()
     }
 }
 
@@ -58,14 +53,17 @@ fn process_term(
     namespace: &str,
     labels: &BTreeMap<String, String>,
     ns_labels: Option<&BTreeMap<String, String>>,
-    node_labels: &BTreeMap<String, String>,
+    node: &NodeInfo,
     multiplier: i64,
 ) -> bool {
-    if !term.matches(namespace, labels, ns_labels) || !node_labels.contains_key(&term.topology_key)
-    {
+    if !term.matches(namespace, labels, ns_labels) {
         return false;
     }
-    push_pair(out, node_labels, &term.topology_key, weight * multiplier);
+    let key = topology::key_id(&term.topology_key);
+    if node.label_pair(key).is_none() {
+        return false;
+    }
+    push_pair(out, node, key, weight * multiplier);
     true
 }
 
@@ -75,7 +73,7 @@ fn process_terms(
     namespace: &str,
     labels: &BTreeMap<String, String>,
     ns_labels: Option<&BTreeMap<String, String>>,
-    node_labels: &BTreeMap<String, String>,
+    node: &NodeInfo,
     multiplier: i64,
 ) -> u32 {
     let mut n = 0;
@@ -87,7 +85,7 @@ fn process_terms(
             namespace,
             labels,
             ns_labels,
-            node_labels,
+            node,
             multiplier,
         ));
     }
@@ -119,14 +117,9 @@ impl InterPodAffinity {
         if !key.has_constraints && node.n_pods_with_affinity == 0 {
             return (out, matched);
         }
-        let Some(node_labels) = node
-            .node
-            .as_ref()
-            .and_then(|n| n.metadata.labels.as_ref())
-            .filter(|l| !l.is_empty())
-        else {
+        if node.label_ids.is_empty() {
             return (out, matched);
-        };
+        }
         let ns_labels = key.namespace_labels.as_ref();
         for existing in &node.pods {
             if !key.has_constraints && !existing.has_affinity {
@@ -139,7 +132,7 @@ impl InterPodAffinity {
                 ens,
                 elabels,
                 None,
-                node_labels,
+                node,
                 1,
             );
             matched += process_terms(
@@ -148,7 +141,7 @@ impl InterPodAffinity {
                 ens,
                 elabels,
                 None,
-                node_labels,
+                node,
                 -1,
             );
             let Some(et) = &existing.affinity_terms else {
@@ -163,7 +156,7 @@ impl InterPodAffinity {
                         &pod.namespace,
                         pod.labels(),
                         ns_labels,
-                        node_labels,
+                        node,
                         1,
                     ));
                 }
@@ -174,7 +167,7 @@ impl InterPodAffinity {
                 &pod.namespace,
                 pod.labels(),
                 ns_labels,
-                node_labels,
+                node,
                 1,
             );
             matched += process_terms(
@@ -183,7 +176,7 @@ impl InterPodAffinity {
                 &pod.namespace,
                 pod.labels(),
                 ns_labels,
-                node_labels,
+                node,
                 -1,
             );
         }
@@ -243,15 +236,48 @@ impl PreScorePlugin for InterPodAffinity {
     }
 }
 
+fn read_state(state: &CycleState) -> Result<&TopologyScore, Status> {
+    state
+        .read::<Arc<TopologyScore>>(PRE_SCORE_KEY)
+        .map(|s| &**s)
+        .ok_or_else(|| Status::error(format!("failed to read {PRE_SCORE_KEY:?} from cycleState")))
+}
+
+/// At most this many scored pairs are searched in a list rather than the map.
+const SHORT_LIST: usize = 8;
+
 impl ScorePlugin for InterPodAffinity {
     /// The sum of the scores of the node's topology pairs (negative for anti-affinity).
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let Some(s) = state.read::<Arc<TopologyScore>>(PRE_SCORE_KEY) else {
-            return Err(Status::error(format!(
-                "failed to read {PRE_SCORE_KEY:?} from cycleState"
-            )));
-        };
-        Ok(s.score(node.labels()))
+        Ok(read_state(state)?.score(node))
+    }
+
+    /// [`Self::score`] for a run of nodes, the state read once. With few scored pairs (a few
+    /// zones), each node's pairs are looked up in a short list of them.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        _first: usize,
+        out: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        let s = read_state(state).map_err(|e| (0, e))?;
+        if s.0.len() > SHORT_LIST {
+            for (node, cell) in nodes.iter().zip(out.iter_mut()) {
+                *cell = s.score(node);
+            }
+            return Ok(());
+        }
+        let list: Vec<(u32, i64)> = s.0.iter().map(|(&p, &n)| (p, n)).collect();
+        for (node, cell) in nodes.iter().zip(out.iter_mut()) {
+            *cell = node
+                .label_ids
+                .iter()
+                .filter_map(|&(_, pair)| list.iter().find(|e| e.0 == pair).map(|e| e.1))
+                .sum();
+        }
+        Ok(())
     }
 
     /// Min-max normalization to [0, 100]: `100 * (s - min) / (max - min)` in floating point,

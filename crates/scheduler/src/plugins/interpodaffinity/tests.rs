@@ -359,6 +359,10 @@ fn scores(
         .iter()
         .map(|n| pl.score(&state, &pod, n).unwrap())
         .collect();
+    // The batch gives the same raw scores.
+    let mut batch = vec![i64::MIN; infos.len()];
+    assert!(pl.score_nodes(&state, &pod, &refs, 0, &mut batch).is_ok());
+    assert_eq!(batch, out, "score_nodes and score");
     assert!(pl.normalize_score(&state, &pod, &mut out).is_success());
     out
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
 
 use crate::cache::Snapshot;
+use crate::framework::topology;
 use crate::framework::{
     CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin, PreFilterResult, Status,
 };
@@ -109,14 +110,70 @@ pub(crate) struct PreFilterState {
     pub critical_paths: Vec<CriticalPaths>,
     /// Per constraint: topology value → matching pods, over the eligible nodes.
     pub tp_value_to_match_num: Vec<Arc<FxHashMap<String, i32>>>,
+    /// The same by the pair id of (topology key, value) (see [`crate::framework::topology`]),
+    /// which Filter reads.
+    pub match_num_by_pair: Vec<Arc<FxHashMap<u32, i32>>>,
+    /// Per constraint: the id of its topology key (`None`: no node has it).
+    pub key_ids: Vec<Option<u32>>,
     /// The incoming pod's required node affinity (for the inclusion policies).
     pub required: Arc<RequiredNodeAffinity>,
     /// Per constraint: 1 when the incoming pod matches its selector (counted once, not per
     /// node).
     pub self_match: Vec<i32>,
+    /// Per constraint with few domains: the verdict of each domain, computed once per cycle
+    /// (and again when AddPod/RemovePod change the counts).
+    pub verdicts: Vec<Option<Verdicts>>,
+}
+
+/// Whether a node in each domain passes one constraint's skew check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Verdicts {
+    /// `(pair id, passes)` per domain with a count.
+    by_pair: Vec<(u32, bool)>,
+    /// The verdict of a domain without a count (no matching pod, no eligible node).
+    otherwise: bool,
+}
+
+impl Verdicts {
+    /// At most this many domains get verdicts; more are checked per node.
+    const MAX_DOMAINS: usize = 8;
+
+    #[inline]
+    fn passes(&self, pair: u32) -> bool {
+        self.by_pair
+            .iter()
+            .find(|(p, _)| *p == pair)
+            .map_or(self.otherwise, |&(_, ok)| ok)
+    }
 }
 
 impl PreFilterState {
+    /// Whether a node whose domain holds `match_num` matching pods passes constraint `i`.
+    fn skew_ok(&self, i: usize, match_num: i32) -> bool {
+        let c = &self.constraints[i];
+        let min_match = self.min_match_num(i, c.min_domains);
+        let skew = match_num as i64 + self.self_match[i] as i64 - min_match as i64;
+        skew <= c.max_skew as i64
+    }
+
+    /// The verdicts of constraint `i`'s domains, when it has few.
+    fn verdicts_of(&self, i: usize) -> Option<Verdicts> {
+        let counts = &self.match_num_by_pair[i];
+        (counts.len() <= Verdicts::MAX_DOMAINS).then(|| Verdicts {
+            by_pair: counts
+                .iter()
+                .map(|(&p, &n)| (p, self.skew_ok(i, n)))
+                .collect(),
+            otherwise: self.skew_ok(i, 0),
+        })
+    }
+
+    fn compute_verdicts(&mut self) {
+        self.verdicts = (0..self.constraints.len())
+            .map(|i| self.verdicts_of(i))
+            .collect();
+    }
+
     /// The global minimum for the skew: 0 when there are fewer domains than minDomains.
     pub fn min_match_num(&self, i: usize, min_domains: i32) -> i32 {
         if (self.tp_value_to_match_num[i].len() as i64) < min_domains as i64 {
@@ -149,8 +206,14 @@ impl PreFilterState {
                 .or_insert(0);
             *count += delta;
             let count = *count;
+            if let Some(pair) = node.label_pair(self.key_ids[i]) {
+                *Arc::make_mut(&mut self.match_num_by_pair[i])
+                    .entry(pair)
+                    .or_insert(0) += delta;
+            }
             self.critical_paths[i].update(v, count);
         }
+        self.compute_verdicts();
     }
 }
 
@@ -165,39 +228,51 @@ pub(crate) struct FilterMemoKey {
     tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
 }
 
-/// One node's contribution: per eligible constraint, its domain and matching pods.
-pub(crate) type NodeCounts = Vec<(usize, String, i32)>;
+/// One node's contribution: per eligible constraint, its domain (value and pair id) and
+/// matching pods.
+pub(crate) type NodeCounts = Vec<(usize, String, u32, i32)>;
 
-/// Per constraint: domain → (matching pods, eligible nodes), and the domains that have an
-/// eligible node with their counts (shared with the cycle state).
+/// Per constraint: the domains' totals, and the domains that have an eligible node with their
+/// counts, by value and by pair id (shared with the cycle state).
 #[derive(Default)]
-pub(crate) struct DomainCounts(Vec<(DomainTotals, Arc<FxHashMap<String, i32>>)>);
+pub(crate) struct DomainCounts(Vec<ConstraintDomains>);
 
-/// Domain → (matching pods, eligible nodes).
-type DomainTotals = FxHashMap<String, (i32, u32)>;
+#[derive(Default)]
+struct ConstraintDomains {
+    totals: DomainTotals,
+    by_value: Arc<FxHashMap<String, i32>>,
+    by_pair: Arc<FxHashMap<u32, i32>>,
+}
+
+/// Domain (pair id) → (matching pods, eligible nodes).
+type DomainTotals = FxHashMap<u32, (i32, u32)>;
 
 impl DomainCounts {
     fn apply(&mut self, c: &NodeCounts, sign: i64) {
-        for (i, value, count) in c {
+        for (i, value, pair, count) in c {
             if self.0.len() <= *i {
                 self.0.resize_with(i + 1, Default::default);
             }
-            let (totals, map) = &mut self.0[*i];
-            let t = match totals.get_mut(value.as_str()) {
-                Some(t) => t,
-                None => totals.entry(value.clone()).or_insert((0, 0)),
-            };
+            let d = &mut self.0[*i];
+            let t = d.totals.entry(*pair).or_insert((0, 0));
             t.0 += sign as i32 * count;
             t.1 = (t.1 as i64 + sign) as u32;
             let (total, nodes) = *t;
-            let map = Arc::make_mut(map);
+            let (by_value, by_pair) = (
+                Arc::make_mut(&mut d.by_value),
+                Arc::make_mut(&mut d.by_pair),
+            );
             if nodes == 0 {
-                totals.remove(value.as_str());
-                map.remove(value.as_str());
-            } else if let Some(m) = map.get_mut(value.as_str()) {
+                d.totals.remove(pair);
+                by_value.remove(value.as_str());
+                by_pair.remove(pair);
+                continue;
+            }
+            by_pair.insert(*pair, total);
+            if let Some(m) = by_value.get_mut(value.as_str()) {
                 *m = total;
             } else {
-                map.insert(value.clone(), total);
+                by_value.insert(value.clone(), total);
             }
         }
     }
@@ -210,6 +285,7 @@ pub(crate) type FilterMemo = NodeMemo<FilterMemoKey, NodeCounts, DomainCounts>;
 fn node_counts(
     pod: &PodInfo,
     constraints: &[Constraint],
+    key_ids: &[Option<u32>],
     required: &RequiredNodeAffinity,
     node: &NodeInfo,
 ) -> NodeCounts {
@@ -226,8 +302,11 @@ fn node_counts(
             continue;
         }
         let value = labels[&c.topology_key].clone();
+        let pair = node
+            .label_pair(key_ids[i])
+            .expect("a node's interned labels are its labels");
         let count = count_pods_match_selector(&node.pods, &c.selector, &pod.namespace);
-        out.push((i, value, count));
+        out.push((i, value, pair, count));
     }
     out
 }
@@ -255,34 +334,40 @@ impl PodTopologySpread {
         };
         let mut memo = self.filter_memo.lock().expect("memo lock");
         let constraints = key.constraints.clone();
+        let key_ids = topology::key_ids(constraints.iter().map(|c| c.topology_key.as_str()));
         memo.update(
             key,
             snapshot,
-            |n| node_counts(pod, &constraints, &required, n),
+            |n| node_counts(pod, &constraints, &key_ids, &required, n),
             |agg, c, sign| agg.apply(c, sign),
         );
-        let counts: Vec<Arc<FxHashMap<String, i32>>> = (0..constraints.len())
+        let (counts, by_pair): (Vec<_>, Vec<_>) = (0..constraints.len())
             .map(|i| {
                 memo.agg
                     .0
                     .get(i)
-                    .map(|(_, m)| m.clone())
+                    .map(|d| (d.by_value.clone(), d.by_pair.clone()))
                     .unwrap_or_default()
             })
-            .collect();
+            .unzip();
         drop(memo);
         let critical_paths = counts.iter().map(|m| CriticalPaths::of(m)).collect();
         let self_match = constraints
             .iter()
             .map(|c| i32::from(c.selector.matches(pod.labels())))
             .collect();
-        PreFilterState {
+        let mut s = PreFilterState {
             constraints: Arc::new(constraints),
             critical_paths,
             tp_value_to_match_num: counts,
+            match_num_by_pair: by_pair,
+            key_ids,
             required,
             self_match,
-        }
+            verdicts: Vec::new(),
+        };
+        s.compute_verdicts();
+        s
     }
 }
 
@@ -367,19 +452,15 @@ impl FilterPlugin for PodTopologySpread {
         let Some(s) = state.read::<PreFilterState>(PRE_FILTER_KEY) else {
             return missing_state();
         };
-        let labels = node.labels();
-        for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = labels.get(&c.topology_key) else {
+        for (i, verdicts) in s.verdicts.iter().enumerate() {
+            let Some(pair) = node.label_pair(s.key_ids[i]) else {
                 return Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH);
             };
-            let min_match = s.min_match_num(i, c.min_domains);
-            let self_match = s.self_match[i];
-            let match_num = s.tp_value_to_match_num[i]
-                .get(value.as_str())
-                .copied()
-                .unwrap_or(0);
-            let skew = match_num as i64 + self_match as i64 - min_match as i64;
-            if skew > c.max_skew as i64 {
+            let ok = match verdicts {
+                Some(v) => v.passes(pair),
+                None => s.skew_ok(i, s.match_num_by_pair[i].get(&pair).copied().unwrap_or(0)),
+            };
+            if !ok {
                 return Status::unschedulable(REASON_CONSTRAINTS_NOT_MATCH);
             }
         }

@@ -6,6 +6,8 @@
 mod filtering;
 mod scoring;
 #[cfg(test)]
+mod scoring_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

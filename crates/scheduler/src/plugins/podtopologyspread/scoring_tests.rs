@@ -1,0 +1,284 @@
+//! Table tests of PodTopologySpread scoring (upstream `scoring_test.go`), with the helpers of
+//! the filtering tests.
+
+use std::sync::Arc;
+
+use super::scoring::PRE_SCORE_KEY;
+use super::tests::*;
+use super::*;
+use crate::framework::{CycleState, NodeInfo};
+use crate::plugins::testing::{
+    expr, snapshot, spread, taint, NodeBuilder, PodBuilder, PodBuilderExt,
+};
+
+pub(super) fn scores(
+    pl: &PodTopologySpread,
+    pod: PodBuilder,
+    filtered: &[NodeInfo],
+    all: &[NodeInfo],
+) -> Vec<i64> {
+    let pod = pod.info();
+    let snap = snapshot(all.to_vec());
+    let refs: Vec<&NodeInfo> = filtered.iter().collect();
+    let mut state = CycleState::new();
+    let s = pl.pre_score(&mut state, &pod, &refs, &snap);
+    if s.is_skip() {
+        return vec![];
+    }
+    assert!(s.is_success(), "{s:?}");
+    let mut out: Vec<i64> = filtered
+        .iter()
+        .map(|n| pl.score(&state, &pod, n).unwrap())
+        .collect();
+    assert_eq!(batch_scores(pl, &state, &pod, &refs), out);
+    assert!(pl.normalize_score(&state, &pod, &mut out).is_success());
+    out
+}
+
+/// The raw scores through `score_nodes`, in two runs (the second starting mid-list), which
+/// must equal the per-node scores.
+fn batch_scores(
+    pl: &PodTopologySpread,
+    state: &CycleState,
+    pod: &crate::framework::PodInfo,
+    nodes: &[&NodeInfo],
+) -> Vec<i64> {
+    let mut out = vec![-1; nodes.len()];
+    let mid = nodes.len() / 2;
+    let (a, b) = out.split_at_mut(mid);
+    pl.score_nodes(state, pod, &nodes[..mid], 0, a).unwrap();
+    pl.score_nodes(state, pod, &nodes[mid..], mid, b).unwrap();
+    out
+}
+
+#[test]
+fn soft_constraint_scores() {
+    let pl = plugin();
+    // Hostname, maxSkew 1, filtered nodes with 2, 1, 0 matching pods: weight ln(3+2);
+    // raw round(3.22)=3, round(1.61)=2, 0 ⇒ normalized 0, 33, 100.
+    let nodes = nodes_with(&[
+        (zone_node("node-a", "zone1"), 2),
+        (zone_node("node-b", "zone1"), 1),
+        (zone_node("node-c", "zone2"), 0),
+    ]);
+    let pod = foo_pod("p").spread(spread(1, LABEL_HOSTNAME, SCHEDULE_ANYWAY, foo_exists()));
+    assert_eq!(scores(&pl, pod, &nodes, &nodes), vec![0, 33, 100]);
+
+    // Zone: zone1 has 3 matching pods, zone2 none ⇒ zone2 nodes win.
+    let pod = foo_pod("p").spread(spread(1, "zone", SCHEDULE_ANYWAY, foo_exists()));
+    assert_eq!(scores(&pl, pod, &nodes, &nodes), vec![0, 0, 100]);
+
+    // A filtered node without the key is ignored (0); the others are scored.
+    let mut with_unlabelled = nodes.clone();
+    with_unlabelled.push(NodeBuilder::new("node-d").info());
+    let pod = foo_pod("p").spread(spread(1, "zone", SCHEDULE_ANYWAY, foo_exists()));
+    assert_eq!(
+        scores(&pl, pod, &with_unlabelled, &with_unlabelled),
+        vec![0, 0, 100, 0]
+    );
+
+    // No soft constraints: PreScore skips.
+    let pod = foo_pod("p").spread(spread(1, "zone", DO_NOT_SCHEDULE, foo_exists()));
+    assert_eq!(scores(&pl, pod, &nodes, &nodes), Vec::<i64>::new());
+
+    // maxSkew waters differences down: with maxSkew 5 the counts matter less.
+    let pod = foo_pod("p").spread(spread(5, LABEL_HOSTNAME, SCHEDULE_ANYWAY, foo_exists()));
+    // raw: 3.22+4=7, 1.61+4=6, 4 ⇒ 100*(7+4-7)/7=57, 100*(7+4-6)/7=71, 100.
+    assert_eq!(scores(&pl, pod, &nodes, &nodes), vec![57, 71, 100]);
+}
+
+/// Scores of `pod` on the filtered nodes (indices into the snapshot) with `pl`'s PreScore, or
+/// with the full recount when `pl` is `None`; with the PreScore state.
+fn scores_of(
+    pl: Option<&PodTopologySpread>,
+    pod: &crate::framework::PodInfo,
+    filtered: &[usize],
+    snap: &crate::cache::Snapshot,
+) -> Option<(super::scoring::PreScoreState, Vec<i64>)> {
+    let scorer = plugin();
+    let refs: Vec<&NodeInfo> = filtered.iter().map(|&i| &*snap.node_infos[i]).collect();
+    let mut state = CycleState::new();
+    match pl {
+        Some(pl) => {
+            let s = pl.pre_score(&mut state, pod, &refs, snap);
+            if s.is_skip() {
+                return None;
+            }
+            assert!(s.is_success(), "{s:?}");
+        }
+        // The recount's state knows no node entries: Score counts on each node.
+        None => state.write(
+            PRE_SCORE_KEY,
+            super::scoring::pre_score_recount(&scorer, pod, &refs, snap)?,
+        ),
+    }
+    let pl = pl.unwrap_or(&scorer);
+    let mut out: Vec<i64> = refs
+        .iter()
+        .map(|n| pl.score(&state, pod, n).unwrap())
+        .collect();
+    assert_eq!(batch_scores(pl, &state, pod, &refs), out);
+    assert!(pl.normalize_score(&state, pod, &mut out).is_success());
+    let s = state
+        .read::<super::scoring::PreScoreState>(PRE_SCORE_KEY)
+        .unwrap()
+        .clone();
+    Some((s, out))
+}
+
+#[test]
+fn the_pre_score_memo_gives_the_same_scores_as_a_full_recount() {
+    use kubeplane_core::labels::parse;
+    let web = |name: &str, node: &str| {
+        PodBuilder::new(name)
+            .label("app", "web")
+            .owner("apps/v1", "ReplicaSet", "web")
+            .node(node)
+            .obj()
+    };
+    let other = |name: &str, node: &str| PodBuilder::new(name).label("app", "db").node(node).obj();
+    let node = |name: &str, zone: Option<&str>| {
+        let n = NodeBuilder::new(name).label(LABEL_HOSTNAME, name);
+        match zone {
+            Some(z) => n.label(LABEL_ZONE, z).label("zone", z),
+            None => n,
+        }
+    };
+    // Pods per node index; the cluster: zones a, b, c, one node without a zone, one tainted
+    // node and one with a disk label.
+    let builders = [
+        node("n0", Some("a")).label("disk", "ssd"),
+        node("n1", Some("a")),
+        node("n2", Some("b")).taint(taint("dedicated", "x", "NoSchedule")),
+        node("n3", Some("b")),
+        node("n4", Some("c")).label("disk", "ssd"),
+        node("n5", None),
+    ];
+    let mut pods: Vec<Vec<k8s_openapi::api::core::v1::Pod>> = vec![Vec::new(); builders.len()];
+    // The NodeInfos, replaced only when their pods change and with an id per node (as the
+    // cache does), so that the memo recounts only those.
+    let with_id = |mut info: NodeInfo, id: usize| {
+        info.id = id as u32;
+        Arc::new(info)
+    };
+    let mut infos: Vec<Arc<NodeInfo>> = builders
+        .iter()
+        .enumerate()
+        .map(|(i, b)| with_id(b.clone().info(), i))
+        .collect();
+    let mut refresh = |pods: &[Vec<k8s_openapi::api::core::v1::Pod>], i: usize| {
+        infos[i] = with_id(builders[i].clone().info_with_pods(pods[i].clone()), i);
+        infos.clone()
+    };
+    let build = |infos: &[Arc<NodeInfo>], order: &[usize]| {
+        let mut snap = snapshot(Vec::new());
+        snap.node_infos = order.iter().map(|&i| infos[i].clone()).collect();
+        let mut rs = crate::cache::ReplicaSetSelectors::default();
+        rs.insert("default/web".into(), Some(parse("app=web").unwrap()));
+        snap.replica_sets = Arc::new(rs);
+        snap
+    };
+    let incoming: Vec<crate::framework::PodInfo> = vec![
+        // The system defaults (hostname and zone, nodes without a zone still count).
+        PodBuilder::new("p")
+            .label("app", "web")
+            .owner("apps/v1", "ReplicaSet", "web")
+            .info(),
+        // Own soft constraints: every node needs both keys; taints honored; node affinity.
+        PodBuilder::new("q")
+            .label("app", "web")
+            .node_selector("disk", "ssd")
+            .spread(spread(
+                2,
+                "zone",
+                SCHEDULE_ANYWAY,
+                vec![expr("app", "In", &["web"])],
+            ))
+            .spread({
+                let mut c = spread(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    vec![expr("app", "Exists", &[])],
+                );
+                c.node_taints_policy = Some("Honor".into());
+                c
+            })
+            .info(),
+    ];
+    // One plugin per incoming pod, so that each one's memo carries over between cycles.
+    let memoized: Vec<PodTopologySpread> = incoming.iter().map(|_| plugin()).collect();
+    let mut order: Vec<usize> = (0..builders.len()).collect();
+    let mut cycle = 0;
+    let mut check = |infos: &[Arc<NodeInfo>], order: &[usize]| {
+        let snap = build(infos, order);
+        for (pod, memoized) in incoming.iter().zip(&memoized) {
+            // Different filtered subsets: all, and every other node.
+            for filtered in [
+                (0..order.len()).collect::<Vec<_>>(),
+                (0..order.len()).step_by(2).collect(),
+            ] {
+                let got = scores_of(Some(memoized), pod, &filtered, &snap);
+                let want = scores_of(None, pod, &filtered, &snap);
+                let (got, want) = (got.unwrap(), want.unwrap());
+                assert_eq!(got.1, want.1, "scores, cycle {cycle}, pod {}", pod.name);
+                assert_eq!(got.0.ignored, want.0.ignored);
+                assert_eq!(
+                    got.0.topology_value_to_pod_counts,
+                    want.0.topology_value_to_pod_counts
+                );
+                assert_eq!(
+                    got.0.topology_normalizing_weight,
+                    want.0.topology_normalizing_weight
+                );
+            }
+        }
+        cycle += 1;
+    };
+    let mut current = refresh(&pods, 0);
+    check(&current, &order);
+    // Pods arrive one at a time, as a Deployment's replicas do.
+    for k in 0..12 {
+        let i = (k * 5) % builders.len();
+        let name = format!("n{i}");
+        pods[i].push(web(&format!("web-{k}"), &name));
+        if k % 4 == 3 {
+            pods[i].push(other(&format!("db-{k}"), &name));
+        }
+        current = refresh(&pods, i);
+        check(&current, &order);
+    }
+    // Removals, a terminating pod, a reordering and a node leaving.
+    pods[0].pop();
+    current = refresh(&pods, 0);
+    check(&current, &order);
+    pods[1].pop();
+    pods[1].push(
+        PodBuilder::new("terminating")
+            .label("app", "web")
+            .owner("apps/v1", "ReplicaSet", "web")
+            .node("n1")
+            .terminating_by_preemption()
+            .obj(),
+    );
+    current = refresh(&pods, 1);
+    check(&current, &order);
+    order.swap(0, 3);
+    check(&current, &order);
+    let left = order.pop().expect("nodes");
+    pods[2].clear();
+    current = refresh(&pods, 2);
+    check(&current, &order);
+    // The memo remembers only the nodes of the last snapshot.
+    for pl in &memoized {
+        assert_eq!(pl.score_memo.lock().unwrap().agg.entries_len(), order.len());
+    }
+    // A new node takes the id of the one that left, at another place in the order.
+    let newcomer = node("n6", Some("c")).info_with_pods(vec![web("web-n6", "n6")]);
+    current.push(with_id(newcomer, left));
+    order.insert(1, current.len() - 1);
+    check(&current, &order);
+    for pl in &memoized {
+        assert_eq!(pl.score_memo.lock().unwrap().agg.entries_len(), order.len());
+    }
+}
