@@ -365,8 +365,8 @@ fn magnitude_nanos_small(num: &str, denom: &str, exp10: i64, exp2: u32) -> Optio
     } else {
         // Below one nano-unit rounds up, as the big path does.
         match (u64::try_from(x), u64::try_from(p)) {
-            (Ok(x), Ok(p)) => u128::from(x / p + u64::from(x % p != 0)),
-            _ => x / p + u128::from(x % p != 0),
+            (Ok(x), Ok(p)) => u128::from(x / p + u64::from(!x.is_multiple_of(p))),
+            _ => x / p + u128::from(!x.is_multiple_of(p)),
         }
     };
     i128::try_from(magnitude).ok()
