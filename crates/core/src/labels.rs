@@ -683,8 +683,17 @@ impl Parser {
 /// `/`, then a name of at most 63 alphanumerics, `-`, `_`, `.`, starting and ending
 /// alphanumeric. Returns why not.
 pub fn is_qualified_name(s: &str) -> Result<(), String> {
-    // Split at the first `/` without collecting the parts: every label key and resource name
-    // of every object created passes through here.
+    // Every label key, toleration key and resource name of every object created passes through
+    // here: one pass over the bytes accepts the valid ones; only a rejected name walks the rules
+    // below, which say why.
+    if qualified_name_ok(s.as_bytes()) {
+        return Ok(());
+    }
+    qualified_name_rules(s)
+}
+
+/// [`is_qualified_name`] rule by rule, with the reason of the first one `s` breaks.
+fn qualified_name_rules(s: &str) -> Result<(), String> {
     let name = match s.split_once('/') {
         None => s,
         Some((prefix, name)) if !name.contains('/') => {
@@ -740,6 +749,14 @@ pub fn is_valid_label_value(s: &str) -> Result<(), String> {
 /// Checks a DNS-1123 subdomain: at most 253 characters, dot-separated labels of lower-case
 /// alphanumerics and `-`, each starting and ending alphanumeric.
 pub fn is_dns1123_subdomain(s: &str) -> Result<(), String> {
+    if subdomain_ok(s.as_bytes()) {
+        return Ok(());
+    }
+    subdomain_rules(s)
+}
+
+/// [`is_dns1123_subdomain`] rule by rule, with the reason of the first one `s` breaks.
+fn subdomain_rules(s: &str) -> Result<(), String> {
     if s.len() > 253 {
         return Err("must be no more than 253 characters".into());
     }
@@ -763,9 +780,46 @@ pub fn is_dns1123_subdomain(s: &str) -> Result<(), String> {
     }
 }
 
+/// Whether [`is_qualified_name`] accepts `b`, in one pass and without allocating.
+fn qualified_name_ok(b: &[u8]) -> bool {
+    let name = match b.iter().position(|&c| c == b'/') {
+        Some(i) if subdomain_ok(&b[..i]) => &b[i + 1..],
+        Some(_) => return false,
+        None => b,
+    };
+    // A second `/` is no label token character.
+    (1..=63).contains(&name.len()) && is_label_token_bytes(name)
+}
+
+/// Whether [`is_dns1123_subdomain`] accepts `b`, in one pass: non-empty, at most 253 bytes,
+/// dot-separated labels of lower-case alphanumerics and `-`, each starting and ending
+/// alphanumeric.
+fn subdomain_ok(b: &[u8]) -> bool {
+    if b.len() > 253 {
+        return false;
+    }
+    // At the start of a label (nothing read since the last dot), and the byte read last.
+    let (mut label_start, mut prev) = (true, 0u8);
+    for &c in b {
+        match c {
+            b'.' if label_start || prev == b'-' => return false,
+            b'.' => label_start = true,
+            b'-' if label_start => return false,
+            b'a'..=b'z' | b'0'..=b'9' | b'-' => label_start = false,
+            _ => return false,
+        }
+        prev = c;
+    }
+    !label_start && prev != b'-'
+}
+
 /// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, for a non-empty string.
 fn is_label_token(s: &str) -> bool {
-    let b = s.as_bytes();
+    is_label_token_bytes(s.as_bytes())
+}
+
+/// [`is_label_token`] of bytes.
+fn is_label_token_bytes(b: &[u8]) -> bool {
     b.first().is_some_and(u8::is_ascii_alphanumeric)
         && b.last().is_some_and(u8::is_ascii_alphanumeric)
         && b.iter()
@@ -978,6 +1032,52 @@ mod tests {
         assert!(!s.matches(&labels(&[("a", "1")])));
         assert!(selector_from_map(&BTreeMap::new()).is_empty());
         assert_eq!(s.to_string(), "a=1,b=2");
+    }
+
+    #[test]
+    fn the_one_pass_name_checks_accept_exactly_what_the_rules_accept() {
+        // Every string of up to four bytes over an alphabet with each kind of character, and
+        // longer ones around the length limits.
+        let alphabet = ["a", "Z", "0", "-", "_", ".", "/", " "];
+        let mut corpus = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..4 {
+            last = last
+                .iter()
+                .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            corpus.extend(last.iter().cloned());
+        }
+        for n in [62, 63, 64, 252, 253, 254] {
+            corpus.push("a".repeat(n));
+            corpus.push(format!("example.com/{}", "b".repeat(n)));
+            corpus.push(format!("{}/name", "c".repeat(n)));
+            corpus.push(format!("{}.d/x", "e-f.".repeat(n / 4)));
+        }
+        corpus.extend(
+            [
+                "node.kubernetes.io/not-ready",
+                "a.-b/c",
+                "a-.b/c",
+                "a..b/c",
+                "/a",
+                "a/",
+                "a/b/c",
+            ]
+            .map(String::from),
+        );
+        for s in &corpus {
+            assert_eq!(
+                qualified_name_ok(s.as_bytes()),
+                qualified_name_rules(s).is_ok(),
+                "qualified name {s:?}"
+            );
+            assert_eq!(
+                subdomain_ok(s.as_bytes()),
+                subdomain_rules(s).is_ok(),
+                "subdomain {s:?}"
+            );
+        }
     }
 
     #[test]

@@ -352,17 +352,36 @@ fn magnitude_nanos_small(num: &str, denom: &str, exp10: i64, exp2: u32) -> Optio
         return None;
     }
     // Below 10^18 · 2^60 < 2^120.
-    let x = i128::from(digits) << exp2;
+    let x = u128::from(digits) << exp2;
     let e = exp10 - denom.len() as i64 + 9;
-    if e >= 0 {
-        let p = 10i128.checked_pow(u32::try_from(e).ok()?)?;
-        x.checked_mul(p)
+    // 10^38 is the largest power of ten below 2^127: a larger one overflows, as checked_pow did.
+    let p = *POW10.get(usize::try_from(e.unsigned_abs()).ok()?)?;
+    let magnitude = if e >= 0 {
+        match (u64::try_from(x), u64::try_from(p)) {
+            // Two 64-bit factors: one widening multiplication, no overflow check needed.
+            (Ok(x), Ok(p)) => u128::from(x) * u128::from(p),
+            _ => x.checked_mul(p)?,
+        }
     } else {
         // Below one nano-unit rounds up, as the big path does.
-        let p = 10i128.checked_pow(u32::try_from(-e).ok()?)?;
-        Some(x / p + i128::from(x % p != 0))
-    }
+        match (u64::try_from(x), u64::try_from(p)) {
+            (Ok(x), Ok(p)) => u128::from(x / p + u64::from(!x.is_multiple_of(p))),
+            _ => x / p + u128::from(!x.is_multiple_of(p)),
+        }
+    };
+    i128::try_from(magnitude).ok()
 }
+
+/// 10^0 ..= 10^38, the powers of ten an `i128` holds.
+const POW10: [u128; 39] = {
+    let mut t = [1u128; 39];
+    let mut i = 1;
+    while i < 39 {
+        t[i] = t[i - 1] * 10;
+        i += 1;
+    }
+    t
+};
 
 fn magnitude_nanos_big(num: &str, denom: &str, exp10: i64, exp2: u32) -> i128 {
     // All digits as one integer; the decimal point moves into the exponent.

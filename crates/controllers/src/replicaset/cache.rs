@@ -298,6 +298,16 @@ fn same_controller(a: Option<&OwnerReference>, b: Option<&OwnerReference>) -> bo
     }
 }
 
+/// What [`Cache::update_in_place`] did.
+enum InPlace {
+    /// Replaced the pod where it was; the version cached before.
+    Replaced(CachedPod),
+    /// Nothing: the pod is not cached.
+    NotCached,
+    /// Nothing: the pod is cached but must move to another index entry.
+    Moved,
+}
+
 /// The informer caches: every ReplicaSet and pod the controller has observed, indexed.
 #[derive(Debug, Default)]
 pub(super) struct Cache {
@@ -348,8 +358,13 @@ impl Cache {
         let old = match cur {
             None => self.unindex_pod(key),
             Some(cur) => match self.update_in_place(key, &cur) {
-                Some(old) => Some(old),
-                None => {
+                InPlace::Replaced(old) => Some(old),
+                InPlace::NotCached => {
+                    // A pod seen for the first time: nothing to take out of the indexes.
+                    self.index_pod(key, cur);
+                    None
+                }
+                InPlace::Moved => {
                     let old = self.unindex_pod(key);
                     self.index_pod(key, cur);
                     old
@@ -362,25 +377,31 @@ impl Cache {
     }
 
     /// Replaces a cached pod whose controller did not change where its entries are, and
-    /// returns the version cached before; `None`, changing nothing, when the pod is not cached
-    /// or changed controller. Most updates (a binding, a status change) take this path, which
-    /// neither removes nor inserts tree entries.
-    pub(super) fn update_in_place(&mut self, key: &NsName, cur: &CachedPod) -> Option<CachedPod> {
+    /// returns the version cached before; changes nothing when the pod is not cached or
+    /// changed controller (or, which the indexes never allow, is missing from its index).
+    /// Most updates (a binding, a status change) take this path, which neither removes nor
+    /// inserts tree entries.
+    fn update_in_place(&mut self, key: &NsName, cur: &CachedPod) -> InPlace {
         let controller = controller_of(&cur.pod.metadata);
-        let cached = self.pods.get_mut(key)?;
+        let Some(cached) = self.pods.get_mut(key) else {
+            return InPlace::NotCached;
+        };
         if !same_controller(controller_of(&cached.pod.metadata), controller) {
-            return None;
+            return InPlace::Moved;
         }
         let indexed = match controller {
             Some(c) => self
                 .pods_by_controller
-                .get_mut(&c.uid)?
-                .group_mut(c)?
-                .get_mut(key),
+                .get_mut(&c.uid)
+                .and_then(|g| g.group_mut(c))
+                .and_then(|g| g.get_mut(key)),
             None => self.orphan_pods.get_mut(key),
-        }?;
+        };
+        let Some(indexed) = indexed else {
+            return InPlace::Moved;
+        };
         *indexed = cur.clone();
-        Some(std::mem::replace(cached, cur.clone()))
+        InPlace::Replaced(std::mem::replace(cached, cur.clone()))
     }
 
     pub(super) fn index_pod(&mut self, key: &NsName, pod: CachedPod) {

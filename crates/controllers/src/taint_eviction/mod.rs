@@ -180,6 +180,15 @@ impl TaintEvictionController {
 
     fn pod_updated(&mut self, old: Option<&Pod>, new: Option<&Pod>, namespace: &str, name: &str) {
         let node_name = new.or(old).map(pod_node_name).unwrap_or("");
+        if new.is_some() && node_name.is_empty() {
+            // Upstream queues this too, and its handler does nothing for a pod without a node
+            // unless the pod is gone by then: it cancels the pod's pending deletion. A pod is
+            // gone only after its deletion event, which queues an item of its own; a pending
+            // deletion under its name belongs to an earlier, bound pod of that name, whose
+            // deletion queued an item (with its node) ahead of this one. So the item could only
+            // repeat what another one does; skipping it spares every pod created unbound.
+            return;
+        }
         if let (Some(o), Some(n)) = (old, new) {
             // Semantic equality: nil and empty toleration lists are equal.
             if pod_tolerations(o) == pod_tolerations(n) && pod_node_name(o) == pod_node_name(n) {

@@ -16,11 +16,13 @@ pub use priority::{admit_priority, apply_match_label_keys, SYSTEM_PRIORITY_CLASS
 /// Runs the create-time admission chain on `obj` (only pods are changed): Priority, then
 /// DefaultTolerationSeconds, then the pod strategy's matchLabelKeys merge.
 pub fn admit_create(obj: Object, cache: &dyn Cache) -> Result<Object, ApiError> {
-    let Object::Pod(pod) = obj else {
+    let Object::Pod(mut pod) = obj else {
         return Ok(obj);
     };
-    let mut p = Arc::unwrap_or_clone(pod);
-    if let Err(message) = admit_priority(&mut p, cache) {
+    // Changed in place when the caller handed over the only reference (the pod is not moved
+    // out of its allocation and into a new one).
+    let p = Arc::make_mut(&mut pod);
+    if let Err(message) = admit_priority(p, cache) {
         return Err(ApiError::Invalid {
             key: ObjectKey::new(
                 Kind::Pod,
@@ -30,7 +32,7 @@ pub fn admit_create(obj: Object, cache: &dyn Cache) -> Result<Object, ApiError> 
             message,
         });
     }
-    default_toleration_seconds(&mut p);
-    apply_match_label_keys(&mut p);
-    Ok(Object::Pod(Arc::new(p)))
+    default_toleration_seconds(p);
+    apply_match_label_keys(p);
+    Ok(Object::Pod(pod))
 }

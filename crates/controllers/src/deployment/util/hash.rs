@@ -2,6 +2,7 @@
 //! `EqualIgnoreHash` of `deployment_util.go`).
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use super::POD_TEMPLATE_HASH_LABEL;
@@ -79,5 +80,29 @@ fn template_without_hash(t: &PodTemplateSpec) -> Option<Value> {
 /// Two templates are equal once the `pod-template-hash` label is ignored (upstream
 /// `EqualIgnoreHash`).
 pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
-    template_without_hash(a) == template_without_hash(b)
+    // Templates equal field by field are equal semantically too; only the others (a nil list
+    // against an empty one, say) need the pruned JSON of both.
+    same_ignoring_hash(a, b) || template_without_hash(a) == template_without_hash(b)
+}
+
+/// Whether two templates are equal field by field once the `pod-template-hash` label is
+/// ignored (without copying either spec).
+fn same_ignoring_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
+    if a.spec != b.spec {
+        return false;
+    }
+    fn labels(t: &PodTemplateSpec) -> Vec<(&String, &String)> {
+        t.metadata
+            .iter()
+            .flat_map(|m| m.labels.iter().flatten())
+            .filter(|(k, _)| k.as_str() != POD_TEMPLATE_HASH_LABEL)
+            .collect()
+    }
+    let without_labels = |t: &PodTemplateSpec| {
+        t.metadata.as_ref().map(|m| ObjectMeta {
+            labels: None,
+            ..m.clone()
+        })
+    };
+    labels(a) == labels(b) && without_labels(a) == without_labels(b)
 }

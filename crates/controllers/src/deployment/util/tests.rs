@@ -215,6 +215,56 @@ fn templates_compare_equal_ignoring_the_hash_label() {
 }
 
 #[test]
+fn templates_equal_field_by_field_or_only_semantically_compare_equal() {
+    use k8s_openapi::api::core::v1::{Container, PodSpec};
+    let with = |labels: &[(&str, &str)], tolerations: Option<Vec<_>>| PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..Default::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "c".into(),
+                image: Some("nginx".into()),
+                ..Default::default()
+            }],
+            tolerations,
+            ..Default::default()
+        }),
+    };
+    let hash = POD_TEMPLATE_HASH_LABEL;
+    let cases = [
+        (
+            "the same template with and without the hash label",
+            with(&[("app", "web"), (hash, "abc")], None),
+            with(&[("app", "web")], None),
+            true,
+        ),
+        (
+            "a nil toleration list and an empty one",
+            with(&[("app", "web"), (hash, "abc")], None),
+            with(&[("app", "web")], Some(vec![])),
+            true,
+        ),
+        (
+            "another label differs",
+            with(&[("app", "web"), (hash, "abc")], None),
+            with(&[("app", "db"), (hash, "abc")], None),
+            false,
+        ),
+    ];
+    for (case, a, b, want) in cases {
+        assert_eq!(equal_ignore_hash(&a, &b), want, "{case}");
+        assert_eq!(equal_ignore_hash(&b, &a), want, "{case} (swapped)");
+    }
+}
+
+#[test]
 fn revision_annotations_keep_a_history_of_superseded_revisions() {
     let d = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
     let mut r = ReplicaSet::clone(&rs("a", 3, None, 0));
