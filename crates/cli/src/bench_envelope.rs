@@ -309,6 +309,13 @@ pub fn envelope(version: KubeVersion, e: Envelope, metrics: bool) -> Result<(), 
         for (name, value) in sim.metrics() {
             println!("  {name} {value}");
         }
+        let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
+        for ev in sim.events() {
+            *reasons.entry(ev.reason.as_str()).or_default() += 1;
+        }
+        for (reason, n) in reasons {
+            println!("  events{{reason=\"{reason}\"}} {n}");
+        }
     }
     check(&e, phase_1.is_some(), &o)
 }
