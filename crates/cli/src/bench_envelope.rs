@@ -237,12 +237,21 @@ fn outcome(sim: &Simulation, e: &Envelope) -> Outcome {
     o
 }
 
-/// Runs the envelope and returns the wall seconds of the two phases and the outcome; `None`
-/// for phase 1 when not every pod was Ready within its allowance.
+/// The end of phase 1: its wall seconds, the virtual instant every pod was Ready, and the
+/// process's peak memory then (MiB).
+#[derive(Clone, Copy, Debug)]
+struct Phase1 {
+    wall: f64,
+    at: SimTime,
+    peak_mib: f64,
+}
+
+/// Runs the envelope and returns phase 1 (`None` when not every pod was Ready within its
+/// allowance), the wall seconds of phase 2, and the simulation at its end.
 fn run_envelope(
     version: KubeVersion,
     e: &Envelope,
-) -> Result<(Option<(f64, SimTime)>, f64, Simulation), String> {
+) -> Result<(Option<Phase1>, f64, Simulation), String> {
     let expected = e.pods();
     let started = Instant::now();
     let mut sim = Simulation::new(
@@ -251,17 +260,21 @@ fn run_envelope(
     )
     .map_err(|err| err.to_string())?;
     let allowance = SimTime::ZERO + PHASE_1_ALLOWANCE;
-    let mut phase_1: Option<(f64, SimTime)> = None;
+    let mut phase_1: Option<Phase1> = None;
     rayon::scope(|_| {
         sim.run_observed(&mut |store, now, _| {
             if phase_1.is_none() && now <= allowance && ready_pods(store) == expected {
-                phase_1 = Some((started.elapsed().as_secs_f64(), now));
+                phase_1 = Some(Phase1 {
+                    wall: started.elapsed().as_secs_f64(),
+                    at: now,
+                    peak_mib: peak_memory_mib().unwrap_or(0.0),
+                });
             }
         })
     })
     .map_err(|err| err.to_string())?;
     let wall = started.elapsed().as_secs_f64();
-    let phase_2 = wall - phase_1.map_or(wall, |(w, _)| w);
+    let phase_2 = wall - phase_1.map_or(wall, |p| p.wall);
     Ok((phase_1, phase_2, sim))
 }
 
@@ -281,14 +294,21 @@ pub fn envelope(version: KubeVersion, e: Envelope, metrics: bool) -> Result<(), 
     param("pods", pods);
     param("virtual_hours", e.hours);
     param("outage_hour", e.outage_hour);
-    let (p1_wall, p1_virtual) = phase_1.unwrap_or((f64::NAN, SimTime::ZERO));
+    let p1 = phase_1.unwrap_or(Phase1 {
+        wall: f64::NAN,
+        at: SimTime::ZERO,
+        peak_mib: 0.0,
+    });
+    let p1_wall = p1.wall;
     figure("all scheduled and ready", p1_wall, "s");
     figure("throughput", pods as f64 / p1_wall, "pods/s");
     figure("24 h with a zone outage", phase_2, "s");
+    figure("peak memory when all were ready", p1.peak_mib, "MiB");
     println!(
-        "{name}: phase 1 {p1_wall:.2} s wall ({:.0} pods/s, all Ready at {:.0} s virtual); {} h with {} of {} nodes down from hour {}: {phase_2:.2} s wall; {} zone nodes NotReady, {} tainted unreachable, {} pods evicted ({:.0} s to {:.0} s after the outage), {} rescheduled, {} terminating in the zone, {}/{} pods live and Ready; peak memory {:.0} MiB",
+        "{name}: phase 1 {p1_wall:.2} s wall ({:.0} pods/s, all Ready at {:.0} s virtual, peak memory then {:.0} MiB); {} h with {} of {} nodes down from hour {}: {phase_2:.2} s wall; {} zone nodes NotReady, {} tainted unreachable, {} pods evicted ({:.0} s to {:.0} s after the outage), {} rescheduled, {} terminating in the zone, {}/{} pods live and Ready; peak memory {:.0} MiB",
         pods as f64 / p1_wall,
-        p1_virtual.as_secs_f64(),
+        p1.at.as_secs_f64(),
+        p1.peak_mib,
         e.hours,
         o.zone_nodes,
         e.nodes,
