@@ -233,7 +233,7 @@ fn outcome(sim: &Simulation, e: &Envelope) -> Outcome {
         .iter()
         .filter(|ev| ev.reason == "TaintManagerEviction");
     o.evictions_from = evictions.next().map_or(0.0, after_outage);
-    o.evictions_to = evictions.last().map_or(o.evictions_from, after_outage);
+    o.evictions_to = evictions.next_back().map_or(o.evictions_from, after_outage);
     o
 }
 
