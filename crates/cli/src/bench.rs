@@ -323,6 +323,17 @@ fn all_workloads(s: usize, metrics: bool, v: KubeVersion) -> Vec<Workload> {
             about: "Jobs1000: 1000 Jobs of 2 pods (30 s each, one at a time) on 100 nodes, to completion",
             run: Box::new(move || crate::bench_controllers::jobs::bench_jobs(v, 100 / s, 1000 / s)),
         },
+        Workload {
+            name: "envelope",
+            about: "5000 nodes in 3 zones, 10,000 namespaces x a 15-replica Deployment (150,000 pods) until all are Ready, then 24 h with one zone down",
+            run: Box::new(move || {
+                crate::bench_envelope::envelope(
+                    v,
+                    crate::bench_envelope::Envelope::scaled_down(s),
+                    metrics,
+                )
+            }),
+        },
     ]);
     // The scheduler plugin and preemption workloads.
     own.into_iter()

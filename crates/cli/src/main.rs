@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_controllers;
+mod bench_envelope;
 mod bench_run;
 mod bench_scheduler;
 mod bench_serve;

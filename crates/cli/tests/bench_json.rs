@@ -113,6 +113,54 @@ fn each_workload_reports_its_own_peak_memory_so_a_small_one_after_a_large_one_re
 }
 
 #[test]
+fn the_envelope_readies_every_pod_then_taints_the_downed_zone_and_replaces_its_pods_elsewhere() {
+    // A hundredth: 50 nodes over three zones (16 in zone-c), 100 Deployments of 15 pods.
+    let doc = bench_json(&["--scale-down", "100", "envelope"]);
+    let w = &doc["workloads"][0];
+    assert_eq!(w["name"], "envelope");
+    assert_eq!(w["ok"], true, "{w}");
+    let p = &w["parameters"];
+    let n = |key: &str| {
+        p[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no parameter {key} in {p}"))
+    };
+    assert_eq!(
+        (n("nodes"), n("namespaces"), n("pods")),
+        (50.0, 100.0, 1500.0)
+    );
+    // Every node of the zone stopped reporting: NotReady and tainted unreachable (NoExecute).
+    assert_eq!(n("zone_nodes"), 16.0);
+    assert_eq!(n("zone_nodes_not_ready"), 16.0);
+    assert_eq!(n("zone_nodes_tainted"), 16.0);
+    // Its pods were evicted and stay Terminating (no agent confirms), and the ReplicaSets
+    // replaced every one of them in the other zones.
+    let evicted = n("pods_evicted");
+    assert!(evicted > 0.0, "{p}");
+    assert_eq!(n("pods_terminating_in_zone"), evicted);
+    assert_eq!(n("pods_rescheduled"), evicted);
+    assert_eq!(n("pods_live"), 1500.0);
+    assert_eq!(n("pods_live_ready"), 1500.0);
+    assert_eq!(n("pods_live_in_zone"), 0.0);
+    // The pods tolerate the unreachable taint for 300 s; with the other two zones healthy
+    // the fully disrupted zone is tainted at the normal rate, one node every 10 s.
+    let (from, to) = (
+        n("evictions_from_s_after_outage"),
+        n("evictions_to_s_after_outage"),
+    );
+    assert!(from > 300.0, "{p}");
+    assert!((to - from - 150.0).abs() <= 10.0, "{p}");
+    for name in [
+        "all scheduled and ready",
+        "throughput",
+        "24 h with a zone outage",
+        "peak memory",
+    ] {
+        assert!(figure(w, name)["value"].as_f64().unwrap() > 0.0, "{name}");
+    }
+}
+
+#[test]
 fn bench_compare_prints_both_values_and_the_change_of_two_bench_documents() {
     let dir = std::env::temp_dir().join(format!("kubeplane-bench-json-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

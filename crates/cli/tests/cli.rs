@@ -146,7 +146,7 @@ fn the_man_page_is_roff_with_a_section_per_subcommand() {
     assert!(page.contains("\\-\\-explain"));
 }
 
-const BENCHMARKS: [&str; 21] = [
+const BENCHMARKS: [&str; 22] = [
     "serve-api",
     "serve-api-durable",
     "serve-pods",
@@ -162,6 +162,7 @@ const BENCHMARKS: [&str; 21] = [
     "daemonset-5000",
     "deployment-scale",
     "jobs-1000",
+    "envelope",
     "preemption-basic",
     "preemption-basic-5000",
     "preemption-async",
