@@ -42,6 +42,9 @@ pub struct Scheduler {
     pub(crate) reuse_node_local: bool,
     /// The score table of the last cycle, kept so that the next one reuses its buffers.
     pub(crate) score_table: crate::framework::ScoreTable,
+    /// The last pod added to the queue: the next one, usually a replica of the same
+    /// workload, takes its parsed requests when its resource lists are the same.
+    last_added: Option<Arc<PodInfo>>,
     /// `0..n`, the places of all `n` nodes of the snapshot, kept between cycles.
     pub(crate) every_place: Vec<usize>,
     /// The API-call dispatcher, with `SchedulerAsyncAPICalls` (none: calls are made at once).
@@ -123,6 +126,7 @@ impl Scheduler {
             node_local: Default::default(),
             reuse_node_local: true,
             score_table: Default::default(),
+            last_added: None,
             every_place: Vec::new(),
             api_dispatcher: None,
             binding_cycles: FxHashMap::default(),
@@ -197,7 +201,10 @@ impl Scheduler {
                         now,
                     );
                 } else if self.responsible_for(pod) {
-                    self.queue.add(Arc::new(PodInfo::new(pod.clone())), now);
+                    let like = self.last_added.as_deref();
+                    let info = Arc::new(PodInfo::new_like(pod.clone(), like));
+                    self.last_added = Some(info.clone());
+                    self.queue.add(info, now);
                 }
             }
             EventType::Modified => {
