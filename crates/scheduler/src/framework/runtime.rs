@@ -643,20 +643,26 @@ fn normalize_and_weigh(
             ))
             .plugin(name));
         }
-        if let Some(&score) = column
-            .iter()
-            .find(|s| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*s))
-        {
+        // One pass for the range check and the totals (the totals do not matter on failure).
+        let valid = |score: i64| (MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score);
+        let mut all_valid = true;
+        let totals = table.totals.iter_mut().zip(column.iter());
+        if k == 0 {
+            totals.for_each(|(t, &score)| {
+                all_valid &= valid(score);
+                *t = score * weight;
+            });
+        } else {
+            totals.for_each(|(t, &score)| {
+                all_valid &= valid(score);
+                *t += score * weight;
+            });
+        }
+        if let Some(&score) = column.iter().find(|&&s| !all_valid && !valid(s)) {
             return Err(Status::error(format!(
                 "plugin {name:?} returns an invalid score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
             ))
             .plugin(name));
-        }
-        let totals = table.totals.iter_mut().zip(column.iter());
-        if k == 0 {
-            totals.for_each(|(t, &score)| *t = score * weight);
-        } else {
-            totals.for_each(|(t, &score)| *t += score * weight);
         }
     }
     Ok(())
@@ -745,6 +751,13 @@ fn score_reusing(
     let known = &reused.known[start..start + run.len()];
     let rows = &reused.rows[start..start + run.len()];
     let stride = reused.plugins.len();
+    if known.iter().all(|&k| k) {
+        // Every score known (the usual case): a plain gather from the rows.
+        for (cell, &row) in column.iter_mut().zip(rows) {
+            *cell = reused.scores[row * stride + m];
+        }
+        return Ok(());
+    }
     let mut j = 0;
     while j < run.len() {
         if known[j] {
@@ -963,6 +976,51 @@ mod tests {
         none.run_score_plugins_into(&CycleState::new(), &pod, &refs[..4], None, &mut kept)
             .unwrap();
         assert_eq!((kept.plugins.len(), kept.totals), (0, vec![0; 4]));
+    }
+
+    /// Scores every node `score`, except node 3, which scores `odd`.
+    struct Fixed(i64, i64);
+
+    impl Plugin for Fixed {
+        fn name(&self) -> &'static str {
+            "Fixed"
+        }
+        fn as_score(&self) -> Option<&dyn ScorePlugin> {
+            Some(self)
+        }
+    }
+
+    impl ScorePlugin for Fixed {
+        fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+            Ok(if index_of(node) == 3 { self.1 } else { self.0 })
+        }
+    }
+
+    #[test]
+    fn a_score_out_of_range_after_normalizing_is_an_error_naming_it() {
+        let mut fw = two(vec![], vec![]);
+        let pod = PodBuilder::new("p").info();
+        let nodes: Vec<NodeInfo> = (0..6)
+            .map(|i| NodeBuilder::new(&format!("n{i}")).info())
+            .collect();
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let mut table = ScoreTable::default();
+        for (odd, ok) in [(100, true), (0, true), (101, false), (-1, false)] {
+            fw.plugins.score.truncate(2);
+            fw.plugins
+                .score
+                .push((Arc::new(Fixed(50, odd)) as Arc<dyn Plugin>, 1));
+            let r = fw.run_score_plugins_into(&CycleState::new(), &pod, &refs, None, &mut table);
+            if ok {
+                assert!(r.is_ok(), "{odd}");
+                assert_eq!(table.totals[3], 9 + 2 * 21 + odd);
+            } else {
+                assert_eq!(
+                    r.unwrap_err().message(),
+                    format!("plugin \"Fixed\" returns an invalid score {odd}, it should in the range of [0, 100] after normalizing")
+                );
+            }
+        }
     }
 
     #[test]
