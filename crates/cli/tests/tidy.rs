@@ -155,8 +155,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "crates/scheduler/src/config.rs::build_profile",
     "crates/scheduler/src/config.rs::resolve",
     "crates/scheduler/src/framework/runtime.rs::run_pre_filter_plugins",
-    "crates/scheduler/src/framework/runtime.rs::run_score_plugins_reusing",
-    "crates/scheduler/src/framework/types.rs::new",
     "crates/scheduler/src/plugins/defaultpreemption/evaluator.rs::preempt",
     "crates/scheduler/src/plugins/interpodaffinity/scoring.rs::node_score",
     "crates/scheduler/src/plugins/podtopologyspread/mod.rs::validate_args",

@@ -54,8 +54,11 @@ pub struct NodeLocalMemo {
     entries: Vec<Entry>,
     /// The Score plugins whose raw scores `scores` holds, in order.
     score_plugins: Vec<&'static str>,
-    /// Per place, one raw score per plugin of `score_plugins`.
+    /// Per place, one raw score per plugin of `score_plugins` (lent to the cycle's
+    /// [`ReusedScores`] while it scores).
     scores: Vec<i64>,
+    /// The buffers of the last [`ReusedScores`] lent, kept for the next.
+    spare: ReusedScores,
     /// How many filter verdicts (one per node) and rows of raw scores were reused.
     pub filters_reused: u64,
     pub scores_reused: u64,
@@ -114,43 +117,50 @@ impl NodeLocalMemo {
     }
 
     /// What is known of the raw scores of the nodes at `places` (the list about to be
-    /// scored, `nodes` being the snapshot's node list).
+    /// scored, `nodes` being the snapshot's node list). The kept scores are lent, not copied:
+    /// node `j` of the list reads row `places[j]`. Hand them back with
+    /// [`Self::record_scores`], whatever the outcome of the cycle.
     pub fn reused_scores(&mut self, places: &[usize], nodes: &[Arc<NodeInfo>]) -> ReusedScores {
-        let stride = self.score_plugins.len();
-        let mut r = ReusedScores {
-            plugins: self.score_plugins.clone(),
-            known: vec![false; places.len()],
-            scores: vec![0; places.len() * stride],
-        };
-        for (j, &place) in places.iter().enumerate() {
-            if self.entry(place, &nodes[place]).is_some_and(|e| e.scored) {
-                r.known[j] = true;
-                self.scores_reused += 1;
-                r.scores[j * stride..(j + 1) * stride]
-                    .copy_from_slice(&self.scores[place * stride..(place + 1) * stride]);
-            }
-        }
+        let mut r = std::mem::take(&mut self.spare);
+        r.plugins.clone_from(&self.score_plugins);
+        r.rows.clear();
+        r.rows.extend_from_slice(places);
+        r.known.clear();
+        let mut reused = 0;
+        r.known.extend(places.iter().map(|&place| {
+            let known = self.entry(place, &nodes[place]).is_some_and(|e| e.scored);
+            reused += u64::from(known);
+            known
+        }));
+        self.scores_reused += reused;
+        r.scores = std::mem::take(&mut self.scores);
+        r.filled = false;
         r
     }
 
-    /// Keeps the raw scores of the nodes at `places` that `reused` knows.
-    pub fn record_scores(&mut self, places: &[usize], nodes: &[Arc<NodeInfo>], r: &ReusedScores) {
+    /// Takes back what [`Self::reused_scores`] lent for the nodes at `places`, and keeps the
+    /// raw scores the cycle filled in.
+    pub fn record_scores(
+        &mut self,
+        places: &[usize],
+        nodes: &[Arc<NodeInfo>],
+        mut r: ReusedScores,
+    ) {
         let stride = r.plugins.len();
         if r.plugins != self.score_plugins {
-            self.score_plugins = r.plugins.clone();
+            self.score_plugins.clone_from(&r.plugins);
             self.entries.iter_mut().for_each(|e| e.scored = false);
         }
+        self.scores = std::mem::take(&mut r.scores);
         self.scores.resize(self.entries.len() * stride, 0);
-        for (j, &place) in places.iter().enumerate() {
-            if !r.known.get(j).copied().unwrap_or(false) {
-                continue;
-            }
-            let node = &nodes[place];
-            match self.entry(place, node).map(|e| e.scored) {
-                // Reused in this cycle: the same scores are kept already.
-                Some(true) => continue,
-                Some(false) => {}
-                None => {
+        if r.filled {
+            for (j, &place) in places.iter().enumerate() {
+                // A known row was reused in this cycle: its scores are kept already.
+                if r.known.get(j).copied().unwrap_or(true) {
+                    continue;
+                }
+                let node = &nodes[place];
+                if self.entry(place, node).is_none() {
                     // Scored without a filter verdict kept (filters that are not node-local ran).
                     let Some(e) = self.entries.get_mut(place) else {
                         continue;
@@ -161,11 +171,10 @@ impl NodeLocalMemo {
                         scored: false,
                     };
                 }
+                self.entries[place].scored = true;
             }
-            self.entries[place].scored = true;
-            self.scores[place * stride..(place + 1) * stride]
-                .copy_from_slice(&r.scores[j * stride..(j + 1) * stride]);
         }
+        self.spare = r;
     }
 }
 
@@ -213,6 +222,31 @@ mod tests {
         assert!(!memo.passed(0, &s.node_infos[0]));
     }
 
+    /// What the scoring does with lent scores: the rows of the nodes not known are written
+    /// (`rows[j]` is node `j`'s scores).
+    fn score(r: &mut ReusedScores, plugins: &[&'static str], rows: &[&[i64]]) {
+        r.prepare(plugins, rows.len());
+        for (j, row) in rows.iter().enumerate() {
+            if !r.known[j] {
+                for (m, &v) in row.iter().enumerate() {
+                    r.set(j, m, v);
+                }
+            }
+        }
+        r.filled = true;
+    }
+
+    /// The known rows of raw scores of the nodes at `places`.
+    fn known(memo: &mut NodeLocalMemo, places: &[usize], s: &Snapshot) -> Vec<Option<Vec<i64>>> {
+        let r = memo.reused_scores(places, &s.node_infos);
+        let m = r.plugins.len();
+        let rows = (0..places.len())
+            .map(|j| r.known[j].then(|| (0..m).map(|k| r.get(j, k)).collect()))
+            .collect();
+        memo.record_scores(places, &s.node_infos, r);
+        rows
+    }
+
     #[test]
     fn raw_scores_are_kept_per_place_and_dropped_for_changed_nodes_or_other_plugins() {
         let mut s = snap(4);
@@ -220,36 +254,27 @@ mod tests {
         let mut memo = NodeLocalMemo::default();
         memo.begin(&pod, &s);
         let places = [2, 0, 3];
-        let r = memo.reused_scores(&places, &s.node_infos);
+        let mut r = memo.reused_scores(&places, &s.node_infos);
         assert_eq!(r.known, [false, false, false]);
-        let scored = ReusedScores {
-            plugins: vec!["A", "B"],
-            known: vec![true, true, true],
-            scores: vec![20, 21, 0, 1, 30, 31],
-        };
-        memo.record_scores(&places, &s.node_infos, &scored);
-        let r = memo.reused_scores(&[0, 1, 3], &s.node_infos);
-        assert_eq!(r.plugins, ["A", "B"]);
-        assert_eq!(r.known, [true, false, true]);
+        score(&mut r, &["A", "B"], &[&[20, 21], &[0, 1], &[30, 31]]);
+        memo.record_scores(&places, &s.node_infos, r);
         assert_eq!(
-            (&r.scores[..2], &r.scores[4..]),
-            (&[0, 1][..], &[30, 31][..])
+            known(&mut memo, &[0, 1, 3], &s),
+            [Some(vec![0, 1]), None, Some(vec![30, 31])]
         );
         assert_eq!(memo.scores_reused, 2);
+        // Scores not filled in (the cycle failed) are not kept.
+        let mut r = memo.reused_scores(&[1], &s.node_infos);
+        score(&mut r, &["A", "B"], &[&[10, 11]]);
+        r.filled = false;
+        memo.record_scores(&[1], &s.node_infos, r);
+        assert_eq!(known(&mut memo, &[1], &s), [None]);
         // Node 3 changes; another plugin list replaces what was kept.
         s.node_infos[3] = Arc::new((*s.node_infos[3]).clone());
-        let r = memo.reused_scores(&[3, 2], &s.node_infos);
-        assert_eq!(r.known, [false, true]);
-        let other = ReusedScores {
-            plugins: vec!["A"],
-            known: vec![true],
-            scores: vec![7],
-        };
-        memo.record_scores(&[1], &s.node_infos, &other);
-        let r = memo.reused_scores(&[1, 2], &s.node_infos);
-        assert_eq!(
-            (r.plugins, r.known, r.scores),
-            (vec!["A"], vec![true, false], vec![7, 0])
-        );
+        assert_eq!(known(&mut memo, &[3, 2], &s), [None, Some(vec![20, 21])]);
+        let mut r = memo.reused_scores(&[1], &s.node_infos);
+        score(&mut r, &["A"], &[&[7]]);
+        memo.record_scores(&[1], &s.node_infos, r);
+        assert_eq!(known(&mut memo, &[1, 2], &s), [Some(vec![7]), None]);
     }
 }

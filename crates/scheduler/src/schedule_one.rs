@@ -423,12 +423,24 @@ impl Scheduler {
                 .reused_scores(&feasible, &snapshot.node_infos)
         });
         state.node_places.clone_from(&feasible);
-        let scores = prioritize_nodes(fwk, state, pod, &nodes, snapshot, reused.as_mut());
+        let mut scores = std::mem::take(&mut self.score_table);
+        let scored = prioritize_nodes(
+            fwk,
+            state,
+            pod,
+            &nodes,
+            snapshot,
+            reused.as_mut(),
+            &mut scores,
+        );
         state.node_places.clear();
-        let scores = scores?;
-        if let Some(r) = &reused {
+        if let Some(r) = reused {
             self.node_local
                 .record_scores(&feasible, &snapshot.node_infos, r);
+        }
+        if let Err(e) = scored {
+            self.score_table = scores;
+            return Err(e);
         }
         let best = select_host(&scores.totals, &mut self.rng);
         let host = nodes[best].name.clone();
@@ -436,6 +448,8 @@ impl Scheduler {
             t.scored = fwk.has_score_plugins();
             t.scored_nodes = nodes.iter().map(|n| n.name.clone()).collect();
             t.scores = scores;
+        } else {
+            self.score_table = scores;
         }
         Ok(ScheduleResult {
             suggested_host: host,
@@ -481,7 +495,9 @@ impl Scheduler {
             }
         }
         let all = self.snapshot.num_nodes();
-        let candidates: Vec<usize> = match pre.result.as_ref().and_then(|r| r.node_names.as_ref()) {
+        let restricted = pre.result.as_ref().and_then(|r| r.node_names.as_ref());
+        let every = restricted.is_none();
+        let candidates: Vec<usize> = match restricted {
             Some(names) => {
                 let names_list: Vec<&str> = pre.restricting_plugins.iter().copied().collect();
                 diagnosis.absent_status = Some(Status::unresolvable(format!(
@@ -495,11 +511,22 @@ impl Scheduler {
                 idx.sort_unstable();
                 idx
             }
-            None => (0..all).collect(),
+            None => {
+                // Every place: the list is kept between cycles.
+                let mut every = std::mem::take(&mut self.every_place);
+                if every.len() != all {
+                    every.clear();
+                    every.extend(0..all);
+                }
+                every
+            }
         };
         let feasible =
-            self.find_nodes_that_pass_filters(fwk, state, pod, &candidates, &mut diagnosis)?;
-        Ok((feasible, diagnosis))
+            self.find_nodes_that_pass_filters(fwk, state, pod, &candidates, &mut diagnosis);
+        if every {
+            self.every_place = candidates;
+        }
+        Ok((feasible?, diagnosis))
     }
 
     fn find_nodes_that_pass_filters(
@@ -652,7 +679,8 @@ impl Scheduler {
     }
 }
 
-/// Runs PreScore and Score over the feasible nodes; without score plugins every node scores 1.
+/// Runs PreScore and Score over the feasible nodes into `table` (whose buffers are reused);
+/// without score plugins every node scores 1.
 pub fn prioritize_nodes(
     fwk: &Framework,
     state: &mut CycleState,
@@ -660,15 +688,20 @@ pub fn prioritize_nodes(
     nodes: &[&NodeInfo],
     snapshot: &crate::cache::Snapshot,
     reused: Option<&mut crate::framework::ReusedScores>,
-) -> Result<ScoreTable, ScheduleError> {
+    table: &mut ScoreTable,
+) -> Result<(), ScheduleError> {
     if !fwk.has_score_plugins() {
-        return Ok(ScoreTable::uniform(nodes.len()));
+        table.plugins.clear();
+        table.scores.clear();
+        table.totals.clear();
+        table.totals.resize(nodes.len(), 1);
+        return Ok(());
     }
     let s = fwk.run_pre_score_plugins(state, pod, nodes, snapshot);
     if !s.is_success() {
         return Err(ScheduleError::Internal(s));
     }
-    fwk.run_score_plugins_reusing(state, pod, nodes, reused)
+    fwk.run_score_plugins_into(state, pod, nodes, reused, table)
         .map_err(ScheduleError::Internal)
 }
 

@@ -40,6 +40,13 @@ pub struct Scheduler {
     pub(crate) node_local: crate::node_local::NodeLocalMemo,
     /// Whether `node_local` is used (tests compare with and without it).
     pub(crate) reuse_node_local: bool,
+    /// The score table of the last cycle, kept so that the next one reuses its buffers.
+    pub(crate) score_table: crate::framework::ScoreTable,
+    /// The last pod added to the queue: the next one, usually a replica of the same
+    /// workload, takes its parsed requests when its resource lists are the same.
+    last_added: Option<Arc<PodInfo>>,
+    /// `0..n`, the places of all `n` nodes of the snapshot, kept between cycles.
+    pub(crate) every_place: Vec<usize>,
     /// The API-call dispatcher, with `SchedulerAsyncAPICalls` (none: calls are made at once).
     pub(crate) api_dispatcher: Option<crate::api_dispatcher::ApiDispatcher>,
     /// Binding cycles waiting for their queued binding call, by pod UID.
@@ -118,6 +125,9 @@ impl Scheduler {
             source: crate::DEFAULT_SCHEDULER_NAME,
             node_local: Default::default(),
             reuse_node_local: true,
+            score_table: Default::default(),
+            last_added: None,
+            every_place: Vec::new(),
             api_dispatcher: None,
             binding_cycles: FxHashMap::default(),
             keeps_nomination_on_failure: false,
@@ -191,7 +201,10 @@ impl Scheduler {
                         now,
                     );
                 } else if self.responsible_for(pod) {
-                    self.queue.add(Arc::new(PodInfo::new(pod.clone())), now);
+                    let like = self.last_added.as_deref();
+                    let info = Arc::new(PodInfo::new_like(pod.clone(), like));
+                    self.last_added = Some(info.clone());
+                    self.queue.add(info, now);
                 }
             }
             EventType::Modified => {

@@ -258,7 +258,8 @@ pub trait ScorePlugin: Send + Sync {
         false
     }
     /// The raw scores of a run of nodes: `nodes` are the nodes `first..first + nodes.len()` of
-    /// the list PreScore saw, `out` has a cell per node. The same results as [`Self::score`]
+    /// the list PreScore saw, `out` has a cell per node, and every cell must be written (on
+    /// success): it holds a score of an earlier cycle, the table being kept. The same results as [`Self::score`]
     /// per node (the default does just that); a plugin overrides it to read its cycle state
     /// once per run, or to use what PreScore computed per node. On failure: the position in
     /// `nodes` of the first node that failed, and its status.

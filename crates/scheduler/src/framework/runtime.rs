@@ -369,149 +369,66 @@ impl Framework {
         pod: &PodInfo,
         nodes: &[&NodeInfo],
     ) -> Result<ScoreTable, Status> {
-        self.run_score_plugins_reusing(state, pod, nodes, None)
+        let mut table = ScoreTable::default();
+        self.run_score_plugins_into(state, pod, nodes, None, &mut table)?;
+        Ok(table)
     }
 
-    /// [`Self::run_score_plugins`], taking the raw scores of node-local plugins
-    /// ([`ScorePlugin::node_local`]) from `reused` where it knows them, and filling in the
-    /// rest of it (when every score succeeded).
-    pub fn run_score_plugins_reusing(
+    /// [`Self::run_score_plugins`] into `table`, whose buffers are reused (the scheduler keeps
+    /// one table between cycles: a table of the same size is overwritten, not cleared
+    /// first). The raw scores of node-local plugins ([`ScorePlugin::node_local`]) are taken
+    /// from `reused` where it knows them, and the others written into it (when every score
+    /// succeeded). On failure the table's contents are unspecified.
+    pub fn run_score_plugins_into(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&NodeInfo],
         mut reused: Option<&mut ReusedScores>,
-    ) -> Result<ScoreTable, Status> {
-        let active: Vec<(&Arc<dyn Plugin>, &dyn ScorePlugin, i64)> = self
+        table: &mut ScoreTable,
+    ) -> Result<(), Status> {
+        let active: Vec<ActiveScore<'_>> = self
             .plugins
             .score
             .iter()
             .filter(|(p, _)| !state.skip_score_plugins.contains(p.name()))
-            .filter_map(|(p, w)| p.as_score().map(|s| (p, s, *w)))
+            .filter_map(|(p, w)| p.as_score().map(|s| (p.name(), s, *w)))
             .collect();
         let n = nodes.len();
-        let k_plugins = active.len();
         // Per active plugin: its column in `reused`, if it is node-local.
-        let mut slots: Vec<Option<usize>> = vec![None; k_plugins];
-        if let Some(r) = reused.as_deref_mut() {
-            let mut local = Vec::new();
-            for (k, (p, sp, _)) in active.iter().enumerate() {
-                if sp.node_local() {
-                    slots[k] = Some(local.len());
-                    local.push(p.name());
-                }
-            }
-            if r.plugins != local || r.known.len() != n {
-                r.scores = vec![0; n * local.len()];
-                r.known = vec![false; n];
-                r.plugins = local;
+        let mut slots: Vec<Option<usize>> = Vec::with_capacity(active.len());
+        let mut local: Vec<&'static str> = Vec::new();
+        for (name, sp, _) in &active {
+            slots.push(sp.node_local().then_some(local.len()));
+            if sp.node_local() {
+                local.push(name);
             }
         }
-        let reused_ro = reused.as_deref();
-        let mut table = ScoreTable {
-            plugins: active.iter().map(|(p, _, _)| p.name()).collect(),
-            scores: vec![0; k_plugins * n],
-            totals: vec![0; n],
+        if let Some(r) = reused.as_deref_mut() {
+            r.prepare(&local, n);
+        }
+        table.plugins.clear();
+        table
+            .plugins
+            .extend(active.iter().map(|(name, _, _)| *name));
+        // Every cell is written by the raw scores below (by `score_nodes`, which writes every
+        // cell of its output, or from `reused`).
+        table.scores.resize(active.len() * n, 0);
+        let run = ScoreRun {
+            active: &active,
+            slots: &slots,
+            reused: reused.as_deref(),
+            state,
+            pod,
+            nodes,
         };
-        // Raw scores, plugin-major like the table, computed in parallel over chunks of nodes
-        // (upstream scores nodes in parallel too); every cell is written by exactly one task,
-        // so the result does not depend on scheduling. A failure is reported for the first
-        // failing node, and for that node the first failing plugin, as a node-by-node pass
-        // would.
-        let score_run = |start: usize, out: &mut [i64]| -> Option<(usize, Status)> {
-            let len = out.len() / k_plugins.max(1);
-            let run = &nodes[start..start + len];
-            let mut first_err: Option<(usize, Status)> = None;
-            for (k, (p, sp, _)) in active.iter().enumerate() {
-                let column = &mut out[k * len..(k + 1) * len];
-                let result = match (slots[k], reused_ro) {
-                    (Some(m), Some(r)) => {
-                        score_reusing(*sp, state, pod, run, start, column, (r, m))
-                    }
-                    _ => sp.score_nodes(state, pod, run, start, column),
-                };
-                if let Err((i, s)) = result {
-                    if first_err.as_ref().is_none_or(|(j, _)| start + i < *j) {
-                        let msg = format!("running Score plugin {:?}: {}", p.name(), s.message());
-                        first_err = Some((start + i, Status::error(msg).plugin(p.name())));
-                    }
-                }
-            }
-            first_err
-        };
-        let first_error = if k_plugins == 0 {
-            None
-        } else if use_parallel(n) {
-            let chunk_nodes =
-                PARALLEL_CHUNK_NODES.max(n.div_ceil(rayon::current_num_threads() * 2));
-            // Per chunk: its first node, its scores (plugin-major) and its first failure.
-            type Chunk = (usize, Vec<i64>, Option<(usize, Status)>);
-            let chunks: Vec<Chunk> = (0..n.div_ceil(chunk_nodes))
-                .into_par_iter()
-                .map(|c| {
-                    let start = c * chunk_nodes;
-                    let len = chunk_nodes.min(n - start);
-                    let mut out = vec![0i64; k_plugins * len];
-                    let err = score_run(start, &mut out);
-                    (start, out, err)
-                })
-                .collect();
-            let mut first_error: Option<(usize, Status)> = None;
-            for (start, out, err) in chunks {
-                let len = out.len() / k_plugins;
-                for k in 0..k_plugins {
-                    table.scores[k * n + start..k * n + start + len]
-                        .copy_from_slice(&out[k * len..(k + 1) * len]);
-                }
-                if let Some((i, s)) = err {
-                    if first_error.as_ref().is_none_or(|(j, _)| i < *j) {
-                        first_error = Some((i, s));
-                    }
-                }
-            }
-            first_error
-        } else {
-            score_run(0, &mut table.scores)
-        };
-        if let Some((_, status)) = first_error {
+        if let Some((_, status)) = run.all(&mut table.scores) {
             return Err(status);
         }
         if let Some(r) = reused {
-            let m_plugins = r.plugins.len();
-            for (k, slot) in slots.iter().enumerate() {
-                let Some(m) = *slot else { continue };
-                for i in (0..n).filter(|&i| !r.known[i]) {
-                    r.scores[i * m_plugins + m] = table.scores[k * n + i];
-                }
-            }
-            r.known.iter_mut().for_each(|k| *k = true);
+            r.fill(&slots, &table.scores);
         }
-        for (k, (p, sp, weight)) in active.into_iter().enumerate() {
-            let column = &mut table.scores[k * n..(k + 1) * n];
-            let s = sp.normalize_score(state, pod, column);
-            if !s.is_success() {
-                return Err(Status::error(format!(
-                    "running Normalize on Score plugins: plugin {:?} failed with: {}",
-                    p.name(),
-                    s.message()
-                ))
-                .plugin(p.name()));
-            }
-            for (i, &score) in column.iter().enumerate() {
-                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
-                    return Err(Status::error(format!(
-                        "plugin {:?} returns an invalid score {}, it should in the range of [{}, {}] after normalizing",
-                        p.name(),
-                        score,
-                        MIN_NODE_SCORE,
-                        MAX_NODE_SCORE
-                    ))
-                    .plugin(p.name()));
-                }
-                table.totals[i] += score * weight;
-            }
-        }
-        Ok(table)
+        normalize_and_weigh(&active, state, pod, n, table)
     }
 
     /// Reserve in order; the first failure stops.
@@ -629,17 +546,194 @@ pub fn bind_plugin_failure(plugin: &'static str, message: &str) -> Status {
     Status::error(format!("running Bind plugin {plugin:?}: {message}")).plugin(plugin)
 }
 
+/// An active Score plugin: its name, the plugin and its weight.
+type ActiveScore<'a> = (&'static str, &'a dyn ScorePlugin, i64);
+
+/// What one pass of raw scores over the nodes reads.
+struct ScoreRun<'a> {
+    active: &'a [ActiveScore<'a>],
+    /// Per active plugin: its column in `reused`, if it is node-local.
+    slots: &'a [Option<usize>],
+    reused: Option<&'a ReusedScores>,
+    state: &'a CycleState,
+    pod: &'a PodInfo,
+    nodes: &'a [&'a NodeInfo],
+}
+
+impl ScoreRun<'_> {
+    /// The raw scores of the nodes `start..start + len` into `columns` (one per active plugin,
+    /// `len` cells each). A failure is reported for the first failing node, and for that node
+    /// the first failing plugin, as a node-by-node pass would.
+    fn run(&self, start: usize, columns: &mut [&mut [i64]]) -> Option<(usize, Status)> {
+        let mut first_err: Option<(usize, Status)> = None;
+        for (k, column) in columns.iter_mut().enumerate() {
+            let (name, sp, _) = self.active[k];
+            let run = &self.nodes[start..start + column.len()];
+            let result = match (self.slots[k], self.reused) {
+                (Some(m), Some(r)) => {
+                    score_reusing(sp, self.state, self.pod, run, start, column, (r, m))
+                }
+                _ => sp.score_nodes(self.state, self.pod, run, start, column),
+            };
+            if let Err((i, s)) = result {
+                if first_err.as_ref().is_none_or(|(j, _)| start + i < *j) {
+                    let msg = format!("running Score plugin {name:?}: {}", s.message());
+                    first_err = Some((start + i, Status::error(msg).plugin(name)));
+                }
+            }
+        }
+        first_err
+    }
+
+    /// All raw scores into `scores` (plugin-major, a column of `nodes.len()` cells per active
+    /// plugin), computed in parallel over chunks of nodes when there are many (upstream scores
+    /// nodes in parallel too). Every cell is written by exactly one task, in place, so the
+    /// result does not depend on scheduling; of several failures the earliest node's wins.
+    fn all(&self, scores: &mut [i64]) -> Option<(usize, Status)> {
+        let n = self.nodes.len();
+        let k_plugins = self.active.len();
+        if k_plugins == 0 || n == 0 {
+            return None;
+        }
+        if !use_parallel(n) {
+            let mut columns: Vec<&mut [i64]> = scores.chunks_mut(n).collect();
+            return self.run(0, &mut columns);
+        }
+        let chunk_nodes = PARALLEL_CHUNK_NODES.max(n.div_ceil(rayon::current_num_threads() * 2));
+        // Per chunk of nodes: its part of every plugin's column.
+        let mut chunks: Vec<Vec<&mut [i64]>> = (0..n.div_ceil(chunk_nodes))
+            .map(|_| Vec::with_capacity(k_plugins))
+            .collect();
+        for column in scores.chunks_mut(n) {
+            for (c, part) in column.chunks_mut(chunk_nodes).enumerate() {
+                chunks[c].push(part);
+            }
+        }
+        chunks
+            .into_par_iter()
+            .enumerate()
+            .filter_map(|(c, mut columns)| self.run(c * chunk_nodes, &mut columns))
+            .min_by_key(|(i, _)| *i)
+    }
+}
+
+/// NormalizeScore of every active plugin's column of `table.scores` (`n` nodes), the range
+/// check, and the weighted totals.
+fn normalize_and_weigh(
+    active: &[ActiveScore<'_>],
+    state: &CycleState,
+    pod: &PodInfo,
+    n: usize,
+    table: &mut ScoreTable,
+) -> Result<(), Status> {
+    // The first plugin's weighted scores are assigned, the others' added: the kept buffer
+    // is not cleared first.
+    table.totals.truncate(n);
+    if active.is_empty() {
+        table.totals.clear();
+    }
+    table.totals.resize(n, 0);
+    for (k, &(name, sp, weight)) in active.iter().enumerate() {
+        let column = &mut table.scores[k * n..(k + 1) * n];
+        let s = sp.normalize_score(state, pod, column);
+        if !s.is_success() {
+            return Err(Status::error(format!(
+                "running Normalize on Score plugins: plugin {name:?} failed with: {}",
+                s.message()
+            ))
+            .plugin(name));
+        }
+        // One pass for the range check and the totals (the totals do not matter on failure).
+        let valid = |score: i64| (MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score);
+        let mut all_valid = true;
+        let totals = table.totals.iter_mut().zip(column.iter());
+        if k == 0 {
+            totals.for_each(|(t, &score)| {
+                all_valid &= valid(score);
+                *t = score * weight;
+            });
+        } else {
+            totals.for_each(|(t, &score)| {
+                all_valid &= valid(score);
+                *t += score * weight;
+            });
+        }
+        if let Some(&score) = column.iter().find(|&&s| !all_valid && !valid(s)) {
+            return Err(Status::error(format!(
+                "plugin {name:?} returns an invalid score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+            ))
+            .plugin(name));
+        }
+    }
+    Ok(())
+}
+
 /// Raw scores of the node-local Score plugins ([`ScorePlugin::node_local`]) for a list of
-/// nodes, known from earlier cycles or filled in by
-/// [`Framework::run_score_plugins_reusing`].
+/// nodes, known from earlier cycles or filled in by [`Framework::run_score_plugins_into`].
+/// The rows are read where they are kept: node `i` of the list has its row `rows[i]` of
+/// `scores` (the node-local memo lends its per-place table, rows being the places).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReusedScores {
     /// The node-local plugins that scored, in the profile's order.
     pub plugins: Vec<&'static str>,
     /// Per node: whether its row of `scores` is known.
     pub known: Vec<bool>,
-    /// Per node, one raw score per plugin of `plugins`.
+    /// Per node: its row in `scores`.
+    pub rows: Vec<usize>,
+    /// Rows of raw scores, one per plugin of `plugins`.
     pub scores: Vec<i64>,
+    /// Set when the raw scores of every node not `known` were written into its row.
+    pub filled: bool,
+}
+
+impl ReusedScores {
+    /// Readies `self` for a list of `n` nodes scored by the node-local plugins `local`: when
+    /// those differ from `plugins`, or `n` from the length of `known`, nothing is known any
+    /// more (rows are kept when there is one per node, else they become `0..n`).
+    pub fn prepare(&mut self, local: &[&'static str], n: usize) {
+        if self.plugins != local || self.known.len() != n {
+            self.plugins.clear();
+            self.plugins.extend_from_slice(local);
+            self.known.clear();
+            self.known.resize(n, false);
+            if self.rows.len() != n {
+                self.rows.clear();
+                self.rows.extend(0..n);
+            }
+            let rows = self.rows.iter().max().map_or(0, |&r| r + 1);
+            self.scores.clear();
+            self.scores.resize(rows * local.len(), 0);
+        }
+        self.filled = false;
+    }
+
+    /// The raw score of plugin `m` (of `plugins`) of node `i`.
+    pub fn get(&self, i: usize, m: usize) -> i64 {
+        self.scores[self.rows[i] * self.plugins.len() + m]
+    }
+
+    /// Sets the raw score of plugin `m` of node `i`.
+    pub fn set(&mut self, i: usize, m: usize, score: i64) {
+        let stride = self.plugins.len();
+        self.scores[self.rows[i] * stride + m] = score;
+    }
+
+    /// Writes the raw scores of the nodes not known from `scores` (plugin-major, a column per
+    /// active plugin; `slots` give each active plugin's column here, if it is node-local).
+    fn fill(&mut self, slots: &[Option<usize>], scores: &[i64]) {
+        let n = self.known.len();
+        for i in 0..n {
+            if self.known[i] {
+                continue;
+            }
+            for (k, slot) in slots.iter().enumerate() {
+                if let Some(m) = *slot {
+                    self.set(i, m, scores[k * n + i]);
+                }
+            }
+        }
+        self.filled = true;
+    }
 }
 
 /// One node-local plugin's raw scores of a run of nodes: the known ones from `reused` (its
@@ -654,16 +748,24 @@ fn score_reusing(
     column: &mut [i64],
     (reused, m): (&ReusedScores, usize),
 ) -> Result<(), (usize, Status)> {
+    let known = &reused.known[start..start + run.len()];
+    let rows = &reused.rows[start..start + run.len()];
     let stride = reused.plugins.len();
-    let known = |j: usize| reused.known[start + j];
+    if known.iter().all(|&k| k) {
+        // Every score known (the usual case): a plain gather from the rows.
+        for (cell, &row) in column.iter_mut().zip(rows) {
+            *cell = reused.scores[row * stride + m];
+        }
+        return Ok(());
+    }
     let mut j = 0;
     while j < run.len() {
-        if known(j) {
-            column[j] = reused.scores[(start + j) * stride + m];
+        if known[j] {
+            column[j] = reused.scores[rows[j] * stride + m];
             j += 1;
             continue;
         }
-        let end = (j..run.len()).find(|&k| known(k)).unwrap_or(run.len());
+        let end = (j..run.len()).find(|&k| known[k]).unwrap_or(run.len());
         sp.score_nodes(state, pod, &run[j..end], start + j, &mut column[j..end])
             .map_err(|(i, s)| (j + i, s))?;
         j = end;
@@ -692,185 +794,12 @@ pub fn run_filters(
     Status::success()
 }
 
-/// Per node name, the status with which it failed filtering. A hash map: thousands of nodes
-/// are inserted per cycle; every reader either looks nodes up or sorts what it reports.
-pub type NodeToStatus = std::collections::HashMap<String, Status>;
+/// Per node name, the status with which it failed filtering. A hash map with the Fx hasher
+/// (the names are those of the cluster's Node objects, which only privileged clients create;
+/// SipHash cost more than the rest of an insert): thousands of nodes are inserted per cycle when a pod fits few of them;
+/// every reader either looks nodes up or sorts or counts what it reports, so the map's order
+/// shows nowhere.
+pub type NodeToStatus = rustc_hash::FxHashMap<String, Status>;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plugins::testing::{NodeBuilder, PodBuilder, PodBuilderExt};
-
-    /// Scores node `i` (by its name's number) as `i * factor`, failing on the nodes listed.
-    struct Numbered {
-        name: &'static str,
-        factor: i64,
-        fail_on: Vec<usize>,
-    }
-
-    /// [`Numbered`], declared node-local.
-    struct Local(Numbered);
-
-    impl Plugin for Local {
-        fn name(&self) -> &'static str {
-            self.0.name
-        }
-        fn as_score(&self) -> Option<&dyn ScorePlugin> {
-            Some(self)
-        }
-    }
-
-    impl ScorePlugin for Local {
-        fn score(&self, s: &CycleState, p: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-            self.0.score(s, p, node)
-        }
-        fn node_local(&self) -> bool {
-            true
-        }
-    }
-
-    fn index_of(node: &NodeInfo) -> usize {
-        node.name.trim_start_matches("n").parse().unwrap()
-    }
-
-    impl Plugin for Numbered {
-        fn name(&self) -> &'static str {
-            self.name
-        }
-        fn as_score(&self) -> Option<&dyn ScorePlugin> {
-            Some(self)
-        }
-    }
-
-    impl ScorePlugin for Numbered {
-        fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-            let i = index_of(node);
-            if self.fail_on.contains(&i) {
-                return Err(Status::error(format!("node {i}")));
-            }
-            Ok((i as i64 * self.factor) % 101)
-        }
-    }
-
-    fn framework(plugins: Vec<Numbered>) -> Framework {
-        let mut set = PluginSet::default();
-        for (k, p) in plugins.into_iter().enumerate() {
-            set.score
-                .push((Arc::new(p) as Arc<dyn Plugin>, k as i64 + 1));
-        }
-        Framework {
-            profile_name: "default-scheduler".into(),
-            plugins: set,
-            all_plugins: Vec::new(),
-            percentage_of_nodes_to_score: None,
-        }
-    }
-
-    fn run(fw: &Framework, n: usize) -> Result<ScoreTable, Status> {
-        let nodes: Vec<NodeInfo> = (0..n)
-            .map(|i| NodeBuilder::new(&format!("n{i}")).info())
-            .collect();
-        let refs: Vec<&NodeInfo> = nodes.iter().collect();
-        let pod = PodBuilder::new("p").info();
-        fw.run_score_plugins(&CycleState::new(), &pod, &refs)
-    }
-
-    fn two(fail_a: Vec<usize>, fail_b: Vec<usize>) -> Framework {
-        framework(vec![
-            Numbered {
-                name: "A",
-                factor: 3,
-                fail_on: fail_a,
-            },
-            Numbered {
-                name: "B",
-                factor: 7,
-                fail_on: fail_b,
-            },
-        ])
-    }
-
-    #[test]
-    fn known_raw_scores_of_node_local_plugins_are_taken_and_the_rest_filled_in() {
-        let numbered = |name, factor| Numbered {
-            name,
-            factor,
-            fail_on: vec![],
-        };
-        let mut set = PluginSet::default();
-        set.score
-            .push((Arc::new(Local(numbered("L", 3))) as Arc<dyn Plugin>, 1));
-        set.score
-            .push((Arc::new(numbered("N", 7)) as Arc<dyn Plugin>, 2));
-        let fw = Framework {
-            profile_name: "default-scheduler".into(),
-            plugins: set,
-            all_plugins: Vec::new(),
-            percentage_of_nodes_to_score: None,
-        };
-        for n in [6, PARALLEL_MIN_NODES + 37] {
-            let nodes: Vec<NodeInfo> = (0..n)
-                .map(|i| NodeBuilder::new(&format!("n{i}")).info())
-                .collect();
-            let refs: Vec<&NodeInfo> = nodes.iter().collect();
-            let pod = PodBuilder::new("p").info();
-            let state = CycleState::new();
-            let plain = fw.run_score_plugins(&state, &pod, &refs).unwrap();
-            // Nothing known: the same table, and every row filled in.
-            let mut r = ReusedScores::default();
-            let t = fw
-                .run_score_plugins_reusing(&state, &pod, &refs, Some(&mut r))
-                .unwrap();
-            assert_eq!(t, plain);
-            assert_eq!(r.plugins, ["L"]);
-            assert!(r.known.iter().all(|&k| k));
-            assert_eq!(r.scores, plain.scores[..n]);
-            // Node 1's raw score said to be 50: taken as it is (only L is node-local).
-            r.known = vec![false; n];
-            r.known[1] = true;
-            r.scores[1] = 50;
-            let t = fw
-                .run_score_plugins_reusing(&state, &pod, &refs, Some(&mut r))
-                .unwrap();
-            assert_eq!(t.scores[1], 50);
-            assert_eq!(t.scores[n + 1], plain.scores[n + 1]);
-            assert_eq!(t.totals[1], 50 + 2 * plain.scores[n + 1]);
-            for i in (0..n).filter(|&i| i != 1) {
-                assert_eq!(t.totals[i], plain.totals[i], "node {i}");
-            }
-        }
-    }
-
-    #[test]
-    fn scores_are_plugin_major_and_weighted() {
-        for n in [5, PARALLEL_MIN_NODES + 37] {
-            let table = run(&two(vec![], vec![]), n).unwrap();
-            assert_eq!(table.plugins, vec!["A", "B"]);
-            for i in 0..n {
-                let (a, b) = ((i as i64 * 3) % 101, (i as i64 * 7) % 101);
-                assert_eq!(table.scores[i], a, "A of node {i}");
-                assert_eq!(table.scores[n + i], b, "B of node {i}");
-                assert_eq!(table.totals[i], a + 2 * b, "total of node {i}");
-            }
-        }
-    }
-
-    #[test]
-    fn the_first_failing_node_is_reported_then_the_first_plugin() {
-        for n in [10, PARALLEL_MIN_NODES + 37] {
-            // B fails on an earlier node than A: B's failure is reported.
-            let err = run(&two(vec![7, 9], vec![4, 8]), n).unwrap_err();
-            assert_eq!(err.message(), "running Score plugin \"B\": node 4");
-            // The failing nodes of a plugin need not be listed in order.
-            let err = run(&two(vec![6], vec![6, 2]), n).unwrap_err();
-            assert_eq!(err.message(), "running Score plugin \"B\": node 2");
-            // Both fail on the same node first: the first plugin wins.
-            let err = run(&two(vec![3], vec![3]), n).unwrap_err();
-            assert_eq!(err.message(), "running Score plugin \"A\": node 3");
-        }
-        // A failure in a later chunk of a parallel pass loses to an earlier one.
-        let n = PARALLEL_MIN_NODES + 37;
-        let err = run(&two(vec![n - 1], vec![n - 2, 1]), n).unwrap_err();
-        assert_eq!(err.message(), "running Score plugin \"B\": node 1");
-    }
-}
+mod tests;

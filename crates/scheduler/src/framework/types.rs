@@ -60,6 +60,46 @@ pub struct PodInfo {
     pub affinity_terms: Option<Arc<PodAffinityTerms>>,
 }
 
+/// Whether two specs have the same containers, init containers, overhead and pod-level
+/// resources: everything a pod's requests and host ports are derived from.
+fn same_resource_lists(a: &PodSpec, b: &PodSpec) -> bool {
+    a.containers == b.containers
+        && a.init_containers == b.init_containers
+        && a.overhead == b.overhead
+        && a.resources == b.resources
+}
+
+/// The host ports a pod's containers ask for. Ports of regular init containers are released
+/// before the app containers start; only sidecars (restartable init containers) keep theirs.
+fn host_ports(spec: &PodSpec) -> Vec<HostPort> {
+    let mut host_ports = Vec::new();
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    for c in sidecars.chain(spec.containers.iter()) {
+        for p in c.ports.iter().flatten() {
+            if let Some(hp) = p.host_port.filter(|&hp| hp > 0) {
+                host_ports.push(HostPort {
+                    ip: p
+                        .host_ip
+                        .clone()
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or_else(|| HostPort::WILDCARD_IP.to_string()),
+                    protocol: p
+                        .protocol
+                        .clone()
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or_else(|| "TCP".to_string()),
+                    port: hp,
+                });
+            }
+        }
+    }
+    host_ports
+}
+
 fn spec_of(pod: &Pod) -> &PodSpec {
     static EMPTY: std::sync::OnceLock<PodSpec> = std::sync::OnceLock::new();
     pod.spec
@@ -71,36 +111,25 @@ impl PodInfo {
     /// Precomputes a pod's data. Quantities were validated when the pod entered the store; one
     /// that still fails to parse counts as zero.
     pub fn new(pod: Arc<Pod>) -> PodInfo {
+        PodInfo::with_requests(pod, None)
+    }
+
+    /// [`Self::new`] for a pod that may have the resource lists of `like`'s (the replicas of
+    /// a workload arrive one after another): its requests, most of the cost of `new`, are
+    /// then taken from `like` instead of parsed again.
+    pub fn new_like(pod: Arc<Pod>, like: Option<&PodInfo>) -> PodInfo {
+        let requests = like
+            .filter(|l| same_resource_lists(l.spec(), spec_of(&pod)))
+            .map(|l| (l.requests.clone(), l.non_zero_requests.clone()));
+        PodInfo::with_requests(pod, requests)
+    }
+
+    /// [`Self::new`] with the pod's requests and non-zero requests, when they are known.
+    fn with_requests(pod: Arc<Pod>, requests: Option<(Resources, Resources)>) -> PodInfo {
         let spec = spec_of(&pod);
-        let (requests, non_zero_requests) =
-            resources::pod_requests_and_non_zero(spec).unwrap_or_default();
-        let mut host_ports = Vec::new();
-        // Ports of regular init containers are released before the app containers start;
-        // only sidecars (restartable init containers) keep theirs.
-        let sidecars = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .filter(|c| c.restart_policy.as_deref() == Some("Always"));
-        for c in sidecars.chain(spec.containers.iter()) {
-            for p in c.ports.iter().flatten() {
-                if let Some(hp) = p.host_port.filter(|&hp| hp > 0) {
-                    host_ports.push(HostPort {
-                        ip: p
-                            .host_ip
-                            .clone()
-                            .filter(|s| !s.is_empty())
-                            .unwrap_or_else(|| HostPort::WILDCARD_IP.to_string()),
-                        protocol: p
-                            .protocol
-                            .clone()
-                            .filter(|s| !s.is_empty())
-                            .unwrap_or_else(|| "TCP".to_string()),
-                        port: hp,
-                    });
-                }
-            }
-        }
+        let (requests, non_zero_requests) = requests
+            .unwrap_or_else(|| resources::pod_requests_and_non_zero(spec).unwrap_or_default());
+        let host_ports = host_ports(spec);
         let affinity = spec.affinity.as_ref();
         let pa = affinity.and_then(|a| a.pod_affinity.as_ref());
         let paa = affinity.and_then(|a| a.pod_anti_affinity.as_ref());
@@ -149,10 +178,7 @@ impl PodInfo {
     /// changed (a binding or a status change), so watch events do not re-parse quantities.
     pub fn updated(&self, pod: Arc<Pod>) -> PodInfo {
         let (a, b) = (self.spec(), spec_of(&pod));
-        let same = a.containers == b.containers
-            && a.init_containers == b.init_containers
-            && a.overhead == b.overhead
-            && a.resources == b.resources
+        let same = same_resource_lists(a, b)
             && a.priority == b.priority
             && a.affinity == b.affinity
             && self.pod.metadata.uid == pod.metadata.uid;
@@ -401,5 +427,40 @@ impl QueuedPodInfo {
 
     pub fn gated(&self) -> bool {
         self.gating_plugin.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testing::PodBuilder;
+
+    #[test]
+    fn a_pod_like_another_takes_its_requests_only_when_its_resource_lists_are_the_same() {
+        let web = |name: &str, cpu: &str| {
+            Arc::new(
+                PodBuilder::new(name)
+                    .req(&[("cpu", cpu), ("memory", "1Gi")])
+                    .host_port("", "TCP", 8080)
+                    .obj(),
+            )
+        };
+        let first = PodInfo::new(web("web-1", "2"));
+        // A replica: the same derived data as parsing it afresh.
+        let replica = PodInfo::new_like(web("web-2", "2"), Some(&first));
+        let fresh = PodInfo::new(web("web-2", "2"));
+        assert_eq!(
+            (&replica.requests, &replica.non_zero_requests, &replica.name),
+            (&fresh.requests, &fresh.non_zero_requests, &fresh.name)
+        );
+        assert_eq!(replica.host_ports, fresh.host_ports);
+        // Other requests are parsed, not taken.
+        let bigger = PodInfo::new_like(web("big", "3"), Some(&first));
+        assert_eq!(bigger.requests.milli_cpu, 3000);
+        assert_eq!(first.requests.milli_cpu, 2000);
+        assert_eq!(
+            PodInfo::new_like(web("w", "1"), None).requests.milli_cpu,
+            1000
+        );
     }
 }

@@ -1,0 +1,254 @@
+//! Tests of the framework runner: scoring, its reuse of raw scores and its errors.
+
+use super::*;
+use crate::plugins::testing::{NodeBuilder, PodBuilder, PodBuilderExt};
+
+/// Scores node `i` (by its name's number) as `i * factor`, failing on the nodes listed.
+struct Numbered {
+    name: &'static str,
+    factor: i64,
+    fail_on: Vec<usize>,
+}
+
+/// [`Numbered`], declared node-local.
+struct Local(Numbered);
+
+impl Plugin for Local {
+    fn name(&self) -> &'static str {
+        self.0.name
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl ScorePlugin for Local {
+    fn score(&self, s: &CycleState, p: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        self.0.score(s, p, node)
+    }
+    fn node_local(&self) -> bool {
+        true
+    }
+}
+
+fn index_of(node: &NodeInfo) -> usize {
+    node.name.trim_start_matches("n").parse().unwrap()
+}
+
+impl Plugin for Numbered {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl ScorePlugin for Numbered {
+    fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let i = index_of(node);
+        if self.fail_on.contains(&i) {
+            return Err(Status::error(format!("node {i}")));
+        }
+        Ok((i as i64 * self.factor) % 101)
+    }
+}
+
+fn framework(plugins: Vec<Numbered>) -> Framework {
+    let mut set = PluginSet::default();
+    for (k, p) in plugins.into_iter().enumerate() {
+        set.score
+            .push((Arc::new(p) as Arc<dyn Plugin>, k as i64 + 1));
+    }
+    Framework {
+        profile_name: "default-scheduler".into(),
+        plugins: set,
+        all_plugins: Vec::new(),
+        percentage_of_nodes_to_score: None,
+    }
+}
+
+fn run(fw: &Framework, n: usize) -> Result<ScoreTable, Status> {
+    let nodes: Vec<NodeInfo> = (0..n)
+        .map(|i| NodeBuilder::new(&format!("n{i}")).info())
+        .collect();
+    let refs: Vec<&NodeInfo> = nodes.iter().collect();
+    let pod = PodBuilder::new("p").info();
+    fw.run_score_plugins(&CycleState::new(), &pod, &refs)
+}
+
+fn two(fail_a: Vec<usize>, fail_b: Vec<usize>) -> Framework {
+    framework(vec![
+        Numbered {
+            name: "A",
+            factor: 3,
+            fail_on: fail_a,
+        },
+        Numbered {
+            name: "B",
+            factor: 7,
+            fail_on: fail_b,
+        },
+    ])
+}
+
+#[test]
+fn known_raw_scores_of_node_local_plugins_are_taken_and_the_rest_filled_in() {
+    let numbered = |name, factor| Numbered {
+        name,
+        factor,
+        fail_on: vec![],
+    };
+    let mut set = PluginSet::default();
+    set.score
+        .push((Arc::new(Local(numbered("L", 3))) as Arc<dyn Plugin>, 1));
+    set.score
+        .push((Arc::new(numbered("N", 7)) as Arc<dyn Plugin>, 2));
+    let fw = Framework {
+        profile_name: "default-scheduler".into(),
+        plugins: set,
+        all_plugins: Vec::new(),
+        percentage_of_nodes_to_score: None,
+    };
+    for n in [6, PARALLEL_MIN_NODES + 37] {
+        let nodes: Vec<NodeInfo> = (0..n)
+            .map(|i| NodeBuilder::new(&format!("n{i}")).info())
+            .collect();
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let pod = PodBuilder::new("p").info();
+        let state = CycleState::new();
+        let plain = fw.run_score_plugins(&state, &pod, &refs).unwrap();
+        // Nothing known: the same table, and every row filled in.
+        let mut r = ReusedScores::default();
+        let mut t = ScoreTable::default();
+        fw.run_score_plugins_into(&state, &pod, &refs, Some(&mut r), &mut t)
+            .unwrap();
+        assert_eq!(t, plain);
+        assert_eq!(r.plugins, ["L"]);
+        assert!(r.filled);
+        assert_eq!(r.rows, (0..n).collect::<Vec<_>>());
+        assert_eq!(r.scores, plain.scores[..n]);
+        // Node 1's raw score said to be 50 (kept in row 3): taken as it is (only L is
+        // node-local); the same table is used again.
+        r.rows.swap(1, 3);
+        r.known = vec![false; n];
+        r.known[1] = true;
+        r.set(1, 0, 50);
+        fw.run_score_plugins_into(&state, &pod, &refs, Some(&mut r), &mut t)
+            .unwrap();
+        assert_eq!(t.scores[1], 50);
+        assert_eq!(t.scores[n + 1], plain.scores[n + 1]);
+        assert_eq!(t.totals[1], 50 + 2 * plain.scores[n + 1]);
+        // Node 3's score was written into its row, 1.
+        assert_eq!(
+            (r.get(3, 0), r.scores[1]),
+            (plain.scores[3], plain.scores[3])
+        );
+        for i in (0..n).filter(|&i| i != 1) {
+            assert_eq!(t.totals[i], plain.totals[i], "node {i}");
+        }
+    }
+}
+
+#[test]
+fn a_kept_table_gives_what_a_fresh_one_does_whatever_it_held_before() {
+    let fw = two(vec![], vec![]);
+    let pod = PodBuilder::new("p").info();
+    let nodes: Vec<NodeInfo> = (0..PARALLEL_MIN_NODES + 37)
+        .map(|i| NodeBuilder::new(&format!("n{}", i * 5 % 101)).info())
+        .collect();
+    let refs: Vec<&NodeInfo> = nodes.iter().collect();
+    let mut kept = ScoreTable::default();
+    for n in [7, PARALLEL_MIN_NODES + 37, 7, 3, 0] {
+        let fresh = fw
+            .run_score_plugins(&CycleState::new(), &pod, &refs[..n])
+            .unwrap();
+        fw.run_score_plugins_into(&CycleState::new(), &pod, &refs[..n], None, &mut kept)
+            .unwrap();
+        assert_eq!(kept, fresh, "{n} nodes");
+        assert_eq!(kept.totals.len(), n);
+    }
+    // No score plugin ran: every total is 0.
+    let none = framework(vec![]);
+    none.run_score_plugins_into(&CycleState::new(), &pod, &refs[..4], None, &mut kept)
+        .unwrap();
+    assert_eq!((kept.plugins.len(), kept.totals), (0, vec![0; 4]));
+}
+
+/// Scores every node `score`, except node 3, which scores `odd`.
+struct Fixed(i64, i64);
+
+impl Plugin for Fixed {
+    fn name(&self) -> &'static str {
+        "Fixed"
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl ScorePlugin for Fixed {
+    fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        Ok(if index_of(node) == 3 { self.1 } else { self.0 })
+    }
+}
+
+#[test]
+fn a_score_out_of_range_after_normalizing_is_an_error_naming_it() {
+    let mut fw = two(vec![], vec![]);
+    let pod = PodBuilder::new("p").info();
+    let nodes: Vec<NodeInfo> = (0..6)
+        .map(|i| NodeBuilder::new(&format!("n{i}")).info())
+        .collect();
+    let refs: Vec<&NodeInfo> = nodes.iter().collect();
+    let mut table = ScoreTable::default();
+    for (odd, ok) in [(100, true), (0, true), (101, false), (-1, false)] {
+        fw.plugins.score.truncate(2);
+        fw.plugins
+            .score
+            .push((Arc::new(Fixed(50, odd)) as Arc<dyn Plugin>, 1));
+        let r = fw.run_score_plugins_into(&CycleState::new(), &pod, &refs, None, &mut table);
+        if ok {
+            assert!(r.is_ok(), "{odd}");
+            assert_eq!(table.totals[3], 9 + 2 * 21 + odd);
+        } else {
+            assert_eq!(
+                r.unwrap_err().message(),
+                format!("plugin \"Fixed\" returns an invalid score {odd}, it should in the range of [0, 100] after normalizing")
+            );
+        }
+    }
+}
+
+#[test]
+fn scores_are_plugin_major_and_weighted() {
+    for n in [5, PARALLEL_MIN_NODES + 37] {
+        let table = run(&two(vec![], vec![]), n).unwrap();
+        assert_eq!(table.plugins, vec!["A", "B"]);
+        for i in 0..n {
+            let (a, b) = ((i as i64 * 3) % 101, (i as i64 * 7) % 101);
+            assert_eq!(table.scores[i], a, "A of node {i}");
+            assert_eq!(table.scores[n + i], b, "B of node {i}");
+            assert_eq!(table.totals[i], a + 2 * b, "total of node {i}");
+        }
+    }
+}
+
+#[test]
+fn the_first_failing_node_is_reported_then_the_first_plugin() {
+    for n in [10, PARALLEL_MIN_NODES + 37] {
+        // B fails on an earlier node than A: B's failure is reported.
+        let err = run(&two(vec![7, 9], vec![4, 8]), n).unwrap_err();
+        assert_eq!(err.message(), "running Score plugin \"B\": node 4");
+        // The failing nodes of a plugin need not be listed in order.
+        let err = run(&two(vec![6], vec![6, 2]), n).unwrap_err();
+        assert_eq!(err.message(), "running Score plugin \"B\": node 2");
+        // Both fail on the same node first: the first plugin wins.
+        let err = run(&two(vec![3], vec![3]), n).unwrap_err();
+        assert_eq!(err.message(), "running Score plugin \"A\": node 3");
+    }
+    // A failure in a later chunk of a parallel pass loses to an earlier one.
+    let n = PARALLEL_MIN_NODES + 37;
+    let err = run(&two(vec![n - 1], vec![n - 2, 1]), n).unwrap_err();
+    assert_eq!(err.message(), "running Score plugin \"B\": node 1");
+}
