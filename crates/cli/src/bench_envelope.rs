@@ -11,6 +11,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeplane_controllers::controller_utils::is_pod_ready;
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::version::KubeVersion;
 use kubeplane_core::SimTime;
@@ -140,13 +141,6 @@ fn scenario(version: KubeVersion, e: &Envelope) -> Scenario {
     }
 }
 
-fn is_ready(p: &Pod) -> bool {
-    p.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 fn node_name(p: &Pod) -> Option<&str> {
     p.spec.as_ref().and_then(|s| s.node_name.as_deref())
 }
@@ -155,7 +149,7 @@ fn node_name(p: &Pod) -> Option<&str> {
 fn ready_pods(store: &Store) -> usize {
     store
         .pods()
-        .filter(|p| p.metadata.deletion_timestamp.is_none() && is_ready(p))
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && is_pod_ready(p))
         .count()
 }
 
@@ -219,7 +213,7 @@ fn outcome(sim: &Simulation, e: &Envelope) -> Outcome {
             continue;
         }
         o.pods_live += 1;
-        o.pods_live_ready += usize::from(is_ready(p));
+        o.pods_live_ready += usize::from(is_pod_ready(p));
         o.pods_live_in_zone += usize::from(zone);
     }
     let count = |reason: &str| sim.events().iter().filter(|e| e.reason == reason).count();

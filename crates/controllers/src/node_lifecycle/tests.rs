@@ -414,8 +414,7 @@ fn unhealthy_nodes_get_no_execute_taints_that_recovery_removes() {
     assert!(h.taints("node2").is_empty());
 }
 
-/// The default timeline of a node that dies silently (controllers.md 2.9), end to end with the
-/// taint-eviction controller and the default tolerations.
+/// A Lease renewed quietly (no watch event) keeps its node Ready: the pass reads the cache.
 #[test]
 fn a_lease_renewed_without_a_watch_event_is_read_from_the_cache_at_each_pass() {
     let mut h = Harness::new(NodeLifecycleConfig::default());
@@ -448,6 +447,8 @@ fn a_lease_renewed_without_a_watch_event_is_read_from_the_cache_at_each_pass() {
     assert!(h.events("NodeNotReady", "n1").is_empty());
 }
 
+/// The default timeline of a node that dies silently (controllers.md 2.9), end to end with the
+/// taint-eviction controller and the default tolerations.
 #[test]
 fn a_silent_node_is_tainted_after_the_grace_period_and_its_pods_go_300_s_later() {
     let mut h = Harness::new(NodeLifecycleConfig::default()).with_taint_eviction();

@@ -19,7 +19,10 @@ struct Table {
     keys: FxHashMap<String, u32>,
     /// By key id: value → pair id.
     pairs: Vec<FxHashMap<String, u32>>,
-    /// By pair id: its value.
+    /// How many pairs have an id (the next pair's id).
+    n_pairs: u32,
+    /// By pair id: its value (tests only: production code never needs the string back).
+    #[cfg(test)]
     values: Vec<Arc<str>>,
 }
 
@@ -45,11 +48,13 @@ pub fn intern_labels(labels: &BTreeMap<String, String>) -> LabelIds {
                 id
             }
         };
-        let next = t.values.len() as u32;
         let pair = match t.pairs[key as usize].get(v.as_str()) {
             Some(&id) => id,
             None => {
+                let next = t.n_pairs;
+                t.n_pairs += 1;
                 t.pairs[key as usize].insert(v.clone(), next);
+                #[cfg(test)]
                 t.values.push(Arc::from(v.as_str()));
                 next
             }
@@ -77,6 +82,7 @@ pub fn key_ids<'a>(keys: impl IntoIterator<Item = &'a str>) -> Vec<Option<u32>> 
 }
 
 /// The value of a pair.
+#[cfg(test)]
 pub fn value_of(pair: u32) -> Arc<str> {
     TABLE.read().expect("label table lock").values[pair as usize].clone()
 }

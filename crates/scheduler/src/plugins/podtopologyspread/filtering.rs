@@ -452,6 +452,9 @@ impl FilterPlugin for PodTopologySpread {
         let Some(s) = state.read::<PreFilterState>(PRE_FILTER_KEY) else {
             return missing_state();
         };
+        // One entry per constraint: a state whose verdicts were never computed would pass
+        // every node silently.
+        debug_assert_eq!(s.verdicts.len(), s.constraints.len());
         for (i, verdicts) in s.verdicts.iter().enumerate() {
             let Some(pair) = node.label_pair(s.key_ids[i]) else {
                 return Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH);
