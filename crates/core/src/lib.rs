@@ -16,6 +16,7 @@ pub mod taints;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod time;
+pub mod validation;
 pub mod version;
 
 pub use event::EventRecord;
