@@ -175,6 +175,20 @@ impl Store {
         }
     }
 
+    /// The stored object of a key, NotFound when absent: the lookup every write in place shares.
+    fn slot_mut(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<&mut Object, ApiError> {
+        self.bucket_mut(kind)
+            .and_then(|b| b.get_mut(namespace, name))
+            .ok_or_else(|| ApiError::NotFound {
+                key: ObjectKey::new(kind, namespace, name),
+            })
+    }
+
     /// The bucket of a kind, made empty the first time a custom resource type is stored.
     fn bucket_or_new(&mut self, kind: Kind) -> &mut Bucket {
         match kind.index() {
@@ -347,12 +361,7 @@ impl Store {
     ) -> Result<Object, ApiError> {
         let kind = obj.kind();
         let rv = self.resource_version + 1;
-        let Some(slot) = self
-            .bucket_mut(kind)
-            .and_then(|b| b.get_mut(obj.namespace(), obj.name()))
-        else {
-            return Err(ApiError::NotFound { key: obj.key() });
-        };
+        let slot = self.slot_mut(kind, obj.namespace(), obj.name())?;
         let given_rv = obj.resource_version();
         if !given_rv.is_empty() && given_rv != slot.resource_version() {
             return Err(ApiError::Conflict { key: obj.key() });
@@ -381,14 +390,7 @@ impl Store {
         f: impl FnOnce(&Object) -> Result<Object, ApiError>,
     ) -> Result<Object, ApiError> {
         let rv = self.resource_version + 1;
-        let Some(slot) = self
-            .bucket_mut(kind)
-            .and_then(|b| b.get_mut(namespace, name))
-        else {
-            return Err(ApiError::NotFound {
-                key: ObjectKey::new(kind, namespace, name),
-            });
-        };
+        let slot = self.slot_mut(kind, namespace, name)?;
         let mut obj = f(slot)?;
         obj.meta_mut().resource_version = Some(rv.to_string());
         let old = std::mem::replace(slot, obj.clone());
@@ -410,14 +412,7 @@ impl Store {
         f: impl FnOnce(&mut Object) -> Result<(), ApiError>,
     ) -> Result<u64, ApiError> {
         let rv = self.resource_version + 1;
-        let Some(slot) = self
-            .bucket_mut(kind)
-            .and_then(|b| b.get_mut(namespace, name))
-        else {
-            return Err(ApiError::NotFound {
-                key: ObjectKey::new(kind, namespace, name),
-            });
-        };
+        let slot = self.slot_mut(kind, namespace, name)?;
         f(slot)?;
         slot.meta_mut().resource_version = Some(rv.to_string());
         self.resource_version = rv;
