@@ -698,7 +698,9 @@ mod tests {
             Err(ApiError::Conflict { key: o.key() })
         });
         assert!(refused.unwrap_err().is_conflict());
-        let missing = s.write_quietly(Kind::Pod, "default", "b", &mut hint, |_| Ok(()));
+        let missing = s.write_quietly(Kind::Pod, "default", "b", &mut SlotHint::default(), |_| {
+            Ok(())
+        });
         assert!(missing.unwrap_err().is_not_found());
         assert_eq!(s.create(pod("c")).unwrap().resource_version(), "3");
     }
