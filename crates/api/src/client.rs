@@ -31,7 +31,29 @@ pub trait Cache {
     fn get_node(&self, name: &str) -> Option<&Arc<crate::StoredNode>> {
         self.get(Kind::Node, "", name).and_then(Object::as_node)
     }
+
+    /// [`Cache::get`] for a reader that looks the same key up again and again (the node
+    /// lifecycle monitor, a node's Lease at every pass): `hint` remembers where the object
+    /// was found, and a cache that keeps objects in slots (the store) checks that slot's key
+    /// before hashing the key. Any cache may ignore it (the default).
+    fn get_hinted(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        hint: &mut SlotHint,
+    ) -> Option<&Object> {
+        let _ = hint;
+        self.get(kind, namespace, name)
+    }
 }
+
+/// Where a cache last found an object (see [`Cache::get_hinted`]), in terms only the cache
+/// that set it understands (the store: a slot and how many times it had been emptied, so a
+/// hint taken before the object was removed no longer matches). A hint belongs to one key
+/// of one kind: pass it only with the key it was taken for.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SlotHint(pub Option<(usize, u64)>);
 
 /// The cluster's clock as components see it: virtual instants ([`SimTime`], nanoseconds since
 /// the run's start) and the object timestamps they correspond to.
@@ -212,13 +234,15 @@ pub trait Client {
     /// the stored Lease is still at `resource_version` (Conflict otherwise, NotFound when
     /// gone). Readers see it through the cache (the node lifecycle controller reads Leases
     /// there, as upstream's lister). `None`: this client has no such write (a real API server:
-    /// the default), and the caller updates the Lease.
+    /// the default), and the caller updates the Lease. `hint` as for [`Cache::get_hinted`]:
+    /// the agent renews the same Lease every 10 s.
     fn renew_lease_quietly(
         &mut self,
         _namespace: &str,
         _name: &str,
         _renew: Timestamp,
         _resource_version: u64,
+        _hint: &mut SlotHint,
     ) -> Option<Result<u64, ApiError>> {
         None
     }

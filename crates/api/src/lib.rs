@@ -27,7 +27,7 @@ pub mod suite;
 pub mod types;
 pub mod watch;
 
-pub use client::{Cache, Client, Clock, DeleteOptions, PropagationPolicy};
+pub use client::{Cache, Client, Clock, DeleteOptions, PropagationPolicy, SlotHint};
 pub use component::Component;
 #[doc(hidden)]
 pub use delegate::__reexport;

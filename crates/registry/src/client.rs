@@ -9,7 +9,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kubeplane_api::{ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey};
+use kubeplane_api::{
+    ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey, SlotHint,
+};
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_store::{NameSource, Prepared, Store};
 
@@ -496,6 +498,7 @@ impl Client for ApiClient<'_> {
         name: &str,
         renew: Timestamp,
         resource_version: u64,
+        hint: &mut SlotHint,
     ) -> Option<Result<u64, ApiError>> {
         Some(renew_lease_quietly(
             self.store,
@@ -503,6 +506,7 @@ impl Client for ApiClient<'_> {
             name,
             renew,
             resource_version,
+            hint,
         ))
     }
 }
@@ -510,18 +514,19 @@ impl Client for ApiClient<'_> {
 /// [`Client::renew_lease_quietly`] over the store: the stored Lease, if still at
 /// `resource_version`, gets the new renewTime in place. What an update of that version with
 /// only renewTime changed would store (a Lease has no status, no generation, and a renewTime
-/// is always valid), without the watch event.
+/// is always valid), without the watch event. `hint`: where the Lease was last found.
 pub fn renew_lease_quietly(
     store: &mut Store,
     namespace: &str,
     name: &str,
     renew: Timestamp,
     resource_version: u64,
+    hint: &mut SlotHint,
 ) -> Result<u64, ApiError> {
-    store.write_quietly(Kind::Lease, namespace, name, |obj| {
-        let current = obj.resource_version().parse::<u64>().ok();
+    store.write_quietly(Kind::Lease, namespace, name, hint, |obj| {
+        let current = at_version(obj.resource_version(), resource_version);
         match obj {
-            Object::Lease(l) if current == Some(resource_version) => {
+            Object::Lease(l) if current => {
                 let spec = Arc::make_mut(l).spec.get_or_insert_with(Default::default);
                 spec.renew_time = Some(MicroTime(renew));
                 Ok(())
@@ -529,6 +534,18 @@ pub fn renew_lease_quietly(
             _ => Err(ApiError::Conflict { key: obj.key() }),
         }
     })
+}
+
+/// Whether a stored resourceVersion is the decimal text of `rv` (without parsing it).
+fn at_version(text: &str, mut rv: u64) -> bool {
+    let digits = text.as_bytes();
+    for &d in digits.iter().rev() {
+        if u64::from(d) != u64::from(b'0') + rv % 10 {
+            return false;
+        }
+        rv /= 10;
+    }
+    rv == 0 && !digits.is_empty() && (digits[0] != b'0' || digits.len() == 1)
 }
 
 #[cfg(test)]
@@ -711,5 +728,23 @@ mod tests {
                 created.meta().creation_timestamp
             );
         });
+    }
+
+    #[test]
+    fn a_resource_version_matches_only_its_own_decimal_text() {
+        for rv in [0, 1, 9, 10, 35, 100, 1_234_567, u64::MAX] {
+            assert!(at_version(&rv.to_string(), rv), "{rv}");
+            assert!(!at_version(&(rv / 10).to_string(), rv) || rv < 10 && rv == rv / 10);
+        }
+        for (text, rv) in [
+            ("", 0),
+            ("01", 1),
+            ("00", 0),
+            ("12", 2),
+            ("2", 12),
+            ("1x", 10),
+        ] {
+            assert!(!at_version(text, rv), "{text:?} {rv}");
+        }
     }
 }

@@ -8,9 +8,9 @@
 
 mod addresses;
 mod lease;
+mod timers;
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::{
     NodeCondition, Pod, PodCondition,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kubeplane_api::StoredNode;
+use kubeplane_api::{SlotHint, StoredNode};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 use kubeplane_store::{
@@ -76,6 +76,8 @@ struct NodeAgent {
     /// The Lease the agent last wrote, and its resourceVersion (quiet renewals move only the
     /// latter).
     lease: Option<(Arc<Lease>, u64)>,
+    /// Where the store keeps the Lease (quiet renewals look it up there first).
+    lease_slot: SlotHint,
     exists: bool,
 }
 
@@ -100,8 +102,7 @@ pub struct NodeAgents {
     pods: Vec<PodEntry>,
     pod_index: FxHashMap<String, usize>,
     free_pods: Vec<usize>,
-    timers: BinaryHeap<Reverse<(SimTime, u64, Timer)>>,
-    seq: u64,
+    timers: timers::Timers,
     startup_latency: Option<SimDuration>,
     /// Pods the scenario reported not ready (`podStatus` with `ready: false`).
     reported_not_ready: FxHashSet<String>,
@@ -142,8 +143,7 @@ impl NodeAgents {
             pods: Vec::new(),
             pod_index: FxHashMap::default(),
             free_pods: Vec::new(),
-            timers: BinaryHeap::new(),
-            seq: 0,
+            timers: Default::default(),
             startup_latency,
             reported_not_ready: Default::default(),
             quiet_renewals: false,
@@ -173,8 +173,7 @@ impl NodeAgents {
     }
 
     fn push(&mut self, at: SimTime, t: Timer) {
-        self.seq += 1;
-        self.timers.push(Reverse((at, self.seq, t)));
+        self.timers.push(at, t);
     }
 
     fn node_idx(&mut self, name: &str) -> usize {
@@ -189,6 +188,7 @@ impl NodeAgents {
             epoch: 0,
             timer_epoch: None,
             lease: None,
+            lease_slot: SlotHint::default(),
             exists: false,
         });
         self.node_index.insert(name.to_string(), i);
@@ -730,11 +730,7 @@ impl Component for NodeAgents {
     }
 
     fn run(&mut self, now: SimTime, client: &mut dyn Client) {
-        while let Some(Reverse((at, _, t))) = self.timers.peek().copied() {
-            if at > now {
-                break;
-            }
-            self.timers.pop();
+        while let Some(t) = self.timers.pop_due(now) {
             match t {
                 Timer::RenewLease(i) | Timer::PostStatus(i) => {
                     let current = self.nodes[i].up && self.nodes[i].exists;
@@ -744,10 +740,12 @@ impl Component for NodeAgents {
                     }
                     if let Timer::RenewLease(_) = t {
                         self.renew_lease(i, now, client);
-                        self.push(now + LEASE_RENEW_INTERVAL, Timer::RenewLease(i));
+                        self.timers
+                            .push_periodic(now + LEASE_RENEW_INTERVAL, Timer::RenewLease(i));
                     } else {
                         self.post_status(i, now, client);
-                        self.push(now + NODE_STATUS_REPORT_INTERVAL, Timer::PostStatus(i));
+                        self.timers
+                            .push_periodic(now + NODE_STATUS_REPORT_INTERVAL, Timer::PostStatus(i));
                     }
                 }
                 Timer::StartPod(p) => self.start_pod(p, now, client),
@@ -763,7 +761,7 @@ impl Component for NodeAgents {
     }
 
     fn next_wakeup(&self) -> Option<SimTime> {
-        self.timers.peek().map(|Reverse((t, _, _))| *t)
+        self.timers.next_at()
     }
 
     fn metrics(&self) -> Vec<(String, u64)> {

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{
-    ApiError, Cache, Clock, EventType, Kind, Object, ObjectKey, StoredNode, WatchEvent,
+    ApiError, Cache, Clock, EventType, Kind, Object, ObjectKey, SlotHint, StoredNode, WatchEvent,
 };
 use kubeplane_core::SimTime;
 use rustc_hash::FxHashMap;
@@ -27,6 +27,9 @@ struct Bucket {
     index: FxHashMap<String, FxHashMap<String, usize>>,
     order: BTreeMap<String, BTreeMap<String, usize>>,
     slots: Vec<Option<Object>>,
+    /// Per slot, how many times it was emptied: a [`SlotHint`] names a slot and this count,
+    /// so a hint taken before the slot changed hands no longer matches.
+    gens: Vec<u64>,
     /// Slots emptied by removals, reused first.
     free: Vec<usize>,
 }
@@ -45,6 +48,23 @@ macro_rules! names_in {
 impl Bucket {
     fn slot(&self, ns: &str, name: &str) -> Option<usize> {
         self.index.get(ns)?.get(name).copied()
+    }
+
+    /// The slot of a key, trying `hint` first and remembering the slot found. A hint matches
+    /// while its slot has not been emptied since it was taken: the slot still holds the key
+    /// it was taken for (a slot's key changes only by a removal and a new insert).
+    fn slot_hinted(&self, ns: &str, name: &str, hint: &mut SlotHint) -> Option<usize> {
+        if let Some((i, gen)) = hint.0 {
+            if self.gens.get(i) == Some(&gen) && self.slots[i].is_some() {
+                debug_assert!(self.slots[i]
+                    .as_ref()
+                    .is_some_and(|o| o.name() == name && o.namespace() == ns));
+                return Some(i);
+            }
+        }
+        let i = self.slot(ns, name);
+        hint.0 = i.map(|i| (i, self.gens[i]));
+        i
     }
 
     fn get(&self, ns: &str, name: &str) -> Option<&Object> {
@@ -78,6 +98,7 @@ impl Bucket {
             }
             None => {
                 self.slots.push(Some(obj));
+                self.gens.push(0);
                 self.slots.len() - 1
             }
         };
@@ -99,6 +120,7 @@ impl Bucket {
             }
         }
         self.free.push(i);
+        self.gens[i] += 1;
         self.slots[i].take()
     }
 
@@ -139,6 +161,9 @@ pub struct Store {
     /// listing order does not depend on when a type was first seen.
     custom: BTreeMap<Kind, Bucket>,
     resource_version: u64,
+    /// The decimal text of the next resourceVersion (`resource_version + 1`), kept by adding
+    /// one in place: a write copies it instead of formatting its number.
+    next_text: String,
     log: Vec<WatchEvent>,
     names: NameSource,
     start: Timestamp,
@@ -152,6 +177,7 @@ impl Store {
             buckets: (0..Kind::count()).map(|_| Bucket::default()).collect(),
             custom: BTreeMap::new(),
             resource_version: 0,
+            next_text: "1".to_string(),
             log: Vec::new(),
             names: NameSource::new(seed),
             start,
@@ -223,6 +249,19 @@ impl Store {
     pub fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<&Object> {
         let ns = if kind.is_namespaced() { namespace } else { "" };
         self.bucket(kind)?.get(ns, name)
+    }
+
+    /// [`Store::get`] trying the slot `hint` names first (see [`Cache::get_hinted`]).
+    pub fn get_hinted(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        hint: &mut SlotHint,
+    ) -> Option<&Object> {
+        let ns = if kind.is_namespaced() { namespace } else { "" };
+        let b = self.bucket(kind)?;
+        b.slots[b.slot_hinted(ns, name, hint)?].as_ref()
     }
 
     pub fn get_key(&self, key: &ObjectKey) -> Option<&Object> {
@@ -303,8 +342,10 @@ impl Store {
         &mut self.names
     }
 
+    /// Takes the next resourceVersion (its text was `next_text`).
     fn next_rv(&mut self) -> u64 {
         self.resource_version += 1;
+        increment(&mut self.next_text);
         self.resource_version
     }
 
@@ -335,8 +376,8 @@ impl Store {
             return Err(ApiError::AlreadyExists { key });
         }
         fill(&mut obj, &mut self.names);
+        obj.meta_mut().resource_version = Some(self.next_text.clone());
         let rv = self.next_rv();
-        obj.meta_mut().resource_version = Some(rv.to_string());
         self.bucket_or_new(kind)
             .insert(&key.namespace, &key.name, obj.clone());
         self.push(EventType::Added, obj.clone(), None, rv);
@@ -360,7 +401,7 @@ impl Store {
         prepare: impl FnOnce(&Object, &mut Object) -> Result<Prepared, ApiError>,
     ) -> Result<Object, ApiError> {
         let kind = obj.kind();
-        let rv = self.resource_version + 1;
+        let text = self.next_text.clone();
         let slot = self.slot_mut(kind, obj.namespace(), obj.name())?;
         let given_rv = obj.resource_version();
         if !given_rv.is_empty() && given_rv != slot.resource_version() {
@@ -372,9 +413,9 @@ impl Store {
         if prepare(slot, &mut obj)? == Prepared::Remove {
             return self.delete(&obj.key());
         }
-        obj.meta_mut().resource_version = Some(rv.to_string());
+        obj.meta_mut().resource_version = Some(text);
         let old = std::mem::replace(slot, obj.clone());
-        self.resource_version = rv;
+        let rv = self.next_rv();
         self.push(EventType::Modified, obj.clone(), Some(old), rv);
         Ok(obj)
     }
@@ -389,12 +430,12 @@ impl Store {
         name: &str,
         f: impl FnOnce(&Object) -> Result<Object, ApiError>,
     ) -> Result<Object, ApiError> {
-        let rv = self.resource_version + 1;
+        let text = self.next_text.clone();
         let slot = self.slot_mut(kind, namespace, name)?;
         let mut obj = f(slot)?;
-        obj.meta_mut().resource_version = Some(rv.to_string());
+        obj.meta_mut().resource_version = Some(text);
         let old = std::mem::replace(slot, obj.clone());
-        self.resource_version = rv;
+        let rv = self.next_rv();
         self.push(EventType::Modified, obj.clone(), Some(old), rv);
         Ok(obj)
     }
@@ -403,20 +444,44 @@ impl Store {
     /// (returned) but appending no watch event: a write only readers of the store see. Only
     /// `simulate`'s quiet Lease renewals use it (nothing in a simulation watches them), so a
     /// run's resourceVersions stay those of the writes it replaces. `f` may refuse (nothing
-    /// is written then); NotFound when absent.
+    /// is written then); NotFound when absent. `hint` as for [`Store::get_hinted`] (the
+    /// writer renews the same Lease every 10 s).
     pub fn write_quietly(
         &mut self,
         kind: Kind,
         namespace: &str,
         name: &str,
+        hint: &mut SlotHint,
         f: impl FnOnce(&mut Object) -> Result<(), ApiError>,
     ) -> Result<u64, ApiError> {
-        let rv = self.resource_version + 1;
-        let slot = self.slot_mut(kind, namespace, name)?;
+        let not_found = || ApiError::NotFound {
+            key: ObjectKey::new(kind, namespace, name),
+        };
+        let Store {
+            buckets,
+            custom,
+            next_text,
+            ..
+        } = self;
+        let bucket = match kind.index() {
+            Some(i) => buckets.get_mut(i),
+            None => custom.get_mut(&kind),
+        };
+        let bucket = bucket.ok_or_else(not_found)?;
+        let i = bucket
+            .slot_hinted(namespace, name, hint)
+            .ok_or_else(not_found)?;
+        let slot = bucket.slots[i].as_mut().ok_or_else(not_found)?;
         f(slot)?;
-        slot.meta_mut().resource_version = Some(rv.to_string());
-        self.resource_version = rv;
-        Ok(rv)
+        let meta = slot.meta_mut();
+        match &mut meta.resource_version {
+            Some(s) => {
+                s.clear();
+                s.push_str(next_text);
+            }
+            None => meta.resource_version = Some(next_text.clone()),
+        }
+        Ok(self.next_rv())
     }
 
     /// Removes an object; returns its last state, which the Deleted event shares (the event's
@@ -434,9 +499,39 @@ impl Store {
     }
 }
 
+/// Adds one to a decimal number in place (the next resourceVersion's text).
+fn increment(digits: &mut String) {
+    let bytes = digits.as_bytes();
+    let Some(last) = bytes.iter().rposition(|&d| d != b'9') else {
+        // All nines (or empty): one more digit.
+        let n = digits.len();
+        digits.clear();
+        digits.push('1');
+        digits.extend(std::iter::repeat_n('0', n));
+        return;
+    };
+    let nines = bytes.len() - last - 1;
+    let bumped = char::from(bytes[last] + 1);
+    digits.truncate(last);
+    digits.push(bumped);
+    for _ in 0..nines {
+        digits.push('0');
+    }
+}
+
 impl Cache for Store {
     fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<&Object> {
         Store::get(self, kind, namespace, name)
+    }
+
+    fn get_hinted(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        hint: &mut SlotHint,
+    ) -> Option<&Object> {
+        Store::get_hinted(self, kind, namespace, name, hint)
     }
 
     fn list<'a>(&'a self, kind: Kind) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
@@ -581,8 +676,9 @@ mod tests {
         let mut s = store();
         let a = s.create(pod("a")).unwrap();
         s.take_events();
+        let mut hint = SlotHint::default();
         let rv = s
-            .write_quietly(Kind::Pod, "default", "a", |o| {
+            .write_quietly(Kind::Pod, "default", "a", &mut hint, |o| {
                 o.meta_mut().labels = Some([("k".to_string(), "v".to_string())].into());
                 Ok(())
             })
@@ -598,13 +694,68 @@ mod tests {
             "the earlier version is untouched"
         );
         // The next write continues from it; a refused or missing one writes nothing.
-        let refused = s.write_quietly(Kind::Pod, "default", "a", |o| {
+        let refused = s.write_quietly(Kind::Pod, "default", "a", &mut hint, |o| {
             Err(ApiError::Conflict { key: o.key() })
         });
         assert!(refused.unwrap_err().is_conflict());
-        let missing = s.write_quietly(Kind::Pod, "default", "b", |_| Ok(()));
+        let missing = s.write_quietly(Kind::Pod, "default", "b", &mut SlotHint::default(), |_| {
+            Ok(())
+        });
         assert!(missing.unwrap_err().is_not_found());
         assert_eq!(s.create(pod("c")).unwrap().resource_version(), "3");
+    }
+
+    #[test]
+    fn resource_versions_keep_their_decimal_text_past_each_power_of_ten() {
+        let mut s = store();
+        let mut hint = SlotHint::default();
+        s.create(pod("a")).unwrap();
+        for rv in 2..=1001u64 {
+            let text = if rv % 2 == 0 {
+                let written = s.update(pod("a"), keep).unwrap();
+                written.resource_version().to_string()
+            } else {
+                s.write_quietly(Kind::Pod, "default", "a", &mut hint, |_| Ok(()))
+                    .unwrap();
+                s.get_pod("default", "a")
+                    .unwrap()
+                    .metadata
+                    .resource_version
+                    .clone()
+                    .unwrap()
+            };
+            assert_eq!(text, rv.to_string());
+        }
+        let mut t = "99999".to_string();
+        increment(&mut t);
+        assert_eq!(t, "100000");
+    }
+
+    #[test]
+    fn a_hint_finds_its_key_and_stops_matching_once_the_slot_is_emptied() {
+        let mut s = store();
+        s.create(pod("a")).unwrap();
+        s.create(pod("b")).unwrap();
+        let mut hint = SlotHint::default();
+        let found = s.get_hinted(Kind::Pod, "default", "b", &mut hint);
+        assert_eq!(found.map(Object::name), Some("b"));
+        assert!(hint.0.is_some());
+        // "b" removed and "c" in its slot: the hint taken for "b" must not find "c".
+        s.delete(&ObjectKey::new(Kind::Pod, "default", "b"))
+            .unwrap();
+        s.create(pod("c")).unwrap();
+        assert!(s.get_hinted(Kind::Pod, "default", "b", &mut hint).is_none());
+        let missing = s.write_quietly(Kind::Pod, "default", "b", &mut hint, |_| Ok(()));
+        assert!(missing.unwrap_err().is_not_found());
+        // "b" again, in another slot: found by its key, and the hint follows it.
+        s.create(pod("b")).unwrap();
+        let again = s.get_hinted(Kind::Pod, "default", "b", &mut hint);
+        assert_eq!(again.map(Object::name), Some("b"));
+        assert_eq!(
+            s.get_hinted(Kind::Pod, "default", "c", &mut SlotHint::default())
+                .map(Object::name),
+            Some("c")
+        );
     }
 
     #[test]

@@ -40,7 +40,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod, PodCondition, Taint};
 use kubeplane_api::{
-    ApiError, Cache, Client, Component, EventType, Kind, Object, StoredNode, WatchEvent,
+    ApiError, Cache, Client, Component, EventType, Kind, Object, SlotHint, StoredNode, WatchEvent,
 };
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
@@ -240,6 +240,8 @@ struct NodeEntry {
     has_not_ready_no_execute: bool,
     /// The node's Lease: `None` none; `Some(renewTime)`.
     lease: Option<Option<Timestamp>>,
+    /// Where the cache keeps the node's Lease (each pass reads it).
+    lease_slot: SlotHint,
     health: Option<Health>,
     /// Upstream `nodesToRetry`: marking pods not ready failed.
     retry: bool,
@@ -259,6 +261,7 @@ impl NodeEntry {
             has_unreachable_no_execute: false,
             has_not_ready_no_execute: false,
             lease: None,
+            lease_slot: SlotHint::default(),
             health: None,
             retry: false,
         }

@@ -435,6 +435,7 @@ fn a_lease_renewed_without_a_watch_event_is_read_from_the_cache_at_each_pass() {
             "n1",
             renew,
             rv,
+            &mut Default::default(),
         )
         .unwrap();
         assert!(!h.client.store.has_events(), "no watch event");

@@ -49,7 +49,13 @@ impl NodeAgents {
         let Some((_, rv)) = &mut node.lease else {
             return false;
         };
-        match client.renew_lease_quietly(NODE_LEASE_NAMESPACE, &node.name, renew, *rv) {
+        match client.renew_lease_quietly(
+            NODE_LEASE_NAMESPACE,
+            &node.name,
+            renew,
+            *rv,
+            &mut node.lease_slot,
+        ) {
             Some(Ok(new_rv)) => {
                 *rv = new_rv;
                 self.leases_renewed += 1;

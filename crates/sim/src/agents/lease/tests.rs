@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kubeplane_api::delegate_client;
+use kubeplane_api::{delegate_client, SlotHint};
 use kubeplane_core::SimTime;
 use kubeplane_registry::testing::TestClient;
 use kubeplane_store::{ApiError, Client, Component, DeleteOptions, Kind, Object, ObjectKey};
@@ -23,6 +23,7 @@ impl Client for Quiet {
         name: &str,
         renew: jiff::Timestamp,
         resource_version: u64,
+        hint: &mut SlotHint,
     ) -> Option<Result<u64, ApiError>> {
         Some(kubeplane_registry::client::renew_lease_quietly(
             &mut self.0.store,
@@ -30,6 +31,7 @@ impl Client for Quiet {
             name,
             renew,
             resource_version,
+            hint,
         ))
     }
     delegate_client!(0: cache, clock, get, create, update, update_status, patch_pod_status,
@@ -113,7 +115,7 @@ fn lease_key() -> ObjectKey {
 
 #[test]
 fn quiet_renewals_leave_the_store_and_resource_versions_as_full_updates_do() {
-    let cases: [Case; 3] = [
+    let cases: [Case; 4] = [
         ("nobody else writes the Leases", |_| {}, 2),
         (
             "someone else writes a Lease: the next renewal is a full update of the agent's copy",
@@ -131,6 +133,20 @@ fn quiet_renewals_leave_the_store_and_resource_versions_as_full_updates_do() {
                 c.delete(&lease_key(), DeleteOptions::default()).unwrap();
             },
             2 + 1 + 1,
+        ),
+        (
+            "a Lease is deleted and another takes its place in the store: the agent's remembered \
+             slot holds another key, and the agent creates its Lease again",
+            |c| {
+                c.delete(&lease_key(), DeleteOptions::default()).unwrap();
+                let mut other = c.get(&ObjectKey::new(Kind::Lease, NODE_LEASE_NAMESPACE, "n2"));
+                let other = other.as_mut().unwrap();
+                other.meta_mut().name = Some("other".into());
+                other.meta_mut().resource_version = None;
+                other.meta_mut().uid = None;
+                c.create(other.clone()).unwrap();
+            },
+            2 + 1 + 1 + 1,
         ),
     ];
     for (case, interfere, quiet_lease_events) in cases {

@@ -1,0 +1,144 @@
+//! The node agents' timers: a heap for the one-off ones (a pod's start, stop and end, a
+//! resync, a node's first heartbeats) and a FIFO per periodic heartbeat (Lease renewal,
+//! status post). A periodic timer is re-armed at `now + period` with one period per kind and
+//! `now` never going back, so each FIFO stays in (instant, arming order) and costs O(1) per
+//! timer where the heap costs two sifts; the timers come out in the order one heap of all of
+//! them gave (instant, then the order they were armed), which the resourceVersions follow.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use kubeplane_core::SimTime;
+
+use super::Timer;
+
+/// A timer: when it is due, the order it was armed in, what it does.
+type Entry = (SimTime, u64, Timer);
+
+#[derive(Debug, Default)]
+pub(super) struct Timers {
+    heap: BinaryHeap<Reverse<Entry>>,
+    /// Re-armed Lease renewals and status posts, each in (instant, arming order).
+    periodic: [VecDeque<Entry>; 2],
+    seq: u64,
+}
+
+/// The FIFO of a periodic timer kind.
+fn lane(t: Timer) -> Option<usize> {
+    match t {
+        Timer::RenewLease(_) => Some(0),
+        Timer::PostStatus(_) => Some(1),
+        _ => None,
+    }
+}
+
+impl Timers {
+    /// Arms a timer (any instant).
+    pub(super) fn push(&mut self, at: SimTime, t: Timer) {
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, t)));
+    }
+
+    /// Re-arms a periodic timer one period on: into its FIFO when that keeps the FIFO in
+    /// order (always, when `now` does not go back), else into the heap.
+    pub(super) fn push_periodic(&mut self, at: SimTime, t: Timer) {
+        self.seq += 1;
+        let entry = (at, self.seq, t);
+        match lane(t).map(|l| &mut self.periodic[l]) {
+            Some(q) if q.back().is_none_or(|b| b.0 <= at) => q.push_back(entry),
+            _ => self.heap.push(Reverse(entry)),
+        }
+    }
+
+    /// Where the earliest timer is: the heap (`None`) or a FIFO, and its entry.
+    fn first(&self) -> Option<(Option<usize>, Entry)> {
+        let mut best = self.heap.peek().map(|Reverse(e)| (None, *e));
+        for (l, q) in self.periodic.iter().enumerate() {
+            if let Some(&e) = q.front() {
+                if best.is_none_or(|(_, b)| (e.0, e.1) < (b.0, b.1)) {
+                    best = Some((Some(l), e));
+                }
+            }
+        }
+        best
+    }
+
+    /// The instant of the earliest timer.
+    pub(super) fn next_at(&self) -> Option<SimTime> {
+        self.first().map(|(_, e)| e.0)
+    }
+
+    /// Takes the earliest timer if it is due at `now`.
+    pub(super) fn pop_due(&mut self, now: SimTime) -> Option<Timer> {
+        let (source, (at, _, t)) = self.first()?;
+        if at > now {
+            return None;
+        }
+        match source {
+            None => {
+                self.heap.pop();
+            }
+            Some(l) => {
+                self.periodic[l].pop_front();
+            }
+        }
+        Some(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The timers as one heap of all of them would give them out.
+    fn by_heap(arms: &[(i64, Timer, bool)]) -> Vec<(i64, Timer)> {
+        let mut heap = BinaryHeap::new();
+        for (seq, &(at, t, _)) in arms.iter().enumerate() {
+            heap.push(Reverse((at, seq, t)));
+        }
+        std::iter::from_fn(|| heap.pop().map(|Reverse((at, _, t))| (at, t))).collect()
+    }
+
+    #[test]
+    fn periodic_and_one_off_timers_come_out_as_one_heap_would_give_them() {
+        // Periodic re-arms at the same and later instants as one-off timers, and one re-arm
+        // earlier than the FIFO's last (it must go to the heap to stay in order).
+        let arms = [
+            (10, Timer::RenewLease(1), true),
+            (10, Timer::StartPod(0), false),
+            (10, Timer::RenewLease(0), true),
+            (5, Timer::PostStatus(2), true),
+            (20, Timer::RenewLease(2), true),
+            (15, Timer::RenewLease(3), true),
+            (10, Timer::PostStatus(0), true),
+            (0, Timer::EndPod(4), false),
+            (20, Timer::StopPod(1), false),
+        ];
+        let mut timers = Timers::default();
+        for &(at, t, periodic) in &arms {
+            if periodic {
+                timers.push_periodic(SimTime(at), t);
+            } else {
+                timers.push(SimTime(at), t);
+            }
+        }
+        assert_eq!(timers.next_at(), Some(SimTime(0)));
+        let mut out = Vec::new();
+        for now in [0, 5, 10, 15, 20] {
+            while let Some(t) = timers.pop_due(SimTime(now)) {
+                out.push((now, t));
+            }
+        }
+        assert_eq!(out, by_heap(&arms));
+        assert_eq!(timers.next_at(), None);
+    }
+
+    #[test]
+    fn a_timer_not_yet_due_stays() {
+        let mut timers = Timers::default();
+        timers.push_periodic(SimTime(10), Timer::RenewLease(0));
+        assert_eq!(timers.pop_due(SimTime(9)), None);
+        assert_eq!(timers.next_at(), Some(SimTime(10)));
+        assert_eq!(timers.pop_due(SimTime(10)), Some(Timer::RenewLease(0)));
+    }
+}
