@@ -11,10 +11,13 @@
 //! were computed from: the cache replaces a node's NodeInfo whenever it changes, so a
 //! different NodeInfo at a place means "compute again".
 //!
-//! Only successes are reused for Filter (a failure is computed again, with its message). No
-//! verdict is reused for a pod when a filter that is not node-local runs (PodTopologySpread
-//! or InterPodAffinity with constraints to check), nor on a node with nominated pods. The
-//! plugins that are not node-local always run as usual.
+//! Filter verdicts are kept with their status: a node-local filter's failure (its code,
+//! reasons and plugin) depends on nothing else either, so a node that failed the previous
+//! identical pod fails the next one with the same status (the preemptors of one workload each
+//! fail on every full node before PostFilter). Errors are not kept. No verdict is reused for a
+//! pod when a filter that is not node-local runs (PodTopologySpread or InterPodAffinity with
+//! constraints to check), nor on a node with nominated pods. The plugins that are not
+//! node-local always run as usual.
 //!
 //! The NodeInfos are held weakly: their addresses stay reserved, so a comparison cannot be
 //! fooled by a reused address, but their pods are not kept alive.
@@ -24,7 +27,7 @@ use std::sync::{Arc, Weak};
 use k8s_openapi::api::core::v1::PodSpec;
 
 use crate::cache::Snapshot;
-use crate::framework::{NodeInfo, PodInfo, ReusedScores};
+use crate::framework::{NodeInfo, NodeToStatus, PodInfo, ReusedScores, Status, StatusId};
 
 /// What every kept result depends on besides the node.
 #[derive(Debug, PartialEq)]
@@ -35,16 +38,29 @@ struct Key {
     image_generation: u64,
 }
 
+/// The node-local filters' verdict on a node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FilterVerdict {
+    #[default]
+    Unknown,
+    Passed,
+    /// Failed with the memo's status of this id ([`NodeLocalMemo::failure`]).
+    Failed(StatusId),
+}
+
 /// What is known of one place in the snapshot's node list.
 #[derive(Clone, Debug, Default)]
 struct Entry {
     /// The NodeInfo the results were computed from.
     node: Weak<NodeInfo>,
-    /// The node-local filters all passed.
-    passed: bool,
+    filter: FilterVerdict,
     /// The node's row of raw scores is known.
     scored: bool,
 }
+
+/// Past this many distinct failure statuses for one key, the failures are forgotten at the
+/// start of the next cycle (the successes are kept).
+const MAX_FAILURES: usize = 1024;
 
 /// See the module documentation.
 #[derive(Debug, Default)]
@@ -59,6 +75,8 @@ pub struct NodeLocalMemo {
     scores: Vec<i64>,
     /// The buffers of the last [`ReusedScores`] lent, kept for the next.
     spare: ReusedScores,
+    /// The distinct statuses of the kept failures (by place: [`FilterVerdict::Failed`]).
+    failures: NodeToStatus,
     /// How many filter verdicts (one per node) and rows of raw scores were reused.
     pub filters_reused: u64,
     pub scores_reused: u64,
@@ -83,6 +101,15 @@ impl NodeLocalMemo {
             self.entries.clear();
             self.score_plugins.clear();
             self.scores.clear();
+            self.failures = NodeToStatus::default();
+        }
+        if self.failures.distinct_len() > MAX_FAILURES {
+            self.failures = NodeToStatus::default();
+            for e in &mut self.entries {
+                if matches!(e.filter, FilterVerdict::Failed(_)) {
+                    e.filter = FilterVerdict::Unknown;
+                }
+            }
         }
         self.entries.resize_with(num_nodes, Entry::default);
     }
@@ -96,11 +123,33 @@ impl NodeLocalMemo {
 
     /// Whether the node-local filters are known to pass `node` at `place`.
     pub fn passed(&self, place: usize, node: &Arc<NodeInfo>) -> bool {
-        self.entry(place, node).is_some_and(|e| e.passed)
+        self.verdict(place, node) == FilterVerdict::Passed
+    }
+
+    /// The node-local filters' verdict on `node` at `place`, as far as it is known.
+    pub fn verdict(&self, place: usize, node: &Arc<NodeInfo>) -> FilterVerdict {
+        self.entry(place, node)
+            .map_or(FilterVerdict::Unknown, |e| e.filter)
+    }
+
+    /// How many distinct failure statuses are kept (their ids are below this).
+    pub fn failure_count(&self) -> usize {
+        self.failures.distinct_len()
+    }
+
+    /// The status of a kept failure.
+    pub fn failure(&self, id: StatusId) -> &Status {
+        self.failures.status(id)
+    }
+
+    /// The id under which the failure `status` is kept, to record with
+    /// [`Self::record_filter`].
+    pub fn intern_failure(&mut self, status: &Status) -> StatusId {
+        self.failures.intern(status.clone())
     }
 
     /// Records the node-local filters' verdict on `node` at `place`.
-    pub fn record_filter(&mut self, place: usize, node: &Arc<NodeInfo>, passed: bool) {
+    pub fn record_filter(&mut self, place: usize, node: &Arc<NodeInfo>, verdict: FilterVerdict) {
         let known = self.entry(place, node).is_some();
         let Some(e) = self.entries.get_mut(place) else {
             return;
@@ -108,11 +157,11 @@ impl NodeLocalMemo {
         if !known {
             *e = Entry {
                 node: Arc::downgrade(node),
-                passed,
+                filter: verdict,
                 scored: false,
             };
         } else {
-            e.passed = passed;
+            e.filter = verdict;
         }
     }
 
@@ -167,7 +216,7 @@ impl NodeLocalMemo {
                     };
                     *e = Entry {
                         node: Arc::downgrade(node),
-                        passed: false,
+                        filter: FilterVerdict::Unknown,
                         scored: false,
                     };
                 }
@@ -199,8 +248,8 @@ mod tests {
         memo.begin(&web, &s);
         let n0 = s.node_infos[0].clone();
         assert!(!memo.passed(0, &n0));
-        memo.record_filter(0, &n0, true);
-        memo.record_filter(1, &s.node_infos[1].clone(), false);
+        memo.record_filter(0, &n0, FilterVerdict::Passed);
+        memo.record_filter(1, &s.node_infos[1].clone(), FilterVerdict::Unknown);
         assert!(memo.passed(0, &n0));
         assert!(!memo.passed(1, &s.node_infos[1]));
         assert!(!memo.passed(2, &n0), "another place");
@@ -211,15 +260,50 @@ mod tests {
         // The node changed: a new NodeInfo at the same place.
         s.node_infos[0] = Arc::new((*n0).clone());
         assert!(!memo.passed(0, &s.node_infos[0]));
-        memo.record_filter(0, &s.node_infos[0].clone(), true);
+        memo.record_filter(0, &s.node_infos[0].clone(), FilterVerdict::Passed);
         // A different spec, or other image counts, start over.
         let big = PodBuilder::new("big").req(&[("cpu", "2")]).info();
         memo.begin(&big, &s);
         assert!(!memo.passed(0, &s.node_infos[0]));
-        memo.record_filter(0, &s.node_infos[0].clone(), true);
+        memo.record_filter(0, &s.node_infos[0].clone(), FilterVerdict::Passed);
         s.image_generation += 1;
         memo.begin(&big, &s);
         assert!(!memo.passed(0, &s.node_infos[0]));
+    }
+
+    #[test]
+    fn a_failure_is_kept_with_its_status_for_the_same_nodeinfo() {
+        let mut s = snap(2);
+        let mut memo = NodeLocalMemo::default();
+        memo.begin(&PodBuilder::new("p").info(), &s);
+        let cpu = Status::unschedulable("Insufficient cpu").plugin("NodeResourcesFit");
+        let id = memo.intern_failure(&cpu);
+        assert_eq!(memo.intern_failure(&cpu.clone()), id);
+        let n0 = s.node_infos[0].clone();
+        memo.record_filter(0, &n0, FilterVerdict::Failed(id));
+        assert_eq!(memo.verdict(0, &n0), FilterVerdict::Failed(id));
+        assert!(!memo.passed(0, &n0));
+        assert_eq!(*memo.failure(id), cpu);
+        // Another replica: still known. The node changes: unknown.
+        memo.begin(&PodBuilder::new("q").info(), &s);
+        assert_eq!(memo.verdict(0, &n0), FilterVerdict::Failed(id));
+        s.node_infos[0] = Arc::new((*n0).clone());
+        assert_eq!(memo.verdict(0, &s.node_infos[0]), FilterVerdict::Unknown);
+        // Another spec forgets the failures.
+        let big = PodBuilder::new("big").req(&[("cpu", "2")]).info();
+        memo.begin(&big, &s);
+        assert_eq!(memo.failure_count(), 0);
+        // Too many distinct failures: forgotten at the next cycle, successes kept.
+        let n1 = s.node_infos[1].clone();
+        memo.record_filter(1, &n1, FilterVerdict::Passed);
+        for i in 0..=MAX_FAILURES {
+            memo.intern_failure(&Status::unresolvable(format!("reason {i}")));
+        }
+        memo.record_filter(0, &s.node_infos[0].clone(), FilterVerdict::Failed(3));
+        memo.begin(&big, &s);
+        assert_eq!(memo.failure_count(), 0);
+        assert_eq!(memo.verdict(0, &s.node_infos[0]), FilterVerdict::Unknown);
+        assert!(memo.passed(1, &n1));
     }
 
     /// What the scoring does with lent scores: the rows of the nodes not known are written

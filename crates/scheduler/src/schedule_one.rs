@@ -18,8 +18,9 @@ use crate::binding_cycle::BindingCycle;
 use crate::framework::runtime::{use_parallel, PARALLEL_CHUNK_NODES};
 use crate::framework::{
     run_filters, Code, CycleState, Framework, NodeInfo, NodeToStatus, NominatingMode, PodInfo,
-    PostFilterInput, ScoreTable, Status,
+    PostFilterInput, ScoreTable, Status, StatusId,
 };
+use crate::node_local::FilterVerdict;
 use crate::scheduler::Scheduler;
 
 /// Upstream `minFeasibleNodesToFind`.
@@ -59,9 +60,9 @@ impl FitError {
             msg.push('.');
         } else {
             let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
-            for s in d.node_to_status.values() {
+            for (s, count) in d.node_to_status.counted() {
                 for r in &s.reasons {
-                    *histogram.entry(r.as_str()).or_default() += 1;
+                    *histogram.entry(r.as_str()).or_default() += count;
                 }
             }
             let absent = self.num_all_nodes.saturating_sub(d.node_to_status.len());
@@ -132,6 +133,14 @@ pub struct ScheduleResult {
     pub suggested_host: String,
     pub evaluated_nodes: usize,
     pub feasible_nodes: usize,
+}
+
+/// One node's outcome in the filter pass.
+enum Outcome {
+    /// A status computed now, or a success taken from the memo.
+    Ran(Status, Verdict),
+    /// A failure taken from the memo: its id there.
+    ReusedFailure(StatusId),
 }
 
 /// How a node's filter verdict came about, for the node-local memo.
@@ -352,7 +361,9 @@ impl Scheduler {
             if !status.plugin.is_empty() {
                 d.unschedulable_plugins.insert(status.plugin);
             }
-            d.node_to_status.insert(host.to_string(), status);
+            // The host was chosen from this snapshot.
+            let place = self.snapshot.index.get(host).copied().unwrap_or_default();
+            d.node_to_status.insert(place, status);
             ScheduleError::Fit(Box::new(FitError {
                 num_all_nodes: 1,
                 diagnosis: d,
@@ -380,10 +391,11 @@ impl Scheduler {
         let (feasible, diagnosis) =
             self.find_nodes_that_fit_pod(fwk, state, pod, trace.as_deref_mut())?;
         if let Some(t) = trace.as_deref_mut() {
+            let names = &self.snapshot.node_infos;
             t.filter = diagnosis
                 .node_to_status
                 .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
+                .map(|(place, s)| (names[place].name.clone(), s.clone()))
                 .collect();
             t.absent = diagnosis.absent_status.clone();
             if t.absent.is_some() {
@@ -555,9 +567,12 @@ impl Scheduler {
         // Verdicts are reused only when every filter that runs is node-local.
         let reuse = self.reuse_node_local && filters.iter().all(|(_, f)| f.node_local());
         let memo = &self.node_local;
-        // The places whose verdict to keep, with the verdict; how many verdicts were reused.
-        let mut verdicts: Vec<(usize, bool)> = Vec::new();
+        // The places whose verdict to keep, with the failure's id in the diagnosis; how many
+        // verdicts were reused.
+        let mut verdicts: Vec<(usize, Option<StatusId>)> = Vec::new();
         let mut reused = 0;
+        // Per failure the memo keeps: its id in the diagnosis, once it was used.
+        let mut from_memo: Vec<Option<StatusId>> = vec![None; memo.failure_count()];
         // The pods nominated to each node, looked up once per cycle: usually few nodes have
         // any, and the others take the plain filter path.
         let nominated: BTreeMap<&str, Vec<Arc<PodInfo>>> = self
@@ -566,9 +581,15 @@ impl Scheduler {
             .map(|n| (n, self.queue.nominated_pods_for_node(n)))
             .collect();
         let snapshot = &self.snapshot;
-        let node_at = |i: usize| &snapshot.node_infos[candidates[(start + i) % n]];
+        // The verdict of the memo, or of the filters, on the node at `place`.
+        let known_or_run = |place: usize, node: &Arc<NodeInfo>| match memo.verdict(place, node) {
+            FilterVerdict::Passed if reuse => Outcome::Ran(Status::success(), Verdict::Reused),
+            FilterVerdict::Failed(m) if reuse => Outcome::ReusedFailure(m),
+            _ => Outcome::Ran(run_filters(&filters, state, pod, node), Verdict::Computed),
+        };
         let check = |j: usize| {
-            let node = node_at(j);
+            let place = candidates[(start + j) % n];
+            let node = &snapshot.node_infos[place];
             // Without nominated pods the node's name is not read (reused verdicts then read
             // nothing of the NodeInfo).
             let pods = if nominated.is_empty() {
@@ -577,48 +598,50 @@ impl Scheduler {
                 nominated.get(node.name.as_str())
             };
             match pods {
-                Some(pods) => (
+                Some(pods) => Outcome::Ran(
                     fwk.run_filter_plugins_with_nominated_pods(state, pod, node, pods),
                     Verdict::WithNominatedPods,
                 ),
-                None if reuse && memo.passed(candidates[(start + j) % n], node) => {
-                    (Status::success(), Verdict::Reused)
-                }
-                None => (run_filters(&filters, state, pod, node), Verdict::Computed),
+                None => known_or_run(place, node),
             }
         };
+        let statuses = &mut diagnosis.node_to_status;
         // Takes one node's result, in node order: how many feasible nodes are found now. An
         // error ends the search.
         let mut take = |idx: usize,
-                        status: Status,
-                        verdict: Verdict,
+                        outcome: Outcome,
                         feasible: &mut Vec<usize>|
          -> Result<usize, ScheduleError> {
             processed += 1;
-            if reuse && status.code != Code::Error {
+            let (status, verdict) = match outcome {
+                Outcome::Ran(status, verdict) => (status, verdict),
+                Outcome::ReusedFailure(m) => {
+                    reused += 1;
+                    let id = *from_memo[m as usize]
+                        .get_or_insert_with(|| statuses.intern(memo.failure(m).clone()));
+                    statuses.set(idx, id);
+                    return Ok(feasible.len());
+                }
+            };
+            if status.is_success() {
                 match verdict {
                     Verdict::Reused => reused += 1,
-                    Verdict::Computed => verdicts.push((idx, status.is_success())),
-                    Verdict::WithNominatedPods => {}
+                    Verdict::Computed if reuse => verdicts.push((idx, None)),
+                    _ => {}
                 }
-            }
-            if status.is_success() {
                 feasible.push(idx);
             } else if status.code == Code::Error {
                 return Err(ScheduleError::Internal(status));
             } else {
-                if status.code == Code::Pending {
-                    diagnosis.pending_plugins.insert(status.plugin);
-                } else if !status.plugin.is_empty() {
-                    diagnosis.unschedulable_plugins.insert(status.plugin);
+                let id = statuses.intern(status);
+                statuses.set(idx, id);
+                if reuse && matches!(verdict, Verdict::Computed) {
+                    verdicts.push((idx, Some(id)));
                 }
-                diagnosis
-                    .node_to_status
-                    .insert(snapshot.node_infos[idx].name.clone(), status);
             }
             Ok(feasible.len())
         };
-        // Without nominated pods, a reused verdict needs no status: it is counted at once.
+        // Without nominated pods, a reused success needs no status: it is counted at once.
         let quick = reuse && nominated.is_empty();
         let mut quick_passed: usize = 0;
         let mut i = 0;
@@ -630,14 +653,14 @@ impl Scheduler {
                 .max(PARALLEL_CHUNK_NODES)
                 .min(n - i);
             if use_parallel(window) {
-                let statuses: Vec<(Status, Verdict)> = (i..i + window)
+                let outcomes: Vec<Outcome> = (i..i + window)
                     .into_par_iter()
                     .with_min_len(PARALLEL_CHUNK_NODES)
                     .map(check)
                     .collect();
-                for (offset, (status, verdict)) in statuses.into_iter().enumerate() {
+                for (offset, outcome) in outcomes.into_iter().enumerate() {
                     let idx = candidates[(start + i + offset) % n];
-                    if take(idx, status, verdict, &mut feasible)? >= to_find {
+                    if take(idx, outcome, &mut feasible)? >= to_find {
                         break;
                     }
                 }
@@ -645,32 +668,52 @@ impl Scheduler {
                 for j in i..i + window {
                     let k = start + j;
                     let idx = candidates[if k >= n { k - n } else { k }];
-                    let (status, verdict) = if quick {
+                    let outcome = if quick {
                         // The memo is asked once: a node it does not know is filtered here.
                         let node = &snapshot.node_infos[idx];
-                        if memo.passed(idx, node) {
-                            feasible.push(idx);
-                            quick_passed += 1;
-                            if feasible.len() >= to_find {
-                                break;
+                        match known_or_run(idx, node) {
+                            Outcome::Ran(_, Verdict::Reused) => {
+                                feasible.push(idx);
+                                quick_passed += 1;
+                                if feasible.len() >= to_find {
+                                    break;
+                                }
+                                continue;
                             }
-                            continue;
+                            outcome => outcome,
                         }
-                        (run_filters(&filters, state, pod, node), Verdict::Computed)
                     } else {
                         check(j)
                     };
-                    if take(idx, status, verdict, &mut feasible)? >= to_find {
+                    if take(idx, outcome, &mut feasible)? >= to_find {
                         break;
                     }
                 }
             }
             i += window;
         }
+        // The plugins that rejected a node (a set: once per distinct status).
+        for (s, _) in diagnosis.node_to_status.counted() {
+            if s.code == Code::Pending {
+                diagnosis.pending_plugins.insert(s.plugin);
+            } else if !s.plugin.is_empty() {
+                diagnosis.unschedulable_plugins.insert(s.plugin);
+            }
+        }
         let (processed, reused) = (processed + quick_passed, reused + quick_passed as u64);
-        for (idx, passed) in verdicts {
+        // Per failure of the diagnosis: its id in the memo, once kept.
+        let mut to_memo: Vec<Option<StatusId>> =
+            vec![None; diagnosis.node_to_status.distinct_len()];
+        for (idx, failed) in verdicts {
             let node = &self.snapshot.node_infos[idx];
-            self.node_local.record_filter(idx, node, passed);
+            let verdict = match failed {
+                None => FilterVerdict::Passed,
+                Some(id) => FilterVerdict::Failed(*to_memo[id as usize].get_or_insert_with(|| {
+                    self.node_local
+                        .intern_failure(diagnosis.node_to_status.status(id))
+                })),
+            };
+            self.node_local.record_filter(idx, node, verdict);
         }
         self.node_local.filters_reused += reused;
         let all = self.snapshot.num_nodes().max(1);
@@ -725,68 +768,4 @@ pub fn select_host(totals: &[i64], rng: &mut impl Rng) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_number_of_nodes_to_find_follows_the_adaptive_percentage() {
-        assert_eq!(num_feasible_nodes_to_find(0, 10), 10);
-        assert_eq!(num_feasible_nodes_to_find(40, 10), 10);
-        assert_eq!(num_feasible_nodes_to_find(0, 1000), 420);
-        assert_eq!(num_feasible_nodes_to_find(40, 1000), 400);
-        assert_eq!(num_feasible_nodes_to_find(0, 6000), 300);
-        assert_eq!(num_feasible_nodes_to_find(40, 6000), 2400);
-        assert_eq!(num_feasible_nodes_to_find(0, 5000), 500);
-    }
-
-    #[test]
-    fn the_fit_error_counts_reasons_and_sorts_them_as_strings() {
-        let mut d = Diagnosis::default();
-        d.node_to_status
-            .insert("a".into(), Status::unschedulable("Insufficient cpu"));
-        d.node_to_status.insert(
-            "b".into(),
-            Status::unresolvable("node(s) had untolerated taint(s)"),
-        );
-        d.node_to_status.insert(
-            "c".into(),
-            Status::unresolvable("node(s) had untolerated taint(s)"),
-        );
-        let fit = FitError {
-            num_all_nodes: 3,
-            diagnosis: d,
-        };
-        assert_eq!(
-            fit.message(),
-            "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s)."
-        );
-    }
-
-    #[test]
-    fn a_pre_filter_rejection_is_the_whole_message() {
-        let d = Diagnosis {
-            pre_filter_msg: "pod affinity terms conflict".into(),
-            ..Default::default()
-        };
-        let fit = FitError {
-            num_all_nodes: 2,
-            diagnosis: d,
-        };
-        assert_eq!(
-            fit.message(),
-            "0/2 nodes are available: pod affinity terms conflict."
-        );
-    }
-
-    #[test]
-    fn select_host_only_picks_among_the_best_scores() {
-        use rand::SeedableRng;
-        let totals = [3, 3, 1];
-        let mut seen = BTreeSet::new();
-        for seed in 0..64 {
-            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-            seen.insert(select_host(&totals, &mut rng));
-        }
-        assert_eq!(seen, BTreeSet::from([0, 1]));
-    }
-}
+mod tests;

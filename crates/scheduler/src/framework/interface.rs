@@ -157,6 +157,20 @@ pub trait FilterPlugin: Send + Sync {
     fn node_local(&self) -> bool {
         false
     }
+    /// For a filter whose verdict depends on the node's pods only through the sum of their
+    /// requests and their number (NodeResourcesFit): whether `pod` passes on `node` were
+    /// those `requested` and `num_pods`. `None` for any other filter. Preemption's dry runs
+    /// use it to try victims without changing a NodeInfo.
+    fn passes_with_requests(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        _node: &NodeInfo,
+        _requested: &kubeplane_core::resources::Resources,
+        _num_pods: usize,
+    ) -> Option<bool> {
+        None
+    }
 }
 
 /// What a PostFilter plugin asks of the pod's nomination.
@@ -184,8 +198,8 @@ pub struct PostFilterInput<'a> {
     /// A random number from the scheduler's seeded generator, drawn for this call (e.g. the
     /// preemption candidate offset).
     pub random: u64,
-    /// Per node name, the failing filter status (nodes absent from the map share
-    /// `absent_status`).
+    /// Per place in `snapshot`'s node list, the failing filter status (nodes without one
+    /// share `absent_status`).
     pub statuses: &'a crate::framework::NodeToStatus,
     pub absent_status: &'a Status,
     /// Where a preemption plugin reports what it considered (explain output), when wanted.

@@ -5,6 +5,7 @@ pub mod affinity;
 pub mod cycle_state;
 pub mod events;
 pub mod interface;
+pub mod node_status;
 pub mod runtime;
 pub mod status;
 pub mod topology;
@@ -16,6 +17,7 @@ pub use events::{
     ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint,
 };
 pub use interface::*;
-pub use runtime::{run_filters, Framework, NodeToStatus, PluginSet, ReusedScores, ScoreTable};
+pub use node_status::{NodeToStatus, StatusId};
+pub use runtime::{run_filters, Framework, PluginSet, ReusedScores, ScoreTable};
 pub use status::{Code, Status};
 pub use types::{HostPort, NodeInfo, PodInfo, QueuedPodInfo};

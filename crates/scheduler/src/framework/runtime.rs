@@ -794,12 +794,5 @@ pub fn run_filters(
     Status::success()
 }
 
-/// Per node name, the status with which it failed filtering. A hash map with the Fx hasher
-/// (the names are those of the cluster's Node objects, which only privileged clients create;
-/// SipHash cost more than the rest of an insert): thousands of nodes are inserted per cycle when a pod fits few of them;
-/// every reader either looks nodes up or sorts or counts what it reports, so the map's order
-/// shows nowhere.
-pub type NodeToStatus = rustc_hash::FxHashMap<String, Status>;
-
 #[cfg(test)]
 mod tests;

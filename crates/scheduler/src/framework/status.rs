@@ -37,7 +37,7 @@ impl Code {
 }
 
 /// The result of running a plugin: a code, reasons, and the plugin that produced it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Status {
     pub code: Code,
     pub reasons: Vec<String>,

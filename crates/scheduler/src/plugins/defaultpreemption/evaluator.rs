@@ -26,7 +26,8 @@ use super::{
 /// A node where the preemptor would fit after evicting `victims`.
 #[derive(Clone, Debug)]
 pub struct Candidate {
-    pub node: String,
+    /// The node's place in the snapshot's node list.
+    pub place: usize,
     /// Most important first.
     pub victims: Vec<Arc<PodInfo>>,
     pub num_pdb_violations: i64,
@@ -94,8 +95,9 @@ pub fn more_important_pod(a: &PodInfo, b: &PodInfo, now: jiff::Timestamp) -> boo
 }
 
 /// Sorts by decreasing importance; equal pods keep their order.
-pub(super) fn sort_by_importance(pods: &mut [Arc<PodInfo>], now: jiff::Timestamp) {
+pub(super) fn sort_by_importance<P: AsRef<PodInfo>>(pods: &mut [P], now: jiff::Timestamp) {
     pods.sort_by(|a, b| {
+        let (a, b) = (a.as_ref(), b.as_ref());
         if more_important_pod(a, b, now) {
             Ordering::Less
         } else if more_important_pod(b, a, now) {
@@ -113,10 +115,25 @@ pub fn filter_pods_with_pdb_violation(
     pods: &[Arc<PodInfo>],
     pdbs: &[PdbInfo],
 ) -> (Vec<Arc<PodInfo>>, Vec<Arc<PodInfo>>) {
-    let mut allowed: Vec<i32> = pdbs.iter().map(|p| p.disruptions_allowed).collect();
+    let pods: Vec<&Arc<PodInfo>> = pods.iter().collect();
+    let (violating, non_violating) = split_by_pdb(&pods, pdbs);
+    let owned = |v: Vec<&Arc<PodInfo>>| v.into_iter().cloned().collect();
+    (owned(violating), owned(non_violating))
+}
+
+/// [`filter_pods_with_pdb_violation`] on references.
+pub(super) fn split_by_pdb<'p>(
+    pods: &[&'p Arc<PodInfo>],
+    pdbs: &[PdbInfo],
+) -> (Vec<&'p Arc<PodInfo>>, Vec<&'p Arc<PodInfo>>) {
     let mut violating = Vec::new();
     let mut non_violating = Vec::new();
-    for pod in pods {
+    if pdbs.is_empty() {
+        non_violating.extend_from_slice(pods);
+        return (violating, non_violating);
+    }
+    let mut allowed: Vec<i32> = pdbs.iter().map(|p| p.disruptions_allowed).collect();
+    for &pod in pods {
         let mut violated = false;
         if !pod.labels().is_empty() {
             for (i, pdb) in pdbs.iter().enumerate() {
@@ -137,9 +154,9 @@ pub fn filter_pods_with_pdb_violation(
             }
         }
         if violated {
-            violating.push(pod.clone());
+            violating.push(pod);
         } else {
-            non_violating.push(pod.clone());
+            non_violating.push(pod);
         }
     }
     (violating, non_violating)
@@ -286,15 +303,11 @@ impl DefaultPreemption {
         if all == 0 {
             return (None, Status::error("no nodes available"));
         }
-        let unschedulable = |name: &str| {
-            let s = input.statuses.get(name).unwrap_or(input.absent_status);
+        let unschedulable = |place: usize| {
+            let s = input.statuses.get(place).unwrap_or(input.absent_status);
             s.code == Code::Unschedulable
         };
-        let potential: Vec<&Arc<NodeInfo>> = snapshot
-            .node_infos
-            .iter()
-            .filter(|n| unschedulable(&n.name))
-            .collect();
+        let potential: Vec<usize> = (0..all).filter(|&place| unschedulable(place)).collect();
         let mut node_statuses = crate::framework::NodeToStatus::default();
         let mut candidates = Vec::new();
         let mut errors = Vec::new();
@@ -315,8 +328,9 @@ impl DefaultPreemption {
             let fwk = input.framework;
             let mut search = VictimSearch::new(fwk, state, &preemptor, &pdbs, now);
             for i in 0..potential.len() {
-                let node = potential[(offset + i) % potential.len()];
-                match Self::dry_run(&mut search, node, input) {
+                let place = potential[(offset + i) % potential.len()];
+                let node = &snapshot.node_infos[place];
+                match Self::dry_run(&mut search, place, node, input) {
                     DryRun::Candidate(c) => {
                         let list = if c.num_pdb_violations == 0 {
                             &mut non_violating
@@ -336,7 +350,7 @@ impl DefaultPreemption {
                         if s.code == Code::Error {
                             errors.push(s.message());
                         }
-                        node_statuses.insert(node.name.clone(), s);
+                        node_statuses.insert(place, s);
                     }
                 }
             }
@@ -348,7 +362,7 @@ impl DefaultPreemption {
                 candidates: candidates
                     .iter()
                     .map(|c| PreemptionCandidateTrace {
-                        node: c.node.clone(),
+                        node: snapshot.node_infos[c.place].name.clone(),
                         victims: c.victims.iter().map(|v| v.key()).collect(),
                         pdb_violations: c.num_pdb_violations,
                     })
@@ -387,15 +401,16 @@ impl DefaultPreemption {
         let (best, why) =
             pick_one_node_for_preemption_explained(&candidates, now).unwrap_or((0, String::new()));
         let chosen = candidates.swap_remove(best);
+        let chosen_node = &snapshot.node_infos[chosen.place].name;
         if let Some(trace) = input.preemption_trace {
             if let Some(t) = trace.borrow_mut().as_mut() {
-                t.chosen = Some(chosen.node.clone());
+                t.chosen = Some(chosen_node.clone());
                 t.why = Some(why);
             }
         }
 
         // 5) Evict the victims and clear lower-priority nominations to the node.
-        let lower_nominated: Vec<Arc<PodInfo>> = (input.nominated_pods)(&chosen.node)
+        let lower_nominated: Vec<Arc<PodInfo>> = (input.nominated_pods)(chosen_node)
             .into_iter()
             .filter(|p| p.priority < preemptor.priority)
             .collect();
@@ -416,14 +431,14 @@ impl DefaultPreemption {
                     .expect("pending lock")
                     .push(PendingPreemption {
                         preemptor: preemptor.clone(),
-                        node: chosen.node.clone(),
+                        node: chosen_node.clone(),
                         victims,
                         lower_nominated,
                     });
             }
         } else {
             for v in &victims {
-                if let Err(e) = preempt_pod(input.now, client, &preemptor, v, &chosen.node) {
+                if let Err(e) = preempt_pod(input.now, client, &preemptor, v, chosen_node) {
                     return (None, Status::error(e.to_string()));
                 }
             }
@@ -434,7 +449,7 @@ impl DefaultPreemption {
         }
         (
             Some(PostFilterResult {
-                nominating: NominatingMode::Override(chosen.node),
+                nominating: NominatingMode::Override(chosen_node.clone()),
             }),
             Status::success(),
         )
@@ -450,7 +465,12 @@ impl DefaultPreemption {
             return Some(REASON_NOT_ELIGIBLE_NEVER);
         }
         let nominated = pod.nominated_node_name()?;
-        let status = input.statuses.get(nominated).unwrap_or(input.absent_status);
+        let status = input
+            .snapshot
+            .index
+            .get(nominated)
+            .and_then(|&place| input.statuses.get(place))
+            .unwrap_or(input.absent_status);
         // Filters say the nominated node cannot work anyway: preempt again.
         if status.code == Code::UnschedulableAndUnresolvable {
             return None;
@@ -463,16 +483,17 @@ impl DefaultPreemption {
         terminating.then_some(REASON_NOT_ELIGIBLE_TERMINATING)
     }
 
-    /// Dry-runs preemption on one node.
+    /// Dry-runs preemption on the node at `place`.
     fn dry_run(
         search: &mut VictimSearch<'_>,
+        place: usize,
         node: &NodeInfo,
         input: &PostFilterInput<'_>,
     ) -> DryRun {
         let nominated = (input.nominated_pods)(&node.name);
         match search.select_victims(node, &nominated) {
             Ok((victims, violations)) if !victims.is_empty() => DryRun::Candidate(Candidate {
-                node: node.name.clone(),
+                place,
                 victims,
                 num_pdb_violations: violations,
             }),

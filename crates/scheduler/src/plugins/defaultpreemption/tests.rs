@@ -128,14 +128,14 @@ impl Env {
         let pre = self.fwk.run_pre_filter_plugins(&mut state, &pod, &snap);
         let mut statuses = crate::framework::NodeToStatus::default();
         let absent = if pre.status.is_success() {
-            for n in &self.nodes {
+            for (place, n) in self.nodes.iter().enumerate() {
                 let s = self.fwk.run_filter_plugins(&state, &pod, n);
                 assert!(
                     !s.is_success(),
                     "the preemptor fits {} without preemption",
                     n.name
                 );
-                statuses.insert(n.name.clone(), s);
+                statuses.insert(place, s);
             }
             Status::unresolvable("unused")
         } else {
@@ -212,9 +212,11 @@ fn args_are_validated() {
     assert_eq!(pl.num_candidates(1000), 400);
 }
 
+/// A candidate on `nodeK`, the node at place K - 1.
 fn candidate(node: &str, victims: Vec<PodBuilder>, violations: i64) -> Candidate {
+    let k: usize = node.trim_start_matches("node").parse().unwrap();
     Candidate {
-        node: node.to_string(),
+        place: k - 1,
         victims: victims.into_iter().map(|p| Arc::new(p.info())).collect(),
         num_pdb_violations: violations,
     }
@@ -306,7 +308,8 @@ fn pick_one_node_criteria_in_order() {
     ];
     for c in cases {
         let i = pick_one_node_for_preemption(&c.candidates, now()).unwrap();
-        assert_eq!(c.candidates[i].node, c.want, "{}", c.name);
+        let node = format!("node{}", c.candidates[i].place + 1);
+        assert_eq!(node, c.want, "{}", c.name);
     }
     assert_eq!(pick_one_node_for_preemption(&[], now()), None);
 }
@@ -592,7 +595,7 @@ fn the_explained_choice_names_the_criterion_that_decided() {
     let p = |name: &str, prio: i32| pod(name, prio, "100m");
     let pick = |c: Vec<Candidate>| {
         let (i, why) = pick_one_node_for_preemption_explained(&c, now()).unwrap();
-        (c[i].node.clone(), why)
+        (format!("node{}", c[i].place + 1), why)
     };
     let (node, why) = pick(vec![
         candidate("node1", vec![p("a", 1)], 1),

@@ -12,14 +12,26 @@
 //! removed, the reprieve steps re-run only the plugins whose verdict can depend on the pods on
 //! the node: NodeUnschedulable, NodeName, TaintToleration and NodeAffinity look only at the
 //! node itself and at the pod, which the reprieve steps do not change.
+//!
+//! When NodeResourcesFit is the only Filter plugin whose verdict depends on the pods (no host
+//! ports: NodePorts skips), and no pod of at least the preemptor's priority is nominated to
+//! the node, the direct way touches no NodeInfo at all: NodeResourcesFit reads the pods only
+//! through the sum of their requests and their number
+//! ([`FilterPlugin::passes_with_requests`]), so removing and adding back victims is
+//! arithmetic on one `Resources`, done in the order the scratch NodeInfo would do it (the
+//! sums saturate, so the order is kept). The pod-independent plugins run once on the node
+//! itself. A node where the pod does not fit with all lower-priority pods removed takes the
+//! scratch NodeInfo, for the exact status.
 
 use std::sync::Arc;
+
+use kubeplane_core::resources::Resources;
 
 use crate::framework::{run_filters, CycleState, FilterPlugin, Framework, NodeInfo, PodInfo};
 use crate::framework::{PreFilterPlugin, Status};
 use crate::plugins::{nodeaffinity, nodename, nodeunschedulable, tainttoleration};
 
-use super::evaluator::{filter_pods_with_pdb_violation, sort_by_importance, PdbInfo};
+use super::evaluator::{sort_by_importance, split_by_pdb, PdbInfo};
 use super::REASON_NO_VICTIMS;
 
 /// The Filter plugins whose verdict depends on nothing the pods on the node change.
@@ -49,6 +61,10 @@ pub(super) struct VictimSearch<'a> {
     /// The node being dry-run (direct way), and a second one for the nominated pods' pass.
     scratch: NodeInfo,
     with_nominated: NodeInfo,
+    /// The requests of the pods on the node being dry-run by arithmetic.
+    requested: Resources,
+    /// How many nodes were dry-run by arithmetic.
+    pub(super) by_requests: usize,
 }
 
 impl<'a> VictimSearch<'a> {
@@ -94,6 +110,8 @@ impl<'a> VictimSearch<'a> {
             direct: None,
             scratch: NodeInfo::default(),
             with_nominated: NodeInfo::default(),
+            requested: Resources::default(),
+            by_requests: 0,
         }
     }
 
@@ -114,11 +132,10 @@ impl<'a> VictimSearch<'a> {
         nominated: &[Arc<PodInfo>],
     ) -> Victims {
         let pod = self.pod;
-        let mut potential: Vec<Arc<PodInfo>> = node
+        let mut potential: Vec<&Arc<PodInfo>> = node
             .pods
             .iter()
             .filter(|p| p.priority < pod.priority)
-            .cloned()
             .collect();
         let relevant: Vec<Arc<PodInfo>> = nominated
             .iter()
@@ -127,7 +144,13 @@ impl<'a> VictimSearch<'a> {
             .collect();
         match self.direct.take() {
             Some(filters) => {
-                let found = self.direct_way(&filters, node, &mut potential, &relevant);
+                let by_requests = if relevant.is_empty() && !potential.is_empty() {
+                    self.by_requests(&filters, node, &mut potential)
+                } else {
+                    None
+                };
+                let found = by_requests
+                    .unwrap_or_else(|| self.direct_way(&filters, node, &mut potential, &relevant));
                 self.direct = Some(filters);
                 found
             }
@@ -139,7 +162,7 @@ impl<'a> VictimSearch<'a> {
     fn general_way(
         &self,
         node: &NodeInfo,
-        potential: &mut [Arc<PodInfo>],
+        potential: &mut [&Arc<PodInfo>],
         nominated: &[Arc<PodInfo>],
     ) -> Victims {
         let (fwk, pod) = (self.fwk, self.pod);
@@ -178,7 +201,7 @@ impl<'a> VictimSearch<'a> {
         &mut self,
         (all, dependent): &(Vec<Filter<'a>>, Vec<Filter<'a>>),
         node: &NodeInfo,
-        potential: &mut [Arc<PodInfo>],
+        potential: &mut [&Arc<PodInfo>],
         relevant: &[Arc<PodInfo>],
     ) -> Victims {
         let (state, pod) = (self.state, self.pod);
@@ -205,6 +228,62 @@ impl<'a> VictimSearch<'a> {
         };
         reprieve_in_order(potential, self.pdbs, self.now, &mut reprieve)
     }
+
+    /// The direct way by arithmetic on the requests, for a node with lower-priority pods and
+    /// no relevant nominated pods; `None` when it does not apply (a dependent plugin that
+    /// cannot judge by requests) or the pod does not fit with all of them removed (the
+    /// scratch NodeInfo then gives the exact status).
+    fn by_requests(
+        &mut self,
+        (all, dependent): &(Vec<Filter<'a>>, Vec<Filter<'a>>),
+        node: &NodeInfo,
+        potential: &mut [&Arc<PodInfo>],
+    ) -> Option<Victims> {
+        let (state, pod) = (self.state, self.pod);
+        let requested = &mut self.requested;
+        requested.clone_from(&node.requested);
+        for p in potential.iter() {
+            requested.sub(&p.requests);
+        }
+        let mut num_pods = node.pods.len() - potential.len();
+        let passes = |requested: &Resources, num_pods: usize| -> Option<bool> {
+            let mut all_pass = true;
+            for (_, f) in dependent {
+                all_pass &= f.passes_with_requests(state, pod, node, requested, num_pods)?;
+            }
+            Some(all_pass)
+        };
+        if !passes(requested, num_pods)? {
+            return None;
+        }
+        // Every plugin passes with the victims removed (those that do not depend on the pods
+        // pass on the node itself), whatever their order.
+        let independent = all
+            .iter()
+            .filter(|(name, _)| POD_INDEPENDENT_FILTERS.contains(name));
+        for (_, f) in independent {
+            if !f.filter(state, pod, node).is_success() {
+                return None;
+            }
+        }
+        self.by_requests += 1;
+        let mut reprieve = |p: &Arc<PodInfo>| -> Result<bool, Status> {
+            requested.add(&p.requests);
+            num_pods += 1;
+            let fits = passes(requested, num_pods).unwrap_or(false);
+            if !fits {
+                requested.sub(&p.requests);
+                num_pods -= 1;
+            }
+            Ok(fits)
+        };
+        Some(reprieve_in_order(
+            potential,
+            self.pdbs,
+            self.now,
+            &mut reprieve,
+        ))
+    }
 }
 
 /// Sorts the potential victims by importance, then offers each back to the node (`reprieve`
@@ -212,22 +291,22 @@ impl<'a> VictimSearch<'a> {
 /// first; returns those that could not come back, most important first, and how many of them
 /// violate a budget.
 fn reprieve_in_order(
-    potential: &mut [Arc<PodInfo>],
+    potential: &mut [&Arc<PodInfo>],
     pdbs: &[PdbInfo],
     now: jiff::Timestamp,
     reprieve: &mut dyn FnMut(&Arc<PodInfo>) -> Result<bool, Status>,
 ) -> Victims {
     sort_by_importance(potential, now);
-    let (violating, non_violating) = filter_pods_with_pdb_violation(potential, pdbs);
+    let (violating, non_violating) = split_by_pdb(potential, pdbs);
     let mut victims: Vec<Arc<PodInfo>> = Vec::new();
     let mut num_violating = 0;
-    for p in &violating {
+    for p in violating.iter().copied() {
         if !reprieve(p)? {
             victims.push(p.clone());
             num_violating += 1;
         }
     }
-    for p in &non_violating {
+    for p in non_violating.iter().copied() {
         if !reprieve(p)? {
             victims.push(p.clone());
         }

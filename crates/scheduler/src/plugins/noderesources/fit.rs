@@ -48,14 +48,6 @@ struct PreFilterState {
     scalars: Vec<usize>,
 }
 
-/// One resource the node lacks.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InsufficientResource {
-    pub reason: String,
-    /// The request exceeds the node's allocatable, so preemption cannot help.
-    pub unresolvable: bool,
-}
-
 impl Fit {
     /// Builds the plugin from `NodeResourcesFitArgs` (v1 defaults applied, then validated).
     pub fn new(
@@ -125,31 +117,25 @@ impl Fit {
 
 /// Whether the node lacks room for `req`, and which resources (upstream `fitsRequest`): the
 /// pod count, then (unless the request is all zero) cpu, memory, ephemeral-storage and each
-/// scalar resource in `scalars` (indexes into `req.scalar`), in name order. Allocation-free
-/// when the pod fits.
+/// scalar resource in `scalars` (indexes into `req.scalar`), in name order. The node has
+/// `alloc`, and pods requesting `used` in all, `num_pods` of them. `on_insufficient` gets the
+/// reason (built only when called) and whether the request exceeds the node's allocatable.
+/// Allocation-free when the pod fits.
 fn fits_request(
     req: &Resources,
     scalars: impl Iterator<Item = usize>,
-    node: &NodeInfo,
-    mut on_insufficient: impl FnMut(InsufficientResource),
+    (alloc, used, num_pods): (&Resources, &Resources, usize),
+    mut on_insufficient: impl FnMut(&dyn Fn() -> String, bool),
 ) {
-    let alloc = &node.allocatable;
-    let used = &node.requested;
-    if node.pods.len() as i64 + 1 > alloc.allowed_pod_number {
-        on_insufficient(InsufficientResource {
-            reason: REASON_TOO_MANY_PODS.to_string(),
-            unresolvable: false,
-        });
+    if num_pods as i64 + 1 > alloc.allowed_pod_number {
+        on_insufficient(&|| REASON_TOO_MANY_PODS.to_string(), false);
     }
     if req.is_zero_request() {
         return;
     }
     let mut check = |want: i64, have: i64, used: i64, reason: &dyn Fn() -> String| {
         if want > 0 && want > have - used {
-            on_insufficient(InsufficientResource {
-                reason: reason(),
-                unresolvable: want > have,
-            });
+            on_insufficient(reason, want > have);
         }
     };
     check(req.milli_cpu, alloc.milli_cpu, used.milli_cpu, &|| {
@@ -169,6 +155,30 @@ fn fits_request(
         check(*want, alloc.scalar(name), used.scalar(name), &|| {
             format!("{REASON_INSUFFICIENT_PREFIX}{name}")
         });
+    }
+}
+
+impl Fit {
+    /// [`fits_request`] with the scalars PreFilter picked (or picked now without it).
+    fn check_fit(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: (&Resources, &Resources, usize),
+        on_insufficient: impl FnMut(&dyn Fn() -> String, bool),
+    ) {
+        match state.read::<PreFilterState>(PRE_FILTER_KEY) {
+            Some(s) => fits_request(
+                &pod.requests,
+                s.scalars.iter().copied(),
+                node,
+                on_insufficient,
+            ),
+            None => {
+                let scalars = self.scalars_to_check(&pod.requests);
+                fits_request(&pod.requests, scalars.into_iter(), node, on_insufficient)
+            }
+        }
     }
 }
 
@@ -245,17 +255,11 @@ impl FilterPlugin for Fit {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let mut reasons: Vec<String> = Vec::new();
         let mut unresolvable = false;
-        let mut collect = |r: InsufficientResource| {
-            unresolvable |= r.unresolvable;
-            reasons.push(r.reason);
-        };
-        match state.read::<PreFilterState>(PRE_FILTER_KEY) {
-            Some(s) => fits_request(&pod.requests, s.scalars.iter().copied(), node, &mut collect),
-            None => {
-                let scalars = self.scalars_to_check(&pod.requests);
-                fits_request(&pod.requests, scalars.into_iter(), node, &mut collect)
-            }
-        }
+        let on_node = (&node.allocatable, &node.requested, node.pods.len());
+        self.check_fit(state, pod, on_node, |reason, beyond| {
+            unresolvable |= beyond;
+            reasons.push(reason());
+        });
         if reasons.is_empty() {
             return Status::success();
         }
@@ -267,6 +271,25 @@ impl FilterPlugin for Fit {
         } else {
             Status::with_reasons(crate::framework::Code::Unschedulable, reasons)
         }
+    }
+
+    /// The verdict reads the node's pods only through `requested` and their number.
+    fn passes_with_requests(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        requested: &Resources,
+        num_pods: usize,
+    ) -> Option<bool> {
+        let mut fits = true;
+        self.check_fit(
+            state,
+            pod,
+            (&node.allocatable, requested, num_pods),
+            |_, _| fits = false,
+        );
+        Some(fits)
     }
 }
 
@@ -392,11 +415,12 @@ pub(super) fn is_schedulable_after_node_change(
     let req = requests_of(pod)?;
     let alloc_of = |n: &Node| node_allocatable(n).map_err(|e| e.to_string());
     let new_alloc = alloc_of(new)?;
-    let mut empty = NodeInfo::new("");
-    empty.allocatable = new_alloc.clone();
     let all_scalars = 0..req.scalar.len();
     let mut fits = true;
-    fits_request(&req, all_scalars, &empty, |_| fits = false);
+    let nothing = Resources::default();
+    fits_request(&req, all_scalars, (&new_alloc, &nothing, 0), |_, _| {
+        fits = false
+    });
     if !fits {
         return Ok(QueueingHint::QueueSkip);
     }

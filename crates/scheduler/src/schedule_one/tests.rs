@@ -1,0 +1,144 @@
+//! Tests of one scheduling cycle: the number of nodes to find, the fit error's message, the
+//! host selection, and the node-local memo's reuse of failures.
+
+use super::*;
+
+#[test]
+fn the_number_of_nodes_to_find_follows_the_adaptive_percentage() {
+    assert_eq!(num_feasible_nodes_to_find(0, 10), 10);
+    assert_eq!(num_feasible_nodes_to_find(40, 10), 10);
+    assert_eq!(num_feasible_nodes_to_find(0, 1000), 420);
+    assert_eq!(num_feasible_nodes_to_find(40, 1000), 400);
+    assert_eq!(num_feasible_nodes_to_find(0, 6000), 300);
+    assert_eq!(num_feasible_nodes_to_find(40, 6000), 2400);
+    assert_eq!(num_feasible_nodes_to_find(0, 5000), 500);
+}
+
+#[test]
+fn the_fit_error_counts_reasons_and_sorts_them_as_strings() {
+    let mut d = Diagnosis::default();
+    let taint = || Status::unresolvable("node(s) had untolerated taint(s)");
+    d.node_to_status.insert(2, taint());
+    d.node_to_status
+        .insert(0, Status::unschedulable("Insufficient cpu"));
+    d.node_to_status.insert(1, taint());
+    let fit = FitError {
+        num_all_nodes: 3,
+        diagnosis: d,
+    };
+    assert_eq!(
+        fit.message(),
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s)."
+    );
+}
+
+#[test]
+fn a_pre_filter_rejection_is_the_whole_message() {
+    let d = Diagnosis {
+        pre_filter_msg: "pod affinity terms conflict".into(),
+        ..Default::default()
+    };
+    let fit = FitError {
+        num_all_nodes: 2,
+        diagnosis: d,
+    };
+    assert_eq!(
+        fit.message(),
+        "0/2 nodes are available: pod affinity terms conflict."
+    );
+}
+
+#[test]
+fn select_host_only_picks_among_the_best_scores() {
+    use rand::SeedableRng;
+    let totals = [3, 3, 1];
+    let mut seen = BTreeSet::new();
+    for seed in 0..64 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        seen.insert(select_host(&totals, &mut rng));
+    }
+    assert_eq!(seen, BTreeSet::from([0, 1]));
+}
+
+mod reused_failures {
+    use std::sync::Arc;
+
+    use kubeplane_api::Object;
+    use kubeplane_core::features::FeatureGates;
+    use kubeplane_registry::testing::TestClient;
+
+    use crate::plugins::testing::{taint, NodeBuilder, PodBuilder};
+    use crate::queue::SchedulingQueue;
+    use crate::scheduler::Scheduler;
+
+    fn scheduler(reuse: bool) -> Scheduler {
+        let setup = crate::config::resolve(None, &FeatureGates::default()).unwrap();
+        let mut s = Scheduler::new(
+            setup.frameworks,
+            SchedulingQueue::new(setup.queue),
+            setup.percentage_of_nodes_to_score,
+            1,
+        );
+        s.set_reuse_node_local(reuse);
+        s
+    }
+
+    /// Nodes that each fail a 2-cpu pod differently (full, tainted, cordoned, too small),
+    /// then three such pods of one spec: what the scheduler said about them, and how many
+    /// filter verdicts it reused.
+    fn run(reuse: bool) -> (Vec<String>, u64) {
+        let mut sched = scheduler(reuse);
+        let mut client = TestClient::new(1);
+        let alloc = [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")];
+        let nodes = [
+            NodeBuilder::new("full-1").alloc(&alloc),
+            NodeBuilder::new("full-2").alloc(&alloc),
+            NodeBuilder::new("tainted")
+                .alloc(&alloc)
+                .taint(taint("dedicated", "x", "NoSchedule")),
+            NodeBuilder::new("cordoned")
+                .alloc(&alloc)
+                .unschedulable(true),
+            NodeBuilder::new("small").alloc(&[("cpu", "1"), ("memory", "8Gi"), ("pods", "110")]),
+        ];
+        for n in nodes {
+            client
+                .create(Object::Node(Arc::new(n.obj().into())))
+                .unwrap();
+        }
+        for (i, node) in ["full-1", "full-2"].iter().enumerate() {
+            let pod = PodBuilder::new(&format!("big-{i}"))
+                .req(&[("cpu", "3")])
+                .node(node);
+            client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+        }
+        client.settle(&mut [&mut sched]);
+        for i in 0..3 {
+            let pod = PodBuilder::new(&format!("web-{i}")).req(&[("cpu", "2")]);
+            client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+            client.settle(&mut [&mut sched]);
+        }
+        let messages = client
+            .events_with_reason("FailedScheduling")
+            .iter()
+            .map(|e| format!("{}: {}", e.name, e.message))
+            .collect();
+        (messages, sched.node_local.filters_reused)
+    }
+
+    #[test]
+    fn identical_pods_reuse_the_failures_with_the_same_messages() {
+        let (with_reuse, reused) = run(true);
+        let (without, none) = run(false);
+        assert!(with_reuse.len() >= 3, "{with_reuse:?}");
+        let want = "0/5 nodes are available: 1 node(s) had untolerated taint {dedicated: x}, \
+                    1 node(s) were unschedulable, 3 Insufficient cpu.";
+        assert!(
+            with_reuse.iter().all(|m| m.contains(want)),
+            "{with_reuse:?}"
+        );
+        assert_eq!(with_reuse, without);
+        // The second and third pods fail on all five nodes without running the filters.
+        assert!(reused >= 10 && none == 0, "{reused} {none}");
+    }
+}
