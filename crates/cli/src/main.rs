@@ -28,11 +28,15 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 
 /// mimalloc: the simulator allocates many small short-lived objects (one per store write).
+/// Without the `mimalloc` feature the system allocator serves, so that heap profilers
+/// (massif, heaptrack) see every allocation (docs/performance.md, "Where the memory goes").
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// mimalloc's number for its purge-delay option (`mi_option_purge_delay`, 15 in both its v2 and
 /// v3 headers; libmimalloc-sys has no constant for it). A test checks it against the default.
+#[cfg(feature = "mimalloc")]
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Keeps freed memory for reuse instead of returning it to the OS a second after it is freed
@@ -42,6 +46,7 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// system time 0.17 s → 0.05 s and page faults 782 → 536 (medians of 12 alternating runs),
 /// peak memory unchanged.
 /// `MIMALLOC_PURGE_DELAY` in the environment still decides when set.
+#[cfg(feature = "mimalloc")]
 fn keep_freed_memory() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets one integer option; mimalloc reads options on every purge decision and
@@ -49,6 +54,10 @@ fn keep_freed_memory() {
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
     }
 }
+
+/// The system allocator has no such option.
+#[cfg(not(feature = "mimalloc"))]
+fn keep_freed_memory() {}
 
 fn main() -> ExitCode {
     keep_freed_memory();
@@ -86,7 +95,7 @@ fn main() -> ExitCode {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "mimalloc"))]
 mod tests {
     use super::*;
 
