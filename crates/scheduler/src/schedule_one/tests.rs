@@ -63,7 +63,7 @@ fn select_host_only_picks_among_the_best_scores() {
 mod reused_failures {
     use std::sync::Arc;
 
-    use kubeplane_api::Object;
+    use kubeplane_api::{Client, Object};
     use kubeplane_core::features::FeatureGates;
     use kubeplane_registry::testing::TestClient;
 
