@@ -629,7 +629,44 @@ impl Scheduler {
             let window = (to_find - feasible.len())
                 .max(PARALLEL_CHUNK_NODES)
                 .min(n - i);
-            if use_parallel(window) {
+            if quick {
+                // The memo is asked once per node; the nodes it does not know are filtered,
+                // on the thread pool when there are many of them.
+                let place = |j: usize| {
+                    let k = start + j;
+                    candidates[if k >= n { k - n } else { k }]
+                };
+                let unknown: Vec<usize> = (i..i + window)
+                    .filter(|&j| !memo.passed(place(j), &snapshot.node_infos[place(j)]))
+                    .collect();
+                let mut computed: Vec<Status> = Vec::new();
+                if use_parallel(unknown.len()) {
+                    unknown
+                        .par_iter()
+                        .with_min_len(PARALLEL_CHUNK_NODES)
+                        .map(|&j| run_filters(&filters, state, pod, node_at(j)))
+                        .collect_into_vec(&mut computed);
+                }
+                let mut computed = computed.into_iter();
+                let mut unknown = unknown.into_iter().peekable();
+                for j in i..i + window {
+                    let idx = place(j);
+                    if unknown.next_if_eq(&j).is_none() {
+                        feasible.push(idx);
+                        quick_passed += 1;
+                        if feasible.len() >= to_find {
+                            break;
+                        }
+                        continue;
+                    }
+                    let status = computed
+                        .next()
+                        .unwrap_or_else(|| run_filters(&filters, state, pod, node_at(j)));
+                    if take(idx, status, Verdict::Computed, &mut feasible)? >= to_find {
+                        break;
+                    }
+                }
+            } else if use_parallel(window) {
                 let statuses: Vec<(Status, Verdict)> = (i..i + window)
                     .into_par_iter()
                     .with_min_len(PARALLEL_CHUNK_NODES)
@@ -645,21 +682,7 @@ impl Scheduler {
                 for j in i..i + window {
                     let k = start + j;
                     let idx = candidates[if k >= n { k - n } else { k }];
-                    let (status, verdict) = if quick {
-                        // The memo is asked once: a node it does not know is filtered here.
-                        let node = &snapshot.node_infos[idx];
-                        if memo.passed(idx, node) {
-                            feasible.push(idx);
-                            quick_passed += 1;
-                            if feasible.len() >= to_find {
-                                break;
-                            }
-                            continue;
-                        }
-                        (run_filters(&filters, state, pod, node), Verdict::Computed)
-                    } else {
-                        check(j)
-                    };
+                    let (status, verdict) = check(j);
                     if take(idx, status, verdict, &mut feasible)? >= to_find {
                         break;
                     }
