@@ -17,10 +17,9 @@ use crate::framework::types::{NodeInfo, PodInfo};
 pub const PARALLEL_CHUNK_NODES: usize = 64;
 /// Filtering and scoring use the thread pool only from this many nodes to compute on (nodes
 /// whose results the node-local memo knows do not count): below it, handing work to another
-/// thread and waking it costs more than it saves. Measured on the 2-core
-/// development machine: SchedulingBasic (500 nodes per cycle) runs 10-15% faster in parallel,
-/// the Deployment scale benchmark (420 nodes per cycle, other components running between
-/// cycles so the pool's threads go to sleep) about 10% slower.
+/// thread and waking it costs more than it saves. On the 2-core development machine,
+/// SchedulingBasic at full size (500 nodes per cycle, nearly all known to the memo) used 20%
+/// more CPU when every cycle went to the pool (docs/performance.md, session 13, h5).
 pub const PARALLEL_MIN_NODES: usize = 500;
 
 /// Whether a pass over `n` nodes is worth running on the thread pool.
