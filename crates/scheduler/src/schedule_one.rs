@@ -644,6 +644,11 @@ impl Scheduler {
         // Without nominated pods, a reused success needs no status: it is counted at once.
         let quick = reuse && nominated.is_empty();
         let mut quick_passed: usize = 0;
+        // The place of the `j`th node checked in this cycle.
+        let place = |j: usize| {
+            let k = start + j;
+            candidates[if k >= n { k - n } else { k }]
+        };
         let mut i = 0;
         while i < n && feasible.len() < to_find {
             // Check a window of nodes (in parallel when it is large), then take the results in
@@ -652,7 +657,52 @@ impl Scheduler {
             let window = (to_find - feasible.len())
                 .max(PARALLEL_CHUNK_NODES)
                 .min(n - i);
-            if use_parallel(window) {
+            if quick {
+                // The memo is asked once per node. When the window is large enough for the
+                // thread pool, the nodes the memo does not know (the first pod of a spec, or
+                // after the node list changed) are filtered there first, if there are enough
+                // of them; a one-thread run never looks ahead.
+                let mut computed: Vec<(usize, Status)> = Vec::new();
+                if use_parallel(window) {
+                    let unknown: Vec<usize> = (i..i + window)
+                        .filter(|&j| {
+                            let p = place(j);
+                            memo.verdict(p, &snapshot.node_infos[p]) == FilterVerdict::Unknown
+                        })
+                        .collect();
+                    if use_parallel(unknown.len()) {
+                        unknown
+                            .par_iter()
+                            .with_min_len(PARALLEL_CHUNK_NODES)
+                            .map(|&j| {
+                                let node = &snapshot.node_infos[place(j)];
+                                (j, run_filters(&filters, state, pod, node))
+                            })
+                            .collect_into_vec(&mut computed);
+                    }
+                }
+                let mut computed = computed.into_iter().peekable();
+                for j in i..i + window {
+                    let idx = place(j);
+                    let outcome = match computed.next_if(|(c, _)| *c == j) {
+                        Some((_, status)) => Outcome::Ran(status, Verdict::Computed),
+                        None => match known_or_run(idx, &snapshot.node_infos[idx]) {
+                            Outcome::Ran(_, Verdict::Reused) => {
+                                feasible.push(idx);
+                                quick_passed += 1;
+                                if feasible.len() >= to_find {
+                                    break;
+                                }
+                                continue;
+                            }
+                            outcome => outcome,
+                        },
+                    };
+                    if take(idx, outcome, &mut feasible)? >= to_find {
+                        break;
+                    }
+                }
+            } else if use_parallel(window) {
                 let outcomes: Vec<Outcome> = (i..i + window)
                     .into_par_iter()
                     .with_min_len(PARALLEL_CHUNK_NODES)
@@ -666,26 +716,7 @@ impl Scheduler {
                 }
             } else {
                 for j in i..i + window {
-                    let k = start + j;
-                    let idx = candidates[if k >= n { k - n } else { k }];
-                    let outcome = if quick {
-                        // The memo is asked once: a node it does not know is filtered here.
-                        let node = &snapshot.node_infos[idx];
-                        match known_or_run(idx, node) {
-                            Outcome::Ran(_, Verdict::Reused) => {
-                                feasible.push(idx);
-                                quick_passed += 1;
-                                if feasible.len() >= to_find {
-                                    break;
-                                }
-                                continue;
-                            }
-                            outcome => outcome,
-                        }
-                    } else {
-                        check(j)
-                    };
-                    if take(idx, outcome, &mut feasible)? >= to_find {
+                    if take(place(j), check(j), &mut feasible)? >= to_find {
                         break;
                     }
                 }

@@ -15,11 +15,11 @@ use crate::framework::types::{NodeInfo, PodInfo};
 
 /// Filtering checks nodes in windows of at least this many.
 pub const PARALLEL_CHUNK_NODES: usize = 64;
-/// Filtering and scoring use the thread pool only from this many nodes on: below it, handing
-/// work to another thread and waking it costs more than it saves. Measured on the 2-core
-/// development machine: SchedulingBasic (500 nodes per cycle) runs 10-15% faster in parallel,
-/// the Deployment scale benchmark (420 nodes per cycle, other components running between
-/// cycles so the pool's threads go to sleep) about 10% slower.
+/// Filtering and scoring use the thread pool only from this many nodes to compute on (nodes
+/// whose results the node-local memo knows do not count): below it, handing work to another
+/// thread and waking it costs more than it saves. On the 2-core development machine,
+/// SchedulingBasic at full size (500 nodes per cycle, nearly all known to the memo) used 20%
+/// more CPU when every cycle went to the pool (docs/performance.md, session 13, h5).
 pub const PARALLEL_MIN_NODES: usize = 500;
 
 /// Whether a pass over `n` nodes is worth running on the thread pool.
@@ -585,6 +585,17 @@ impl ScoreRun<'_> {
         first_err
     }
 
+    /// How many nodes some plugin computes a raw score of: all of them, unless every active
+    /// plugin is node-local and rows are known, which are gathered, not computed.
+    fn computed_nodes(&self) -> usize {
+        match self.reused {
+            Some(r) if self.slots.iter().all(Option::is_some) => {
+                r.known.iter().filter(|&&k| !k).count()
+            }
+            _ => self.nodes.len(),
+        }
+    }
+
     /// All raw scores into `scores` (plugin-major, a column of `nodes.len()` cells per active
     /// plugin), computed in parallel over chunks of nodes when there are many (upstream scores
     /// nodes in parallel too). Every cell is written by exactly one task, in place, so the
@@ -595,7 +606,7 @@ impl ScoreRun<'_> {
         if k_plugins == 0 || n == 0 {
             return None;
         }
-        if !use_parallel(n) {
+        if !use_parallel(self.computed_nodes()) {
             let mut columns: Vec<&mut [i64]> = scores.chunks_mut(n).collect();
             return self.run(0, &mut columns);
         }

@@ -252,3 +252,77 @@ fn the_first_failing_node_is_reported_then_the_first_plugin() {
     let err = run(&two(vec![n - 1], vec![n - 2, 1]), n).unwrap_err();
     assert_eq!(err.message(), "running Score plugin \"B\": node 1");
 }
+
+/// [`Local`] that notes the pool thread each score is computed on.
+struct Watched(Local, std::sync::Mutex<Vec<Option<usize>>>);
+
+impl Plugin for Watched {
+    fn name(&self) -> &'static str {
+        "W"
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl ScorePlugin for Watched {
+    fn score(&self, s: &CycleState, p: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        self.1.lock().unwrap().push(rayon::current_thread_index());
+        self.0.score(s, p, node)
+    }
+    fn node_local(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn only_the_nodes_to_compute_decide_whether_scoring_goes_to_the_pool() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
+    let watched = Arc::new(Watched(
+        Local(Numbered {
+            name: "W",
+            factor: 3,
+            fail_on: vec![],
+        }),
+        Default::default(),
+    ));
+    let mut set = PluginSet::default();
+    set.score.push((watched.clone() as Arc<dyn Plugin>, 1));
+    let fw = Framework {
+        profile_name: "default-scheduler".into(),
+        plugins: set,
+        all_plugins: Vec::new(),
+        percentage_of_nodes_to_score: None,
+    };
+    let n = 4 * PARALLEL_MIN_NODES;
+    let nodes: Vec<NodeInfo> = (0..n)
+        .map(|i| NodeBuilder::new(&format!("n{i}")).info())
+        .collect();
+    let refs: Vec<&NodeInfo> = nodes.iter().collect();
+    let pod = PodBuilder::new("p").info();
+    let state = CycleState::new();
+    let plain = fw.run_score_plugins(&state, &pod, &refs).unwrap();
+    pool.install(|| {
+        // Nothing known: every node is scored, on the pool's threads.
+        let mut r = ReusedScores::default();
+        let mut t = ScoreTable::default();
+        fw.run_score_plugins_into(&state, &pod, &refs, Some(&mut r), &mut t)
+            .unwrap();
+        assert_eq!(t, plain);
+        // All but three rows known: those three are scored on the calling thread, and the
+        // table is the same.
+        r.known = vec![true; n];
+        for i in [0, 7, n - 1] {
+            r.known[i] = false;
+        }
+        watched.1.lock().unwrap().clear();
+        fw.run_score_plugins_into(&state, &pod, &refs, Some(&mut r), &mut t)
+            .unwrap();
+        assert_eq!(t, plain);
+        let threads = std::mem::take(&mut *watched.1.lock().unwrap());
+        assert_eq!(threads, vec![rayon::current_thread_index(); 3]);
+    });
+}
