@@ -681,22 +681,34 @@ impl Scheduler {
                             .collect_into_vec(&mut computed);
                     }
                 }
-                let mut computed = computed.into_iter().peekable();
+                let mut computed = computed.into_iter();
+                let mut next = computed.next();
                 for j in i..i + window {
                     let idx = place(j);
-                    let outcome = match computed.next_if(|(c, _)| *c == j) {
-                        Some((_, status)) => Outcome::Ran(status, Verdict::Computed),
-                        None => match known_or_run(idx, &snapshot.node_infos[idx]) {
-                            Outcome::Ran(_, Verdict::Reused) => {
-                                feasible.push(idx);
-                                quick_passed += 1;
-                                if feasible.len() >= to_find {
-                                    break;
+                    let outcome = match next.take_if(|(c, _)| *c == j) {
+                        Some((_, status)) => {
+                            next = computed.next();
+                            Outcome::Ran(status, Verdict::Computed)
+                        }
+                        // `quick` implies `reuse`: the memo's verdict is the node's.
+                        None => {
+                            let node = &snapshot.node_infos[idx];
+                            match memo.verdict(idx, node) {
+                                FilterVerdict::Passed => {
+                                    feasible.push(idx);
+                                    quick_passed += 1;
+                                    if feasible.len() >= to_find {
+                                        break;
+                                    }
+                                    continue;
                                 }
-                                continue;
+                                FilterVerdict::Failed(m) => Outcome::ReusedFailure(m),
+                                FilterVerdict::Unknown => Outcome::Ran(
+                                    run_filters(&filters, state, pod, node),
+                                    Verdict::Computed,
+                                ),
                             }
-                            outcome => outcome,
-                        },
+                        }
                     };
                     if take(idx, outcome, &mut feasible)? >= to_find {
                         break;

@@ -606,7 +606,8 @@ impl ScoreRun<'_> {
         if k_plugins == 0 || n == 0 {
             return None;
         }
-        if !use_parallel(self.computed_nodes()) {
+        // (Counting the nodes to compute only when there are enough nodes and threads.)
+        if !use_parallel(n) || !use_parallel(self.computed_nodes()) {
             let mut columns: Vec<&mut [i64]> = scores.chunks_mut(n).collect();
             return self.run(0, &mut columns);
         }
