@@ -121,7 +121,9 @@ impl NodeLocalMemo {
             .filter(|e| std::ptr::eq(e.node.as_ptr(), Arc::as_ptr(node)))
     }
 
-    /// Whether the node-local filters are known to pass `node` at `place`.
+    /// Whether the node-local filters are known to pass `node` at `place` (the tests' question;
+    /// the scheduler asks [`Self::verdict`]).
+    #[cfg(test)]
     pub fn passed(&self, place: usize, node: &Arc<NodeInfo>) -> bool {
         self.verdict(place, node) == FilterVerdict::Passed
     }

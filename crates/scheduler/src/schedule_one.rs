@@ -587,8 +587,13 @@ impl Scheduler {
             FilterVerdict::Failed(m) if reuse => Outcome::ReusedFailure(m),
             _ => Outcome::Ran(run_filters(&filters, state, pod, node), Verdict::Computed),
         };
+        // The place of the `j`th node checked in this cycle.
+        let place = |j: usize| {
+            let k = start + j;
+            candidates[if k >= n { k - n } else { k }]
+        };
         let check = |j: usize| {
-            let place = candidates[(start + j) % n];
+            let place = place(j);
             let node = &snapshot.node_infos[place];
             // Without nominated pods the node's name is not read (reused verdicts then read
             // nothing of the NodeInfo).
@@ -644,11 +649,6 @@ impl Scheduler {
         // Without nominated pods, a reused success needs no status: it is counted at once.
         let quick = reuse && nominated.is_empty();
         let mut quick_passed: usize = 0;
-        // The place of the `j`th node checked in this cycle.
-        let place = |j: usize| {
-            let k = start + j;
-            candidates[if k >= n { k - n } else { k }]
-        };
         let mut i = 0;
         while i < n && feasible.len() < to_find {
             // Check a window of nodes (in parallel when it is large), then take the results in
@@ -721,8 +721,7 @@ impl Scheduler {
                     .map(check)
                     .collect();
                 for (offset, outcome) in outcomes.into_iter().enumerate() {
-                    let idx = candidates[(start + i + offset) % n];
-                    if take(idx, outcome, &mut feasible)? >= to_find {
+                    if take(place(i + offset), outcome, &mut feasible)? >= to_find {
                         break;
                     }
                 }
