@@ -62,14 +62,14 @@ impl FitError {
             let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
             for (s, count) in d.node_to_status.counted() {
                 for r in &s.reasons {
-                    *histogram.entry(r.as_str()).or_default() += count;
+                    *histogram.entry(r.as_ref()).or_default() += count;
                 }
             }
             let absent = self.num_all_nodes.saturating_sub(d.node_to_status.len());
             if absent > 0 {
                 if let Some(s) = &d.absent_status {
                     for r in &s.reasons {
-                        *histogram.entry(r.as_str()).or_default() += absent;
+                        *histogram.entry(r.as_ref()).or_default() += absent;
                     }
                 }
             }

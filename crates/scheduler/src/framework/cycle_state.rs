@@ -4,6 +4,7 @@
 
 use std::any::Any;
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Data a plugin keeps in the cycle state.
 pub trait StateData: Any + Send + Sync {
@@ -24,16 +25,64 @@ impl<T: Any + Clone + Send + Sync> StateData for T {
     }
 }
 
-/// Keys are plugin constants, so comparing addresses first avoids string comparisons on the
-/// per-node hot path.
-#[inline]
-fn same_key(a: &str, b: &str) -> bool {
-    (a.as_ptr() == b.as_ptr() && a.len() == b.len()) || a == b
+/// The key of one kind of cycle-state data: a plugin's `static`. Each key gets a slot number,
+/// process-wide, the first time it is used, so that reading the state in Filter or Score (once
+/// per node) is an index, not a search among the keys.
+pub struct StateKey {
+    name: &'static str,
+    /// The slot plus one; 0 until the key is first used.
+    slot: AtomicUsize,
+}
+
+/// How many keys have a slot.
+static N_SLOTS: AtomicUsize = AtomicUsize::new(0);
+
+impl StateKey {
+    pub const fn new(name: &'static str) -> StateKey {
+        StateKey {
+            name,
+            slot: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    #[inline]
+    fn slot(&self) -> usize {
+        match self.slot.load(Ordering::Relaxed) {
+            0 => self.assign(),
+            s => s - 1,
+        }
+    }
+
+    #[cold]
+    fn assign(&self) -> usize {
+        let next = N_SLOTS.fetch_add(1, Ordering::Relaxed) + 1;
+        // Two threads may race for the first use: the first to store wins, the other's
+        // number is left unused.
+        match self
+            .slot
+            .compare_exchange(0, next, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => next - 1,
+            Err(won) => won - 1,
+        }
+    }
+}
+
+/// Prints the key's name, quoted (as the plugins' error messages show it).
+impl std::fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.name, f)
+    }
 }
 
 #[derive(Default)]
 pub struct CycleState {
-    entries: Vec<(&'static str, Box<dyn StateData>)>,
+    /// By key slot: the data written under that key.
+    slots: Vec<Option<Box<dyn StateData>>>,
     /// Plugins whose PreFilter returned Skip: their Filter is not run.
     pub skip_filter_plugins: BTreeSet<&'static str>,
     /// Plugins whose PreScore returned Skip: their Score is not run.
@@ -47,10 +96,10 @@ pub struct CycleState {
 impl Clone for CycleState {
     fn clone(&self) -> Self {
         CycleState {
-            entries: self
-                .entries
+            slots: self
+                .slots
                 .iter()
-                .map(|(k, v)| (*k, v.as_ref().clone_box()))
+                .map(|v| v.as_ref().map(|v| v.as_ref().clone_box()))
                 .collect(),
             skip_filter_plugins: self.skip_filter_plugins.clone(),
             skip_score_plugins: self.skip_score_plugins.clone(),
@@ -64,25 +113,61 @@ impl CycleState {
         CycleState::default()
     }
 
-    pub fn write<T: StateData>(&mut self, key: &'static str, value: T) {
-        if let Some(e) = self.entries.iter_mut().find(|(k, _)| *k == key) {
-            e.1 = Box::new(value);
-        } else {
-            self.entries.push((key, Box::new(value)));
+    pub fn write<T: StateData>(&mut self, key: &StateKey, value: T) {
+        let slot = key.slot();
+        if self.slots.len() <= slot {
+            self.slots.resize_with(slot + 1, || None);
         }
+        self.slots[slot] = Some(Box::new(value));
     }
 
-    pub fn read<T: 'static>(&self, key: &'static str) -> Option<&T> {
-        self.entries
-            .iter()
-            .find(|(k, _)| same_key(k, key))
-            .and_then(|(_, v)| v.as_ref().as_any().downcast_ref::<T>())
+    #[inline]
+    pub fn read<T: 'static>(&self, key: &StateKey) -> Option<&T> {
+        self.slots
+            .get(key.slot())?
+            .as_ref()?
+            .as_ref()
+            .as_any()
+            .downcast_ref::<T>()
     }
 
-    pub fn read_mut<T: 'static>(&mut self, key: &'static str) -> Option<&mut T> {
-        self.entries
-            .iter_mut()
-            .find(|(k, _)| same_key(k, key))
-            .and_then(|(_, v)| v.as_mut().as_any_mut().downcast_mut::<T>())
+    pub fn read_mut<T: 'static>(&mut self, key: &StateKey) -> Option<&mut T> {
+        self.slots
+            .get_mut(key.slot())?
+            .as_mut()?
+            .as_mut()
+            .as_any_mut()
+            .downcast_mut::<T>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static A: StateKey = StateKey::new("TestKeyA");
+    static B: StateKey = StateKey::new("TestKeyB");
+
+    #[test]
+    fn each_key_reads_what_was_written_under_it() {
+        let mut state = CycleState::new();
+        assert_eq!(state.read::<u32>(&A), None);
+        state.write(&B, String::from("b"));
+        assert_eq!(state.read::<u32>(&A), None);
+        state.write(&A, 7u32);
+        assert_eq!(state.read::<u32>(&A), Some(&7));
+        assert_eq!(state.read::<String>(&B).map(String::as_str), Some("b"));
+        // The wrong type reads nothing.
+        assert_eq!(state.read::<u64>(&A), None);
+        *state.read_mut::<u32>(&A).unwrap() += 1;
+        state.write(&B, String::from("c"));
+        let copy = state.clone();
+        state.write(&A, 1u32);
+        assert_eq!(copy.read::<u32>(&A), Some(&8));
+        assert_eq!(copy.read::<String>(&B).map(String::as_str), Some("c"));
+        assert_eq!(state.read::<u32>(&A), Some(&1));
+        assert_ne!(A.slot(), B.slot());
+        assert_eq!(format!("{A:?}"), "\"TestKeyA\"");
+        assert_eq!(A.name(), "TestKeyA");
     }
 }

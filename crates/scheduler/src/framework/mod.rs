@@ -12,12 +12,12 @@ pub mod topology;
 pub mod types;
 
 pub use affinity::{AffinityTerm, PodAffinityTerms, WeightedAffinityTerm};
-pub use cycle_state::CycleState;
+pub use cycle_state::{CycleState, StateKey};
 pub use events::{
     ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, QueueingHint,
 };
 pub use interface::*;
 pub use node_status::{NodeToStatus, StatusId};
 pub use runtime::{run_filters, Framework, PluginSet, ReusedScores, ScoreTable};
-pub use status::{Code, Status};
+pub use status::{Code, Reason, Reasons, Status};
 pub use types::{HostPort, NodeInfo, PodInfo, QueuedPodInfo};

@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(m.len(), 3);
         assert_eq!(m.get(2), None);
         assert_eq!(m.get(9), None);
-        assert_eq!(m.get(3).unwrap().reasons, ["Insufficient cpu"]);
+        assert_eq!(m.get(3).unwrap().reasons[..], ["Insufficient cpu"]);
         assert_eq!(m.get(1).unwrap().plugin, "X");
         let places: Vec<usize> = m.iter().map(|(p, _)| p).collect();
         assert_eq!(places, [0, 1, 3]);

@@ -20,7 +20,8 @@ pub const MIN_THRESHOLD: i64 = 23 * MB;
 /// Per container, above this total images count as fully present.
 pub const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 
-const PRE_SCORE_KEY: &str = "PreScoreImageLocality";
+static PRE_SCORE_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreScoreImageLocality");
 
 /// Per container (init containers first, then the image volumes where they count), its
 /// normalized image and the fraction of nodes that have it; upstream reads these from the
@@ -133,13 +134,13 @@ impl PreScorePlugin for ImageLocality {
         _nodes: &[&NodeInfo],
         snapshot: &Snapshot,
     ) -> Status {
-        state.write(PRE_SCORE_KEY, pre_score_state(self, pod, snapshot));
+        state.write(&PRE_SCORE_KEY, pre_score_state(self, pod, snapshot));
         Status::success()
     }
 }
 
 fn read_state(state: &CycleState) -> Result<&PreScoreState, Status> {
-    state.read::<PreScoreState>(PRE_SCORE_KEY).ok_or_else(|| {
+    state.read::<PreScoreState>(&PRE_SCORE_KEY).ok_or_else(|| {
         Status::error(format!(
             "reading {PRE_SCORE_KEY:?} from cycleState: not found"
         ))

@@ -19,7 +19,8 @@ use crate::framework::topology;
 use crate::framework::AffinityTerm;
 use crate::plugins::memo::NodeMemo;
 
-pub(crate) const PRE_FILTER_KEY: &str = "PreFilterInterPodAffinity";
+pub(crate) static PRE_FILTER_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreFilterInterPodAffinity");
 
 /// What PreFilter computes for Filter. The counts are shared with the plugin's memo and
 /// copied only when AddPod/RemovePod change them.
@@ -255,7 +256,7 @@ impl PreFilterPlugin for InterPodAffinity {
         let (affinity, anti) =
             self.incoming_counts(&terms, (&affinity_keys, &anti_affinity_keys), snapshot);
         state.write(
-            PRE_FILTER_KEY,
+            &PRE_FILTER_KEY,
             PreFilterState {
                 existing_anti_affinity_counts: existing,
                 affinity_counts: affinity,
@@ -302,7 +303,7 @@ fn update_state(
     node: &NodeInfo,
     delta: i64,
 ) -> Status {
-    match state.read_mut::<PreFilterState>(PRE_FILTER_KEY) {
+    match state.read_mut::<PreFilterState>(&PRE_FILTER_KEY) {
         Some(s) => {
             s.update_with_pod(pod, other, node, delta);
             Status::success()
@@ -360,7 +361,7 @@ fn satisfies_existing_pods_anti_affinity(s: &PreFilterState, node: &NodeInfo) ->
 
 impl FilterPlugin for InterPodAffinity {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let Some(s) = state.read::<PreFilterState>(PRE_FILTER_KEY) else {
+        let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
             return missing_state();
         };
         if !satisfies_pod_affinity(s, pod, node) {

@@ -15,7 +15,8 @@ use super::{merge_namespaces, namespace_labels, push_pair, InterPodAffinity, Pai
 use crate::plugins::helper::FxHashMap;
 use crate::plugins::memo::NodeMemo;
 
-pub(crate) const PRE_SCORE_KEY: &str = "PreScoreInterPodAffinity";
+pub(crate) static PRE_SCORE_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreScoreInterPodAffinity");
 
 /// Topology pair (by id, see [`crate::framework::topology`]) → score. A pair once recorded
 /// stays, at 0 too, as upstream's nested map keeps it.
@@ -231,14 +232,14 @@ impl PreScorePlugin for InterPodAffinity {
         }
         let topology_score = memo.agg.0.clone();
         drop(memos);
-        state.write(PRE_SCORE_KEY, topology_score);
+        state.write(&PRE_SCORE_KEY, topology_score);
         Status::success()
     }
 }
 
 fn read_state(state: &CycleState) -> Result<&TopologyScore, Status> {
     state
-        .read::<Arc<TopologyScore>>(PRE_SCORE_KEY)
+        .read::<Arc<TopologyScore>>(&PRE_SCORE_KEY)
         .map(|s| &**s)
         .ok_or_else(|| Status::error(format!("failed to read {PRE_SCORE_KEY:?} from cycleState")))
 }
@@ -283,7 +284,7 @@ impl ScorePlugin for InterPodAffinity {
     /// Min-max normalization to [0, 100]: `100 * (s - min) / (max - min)` in floating point,
     /// truncated; all 0 when every node scores the same.
     fn normalize_score(&self, state: &CycleState, _pod: &PodInfo, scores: &mut [i64]) -> Status {
-        let Some(s) = state.read::<Arc<TopologyScore>>(PRE_SCORE_KEY) else {
+        let Some(s) = state.read::<Arc<TopologyScore>>(&PRE_SCORE_KEY) else {
             return Status::error(format!("failed to read {PRE_SCORE_KEY:?} from cycleState"));
         };
         if s.0.is_empty() {

@@ -309,7 +309,7 @@ fn add_and_remove_pod_update_the_counts() {
     );
     assert!(pl.remove_pod(&mut state, &pod, &db, &node).is_success());
     assert!(pl.filter(&state, &pod, &node).is_success());
-    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    let s = state.read::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     assert!(s.anti_affinity_counts.is_empty(), "a pair at 0 is removed");
 
     // An added pod whose own anti-affinity matches the incoming pod blocks its zone.

@@ -27,8 +27,10 @@ pub const REASON_ENFORCED: &str = "node(s) didn't match scheduler-enforced node 
 /// PreFilter reason when every required term names a disjoint set of nodes.
 pub const REASON_CONFLICT: &str = "pod affinity terms conflict";
 
-const PRE_FILTER_KEY: &str = "PreFilterNodeAffinity";
-const PRE_SCORE_KEY: &str = "PreScoreNodeAffinity";
+static PRE_FILTER_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreFilterNodeAffinity");
+static PRE_SCORE_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreScoreNodeAffinity");
 
 /// `NodeAffinityArgs` (kubescheduler.config.k8s.io/v1).
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -176,7 +178,7 @@ impl PreFilterPlugin for NodeAffinity {
             return (None, Status::skip());
         }
         state.write(
-            PRE_FILTER_KEY,
+            &PRE_FILTER_KEY,
             PreFilterState(RequiredNodeAffinity::from_pod(pod.spec())),
         );
         match required_node_names(pod.spec()) {
@@ -203,7 +205,7 @@ impl FilterPlugin for NodeAffinity {
         if !self.added_matches(&node.name, labels) {
             return Status::unresolvable(REASON_ENFORCED);
         }
-        let matched = match state.read::<PreFilterState>(PRE_FILTER_KEY) {
+        let matched = match state.read::<PreFilterState>(&PRE_FILTER_KEY) {
             Some(PreFilterState(required)) => required.matches(&node.name, labels),
             // PreFilter disabled: compute here (parse errors are ignored, as upstream).
             None => RequiredNodeAffinity::from_pod(pod.spec()).matches(&node.name, labels),
@@ -240,7 +242,7 @@ impl PreScorePlugin for NodeAffinity {
         }
         match preferred_of(pod) {
             Ok(p) => {
-                state.write(PRE_SCORE_KEY, PreScoreState(p));
+                state.write(&PRE_SCORE_KEY, PreScoreState(p));
                 Status::success()
             }
             Err(st) => st,
@@ -262,7 +264,7 @@ impl ScorePlugin for NodeAffinity {
             .added_preferred
             .as_ref()
             .map_or(0, |p| p.score(&node.name, labels));
-        match state.read::<PreScoreState>(PRE_SCORE_KEY) {
+        match state.read::<PreScoreState>(&PRE_SCORE_KEY) {
             Some(PreScoreState(p)) => count += p.score(&node.name, labels),
             None => count += preferred_of(pod)?.score(&node.name, labels),
         }

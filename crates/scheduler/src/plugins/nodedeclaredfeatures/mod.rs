@@ -45,7 +45,8 @@ pub const FIRST_RELEASE: KubeVersion = v1(35, 0);
 /// the plugin test `IsSubset` without computing the difference).
 const GENERIC_REASON: Versioned<bool> = &[(v1(35, 0), false), (v1(36, 0), true)];
 
-const STATE_KEY: &str = "PreFilterNodeDeclaredFeatures";
+static STATE_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreFilterNodeDeclaredFeatures");
 
 /// The features the pod requires, computed once per cycle.
 #[derive(Clone, Debug)]
@@ -146,7 +147,7 @@ impl PreFilterPlugin for NodeDeclaredFeatures {
         if required.is_empty() {
             return (None, Status::skip());
         }
-        state.write(STATE_KEY, PreFilterState(required));
+        state.write(&STATE_KEY, PreFilterState(required));
         (None, Status::success())
     }
 }
@@ -156,7 +157,7 @@ impl FilterPlugin for NodeDeclaredFeatures {
         if !self.enabled {
             return Status::success();
         }
-        let Some(PreFilterState(required)) = state.read::<PreFilterState>(STATE_KEY) else {
+        let Some(PreFilterState(required)) = state.read::<PreFilterState>(&STATE_KEY) else {
             return Status::error(format!(
                 "error reading {STATE_KEY:?} from cycle-state: not found"
             ));

@@ -16,7 +16,8 @@ pub const NAME: &str = "NodePorts";
 /// Filter reason when a wanted host port is taken.
 pub const REASON: &str = "node(s) didn't have free ports for the requested pod ports";
 
-const STATE_KEY: &str = "PreFilterNodePorts";
+static STATE_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreFilterNodePorts");
 
 /// The pod's wanted host ports, computed once per cycle.
 #[derive(Clone, Debug)]
@@ -99,7 +100,7 @@ impl PreFilterPlugin for NodePorts {
         if wanted.is_empty() {
             return (None, Status::skip());
         }
-        state.write(STATE_KEY, PreFilterState(wanted));
+        state.write(&STATE_KEY, PreFilterState(wanted));
         (None, Status::success())
     }
 }
@@ -111,7 +112,7 @@ impl FilterPlugin for NodePorts {
     }
 
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
-        let Some(PreFilterState(wanted)) = state.read::<PreFilterState>(STATE_KEY) else {
+        let Some(PreFilterState(wanted)) = state.read::<PreFilterState>(&STATE_KEY) else {
             return Status::error(format!("reading {STATE_KEY:?} from cycleState: not found"));
         };
         if fits_ports(wanted, &node.used_ports) {

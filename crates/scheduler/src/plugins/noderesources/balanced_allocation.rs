@@ -19,7 +19,8 @@ use super::resource_allocation::{
 
 pub const NAME: &str = "NodeResourcesBalancedAllocation";
 
-const PRE_SCORE_KEY: &str = "PreScoreNodeResourcesBalancedAllocation";
+static PRE_SCORE_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreScoreNodeResourcesBalancedAllocation");
 
 #[derive(Debug)]
 pub struct BalancedAllocation {
@@ -90,7 +91,7 @@ impl PreScorePlugin for BalancedAllocation {
         if pod_requests.iter().all(|&r| r == 0) {
             return Status::skip();
         }
-        state.write(PRE_SCORE_KEY, PodRequestsState { pod_requests });
+        state.write(&PRE_SCORE_KEY, PodRequestsState { pod_requests });
         Status::success()
     }
 }
@@ -102,7 +103,7 @@ impl ScorePlugin for BalancedAllocation {
     }
 
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let requests = self.resources.requests_in(state, PRE_SCORE_KEY, pod);
+        let requests = self.resources.requests_in(state, &PRE_SCORE_KEY, pod);
         Ok(self.node_score(node, &requests))
     }
 
@@ -115,7 +116,7 @@ impl ScorePlugin for BalancedAllocation {
         _first: usize,
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
-        let requests = self.resources.requests_in(state, PRE_SCORE_KEY, pod);
+        let requests = self.resources.requests_in(state, &PRE_SCORE_KEY, pod);
         if self.score_change {
             for (node, cell) in nodes.iter().zip(out.iter_mut()) {
                 *cell = balanced_change_score(&self.resources, node, &requests);

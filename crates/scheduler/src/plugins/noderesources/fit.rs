@@ -29,8 +29,10 @@ pub const REASON_INSUFFICIENT_EPHEMERAL_STORAGE: &str = "Insufficient ephemeral-
 /// Prefix of the reason for any other resource: `Insufficient <resource name>`.
 pub const REASON_INSUFFICIENT_PREFIX: &str = "Insufficient ";
 
-const PRE_FILTER_KEY: &str = "PreFilterNodeResourcesFit";
-const PRE_SCORE_KEY: &str = "PreScoreNodeResourcesFit";
+static PRE_FILTER_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreFilterNodeResourcesFit");
+static PRE_SCORE_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreScoreNodeResourcesFit");
 
 #[derive(Debug)]
 pub struct Fit {
@@ -125,35 +127,36 @@ fn fits_request(
     req: &Resources,
     scalars: impl Iterator<Item = usize>,
     (alloc, used, num_pods): (&Resources, &Resources, usize),
-    mut on_insufficient: impl FnMut(&dyn Fn() -> String, bool),
+    mut on_insufficient: impl FnMut(&dyn Fn() -> crate::framework::Reason, bool),
 ) {
     if num_pods as i64 + 1 > alloc.allowed_pod_number {
-        on_insufficient(&|| REASON_TOO_MANY_PODS.to_string(), false);
+        on_insufficient(&|| REASON_TOO_MANY_PODS.into(), false);
     }
     if req.is_zero_request() {
         return;
     }
-    let mut check = |want: i64, have: i64, used: i64, reason: &dyn Fn() -> String| {
-        if want > 0 && want > have - used {
-            on_insufficient(reason, want > have);
-        }
-    };
+    let mut check =
+        |want: i64, have: i64, used: i64, reason: &dyn Fn() -> crate::framework::Reason| {
+            if want > 0 && want > have - used {
+                on_insufficient(reason, want > have);
+            }
+        };
     check(req.milli_cpu, alloc.milli_cpu, used.milli_cpu, &|| {
-        REASON_INSUFFICIENT_CPU.to_string()
+        REASON_INSUFFICIENT_CPU.into()
     });
     check(req.memory, alloc.memory, used.memory, &|| {
-        REASON_INSUFFICIENT_MEMORY.to_string()
+        REASON_INSUFFICIENT_MEMORY.into()
     });
     check(
         req.ephemeral_storage,
         alloc.ephemeral_storage,
         used.ephemeral_storage,
-        &|| REASON_INSUFFICIENT_EPHEMERAL_STORAGE.to_string(),
+        &|| REASON_INSUFFICIENT_EPHEMERAL_STORAGE.into(),
     );
     for i in scalars {
         let (name, want) = &req.scalar[i];
         check(*want, alloc.scalar(name), used.scalar(name), &|| {
-            format!("{REASON_INSUFFICIENT_PREFIX}{name}")
+            format!("{REASON_INSUFFICIENT_PREFIX}{name}").into()
         });
     }
 }
@@ -165,9 +168,9 @@ impl Fit {
         state: &CycleState,
         pod: &PodInfo,
         node: (&Resources, &Resources, usize),
-        on_insufficient: impl FnMut(&dyn Fn() -> String, bool),
+        on_insufficient: impl FnMut(&dyn Fn() -> crate::framework::Reason, bool),
     ) {
-        match state.read::<PreFilterState>(PRE_FILTER_KEY) {
+        match state.read::<PreFilterState>(&PRE_FILTER_KEY) {
             Some(s) => fits_request(
                 &pod.requests,
                 s.scalars.iter().copied(),
@@ -237,7 +240,7 @@ impl PreFilterPlugin for Fit {
         _snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
         state.write(
-            PRE_FILTER_KEY,
+            &PRE_FILTER_KEY,
             PreFilterState {
                 scalars: self.scalars_to_check(&pod.requests),
             },
@@ -253,7 +256,7 @@ impl FilterPlugin for Fit {
     }
 
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let mut reasons: Vec<String> = Vec::new();
+        let mut reasons = crate::framework::Reasons::default();
         let mut unresolvable = false;
         let on_node = (&node.allocatable, &node.requested, node.pods.len());
         self.check_fit(state, pod, on_node, |reason, beyond| {
@@ -263,13 +266,15 @@ impl FilterPlugin for Fit {
         if reasons.is_empty() {
             return Status::success();
         }
-        if unresolvable {
-            Status::with_reasons(
-                crate::framework::Code::UnschedulableAndUnresolvable,
-                reasons,
-            )
+        let code = if unresolvable {
+            crate::framework::Code::UnschedulableAndUnresolvable
         } else {
-            Status::with_reasons(crate::framework::Code::Unschedulable, reasons)
+            crate::framework::Code::Unschedulable
+        };
+        Status {
+            code,
+            reasons,
+            plugin: "",
         }
     }
 
@@ -302,7 +307,7 @@ impl PreScorePlugin for Fit {
         _snapshot: &Snapshot,
     ) -> Status {
         state.write(
-            PRE_SCORE_KEY,
+            &PRE_SCORE_KEY,
             PodRequestsState {
                 pod_requests: self.resources.pod_requests(pod),
             },
@@ -318,7 +323,7 @@ impl ScorePlugin for Fit {
     }
 
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let requests = self.resources.requests_in(state, PRE_SCORE_KEY, pod);
+        let requests = self.resources.requests_in(state, &PRE_SCORE_KEY, pod);
         Ok(self.scorer.score(&self.resources, node, &requests))
     }
 
@@ -331,7 +336,7 @@ impl ScorePlugin for Fit {
         _first: usize,
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
-        let requests = self.resources.requests_in(state, PRE_SCORE_KEY, pod);
+        let requests = self.resources.requests_in(state, &PRE_SCORE_KEY, pod);
         for (node, cell) in nodes.iter().zip(out.iter_mut()) {
             *cell = self.scorer.score(&self.resources, node, &requests);
         }

@@ -60,7 +60,7 @@ impl ResourceList {
     pub fn requests_in<'a>(
         &self,
         state: &'a CycleState,
-        key: &'static str,
+        key: &crate::framework::StateKey,
         pod: &PodInfo,
     ) -> Cow<'a, [i64]> {
         match state.read::<PodRequestsState>(key) {

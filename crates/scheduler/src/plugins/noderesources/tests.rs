@@ -39,7 +39,7 @@ fn run_filter(pl: &Fit, pod: PodBuilder, node: NodeBuilder, existing: Vec<PodBui
 }
 
 fn reasons(code: Code, reasons: &[&str]) -> Status {
-    Status::with_reasons(code, reasons.iter().map(|s| s.to_string()).collect())
+    Status::with_reasons(code, reasons.iter().map(|s| s.to_string()))
 }
 
 #[test]

@@ -18,7 +18,8 @@ use super::{
     DO_NOT_SCHEDULE, NAME, REASON_CONSTRAINTS_NOT_MATCH, REASON_NODE_LABEL_NOT_MATCH,
 };
 
-pub(crate) const PRE_FILTER_KEY: &str = "PreFilterPodTopologySpread";
+pub(crate) static PRE_FILTER_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreFilterPodTopologySpread");
 
 /// A topology value and how many matching pods it holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -391,7 +392,7 @@ impl PreFilterPlugin for PodTopologySpread {
             return (None, Status::skip());
         }
         state.write(
-            PRE_FILTER_KEY,
+            &PRE_FILTER_KEY,
             self.pre_filter_state(pod, constraints, snapshot),
         );
         (None, Status::success())
@@ -430,7 +431,7 @@ fn update_state(
     node: &NodeInfo,
     delta: i32,
 ) -> Status {
-    match state.read_mut::<PreFilterState>(PRE_FILTER_KEY) {
+    match state.read_mut::<PreFilterState>(&PRE_FILTER_KEY) {
         Some(s) => {
             s.update_with_pod(pod, other, node, delta);
             Status::success()
@@ -449,7 +450,7 @@ impl FilterPlugin for PodTopologySpread {
     /// For each hard constraint: the node must have the key, and
     /// `matching pods in its domain + self-match − global minimum` must not exceed maxSkew.
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
-        let Some(s) = state.read::<PreFilterState>(PRE_FILTER_KEY) else {
+        let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
             return missing_state();
         };
         // One entry per constraint: a state whose verdicts were never computed would pass

@@ -16,7 +16,8 @@ use super::{
     LABEL_HOSTNAME, SCHEDULE_ANYWAY,
 };
 
-pub(crate) const PRE_SCORE_KEY: &str = "PreScorePodTopologySpread";
+pub(crate) static PRE_SCORE_KEY: crate::framework::StateKey =
+    crate::framework::StateKey::new("PreScorePodTopologySpread");
 
 /// What PreScore computes for Score.
 #[derive(Clone, Debug, Default)]
@@ -431,7 +432,7 @@ impl PreScorePlugin for PodTopologySpread {
             .collect();
         s.constraints = constraints;
         s.hostname = hostname;
-        state.write(PRE_SCORE_KEY, s);
+        state.write(&PRE_SCORE_KEY, s);
         Status::success()
     }
 }
@@ -521,7 +522,7 @@ pub(crate) fn pre_score_recount(
 
 fn read_pre_score_state(state: &CycleState) -> Result<&PreScoreState, Status> {
     state
-        .read::<PreScoreState>(PRE_SCORE_KEY)
+        .read::<PreScoreState>(&PRE_SCORE_KEY)
         .ok_or_else(|| Status::error(format!("error reading {PRE_SCORE_KEY:?} from cycleState")))
 }
 
@@ -554,7 +555,7 @@ impl ScorePlugin for PodTopologySpread {
     /// Fewer matching pods is better: `100 × (max + min − score) / max` over the nodes that
     /// are not ignored; ignored nodes get 0; all 100 when the highest score is 0.
     fn normalize_score(&self, state: &CycleState, _pod: &PodInfo, scores: &mut [i64]) -> Status {
-        let Some(s) = state.read::<PreScoreState>(PRE_SCORE_KEY) else {
+        let Some(s) = state.read::<PreScoreState>(&PRE_SCORE_KEY) else {
             return Status::error(format!("error reading {PRE_SCORE_KEY:?} from cycleState"));
         };
         let ignored = &s.ignored;

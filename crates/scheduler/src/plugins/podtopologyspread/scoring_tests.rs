@@ -108,7 +108,7 @@ fn scores_of(
         }
         // The recount's state knows no node entries: Score counts on each node.
         None => state.write(
-            PRE_SCORE_KEY,
+            &PRE_SCORE_KEY,
             super::scoring::pre_score_recount(&scorer, pod, &refs, snap)?,
         ),
     }
@@ -120,7 +120,7 @@ fn scores_of(
     assert_eq!(batch_scores(pl, &state, pod, &refs), out);
     assert!(pl.normalize_score(&state, pod, &mut out).is_success());
     let s = state
-        .read::<super::scoring::PreScoreState>(PRE_SCORE_KEY)
+        .read::<super::scoring::PreScoreState>(&PRE_SCORE_KEY)
         .unwrap()
         .clone();
     Some((s, out))

@@ -59,7 +59,7 @@ fn filter_all(pl: &PodTopologySpread, pod: PodBuilder, nodes: &[NodeInfo]) -> Ve
     assert!(s.is_success(), "{s:?}");
     let out: Vec<Status> = nodes.iter().map(|n| pl.filter(&state, &pod, n)).collect();
     // Without the per-domain verdicts (as with many domains), each node's check gives the same.
-    let s = state.read_mut::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    let s = state.read_mut::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     s.verdicts.iter_mut().for_each(|v| *v = None);
     let per_node: Vec<Status> = nodes.iter().map(|n| pl.filter(&state, &pod, n)).collect();
     assert_eq!(out, per_node, "verdicts per domain and per node");
@@ -88,7 +88,7 @@ fn many_domains_are_checked_per_node_and_few_by_verdict() {
         .pre_filter(&mut state, &pod_info, &snapshot(nodes.clone()))
         .1
         .is_success());
-    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    let s = state.read::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     assert!(s.verdicts[0].is_none(), "ten domains are checked per node");
     // The first three zones alone: verdicts per domain, the same answers.
     let few = nodes_with(&specs[..3]);
@@ -97,7 +97,7 @@ fn many_domains_are_checked_per_node_and_few_by_verdict() {
         .pre_filter(&mut state, &pod_info, &snapshot(few.clone()))
         .1
         .is_success());
-    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    let s = state.read::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     assert!(s.verdicts[0].is_some(), "three domains get verdicts");
     assert_eq!(filter_all(&pl, pod, &few), vec![ok(), skewed(), skewed()]);
 }
@@ -217,7 +217,7 @@ fn node_taints_policy_honor_ignores_nodes_whose_taints_the_pod_does_not_tolerate
     let snap = snapshot(nodes.clone());
     let mut state = CycleState::new();
     assert!(pl.pre_filter(&mut state, &pod, &snap).1.is_success());
-    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    let s = state.read::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     assert_eq!(s.tp_value_to_match_num[0].len(), 2, "zone2 is not counted");
 }
 
@@ -255,7 +255,7 @@ fn node_affinity_policy_honor_counts_only_matching_nodes() {
     let mut state = CycleState::new();
     let info = p.info();
     assert!(pl.pre_filter(&mut state, &info, &snap).1.is_success());
-    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    let s = state.read::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     assert_eq!(s.tp_value_to_match_num[0].len(), 2);
 }
 
@@ -296,7 +296,7 @@ fn pre_filter_state_and_add_pod() {
     let snap = snapshot(nodes.clone());
     let mut state = CycleState::new();
     assert!(pl.pre_filter(&mut state, &pod, &snap).1.is_success());
-    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    let s = state.read::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     let counts: HashMap<&str, i32> = s.tp_value_to_match_num[0]
         .iter()
         .map(|(k, v)| (k.as_str(), *v))
@@ -323,7 +323,7 @@ fn pre_filter_state_and_add_pod() {
         let added = foo_pod(&format!("new{i}")).node("node-b").info();
         assert!(pl.add_pod(&mut state, &pod, &added, &nodes[1]).is_success());
     }
-    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    let s = state.read::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     assert_eq!(s.critical_paths[0].0[0].topology_value, "zone2");
     assert_eq!(s.critical_paths[0].0[0].match_num, 2);
     // The verdicts follow: zone1 (3 + 1 - 2) is now too skewed, zone2 (2 + 1 - 2) fits.
@@ -332,14 +332,14 @@ fn pre_filter_state_and_add_pod() {
     // A pod of another namespace or not matching changes nothing.
     let other = foo_pod("other").namespace("ns2").node("node-b").info();
     assert!(pl.add_pod(&mut state, &pod, &other, &nodes[1]).is_success());
-    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    let s = state.read::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     assert_eq!(s.tp_value_to_match_num[0]["zone1"], 3);
     // Removing one from zone2 makes it the only minimum at 1.
     let removed = foo_pod("node-x-p0").node("node-x").info();
     assert!(pl
         .remove_pod(&mut state, &pod, &removed, &nodes[2])
         .is_success());
-    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    let s = state.read::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     assert_eq!(s.min_match_num(0, 1), 1);
     assert_pair_counts_match_values(s);
 }
@@ -359,7 +359,7 @@ fn terminating_pods_are_not_counted() {
         .pre_filter(&mut state, &pod, &snapshot(vec![node]))
         .1
         .is_success());
-    let s = state.read::<PreFilterState>(PRE_FILTER_KEY).unwrap();
+    let s = state.read::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     assert_eq!(s.tp_value_to_match_num[0]["zone1"], 0);
 }
 
@@ -575,7 +575,7 @@ fn the_memo_gives_the_same_counts_as_a_fresh_count() {
             let mut state = CycleState::new();
             assert!(pl.pre_filter(&mut state, &pod, &snap).1.is_success());
             state
-                .read::<PreFilterState>(PRE_FILTER_KEY)
+                .read::<PreFilterState>(&PRE_FILTER_KEY)
                 .unwrap()
                 .clone()
         })
