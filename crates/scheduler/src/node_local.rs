@@ -14,10 +14,13 @@
 //! Filter verdicts are kept with their status: a node-local filter's failure (its code,
 //! reasons and plugin) depends on nothing else either, so a node that failed the previous
 //! identical pod fails the next one with the same status (the preemptors of one workload each
-//! fail on every full node before PostFilter). Errors are not kept. No verdict is reused for a
-//! pod when a filter that is not node-local runs (PodTopologySpread or InterPodAffinity with
-//! constraints to check), nor on a node with nominated pods. The plugins that are not
-//! node-local always run as usual.
+//! fail on every full node before PostFilter). Errors are not kept. When filters that are not
+//! node-local run too (PodTopologySpread or InterPodAffinity with constraints to check), the
+//! kept verdict is still that of the node-local filters alone, and a [`FilterRun`] uses it:
+//! where they are known to pass, only the others run; where one is known to fail, only the
+//! others placed before it run; either way in their order, so that the first one failing
+//! decides the node's status as in a full run. No verdict is reused on a node with nominated
+//! pods. The plugins that are not node-local always run as usual.
 //!
 //! The NodeInfos are held weakly: their addresses stay reserved, so a comparison cannot be
 //! fooled by a reused address, but their pods are not kept alive.
@@ -27,7 +30,148 @@ use std::sync::{Arc, Weak};
 use k8s_openapi::api::core::v1::PodSpec;
 
 use crate::cache::Snapshot;
-use crate::framework::{NodeInfo, NodeToStatus, PodInfo, ReusedScores, Status, StatusId};
+use crate::framework::{
+    run_filters, CycleState, FilterPlugin, NodeInfo, NodeToStatus, PodInfo, ReusedScores, Status,
+    StatusId,
+};
+
+/// A Filter plugin of a cycle, with its name.
+pub type NamedFilter<'a> = (&'static str, &'a dyn FilterPlugin);
+
+/// The Filter plugins of one cycle, in order, split for a memo of the node-local ones'
+/// verdicts (see the module documentation).
+pub struct FilterRun<'a> {
+    /// Every filter that runs, in order.
+    pub all: Vec<NamedFilter<'a>>,
+    /// Those that are not node-local, in order, with their positions in `all`.
+    others: Vec<(usize, NamedFilter<'a>)>,
+    /// Every node-local filter comes before every other one (the default profile's order):
+    /// a node-local failure is then the node's status.
+    locals_first: bool,
+}
+
+/// What a full run notes of the node-local filters besides the node's status.
+#[derive(Debug, PartialEq)]
+pub enum LocalVerdict {
+    /// The node's status is theirs: a success, a node-local filter's rejection, or an error.
+    AsNode,
+    /// A filter that is not node-local rejected the node, and the node-local ones pass.
+    Passed,
+    /// ... and the first node-local one to reject the node gives this status.
+    Failed(Status),
+    /// ... and a node-local one gave an error: nothing to keep.
+    Unknown,
+}
+
+impl<'a> FilterRun<'a> {
+    pub fn new(all: Vec<NamedFilter<'a>>) -> FilterRun<'a> {
+        let others: Vec<_> = all
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, f))| !f.node_local())
+            .map(|(k, &nf)| (k, nf))
+            .collect();
+        let last_local = all.iter().rposition(|(_, f)| f.node_local());
+        let locals_first = match (others.first(), last_local) {
+            (Some(&(first_other, _)), Some(last_local)) => last_local < first_other,
+            _ => true,
+        };
+        FilterRun {
+            all,
+            others,
+            locals_first,
+        }
+    }
+
+    /// Every filter is node-local: a kept verdict is the node's whole verdict.
+    pub fn all_local(&self) -> bool {
+        self.others.is_empty()
+    }
+
+    /// The node's status when its node-local filters are known to pass: that of the others.
+    pub fn others_only(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        self.others_before(self.all.len(), state, pod, node)
+            .unwrap_or_default()
+    }
+
+    /// The node's status when its node-local filters are known to fail with `failure`: that
+    /// of the first filter placed before the failing one that does not pass, else `None`
+    /// (the node's status is `failure`).
+    pub fn before_local_failure(
+        &self,
+        failure: &Status,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Option<Status> {
+        if self.locals_first {
+            return None;
+        }
+        let end = self
+            .all
+            .iter()
+            .position(|(name, _)| *name == failure.plugin)
+            .unwrap_or(self.all.len());
+        self.others_before(end, state, pod, node)
+    }
+
+    /// The status of the first filter that is not node-local, placed before `end`, that does
+    /// not pass the node.
+    fn others_before(
+        &self,
+        end: usize,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Option<Status> {
+        self.others
+            .iter()
+            .take_while(|(k, _)| *k < end)
+            .find_map(|&(_, (name, f))| {
+                let s = f.filter(state, pod, node);
+                (!s.is_success()).then(|| s.of_filter(name))
+            })
+    }
+
+    /// The node's status (every filter in order, the first failing one deciding), and what it
+    /// says of the node-local filters: when a filter that is not node-local decides, the
+    /// node-local ones after it are run for their verdict alone.
+    pub fn noting_local(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> (Status, LocalVerdict) {
+        for (k, &(name, f)) in self.all.iter().enumerate() {
+            let s = f.filter(state, pod, node);
+            if s.is_success() {
+                continue;
+            }
+            if f.node_local() {
+                return (s.of_filter(name), LocalVerdict::AsNode);
+            }
+            let local = self.all[k + 1..]
+                .iter()
+                .filter(|(_, g)| g.node_local())
+                .find_map(|&(name, g)| {
+                    let s = g.filter(state, pod, node);
+                    (!s.is_success()).then(|| s.of_filter(name))
+                });
+            let local = match local {
+                None => LocalVerdict::Passed,
+                Some(s) if s.is_rejected() => LocalVerdict::Failed(s),
+                Some(_) => LocalVerdict::Unknown,
+            };
+            return (s.of_filter(name), local);
+        }
+        (Status::success(), LocalVerdict::AsNode)
+    }
+
+    /// Every filter in order, as `run_filters`.
+    pub fn full(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        run_filters(&self.all, state, pod, node)
+    }
+}
 
 /// What every kept result depends on besides the node.
 #[derive(Debug, PartialEq)]
@@ -231,7 +375,10 @@ impl NodeLocalMemo {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
+    use crate::framework::Code;
     use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder, PodBuilderExt};
 
     fn snap(n: usize) -> Snapshot {
@@ -306,6 +453,120 @@ mod tests {
         assert_eq!(memo.failure_count(), 0);
         assert_eq!(memo.verdict(0, &s.node_infos[0]), FilterVerdict::Unknown);
         assert!(memo.passed(1, &n1));
+    }
+
+    /// Rejects the nodes whose names are listed (with `code`), counting its calls.
+    struct Rejecting {
+        local: bool,
+        code: Code,
+        nodes: &'static [&'static str],
+        calls: AtomicUsize,
+    }
+
+    fn rejecting(local: bool, code: Code, nodes: &'static [&'static str]) -> Rejecting {
+        Rejecting {
+            local,
+            code,
+            nodes,
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    impl FilterPlugin for Rejecting {
+        fn filter(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            if self.nodes.contains(&node.name.as_str()) {
+                Status::new(self.code, format!("no {}", node.name))
+            } else {
+                Status::success()
+            }
+        }
+        fn node_local(&self) -> bool {
+            self.local
+        }
+    }
+
+    #[test]
+    fn a_filter_run_notes_the_node_local_verdict_and_runs_only_what_is_not_known() {
+        let first = rejecting(true, Code::UnschedulableAndUnresolvable, &["a", "f"]);
+        let spread = rejecting(false, Code::Unschedulable, &["b", "c", "f"]);
+        let last = rejecting(true, Code::Unschedulable, &["c", "d", "g"]);
+        let failing = rejecting(false, Code::Error, &["e", "g"]);
+        let broken = rejecting(true, Code::Error, &["h"]);
+        let run = FilterRun::new(vec![
+            ("First", &first),
+            ("Spread", &spread),
+            ("Last", &last),
+            ("Failing", &failing),
+            ("Broken", &broken),
+        ]);
+        assert!(!run.all_local() && !run.locals_first);
+        let (state, pod) = (CycleState::new(), PodBuilder::new("p").info());
+        let node = |name: &str| NodeBuilder::new(name).info();
+        let check = |name: &str| {
+            let (s, local) = run.noting_local(&state, &pod, &node(name));
+            // The full run in order gives the same status.
+            assert_eq!(s, run.full(&state, &pod, &node(name)), "{name}");
+            (s.plugin, s.message(), local)
+        };
+        let no =
+            |plugin: &'static str, m: &str| Status::unschedulable(m.to_string()).plugin(plugin);
+        assert_eq!(check("ok"), ("", String::new(), LocalVerdict::AsNode));
+        assert_eq!(check("a"), ("First", "no a".into(), LocalVerdict::AsNode));
+        // A filter that is not node-local decides; the node-local ones after it still tell.
+        assert_eq!(check("b"), ("Spread", "no b".into(), LocalVerdict::Passed));
+        let c = LocalVerdict::Failed(no("Last", "no c"));
+        assert_eq!(check("c"), ("Spread", "no c".into(), c));
+        assert_eq!(check("d"), ("Last", "no d".into(), LocalVerdict::AsNode));
+        let e = "running \"Failing\" filter plugin: no e";
+        assert_eq!(check("e"), ("Failing", e.into(), LocalVerdict::Passed));
+        assert_eq!(
+            check("h"),
+            (
+                "Broken",
+                "running \"Broken\" filter plugin: no h".into(),
+                LocalVerdict::AsNode
+            )
+        );
+        // Node-local filters known to pass: only the others run, with the full run's status.
+        // Known to fail: the others placed before the failing one decide if they reject.
+        let full: Vec<Status> = ["ok", "b", "e", "c"]
+            .iter()
+            .map(|name| run.full(&state, &pod, &node(name)))
+            .collect();
+        let calls = || {
+            (
+                first.calls.load(Ordering::Relaxed),
+                last.calls.load(Ordering::Relaxed),
+            )
+        };
+        let before = calls();
+        for (name, full) in ["ok", "b", "e"].iter().zip(&full) {
+            assert_eq!(run.others_only(&state, &pod, &node(name)), *full, "{name}");
+        }
+        let known = |failure: Status, name: &str| {
+            run.before_local_failure(&failure, &state, &pod, &node(name))
+        };
+        assert_eq!(known(no("Last", "no d"), "d"), None);
+        assert_eq!(known(no("First", "no f"), "f"), None);
+        assert_eq!(known(no("Last", "no g"), "g"), None);
+        assert_eq!(known(no("Last", "no c"), "c"), Some(full[3].clone()));
+        assert_eq!(calls(), before, "no node-local filter ran");
+        // Node-local filters first (the default order): their failure is the node's.
+        let ordered = FilterRun::new(vec![
+            ("First", &first),
+            ("Last", &last),
+            ("Spread", &spread),
+        ]);
+        assert!(ordered.locals_first);
+        let spread_calls = spread.calls.load(Ordering::Relaxed);
+        let c_local = no("Last", "no c");
+        assert_eq!(
+            ordered.before_local_failure(&c_local, &state, &pod, &node("c")),
+            None
+        );
+        assert_eq!(spread.calls.load(Ordering::Relaxed), spread_calls);
+        assert!(FilterRun::new(vec![("First", &first)]).all_local());
     }
 
     /// What the scoring does with lent scores: the rows of the nodes not known are written

@@ -11,22 +11,14 @@ use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::Client;
 use kubeplane_core::{EventRecord, SimTime};
 use rand::Rng;
-use rayon::prelude::*;
 
 use crate::attempt_record::{AttemptTrace, PreemptionRecord};
 use crate::binding_cycle::BindingCycle;
-use crate::framework::runtime::{use_parallel, PARALLEL_CHUNK_NODES};
 use crate::framework::{
-    run_filters, Code, CycleState, Framework, NodeInfo, NodeToStatus, NominatingMode, PodInfo,
-    PostFilterInput, ScoreTable, Status, StatusId,
+    Code, CycleState, Framework, NodeInfo, NodeToStatus, NominatingMode, PodInfo, PostFilterInput,
+    ScoreTable, Status,
 };
-use crate::node_local::FilterVerdict;
 use crate::scheduler::Scheduler;
-
-/// Upstream `minFeasibleNodesToFind`.
-const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
-/// Upstream `minFeasibleNodesPercentageToFind`.
-const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
 
 pub const ERR_NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
 
@@ -133,42 +125,6 @@ pub struct ScheduleResult {
     pub suggested_host: String,
     pub evaluated_nodes: usize,
     pub feasible_nodes: usize,
-}
-
-/// One node's outcome in the filter pass.
-enum Outcome {
-    /// A status computed now, or a success taken from the memo.
-    Ran(Status, Verdict),
-    /// A failure taken from the memo: its id there.
-    ReusedFailure(StatusId),
-}
-
-/// How a node's filter verdict came about, for the node-local memo.
-#[derive(Clone, Copy)]
-enum Verdict {
-    /// Taken from the memo.
-    Reused,
-    /// Computed by the filters alone: the memo may keep it.
-    Computed,
-    /// Computed with the node's nominated pods: not the node's own verdict.
-    WithNominatedPods,
-}
-
-/// Upstream `numFeasibleNodesToFind`.
-pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usize {
-    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
-        return num_all_nodes;
-    }
-    let n = num_all_nodes as i64;
-    let mut p = percentage as i64;
-    if p == 0 {
-        p = 50 - n / 125;
-        if p < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND {
-            p = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND;
-        }
-    }
-    let found = (n * p / 100) as usize;
-    found.max(MIN_FEASIBLE_NODES_TO_FIND)
 }
 
 impl Scheduler {
@@ -469,299 +425,6 @@ impl Scheduler {
             feasible_nodes: feasible.len(),
         })
     }
-
-    /// Returns indexes into the snapshot's node list of the feasible nodes.
-    fn find_nodes_that_fit_pod(
-        &mut self,
-        fwk: &Framework,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        _trace: Option<&mut AttemptTrace>,
-    ) -> Result<(Vec<usize>, Diagnosis), ScheduleError> {
-        let mut diagnosis = Diagnosis::default();
-        let pre = fwk.run_pre_filter_plugins(state, pod, &self.snapshot);
-        if !pre.status.is_success() {
-            if !pre.status.is_rejected() {
-                return Err(ScheduleError::Internal(pre.status));
-            }
-            diagnosis.pre_filter_msg = pre.status.message();
-            if !pre.status.plugin.is_empty() {
-                diagnosis.unschedulable_plugins.insert(pre.status.plugin);
-            }
-            diagnosis.absent_status = Some(pre.status);
-            return Ok((Vec::new(), diagnosis));
-        }
-        // The nominated node, if it still fits, is the only candidate.
-        if let Some(nominated) = pod.nominated_node_name() {
-            if let Some(&i) = self.snapshot.index.get(nominated) {
-                let node = self.snapshot.node_infos[i].clone();
-                let nominated_pods = self.queue.nominated_pods_for_node(&node.name);
-                let s =
-                    fwk.run_filter_plugins_with_nominated_pods(state, pod, &node, &nominated_pods);
-                if s.is_success() {
-                    return Ok((vec![i], diagnosis));
-                }
-                if matches!(s.code, Code::Error) {
-                    return Err(ScheduleError::Internal(s));
-                }
-            }
-        }
-        let all = self.snapshot.num_nodes();
-        let restricted = pre.result.as_ref().and_then(|r| r.node_names.as_ref());
-        let every = restricted.is_none();
-        let candidates: Vec<usize> = match restricted {
-            Some(names) => {
-                let names_list: Vec<&str> = pre.restricting_plugins.iter().copied().collect();
-                diagnosis.absent_status = Some(Status::unresolvable(format!(
-                    "node(s) didn't satisfy plugin(s) [{}]",
-                    names_list.join(" ")
-                )));
-                let mut idx: Vec<usize> = names
-                    .iter()
-                    .filter_map(|n| self.snapshot.index.get(n).copied())
-                    .collect();
-                idx.sort_unstable();
-                idx
-            }
-            None => {
-                // Every place: the list is kept between cycles.
-                let mut every = std::mem::take(&mut self.every_place);
-                if every.len() != all {
-                    every.clear();
-                    every.extend(0..all);
-                }
-                every
-            }
-        };
-        let feasible =
-            self.find_nodes_that_pass_filters(fwk, state, pod, &candidates, &mut diagnosis);
-        if every {
-            self.every_place = candidates;
-        }
-        Ok((feasible?, diagnosis))
-    }
-
-    fn find_nodes_that_pass_filters(
-        &mut self,
-        fwk: &Framework,
-        state: &CycleState,
-        pod: &PodInfo,
-        candidates: &[usize],
-        diagnosis: &mut Diagnosis,
-    ) -> Result<Vec<usize>, ScheduleError> {
-        let n = candidates.len();
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let percentage = fwk
-            .percentage_of_nodes_to_score
-            .unwrap_or(self.percentage_of_nodes_to_score);
-        let mut to_find = num_feasible_nodes_to_find(percentage, n);
-        if !fwk.has_score_plugins() {
-            to_find = 1;
-        }
-        let start = self.next_start_node_index % n;
-        let mut feasible = Vec::with_capacity(to_find.min(n));
-        let mut processed = 0;
-        let filters = fwk.active_filters(state);
-        // Verdicts are reused only when every filter that runs is node-local.
-        let reuse = self.reuse_node_local && filters.iter().all(|(_, f)| f.node_local());
-        let memo = &self.node_local;
-        // The places whose verdict to keep, with the failure's id in the diagnosis; how many
-        // verdicts were reused.
-        let mut verdicts: Vec<(usize, Option<StatusId>)> = Vec::new();
-        let mut reused = 0;
-        // Per failure the memo keeps: its id in the diagnosis, once it was used.
-        let mut from_memo: Vec<Option<StatusId>> = vec![None; memo.failure_count()];
-        // The pods nominated to each node, looked up once per cycle: usually few nodes have
-        // any, and the others take the plain filter path.
-        let nominated: BTreeMap<&str, Vec<Arc<PodInfo>>> = self
-            .queue
-            .nominated_node_names()
-            .map(|n| (n, self.queue.nominated_pods_for_node(n)))
-            .collect();
-        let snapshot = &self.snapshot;
-        // The verdict of the memo, or of the filters, on the node at `place`.
-        let known_or_run = |place: usize, node: &Arc<NodeInfo>| match memo.verdict(place, node) {
-            FilterVerdict::Passed if reuse => Outcome::Ran(Status::success(), Verdict::Reused),
-            FilterVerdict::Failed(m) if reuse => Outcome::ReusedFailure(m),
-            _ => Outcome::Ran(run_filters(&filters, state, pod, node), Verdict::Computed),
-        };
-        // The place of the `j`th node checked in this cycle.
-        let place = |j: usize| {
-            let k = start + j;
-            candidates[if k >= n { k - n } else { k }]
-        };
-        let check = |j: usize| {
-            let place = place(j);
-            let node = &snapshot.node_infos[place];
-            // Without nominated pods the node's name is not read (reused verdicts then read
-            // nothing of the NodeInfo).
-            let pods = if nominated.is_empty() {
-                None
-            } else {
-                nominated.get(node.name.as_str())
-            };
-            match pods {
-                Some(pods) => Outcome::Ran(
-                    fwk.run_filter_plugins_with_nominated_pods(state, pod, node, pods),
-                    Verdict::WithNominatedPods,
-                ),
-                None => known_or_run(place, node),
-            }
-        };
-        let statuses = &mut diagnosis.node_to_status;
-        // Takes one node's result, in node order: how many feasible nodes are found now. An
-        // error ends the search.
-        let mut take = |idx: usize,
-                        outcome: Outcome,
-                        feasible: &mut Vec<usize>|
-         -> Result<usize, ScheduleError> {
-            processed += 1;
-            let (status, verdict) = match outcome {
-                Outcome::Ran(status, verdict) => (status, verdict),
-                Outcome::ReusedFailure(m) => {
-                    reused += 1;
-                    let id = *from_memo[m as usize]
-                        .get_or_insert_with(|| statuses.intern(memo.failure(m).clone()));
-                    statuses.set(idx, id);
-                    return Ok(feasible.len());
-                }
-            };
-            if status.is_success() {
-                match verdict {
-                    Verdict::Reused => reused += 1,
-                    Verdict::Computed if reuse => verdicts.push((idx, None)),
-                    _ => {}
-                }
-                feasible.push(idx);
-            } else if status.code == Code::Error {
-                return Err(ScheduleError::Internal(status));
-            } else {
-                let id = statuses.intern(status);
-                statuses.set(idx, id);
-                if reuse && matches!(verdict, Verdict::Computed) {
-                    verdicts.push((idx, Some(id)));
-                }
-            }
-            Ok(feasible.len())
-        };
-        // Without nominated pods, a reused success needs no status: it is counted at once.
-        let quick = reuse && nominated.is_empty();
-        let mut quick_passed: usize = 0;
-        let mut i = 0;
-        while i < n && feasible.len() < to_find {
-            // Check a window of nodes (in parallel when it is large), then take the results in
-            // node order exactly as a one-by-one scan would: the outcome does not depend on
-            // the number of threads. Small windows are checked and taken node by node.
-            let window = (to_find - feasible.len())
-                .max(PARALLEL_CHUNK_NODES)
-                .min(n - i);
-            if quick {
-                // The memo is asked once per node. When the window is large enough for the
-                // thread pool, the nodes the memo does not know (the first pod of a spec, or
-                // after the node list changed) are filtered there first, if there are enough
-                // of them; a one-thread run never looks ahead.
-                let mut computed: Vec<(usize, Status)> = Vec::new();
-                if use_parallel(window) {
-                    let unknown: Vec<usize> = (i..i + window)
-                        .filter(|&j| {
-                            let p = place(j);
-                            memo.verdict(p, &snapshot.node_infos[p]) == FilterVerdict::Unknown
-                        })
-                        .collect();
-                    if use_parallel(unknown.len()) {
-                        unknown
-                            .par_iter()
-                            .with_min_len(PARALLEL_CHUNK_NODES)
-                            .map(|&j| {
-                                let node = &snapshot.node_infos[place(j)];
-                                (j, run_filters(&filters, state, pod, node))
-                            })
-                            .collect_into_vec(&mut computed);
-                    }
-                }
-                let mut computed = computed.into_iter();
-                let mut next = computed.next();
-                for j in i..i + window {
-                    let idx = place(j);
-                    let outcome = match next.take_if(|(c, _)| *c == j) {
-                        Some((_, status)) => {
-                            next = computed.next();
-                            Outcome::Ran(status, Verdict::Computed)
-                        }
-                        // `quick` implies `reuse`: the memo's verdict is the node's.
-                        None => {
-                            let node = &snapshot.node_infos[idx];
-                            match memo.verdict(idx, node) {
-                                FilterVerdict::Passed => {
-                                    feasible.push(idx);
-                                    quick_passed += 1;
-                                    if feasible.len() >= to_find {
-                                        break;
-                                    }
-                                    continue;
-                                }
-                                FilterVerdict::Failed(m) => Outcome::ReusedFailure(m),
-                                FilterVerdict::Unknown => Outcome::Ran(
-                                    run_filters(&filters, state, pod, node),
-                                    Verdict::Computed,
-                                ),
-                            }
-                        }
-                    };
-                    if take(idx, outcome, &mut feasible)? >= to_find {
-                        break;
-                    }
-                }
-            } else if use_parallel(window) {
-                let outcomes: Vec<Outcome> = (i..i + window)
-                    .into_par_iter()
-                    .with_min_len(PARALLEL_CHUNK_NODES)
-                    .map(check)
-                    .collect();
-                for (offset, outcome) in outcomes.into_iter().enumerate() {
-                    if take(place(i + offset), outcome, &mut feasible)? >= to_find {
-                        break;
-                    }
-                }
-            } else {
-                for j in i..i + window {
-                    if take(place(j), check(j), &mut feasible)? >= to_find {
-                        break;
-                    }
-                }
-            }
-            i += window;
-        }
-        // The plugins that rejected a node (a set: once per distinct status).
-        for (s, _) in diagnosis.node_to_status.counted() {
-            if s.code == Code::Pending {
-                diagnosis.pending_plugins.insert(s.plugin);
-            } else if !s.plugin.is_empty() {
-                diagnosis.unschedulable_plugins.insert(s.plugin);
-            }
-        }
-        let (processed, reused) = (processed + quick_passed, reused + quick_passed as u64);
-        // Per failure of the diagnosis: its id in the memo, once kept.
-        let mut to_memo: Vec<Option<StatusId>> =
-            vec![None; diagnosis.node_to_status.distinct_len()];
-        for (idx, failed) in verdicts {
-            let node = &self.snapshot.node_infos[idx];
-            let verdict = match failed {
-                None => FilterVerdict::Passed,
-                Some(id) => FilterVerdict::Failed(*to_memo[id as usize].get_or_insert_with(|| {
-                    self.node_local
-                        .intern_failure(diagnosis.node_to_status.status(id))
-                })),
-            };
-            self.node_local.record_filter(idx, node, verdict);
-        }
-        self.node_local.filters_reused += reused;
-        let all = self.snapshot.num_nodes().max(1);
-        self.next_start_node_index = (self.next_start_node_index + processed) % all;
-        Ok(feasible)
-    }
 }
 
 /// Runs PreScore and Score over the feasible nodes into `table` (whose buffers are reused);
@@ -808,6 +471,10 @@ pub fn select_host(totals: &[i64], rng: &mut impl Rng) -> usize {
     }
     best
 }
+
+mod filtering;
+
+pub use filtering::num_feasible_nodes_to_find;
 
 #[cfg(test)]
 mod tests;

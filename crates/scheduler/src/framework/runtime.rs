@@ -796,11 +796,7 @@ pub fn run_filters(
     for &(name, f) in filters {
         let s = f.filter(state, pod, node);
         if !s.is_success() {
-            if !s.is_rejected() {
-                return Status::error(format!("running {name:?} filter plugin: {}", s.message()))
-                    .plugin(name);
-            }
-            return s.plugin(name);
+            return s.of_filter(name);
         }
     }
     Status::success()

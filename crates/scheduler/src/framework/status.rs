@@ -194,6 +194,18 @@ impl Status {
         self.plugin = name;
         self
     }
+    /// The node's status when Filter plugin `name` returned this status (not a success): a
+    /// rejection names the plugin, anything else becomes an error naming it.
+    pub fn of_filter(self, name: &'static str) -> Status {
+        if !self.is_rejected() {
+            return Status::error(format!(
+                "running {name:?} filter plugin: {}",
+                self.message()
+            ))
+            .plugin(name);
+        }
+        self.plugin(name)
+    }
     pub fn is_success(&self) -> bool {
         self.code == Code::Success
     }

@@ -67,7 +67,7 @@ mod reused_failures {
     use kubeplane_core::features::FeatureGates;
     use kubeplane_registry::testing::TestClient;
 
-    use crate::plugins::testing::{taint, NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{expr, pod_term, taint, NodeBuilder, PodBuilder};
     use crate::queue::SchedulingQueue;
     use crate::scheduler::Scheduler;
 
@@ -140,5 +140,73 @@ mod reused_failures {
         assert_eq!(with_reuse, without);
         // The second and third pods fail on all five nodes without running the filters.
         assert!(reused >= 10 && none == 0, "{reused} {none}");
+    }
+
+    /// Five nodes (full, tainted, cordoned and two that fit, each labelled with its hostname),
+    /// then four pods of one spec that refuse to share a host with each other: the first two
+    /// land, the last two fail on every node. What the scheduler said about the pods, and how
+    /// many node-local verdicts it reused beside InterPodAffinity.
+    fn run_anti_affinity(reuse: bool) -> (Vec<String>, u64) {
+        let mut sched = scheduler(reuse);
+        let mut client = TestClient::new(1);
+        let alloc = [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")];
+        let host = |name: &str| NodeBuilder::new(name).label("kubernetes.io/hostname", name);
+        let nodes = [
+            host("full").alloc(&alloc),
+            host("tainted")
+                .alloc(&alloc)
+                .taint(taint("dedicated", "x", "NoSchedule")),
+            host("cordoned").alloc(&alloc).unschedulable(true),
+            host("fits-1").alloc(&alloc),
+            host("fits-2").alloc(&alloc),
+        ];
+        for n in nodes {
+            client
+                .create(Object::Node(Arc::new(n.obj().into())))
+                .unwrap();
+        }
+        let big = PodBuilder::new("big").req(&[("cpu", "3")]).node("full");
+        client.create(Object::Pod(Arc::new(big.obj()))).unwrap();
+        client.settle(&mut [&mut sched]);
+        for i in 0..4 {
+            let pod = PodBuilder::new(&format!("web-{i}"))
+                .label("app", "web")
+                .req(&[("cpu", "2")])
+                .pod_anti_affinity_required(pod_term(
+                    vec![expr("app", "In", &["web"])],
+                    "kubernetes.io/hostname",
+                ));
+            client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+            client.settle(&mut [&mut sched]);
+        }
+        let mut said: Vec<String> = client
+            .events_with_reason("FailedScheduling")
+            .iter()
+            .map(|e| format!("{}: {}", e.name, e.message))
+            .collect();
+        said.extend(
+            client
+                .events_with_reason("Scheduled")
+                .iter()
+                .map(|e| e.message.clone()),
+        );
+        (said, sched.node_local.filters_reused)
+    }
+
+    #[test]
+    fn node_local_verdicts_are_reused_beside_inter_pod_affinity_with_the_same_outcome() {
+        let (with_reuse, reused) = run_anti_affinity(true);
+        let (without, none) = run_anti_affinity(false);
+        let want = "0/5 nodes are available: 1 Insufficient cpu, \
+                    1 node(s) had untolerated taint {dedicated: x}, \
+                    1 node(s) were unschedulable, 2 node(s) didn't match pod anti-affinity rules.";
+        let failed: Vec<&String> = with_reuse.iter().filter(|m| m.contains("0/5")).collect();
+        assert!(failed.len() >= 2, "{with_reuse:?}");
+        assert!(failed.iter().all(|m| m.contains(want)), "{with_reuse:?}");
+        assert_eq!(with_reuse, without);
+        // From the second pod on, the three nodes that fail node-locally are known, and so is
+        // the fitting node the previous pod did not change.
+        assert!(reused >= 3 + 4 + 3, "{reused}");
+        assert_eq!(none, 0);
     }
 }
