@@ -10,12 +10,15 @@ use crate::framework::PodInfo;
 
 use super::*;
 
-/// A reference to a nominated pod; the queue resolves it to its latest queued version.
+/// A reference to a nominated pod; the queue resolves it to its latest queued version by its
+/// `namespace/name` key, kept with it (the filter pass resolves every nominated pod of a
+/// checked node, once per cycle).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PodRef {
     pub namespace: String,
     pub name: String,
     pub uid: String,
+    pub key: String,
 }
 
 impl PodRef {
@@ -24,11 +27,8 @@ impl PodRef {
             namespace: pod.namespace.clone(),
             name: pod.name.clone(),
             uid: pod.uid.clone(),
+            key: format!("{}/{}", pod.namespace, pod.name),
         }
-    }
-
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
     }
 }
 
@@ -144,11 +144,11 @@ impl SchedulingQueue {
             .pods_for_node(node)
             .iter()
             .map(|r| {
-                let key = r.key();
+                let key = r.key.as_str();
                 self.active_q
-                    .get(&key)
-                    .or_else(|| self.unschedulable_pods.get(&key))
-                    .or_else(|| self.backoff_get(&key))
+                    .get(key)
+                    .or_else(|| self.unschedulable_pods.get(key))
+                    .or_else(|| self.backoff_get(key))
                     .map(|p| p.pod_info.clone())
                     .unwrap_or_else(|| bare_pod_info(r))
             })

@@ -3,7 +3,6 @@
 //! rotating start, node-local verdicts kept and reused through the memo (`node_local.rs`),
 //! until enough feasible nodes are found.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -14,6 +13,8 @@ use crate::framework::runtime::{use_parallel, PARALLEL_CHUNK_NODES};
 use crate::framework::{Code, CycleState, Framework, NodeInfo, PodInfo, Status, StatusId};
 use crate::node_local::{FilterRun, FilterVerdict, LocalVerdict};
 use crate::scheduler::Scheduler;
+
+use super::nominated_places::NominatedPlaces;
 
 /// Upstream `minFeasibleNodesToFind`.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -173,14 +174,20 @@ impl Scheduler {
         let mut reused = 0;
         // Per failure the memo keeps: its id in the diagnosis, once it was used.
         let mut from_memo: Vec<Option<StatusId>> = vec![None; memo.failure_count()];
-        // The pods nominated to each node, looked up once per cycle: usually few nodes have
-        // any, and the others take the plain filter path.
-        let nominated: BTreeMap<&str, Vec<Arc<PodInfo>>> = self
-            .queue
-            .nominated_node_names()
-            .map(|n| (n, self.queue.nominated_pods_for_node(n)))
-            .collect();
+        // The places of the nodes with nominated pods, marked once per cycle: usually few nodes
+        // have any, and the others take the plain filter path. A marked node's nominated pods
+        // are resolved when it is checked (each node is checked at most once per cycle).
+        let nominated = NominatedPlaces::mark(&self.snapshot, self.queue.nominated_node_names());
+        let queue = &self.queue;
         let snapshot = &self.snapshot;
+        // A node with nominated pods: filtered with them, never from or into the memo.
+        let with_nominated = |node: &Arc<NodeInfo>| {
+            let pods = queue.nominated_pods_for_node(&node.name);
+            Outcome::Ran(
+                fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &pods),
+                Verdict::WithNominatedPods,
+            )
+        };
         // The verdict of the memo, or of the filters, on the node at `place`.
         let known_or_run = |place: usize, node: &Arc<NodeInfo>| {
             let known = match memoize {
@@ -219,19 +226,10 @@ impl Scheduler {
         let check = |j: usize| {
             let place = place(j);
             let node = &snapshot.node_infos[place];
-            // Without nominated pods the node's name is not read (reused verdicts then read
-            // nothing of the NodeInfo).
-            let pods = if nominated.is_empty() {
-                None
+            if nominated.has(place) {
+                with_nominated(node)
             } else {
-                nominated.get(node.name.as_str())
-            };
-            match pods {
-                Some(pods) => Outcome::Ran(
-                    fwk.run_filter_plugins_with_nominated_pods(state, pod, node, pods),
-                    Verdict::WithNominatedPods,
-                ),
-                None => known_or_run(place, node),
+                known_or_run(place, node)
             }
         };
         let statuses = &mut diagnosis.node_to_status;
@@ -274,8 +272,8 @@ impl Scheduler {
             }
             Ok(feasible.len())
         };
-        // Without nominated pods, a reused success needs no status: it is counted at once.
-        let quick = reuse && nominated.is_empty();
+        // A reused success needs no status: it is counted at once.
+        let quick = reuse;
         let mut quick_passed: usize = 0;
         let mut i = 0;
         while i < n && feasible.len() < to_find {
@@ -295,7 +293,9 @@ impl Scheduler {
                     let unknown: Vec<usize> = (i..i + window)
                         .filter(|&j| {
                             let p = place(j);
-                            memo.verdict(p, &snapshot.node_infos[p]) == FilterVerdict::Unknown
+                            !nominated.has(p)
+                                && memo.verdict(p, &snapshot.node_infos[p])
+                                    == FilterVerdict::Unknown
                         })
                         .collect();
                     if use_parallel(unknown.len()) {
@@ -318,6 +318,7 @@ impl Scheduler {
                             next = computed.next();
                             Outcome::Ran(status, Verdict::Computed)
                         }
+                        None if nominated.has(idx) => with_nominated(&snapshot.node_infos[idx]),
                         // `quick` implies `reuse`: the memo's verdict is the node's.
                         None => {
                             let node = &snapshot.node_infos[idx];
