@@ -2,11 +2,10 @@
 //! which node (after preemption made room for them), keyed by pod UID; and the queue's
 //! nominator operations, which resolve a nomination to the pod's latest queued version.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::framework::PodInfo;
+use crate::plugins::helper::FxHashMap;
 
 use super::*;
 
@@ -32,12 +31,15 @@ impl PodRef {
     }
 }
 
+/// Both maps are looked up by key only (the preemption's dry runs ask for every candidate
+/// node's nominated pods); nothing iterates them in an order that reaches a decision
+/// ([`Nominator::node_names`] feeds a set).
 #[derive(Default)]
 pub(crate) struct Nominator {
     /// node → nominated pods, in nomination order.
-    by_node: BTreeMap<String, Vec<PodRef>>,
+    by_node: FxHashMap<String, Vec<PodRef>>,
     /// pod UID → node.
-    node_of: BTreeMap<String, String>,
+    node_of: FxHashMap<String, String>,
 }
 
 impl Nominator {
@@ -96,6 +98,7 @@ impl Nominator {
         self.by_node.get(node).map_or(&[], Vec::as_slice)
     }
 
+    /// The nodes with nominated pods, in no particular order.
     pub fn node_names(&self) -> impl Iterator<Item = &str> {
         self.by_node.keys().map(String::as_str)
     }
@@ -126,7 +129,7 @@ impl SchedulingQueue {
         self.nominator.has_any()
     }
 
-    /// The nodes that have nominated pods.
+    /// The nodes that have nominated pods, in no particular order.
     pub fn nominated_node_names(&self) -> impl Iterator<Item = &str> {
         self.nominator.node_names()
     }
