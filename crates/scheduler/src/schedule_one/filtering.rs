@@ -274,6 +274,7 @@ impl Scheduler {
         };
         // A reused success needs no status: it is counted at once.
         let quick = reuse;
+        let any_nominated = !nominated.is_empty();
         let mut quick_passed: usize = 0;
         let mut i = 0;
         while i < n && feasible.len() < to_find {
@@ -318,7 +319,9 @@ impl Scheduler {
                             next = computed.next();
                             Outcome::Ran(status, Verdict::Computed)
                         }
-                        None if nominated.has(idx) => with_nominated(&snapshot.node_infos[idx]),
+                        None if any_nominated && nominated.has(idx) => {
+                            with_nominated(&snapshot.node_infos[idx])
+                        }
                         // `quick` implies `reuse`: the memo's verdict is the node's.
                         None => {
                             let node = &snapshot.node_infos[idx];

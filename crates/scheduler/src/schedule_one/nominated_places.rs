@@ -28,6 +28,11 @@ impl NominatedPlaces {
         NominatedPlaces { bits }
     }
 
+    /// Whether no node is marked.
+    pub fn is_empty(&self) -> bool {
+        self.bits.is_empty()
+    }
+
     /// Whether the node at `place` has nominated pods.
     #[inline]
     pub fn has(&self, place: usize) -> bool {
