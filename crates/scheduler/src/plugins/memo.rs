@@ -170,7 +170,7 @@ mod tests {
     #[test]
     fn the_memo_keeps_no_node_alive_and_still_sees_a_replaced_one() {
         let mut memo: NodeMemo<&str, i64, i64> = NodeMemo::default();
-        let mut run = |memo: &mut NodeMemo<&str, i64, i64>, nodes: &[Arc<NodeInfo>]| {
+        let run = |memo: &mut NodeMemo<&str, i64, i64>, nodes: &[Arc<NodeInfo>]| {
             let apply = |agg: &mut i64, c: &i64, sign| *agg += c * sign;
             memo.update_nodes("k", nodes, None, |n| n.generation as i64, apply);
             memo.agg
