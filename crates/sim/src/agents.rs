@@ -730,9 +730,7 @@ impl Component for NodeAgents {
     }
 
     fn run(&mut self, now: SimTime, client: &mut dyn Client) {
-        while let Some(t) = self.timers.pop_due(now) {
-            self.fire(t, now, client);
-        }
+        self.run_some(now, client, usize::MAX);
     }
 
     fn next_wakeup(&self) -> Option<SimTime> {
@@ -765,6 +763,9 @@ impl NodeAgents {
         self.timers.next_at().is_some_and(|t| t <= now)
     }
 
+    // Inlined into its one caller, as the loop it came from was (heartbeats take ~2% more
+    // instructions with a call per timer).
+    #[inline(always)]
     fn fire(&mut self, t: Timer, now: SimTime, client: &mut dyn Client) {
         match t {
             Timer::RenewLease(i) | Timer::PostStatus(i) => {

@@ -56,6 +56,7 @@ struct Observers<'a> {
 impl Observers<'_> {
     /// Delivers pending store events, in resourceVersion order, to these components and to
     /// the node agents (`Ok`), or keeps them for the agents (`Err`: they are running).
+    #[inline]
     fn deliver(
         &mut self,
         store: &mut Store,
