@@ -188,6 +188,13 @@ impl Scheduler {
 
     fn on_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>, now: SimTime) {
         let old = ev.old.as_ref().and_then(Object::as_pod);
+        if is_assigned(pod) {
+            // The cache is about to change the pod's nodes: the snapshot lets go of them first.
+            let uid = pod.metadata.uid.as_deref().unwrap_or("");
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            self.cache
+                .release_from_snapshot(uid, node, &mut self.snapshot);
+        }
         match ev.type_ {
             EventType::Added => {
                 if is_assigned(pod) {
@@ -589,6 +596,48 @@ mod tests {
         client.create(second()).unwrap();
         client.run_until(SimTime::from_secs(600), &mut [&mut sched]);
         assert_eq!(node_of(&client, "second"), None);
+    }
+
+    #[test]
+    fn between_cycles_the_snapshot_keeps_no_superseded_version_of_a_bound_pod() {
+        let mut sched = scheduler();
+        let mut client = cluster(&mut sched, "Running");
+        // A cycle after "first" was bound: the snapshot holds n1 with its bound version.
+        client.create(second()).unwrap();
+        client.settle(&mut [&mut sched]);
+        let bound = client
+            .store
+            .get(Kind::Pod, "default", "first")
+            .unwrap()
+            .clone();
+        let held = |sched: &Scheduler, version: &Object| {
+            let version = Arc::as_ptr(version.as_pod().unwrap());
+            (sched.snapshot.node_infos.iter())
+                .flat_map(|n| n.pods.iter())
+                .any(|p| std::ptr::eq(Arc::as_ptr(&p.pod), version))
+        };
+        assert!(held(&sched, &bound));
+        let mut pod = Pod::clone(bound.as_pod().unwrap());
+        pod.status.get_or_insert_with(Default::default).message = Some("later".into());
+        let newer = Object::Pod(Arc::new(pod));
+        let ev = WatchEvent {
+            type_: EventType::Modified,
+            object: newer.clone(),
+            old: Some(bound.clone()),
+            resource_version: 9,
+        };
+        sched.observe(&ev, SimTime::from_secs(1));
+        assert!(
+            !held(&sched, &bound),
+            "the snapshot keeps the superseded version"
+        );
+        let n1 = sched.cache.node("n1").unwrap();
+        assert_eq!(Arc::strong_count(n1), 1, "another holder of n1");
+        // The next cycle sees n1 again, with the newer version.
+        sched.cache.update_snapshot(&mut sched.snapshot);
+        assert!(held(&sched, &newer));
+        let n1 = sched.cache.node("n1").unwrap();
+        assert!(Arc::ptr_eq(sched.snapshot.get("n1").unwrap(), n1));
     }
 
     #[test]

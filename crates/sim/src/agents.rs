@@ -730,34 +730,7 @@ impl Component for NodeAgents {
     }
 
     fn run(&mut self, now: SimTime, client: &mut dyn Client) {
-        while let Some(t) = self.timers.pop_due(now) {
-            match t {
-                Timer::RenewLease(i) | Timer::PostStatus(i) => {
-                    let current = self.nodes[i].up && self.nodes[i].exists;
-                    let epoch_ok = self.nodes[i].timer_epoch == Some(self.nodes[i].epoch);
-                    if !current || !epoch_ok {
-                        continue;
-                    }
-                    if let Timer::RenewLease(_) = t {
-                        self.renew_lease(i, now, client);
-                        self.timers
-                            .push_periodic(now + LEASE_RENEW_INTERVAL, Timer::RenewLease(i));
-                    } else {
-                        self.post_status(i, now, client);
-                        self.timers
-                            .push_periodic(now + NODE_STATUS_REPORT_INTERVAL, Timer::PostStatus(i));
-                    }
-                }
-                Timer::StartPod(p) => self.start_pod(p, now, client),
-                Timer::StopPod(p) => self.stop_pod(p, now, client),
-                Timer::EndPod(p) => self.end_pod(p, now, client),
-                Timer::ResyncPods(i) => {
-                    if self.nodes[i].up && self.nodes[i].exists {
-                        self.resync_pods(i, now, client);
-                    }
-                }
-            }
-        }
+        self.run_some(now, client, usize::MAX);
     }
 
     fn next_wakeup(&self) -> Option<SimTime> {
@@ -775,6 +748,51 @@ impl Component for NodeAgents {
                 self.statuses_posted,
             ),
         ]
+    }
+}
+
+impl NodeAgents {
+    /// [`Component::run`] for at most `limit` timers; whether timers due at `now` are left.
+    pub fn run_some(&mut self, now: SimTime, client: &mut dyn Client, limit: usize) -> bool {
+        for _ in 0..limit {
+            let Some(t) = self.timers.pop_due(now) else {
+                return false;
+            };
+            self.fire(t, now, client);
+        }
+        self.timers.next_at().is_some_and(|t| t <= now)
+    }
+
+    // Inlined into its one caller, as the loop it came from was (heartbeats take ~2% more
+    // instructions with a call per timer).
+    #[inline(always)]
+    fn fire(&mut self, t: Timer, now: SimTime, client: &mut dyn Client) {
+        match t {
+            Timer::RenewLease(i) | Timer::PostStatus(i) => {
+                let current = self.nodes[i].up && self.nodes[i].exists;
+                let epoch_ok = self.nodes[i].timer_epoch == Some(self.nodes[i].epoch);
+                if !current || !epoch_ok {
+                    return;
+                }
+                if let Timer::RenewLease(_) = t {
+                    self.renew_lease(i, now, client);
+                    self.timers
+                        .push_periodic(now + LEASE_RENEW_INTERVAL, Timer::RenewLease(i));
+                } else {
+                    self.post_status(i, now, client);
+                    self.timers
+                        .push_periodic(now + NODE_STATUS_REPORT_INTERVAL, Timer::PostStatus(i));
+                }
+            }
+            Timer::StartPod(p) => self.start_pod(p, now, client),
+            Timer::StopPod(p) => self.stop_pod(p, now, client),
+            Timer::EndPod(p) => self.end_pod(p, now, client),
+            Timer::ResyncPods(i) => {
+                if self.nodes[i].up && self.nodes[i].exists {
+                    self.resync_pods(i, now, client);
+                }
+            }
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_registry::{ApiClient, Sink};
 use kubeplane_scheduler::api_dispatcher::ApiCallDrain;
 use kubeplane_scheduler::Scheduler;
-use kubeplane_store::{Client, Component, Kind, Object, Store};
+use kubeplane_store::{Client, Component, Kind, Object, Store, WatchEvent};
 use serde_json::{json, Value};
 use thiserror::Error;
 
@@ -37,6 +37,70 @@ const ROUNDS_PER_POD: u64 = 16;
 const ROUNDS_PER_RECOUNT: u64 = 1024;
 /// The most rounds any instant may take, however many pods there are.
 const MAX_ROUNDS_PER_INSTANT: u64 = 20_000_000;
+
+/// How many of their timers the node agents fire before the watch events of their writes are
+/// delivered. All the pods bound at one instant start together one startup latency later (all
+/// of them in phase 1 of the envelope workload); delivered only after the agents' run, every
+/// pod's watch event would hold its superseded version meanwhile: two versions of every pod at
+/// once. Each component still sees the same events in the same order, and none runs in between.
+const AGENT_TIMERS_PER_DELIVERY: usize = 1024;
+
+/// The components that observe watch events besides the node agents.
+struct Observers<'a> {
+    observers: &'a [(Vec<usize>, Vec<usize>)],
+    periodic: &'a mut [Box<dyn Component + Send>],
+    controllers: &'a mut [Box<dyn Component + Send>],
+    scheduler: &'a mut Scheduler,
+}
+
+impl Observers<'_> {
+    /// Delivers pending store events, in resourceVersion order, to these components and to
+    /// the node agents (`Ok`), or keeps them for the agents (`Err`: they are running).
+    #[inline]
+    fn deliver(
+        &mut self,
+        store: &mut Store,
+        buf: &mut Vec<WatchEvent>,
+        mut agents: Result<&mut NodeAgents, &mut Vec<WatchEvent>>,
+        now: SimTime,
+    ) {
+        let mut events = std::mem::take(buf);
+        while store.has_events() {
+            store.swap_events(&mut events);
+            for ev in &events {
+                match ev.object.kind().index().and_then(|i| self.observers.get(i)) {
+                    // A simulated kind: the controllers that observe it.
+                    Some((periodic, controllers)) => {
+                        for &i in periodic {
+                            self.periodic[i].observe(ev, now);
+                        }
+                        for &i in controllers {
+                            self.controllers[i].observe(ev, now);
+                        }
+                    }
+                    None => {
+                        for c in self.periodic.iter_mut() {
+                            c.observe(ev, now);
+                        }
+                        for c in self.controllers.iter_mut() {
+                            c.observe(ev, now);
+                        }
+                    }
+                }
+                self.scheduler.observe(ev, now);
+                match &mut agents {
+                    Ok(agents) => agents.observe(ev, now),
+                    Err(deferred) => deferred.push(WatchEvent {
+                        old: None,
+                        ..ev.clone()
+                    }),
+                }
+            }
+        }
+        events.clear();
+        *buf = events;
+    }
+}
 
 /// One line of output, in order of virtual time, then of occurrence.
 #[derive(Clone, Debug)]
@@ -147,7 +211,10 @@ pub struct Simulation {
     /// node agents, scheduler), to name the busy ones when an instant does not settle.
     runs_per_component: Vec<u64>,
     /// Reused buffer for dispatching watch events.
-    event_buf: Vec<kubeplane_store::WatchEvent>,
+    event_buf: Vec<WatchEvent>,
+    /// The watch events delivered while the node agents ran, for the agents to see after
+    /// their run (without the old object, which the agents do not read).
+    agents_deferred: Vec<WatchEvent>,
     /// What the API server's binding does besides setting the node, by the run's gates.
     binding: kubeplane_registry::strategy::pod::BindFeatures,
 }
@@ -241,6 +308,7 @@ impl Simulation {
             round_budget: BASE_ROUNDS_PER_INSTANT,
             runs_per_component: Vec::new(),
             event_buf: Vec::new(),
+            agents_deferred: Vec::new(),
             binding: kubeplane_registry::strategy::pod::BindFeatures::from_gates(&features),
         };
         for o in input.objects {
@@ -302,35 +370,18 @@ impl Simulation {
 
     /// Delivers pending store events to every component, in resourceVersion order.
     fn dispatch(&mut self) {
-        let mut events = std::mem::take(&mut self.event_buf);
-        while self.store.has_events() {
-            self.store.swap_events(&mut events);
-            for ev in &events {
-                match ev.object.kind().index().and_then(|i| self.observers.get(i)) {
-                    // A simulated kind: the controllers that observe it.
-                    Some((periodic, controllers)) => {
-                        for &i in periodic {
-                            self.periodic[i].observe(ev, self.now);
-                        }
-                        for &i in controllers {
-                            self.controllers[i].observe(ev, self.now);
-                        }
-                    }
-                    None => {
-                        for c in self.periodic.iter_mut() {
-                            c.observe(ev, self.now);
-                        }
-                        for c in self.controllers.iter_mut() {
-                            c.observe(ev, self.now);
-                        }
-                    }
-                }
-                self.scheduler.observe(ev, self.now);
-                self.agents.observe(ev, self.now);
-            }
+        Observers {
+            observers: &self.observers,
+            periodic: &mut self.periodic,
+            controllers: &mut self.controllers,
+            scheduler: &mut self.scheduler,
         }
-        events.clear();
-        self.event_buf = events;
+        .deliver(
+            &mut self.store,
+            &mut self.event_buf,
+            Ok(&mut self.agents),
+            self.now,
+        );
     }
 
     /// Runs every component with work due now, until none has any. An instant that takes more
@@ -372,7 +423,29 @@ impl Simulation {
                 }
             }
             if self.agents.next_wakeup().is_some_and(|t| t <= now) {
-                self.agents.run(now, &mut client);
+                // The agents' writes are delivered every so many timers, to every component
+                // but the agents, which see theirs after their run (see
+                // [`AGENT_TIMERS_PER_DELIVERY`]). No component runs in between.
+                while self
+                    .agents
+                    .run_some(now, &mut client, AGENT_TIMERS_PER_DELIVERY)
+                {
+                    Observers {
+                        observers: &self.observers,
+                        periodic: &mut self.periodic,
+                        controllers: &mut self.controllers,
+                        scheduler: &mut self.scheduler,
+                    }
+                    .deliver(
+                        client.store,
+                        &mut self.event_buf,
+                        Err(&mut self.agents_deferred),
+                        now,
+                    );
+                }
+                for ev in self.agents_deferred.drain(..) {
+                    self.agents.observe(&ev, now);
+                }
                 runs[n_components - 2] += 1;
                 ran = true;
             }

@@ -373,6 +373,16 @@ impl Cache {
     /// Brings `snapshot` up to date: replaces the nodes that changed, and rebuilds the ordered
     /// list only when nodes were added, removed or moved between zones.
     pub fn update_snapshot(&mut self, snapshot: &mut Snapshot) {
+        if !self.list_changed {
+            for name in &self.dirty {
+                if let (Some(&i), Some(info)) = (snapshot.index.get(name), self.nodes.get(name)) {
+                    snapshot.replace_node(i, info.clone());
+                }
+            }
+            // A place vacated for a node the cache no longer has (not expected: the cache
+            // forgets a node only after its removal changed the list) is filled by a rebuild.
+            self.list_changed = snapshot.vacancies() > 0;
+        }
         if self.list_changed {
             let order: Vec<String> = self.tree.list().into_iter().map(str::to_string).collect();
             snapshot.set_nodes(
@@ -389,12 +399,6 @@ impl Cache {
                 .collect();
             snapshot.count_affinity_nodes();
             self.list_changed = false;
-        } else {
-            for name in &self.dirty {
-                if let (Some(&i), Some(info)) = (snapshot.index.get(name), self.nodes.get(name)) {
-                    snapshot.replace_node(i, info.clone());
-                }
-            }
         }
         self.dirty.clear();
         if snapshot.image_num_nodes != self.image_num_nodes {
@@ -407,6 +411,25 @@ impl Cache {
         }
         if !Arc::ptr_eq(&snapshot.replica_sets, &self.replica_sets) {
             snapshot.replica_sets = self.replica_sets.clone();
+        }
+    }
+
+    /// Lets `snapshot` go of the nodes a change of pod `uid` is about to touch (where the
+    /// cache has it, and `node`, where it is now), before the cache changes them: the cache
+    /// then changes its NodeInfos in place instead of copying them, and the snapshot keeps
+    /// neither a second copy of their pod lists nor the pods' superseded versions until the
+    /// next cycle. The nodes are marked changed, so [`Self::update_snapshot`] puts them back.
+    /// Only between cycles (nothing may read the snapshot before it is updated again).
+    pub fn release_from_snapshot(&mut self, uid: &str, node: Option<&str>, snap: &mut Snapshot) {
+        let known = self.pods.get(uid).map(|s| s.node.as_str());
+        let also = node.filter(|n| !n.is_empty() && Some(*n) != known);
+        for name in known.into_iter().chain(also) {
+            let Some(&place) = snap.index.get(name) else {
+                continue;
+            };
+            if snap.vacate(place) && !self.dirty.contains(name) {
+                self.dirty.insert(name.to_string());
+            }
         }
     }
 }
@@ -522,5 +545,53 @@ mod tests {
         c.add_node(node("n6", ""));
         let ids = ["n4", "n5", "n3", "ghost", "n6"].map(|n| id(&c, n));
         assert_eq!(ids, [1, 0, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_released_node_is_changed_in_place_and_put_back_at_the_next_update() {
+        let mut c = Cache::new();
+        c.add_node(node("n1", ""));
+        c.add_node(node("n2", ""));
+        c.add_pod(pod("p", Some("n1"))).unwrap();
+        let mut s = Snapshot::default();
+        c.update_snapshot(&mut s);
+        let n2 = s.get("n2").unwrap().clone();
+        let bound = Arc::downgrade(&s.get("n1").unwrap().pods[0]);
+        // A new version of p between cycles: the snapshot lets go of n1 first.
+        c.release_from_snapshot("p", Some("n1"), &mut s);
+        c.update_pod(pod("p", Some("n1")));
+        assert!(bound.upgrade().is_none(), "the superseded version is kept");
+        assert_eq!(Arc::strong_count(c.node("n1").unwrap()), 1);
+        assert_eq!(s.vacancies(), 1);
+        c.update_snapshot(&mut s);
+        assert_eq!(s.vacancies(), 0);
+        assert!(Arc::ptr_eq(s.get("n1").unwrap(), c.node("n1").unwrap()));
+        assert!(Arc::ptr_eq(s.get("n2").unwrap(), &n2));
+        let names: Vec<&str> = s.node_infos.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["n1", "n2"]);
+    }
+
+    #[test]
+    fn a_pod_moved_between_nodes_releases_both_and_a_stray_vacancy_rebuilds_the_list() {
+        let mut c = Cache::new();
+        for n in ["n1", "n2", "n3"] {
+            c.add_node(node(n, ""));
+        }
+        c.add_pod(pod("p", Some("n1"))).unwrap();
+        let mut s = Snapshot::default();
+        c.update_snapshot(&mut s);
+        c.release_from_snapshot("p", Some("n2"), &mut s);
+        assert_eq!(s.vacancies(), 2);
+        c.update_pod(pod("p", Some("n2")));
+        c.update_snapshot(&mut s);
+        assert_eq!(s.get("n1").unwrap().pods.len(), 0);
+        assert_eq!(s.get("n2").unwrap().pods.len(), 1);
+        // A place vacated without the cache marking its node changed is rebuilt all the same.
+        let cursor = s.cursor();
+        assert!(s.vacate(2));
+        c.update_snapshot(&mut s);
+        assert_eq!(s.vacancies(), 0);
+        assert!(Arc::ptr_eq(s.get("n3").unwrap(), c.node("n3").unwrap()));
+        assert_eq!(s.changed_since(cursor), None, "a rebuilt list");
     }
 }

@@ -86,6 +86,10 @@ pub struct Snapshot {
     /// `HavePodsWithRequiredAntiAffinityList`'s length).
     pub n_nodes_with_required_anti_affinity_pods: usize,
     changes: ChangeLog,
+    /// The empty NodeInfo in the places of vacated nodes (see [`Snapshot::vacate`]).
+    vacant: Arc<NodeInfo>,
+    /// How many places hold `vacant`.
+    n_vacant: usize,
 }
 
 impl Snapshot {
@@ -105,7 +109,15 @@ impl Snapshot {
 
     /// Replaces the node at index `i`, keeping the affinity counts up to date.
     pub fn replace_node(&mut self, i: usize, info: Arc<NodeInfo>) {
+        self.put(i, info);
+        self.changes.record(i);
+    }
+
+    /// [`Self::replace_node`] without the change log.
+    fn put(&mut self, i: usize, info: Arc<NodeInfo>) {
         let old = &self.node_infos[i];
+        self.n_vacant -= usize::from(Arc::ptr_eq(old, &self.vacant));
+        self.n_vacant += usize::from(Arc::ptr_eq(&info, &self.vacant));
         self.n_nodes_with_affinity_pods -= usize::from(old.n_pods_with_affinity > 0);
         self.n_nodes_with_required_anti_affinity_pods -=
             usize::from(old.n_pods_with_required_anti_affinity > 0);
@@ -113,12 +125,31 @@ impl Snapshot {
         self.n_nodes_with_required_anti_affinity_pods +=
             usize::from(info.n_pods_with_required_anti_affinity > 0);
         self.node_infos[i] = info;
-        self.changes.record(i);
+    }
+
+    /// Lets go of the node at place `i` until the cache replaces it: between two cycles
+    /// nothing reads the snapshot, and a NodeInfo the snapshot still shares when the cache
+    /// changes the node is copied by the cache and kept here, with the superseded versions
+    /// of its pods, until the next cycle. The caller sees that the cache replaces the place
+    /// before the next cycle reads it ([`super::Cache::release_from_snapshot`]). Not logged:
+    /// the replacement is. Returns whether the place held a node.
+    pub(crate) fn vacate(&mut self, i: usize) -> bool {
+        if i >= self.node_infos.len() || Arc::ptr_eq(&self.node_infos[i], &self.vacant) {
+            return false;
+        }
+        self.put(i, self.vacant.clone());
+        true
+    }
+
+    /// How many places were vacated and not replaced since.
+    pub(crate) fn vacancies(&self) -> usize {
+        self.n_vacant
     }
 
     /// Replaces the whole node list (a node was added or removed): a new tracked list.
     pub fn set_nodes(&mut self, nodes: Vec<Arc<NodeInfo>>) {
         self.node_infos = nodes;
+        self.n_vacant = 0;
         self.changes = ChangeLog {
             epoch: EPOCHS.fetch_add(1, Ordering::Relaxed),
             ..ChangeLog::default()
@@ -176,6 +207,8 @@ impl Snapshot {
             n_nodes_with_affinity_pods: 0,
             n_nodes_with_required_anti_affinity_pods: 0,
             changes: ChangeLog::default(),
+            vacant: Arc::default(),
+            n_vacant: 0,
         };
         s.count_affinity_nodes();
         s

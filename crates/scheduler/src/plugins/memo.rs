@@ -8,8 +8,13 @@
 //! the NodeInfo it was computed from; a cycle with the same key recomputes only the nodes whose
 //! NodeInfo is a different `Arc` (the cache replaces a node's `Arc` whenever it changes) and
 //! applies the difference to the aggregate. The result is the same as a full recount.
+//!
+//! The memo holds each NodeInfo by a `Weak`: that keeps the allocation, so its address is not
+//! reused for another NodeInfo while the memo compares against it (and a cache that changes a
+//! node the memo has seen moves it to a new one), but not its contents: a node's superseded
+//! pods are freed once the cache and the snapshot have let go of them.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use crate::cache::{Snapshot, SnapshotCursor};
 use crate::framework::NodeInfo;
@@ -17,7 +22,7 @@ use crate::framework::NodeInfo;
 /// Per-node contributions `C` to an aggregate `A`, valid for one key `K`.
 pub struct NodeMemo<K, C, A> {
     key: Option<K>,
-    nodes: Vec<(Arc<NodeInfo>, C)>,
+    nodes: Vec<(Weak<NodeInfo>, C)>,
     pub agg: A,
     /// Scratch: the places whose NodeInfo changed in this update.
     changed: Vec<usize>,
@@ -53,10 +58,10 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
         self.seen = snapshot.cursor();
     }
 
-    /// The contribution of the node at `place` in the list of the last update, and that
-    /// node.
-    pub fn contribution(&self, place: usize) -> Option<(&Arc<NodeInfo>, &C)> {
-        self.nodes.get(place).map(|(n, c)| (n, c))
+    /// The contribution of the node at `place` in the list of the last update, and the
+    /// address of that node.
+    pub fn contribution(&self, place: usize) -> Option<(*const NodeInfo, &C)> {
+        self.nodes.get(place).map(|(n, c)| (n.as_ptr(), c))
     }
 
     /// [`Self::update`] with a node list and, when known, the only places that may have changed
@@ -90,7 +95,7 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
         }
         let mut changed = std::mem::take(&mut self.changed);
         let mut visit = |i: usize, changed: &mut Vec<usize>| match self.nodes.get(i) {
-            Some(slot) if Arc::ptr_eq(&slot.0, &nodes[i]) => {}
+            Some(slot) if std::ptr::eq(slot.0.as_ptr(), Arc::as_ptr(&nodes[i])) => {}
             Some(slot) => {
                 apply(&mut self.agg, &slot.1, -1);
                 changed.push(i);
@@ -114,9 +119,9 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
             let c = compute(n);
             apply(&mut self.agg, &c, 1);
             if let Some(slot) = self.nodes.get_mut(i) {
-                *slot = (n.clone(), c);
+                *slot = (Arc::downgrade(n), c);
             } else {
-                self.nodes.push((n.clone(), c));
+                self.nodes.push((Arc::downgrade(n), c));
             }
         }
         changed.clear();
@@ -160,6 +165,28 @@ mod tests {
         assert_eq!(run(&mut memo, "k", &changed[..2]), 6);
         assert_eq!(run(&mut memo, "other", &nodes), 6);
         assert_eq!(computed, 3 + 1 + 3);
+    }
+
+    #[test]
+    fn the_memo_keeps_no_node_alive_and_still_sees_a_replaced_one() {
+        let mut memo: NodeMemo<&str, i64, i64> = NodeMemo::default();
+        let run = |memo: &mut NodeMemo<&str, i64, i64>, nodes: &[Arc<NodeInfo>]| {
+            let apply = |agg: &mut i64, c: &i64, sign| *agg += c * sign;
+            memo.update_nodes("k", nodes, None, |n| n.generation as i64, apply);
+            memo.agg
+        };
+        let nodes = vec![node("a", 1), node("b", 2)];
+        assert_eq!(run(&mut memo, &nodes), 3);
+        assert_eq!(Arc::strong_count(&nodes[1]), 1);
+        let old_b = Arc::downgrade(&nodes[1]);
+        let mut next = nodes.clone();
+        next[1] = node("b", 5);
+        drop(nodes);
+        assert!(
+            old_b.upgrade().is_none(),
+            "the memo kept a superseded NodeInfo"
+        );
+        assert_eq!(run(&mut memo, &next), 6);
     }
 
     #[test]

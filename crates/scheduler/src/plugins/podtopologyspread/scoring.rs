@@ -55,8 +55,8 @@ enum Cell {
 /// One node's contribution for one memo key.
 #[derive(Debug)]
 pub(crate) struct NodeEntry {
-    /// The address of the NodeInfo it was computed from (the memo holds that NodeInfo, so
-    /// the address is not reused meanwhile).
+    /// The address of the NodeInfo it was computed from (the memo holds a `Weak` of that
+    /// NodeInfo, so the address is not reused meanwhile).
     addr: usize,
     /// The node's [`NodeInfo::id`].
     id: u32,
@@ -344,7 +344,7 @@ impl PreScorePlugin for PodTopologySpread {
         for (j, &node) in nodes.iter().enumerate() {
             let known = match places {
                 Some(places) => memo.contribution(places[j]).map(|(info, e)| {
-                    debug_assert!(std::ptr::eq(info.as_ref(), node));
+                    debug_assert!(std::ptr::eq(info, node));
                     memo.agg.cells_of(e)
                 }),
                 None => memo.agg.lookup(node),
