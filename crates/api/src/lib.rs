@@ -33,6 +33,6 @@ pub use component::Component;
 pub use delegate::__reexport;
 pub use error::ApiError;
 pub use informer::Informer;
-pub use node::StoredNode;
+pub use node::{only_heartbeats_changed, StoredNode};
 pub use object::{DynamicObject, Kind, Object, ObjectKey};
 pub use watch::{EventType, WatchEvent};

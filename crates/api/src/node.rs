@@ -10,7 +10,8 @@
 
 use std::ops::{Deref, DerefMut};
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::Error as _;
 use serde_json::Value;
 
@@ -28,6 +29,118 @@ impl StoredNode {
     pub fn declared_features(&self) -> &[String] {
         self.declared_features.as_deref().unwrap_or(&[])
     }
+}
+
+/// Whether `new` differs from `old` at most in what a node agent's periodic status post
+/// renews when nothing else changed: each condition's `lastHeartbeatTime`, and the
+/// resourceVersion. Everything else (the conditions' types, statuses, reasons, messages,
+/// transition times and order, the spec, every other status field, the rest of the metadata,
+/// the declared features) must be equal. Watchers whose view of a node reads neither of those
+/// (the scheduler, the controllers' NoSchedule taint and label reconciliation) can skip such
+/// an update; upstream's scheduler finds no scheduling property change in it either
+/// (`NodeSchedulingPropertiesChange` compares condition statuses, not heartbeats).
+pub fn only_heartbeats_changed(old: &StoredNode, new: &StoredNode) -> bool {
+    old.declared_features == new.declared_features
+        && old.spec == new.spec
+        && status_equal_but_heartbeats(old.status.as_ref(), new.status.as_ref())
+        && meta_equal_but_version(&old.metadata, &new.metadata)
+}
+
+fn status_equal_but_heartbeats(old: Option<&NodeStatus>, new: Option<&NodeStatus>) -> bool {
+    let (old, new) = match (old, new) {
+        (None, None) => return true,
+        (Some(o), Some(n)) => (o, n),
+        _ => return false,
+    };
+    // Every field named, so that a field added to the type is not silently skipped.
+    let NodeStatus {
+        addresses,
+        allocatable,
+        capacity,
+        conditions,
+        config,
+        daemon_endpoints,
+        features,
+        images,
+        node_info,
+        phase,
+        runtime_handlers,
+        volumes_attached,
+        volumes_in_use,
+    } = old;
+    conditions_equal_but_heartbeats(conditions.as_deref(), new.conditions.as_deref())
+        && *allocatable == new.allocatable
+        && *capacity == new.capacity
+        && *addresses == new.addresses
+        && *node_info == new.node_info
+        && *images == new.images
+        && *config == new.config
+        && *daemon_endpoints == new.daemon_endpoints
+        && *features == new.features
+        && *phase == new.phase
+        && *runtime_handlers == new.runtime_handlers
+        && *volumes_attached == new.volumes_attached
+        && *volumes_in_use == new.volumes_in_use
+}
+
+fn conditions_equal_but_heartbeats(
+    old: Option<&[NodeCondition]>,
+    new: Option<&[NodeCondition]>,
+) -> bool {
+    let (old, new) = match (old, new) {
+        (None, None) => return true,
+        (Some(o), Some(n)) if o.len() == n.len() => (o, n),
+        _ => return false,
+    };
+    old.iter().zip(new).all(|(o, n)| {
+        let NodeCondition {
+            last_heartbeat_time: _,
+            last_transition_time,
+            message,
+            reason,
+            status,
+            type_,
+        } = o;
+        *type_ == n.type_
+            && *status == n.status
+            && *last_transition_time == n.last_transition_time
+            && *reason == n.reason
+            && *message == n.message
+    })
+}
+
+fn meta_equal_but_version(old: &ObjectMeta, new: &ObjectMeta) -> bool {
+    let ObjectMeta {
+        annotations,
+        creation_timestamp,
+        deletion_grace_period_seconds,
+        deletion_timestamp,
+        finalizers,
+        generate_name,
+        generation,
+        labels,
+        managed_fields,
+        name,
+        namespace,
+        owner_references,
+        resource_version: _,
+        self_link,
+        uid,
+    } = old;
+    *name == new.name
+        && *uid == new.uid
+        && *labels == new.labels
+        && *annotations == new.annotations
+        && *creation_timestamp == new.creation_timestamp
+        && *deletion_timestamp == new.deletion_timestamp
+        && *deletion_grace_period_seconds == new.deletion_grace_period_seconds
+        && *finalizers == new.finalizers
+        && *generate_name == new.generate_name
+        && *generation == new.generation
+        && *managed_fields == new.managed_fields
+        && *namespace == new.namespace
+        && *owner_references == new.owner_references
+        && *self_link == new.self_link
 }
 
 impl From<Node> for StoredNode {
@@ -127,6 +240,95 @@ mod tests {
         };
         let v = serde_json::to_value(&node).unwrap();
         assert_eq!(v["status"], json!({"declaredFeatures": ["A"]}));
+    }
+
+    fn posted(heartbeat: &str, rv: &str) -> StoredNode {
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n1", "uid": "u1", "resourceVersion": rv,
+                "labels": {"zone": "a"}},
+            "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "4"},
+                "conditions": [
+                    {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
+                     "lastHeartbeatTime": heartbeat, "lastTransitionTime": "2024-01-01T00:00:00Z"},
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                     "lastHeartbeatTime": heartbeat, "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_status_post_that_renews_only_heartbeats_is_recognised() {
+        let old = posted("2024-01-01T00:00:00Z", "7");
+        let new = posted("2024-01-01T00:05:00Z", "9");
+        assert!(only_heartbeats_changed(&old, &new));
+        assert!(only_heartbeats_changed(&old, &old));
+    }
+
+    #[test]
+    fn any_other_change_is_not_a_heartbeat() {
+        let old = posted("2024-01-01T00:00:00Z", "7");
+        let base = posted("2024-01-01T00:05:00Z", "9");
+        type Edit = fn(&mut StoredNode);
+        let edits: Vec<(&str, Edit)> = vec![
+            ("Ready's status", |n| {
+                n.status.as_mut().unwrap().conditions.as_mut().unwrap()[1].status = "False".into()
+            }),
+            ("a transition", |n| {
+                let c = &mut n.status.as_mut().unwrap().conditions.as_mut().unwrap()[0];
+                c.last_transition_time = c.last_heartbeat_time.clone();
+            }),
+            ("a reason", |n| {
+                n.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].reason = None
+            }),
+            ("a condition added", |n| {
+                let cs = n.status.as_mut().unwrap().conditions.as_mut().unwrap();
+                let mut c = cs[0].clone();
+                c.type_ = "DiskPressure".into();
+                cs.push(c);
+            }),
+            ("the conditions' order", |n| {
+                n.status
+                    .as_mut()
+                    .unwrap()
+                    .conditions
+                    .as_mut()
+                    .unwrap()
+                    .reverse()
+            }),
+            ("a label", |n| {
+                n.metadata
+                    .labels
+                    .as_mut()
+                    .unwrap()
+                    .insert("disk".into(), "ssd".into());
+            }),
+            ("an annotation", |n| {
+                n.metadata.annotations = Some([("a".to_string(), "b".to_string())].into());
+            }),
+            ("the taints", |n| n.spec.as_mut().unwrap().taints = None),
+            ("unschedulable", |n| {
+                n.spec.as_mut().unwrap().unschedulable = Some(true)
+            }),
+            ("allocatable", |n| {
+                n.status.as_mut().unwrap().allocatable = None;
+            }),
+            ("declared features", |n| {
+                n.declared_features = Some(vec!["A".into()])
+            }),
+            ("the uid", |n| n.metadata.uid = Some("u2".into())),
+            ("deletion", |n| {
+                let t = n.status.as_ref().unwrap().conditions.as_ref().unwrap()[0]
+                    .last_heartbeat_time
+                    .clone();
+                n.metadata.deletion_timestamp = t;
+            }),
+        ];
+        for (what, edit) in edits {
+            let mut new = base.clone();
+            edit(&mut new);
+            assert!(!only_heartbeats_changed(&old, &new), "{what}");
+            assert!(!only_heartbeats_changed(&new, &old), "{what}, backwards");
+        }
     }
 
     #[test]

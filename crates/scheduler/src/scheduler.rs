@@ -348,7 +348,11 @@ impl Scheduler {
                     .and_then(Object::as_node)
                     .expect("a Modified event carries the old object");
                 self.cache.update_node(node.clone());
-                if !self.queue.wants_cluster_events() {
+                // A renewal of the conditions' heartbeats only is no scheduling property
+                // change (upstream `NodeSchedulingPropertiesChange` finds no event in it).
+                if !self.queue.wants_cluster_events()
+                    || kubeplane_api::only_heartbeats_changed(old, node)
+                {
                     return;
                 }
                 for e in node_update_events(old, node) {

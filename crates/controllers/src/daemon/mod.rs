@@ -275,14 +275,18 @@ impl DaemonSetsController {
     }
 
     fn observe_node(&mut self, ev: &WatchEvent, node: &Arc<StoredNode>) {
-        let name = node.metadata.name.clone().unwrap_or_default();
+        let name = node.metadata.name.as_deref().unwrap_or_default();
         match ev.type_ {
             EventType::Added => {
-                self.cache.nodes.insert(name, node.clone());
+                self.cache.nodes.insert(name.to_string(), node.clone());
                 self.add_node(node);
             }
             EventType::Modified => {
-                let old = self.cache.nodes.insert(name, node.clone());
+                // A known node is replaced in place (every status post lands here).
+                let old = match self.cache.nodes.get_mut(name) {
+                    Some(held) => Some(std::mem::replace(held, node.clone())),
+                    None => self.cache.nodes.insert(name.to_string(), node.clone()),
+                };
                 match old.or_else(|| ev.old.as_ref().and_then(|o| o.as_node().cloned())) {
                     Some(old) => self.update_node(&old, node),
                     None => self.add_node(node),
@@ -291,7 +295,7 @@ impl DaemonSetsController {
             // Upstream has no node delete handler: the pods of a deleted node go with PodGC,
             // and their deletion wakes the DaemonSet.
             EventType::Deleted => {
-                self.cache.nodes.remove(&name);
+                self.cache.nodes.remove(name);
             }
         }
     }

@@ -35,11 +35,9 @@ impl NodeLifecycleController {
             if !entry.exists {
                 continue;
             }
-            // A known node in a zone that lost its state (it was empty at some pass).
-            if zones.list[entry.zone].state.is_none() {
-                zones.ensure_evictor(entry.zone, rate);
+            if quick_pass(name, entry, zones, config, now, client) {
+                continue;
             }
-            refresh_lease(name, entry, client.cache());
             let outcome = update_node_health(name, entry, config, start, now, client);
             // A node whose health could not be updated is skipped: not counted, no decisions.
             let Some((observed, current)) = outcome else {
@@ -268,6 +266,77 @@ fn refresh_lease(name: &str, entry: &mut NodeEntry, cache: &dyn Cache) {
                 .map(|t| t.0),
         );
     }
+}
+
+/// The first steps of the pass for every node (its zone's evictor when the zone lost its
+/// state, its Lease read), then for a node [`stays_ready`] accepts what the general steps
+/// would do: count it ready and take it out of its zone's tainting queue
+/// (`markNodeAsReachable` without NoExecute taints). Whether the node is done.
+#[inline]
+fn quick_pass(
+    name: &str,
+    entry: &mut NodeEntry,
+    zones: &mut Zones,
+    config: &NodeLifecycleConfig,
+    now: SimTime,
+    client: &mut dyn Client,
+) -> bool {
+    let rate = config.node_eviction_rate;
+    // A known node in a zone that lost its state (it was empty at some pass).
+    if zones.list[entry.zone].state.is_none() {
+        zones.ensure_evictor(entry.zone, rate);
+    }
+    refresh_lease(name, entry, client.cache());
+    if !stays_ready(entry, config, now) {
+        return false;
+    }
+    let z = &mut zones.list[entry.zone];
+    if !entry.excluded {
+        z.n_ready += 1;
+    }
+    match z.tainter.as_mut() {
+        Some(tainter) => {
+            tainter.remove(name);
+        }
+        None => mark_node_as_reachable(name, entry, zones, rate, now, client),
+    }
+    entry.retry = false;
+    true
+}
+
+/// The pass's common case, decided without the general steps: a node whose Ready condition is
+/// True and unchanged since the last pass saw it, without NoExecute taints, and within its
+/// grace period once a renewed Lease moved its probe time (which is done here). The general
+/// steps would count it ready, write nothing and mark nothing; the caller does the rest
+/// (`markNodeAsReachable`). False leaves the node untouched for those steps.
+#[inline]
+fn stays_ready(entry: &mut NodeEntry, config: &NodeLifecycleConfig, now: SimTime) -> bool {
+    let (Some(ready), Some(health)) = (entry.ready.as_ref(), entry.health.as_mut()) else {
+        return false;
+    };
+    let unchanged = health
+        .saved_ready
+        .as_ref()
+        .is_some_and(|saved| saved.heartbeat == ready.heartbeat);
+    if ready.status != CondStatus::True
+        || !unchanged
+        || entry.has_unreachable_no_execute
+        || entry.has_not_ready_no_execute
+    {
+        return false;
+    }
+    // As `refresh_health` with an unchanged Ready condition: a renewed lease is a heartbeat.
+    if let Some(renew) = entry.lease {
+        let newer = match health.saved_lease {
+            None => true,
+            Some(saved) => matches!((saved, renew), (Some(s), Some(o)) if s < o),
+        };
+        if newer {
+            health.saved_lease = Some(renew);
+            health.probe = now;
+        }
+    }
+    now <= health.probe + config.node_monitor_grace_period
 }
 
 /// Refreshes the node's health record from its Ready condition and Lease: a new heartbeat or

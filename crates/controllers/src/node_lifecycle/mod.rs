@@ -245,6 +245,9 @@ struct NodeEntry {
     health: Option<Health>,
     /// Upstream `nodesToRetry`: marking pods not ready failed.
     retry: bool,
+    /// The resourceVersion of the node's last version in which the NoSchedule taint and label
+    /// reconciliation found nothing to change (`None`: none, or not since it last did).
+    reconciled: Option<u64>,
 }
 
 impl NodeEntry {
@@ -264,6 +267,7 @@ impl NodeEntry {
             lease_slot: SlotHint::default(),
             health: None,
             retry: false,
+            reconciled: None,
         }
     }
 
@@ -275,16 +279,7 @@ impl NodeEntry {
             .as_deref()
             .and_then(|rv| rv.parse().ok())
             .unwrap_or(self.resource_version);
-        self.ready = node
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-            .map(|c| ReadySnapshot {
-                status: CondStatus::parse(&c.status),
-                heartbeat: c.last_heartbeat_time.as_ref().map(|t| t.0),
-                transition: c.last_transition_time.as_ref().map(|t| t.0),
-            });
+        self.ready = ready_snapshot(node);
         let taints = node
             .spec
             .as_ref()
@@ -298,6 +293,29 @@ impl NodeEntry {
         self.has_unreachable_no_execute = has(TAINT_NODE_UNREACHABLE);
         self.has_not_ready_no_execute = has(TAINT_NODE_NOT_READY);
     }
+}
+
+/// The node's Ready condition as the health check compares it.
+fn ready_snapshot(node: &Node) -> Option<ReadySnapshot> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| ReadySnapshot {
+            status: CondStatus::parse(&c.status),
+            heartbeat: c.last_heartbeat_time.as_ref().map(|t| t.0),
+            transition: c.last_transition_time.as_ref().map(|t| t.0),
+        })
+}
+
+/// A resourceVersion as the store writes it (decimal); 0 when absent or not a number.
+fn parse_resource_version(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> u64 {
+    meta.resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or(0)
 }
 
 /// FNV-1a, for the node-name index: short keys hashed millions of times a simulated day.
@@ -550,10 +568,13 @@ impl NodeLifecycleController {
     }
 
     fn observe_node(&mut self, ev: &WatchEvent) {
-        let name = ev.object.name().to_string();
         let Some(node) = ev.object.as_node() else {
             return;
         };
+        if ev.type_ == EventType::Modified && self.observe_heartbeat(ev, node) {
+            return;
+        }
+        let name = ev.object.name().to_string();
         if ev.type_ == EventType::Deleted {
             if let Some(e) = self.nodes.get_mut(&name) {
                 e.exists = false;
@@ -582,6 +603,36 @@ impl NodeLifecycleController {
             entry.zone = self.zones.intern(zone_key(labels));
         }
         self.node_queue.push(name);
+    }
+
+    /// A node agent's periodic status post that renews only the conditions' heartbeats, for a
+    /// node whose record was taken from the version before it: only the Ready heartbeat and
+    /// the resourceVersion move. The NoSchedule taint and label reconciliation, which read
+    /// neither, is queued again only if it did not find the previous version clean (it would
+    /// find this one clean too: upstream queues every update, and that work is a no-op).
+    /// Whether the event was handled here.
+    fn observe_heartbeat(&mut self, ev: &WatchEvent, node: &StoredNode) -> bool {
+        let Some(old) = ev.old.as_ref().and_then(Object::as_node) else {
+            return false;
+        };
+        let Some(entry) = self.nodes.get_mut(ev.object.name()) else {
+            return false;
+        };
+        if !entry.exists || !entry.known {
+            return false;
+        }
+        let old_rv = parse_resource_version(&old.metadata);
+        if entry.resource_version != old_rv || !kubeplane_api::only_heartbeats_changed(old, node) {
+            return false;
+        }
+        entry.resource_version = ev.resource_version;
+        entry.ready = ready_snapshot(node);
+        if entry.reconciled == Some(old_rv) {
+            entry.reconciled = Some(ev.resource_version);
+        } else {
+            self.node_queue.push(ev.object.name().to_string());
+        }
+        true
     }
 
     fn observe_lease(&mut self, ev: &WatchEvent) {

@@ -62,7 +62,10 @@ impl NodeLifecycleController {
             return;
         };
         let (to_add, to_remove) = no_schedule_taint_diff(&node);
-        if !to_add.is_empty() || !to_remove.is_empty() {
+        let mut clean = to_add.is_empty() && to_remove.is_empty();
+        let node = if clean {
+            node
+        } else {
             let add: Vec<(&str, &str)> = to_add.iter().map(|k| (*k, "NoSchedule")).collect();
             let remove: Vec<(&str, &str)> = to_remove
                 .iter()
@@ -73,11 +76,17 @@ impl NodeLifecycleController {
                     e.refresh_status(&n);
                 }
             }
-        }
-        let Some(node) = client.cache().get_node(name).cloned() else {
-            return;
+            let Some(node) = client.cache().get_node(name).cloned() else {
+                return;
+            };
+            node
         };
         let updates = label_reconciliation(&node);
+        clean &= updates.is_empty();
+        // Nothing written: the next version that changes only heartbeats needs no visit.
+        if let Some(e) = self.nodes.get_mut(name) {
+            e.reconciled = clean.then(|| parse_resource_version(&node.metadata));
+        }
         if !updates.is_empty() {
             let mut n = StoredNode::clone(&node);
             let labels = n.metadata.labels.get_or_insert_with(BTreeMap::new);

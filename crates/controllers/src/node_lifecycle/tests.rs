@@ -379,6 +379,47 @@ fn conditions_give_no_schedule_taints() {
     assert_eq!(h.taints("node0"), vec!["other:NoSchedule"]);
 }
 
+/// A status post that renews only heartbeats is not queued for the NoSchedule taint and label
+/// reconciliation when the version before it was found clean, yet its heartbeat counts for the
+/// health check; a condition change is queued and taints the node.
+#[test]
+fn a_heartbeat_only_post_skips_the_reconciliation_but_still_counts() {
+    let mut h = Harness::new(fast_config());
+    h.create(node("node0").ready(SimTime::ZERO).build());
+    assert!(h.nlc.nodes.get("node0").unwrap().reconciled.is_some());
+    for t in [30, 60, 90, 120] {
+        h.at(secs(t));
+        post_condition(&mut h.client, "node0", "Ready", "True");
+        h.client.dispatch(&mut [&mut h.nlc]);
+        assert!(h.nlc.node_queue.is_empty(), "at {t} s");
+        let rv = h
+            .client
+            .store
+            .get_node("node0")
+            .unwrap()
+            .metadata
+            .resource_version
+            .clone();
+        let entry = h.nlc.nodes.get("node0").unwrap();
+        assert_eq!(Some(entry.resource_version.to_string()), rv);
+        assert_eq!(entry.reconciled, Some(entry.resource_version));
+        h.settle();
+    }
+    // No Lease: only the heartbeats kept the node ready past the 50 s grace period.
+    h.at(secs(150));
+    assert_eq!(h.nlc.probe_time("node0"), Some(secs(125)));
+    let ready = node_condition(&h.client, "node0", "Ready").unwrap();
+    assert_eq!(ready.status, "True");
+    post_condition(&mut h.client, "node0", "Ready", "False");
+    h.client.dispatch(&mut [&mut h.nlc]);
+    assert!(!h.nlc.node_queue.is_empty());
+    h.settle();
+    assert_eq!(h.taints("node0"), vec![NOT_READY_NS]);
+    // The taint's own write was visited again and found clean.
+    let entry = h.nlc.nodes.get("node0").unwrap();
+    assert_eq!(entry.reconciled, Some(entry.resource_version));
+}
+
 /// Upstream `TestApplyNoExecuteTaints` and `TestSwapUnreachableNotReadyTaints`.
 #[test]
 fn unhealthy_nodes_get_no_execute_taints_that_recovery_removes() {

@@ -162,21 +162,28 @@ impl PodGcController {
     }
 
     fn observe_node(&mut self, ev: &WatchEvent, node: &Node, now: SimTime) {
-        let name = node.metadata.name.clone().unwrap_or_default();
+        let name = node.metadata.name.as_deref().unwrap_or_default();
         if ev.type_ == EventType::Deleted {
-            self.nodes.remove(&name);
-            self.out_of_service.remove(&name);
+            self.nodes.remove(name);
+            self.out_of_service.remove(name);
             self.wake(now);
             return;
         }
         if has_out_of_service_taint(node) {
-            if self.out_of_service.insert(name.clone()) || !is_node_ready(node) {
+            let newly = !self.out_of_service.contains(name);
+            if newly {
+                self.out_of_service.insert(name.to_string());
+            }
+            if newly || !is_node_ready(node) {
                 self.wake(now);
             }
-        } else {
-            self.out_of_service.remove(&name);
+        } else if !self.out_of_service.is_empty() {
+            self.out_of_service.remove(name);
         }
-        self.nodes.insert(name);
+        // Names are allocated only for nodes not seen before (every status post lands here).
+        if !self.nodes.contains(name) {
+            self.nodes.insert(name.to_string());
+        }
     }
 
     fn observe_pod(&mut self, ev: &WatchEvent, pod: &Pod, now: SimTime) {

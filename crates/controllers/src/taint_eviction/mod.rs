@@ -204,13 +204,8 @@ impl TaintEvictionController {
 
     fn node_updated(&mut self, old: Option<&[Taint]>, new: Option<&[Taint]>, name: &str) {
         if let (Some(o), Some(n)) = (old, new) {
-            let no_exec = |ts: &[Taint]| {
-                ts.iter()
-                    .filter(|t| t.effect == EFFECT_NO_EXECUTE)
-                    .cloned()
-                    .collect::<Vec<_>>()
-            };
-            if no_exec(o) == no_exec(n) {
+            let no_exec = |t: &&Taint| t.effect == EFFECT_NO_EXECUTE;
+            if o.iter().filter(no_exec).eq(n.iter().filter(no_exec)) {
                 return;
             }
         }
@@ -576,21 +571,21 @@ impl Component for TaintEvictionController {
                 }
             }
             Kind::Node => {
-                let taints_of = |o: &Object| {
+                fn taints_of(o: &Object) -> &[Taint] {
                     o.as_node()
                         .and_then(|n| n.spec.as_ref())
-                        .and_then(|s| s.taints.clone())
-                        .unwrap_or_default()
-                };
+                        .and_then(|s| s.taints.as_deref())
+                        .unwrap_or(&[])
+                }
                 let name = ev.object.name();
                 match ev.type_ {
-                    EventType::Added => self.node_updated(None, Some(&taints_of(&ev.object)), name),
+                    EventType::Added => self.node_updated(None, Some(taints_of(&ev.object)), name),
                     EventType::Modified => {
-                        let old = ev.old.as_ref().map(taints_of).unwrap_or_default();
-                        self.node_updated(Some(&old), Some(&taints_of(&ev.object)), name)
+                        let old = ev.old.as_ref().map_or(&[][..], taints_of);
+                        self.node_updated(Some(old), Some(taints_of(&ev.object)), name)
                     }
                     EventType::Deleted => {
-                        self.node_updated(Some(&taints_of(&ev.object)), None, name)
+                        self.node_updated(Some(taints_of(&ev.object)), None, name)
                     }
                 }
             }

@@ -177,8 +177,15 @@ impl Cache {
         self.update_node(node);
     }
 
+    /// Upstream `UpdateNode`. A node whose update renews only its conditions' heartbeats (a
+    /// node agent's periodic status post) is left as it is, generation included: nothing the
+    /// cache derives or the plugins read changed, so the snapshot keeps its NodeInfo.
     pub fn update_node(&mut self, node: Arc<StoredNode>) {
-        let name = node.metadata.name.clone().unwrap_or_default();
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        if self.only_heartbeats_changed(name, &node) {
+            return;
+        }
+        let name = name.to_string();
         let zone = zone_key(&node);
         let old_images = self
             .nodes
@@ -205,6 +212,14 @@ impl Cache {
                 self.list_changed = true;
             }
         }
+    }
+
+    /// Whether the cache holds `name`'s node and `node` differs from it only in heartbeats.
+    fn only_heartbeats_changed(&self, name: &str, node: &StoredNode) -> bool {
+        self.nodes
+            .get(name)
+            .and_then(|info| info.node.as_deref())
+            .is_some_and(|held| kubeplane_api::only_heartbeats_changed(held, node))
     }
 
     pub fn remove_node(&mut self, name: &str) {
@@ -518,6 +533,47 @@ mod tests {
         c.update_snapshot(&mut s);
         assert_eq!(s.get("n1").unwrap().pods.len(), 1);
         assert!(Arc::ptr_eq(&before, s.get("n2").unwrap()));
+    }
+
+    /// `n1` with a Ready condition whose heartbeat is `heartbeat` and status `status`.
+    fn posted(heartbeat: i64, status: &str, rv: &str) -> Arc<StoredNode> {
+        let mut n = StoredNode::clone(&node("n1", "a"));
+        n.metadata.resource_version = Some(rv.into());
+        n.status = Some(k8s_openapi::api::core::v1::NodeStatus {
+            conditions: Some(vec![k8s_openapi::api::core::v1::NodeCondition {
+                type_: "Ready".into(),
+                status: status.into(),
+                last_heartbeat_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    jiff::Timestamp::from_second(heartbeat).unwrap(),
+                )),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        });
+        Arc::new(n)
+    }
+
+    #[test]
+    fn a_heartbeat_only_update_leaves_the_node_and_snapshot_alone() {
+        let mut c = Cache::new();
+        c.add_node(posted(0, "True", "1"));
+        let mut s = Snapshot::default();
+        c.update_snapshot(&mut s);
+        let before = s.get("n1").unwrap().clone();
+        let generation = c.generation;
+        c.update_node(posted(300, "True", "2"));
+        assert_eq!(c.generation, generation);
+        assert!(c.dirty.is_empty());
+        c.update_snapshot(&mut s);
+        assert!(Arc::ptr_eq(&before, s.get("n1").unwrap()));
+        // A condition's status is a change: the node is replaced.
+        c.update_node(posted(600, "False", "3"));
+        assert!(c.generation > generation);
+        c.update_snapshot(&mut s);
+        let after = s.get("n1").unwrap();
+        assert!(!Arc::ptr_eq(&before, after));
+        let held = after.node.as_ref().unwrap();
+        assert_eq!(held.metadata.resource_version.as_deref(), Some("3"));
     }
 
     #[test]
