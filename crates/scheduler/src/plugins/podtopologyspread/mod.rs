@@ -145,7 +145,7 @@ pub struct PodTopologySpread {
     /// PreFilter's per-node counts, kept across cycles (see [`crate::plugins::memo`]).
     filter_memo: Mutex<filtering::FilterMemo>,
     /// PreScore's per-node entries and domain counts, kept across cycles.
-    score_memo: Mutex<scoring::ScoreMemos>,
+    score_memo: Mutex<scoring::ScoreMemo>,
     /// Ids of the domains (topology values) the score memo's entries know.
     score_domains: Mutex<scoring::DomainIds>,
 }

@@ -10,7 +10,6 @@ use crate::framework::{
 };
 use crate::plugins::helper::FxHashMap;
 use crate::plugins::memo::NodeMemo;
-use crate::plugins::pods_by_namespace::PodsByNamespace;
 
 use super::{
     count_pods_match_selector, node_labels_match_constraints, Constraint, PodTopologySpread,
@@ -52,8 +51,7 @@ enum Cell {
     Domain(usize),
 }
 
-/// One node's entry for one memo key: what the node is for the constraints (its domains and
-/// whether it counts), not its pods, which are counted from [`PodsByNamespace`].
+/// One node's contribution for one memo key.
 #[derive(Debug)]
 pub(crate) struct NodeEntry {
     /// The address of the NodeInfo it was computed from (the memo holds that NodeInfo, so
@@ -78,6 +76,8 @@ pub(crate) struct EntryCell {
     /// Whether the node's pods count (it has a Node and passes the constraint's inclusion
     /// policies).
     pub counted: bool,
+    /// The matching pods on the node (namespace, selector, not terminating).
+    pub count: i64,
 }
 
 impl EntryCell {
@@ -85,6 +85,7 @@ impl EntryCell {
         id: 0,
         has_value: false,
         counted: false,
+        count: 0,
     };
 }
 
@@ -116,21 +117,24 @@ impl DomainIds {
     }
 }
 
-/// What the PreScore memo is valid for: everything a node's entry depends on besides the node
-/// itself (not the namespace or the selectors: the entries hold no counts).
+/// What the PreScore memo is valid for: everything a node's entry and contribution depend on
+/// besides the node itself.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ScoreMemoKey {
-    /// Per constraint: its topology key and inclusion policies (affinity, taints).
-    constraints: Vec<(String, bool, bool)>,
+    namespace: String,
+    constraints: Vec<Constraint>,
+    require_all: bool,
     required: RequiredNodeAffinity,
     /// Only when some constraint honors taints.
     tolerations: Vec<Toleration>,
 }
 
-/// The nodes' entries in arrays indexed by node id, which PreScore reads for every filtered
-/// node of every cycle.
+/// Per constraint (hostname ones stay empty): domain → matching pods over the counted nodes
+/// of the snapshot (those that have every key when required); and the nodes' entries in
+/// arrays indexed by node id, which PreScore reads for every filtered node of every cycle.
 #[derive(Default)]
 pub(crate) struct ScoreAgg {
+    domain_counts: Vec<Vec<i64>>,
     /// Constraints per entry: the stride of `cells` (fixed by the memo key).
     stride: usize,
     /// By node id: the address of the NodeInfo whose entry `cells` holds (0 for none), and
@@ -173,8 +177,8 @@ impl ScoreAgg {
         }
     }
 
-    fn apply(&mut self, e: &NodeEntry, sign: i64) {
-        let (n, id) = (e.cells.len(), e.id as usize);
+    fn apply(&mut self, constraints: &[Constraint], require_all: bool, e: &NodeEntry, sign: i64) {
+        let (n, id) = (constraints.len(), e.id as usize);
         self.stride = n;
         if sign > 0 {
             if self.heads.len() <= id {
@@ -188,77 +192,27 @@ impl ScoreAgg {
             // (NodeInfos built outside the cache all have id 0).
             self.heads[id] = (0, false);
         }
+        if require_all && !e.all_keys {
+            return;
+        }
+        if self.domain_counts.len() < n {
+            self.domain_counts.resize_with(n, Default::default);
+        }
+        for (i, (c, cell)) in constraints.iter().zip(e.cells.iter()).enumerate() {
+            if c.topology_key == LABEL_HOSTNAME || !cell.counted {
+                continue;
+            }
+            let id = cell.id as usize;
+            let counts = &mut self.domain_counts[i];
+            if counts.len() <= id {
+                counts.resize(id + 1, 0);
+            }
+            counts[id] += sign * cell.count;
+        }
     }
 }
 
 pub(crate) type ScoreMemo = NodeMemo<ScoreMemoKey, NodeEntry, ScoreAgg>;
-
-/// What PreScore keeps across cycles: the nodes' entries, and the snapshot's pods by
-/// namespace to count from.
-#[derive(Default)]
-pub(crate) struct ScoreMemos {
-    pub(crate) entries: ScoreMemo,
-    pods: PodsByNamespace,
-}
-
-/// The matching pods of one cycle, counted from the pods of the incoming pod's namespace
-/// (upstream counts them on every node with `countPodsMatchSelector`; only that namespace's
-/// pods can match).
-struct NamespaceCounts {
-    /// Per constraint (hostname ones stay empty): domain id → matching pods over the counted
-    /// nodes of the snapshot (those that have every key when required).
-    domains: Vec<Vec<i64>>,
-    /// (place, constraint) → matching pods on the node at that place, for hostname
-    /// constraints (whether the node counts does not matter there, as upstream's Score).
-    hosts: FxHashMap<(u32, u32), i64>,
-}
-
-impl NamespaceCounts {
-    /// Counts with the memos just brought up to date with the cycle's snapshot.
-    fn of(
-        memos: &ScoreMemos,
-        namespace: &str,
-        constraints: &[Constraint],
-        require_all: bool,
-    ) -> Self {
-        let mut out = NamespaceCounts {
-            domains: vec![Vec::new(); constraints.len()],
-            hosts: FxHashMap::default(),
-        };
-        for (place, p) in memos.pods.pods_in(namespace) {
-            if p.is_terminating() {
-                continue;
-            }
-            let Some((info, e)) = memos.entries.contribution(*place as usize) else {
-                debug_assert!(false, "every place of the snapshot has an entry");
-                continue;
-            };
-            debug_assert!(memos
-                .pods
-                .node_at(*place as usize)
-                .is_some_and(|n| std::sync::Arc::ptr_eq(n, info)));
-            let (all_keys, cells) = memos.entries.agg.cells_of(e);
-            for (i, (c, cell)) in constraints.iter().zip(cells).enumerate() {
-                if !c.selector.matches(p.labels()) {
-                    continue;
-                }
-                if c.topology_key == LABEL_HOSTNAME {
-                    *out.hosts.entry((*place, i as u32)).or_default() += 1;
-                    continue;
-                }
-                if (require_all && !all_keys) || !cell.counted {
-                    continue;
-                }
-                let (counts, id) = (&mut out.domains[i], cell.id as usize);
-                if counts.len() <= id {
-                    counts.resize(id + 1, 0);
-                }
-                counts[id] += 1;
-            }
-        }
-        out
-    }
-}
 
 /// One node's entry.
 fn node_entry(
@@ -283,6 +237,7 @@ fn node_entry(
                 .node
                 .as_ref()
                 .is_some_and(|n| c.matches_node_inclusion_policies(pod.spec(), n, required)),
+            count: count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64,
         })
         .collect();
     NodeEntry {
@@ -341,51 +296,34 @@ impl PreScorePlugin for PodTopologySpread {
         let require_all = has_own || !self.system_defaulted;
         let required = RequiredNodeAffinity::from_pod(pod.spec());
         let key = ScoreMemoKey {
+            namespace: pod.namespace.clone(),
             tolerations: if constraints.iter().any(|c| c.honor_node_taints) {
                 pod.tolerations().to_vec()
             } else {
                 Vec::new()
             },
-            constraints: constraints
-                .iter()
-                .map(|c| {
-                    let policies = (c.honor_node_affinity, c.honor_node_taints);
-                    (c.topology_key.clone(), policies.0, policies.1)
-                })
-                .collect(),
-            required: required.clone(),
+            constraints,
+            require_all,
+            required,
         };
-        let mut memos = self.score_memo.lock().expect("memo lock");
+        let mut memo = self.score_memo.lock().expect("memo lock");
         let mut domains = self.score_domains.lock().expect("domains lock");
         if domains.ids.len() > DomainIds::LIMIT {
-            memos.entries = ScoreMemo::default();
+            *memo = ScoreMemo::default();
             *domains = DomainIds::default();
         }
         let domains = &mut *domains;
+        let (constraints, required) = (key.constraints.clone(), key.required.clone());
         let hostname: Vec<bool> = constraints
             .iter()
             .map(|c| c.topology_key == LABEL_HOSTNAME)
             .collect();
-        memos.entries.update(
+        memo.update(
             key,
             snapshot,
             |n| node_entry(pod, &constraints, &required, n, domains),
-            |agg, e, sign| agg.apply(e, sign),
+            |agg, e, sign| agg.apply(&constraints, require_all, e, sign),
         );
-        memos.pods.update(snapshot);
-        let counts = NamespaceCounts::of(&memos, &pod.namespace, &constraints, require_all);
-        let memo = &memos.entries;
-        // A hostname constraint's count on a filtered node: from the counts when the node's
-        // place is known, else counted on the node.
-        let host_count = |place: Option<usize>, i: usize, node: &NodeInfo| match place {
-            Some(q) => counts
-                .hosts
-                .get(&(q as u32, i as u32))
-                .copied()
-                .unwrap_or(0),
-            None => count_pods_match_selector(&node.pods, &constraints[i].selector, &pod.namespace)
-                as i64,
-        };
         let mut s = PreScoreState {
             topology_value_to_pod_counts: vec![FxHashMap::default(); constraints.len()],
             domain_counts: vec![Vec::new(); constraints.len()],
@@ -403,30 +341,27 @@ impl PreScorePlugin for PodTopologySpread {
         let places = &state.node_places;
         let places = (places.len() == nodes.len()).then_some(places.as_slice());
         for (j, &node) in nodes.iter().enumerate() {
-            let (known, place) = match places {
-                Some(places) => (
-                    memo.contribution(places[j]).map(|(info, e)| {
-                        debug_assert!(std::ptr::eq(info.as_ref(), node));
-                        memo.agg.cells_of(e)
-                    }),
-                    Some(places[j]),
-                ),
-                None => (memo.agg.lookup(node), None),
+            let known = match places {
+                Some(places) => memo.contribution(places[j]).map(|(info, e)| {
+                    debug_assert!(std::ptr::eq(info.as_ref(), node));
+                    memo.agg.cells_of(e)
+                }),
+                None => memo.agg.lookup(node),
             };
-            let (all_keys, entry_cells, place) = match known {
-                Some((all_keys, cells)) => (all_keys, cells, place),
+            let (all_keys, entry_cells) = match known {
+                Some(e) => e,
                 None => {
                     fresh = node_entry(pod, &constraints, &required, node, domains);
-                    (fresh.all_keys, &fresh.cells[..], None)
+                    (fresh.all_keys, &fresh.cells[..])
                 }
             };
             let ignored = require_all && !all_keys;
             s.ignored.push(ignored);
-            for (i, (&is_hostname, cell)) in hostname.iter().zip(entry_cells).enumerate() {
+            for (&is_hostname, cell) in hostname.iter().zip(entry_cells) {
                 cells.push(if ignored || !cell.has_value {
                     Cell::NoValue
                 } else if is_hostname {
-                    Cell::Count(host_count(place, i, node))
+                    Cell::Count(cell.count)
                 } else {
                     Cell::Domain(cell.id as usize)
                 });
@@ -446,7 +381,13 @@ impl PreScorePlugin for PodTopologySpread {
                 }
                 if seen[id].is_none() {
                     // Domains of no filtered node do not matter; hostname counts are per node.
-                    let total = counts.domains[i].get(id).copied().unwrap_or(0);
+                    let total = memo
+                        .agg
+                        .domain_counts
+                        .get(i)
+                        .and_then(|m| m.get(id))
+                        .copied()
+                        .unwrap_or(0);
                     seen[id] = Some(total);
                     let value = domains.names[id].clone();
                     s.topology_value_to_pod_counts[i].insert(value, total);
@@ -454,7 +395,7 @@ impl PreScorePlugin for PodTopologySpread {
                 }
             }
         }
-        drop(memos);
+        drop(memo);
         s.topology_normalizing_weight = constraints
             .iter()
             .enumerate()

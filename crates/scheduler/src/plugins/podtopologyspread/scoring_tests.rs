@@ -137,15 +137,6 @@ fn the_pre_score_memo_gives_the_same_scores_as_a_full_recount() {
             .obj()
     };
     let other = |name: &str, node: &str| PodBuilder::new(name).label("app", "db").node(node).obj();
-    // The same workload in another namespace: only the incoming pod's namespace counts.
-    let team = |name: &str, node: &str| {
-        PodBuilder::new(name)
-            .namespace("team")
-            .label("app", "web")
-            .owner("apps/v1", "ReplicaSet", "web")
-            .node(node)
-            .obj()
-    };
     let node = |name: &str, zone: Option<&str>| {
         let n = NodeBuilder::new(name).label(LABEL_HOSTNAME, name);
         match zone {
@@ -184,7 +175,6 @@ fn the_pre_score_memo_gives_the_same_scores_as_a_full_recount() {
         snap.node_infos = order.iter().map(|&i| infos[i].clone()).collect();
         let mut rs = crate::cache::ReplicaSetSelectors::default();
         rs.insert("default/web".into(), Some(parse("app=web").unwrap()));
-        rs.insert("team/web".into(), Some(parse("app=web").unwrap()));
         snap.replica_sets = Arc::new(rs);
         snap
     };
@@ -215,23 +205,14 @@ fn the_pre_score_memo_gives_the_same_scores_as_a_full_recount() {
                 c
             })
             .info(),
-        // The system defaults in another namespace.
-        PodBuilder::new("t")
-            .namespace("team")
-            .label("app", "web")
-            .owner("apps/v1", "ReplicaSet", "web")
-            .info(),
     ];
-    // One plugin per incoming pod, so that each one's memo carries over between cycles; and
-    // one that scores every incoming pod in turn (the namespace changes at every pod).
+    // One plugin per incoming pod, so that each one's memo carries over between cycles.
     let memoized: Vec<PodTopologySpread> = incoming.iter().map(|_| plugin()).collect();
-    let shared = plugin();
     let mut order: Vec<usize> = (0..builders.len()).collect();
     let mut cycle = 0;
     let mut check = |infos: &[Arc<NodeInfo>], order: &[usize]| {
         let snap = build(infos, order);
-        let each = incoming.iter().zip(&memoized);
-        for (pod, memoized) in each.chain(incoming.iter().map(|p| (p, &shared))) {
+        for (pod, memoized) in incoming.iter().zip(&memoized) {
             // Different filtered subsets: all, and every other node.
             for filtered in [
                 (0..order.len()).collect::<Vec<_>>(),
@@ -264,11 +245,6 @@ fn the_pre_score_memo_gives_the_same_scores_as_a_full_recount() {
         if k % 4 == 3 {
             pods[i].push(other(&format!("db-{k}"), &name));
         }
-        if k % 3 == 1 {
-            let j = (i + 1) % builders.len();
-            pods[j].push(team(&format!("team-{k}"), &format!("n{j}")));
-            refresh(&pods, j);
-        }
         current = refresh(&pods, i);
         check(&current, &order);
     }
@@ -294,21 +270,15 @@ fn the_pre_score_memo_gives_the_same_scores_as_a_full_recount() {
     current = refresh(&pods, 2);
     check(&current, &order);
     // The memo remembers only the nodes of the last snapshot.
-    for pl in memoized.iter().chain([&shared]) {
-        assert_eq!(
-            pl.score_memo.lock().unwrap().entries.agg.entries_len(),
-            order.len()
-        );
+    for pl in &memoized {
+        assert_eq!(pl.score_memo.lock().unwrap().agg.entries_len(), order.len());
     }
     // A new node takes the id of the one that left, at another place in the order.
     let newcomer = node("n6", Some("c")).info_with_pods(vec![web("web-n6", "n6")]);
     current.push(with_id(newcomer, left));
     order.insert(1, current.len() - 1);
     check(&current, &order);
-    for pl in memoized.iter().chain([&shared]) {
-        assert_eq!(
-            pl.score_memo.lock().unwrap().entries.agg.entries_len(),
-            order.len()
-        );
+    for pl in &memoized {
+        assert_eq!(pl.score_memo.lock().unwrap().agg.entries_len(), order.len());
     }
 }
