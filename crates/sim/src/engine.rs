@@ -53,6 +53,24 @@ struct Observers<'a> {
     scheduler: &'a mut Scheduler,
 }
 
+/// Runs the node agents' due timers. Their writes are delivered every so many timers (see
+/// [`AGENT_TIMERS_PER_DELIVERY`]) to every component but the agents, which see theirs after
+/// their run; no component runs in between.
+fn run_agents(
+    agents: &mut NodeAgents,
+    mut observers: Observers<'_>,
+    client: &mut ApiClient<'_>,
+    (buf, deferred): (&mut Vec<WatchEvent>, &mut Vec<WatchEvent>),
+    now: SimTime,
+) {
+    while agents.run_some(now, client, AGENT_TIMERS_PER_DELIVERY) {
+        observers.deliver(client.store, buf, Err(deferred), now);
+    }
+    for ev in deferred.drain(..) {
+        agents.observe(&ev, now);
+    }
+}
+
 impl Observers<'_> {
     /// Delivers pending store events, in resourceVersion order, to these components and to
     /// the node agents (`Ok`), or keeps them for the agents (`Err`: they are running).
@@ -423,29 +441,14 @@ impl Simulation {
                 }
             }
             if self.agents.next_wakeup().is_some_and(|t| t <= now) {
-                // The agents' writes are delivered every so many timers, to every component
-                // but the agents, which see theirs after their run (see
-                // [`AGENT_TIMERS_PER_DELIVERY`]). No component runs in between.
-                while self
-                    .agents
-                    .run_some(now, &mut client, AGENT_TIMERS_PER_DELIVERY)
-                {
-                    Observers {
-                        observers: &self.observers,
-                        periodic: &mut self.periodic,
-                        controllers: &mut self.controllers,
-                        scheduler: &mut self.scheduler,
-                    }
-                    .deliver(
-                        client.store,
-                        &mut self.event_buf,
-                        Err(&mut self.agents_deferred),
-                        now,
-                    );
-                }
-                for ev in self.agents_deferred.drain(..) {
-                    self.agents.observe(&ev, now);
-                }
+                let observers = Observers {
+                    observers: &self.observers,
+                    periodic: &mut self.periodic,
+                    controllers: &mut self.controllers,
+                    scheduler: &mut self.scheduler,
+                };
+                let buffers = (&mut self.event_buf, &mut self.agents_deferred);
+                run_agents(&mut self.agents, observers, &mut client, buffers, now);
                 runs[n_components - 2] += 1;
                 ran = true;
             }
