@@ -326,16 +326,7 @@ fn stays_ready(entry: &mut NodeEntry, config: &NodeLifecycleConfig, now: SimTime
         return false;
     }
     // As `refresh_health` with an unchanged Ready condition: a renewed lease is a heartbeat.
-    if let Some(renew) = entry.lease {
-        let newer = match health.saved_lease {
-            None => true,
-            Some(saved) => matches!((saved, renew), (Some(s), Some(o)) if s < o),
-        };
-        if newer {
-            health.saved_lease = Some(renew);
-            health.probe = now;
-        }
-    }
+    note_lease(health, entry.lease, now);
     now <= health.probe + config.node_monitor_grace_period
 }
 
@@ -383,7 +374,13 @@ fn refresh_health(entry: &mut NodeEntry, start: Timestamp, now: SimTime) {
     }
     let health = entry.health.as_mut().expect("set above");
     // A renewed lease always counts as a heartbeat.
-    if let Some(renew) = entry.lease {
+    note_lease(health, entry.lease, now);
+}
+
+/// A Lease renewed since the one last seen (or the first one seen) moves the probe time to
+/// `now`.
+fn note_lease(health: &mut Health, lease: Option<Option<Timestamp>>, now: SimTime) {
+    if let Some(renew) = lease {
         let newer = match health.saved_lease {
             None => true,
             Some(saved) => matches!((saved, renew), (Some(s), Some(o)) if s < o),
