@@ -61,9 +61,9 @@ fn run_agents(
     mut observers: Observers<'_>,
     client: &mut ApiClient<'_>,
     (buf, deferred): (&mut Vec<WatchEvent>, &mut Vec<WatchEvent>),
-    now: SimTime,
+    (now, per_delivery): (SimTime, usize),
 ) {
-    while agents.run_some(now, client, AGENT_TIMERS_PER_DELIVERY) {
+    while agents.run_some(now, client, per_delivery) {
         observers.deliver(client.store, buf, Err(deferred), now);
     }
     for ev in deferred.drain(..) {
@@ -233,6 +233,8 @@ pub struct Simulation {
     /// The watch events delivered while the node agents ran, for the agents to see after
     /// their run (without the old object, which the agents do not read).
     agents_deferred: Vec<WatchEvent>,
+    /// [`AGENT_TIMERS_PER_DELIVERY`], or what a test set.
+    agent_timers_per_delivery: usize,
     /// What the API server's binding does besides setting the node, by the run's gates.
     binding: kubeplane_registry::strategy::pod::BindFeatures,
 }
@@ -327,6 +329,7 @@ impl Simulation {
             runs_per_component: Vec::new(),
             event_buf: Vec::new(),
             agents_deferred: Vec::new(),
+            agent_timers_per_delivery: AGENT_TIMERS_PER_DELIVERY,
             binding: kubeplane_registry::strategy::pod::BindFeatures::from_gates(&features),
         };
         for o in input.objects {
@@ -361,6 +364,14 @@ impl Simulation {
             binding: self.binding,
         };
         f(&mut client, &mut self.agents, &mut self.drains)
+    }
+
+    /// Delivers the node agents' writes every `n` of their timers instead of every
+    /// [`AGENT_TIMERS_PER_DELIVERY`] (at least 1). The output must not depend on it; tests
+    /// check that it does not.
+    #[doc(hidden)]
+    pub fn set_agent_timers_per_delivery(&mut self, n: usize) {
+        self.agent_timers_per_delivery = n.max(1);
     }
 
     pub fn seed(&self) -> u64 {
@@ -448,7 +459,8 @@ impl Simulation {
                     scheduler: &mut self.scheduler,
                 };
                 let buffers = (&mut self.event_buf, &mut self.agents_deferred);
-                run_agents(&mut self.agents, observers, &mut client, buffers, now);
+                let timing = (now, self.agent_timers_per_delivery);
+                run_agents(&mut self.agents, observers, &mut client, buffers, timing);
                 runs[n_components - 2] += 1;
                 ran = true;
             }
