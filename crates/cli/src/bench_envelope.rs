@@ -220,8 +220,9 @@ fn outcome(sim: &Simulation, e: &Envelope) -> Outcome {
     o.evictions = count("TaintManagerEviction");
     o.rescheduled = count("Scheduled").saturating_sub(e.pods());
     o.node_not_ready_events = count("NodeNotReady");
-    let after_outage =
-        |ev: &kubeplane_core::event::EventRecord| (ev.time - e.outage_at()).as_secs_f64();
+    let after_outage = |ev: &std::sync::Arc<kubeplane_core::event::EventRecord>| {
+        (ev.time - e.outage_at()).as_secs_f64()
+    };
     let mut evictions = sim
         .events()
         .iter()

@@ -3,6 +3,7 @@
 //! function of its input and seed.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::time::SimDuration;
@@ -45,6 +46,11 @@ const MAX_ROUNDS_PER_INSTANT: u64 = 20_000_000;
 /// once. Each component still sees the same events in the same order, and none runs in between.
 const AGENT_TIMERS_PER_DELIVERY: usize = 1024;
 
+/// How many watch events an empty dispatch buffer keeps room for. A burst (every pod bound
+/// or started at one instant) grows the buffers to its size; kept, that room would stay
+/// allocated for the rest of the run (about 50 bytes per event, several events per pod).
+const EVENT_BUFFER_KEPT: usize = 4096;
+
 /// The components that observe watch events besides the node agents.
 struct Observers<'a> {
     observers: &'a [(Vec<usize>, Vec<usize>)],
@@ -69,6 +75,7 @@ fn run_agents(
     for ev in deferred.drain(..) {
         agents.observe(&ev, now);
     }
+    deferred.shrink_to(EVENT_BUFFER_KEPT);
 }
 
 impl Observers<'_> {
@@ -84,6 +91,9 @@ impl Observers<'_> {
     ) {
         let mut events = std::mem::take(buf);
         while store.has_events() {
+            // The buffer given to the store is cleared first: bound what it keeps.
+            events.clear();
+            events.shrink_to(EVENT_BUFFER_KEPT);
             store.swap_events(&mut events);
             for ev in &events {
                 match ev.object.kind().index().and_then(|i| self.observers.get(i)) {
@@ -116,6 +126,7 @@ impl Observers<'_> {
             }
         }
         events.clear();
+        events.shrink_to(EVENT_BUFFER_KEPT);
         *buf = events;
     }
 }
@@ -123,7 +134,8 @@ impl Observers<'_> {
 /// One line of output, in order of virtual time, then of occurrence.
 #[derive(Clone, Debug)]
 pub enum Record {
-    Event(EventRecord),
+    /// An event, shared with the run's event list ([`Simulation::events`]).
+    Event(Arc<EventRecord>),
     Expectation {
         time: SimTime,
         passed: bool,
@@ -181,15 +193,16 @@ pub struct RunOptions {
 }
 
 /// Where the components' events and explanation records go: the output records, and the
-/// event list that expectations read.
+/// event list that expectations read. Both hold the same allocation of an event.
 struct Output<'a> {
     records: &'a mut Vec<Record>,
-    events: &'a mut Vec<EventRecord>,
+    events: &'a mut Vec<Arc<EventRecord>>,
 }
 
 impl Sink for Output<'_> {
     fn event(&mut self, ev: EventRecord) {
-        self.events.push(ev.clone());
+        let ev = Arc::new(ev);
+        self.events.push(Arc::clone(&ev));
         self.records.push(Record::Event(ev));
     }
     fn record(&mut self, record: Value) {
@@ -216,7 +229,8 @@ pub struct Simulation {
     end: Option<SimTime>,
     cap: SimTime,
     records: Vec<Record>,
-    events: Vec<EventRecord>,
+    /// Every event of the run, in order; the output records share them.
+    events: Vec<Arc<EventRecord>>,
     explain: bool,
     seed: u64,
     pub n_passed: usize,
@@ -383,7 +397,7 @@ impl Simulation {
         std::mem::take(&mut self.records)
     }
 
-    pub fn events(&self) -> &[EventRecord] {
+    pub fn events(&self) -> &[Arc<EventRecord>] {
         &self.events
     }
 
@@ -717,5 +731,62 @@ impl Simulation {
     /// Every object in the store, for `--final-state`.
     pub fn final_state(&self) -> Vec<Value> {
         self.store.all().map(Object::to_json).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+    use crate::workloads;
+
+    /// 130 nodes (40 of the pods below fit on each) and `pods` pending pods created at once,
+    /// settled.
+    fn burst(pods: usize) -> Simulation {
+        let scenario = Scenario {
+            pod_startup_latency: None,
+            ..Scenario::default()
+        };
+        let input = workloads::input(workloads::nodes(130), scenario);
+        let mut sim = Simulation::new(input, &RunOptions::default()).unwrap();
+        sim.settle_now().unwrap();
+        sim.create_objects(workloads::pods("burst", "pod", pods))
+            .unwrap();
+        sim.settle_now().unwrap();
+        sim
+    }
+
+    #[test]
+    fn a_burst_of_watch_events_leaves_the_dispatch_buffers_no_larger_than_kept() {
+        let sim = burst(EVENT_BUFFER_KEPT + 904);
+        let scheduled = sim.events().iter().filter(|e| e.reason == "Scheduled");
+        assert_eq!(scheduled.count(), EVENT_BUFFER_KEPT + 904);
+        assert!(sim.event_buf.capacity() <= EVENT_BUFFER_KEPT);
+        assert!(sim.agents_deferred.capacity() <= EVENT_BUFFER_KEPT);
+        assert!(!sim.store.has_events());
+    }
+
+    #[test]
+    fn the_output_records_share_the_event_lists_events() {
+        let mut sim = burst(20);
+        let events: Vec<Arc<EventRecord>> = sim.events().to_vec();
+        let recorded: Vec<Arc<EventRecord>> = sim
+            .take_records()
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Event(e) => Some(e),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(recorded.len(), events.len());
+        assert!(events.len() >= 20);
+        for (a, b) in events.iter().zip(&recorded) {
+            assert!(
+                Arc::ptr_eq(a, b),
+                "{} {}: two allocations",
+                a.reason,
+                a.name
+            );
+        }
     }
 }

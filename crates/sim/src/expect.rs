@@ -6,6 +6,7 @@
 //! found instead (`: found node=n1`).
 
 use std::fmt;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use kubeplane_core::{EventRecord, SimTime};
@@ -40,7 +41,12 @@ impl Outcome {
 }
 
 /// Checks an assertion at `now`. Only events recorded at or before `now` count.
-pub fn evaluate(a: &Assertion, store: &Store, events: &[EventRecord], now: SimTime) -> Outcome {
+pub fn evaluate(
+    a: &Assertion,
+    store: &Store,
+    events: &[Arc<EventRecord>],
+    now: SimTime,
+) -> Outcome {
     match a {
         Assertion::Pod(p) => pod(p, store),
         Assertion::Pods(p) => pods(p, store),
@@ -257,9 +263,10 @@ fn event_matches(a: &EventAssertion, e: &EventRecord) -> bool {
             .all(|s| e.message.contains(s.as_str()))
 }
 
-fn event(a: &EventAssertion, events: &[EventRecord], now: SimTime) -> Outcome {
+fn event(a: &EventAssertion, events: &[Arc<EventRecord>], now: SimTime) -> Outcome {
     let matching: Vec<&EventRecord> = events
         .iter()
+        .map(|e| &**e)
         .filter(|e| e.time <= now && event_matches(a, e))
         .collect();
     let n = matching.len();
@@ -292,7 +299,7 @@ fn event(a: &EventAssertion, events: &[EventRecord], now: SimTime) -> Outcome {
 }
 
 /// A hint when nothing matched: up to three events with the same reason.
-fn near_misses(a: &EventAssertion, events: &[EventRecord], now: SimTime) -> String {
+fn near_misses(a: &EventAssertion, events: &[Arc<EventRecord>], now: SimTime) -> String {
     let Some(reason) = &a.reason else {
         return String::new();
     };
@@ -461,9 +468,9 @@ status: {replicas: 2, readyReplicas: 1}
         store
     }
 
-    fn events() -> Vec<EventRecord> {
+    fn events() -> Vec<Arc<EventRecord>> {
         let ev = |secs, kind, ns: &str, name: &str, reason: &str, message: &str| {
-            EventRecord::normal(
+            Arc::new(EventRecord::normal(
                 SimTime::from_secs(secs),
                 "test",
                 kind,
@@ -471,7 +478,7 @@ status: {replicas: 2, readyReplicas: 1}
                 name,
                 reason,
                 message.to_string(),
-            )
+            ))
         };
         vec![
             ev(

@@ -8,6 +8,8 @@
 //! whose owner `api-old` does not exist; kubeplane's keeps it, as its graph matches owners by
 //! UID alone, so the stray stays in both runs.)
 
+use std::sync::Arc;
+
 use kubeplane_core::EventRecord;
 use kubeplane_sim::scenario::parse_files;
 use kubeplane_sim::{RunOptions, Simulation};
@@ -58,7 +60,7 @@ spec:
 
 /// The run's events and the number of active pods `api` created and controls at the end; the
 /// stray pod is still there.
-fn run(version: &str) -> (Vec<EventRecord>, usize) {
+fn run(version: &str) -> (Vec<Arc<EventRecord>>, usize) {
     let text = SCENARIO.replace("VERSION", version);
     let input = parse_files(&[("owner-reference-uid.yaml".into(), text)]).expect("parses");
     let mut sim = Simulation::new(input, &RunOptions::default()).expect("starts");
@@ -74,7 +76,7 @@ fn run(version: &str) -> (Vec<EventRecord>, usize) {
     (sim.events().to_vec(), api_pods)
 }
 
-fn creates(events: &[EventRecord]) -> usize {
+fn creates(events: &[Arc<EventRecord>]) -> usize {
     events
         .iter()
         .filter(|e| e.source == "replicaset-controller" && e.reason == "SuccessfulCreate")
