@@ -15,6 +15,9 @@ use super::Timer;
 /// A timer: when it is due, the order it was armed in, what it does.
 type Entry = (SimTime, u64, Timer);
 
+/// [`Timers::first`]'s name for the heap (the FIFOs are 0 and 1).
+const HEAP: usize = usize::MAX;
+
 #[derive(Debug, Default)]
 pub(super) struct Timers {
     heap: BinaryHeap<Reverse<Entry>>,
@@ -50,39 +53,37 @@ impl Timers {
         }
     }
 
-    /// Where the earliest timer is: the heap (`None`) or a FIFO, and its entry.
-    fn first(&self) -> Option<(Option<usize>, Entry)> {
-        let mut best = self.heap.peek().map(|Reverse(e)| (None, *e));
+    /// Where the earliest timer is (the heap: [`HEAP`], or a FIFO's index) and its instant,
+    /// compared by (instant, arming order) without copying the timers.
+    #[inline]
+    fn first(&self) -> Option<(usize, SimTime)> {
+        let mut best = self.heap.peek().map(|Reverse(e)| (HEAP, e.0, e.1));
         for (l, q) in self.periodic.iter().enumerate() {
-            if let Some(&e) = q.front() {
-                if best.is_none_or(|(_, b)| (e.0, e.1) < (b.0, b.1)) {
-                    best = Some((Some(l), e));
+            if let Some(&(at, seq, _)) = q.front() {
+                if best.is_none_or(|(_, b_at, b_seq)| (at, seq) < (b_at, b_seq)) {
+                    best = Some((l, at, seq));
                 }
             }
         }
-        best
+        best.map(|(source, at, _)| (source, at))
     }
 
     /// The instant of the earliest timer.
     pub(super) fn next_at(&self) -> Option<SimTime> {
-        self.first().map(|(_, e)| e.0)
+        self.first().map(|(_, at)| at)
     }
 
     /// Takes the earliest timer if it is due at `now`.
     pub(super) fn pop_due(&mut self, now: SimTime) -> Option<Timer> {
-        let (source, (at, _, t)) = self.first()?;
+        let (source, at) = self.first()?;
         if at > now {
             return None;
         }
-        match source {
-            None => {
-                self.heap.pop();
-            }
-            Some(l) => {
-                self.periodic[l].pop_front();
-            }
-        }
-        Some(t)
+        let entry = match self.periodic.get_mut(source) {
+            Some(q) => q.pop_front(),
+            None => self.heap.pop().map(|Reverse(e)| e),
+        };
+        entry.map(|(_, _, t)| t)
     }
 }
 
