@@ -760,7 +760,8 @@ mod tests {
             "1",
             "the created version is untouched"
         );
-        let gone = renew_lease_quietly(&mut store, "kube-node-lease", "n2", t, 2, &mut hint);
+        let mut other = SlotHint::default();
+        let gone = renew_lease_quietly(&mut store, "kube-node-lease", "n2", t, 2, &mut other);
         assert!(gone.unwrap_err().is_not_found());
     }
 }
