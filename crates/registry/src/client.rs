@@ -523,29 +523,28 @@ pub fn renew_lease_quietly(
     resource_version: u64,
     hint: &mut SlotHint,
 ) -> Result<u64, ApiError> {
-    store.write_quietly(Kind::Lease, namespace, name, hint, |obj| {
-        let current = at_version(obj.resource_version(), resource_version);
-        match obj {
-            Object::Lease(l) if current => {
-                let spec = Arc::make_mut(l).spec.get_or_insert_with(Default::default);
-                spec.renew_time = Some(MicroTime(renew));
+    store.write_quietly(
+        Kind::Lease,
+        namespace,
+        name,
+        hint,
+        resource_version,
+        |obj, rv| match obj {
+            Object::Lease(l) => {
+                let l = Arc::make_mut(l);
+                l.spec.get_or_insert_with(Default::default).renew_time = Some(MicroTime(renew));
+                match &mut l.metadata.resource_version {
+                    Some(s) => {
+                        s.clear();
+                        s.push_str(rv);
+                    }
+                    None => l.metadata.resource_version = Some(rv.to_string()),
+                }
                 Ok(())
             }
             _ => Err(ApiError::Conflict { key: obj.key() }),
-        }
-    })
-}
-
-/// Whether a stored resourceVersion is the decimal text of `rv` (without parsing it).
-fn at_version(text: &str, mut rv: u64) -> bool {
-    let digits = text.as_bytes();
-    for &d in digits.iter().rev() {
-        if u64::from(d) != u64::from(b'0') + rv % 10 {
-            return false;
-        }
-        rv /= 10;
-    }
-    rv == 0 && !digits.is_empty() && (digits[0] != b'0' || digits.len() == 1)
+        },
+    )
 }
 
 #[cfg(test)]
@@ -731,20 +730,38 @@ mod tests {
     }
 
     #[test]
-    fn a_resource_version_matches_only_its_own_decimal_text() {
-        for rv in [0, 1, 9, 10, 35, 100, 1_234_567, u64::MAX] {
-            assert!(at_version(&rv.to_string(), rv), "{rv}");
-            assert!(!at_version(&(rv / 10).to_string(), rv) || rv < 10 && rv == rv / 10);
-        }
-        for (text, rv) in [
-            ("", 0),
-            ("01", 1),
-            ("00", 0),
-            ("12", 2),
-            ("2", 12),
-            ("1x", 10),
-        ] {
-            assert!(!at_version(text, rv), "{text:?} {rv}");
-        }
+    fn a_quiet_renewal_sets_renew_time_and_version_only_at_the_agents_version() {
+        use k8s_openapi::api::coordination::v1::Lease;
+        let mut store = Store::new(1, "2025-01-01T00:00:00Z".parse().unwrap());
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some("n1".into()),
+                namespace: Some("kube-node-lease".into()),
+                ..Default::default()
+            },
+            spec: None,
+        };
+        let created = store.create(Object::Lease(Arc::new(lease))).unwrap();
+        let mut hint = SlotHint::default();
+        let t: Timestamp = "2025-01-01T00:00:10Z".parse().unwrap();
+        let stale = renew_lease_quietly(&mut store, "kube-node-lease", "n1", t, 2, &mut hint);
+        assert!(stale.unwrap_err().is_conflict());
+        let rv = renew_lease_quietly(&mut store, "kube-node-lease", "n1", t, 1, &mut hint);
+        assert_eq!(rv, Ok(2));
+        let stored = store.get(Kind::Lease, "kube-node-lease", "n1").unwrap();
+        let Object::Lease(l) = stored else {
+            panic!("a Lease");
+        };
+        assert_eq!(l.metadata.resource_version.as_deref(), Some("2"));
+        let renewed = l.spec.as_ref().and_then(|s| s.renew_time.as_ref());
+        assert_eq!(renewed.map(|m| m.0), Some(t));
+        assert_eq!(
+            created.resource_version(),
+            "1",
+            "the created version is untouched"
+        );
+        let mut other = SlotHint::default();
+        let gone = renew_lease_quietly(&mut store, "kube-node-lease", "n2", t, 2, &mut other);
+        assert!(gone.unwrap_err().is_not_found());
     }
 }

@@ -111,6 +111,8 @@ pub struct NodeAgents {
     /// Renew Leases with quiet writes where the client has them (`simulate`'s agents; see
     /// [`NodeAgents::with_quiet_renewals`]).
     quiet_renewals: bool,
+    /// The renewTime of the last instant's renewals: (instant, the clock's start, timestamp).
+    renew_stamp: Option<(SimTime, jiff::Timestamp, jiff::Timestamp)>,
     pub leases_renewed: u64,
     pub statuses_posted: u64,
     /// Pod and host IPs handed out (`kubeplane serve`'s agents; `None` in `simulate`).
@@ -149,6 +151,7 @@ impl NodeAgents {
             startup_latency,
             reported_not_ready: Default::default(),
             quiet_renewals: false,
+            renew_stamp: None,
             leases_renewed: 0,
             statuses_posted: 0,
             pod_ips: None,

@@ -30,6 +30,9 @@ struct Bucket {
     /// Per slot, how many times it was emptied: a [`SlotHint`] names a slot and this count,
     /// so a hint taken before the slot changed hands no longer matches.
     gens: Vec<u64>,
+    /// Per slot, the resourceVersion of the object in it as a number (its text is in the
+    /// object): a quiet write checks its precondition with one comparison.
+    rvs: Vec<u64>,
     /// Slots emptied by removals, reused first.
     free: Vec<usize>,
 }
@@ -71,9 +74,10 @@ impl Bucket {
         self.slots[self.slot(ns, name)?].as_ref()
     }
 
-    fn get_mut(&mut self, ns: &str, name: &str) -> Option<&mut Object> {
+    /// The stored object of a key and its slot's resourceVersion number.
+    fn get_mut(&mut self, ns: &str, name: &str) -> Option<(&mut Object, &mut u64)> {
         let i = self.slot(ns, name)?;
-        self.slots[i].as_mut()
+        Some((self.slots[i].as_mut()?, &mut self.rvs[i]))
     }
 
     fn contains(&self, ns: &str, name: &str) -> bool {
@@ -85,20 +89,24 @@ impl Bucket {
         self.slots.len() - self.free.len()
     }
 
-    /// Inserts or replaces; returns whether the object is new.
-    fn insert(&mut self, ns: &str, name: &str, obj: Object) -> bool {
+    /// Inserts or replaces an object whose resourceVersion is `rv`; returns whether the
+    /// object is new.
+    fn insert(&mut self, ns: &str, name: &str, obj: Object, rv: u64) -> bool {
         if let Some(i) = self.slot(ns, name) {
             self.slots[i] = Some(obj);
+            self.rvs[i] = rv;
             return false;
         }
         let i = match self.free.pop() {
             Some(i) => {
                 self.slots[i] = Some(obj);
+                self.rvs[i] = rv;
                 i
             }
             None => {
                 self.slots.push(Some(obj));
                 self.gens.push(0);
+                self.rvs.push(rv);
                 self.slots.len() - 1
             }
         };
@@ -201,13 +209,14 @@ impl Store {
         }
     }
 
-    /// The stored object of a key, NotFound when absent: the lookup every write in place shares.
+    /// The stored object of a key and its slot's resourceVersion number, NotFound when
+    /// absent: the lookup every write in place shares.
     fn slot_mut(
         &mut self,
         kind: Kind,
         namespace: &str,
         name: &str,
-    ) -> Result<&mut Object, ApiError> {
+    ) -> Result<(&mut Object, &mut u64), ApiError> {
         self.bucket_mut(kind)
             .and_then(|b| b.get_mut(namespace, name))
             .ok_or_else(|| ApiError::NotFound {
@@ -379,7 +388,7 @@ impl Store {
         obj.meta_mut().resource_version = Some(self.next_text.clone());
         let rv = self.next_rv();
         self.bucket_or_new(kind)
-            .insert(&key.namespace, &key.name, obj.clone());
+            .insert(&key.namespace, &key.name, obj.clone(), rv);
         self.push(EventType::Added, obj.clone(), None, rv);
         Ok(obj)
     }
@@ -402,7 +411,8 @@ impl Store {
     ) -> Result<Object, ApiError> {
         let kind = obj.kind();
         let text = self.next_text.clone();
-        let slot = self.slot_mut(kind, obj.namespace(), obj.name())?;
+        let next = self.resource_version + 1;
+        let (slot, slot_rv) = self.slot_mut(kind, obj.namespace(), obj.name())?;
         let given_rv = obj.resource_version();
         if !given_rv.is_empty() && given_rv != slot.resource_version() {
             return Err(ApiError::Conflict { key: obj.key() });
@@ -415,6 +425,7 @@ impl Store {
         }
         obj.meta_mut().resource_version = Some(text);
         let old = std::mem::replace(slot, obj.clone());
+        *slot_rv = next;
         let rv = self.next_rv();
         self.push(EventType::Modified, obj.clone(), Some(old), rv);
         Ok(obj)
@@ -431,10 +442,12 @@ impl Store {
         f: impl FnOnce(&Object) -> Result<Object, ApiError>,
     ) -> Result<Object, ApiError> {
         let text = self.next_text.clone();
-        let slot = self.slot_mut(kind, namespace, name)?;
+        let next = self.resource_version + 1;
+        let (slot, slot_rv) = self.slot_mut(kind, namespace, name)?;
         let mut obj = f(slot)?;
         obj.meta_mut().resource_version = Some(text);
         let old = std::mem::replace(slot, obj.clone());
+        *slot_rv = next;
         let rv = self.next_rv();
         self.push(EventType::Modified, obj.clone(), Some(old), rv);
         Ok(obj)
@@ -443,16 +456,20 @@ impl Store {
     /// Changes a stored object in place with `f`, giving it the write's resourceVersion
     /// (returned) but appending no watch event: a write only readers of the store see. Only
     /// `simulate`'s quiet Lease renewals use it (nothing in a simulation watches them), so a
-    /// run's resourceVersions stay those of the writes it replaces. `f` may refuse (nothing
-    /// is written then); NotFound when absent. `hint` as for [`Store::get_hinted`] (the
-    /// writer renews the same Lease every 10 s).
+    /// run's resourceVersions stay those of the writes it replaces. Conflict unless the
+    /// stored object is at `resource_version` (one comparison of the slot's number); NotFound
+    /// when absent. `f` gets the object and the text of the write's resourceVersion, which it
+    /// must set as the object's `metadata.resourceVersion` (the caller knows the object's
+    /// type, so no dynamic dispatch finds the metadata); it may refuse (nothing is written
+    /// then). `hint` as for [`Store::get_hinted`] (the writer renews the same Lease every 10 s).
     pub fn write_quietly(
         &mut self,
         kind: Kind,
         namespace: &str,
         name: &str,
         hint: &mut SlotHint,
-        f: impl FnOnce(&mut Object) -> Result<(), ApiError>,
+        resource_version: u64,
+        f: impl FnOnce(&mut Object, &str) -> Result<(), ApiError>,
     ) -> Result<u64, ApiError> {
         let not_found = || ApiError::NotFound {
             key: ObjectKey::new(kind, namespace, name),
@@ -472,15 +489,12 @@ impl Store {
             .slot_hinted(namespace, name, hint)
             .ok_or_else(not_found)?;
         let slot = bucket.slots[i].as_mut().ok_or_else(not_found)?;
-        f(slot)?;
-        let meta = slot.meta_mut();
-        match &mut meta.resource_version {
-            Some(s) => {
-                s.clear();
-                s.push_str(next_text);
-            }
-            None => meta.resource_version = Some(next_text.clone()),
+        if bucket.rvs[i] != resource_version {
+            return Err(ApiError::Conflict { key: slot.key() });
         }
+        f(slot, next_text)?;
+        debug_assert_eq!(slot.resource_version(), next_text.as_str());
+        bucket.rvs[i] = self.resource_version + 1;
         Ok(self.next_rv())
     }
 
@@ -671,6 +685,17 @@ mod tests {
         assert_eq!(s.count(Kind::Pod), 3);
     }
 
+    /// A quiet write's `f` for a pod: a label and the write's resourceVersion text.
+    fn label_quietly(o: &mut Object, rv: &str) -> Result<(), ApiError> {
+        let Object::Pod(p) = o else {
+            return Err(ApiError::Conflict { key: o.key() });
+        };
+        let p = Arc::make_mut(p);
+        p.metadata.labels = Some([("k".to_string(), "v".to_string())].into());
+        p.metadata.resource_version = Some(rv.to_string());
+        Ok(())
+    }
+
     #[test]
     fn a_quiet_write_takes_the_next_resource_version_without_a_watch_event() {
         let mut s = store();
@@ -678,10 +703,7 @@ mod tests {
         s.take_events();
         let mut hint = SlotHint::default();
         let rv = s
-            .write_quietly(Kind::Pod, "default", "a", &mut hint, |o| {
-                o.meta_mut().labels = Some([("k".to_string(), "v".to_string())].into());
-                Ok(())
-            })
+            .write_quietly(Kind::Pod, "default", "a", &mut hint, 1, label_quietly)
             .unwrap();
         assert_eq!(rv, 2);
         assert!(!s.has_events(), "no watch event");
@@ -694,15 +716,55 @@ mod tests {
             "the earlier version is untouched"
         );
         // The next write continues from it; a refused or missing one writes nothing.
-        let refused = s.write_quietly(Kind::Pod, "default", "a", &mut hint, |o| {
+        let refused = s.write_quietly(Kind::Pod, "default", "a", &mut hint, 2, |o, _| {
             Err(ApiError::Conflict { key: o.key() })
         });
         assert!(refused.unwrap_err().is_conflict());
-        let missing = s.write_quietly(Kind::Pod, "default", "b", &mut SlotHint::default(), |_| {
-            Ok(())
-        });
+        let missing = s.write_quietly(
+            Kind::Pod,
+            "default",
+            "b",
+            &mut SlotHint::default(),
+            2,
+            label_quietly,
+        );
         assert!(missing.unwrap_err().is_not_found());
         assert_eq!(s.create(pod("c")).unwrap().resource_version(), "3");
+    }
+
+    #[test]
+    fn a_quiet_write_at_another_version_than_the_stored_one_is_a_conflict() {
+        let mut s = store();
+        s.create(pod("a")).unwrap();
+        let mut hint = SlotHint::default();
+        // At version 1: an older or newer number is refused, and nothing is written.
+        for stale in [0, 2, 11] {
+            let e = s.write_quietly(Kind::Pod, "default", "a", &mut hint, stale, label_quietly);
+            assert!(e.unwrap_err().is_conflict(), "version {stale}");
+        }
+        assert_eq!(s.resource_version(), 1);
+        // An update (by key, and through update_with) moves the version the write must name.
+        s.update(pod("a"), keep).unwrap();
+        let stale = s.write_quietly(Kind::Pod, "default", "a", &mut hint, 1, label_quietly);
+        assert!(stale.unwrap_err().is_conflict());
+        s.update_with(Kind::Pod, "default", "a", |o| Ok(o.clone()))
+            .unwrap();
+        let stale = s.write_quietly(Kind::Pod, "default", "a", &mut hint, 2, label_quietly);
+        assert!(stale.unwrap_err().is_conflict());
+        assert_eq!(
+            s.write_quietly(Kind::Pod, "default", "a", &mut hint, 3, label_quietly),
+            Ok(4)
+        );
+        // Deleted and created again in the same slot: the new object's version counts.
+        s.delete(&ObjectKey::new(Kind::Pod, "default", "a"))
+            .unwrap();
+        s.create(pod("a")).unwrap();
+        let stale = s.write_quietly(Kind::Pod, "default", "a", &mut hint, 4, label_quietly);
+        assert!(stale.unwrap_err().is_conflict());
+        assert_eq!(
+            s.write_quietly(Kind::Pod, "default", "a", &mut hint, 6, label_quietly),
+            Ok(7)
+        );
     }
 
     #[test]
@@ -715,7 +777,7 @@ mod tests {
                 let written = s.update(pod("a"), keep).unwrap();
                 written.resource_version().to_string()
             } else {
-                s.write_quietly(Kind::Pod, "default", "a", &mut hint, |_| Ok(()))
+                s.write_quietly(Kind::Pod, "default", "a", &mut hint, rv - 1, label_quietly)
                     .unwrap();
                 s.get_pod("default", "a")
                     .unwrap()
@@ -745,7 +807,7 @@ mod tests {
             .unwrap();
         s.create(pod("c")).unwrap();
         assert!(s.get_hinted(Kind::Pod, "default", "b", &mut hint).is_none());
-        let missing = s.write_quietly(Kind::Pod, "default", "b", &mut hint, |_| Ok(()));
+        let missing = s.write_quietly(Kind::Pod, "default", "b", &mut hint, 2, label_quietly);
         assert!(missing.unwrap_err().is_not_found());
         // "b" again, in another slot: found by its key, and the hint follows it.
         s.create(pod("b")).unwrap();

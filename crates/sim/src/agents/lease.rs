@@ -14,7 +14,7 @@ use super::{NodeAgents, LEASE_DURATION_SECS, NODE_LEASE_NAMESPACE};
 
 impl NodeAgents {
     pub(super) fn renew_lease(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
-        let renew = now.to_timestamp(client.clock().start());
+        let renew = self.renew_time(now, client.clock().start());
         if self.quiet_renewals && self.renew_quietly(i, renew, client) {
             return;
         }
@@ -39,6 +39,19 @@ impl NodeAgents {
             }
             // Deleted or replaced by someone else: read it again next time.
             _ => self.nodes[i].lease = None,
+        }
+    }
+
+    /// The renewTime of a renewal at `now`: the instant's timestamp, computed once for all the
+    /// renewals of the instant (all the nodes' Leases fall due together).
+    fn renew_time(&mut self, now: SimTime, start: jiff::Timestamp) -> jiff::Timestamp {
+        match self.renew_stamp {
+            Some((at, from, ts)) if at == now && from == start => ts,
+            _ => {
+                let ts = now.to_timestamp(start);
+                self.renew_stamp = Some((now, start, ts));
+                ts
+            }
         }
     }
 

@@ -158,3 +158,22 @@ fn quiet_renewals_leave_the_store_and_resource_versions_as_full_updates_do() {
         assert!(full.lease_events > 10, "{case}: {}", full.lease_events);
     }
 }
+
+#[test]
+fn the_renew_time_kept_for_an_instant_is_that_instants_under_that_clock() {
+    let mut agents = NodeAgents::new(None);
+    let start: jiff::Timestamp = "2025-01-01T00:00:00Z".parse().unwrap();
+    let later: jiff::Timestamp = "2025-06-01T00:00:00Z".parse().unwrap();
+    let at = |secs: i64, from: jiff::Timestamp| SimTime::from_secs(secs).to_timestamp(from);
+    for (secs, from) in [
+        (0, start),
+        (0, start),
+        (10, start),
+        (10, later),
+        (5, later),
+        (10, start),
+    ] {
+        let now = SimTime::from_secs(secs);
+        assert_eq!(agents.renew_time(now, from), at(secs, from), "{secs} s");
+    }
+}
