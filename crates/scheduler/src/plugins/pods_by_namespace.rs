@@ -25,20 +25,27 @@ fn address(p: &Arc<PodInfo>) -> usize {
     Arc::as_ptr(p) as usize
 }
 
+/// One indexed pod: its address, its namespace's id, and the pod. A `Weak`, so that the index
+/// keeps no superseded pod's contents alive between updates, only its allocation (whose
+/// address is then not reused meanwhile).
+type Indexed = (usize, u32, Weak<PodInfo>);
+
 /// The pods of one place, as last indexed.
 #[derive(Default)]
 struct Place {
     node: Weak<NodeInfo>,
     /// Sorted by address.
-    pods: Vec<Arc<PodInfo>>,
+    pods: Vec<Indexed>,
 }
 
 /// The pods of the snapshot's nodes, by namespace.
 #[derive(Default)]
 pub(crate) struct PodsByNamespace {
     places: Vec<Place>,
-    /// Namespace → (pod address, place) → pod; no empty maps.
-    by_namespace: FxHashMap<String, FxHashMap<(usize, u32), Arc<PodInfo>>>,
+    /// Namespace → its id.
+    ids: FxHashMap<String, u32>,
+    /// By namespace id: (pod address, place) → pod.
+    by_namespace: Vec<FxHashMap<(usize, u32), Weak<PodInfo>>>,
     /// Where the last update read the snapshot's change log.
     seen: Option<SnapshotCursor>,
     /// Scratch: a node's pods sorted by address.
@@ -51,11 +58,17 @@ impl PodsByNamespace {
     pub(crate) fn pods_in<'a>(
         &'a self,
         namespace: &str,
-    ) -> impl Iterator<Item = (usize, &'a Arc<PodInfo>)> + 'a {
-        self.by_namespace
+    ) -> impl Iterator<Item = (usize, Arc<PodInfo>)> + 'a {
+        let map = self
+            .ids
             .get(namespace)
-            .into_iter()
-            .flat_map(|m| m.iter().map(|(&(_, place), p)| (place as usize, p)))
+            .map(|&id| &self.by_namespace[id as usize]);
+        map.into_iter().flat_map(|m| {
+            m.iter().map(|(&(_, place), p)| {
+                let p = p.upgrade().expect("an indexed pod is in the snapshot");
+                (place as usize, p)
+            })
+        })
     }
 
     /// Brings the index up to date with the snapshot's node list.
@@ -92,52 +105,50 @@ impl PodsByNamespace {
         now.extend(node.pods.iter().cloned());
         now.sort_unstable_by_key(address);
         let was = std::mem::take(&mut self.places[place].pods);
+        let mut kept = Vec::with_capacity(now.len());
         // A merge of the two sorted lists: a pod in both is the same live PodInfo and stays.
         let (mut i, mut j) = (0, 0);
         while i < was.len() || j < now.len() {
-            let a = was.get(i).map_or(usize::MAX, address);
+            let a = was.get(i).map_or(usize::MAX, |e| e.0);
             let b = now.get(j).map_or(usize::MAX, address);
             if a < b {
                 self.remove(place, &was[i]);
                 i += 1;
             } else if b < a {
-                self.add(place, &now[j]);
+                kept.push(self.add(place, &now[j]));
                 j += 1;
             } else {
+                kept.push(was[i].clone());
                 (i, j) = (i + 1, j + 1);
             }
         }
         self.places[place] = Place {
             node: Arc::downgrade(node),
-            pods: now,
+            pods: kept,
         };
-        self.scratch = was;
+        now.clear();
+        self.scratch = now;
     }
 
-    fn add(&mut self, place: usize, p: &Arc<PodInfo>) {
-        let key = (address(p), place as u32);
-        match self.by_namespace.get_mut(&p.namespace) {
-            Some(map) => {
-                map.insert(key, p.clone());
-            }
+    fn add(&mut self, place: usize, p: &Arc<PodInfo>) -> Indexed {
+        let id = match self.ids.get(&p.namespace) {
+            Some(&id) => id,
             None => {
-                let mut map = FxHashMap::default();
-                map.insert(key, p.clone());
-                self.by_namespace.insert(p.namespace.clone(), map);
+                let id = self.by_namespace.len() as u32;
+                self.ids.insert(p.namespace.clone(), id);
+                self.by_namespace.push(FxHashMap::default());
+                id
             }
-        }
+        };
+        let weak = Arc::downgrade(p);
+        let map = &mut self.by_namespace[id as usize];
+        map.insert((address(p), place as u32), weak.clone());
+        (address(p), id, weak)
     }
 
-    fn remove(&mut self, place: usize, p: &Arc<PodInfo>) {
-        let Some(map) = self.by_namespace.get_mut(&p.namespace) else {
-            debug_assert!(false, "an indexed pod's namespace is indexed");
-            return;
-        };
-        let gone = map.remove(&(address(p), place as u32));
+    fn remove(&mut self, place: usize, p: &Indexed) {
+        let gone = self.by_namespace[p.1 as usize].remove(&(p.0, place as u32));
         debug_assert!(gone.is_some(), "an indexed pod is in its namespace's map");
-        if map.is_empty() {
-            self.by_namespace.remove(&p.namespace);
-        }
     }
 }
 
@@ -164,7 +175,7 @@ mod tests {
 
     fn held(index: &PodsByNamespace) -> Vec<(String, usize, String)> {
         let mut out: Vec<_> = index
-            .by_namespace
+            .ids
             .keys()
             .flat_map(|ns| {
                 index
@@ -233,7 +244,17 @@ mod tests {
         index.update(&copy);
         assert_eq!(held(&index), expected(&copy));
         assert_eq!(index.pods_in("x").count(), 0);
-        assert!(!index.by_namespace.contains_key("x"), "no empty maps");
+        // The index keeps no removed pod alive.
+        let gone = Arc::downgrade(&copy.node_infos[1].pods[0]);
+        let mut emptied = copy.clone();
+        emptied.node_infos[1] = changed(&copy.node_infos[1], &[], &["y2"]);
+        index.update(&emptied);
+        assert_eq!(held(&index), expected(&emptied));
+        drop((copy, snap, n0));
+        assert!(
+            gone.upgrade().is_none(),
+            "the index kept a removed pod alive"
+        );
         assert_eq!(index.pods_in("z").map(|(q, _)| q).collect::<Vec<_>>(), [2]);
     }
 }

@@ -122,7 +122,8 @@ impl ScoreCounts {
         let pods = &snapshot.node_infos[place].pods;
         for (i, (c, cell)) in key.constraints.iter().zip(entry).enumerate() {
             let slot = &mut self.cells[place * self.stride + i];
-            if slot.domain != NO_DOMAIN {
+            // A domain that was added nothing may have no count to take from.
+            if slot.domain != NO_DOMAIN && slot.count != 0 {
                 self.domain_counts[i][slot.domain as usize] -= slot.count;
             }
             *slot = Counted {
@@ -154,7 +155,7 @@ impl ScoreCounts {
                 .iter_mut()
                 .enumerate()
             {
-                if slot.domain != NO_DOMAIN {
+                if slot.domain != NO_DOMAIN && slot.count != 0 {
                     self.domain_counts[i][slot.domain as usize] = 0;
                 }
                 *slot = ZERO;

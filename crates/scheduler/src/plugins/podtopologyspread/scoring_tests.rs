@@ -358,9 +358,15 @@ fn the_counts_are_the_same_whether_kept_for_one_namespace_or_started_from_anothe
                 "cycle {k}"
             );
         }
-        // The pod binds; now and then a pod leaves, one terminates, the list is rebuilt.
+        // The pod binds; now and then a pod leaves, one terminates, the list is rebuilt; a
+        // pod of the namespace that matches no selector touches a place without counting.
         let i = (k * 5 + n) % zones.len();
         pods[i].push(web(ns, &format!("in-{k}"), &format!("n{i}")).obj());
+        if k % 4 == 1 {
+            let other = PodBuilder::new(&format!("db-{k}")).namespace(ns);
+            pods[(i + 2) % zones.len()].push(other.node(&format!("n{}", (i + 2) % 6)).obj());
+            snap.replace_node((i + 2) % zones.len(), info(&pods, (i + 2) % zones.len()));
+        }
         if k % 3 == 2 {
             pods[(i + 1) % zones.len()].clear();
             snap.replace_node((i + 1) % zones.len(), info(&pods, (i + 1) % zones.len()));
