@@ -359,7 +359,7 @@ impl PreScorePlugin for PodTopologySpread {
             let (all_keys, entry_cells) = match known {
                 Some(e) => e,
                 None => {
-                    fresh = node_entry(pod, &constraints, &required, node, domains);
+                    fresh = node_entry(pod, constraints, &required, node, domains);
                     (fresh.all_keys, &fresh.cells[..])
                 }
             };
