@@ -24,8 +24,10 @@ pub struct NodeMemo<K, C, A> {
     key: Option<K>,
     nodes: Vec<(Weak<NodeInfo>, C)>,
     pub agg: A,
-    /// Scratch: the places whose NodeInfo changed in this update.
+    /// The places whose NodeInfo was recomputed in the last update.
     changed: Vec<usize>,
+    /// How many times the memo started over for a new key.
+    restarts: u64,
     /// Where the last update read the snapshot's change log.
     seen: Option<SnapshotCursor>,
 }
@@ -37,6 +39,7 @@ impl<K, C, A: Default> Default for NodeMemo<K, C, A> {
             nodes: Vec::new(),
             agg: A::default(),
             changed: Vec::new(),
+            restarts: 0,
             seen: None,
         }
     }
@@ -64,6 +67,13 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
         self.nodes.get(place).map(|(n, c)| (n.as_ptr(), c))
     }
 
+    /// The places recomputed by the last update (all of them when it started over), in the
+    /// order they were recomputed, and how many times the memo has started over for a new
+    /// key: what a memo that follows this one's updates needs to follow them.
+    pub fn last_update(&self) -> (&[usize], u64) {
+        (&self.changed, self.restarts)
+    }
+
     /// [`Self::update`] with a node list and, when known, the only places that may have changed
     /// since the last update (`None`: compare every place). `apply(agg, c, sign)` adds one
     /// node's contribution when `sign` is 1 and takes it away when it is -1. Every outdated
@@ -84,6 +94,7 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
             self.key = Some(key);
             self.nodes.clear();
             self.agg = A::default();
+            self.restarts += 1;
             maybe_changed = None;
         }
         if self.nodes.len() != nodes.len() {
@@ -94,6 +105,7 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
             apply(&mut self.agg, &c, -1);
         }
         let mut changed = std::mem::take(&mut self.changed);
+        changed.clear();
         let mut visit = |i: usize, changed: &mut Vec<usize>| match self.nodes.get(i) {
             Some(slot) if std::ptr::eq(slot.0.as_ptr(), Arc::as_ptr(&nodes[i])) => {}
             Some(slot) => {
@@ -124,7 +136,6 @@ impl<K: PartialEq, C, A: Default> NodeMemo<K, C, A> {
                 self.nodes.push((Arc::downgrade(n), c));
             }
         }
-        changed.clear();
         self.changed = changed;
     }
 }

@@ -17,6 +17,7 @@ pub mod nodename;
 pub mod nodeports;
 pub mod noderesources;
 pub mod nodeunschedulable;
+pub(crate) mod pods_by_namespace;
 pub mod podtopologyspread;
 pub mod queuesort;
 pub mod registry;

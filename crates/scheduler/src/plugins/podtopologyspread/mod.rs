@@ -4,6 +4,7 @@
 //! (upstream `plugins/podtopologyspread/`).
 
 mod filtering;
+mod score_counts;
 mod scoring;
 #[cfg(test)]
 mod scoring_tests;
@@ -145,7 +146,7 @@ pub struct PodTopologySpread {
     /// PreFilter's per-node counts, kept across cycles (see [`crate::plugins::memo`]).
     filter_memo: Mutex<filtering::FilterMemo>,
     /// PreScore's per-node entries and domain counts, kept across cycles.
-    score_memo: Mutex<scoring::ScoreMemo>,
+    score_memo: Mutex<scoring::ScoreMemos>,
     /// Ids of the domains (topology values) the score memo's entries know.
     score_domains: Mutex<scoring::DomainIds>,
 }

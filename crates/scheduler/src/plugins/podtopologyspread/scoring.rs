@@ -11,6 +11,8 @@ use crate::framework::{
 use crate::plugins::helper::FxHashMap;
 use crate::plugins::memo::NodeMemo;
 
+use super::score_counts::{CountKey, ScoreCounts};
+
 use super::{
     count_pods_match_selector, node_labels_match_constraints, Constraint, PodTopologySpread,
     LABEL_HOSTNAME, SCHEDULE_ANYWAY,
@@ -52,7 +54,8 @@ enum Cell {
     Domain(usize),
 }
 
-/// One node's contribution for one memo key.
+/// One node's entry for one memo key: what the node is for the constraints (its domains,
+/// whether its pods count), not its pods, which [`ScoreCounts`] counts.
 #[derive(Debug)]
 pub(crate) struct NodeEntry {
     /// The address of the NodeInfo it was computed from (the memo holds a `Weak` of that
@@ -77,8 +80,6 @@ pub(crate) struct EntryCell {
     /// Whether the node's pods count (it has a Node and passes the constraint's inclusion
     /// policies).
     pub counted: bool,
-    /// The matching pods on the node (namespace, selector, not terminating).
-    pub count: i64,
 }
 
 impl EntryCell {
@@ -86,7 +87,6 @@ impl EntryCell {
         id: 0,
         has_value: false,
         counted: false,
-        count: 0,
     };
 }
 
@@ -118,24 +118,21 @@ impl DomainIds {
     }
 }
 
-/// What the PreScore memo is valid for: everything a node's entry and contribution depend on
-/// besides the node itself.
+/// What the PreScore memo's entries are valid for: everything a node's entry depends on
+/// besides the node itself (not the namespace or the selectors: the entries hold no counts).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ScoreMemoKey {
-    namespace: String,
-    constraints: Vec<Constraint>,
-    require_all: bool,
+    /// Per constraint: its topology key and inclusion policies (node affinity, taints).
+    constraints: Vec<(String, bool, bool)>,
     required: RequiredNodeAffinity,
     /// Only when some constraint honors taints.
     tolerations: Vec<Toleration>,
 }
 
-/// Per constraint (hostname ones stay empty): domain → matching pods over the counted nodes
-/// of the snapshot (those that have every key when required); and the nodes' entries in
-/// arrays indexed by node id, which PreScore reads for every filtered node of every cycle.
+/// The nodes' entries in arrays indexed by node id, which PreScore reads for every filtered
+/// node of every cycle.
 #[derive(Default)]
 pub(crate) struct ScoreAgg {
-    domain_counts: Vec<Vec<i64>>,
     /// Constraints per entry: the stride of `cells` (fixed by the memo key).
     stride: usize,
     /// By node id: the address of the NodeInfo whose entry `cells` holds (0 for none), and
@@ -154,7 +151,7 @@ impl ScoreAgg {
 
     /// Whether the node of `e` has every key, and its cells: from the dense arrays when they
     /// hold this entry (they hold one per id).
-    fn cells_of<'a>(&'a self, e: &'a NodeEntry) -> (bool, &'a [EntryCell]) {
+    pub(super) fn cells_of<'a>(&'a self, e: &'a NodeEntry) -> (bool, &'a [EntryCell]) {
         let id = e.id as usize;
         match self.heads.get(id) {
             Some(&(addr, all_keys)) if addr == e.addr => (
@@ -178,8 +175,8 @@ impl ScoreAgg {
         }
     }
 
-    fn apply(&mut self, constraints: &[Constraint], require_all: bool, e: &NodeEntry, sign: i64) {
-        let (n, id) = (constraints.len(), e.id as usize);
+    fn apply(&mut self, e: &NodeEntry, sign: i64) {
+        let (n, id) = (e.cells.len(), e.id as usize);
         self.stride = n;
         if sign > 0 {
             if self.heads.len() <= id {
@@ -193,27 +190,18 @@ impl ScoreAgg {
             // (NodeInfos built outside the cache all have id 0).
             self.heads[id] = (0, false);
         }
-        if require_all && !e.all_keys {
-            return;
-        }
-        if self.domain_counts.len() < n {
-            self.domain_counts.resize_with(n, Default::default);
-        }
-        for (i, (c, cell)) in constraints.iter().zip(e.cells.iter()).enumerate() {
-            if c.topology_key == LABEL_HOSTNAME || !cell.counted {
-                continue;
-            }
-            let id = cell.id as usize;
-            let counts = &mut self.domain_counts[i];
-            if counts.len() <= id {
-                counts.resize(id + 1, 0);
-            }
-            counts[id] += sign * cell.count;
-        }
     }
 }
 
 pub(crate) type ScoreMemo = NodeMemo<ScoreMemoKey, NodeEntry, ScoreAgg>;
+
+/// What PreScore keeps across cycles: the nodes' entries, and the matching pods that follow
+/// them.
+#[derive(Default)]
+pub(crate) struct ScoreMemos {
+    pub(crate) entries: ScoreMemo,
+    pub(crate) counts: ScoreCounts,
+}
 
 /// One node's entry.
 fn node_entry(
@@ -238,7 +226,6 @@ fn node_entry(
                 .node
                 .as_ref()
                 .is_some_and(|n| c.matches_node_inclusion_policies(pod.spec(), n, required)),
-            count: count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64,
         })
         .collect();
     NodeEntry {
@@ -297,34 +284,46 @@ impl PreScorePlugin for PodTopologySpread {
         let require_all = has_own || !self.system_defaulted;
         let required = RequiredNodeAffinity::from_pod(pod.spec());
         let key = ScoreMemoKey {
-            namespace: pod.namespace.clone(),
             tolerations: if constraints.iter().any(|c| c.honor_node_taints) {
                 pod.tolerations().to_vec()
             } else {
                 Vec::new()
             },
-            constraints,
-            require_all,
-            required,
+            constraints: constraints
+                .iter()
+                .map(|c| {
+                    let policies = (c.honor_node_affinity, c.honor_node_taints);
+                    (c.topology_key.clone(), policies.0, policies.1)
+                })
+                .collect(),
+            required: required.clone(),
         };
-        let mut memo = self.score_memo.lock().expect("memo lock");
+        let mut guard = self.score_memo.lock().expect("memo lock");
         let mut domains = self.score_domains.lock().expect("domains lock");
         if domains.ids.len() > DomainIds::LIMIT {
-            *memo = ScoreMemo::default();
+            *guard = ScoreMemos::default();
             *domains = DomainIds::default();
         }
         let domains = &mut *domains;
-        let (constraints, required) = (key.constraints.clone(), key.required.clone());
         let hostname: Vec<bool> = constraints
             .iter()
             .map(|c| c.topology_key == LABEL_HOSTNAME)
             .collect();
-        memo.update(
+        let memos = &mut *guard;
+        memos.entries.update(
             key,
             snapshot,
             |n| node_entry(pod, &constraints, &required, n, domains),
-            |agg, e, sign| agg.apply(&constraints, require_all, e, sign),
+            |agg, e, sign| agg.apply(e, sign),
         );
+        let count_key = CountKey {
+            namespace: pod.namespace.clone(),
+            constraints,
+            require_all,
+        };
+        memos.counts.update(count_key, &memos.entries, snapshot);
+        let (memo, counts) = (&memos.entries, &memos.counts);
+        let constraints = &counts.key().expect("just updated").constraints;
         let mut s = PreScoreState {
             topology_value_to_pod_counts: vec![FxHashMap::default(); constraints.len()],
             domain_counts: vec![Vec::new(); constraints.len()],
@@ -342,6 +341,14 @@ impl PreScorePlugin for PodTopologySpread {
         let places = &state.node_places;
         let places = (places.len() == nodes.len()).then_some(places.as_slice());
         for (j, &node) in nodes.iter().enumerate() {
+            // The hostname constraints' counts on this node.
+            let host_count = |i: usize| match places {
+                Some(places) if memo.contribution(places[j]).is_some() => counts.at(places[j], i),
+                _ => {
+                    count_pods_match_selector(&node.pods, &constraints[i].selector, &pod.namespace)
+                        as i64
+                }
+            };
             let known = match places {
                 Some(places) => memo.contribution(places[j]).map(|(info, e)| {
                     debug_assert!(std::ptr::eq(info, node));
@@ -352,17 +359,17 @@ impl PreScorePlugin for PodTopologySpread {
             let (all_keys, entry_cells) = match known {
                 Some(e) => e,
                 None => {
-                    fresh = node_entry(pod, &constraints, &required, node, domains);
+                    fresh = node_entry(pod, constraints, &required, node, domains);
                     (fresh.all_keys, &fresh.cells[..])
                 }
             };
             let ignored = require_all && !all_keys;
             s.ignored.push(ignored);
-            for (&is_hostname, cell) in hostname.iter().zip(entry_cells) {
+            for (i, (&is_hostname, cell)) in hostname.iter().zip(entry_cells).enumerate() {
                 cells.push(if ignored || !cell.has_value {
                     Cell::NoValue
                 } else if is_hostname {
-                    Cell::Count(cell.count)
+                    Cell::Count(host_count(i))
                 } else {
                     Cell::Domain(cell.id as usize)
                 });
@@ -382,13 +389,7 @@ impl PreScorePlugin for PodTopologySpread {
                 }
                 if seen[id].is_none() {
                     // Domains of no filtered node do not matter; hostname counts are per node.
-                    let total = memo
-                        .agg
-                        .domain_counts
-                        .get(i)
-                        .and_then(|m| m.get(id))
-                        .copied()
-                        .unwrap_or(0);
+                    let total = counts.domain_total(i, id);
                     seen[id] = Some(total);
                     let value = domains.names[id].clone();
                     s.topology_value_to_pod_counts[i].insert(value, total);
@@ -396,7 +397,8 @@ impl PreScorePlugin for PodTopologySpread {
                 }
             }
         }
-        drop(memo);
+        let constraints = constraints.clone();
+        drop(guard);
         s.topology_normalizing_weight = constraints
             .iter()
             .enumerate()

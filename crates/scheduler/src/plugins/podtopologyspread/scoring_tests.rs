@@ -271,7 +271,10 @@ fn the_pre_score_memo_gives_the_same_scores_as_a_full_recount() {
     check(&current, &order);
     // The memo remembers only the nodes of the last snapshot.
     for pl in &memoized {
-        assert_eq!(pl.score_memo.lock().unwrap().agg.entries_len(), order.len());
+        assert_eq!(
+            pl.score_memo.lock().unwrap().entries.agg.entries_len(),
+            order.len()
+        );
     }
     // A new node takes the id of the one that left, at another place in the order.
     let newcomer = node("n6", Some("c")).info_with_pods(vec![web("web-n6", "n6")]);
@@ -279,6 +282,103 @@ fn the_pre_score_memo_gives_the_same_scores_as_a_full_recount() {
     order.insert(1, current.len() - 1);
     check(&current, &order);
     for pl in &memoized {
-        assert_eq!(pl.score_memo.lock().unwrap().agg.entries_len(), order.len());
+        assert_eq!(
+            pl.score_memo.lock().unwrap().entries.agg.entries_len(),
+            order.len()
+        );
+    }
+}
+
+/// Scores of `pod` on the filtered places of a tracked snapshot through the memoized
+/// PreScore, with the places in the cycle state as the scheduler gives them.
+fn scores_at_places(
+    pl: &PodTopologySpread,
+    pod: &crate::framework::PodInfo,
+    filtered: &[usize],
+    snap: &crate::cache::Snapshot,
+) -> (super::scoring::PreScoreState, Vec<i64>) {
+    let refs: Vec<&NodeInfo> = filtered.iter().map(|&i| &*snap.node_infos[i]).collect();
+    let mut state = CycleState::new();
+    state.node_places = filtered.to_vec();
+    assert!(pl.pre_score(&mut state, pod, &refs, snap).is_success());
+    let mut out = batch_scores(pl, &state, pod, &refs);
+    assert!(pl.normalize_score(&state, pod, &mut out).is_success());
+    let s = state.read::<super::scoring::PreScoreState>(&PRE_SCORE_KEY);
+    (s.unwrap().clone(), out)
+}
+
+#[test]
+fn the_counts_are_the_same_whether_kept_for_one_namespace_or_started_from_another() {
+    use kubeplane_core::labels::parse;
+    let namespaces = ["ns0", "ns1", "ns2"];
+    let incoming = |ns: &str, name: &str| {
+        PodBuilder::new(name)
+            .namespace(ns)
+            .label("app", "web")
+            .owner("apps/v1", "ReplicaSet", "web")
+    };
+    let web = |ns: &str, name: &str, node: &str| incoming(ns, name).node(node);
+    let zones = [Some("a"), Some("a"), Some("b"), Some("c"), None, Some("b")];
+    let builders: Vec<NodeBuilder> = zones
+        .iter()
+        .enumerate()
+        .map(|(i, z)| {
+            let name = format!("n{i}");
+            let n = NodeBuilder::new(&name).label(LABEL_HOSTNAME, &name);
+            z.map_or(n.clone(), |z| n.label(LABEL_ZONE, z))
+        })
+        .collect();
+    let mut pods: Vec<Vec<k8s_openapi::api::core::v1::Pod>> = vec![Vec::new(); zones.len()];
+    let info = |pods: &[Vec<k8s_openapi::api::core::v1::Pod>], i: usize| {
+        let mut info = builders[i].clone().info_with_pods(pods[i].clone());
+        info.id = i as u32;
+        Arc::new(info)
+    };
+    let mut snap = snapshot(Vec::new());
+    snap.set_nodes((0..zones.len()).map(|i| info(&pods, i)).collect());
+    let mut rs = crate::cache::ReplicaSetSelectors::default();
+    for ns in namespaces {
+        rs.insert(format!("{ns}/web"), Some(parse("app=web").unwrap()));
+    }
+    snap.replica_sets = Arc::new(rs);
+    let memoized = plugin();
+    // The namespace of each cycle: runs of one (the kept counts) between switches (a start
+    // from the index), as interleaved Deployments give.
+    let plan = [0, 0, 1, 2, 2, 2, 0, 1, 1, 0, 2, 1, 0, 0, 0, 2, 1, 2, 0, 1];
+    for (k, &n) in plan.iter().enumerate() {
+        let ns = namespaces[n];
+        let pod = incoming(ns, &format!("in-{k}")).info();
+        for filtered in [(0..zones.len()).collect::<Vec<_>>(), vec![1, 2, 4]] {
+            let got = scores_at_places(&memoized, &pod, &filtered, &snap);
+            let want = scores_of(None, &pod, &filtered, &snap).expect("constraints");
+            assert_eq!(got.1, want.1, "scores, cycle {k}, {ns}");
+            assert_eq!(got.0.ignored, want.0.ignored);
+            assert_eq!(
+                got.0.topology_value_to_pod_counts, want.0.topology_value_to_pod_counts,
+                "cycle {k}"
+            );
+        }
+        // The pod binds; now and then a pod leaves, one terminates, the list is rebuilt; a
+        // pod of the namespace that matches no selector touches a place without counting.
+        let i = (k * 5 + n) % zones.len();
+        pods[i].push(web(ns, &format!("in-{k}"), &format!("n{i}")).obj());
+        if k % 4 == 1 {
+            let other = PodBuilder::new(&format!("db-{k}")).namespace(ns);
+            pods[(i + 2) % zones.len()].push(other.node(&format!("n{}", (i + 2) % 6)).obj());
+            snap.replace_node((i + 2) % zones.len(), info(&pods, (i + 2) % zones.len()));
+        }
+        if k % 3 == 2 {
+            pods[(i + 1) % zones.len()].clear();
+            snap.replace_node((i + 1) % zones.len(), info(&pods, (i + 1) % zones.len()));
+        }
+        if k % 7 == 6 {
+            let last = web(ns, &format!("t-{k}"), &format!("n{i}"));
+            pods[i].push(last.terminating_by_preemption().obj());
+        }
+        snap.replace_node(i, info(&pods, i));
+        if k == 11 {
+            // A rebuilt list: a new epoch of the change log.
+            snap.set_nodes(snap.node_infos.clone());
+        }
     }
 }

@@ -1,0 +1,206 @@
+//! PodTopologySpread PreScore's matching pods per node and per domain, kept across cycles
+//! (upstream counts them afresh each cycle in `initPreScoreState`; kubeplane has two paths to
+//! the same counts).
+//!
+//! The counts depend on the incoming pod's namespace and selectors ([`CountKey`]) and on what
+//! each node is for the constraints (its domains, whether its pods count: the entries of the
+//! [`ScoreMemo`], which depend on neither). While the key stays the same (the replicas of one
+//! workload), only the places the entries memo recomputed are recounted from their pods, as
+//! the memo's own counts once were. When it changes (pods of many namespaces interleaved), the
+//! counts start over from the pods of the new namespace alone, through an index of the
+//! snapshot's pods by namespace ([`PodsByNamespace`]), instead of from every pod of every
+//! node: the places counted before are reset and the namespace's matching pods added, so a
+//! new key costs what the old and the new namespace hold, not what the cluster holds.
+
+use crate::cache::Snapshot;
+use crate::plugins::pods_by_namespace::PodsByNamespace;
+
+use super::scoring::{EntryCell, ScoreMemo};
+use super::{count_pods_match_selector, Constraint, LABEL_HOSTNAME};
+
+/// What the counts are valid for besides the entries they follow.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CountKey {
+    pub namespace: String,
+    pub constraints: Vec<Constraint>,
+    /// Whether only nodes with every topology key count toward their domains.
+    pub require_all: bool,
+}
+
+/// One place's matching pods for one constraint, and the domain they were added to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Counted {
+    count: i64,
+    /// [`NO_DOMAIN`] when the pods count toward no domain (hostname constraints, nodes whose
+    /// pods do not count).
+    domain: u32,
+}
+
+const NO_DOMAIN: u32 = u32::MAX;
+const ZERO: Counted = Counted {
+    count: 0,
+    domain: NO_DOMAIN,
+};
+
+/// The matching pods per place and constraint, and per constraint and domain id.
+#[derive(Default)]
+pub(crate) struct ScoreCounts {
+    key: Option<CountKey>,
+    /// The entries memo's restarts and the node list's length the counts follow.
+    follows: (u64, usize),
+    /// Constraints per place: the stride of `cells`.
+    stride: usize,
+    /// By place × stride + constraint.
+    cells: Vec<Counted>,
+    /// The places whose cells may not be [`ZERO`], and a flag per place for the same.
+    touched: Vec<u32>,
+    is_touched: Vec<bool>,
+    /// Per constraint: domain id → matching pods over the counted nodes (those that have
+    /// every key when required); zero but for the domains of touched places.
+    domain_counts: Vec<Vec<i64>>,
+    pods: PodsByNamespace,
+}
+
+/// The domain a node's matching pods count toward under constraint `c`.
+fn domain_of(c: &Constraint, require_all: bool, all_keys: bool, cell: &EntryCell) -> u32 {
+    if c.topology_key == LABEL_HOSTNAME || !cell.counted || (require_all && !all_keys) {
+        NO_DOMAIN
+    } else {
+        cell.id
+    }
+}
+
+/// The entry of the place (whether the node has every key, and its cells).
+fn entry_at(memo: &ScoreMemo, place: usize) -> (bool, &[EntryCell]) {
+    let (_, e) = memo
+        .contribution(place)
+        .expect("the entries memo knows every place of the snapshot");
+    memo.agg.cells_of(e)
+}
+
+impl ScoreCounts {
+    /// The key of the last update.
+    pub(crate) fn key(&self) -> Option<&CountKey> {
+        self.key.as_ref()
+    }
+
+    /// The matching pods on the node at `place` for constraint `i`.
+    pub(crate) fn at(&self, place: usize, i: usize) -> i64 {
+        self.cells[place * self.stride + i].count
+    }
+
+    /// The matching pods of domain `id` for constraint `i`.
+    pub(crate) fn domain_total(&self, i: usize, id: usize) -> i64 {
+        self.domain_counts
+            .get(i)
+            .and_then(|m| m.get(id))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Brings the counts up to date for `key` with `memo`, which was just brought up to date
+    /// with `snapshot` (and whose every update these counts followed).
+    pub(crate) fn update(&mut self, key: CountKey, memo: &ScoreMemo, snapshot: &Snapshot) {
+        let (changed, restarts) = memo.last_update();
+        let follows = (restarts, snapshot.node_infos.len());
+        if self.key.as_ref() == Some(&key) && self.follows == follows {
+            for &place in changed {
+                self.recount(place, snapshot, memo);
+            }
+            return;
+        }
+        self.follows = follows;
+        self.key = Some(key);
+        self.reset(follows.1);
+        self.count_namespace(memo, snapshot);
+    }
+
+    /// Recounts one place from its node's pods.
+    fn recount(&mut self, place: usize, snapshot: &Snapshot, memo: &ScoreMemo) {
+        let key = self.key.as_ref().expect("a key");
+        let (all_keys, entry) = entry_at(memo, place);
+        let pods = &snapshot.node_infos[place].pods;
+        for (i, (c, cell)) in key.constraints.iter().zip(entry).enumerate() {
+            let slot = &mut self.cells[place * self.stride + i];
+            // A domain that was added nothing may have no count to take from.
+            if slot.domain != NO_DOMAIN && slot.count != 0 {
+                self.domain_counts[i][slot.domain as usize] -= slot.count;
+            }
+            *slot = Counted {
+                count: count_pods_match_selector(pods, &c.selector, &key.namespace) as i64,
+                domain: domain_of(c, key.require_all, all_keys, cell),
+            };
+            add_to_domain(&mut self.domain_counts[i], *slot, slot.count);
+        }
+        if !self.is_touched[place] {
+            self.is_touched[place] = true;
+            self.touched.push(place as u32);
+        }
+    }
+
+    /// Zero counts for a node list of `len` places and the key's constraints.
+    fn reset(&mut self, len: usize) {
+        let stride = self.key.as_ref().map_or(0, |k| k.constraints.len());
+        if stride != self.stride || len != self.is_touched.len() {
+            self.stride = stride;
+            self.cells = vec![ZERO; len * stride];
+            self.is_touched = vec![false; len];
+            self.touched.clear();
+            self.domain_counts = vec![Vec::new(); stride];
+            return;
+        }
+        for &place in &self.touched {
+            let place = place as usize;
+            for (i, slot) in self.cells[place * stride..(place + 1) * stride]
+                .iter_mut()
+                .enumerate()
+            {
+                if slot.domain != NO_DOMAIN && slot.count != 0 {
+                    self.domain_counts[i][slot.domain as usize] = 0;
+                }
+                *slot = ZERO;
+            }
+            self.is_touched[place] = false;
+        }
+        self.touched.clear();
+    }
+
+    /// Adds the matching pods of the key's namespace to zero counts.
+    fn count_namespace(&mut self, memo: &ScoreMemo, snapshot: &Snapshot) {
+        self.pods.update(snapshot);
+        let key = self.key.as_ref().expect("a key");
+        let stride = self.stride;
+        for (place, p) in self.pods.pods_in(&key.namespace) {
+            if p.is_terminating() {
+                continue;
+            }
+            let (all_keys, entry) = entry_at(memo, place);
+            let cells = &mut self.cells[place * stride..(place + 1) * stride];
+            if !self.is_touched[place] {
+                self.is_touched[place] = true;
+                self.touched.push(place as u32);
+                for ((slot, c), cell) in cells.iter_mut().zip(&key.constraints).zip(entry) {
+                    slot.domain = domain_of(c, key.require_all, all_keys, cell);
+                }
+            }
+            for (i, (slot, c)) in cells.iter_mut().zip(&key.constraints).enumerate() {
+                if c.selector.matches(p.labels()) {
+                    slot.count += 1;
+                    add_to_domain(&mut self.domain_counts[i], *slot, 1);
+                }
+            }
+        }
+    }
+}
+
+/// Adds `n` to the domain of `slot`, if it has one.
+fn add_to_domain(counts: &mut Vec<i64>, slot: Counted, n: i64) {
+    if slot.domain == NO_DOMAIN {
+        return;
+    }
+    let id = slot.domain as usize;
+    if counts.len() <= id {
+        counts.resize(id + 1, 0);
+    }
+    counts[id] += n;
+}
