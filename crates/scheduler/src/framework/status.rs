@@ -155,7 +155,7 @@ impl Serialize for Reasons {
 }
 
 /// The result of running a plugin: a code, reasons, and the plugin that produced it.
-#[derive(Clone, Debug, Default, Eq, Hash)]
+#[derive(Clone, Debug, Default, Eq)]
 pub struct Status {
     pub code: Code,
     pub reasons: Reasons,
@@ -170,6 +170,15 @@ impl PartialEq for Status {
         self.code == other.code
             && (same_text(self.plugin, other.plugin) || self.plugin == other.plugin)
             && self.reasons == other.reasons
+    }
+}
+
+/// Field by field, as derived (equal statuses hash alike: their fields are equal).
+impl std::hash::Hash for Status {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.code.hash(state);
+        self.reasons.hash(state);
+        self.plugin.hash(state);
     }
 }
 
