@@ -160,7 +160,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "crates/scheduler/src/plugins/podtopologyspread/mod.rs::validate_args",
     "crates/scheduler/src/queue/mod.rs::new",
     "crates/scheduler/src/schedule_one.rs::schedule_pod",
-    "crates/scheduler/src/schedule_one/filtering.rs::find_nodes_that_pass_filters",
     "crates/scheduler/src/scheduler.rs::on_pod",
 ];
 

@@ -88,10 +88,28 @@ impl<'a> FilterRun<'a> {
         self.others.is_empty()
     }
 
-    /// The node's status when its node-local filters are known to pass: that of the others.
+    /// The node's status when its node-local filters are known to pass: that of the others
+    /// (the tests' question; the filter pass asks [`Self::others_failure`]).
+    #[cfg(test)]
     pub fn others_only(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        self.others_before(self.all.len(), state, pod, node)
-            .unwrap_or_default()
+        self.others_failure(state, pod, node).unwrap_or_default()
+    }
+
+    /// [`Self::others_only`] as the first failure of the others, `None` when they all pass.
+    #[inline]
+    pub fn others_failure(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Option<Status> {
+        for &(_, (name, f)) in &self.others {
+            let s = f.filter(state, pod, node);
+            if !s.is_success() {
+                return Some(s.of_filter(name));
+            }
+        }
+        None
     }
 
     /// The node's status when its node-local filters are known to fail with `failure`: that
@@ -543,6 +561,8 @@ mod tests {
         let before = calls();
         for (name, full) in ["ok", "b", "e"].iter().zip(&full) {
             assert_eq!(run.others_only(&state, &pod, &node(name)), *full, "{name}");
+            let failure = run.others_failure(&state, &pod, &node(name));
+            assert_eq!(failure.is_none(), full.is_success(), "{name}");
         }
         let known = |failure: Status, name: &str| {
             run.before_local_failure(&failure, &state, &pod, &node(name))

@@ -472,6 +472,7 @@ pub fn select_host(totals: &[i64], rng: &mut impl Rng) -> usize {
     best
 }
 
+mod filter_pass;
 mod filtering;
 mod nominated_places;
 

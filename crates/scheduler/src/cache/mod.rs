@@ -57,11 +57,11 @@ struct NodeTree {
 }
 
 impl NodeTree {
+    /// Adds a node the tree does not hold (the cache's zone map says which it holds: a
+    /// search of the zone's names for it would make adding n nodes quadratic).
     fn add(&mut self, zone: &str, name: &str) {
         if let Some((_, names)) = self.zones.iter_mut().find(|(z, _)| z == zone) {
-            if names.iter().any(|n| n == name) {
-                return;
-            }
+            debug_assert!(!names.iter().any(|n| n == name), "{name} added twice");
             names.push(name.to_string());
         } else {
             self.zones.push((zone.to_string(), vec![name.to_string()]));
@@ -504,6 +504,30 @@ mod tests {
         c.update_snapshot(&mut s);
         let names: Vec<&str> = s.node_infos.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(names, ["a1", "b1", "a2", "b2", "a3"]);
+    }
+
+    #[test]
+    fn a_node_added_again_or_moved_between_zones_is_listed_once() {
+        let mut c = Cache::new();
+        for (n, z) in [("a1", "a"), ("b1", "b"), ("a2", "a")] {
+            c.add_node(node(n, z));
+        }
+        // Updated in place (same zone), re-added, and moved to the other zone and back.
+        c.add_node(node("a1", "a"));
+        c.add_node(node("a2", "a"));
+        c.add_node(node("a2", "b"));
+        c.add_node(node("b1", "a"));
+        c.add_node(node("b1", "b"));
+        let mut s = Snapshot::default();
+        c.update_snapshot(&mut s);
+        let names: Vec<&str> = s.node_infos.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["a1", "a2", "b1"]);
+        assert_eq!(c.tree.num_nodes, 3);
+        c.remove_node("a2");
+        c.add_node(node("a2", "a"));
+        c.update_snapshot(&mut s);
+        let names: Vec<&str> = s.node_infos.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["a1", "b1", "a2"]);
     }
 
     #[test]

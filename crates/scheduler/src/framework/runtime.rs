@@ -763,23 +763,35 @@ fn score_reusing(
     let known = &reused.known[start..start + run.len()];
     let rows = &reused.rows[start..start + run.len()];
     let stride = reused.plugins.len();
-    if known.iter().all(|&k| k) {
-        // Every score known (the usual case): a plain gather from the rows.
+    let gather = |column: &mut [i64], rows: &[usize]| {
         for (cell, &row) in column.iter_mut().zip(rows) {
             *cell = reused.scores[row * stride + m];
         }
-        return Ok(());
-    }
+    };
+    // Runs of known nodes are gathered from their rows (usually all but the few nodes that
+    // changed since the previous cycle), runs of unknown ones computed.
     let mut j = 0;
     while j < run.len() {
-        if known[j] {
-            column[j] = reused.scores[rows[j] * stride + m];
-            j += 1;
-            continue;
+        let unknown = known[j..]
+            .iter()
+            .position(|&k| !k)
+            .map_or(run.len(), |p| j + p);
+        gather(&mut column[j..unknown], &rows[j..unknown]);
+        if unknown == run.len() {
+            break;
         }
-        let end = (j..run.len()).find(|&k| known[k]).unwrap_or(run.len());
-        sp.score_nodes(state, pod, &run[j..end], start + j, &mut column[j..end])
-            .map_err(|(i, s)| (j + i, s))?;
+        let end = known[unknown..]
+            .iter()
+            .position(|&k| k)
+            .map_or(run.len(), |p| unknown + p);
+        sp.score_nodes(
+            state,
+            pod,
+            &run[unknown..end],
+            start + unknown,
+            &mut column[unknown..end],
+        )
+        .map_err(|(i, s)| (unknown + i, s))?;
         j = end;
     }
     Ok(())

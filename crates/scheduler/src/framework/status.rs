@@ -87,8 +87,19 @@ impl Deref for Reasons {
 
 impl PartialEq for Reasons {
     fn eq(&self, other: &Reasons) -> bool {
+        // One reason each (the usual case): the same borrowed constant needs no comparison of
+        // its text.
+        if let (Repr::One(a), Repr::One(b)) = (&self.0, &other.0) {
+            return same_text(a, b) || a == b;
+        }
         **self == **other
     }
+}
+
+/// Whether two reasons are the same text in the same place (a quick check before comparing).
+#[inline]
+fn same_text(a: &str, b: &str) -> bool {
+    a.len() == b.len() && std::ptr::eq(a.as_ptr(), b.as_ptr())
 }
 
 impl Eq for Reasons {}
@@ -144,12 +155,31 @@ impl Serialize for Reasons {
 }
 
 /// The result of running a plugin: a code, reasons, and the plugin that produced it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, Eq)]
 pub struct Status {
     pub code: Code,
     pub reasons: Reasons,
     /// The plugin that produced the status ("" until the framework sets it).
     pub plugin: &'static str,
+}
+
+/// Field by field, as derived, with the plugin names (constants) and single reasons compared
+/// by address first: interning a failing node's status compares it with the last one kept.
+impl PartialEq for Status {
+    fn eq(&self, other: &Status) -> bool {
+        self.code == other.code
+            && (same_text(self.plugin, other.plugin) || self.plugin == other.plugin)
+            && self.reasons == other.reasons
+    }
+}
+
+/// Field by field, as derived (equal statuses hash alike: their fields are equal).
+impl std::hash::Hash for Status {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.code.hash(state);
+        self.reasons.hash(state);
+        self.plugin.hash(state);
+    }
 }
 
 impl Status {
@@ -252,11 +282,35 @@ mod tests {
         assert_eq!(s.message(), "a, b, c");
         assert_eq!(Reasons::one("x"), ["x"].into_iter().collect::<Reasons>());
         assert_ne!(Reasons::one("x"), Reasons::default());
+        assert_ne!(Reasons::one("x"), Reasons::one("y"));
+        assert_ne!(
+            Reasons::one("x"),
+            ["x", "y"].into_iter().collect::<Reasons>()
+        );
         let owned: Vec<Reason> = r.into_iter().collect();
         assert_eq!(owned, ["a", "b", "c"]);
         assert_eq!(
             serde_json::to_string(&Status::unresolvable("y").reasons).unwrap(),
             r#"["y"]"#
         );
+    }
+
+    #[test]
+    fn statuses_compare_by_text_whether_or_not_they_share_their_constants() {
+        const REASON: &str = "node(s) didn't match pod affinity rules";
+        let a = Status::unschedulable(REASON).plugin("InterPodAffinity");
+        // The same text elsewhere (owned, or a sub-slice of another constant).
+        let owned = Status::unschedulable(REASON.to_string()).plugin("InterPodAffinity");
+        let prefix = &"node(s) didn't match pod affinity rules!"[..REASON.len()];
+        let borrowed = Status::unschedulable(prefix).plugin(&"xInterPodAffinity"[1..]);
+        assert_eq!(a, a.clone());
+        assert_eq!(a, owned);
+        assert_eq!(a, borrowed);
+        // The same address but a shorter text, another plugin, another code: different.
+        let shorter = Status::unschedulable(&REASON[..10]).plugin("InterPodAffinity");
+        assert_ne!(a, shorter);
+        assert_ne!(a, Status::unschedulable(REASON).plugin("InterPod"));
+        assert_ne!(a, Status::unresolvable(REASON).plugin("InterPodAffinity"));
+        assert_ne!(a, Status::unschedulable(REASON));
     }
 }

@@ -3,54 +3,19 @@
 //! rotating start, node-local verdicts kept and reused through the memo (`node_local.rs`),
 //! until enough feasible nodes are found.
 
-use std::sync::Arc;
-
-use rayon::prelude::*;
-
+use super::filter_pass::{FilterPass, Keep, Taken};
+use super::nominated_places::NominatedPlaces;
 use super::{Diagnosis, ScheduleError};
 use crate::attempt_record::AttemptTrace;
-use crate::framework::runtime::{use_parallel, PARALLEL_CHUNK_NODES};
-use crate::framework::{Code, CycleState, Framework, NodeInfo, PodInfo, Status, StatusId};
-use crate::node_local::{FilterRun, FilterVerdict, LocalVerdict};
+use crate::framework::runtime::PARALLEL_CHUNK_NODES;
+use crate::framework::{Code, CycleState, Framework, PodInfo, Status, StatusId};
+use crate::node_local::{FilterRun, FilterVerdict};
 use crate::scheduler::Scheduler;
-
-use super::nominated_places::NominatedPlaces;
 
 /// Upstream `minFeasibleNodesToFind`.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// Upstream `minFeasibleNodesPercentageToFind`.
 const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
-
-/// One node's outcome in the filter pass.
-enum Outcome {
-    /// A status computed now, or a success taken from the memo.
-    Ran(Status, Verdict),
-    /// A failure taken from the memo: its id there.
-    ReusedFailure(StatusId),
-}
-
-/// How a node's filter verdict came about, for the node-local memo.
-enum Verdict {
-    /// Taken from the memo (with filters that are not node-local, those ran).
-    Reused,
-    /// Computed by the filters alone, the node's status being the node-local filters'
-    /// verdict: the memo may keep it.
-    Computed,
-    /// A filter that is not node-local decided the node's status: the node-local filters'
-    /// verdict besides, which the memo may keep.
-    Local(LocalVerdict),
-    /// Computed with the node's nominated pods: not the node's own verdict.
-    WithNominatedPods,
-}
-
-/// A node-local filter verdict for the memo to keep.
-enum Keep {
-    Passed,
-    /// Failed with the node's status in the diagnosis, of this id there.
-    AsNode(StatusId),
-    /// Failed with this status (the node's is that of a filter that is not node-local).
-    Failed(Status),
-}
 
 /// Upstream `numFeasibleNodesToFind`.
 pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usize {
@@ -160,122 +125,30 @@ impl Scheduler {
         if !fwk.has_score_plugins() {
             to_find = 1;
         }
-        let start = self.next_start_node_index % n;
-        let mut feasible = Vec::with_capacity(to_find.min(n));
-        let mut processed = 0;
         let filters = FilterRun::new(fwk.active_filters(state));
-        // A kept verdict is the node's whole verdict when every filter that runs is
-        // node-local; otherwise it spares the node-local filters (see `node_local`).
-        let memoize = self.reuse_node_local;
-        let reuse = memoize && filters.all_local();
-        let memo = &self.node_local;
-        // The places whose node-local verdict to keep; how many verdicts were reused.
-        let mut verdicts: Vec<(usize, Keep)> = Vec::new();
-        let mut reused = 0;
-        // Per failure the memo keeps: its id in the diagnosis, once it was used.
-        let mut from_memo: Vec<Option<StatusId>> = vec![None; memo.failure_count()];
         // The places of the nodes with nominated pods, marked once per cycle: usually few nodes
         // have any, and the others take the plain filter path. A marked node's nominated pods
         // are resolved when it is checked (each node is checked at most once per cycle).
         let nominated = NominatedPlaces::mark(&self.snapshot, self.queue.nominated_node_names());
-        let queue = &self.queue;
-        let snapshot = &self.snapshot;
-        // A node with nominated pods: filtered with them, never from or into the memo.
-        let with_nominated = |node: &Arc<NodeInfo>| {
-            let pods = queue.nominated_pods_for_node(&node.name);
-            Outcome::Ran(
-                fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &pods),
-                Verdict::WithNominatedPods,
-            )
+        let memoize = self.reuse_node_local;
+        let pass = FilterPass {
+            fwk,
+            state,
+            pod,
+            // A kept verdict is the node's whole verdict when every filter that runs is
+            // node-local; otherwise it spares the node-local filters (see `node_local`).
+            reuse: memoize && filters.all_local(),
+            memoize,
+            filters: &filters,
+            memo: &self.node_local,
+            snapshot: &self.snapshot,
+            queue: &self.queue,
+            nominated: &nominated,
+            candidates,
+            start: self.next_start_node_index % n,
         };
-        // The verdict of the memo, or of the filters, on the node at `place`.
-        let known_or_run = |place: usize, node: &Arc<NodeInfo>| {
-            let known = match memoize {
-                true => memo.verdict(place, node),
-                false => FilterVerdict::Unknown,
-            };
-            match known {
-                FilterVerdict::Passed if reuse => Outcome::Ran(Status::success(), Verdict::Reused),
-                FilterVerdict::Failed(m) if reuse => Outcome::ReusedFailure(m),
-                // Filters that are not node-local run too: only they, as far as they decide.
-                FilterVerdict::Passed => {
-                    Outcome::Ran(filters.others_only(state, pod, node), Verdict::Reused)
-                }
-                FilterVerdict::Failed(m) => {
-                    match filters.before_local_failure(memo.failure(m), state, pod, node) {
-                        None => Outcome::ReusedFailure(m),
-                        Some(status) => Outcome::Ran(status, Verdict::Reused),
-                    }
-                }
-                FilterVerdict::Unknown if memoize && !reuse => {
-                    match filters.noting_local(state, pod, node) {
-                        (status, LocalVerdict::AsNode) => Outcome::Ran(status, Verdict::Computed),
-                        (status, local) => Outcome::Ran(status, Verdict::Local(local)),
-                    }
-                }
-                FilterVerdict::Unknown => {
-                    Outcome::Ran(filters.full(state, pod, node), Verdict::Computed)
-                }
-            }
-        };
-        // The place of the `j`th node checked in this cycle.
-        let place = |j: usize| {
-            let k = start + j;
-            candidates[if k >= n { k - n } else { k }]
-        };
-        let check = |j: usize| {
-            let place = place(j);
-            let node = &snapshot.node_infos[place];
-            if nominated.has(place) {
-                with_nominated(node)
-            } else {
-                known_or_run(place, node)
-            }
-        };
-        let statuses = &mut diagnosis.node_to_status;
-        // Takes one node's result, in node order: how many feasible nodes are found now. An
-        // error ends the search.
-        let mut take = |idx: usize,
-                        outcome: Outcome,
-                        feasible: &mut Vec<usize>|
-         -> Result<usize, ScheduleError> {
-            processed += 1;
-            let (status, verdict) = match outcome {
-                Outcome::Ran(status, verdict) => (status, verdict),
-                Outcome::ReusedFailure(m) => {
-                    reused += 1;
-                    let id = *from_memo[m as usize]
-                        .get_or_insert_with(|| statuses.intern(memo.failure(m).clone()));
-                    statuses.set(idx, id);
-                    return Ok(feasible.len());
-                }
-            };
-            if status.code == Code::Error {
-                return Err(ScheduleError::Internal(status));
-            }
-            let failed = if status.is_success() {
-                feasible.push(idx);
-                None
-            } else {
-                let id = statuses.intern(status);
-                statuses.set(idx, id);
-                Some(id)
-            };
-            match verdict {
-                Verdict::Reused => reused += 1,
-                Verdict::Computed if memoize => {
-                    verdicts.push((idx, failed.map_or(Keep::Passed, Keep::AsNode)))
-                }
-                Verdict::Local(LocalVerdict::Passed) => verdicts.push((idx, Keep::Passed)),
-                Verdict::Local(LocalVerdict::Failed(s)) => verdicts.push((idx, Keep::Failed(s))),
-                _ => {}
-            }
-            Ok(feasible.len())
-        };
-        // A reused success needs no status: it is counted at once.
-        let quick = reuse;
-        let any_nominated = !nominated.is_empty();
-        let mut quick_passed: usize = 0;
+        let mut taken = Taken::new(&self.node_local, &mut diagnosis.node_to_status, memoize);
+        let mut feasible = Vec::with_capacity(to_find.min(n));
         let mut i = 0;
         while i < n && feasible.len() < to_find {
             // Check a window of nodes (in parallel when it is large), then take the results in
@@ -284,87 +157,29 @@ impl Scheduler {
             let window = (to_find - feasible.len())
                 .max(PARALLEL_CHUNK_NODES)
                 .min(n - i);
-            if quick {
-                // The memo is asked once per node. When the window is large enough for the
-                // thread pool, the nodes the memo does not know (the first pod of a spec, or
-                // after the node list changed) are filtered there first, if there are enough
-                // of them; a one-thread run never looks ahead.
-                let mut computed: Vec<(usize, Status)> = Vec::new();
-                if use_parallel(window) {
-                    let unknown: Vec<usize> = (i..i + window)
-                        .filter(|&j| {
-                            let p = place(j);
-                            !nominated.has(p)
-                                && memo.verdict(p, &snapshot.node_infos[p])
-                                    == FilterVerdict::Unknown
-                        })
-                        .collect();
-                    if use_parallel(unknown.len()) {
-                        unknown
-                            .par_iter()
-                            .with_min_len(PARALLEL_CHUNK_NODES)
-                            .map(|&j| {
-                                let node = &snapshot.node_infos[place(j)];
-                                (j, filters.full(state, pod, node))
-                            })
-                            .collect_into_vec(&mut computed);
-                    }
-                }
-                let mut computed = computed.into_iter();
-                let mut next = computed.next();
-                for j in i..i + window {
-                    let idx = place(j);
-                    let outcome = match next.take_if(|(c, _)| *c == j) {
-                        Some((_, status)) => {
-                            next = computed.next();
-                            Outcome::Ran(status, Verdict::Computed)
-                        }
-                        None if any_nominated && nominated.has(idx) => {
-                            with_nominated(&snapshot.node_infos[idx])
-                        }
-                        // `quick` implies `reuse`: the memo's verdict is the node's.
-                        None => {
-                            let node = &snapshot.node_infos[idx];
-                            match memo.verdict(idx, node) {
-                                FilterVerdict::Passed => {
-                                    feasible.push(idx);
-                                    quick_passed += 1;
-                                    if feasible.len() >= to_find {
-                                        break;
-                                    }
-                                    continue;
-                                }
-                                FilterVerdict::Failed(m) => Outcome::ReusedFailure(m),
-                                FilterVerdict::Unknown => {
-                                    Outcome::Ran(filters.full(state, pod, node), Verdict::Computed)
-                                }
-                            }
-                        }
-                    };
-                    if take(idx, outcome, &mut feasible)? >= to_find {
-                        break;
-                    }
-                }
-            } else if use_parallel(window) {
-                let outcomes: Vec<Outcome> = (i..i + window)
-                    .into_par_iter()
-                    .with_min_len(PARALLEL_CHUNK_NODES)
-                    .map(check)
-                    .collect();
-                for (offset, outcome) in outcomes.into_iter().enumerate() {
-                    if take(place(i + offset), outcome, &mut feasible)? >= to_find {
-                        break;
-                    }
-                }
+            let range = i..i + window;
+            if pass.reuse {
+                pass.quick_window(range, to_find, &mut taken, &mut feasible)?;
             } else {
-                for j in i..i + window {
-                    if take(place(j), check(j), &mut feasible)? >= to_find {
-                        break;
-                    }
-                }
+                pass.window(range, to_find, &mut taken, &mut feasible)?;
             }
             i += window;
         }
+        let (processed, reused, verdicts) = (taken.processed, taken.reused, taken.verdicts);
+        self.finish_filter_pass(diagnosis, verdicts, reused);
+        let all = self.snapshot.num_nodes().max(1);
+        self.next_start_node_index = (self.next_start_node_index + processed) % all;
+        Ok(feasible)
+    }
+
+    /// After the filter pass: the plugins that rejected a node, and the node-local verdicts
+    /// for the memo to keep.
+    fn finish_filter_pass(
+        &mut self,
+        diagnosis: &mut Diagnosis,
+        verdicts: Vec<(usize, Keep)>,
+        reused: u64,
+    ) {
         // The plugins that rejected a node (a set: once per distinct status).
         for (s, _) in diagnosis.node_to_status.counted() {
             if s.code == Code::Pending {
@@ -373,7 +188,6 @@ impl Scheduler {
                 diagnosis.unschedulable_plugins.insert(s.plugin);
             }
         }
-        let (processed, reused) = (processed + quick_passed, reused + quick_passed as u64);
         // Per failure of the diagnosis: its id in the memo, once kept.
         let mut to_memo: Vec<Option<StatusId>> =
             vec![None; diagnosis.node_to_status.distinct_len()];
@@ -392,8 +206,5 @@ impl Scheduler {
             self.node_local.record_filter(idx, node, verdict);
         }
         self.node_local.filters_reused += reused;
-        let all = self.snapshot.num_nodes().max(1);
-        self.next_start_node_index = (self.next_start_node_index + processed) % all;
-        Ok(feasible)
     }
 }

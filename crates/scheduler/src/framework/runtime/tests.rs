@@ -150,6 +150,85 @@ fn known_raw_scores_of_node_local_plugins_are_taken_and_the_rest_filled_in() {
     }
 }
 
+/// A node-local plugin `L` (factor 3, failing on the nodes listed) and a plain one.
+fn local_and_plain(fail_on: Vec<usize>) -> Framework {
+    let mut set = PluginSet::default();
+    let local = Numbered {
+        name: "L",
+        factor: 3,
+        fail_on,
+    };
+    set.score
+        .push((Arc::new(Local(local)) as Arc<dyn Plugin>, 1));
+    let plain = Numbered {
+        name: "N",
+        factor: 7,
+        fail_on: vec![],
+    };
+    set.score.push((Arc::new(plain) as Arc<dyn Plugin>, 2));
+    Framework {
+        profile_name: "default-scheduler".into(),
+        plugins: set,
+        all_plugins: Vec::new(),
+        percentage_of_nodes_to_score: None,
+    }
+}
+
+#[test]
+fn runs_of_known_and_unknown_rows_are_gathered_and_scored_apart() {
+    let n = 12;
+    let nodes: Vec<NodeInfo> = (0..n)
+        .map(|i| NodeBuilder::new(&format!("n{i}")).info())
+        .collect();
+    let refs: Vec<&NodeInfo> = nodes.iter().collect();
+    let (pod, state) = (PodBuilder::new("p").info(), CycleState::new());
+    let fw = local_and_plain(vec![]);
+    let plain = fw.run_score_plugins(&state, &pod, &refs).unwrap();
+    // Unknown first and last, alone and in runs; the known rows hold 1000 + the node.
+    let unknown = [0, 3, 4, 5, 8, 11];
+    let reused = || {
+        let mut r = ReusedScores::default();
+        r.prepare(&["L"], n);
+        r.rows = (0..n).rev().collect();
+        r.known = (0..n).map(|i| !unknown.contains(&i)).collect();
+        for i in (0..n).filter(|i| !unknown.contains(i)) {
+            r.set(i, 0, 1000 + i as i64);
+        }
+        r
+    };
+    let mut r = reused();
+    let mut t = ScoreTable::default();
+    // (The out-of-range known scores make the table fail its range check: read the raw
+    // scores the pass left, before normalizing.)
+    let _ = fw.run_score_plugins_into(&state, &pod, &refs, Some(&mut r), &mut t);
+    for i in 0..n {
+        let want = match unknown.contains(&i) {
+            true => plain.scores[i],
+            false => 1000 + i as i64,
+        };
+        assert_eq!(t.scores[i], want, "node {i}");
+        assert_eq!(r.get(i, 0), want, "node {i}'s row");
+    }
+    // A failing unknown node is reported as itself, after a run of known ones.
+    let fw = local_and_plain(vec![8, 11]);
+    let err = fw
+        .run_score_plugins_into(&state, &pod, &refs, Some(&mut reused()), &mut t)
+        .unwrap_err();
+    assert_eq!(err.message(), "running Score plugin \"L\": node 8");
+    // Failing only on a known node: its kept score is used, no error.
+    let fw = local_and_plain(vec![2]);
+    let mut r = reused();
+    for i in 0..n {
+        r.set(i, 0, plain.scores[i]);
+    }
+    let t = fw.run_score_plugins(&state, &pod, &refs);
+    assert!(t.is_err());
+    let mut t = ScoreTable::default();
+    fw.run_score_plugins_into(&state, &pod, &refs, Some(&mut r), &mut t)
+        .unwrap();
+    assert_eq!(t, plain);
+}
+
 #[test]
 fn a_kept_table_gives_what_a_fresh_one_does_whatever_it_held_before() {
     let fw = two(vec![], vec![]);

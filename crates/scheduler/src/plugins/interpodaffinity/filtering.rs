@@ -327,7 +327,7 @@ fn satisfies_pod_affinity(s: &PreFilterState, pod: &PodInfo, node: &NodeInfo) ->
         let Some(pair) = node.label_pair(key) else {
             return false;
         };
-        if s.affinity_counts.get(pair) <= 0 {
+        if !s.affinity_counts.positive(pair) {
             pods_exist = false;
         }
     }
@@ -344,7 +344,7 @@ fn satisfies_pod_anti_affinity(s: &PreFilterState, node: &NodeInfo) -> bool {
     }
     !s.anti_affinity_keys.iter().any(|&key| {
         node.label_pair(key)
-            .is_some_and(|pair| s.anti_affinity_counts.get(pair) > 0)
+            .is_some_and(|pair| s.anti_affinity_counts.positive(pair))
     })
 }
 
@@ -353,10 +353,7 @@ fn satisfies_existing_pods_anti_affinity(s: &PreFilterState, node: &NodeInfo) ->
     if s.existing_anti_affinity_counts.is_empty() {
         return true;
     }
-    !node
-        .label_ids
-        .iter()
-        .any(|&(_, pair)| s.existing_anti_affinity_counts.get(pair) > 0)
+    !s.existing_anti_affinity_counts.any_positive(node)
 }
 
 impl FilterPlugin for InterPodAffinity {

@@ -290,15 +290,20 @@ impl ScorePlugin for InterPodAffinity {
         if s.0.is_empty() {
             return Status::success();
         }
-        let min = scores.iter().copied().min().unwrap_or(0);
-        let max = scores.iter().copied().max().unwrap_or(0);
+        let Some(&first) = scores.first() else {
+            return Status::success();
+        };
+        let (min, max) = scores
+            .iter()
+            .fold((first, first), |(lo, hi), &s| (lo.min(s), hi.max(s)));
         let diff = max - min;
+        if diff <= 0 {
+            // Every node scores the same (one domain, as in SchedulingPodAffinity): all 0.
+            scores.fill(0);
+            return Status::success();
+        }
         for score in scores.iter_mut() {
-            let f = if diff > 0 {
-                MAX_NODE_SCORE as f64 * ((*score - min) as f64 / diff as f64)
-            } else {
-                0.0
-            };
+            let f = MAX_NODE_SCORE as f64 * ((*score - min) as f64 / diff as f64);
             *score = f as i64;
         }
         Status::success()

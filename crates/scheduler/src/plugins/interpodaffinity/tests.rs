@@ -673,3 +673,46 @@ fn the_memo_gives_the_same_results_as_a_fresh_plugin() {
         ]
     );
 }
+
+#[test]
+fn the_positive_bits_follow_the_counts_through_every_change() {
+    let mut c = TopologyCounts::default();
+    assert!(!c.positive(0) && !c.positive(1_000_000));
+    // Pairs in several words, counts going up, down, below 0 and back.
+    let steps: [(u32, i64); 12] = [
+        (3, 1),
+        (130, 2),
+        (3, -1),
+        (64, -1),
+        (130, -1),
+        (64, 2),
+        (7, 0),
+        (130, -1),
+        (63, 5),
+        (64, -1),
+        (200, 1),
+        (200, -2),
+    ];
+    for (k, &(pair, delta)) in steps.iter().enumerate() {
+        c.add(pair, delta);
+        for p in [3, 7, 63, 64, 130, 200, 201] {
+            assert_eq!(c.positive(p), c.get(p) > 0, "pair {p} after step {k}");
+        }
+    }
+    assert_eq!((c.get(63), c.get(64), c.get(200)), (5, 0, -1));
+    assert!(c.positive(63) && !c.positive(64) && !c.positive(200) && !c.positive(3));
+    // A clone (AddPod copies the shared counts) keeps its own bits.
+    let mut d = c.clone();
+    d.add(63, -5);
+    assert!(c.positive(63) && !d.positive(63));
+    // A node's pairs: any positive one.
+    let node = NodeBuilder::new("n1").label("t-positive-zone", "z1").info();
+    let pair = node
+        .label_pair(crate::framework::topology::key_id("t-positive-zone"))
+        .unwrap();
+    assert!(!c.any_positive(&node));
+    c.add(pair, 1);
+    assert!(c.any_positive(&node));
+    c.add(pair, -1);
+    assert!(!c.any_positive(&node) && c.get(pair) == 0);
+}

@@ -1,0 +1,345 @@
+//! One filter pass over the candidate nodes (the loop of upstream `findNodesThatPassFilters`):
+//! what a node's check reads ([`FilterPass`]: the filters, the node-local memo, the nominated
+//! nodes) and what taking its outcome, in node order, writes ([`Taken`]: the feasible nodes,
+//! the failing nodes' statuses, the verdicts for the memo to keep).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::nominated_places::NominatedPlaces;
+use super::ScheduleError;
+use crate::cache::Snapshot;
+use crate::framework::runtime::{use_parallel, PARALLEL_CHUNK_NODES};
+use crate::framework::{
+    Code, CycleState, Framework, NodeInfo, NodeToStatus, PodInfo, Status, StatusId,
+};
+use crate::node_local::{FilterRun, FilterVerdict, LocalVerdict, NodeLocalMemo};
+use crate::queue::SchedulingQueue;
+
+/// One node's outcome in the filter pass.
+pub(super) enum Outcome {
+    /// The node passes, its node-local filters' verdict taken from the memo (and the filters
+    /// that are not node-local, if any, passing now): nothing else to note.
+    Passed,
+    /// A status computed now.
+    Ran(Status, Verdict),
+    /// A failure taken from the memo: its id there.
+    ReusedFailure(StatusId),
+}
+
+/// How a node's filter verdict came about, for the node-local memo.
+pub(super) enum Verdict {
+    /// Taken from the memo (with filters that are not node-local, those ran).
+    Reused,
+    /// Computed by the filters alone, the node's status being the node-local filters'
+    /// verdict: the memo may keep it.
+    Computed,
+    /// A filter that is not node-local decided the node's status: the node-local filters'
+    /// verdict besides, which the memo may keep.
+    Local(LocalVerdict),
+    /// Computed with the node's nominated pods: not the node's own verdict.
+    WithNominatedPods,
+}
+
+/// A node-local filter verdict for the memo to keep.
+pub(super) enum Keep {
+    Passed,
+    /// Failed with the node's status in the diagnosis, of this id there.
+    AsNode(StatusId),
+    /// Failed with this status (the node's is that of a filter that is not node-local).
+    Failed(Status),
+}
+
+/// What checking a node reads.
+pub(super) struct FilterPass<'a> {
+    pub fwk: &'a Framework,
+    pub state: &'a CycleState,
+    pub pod: &'a PodInfo,
+    pub filters: &'a FilterRun<'a>,
+    /// Whether the memo is used at all, and whether its verdict is the node's whole verdict
+    /// (every filter that runs is node-local).
+    pub memoize: bool,
+    pub reuse: bool,
+    pub memo: &'a NodeLocalMemo,
+    pub snapshot: &'a Snapshot,
+    pub queue: &'a SchedulingQueue,
+    pub nominated: &'a NominatedPlaces,
+    pub candidates: &'a [usize],
+    /// The rotating start among the candidates.
+    pub start: usize,
+}
+
+impl FilterPass<'_> {
+    /// The place of the `j`th node checked in this cycle.
+    #[inline]
+    fn place(&self, j: usize) -> usize {
+        let n = self.candidates.len();
+        let k = self.start + j;
+        self.candidates[if k >= n { k - n } else { k }]
+    }
+
+    /// A node with nominated pods: filtered with them, never from or into the memo.
+    fn with_nominated(&self, node: &Arc<NodeInfo>) -> Outcome {
+        let pods = self.queue.nominated_pods_for_node(&node.name);
+        Outcome::Ran(
+            self.fwk
+                .run_filter_plugins_with_nominated_pods(self.state, self.pod, node, &pods),
+            Verdict::WithNominatedPods,
+        )
+    }
+
+    /// The outcome of the `j`th node checked.
+    fn check(&self, j: usize) -> Outcome {
+        let place = self.place(j);
+        let node = &self.snapshot.node_infos[place];
+        if self.nominated.has(place) {
+            self.with_nominated(node)
+        } else {
+            self.known_or_run(place, node)
+        }
+    }
+
+    /// The verdict of the memo, or of the filters, on the node at `place`.
+    fn known_or_run(&self, place: usize, node: &Arc<NodeInfo>) -> Outcome {
+        let (filters, state, pod) = (self.filters, self.state, self.pod);
+        let known = match self.memoize {
+            true => self.memo.verdict(place, node),
+            false => FilterVerdict::Unknown,
+        };
+        match known {
+            FilterVerdict::Passed if self.reuse => Outcome::Passed,
+            FilterVerdict::Failed(m) if self.reuse => Outcome::ReusedFailure(m),
+            // Filters that are not node-local run too: only they, as far as they decide.
+            FilterVerdict::Passed => match filters.others_failure(state, pod, node) {
+                None => Outcome::Passed,
+                Some(status) => Outcome::Ran(status, Verdict::Reused),
+            },
+            FilterVerdict::Failed(m) => {
+                match filters.before_local_failure(self.memo.failure(m), state, pod, node) {
+                    None => Outcome::ReusedFailure(m),
+                    Some(status) => Outcome::Ran(status, Verdict::Reused),
+                }
+            }
+            FilterVerdict::Unknown if self.memoize && !self.reuse => {
+                match filters.noting_local(state, pod, node) {
+                    (status, LocalVerdict::AsNode) => Outcome::Ran(status, Verdict::Computed),
+                    (status, local) => Outcome::Ran(status, Verdict::Local(local)),
+                }
+            }
+            FilterVerdict::Unknown => {
+                Outcome::Ran(filters.full(state, pod, node), Verdict::Computed)
+            }
+        }
+    }
+
+    /// A window of nodes when filters that are not node-local run (or the memo is off):
+    /// every node is checked, in parallel when the window is large, and taken in order.
+    pub fn window(
+        &self,
+        range: Range<usize>,
+        to_find: usize,
+        taken: &mut Taken<'_>,
+        feasible: &mut Vec<usize>,
+    ) -> Result<(), ScheduleError> {
+        if use_parallel(range.len()) {
+            let first = range.start;
+            let outcomes: Vec<Outcome> = range
+                .into_par_iter()
+                .with_min_len(PARALLEL_CHUNK_NODES)
+                .map(|j| self.check(j))
+                .collect();
+            for (offset, outcome) in outcomes.into_iter().enumerate() {
+                if taken.take(self.place(first + offset), outcome, feasible)? >= to_find {
+                    break;
+                }
+            }
+        } else {
+            for j in range {
+                let found = match self.check(j) {
+                    Outcome::Passed => taken.passed(self.place(j), feasible),
+                    outcome => taken.take(self.place(j), outcome, feasible)?,
+                };
+                if found >= to_find {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A window of nodes when every filter is node-local: the memo is asked once per node.
+    /// When the window is large enough for the thread pool, the nodes the memo does not know
+    /// (the first pod of a spec, or after the node list changed) are filtered there first, if
+    /// there are enough of them; a one-thread run never looks ahead.
+    pub fn quick_window(
+        &self,
+        range: Range<usize>,
+        to_find: usize,
+        taken: &mut Taken<'_>,
+        feasible: &mut Vec<usize>,
+    ) -> Result<(), ScheduleError> {
+        let computed = self.unknown_in_parallel(range.clone());
+        let mut computed = computed.into_iter();
+        let mut next = computed.next();
+        let any_nominated = !self.nominated.is_empty();
+        for j in range {
+            let idx = self.place(j);
+            let outcome = match next.take_if(|(c, _)| *c == j) {
+                Some((_, status)) => {
+                    next = computed.next();
+                    Outcome::Ran(status, Verdict::Computed)
+                }
+                None if any_nominated && self.nominated.has(idx) => {
+                    self.with_nominated(&self.snapshot.node_infos[idx])
+                }
+                // Every filter is node-local: the memo's verdict is the node's.
+                None => {
+                    let node = &self.snapshot.node_infos[idx];
+                    match self.memo.verdict(idx, node) {
+                        FilterVerdict::Passed => {
+                            if taken.passed(idx, feasible) >= to_find {
+                                break;
+                            }
+                            continue;
+                        }
+                        FilterVerdict::Failed(m) => Outcome::ReusedFailure(m),
+                        FilterVerdict::Unknown => Outcome::Ran(
+                            self.filters.full(self.state, self.pod, node),
+                            Verdict::Computed,
+                        ),
+                    }
+                }
+            };
+            if taken.take(idx, outcome, feasible)? >= to_find {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The statuses of the nodes of `range` the memo does not know, computed on the thread
+    /// pool when the window and they are many enough (else none).
+    fn unknown_in_parallel(&self, range: Range<usize>) -> Vec<(usize, Status)> {
+        let mut computed: Vec<(usize, Status)> = Vec::new();
+        if !use_parallel(range.len()) {
+            return computed;
+        }
+        let unknown: Vec<usize> = range
+            .filter(|&j| {
+                let p = self.place(j);
+                !self.nominated.has(p)
+                    && self.memo.verdict(p, &self.snapshot.node_infos[p]) == FilterVerdict::Unknown
+            })
+            .collect();
+        if use_parallel(unknown.len()) {
+            unknown
+                .par_iter()
+                .with_min_len(PARALLEL_CHUNK_NODES)
+                .map(|&j| {
+                    let node = &self.snapshot.node_infos[self.place(j)];
+                    (j, self.filters.full(self.state, self.pod, node))
+                })
+                .collect_into_vec(&mut computed);
+        }
+        computed
+    }
+}
+
+/// What taking the nodes' outcomes in order writes.
+pub(super) struct Taken<'a> {
+    memo: &'a NodeLocalMemo,
+    statuses: &'a mut NodeToStatus,
+    memoize: bool,
+    /// How many nodes were taken; how many of them had their verdict from the memo.
+    pub processed: usize,
+    pub reused: u64,
+    /// The places whose node-local verdict to keep.
+    pub verdicts: Vec<(usize, Keep)>,
+    /// Per failure the memo keeps: its id in the diagnosis, once it was used.
+    from_memo: Vec<Option<StatusId>>,
+}
+
+impl<'a> Taken<'a> {
+    pub fn new(memo: &'a NodeLocalMemo, statuses: &'a mut NodeToStatus, memoize: bool) -> Self {
+        Taken {
+            memo,
+            statuses,
+            memoize,
+            processed: 0,
+            reused: 0,
+            verdicts: Vec::new(),
+            from_memo: vec![None; memo.failure_count()],
+        }
+    }
+
+    /// Takes a node that passes with its node-local verdict from the memo ([`Outcome::Passed`]
+    /// without moving an outcome): how many feasible nodes are found now.
+    #[inline(always)]
+    pub fn passed(&mut self, idx: usize, feasible: &mut Vec<usize>) -> usize {
+        self.processed += 1;
+        self.reused += 1;
+        feasible.push(idx);
+        feasible.len()
+    }
+
+    /// Takes the outcome of the node at `idx`, in node order: how many feasible nodes are
+    /// found now. An error ends the search.
+    #[inline(always)]
+    pub fn take(
+        &mut self,
+        idx: usize,
+        outcome: Outcome,
+        feasible: &mut Vec<usize>,
+    ) -> Result<usize, ScheduleError> {
+        match outcome {
+            Outcome::Passed => return Ok(self.passed(idx, feasible)),
+            Outcome::ReusedFailure(m) => {
+                self.processed += 1;
+                self.reused += 1;
+                let (memo, statuses) = (self.memo, &mut *self.statuses);
+                let id = *self.from_memo[m as usize]
+                    .get_or_insert_with(|| statuses.intern(memo.failure(m).clone()));
+                self.statuses.set(idx, id);
+            }
+            Outcome::Ran(status, verdict) => {
+                self.processed += 1;
+                self.ran(idx, status, verdict, feasible)?;
+            }
+        }
+        Ok(feasible.len())
+    }
+
+    /// A status computed now.
+    #[inline(never)]
+    fn ran(
+        &mut self,
+        idx: usize,
+        status: Status,
+        verdict: Verdict,
+        feasible: &mut Vec<usize>,
+    ) -> Result<(), ScheduleError> {
+        if status.code == Code::Error {
+            return Err(ScheduleError::Internal(status));
+        }
+        let failed = if status.is_success() {
+            feasible.push(idx);
+            None
+        } else {
+            let id = self.statuses.intern(status);
+            self.statuses.set(idx, id);
+            Some(id)
+        };
+        match verdict {
+            Verdict::Reused => self.reused += 1,
+            Verdict::Computed if self.memoize => self
+                .verdicts
+                .push((idx, failed.map_or(Keep::Passed, Keep::AsNode))),
+            Verdict::Local(LocalVerdict::Passed) => self.verdicts.push((idx, Keep::Passed)),
+            Verdict::Local(LocalVerdict::Failed(s)) => self.verdicts.push((idx, Keep::Failed(s))),
+            _ => {}
+        }
+        Ok(())
+    }
+}
