@@ -1,0 +1,280 @@
+//! The store's unit tests: resource versions and events per write, conflicts, reused slots,
+//! quiet writes and slot hints.
+
+use super::*;
+
+fn store() -> Store {
+    Store::new(7, "2025-01-01T00:00:00Z".parse().unwrap())
+}
+
+fn pod(name: &str) -> Object {
+    let mut p = Pod::default();
+    p.metadata.name = Some(name.into());
+    p.metadata.namespace = Some("default".into());
+    Object::Pod(Arc::new(p))
+}
+
+fn keep(_: &Object, _: &mut Object) -> Result<Prepared, ApiError> {
+    Ok(Prepared::Write)
+}
+
+#[test]
+fn every_write_bumps_a_strictly_increasing_resource_version_and_appends_one_event() {
+    let mut s = store();
+    let a = s.create(pod("a")).unwrap();
+    let b = s.update(a.clone(), keep).unwrap();
+    s.delete(&b.key()).unwrap();
+    let rvs: Vec<u64> = [&a, &b]
+        .iter()
+        .map(|o| o.resource_version().parse().unwrap())
+        .collect();
+    assert_eq!(rvs, [1, 2]);
+    let events = s.take_events();
+    let types: Vec<EventType> = events.iter().map(|e| e.type_).collect();
+    assert_eq!(
+        types,
+        [EventType::Added, EventType::Modified, EventType::Deleted]
+    );
+    assert!(events
+        .windows(2)
+        .all(|w| w[0].resource_version < w[1].resource_version));
+}
+
+#[test]
+fn an_update_with_a_stale_resource_version_or_another_uid_is_a_conflict() {
+    let mut s = store();
+    let a = s.create_with(pod("a"), |o, names| o.meta_mut().uid = Some(names.uid()));
+    let a = a.unwrap();
+    s.update(a.clone(), keep).unwrap();
+    let stale = s.update(a.clone(), |_, _| panic!("not prepared"));
+    assert!(matches!(stale, Err(ApiError::Conflict { .. })));
+    let mut other = pod("a");
+    other.meta_mut().uid = Some("another".into());
+    assert!(matches!(
+        s.update(other, keep),
+        Err(ApiError::Conflict { .. })
+    ));
+    // Without a resourceVersion the update is unconditional.
+    assert!(s.update(pod("a"), keep).is_ok());
+}
+
+#[test]
+fn a_create_of_a_taken_key_fails_without_drawing_from_the_seeded_source() {
+    let mut s = store();
+    s.create(pod("a")).unwrap();
+    let err = s.create_with(pod("a"), |_, _| panic!("not filled"));
+    assert!(matches!(err, Err(ApiError::AlreadyExists { .. })));
+    assert_eq!(s.resource_version(), 1);
+}
+
+#[test]
+fn writes_to_a_missing_object_are_not_found() {
+    let mut s = store();
+    assert!(s.update(pod("a"), keep).unwrap_err().is_not_found());
+    let err = s.update_with(Kind::Pod, "default", "a", |o| Ok(o.clone()));
+    assert!(err.unwrap_err().is_not_found());
+    let key = ObjectKey::new(Kind::Pod, "default", "a");
+    assert!(s.delete(&key).unwrap_err().is_not_found());
+    assert!(!s.has_events());
+}
+
+#[test]
+fn lookups_and_listings_stay_right_when_removed_slots_are_reused() {
+    let mut s = store();
+    for name in ["c", "a", "b"] {
+        s.create(pod(name)).unwrap();
+    }
+    let mut other = Pod::default();
+    other.metadata.name = Some("a".into());
+    other.metadata.namespace = Some("kube-system".into());
+    s.create(Object::Pod(Arc::new(other))).unwrap();
+    s.delete(&ObjectKey::new(Kind::Pod, "default", "a"))
+        .unwrap();
+    // The freed slot goes to a new object, which lists in its own place.
+    s.create(pod("d")).unwrap();
+    let listed: Vec<(&str, &str)> = s
+        .list(Kind::Pod)
+        .map(|o| (o.namespace(), o.name()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("default", "b"),
+            ("default", "c"),
+            ("default", "d"),
+            ("kube-system", "a")
+        ]
+    );
+    assert!(s.get_pod("default", "a").is_none());
+    assert_eq!(
+        s.get_pod("default", "d").unwrap().metadata.name.as_deref(),
+        Some("d")
+    );
+    assert_eq!(
+        s.get_pod("kube-system", "a")
+            .unwrap()
+            .metadata
+            .namespace
+            .as_deref(),
+        Some("kube-system")
+    );
+    assert_eq!(s.count(Kind::Pod), 4);
+    let names: Vec<&str> = s
+        .list_namespace(Kind::Pod, "default")
+        .map(Object::name)
+        .collect();
+    assert_eq!(names, ["b", "c", "d"]);
+    // The last object of a namespace takes the namespace with it.
+    s.delete(&ObjectKey::new(Kind::Pod, "kube-system", "a"))
+        .unwrap();
+    assert_eq!(s.list_namespace(Kind::Pod, "kube-system").count(), 0);
+    assert_eq!(s.count(Kind::Pod), 3);
+}
+
+/// A quiet write's `f` for a pod: a label and the write's resourceVersion text.
+fn label_quietly(o: &mut Object, rv: &str) -> Result<(), ApiError> {
+    let Object::Pod(p) = o else {
+        return Err(ApiError::Conflict { key: o.key() });
+    };
+    let p = Arc::make_mut(p);
+    p.metadata.labels = Some([("k".to_string(), "v".to_string())].into());
+    p.metadata.resource_version = Some(rv.to_string());
+    Ok(())
+}
+
+#[test]
+fn a_quiet_write_takes_the_next_resource_version_without_a_watch_event() {
+    let mut s = store();
+    let a = s.create(pod("a")).unwrap();
+    s.take_events();
+    let mut hint = SlotHint::default();
+    let rv = s
+        .write_quietly(Kind::Pod, "default", "a", &mut hint, 1, label_quietly)
+        .unwrap();
+    assert_eq!(rv, 2);
+    assert!(!s.has_events(), "no watch event");
+    let stored = s.get_pod("default", "a").unwrap();
+    assert_eq!(stored.metadata.resource_version.as_deref(), Some("2"));
+    assert!(stored.metadata.labels.is_some());
+    assert_eq!(
+        a.resource_version(),
+        "1",
+        "the earlier version is untouched"
+    );
+    // The next write continues from it; a refused or missing one writes nothing.
+    let refused = s.write_quietly(Kind::Pod, "default", "a", &mut hint, 2, |o, _| {
+        Err(ApiError::Conflict { key: o.key() })
+    });
+    assert!(refused.unwrap_err().is_conflict());
+    let missing = s.write_quietly(
+        Kind::Pod,
+        "default",
+        "b",
+        &mut SlotHint::default(),
+        2,
+        label_quietly,
+    );
+    assert!(missing.unwrap_err().is_not_found());
+    assert_eq!(s.create(pod("c")).unwrap().resource_version(), "3");
+}
+
+#[test]
+fn a_quiet_write_at_another_version_than_the_stored_one_is_a_conflict() {
+    let mut s = store();
+    s.create(pod("a")).unwrap();
+    let mut hint = SlotHint::default();
+    // At version 1: an older or newer number is refused, and nothing is written.
+    for stale in [0, 2, 11] {
+        let e = s.write_quietly(Kind::Pod, "default", "a", &mut hint, stale, label_quietly);
+        assert!(e.unwrap_err().is_conflict(), "version {stale}");
+    }
+    assert_eq!(s.resource_version(), 1);
+    // An update (by key, and through update_with) moves the version the write must name.
+    s.update(pod("a"), keep).unwrap();
+    let stale = s.write_quietly(Kind::Pod, "default", "a", &mut hint, 1, label_quietly);
+    assert!(stale.unwrap_err().is_conflict());
+    s.update_with(Kind::Pod, "default", "a", |o| Ok(o.clone()))
+        .unwrap();
+    let stale = s.write_quietly(Kind::Pod, "default", "a", &mut hint, 2, label_quietly);
+    assert!(stale.unwrap_err().is_conflict());
+    assert_eq!(
+        s.write_quietly(Kind::Pod, "default", "a", &mut hint, 3, label_quietly),
+        Ok(4)
+    );
+    // Deleted and created again in the same slot: the new object's version counts.
+    s.delete(&ObjectKey::new(Kind::Pod, "default", "a"))
+        .unwrap();
+    s.create(pod("a")).unwrap();
+    let stale = s.write_quietly(Kind::Pod, "default", "a", &mut hint, 4, label_quietly);
+    assert!(stale.unwrap_err().is_conflict());
+    assert_eq!(
+        s.write_quietly(Kind::Pod, "default", "a", &mut hint, 6, label_quietly),
+        Ok(7)
+    );
+}
+
+#[test]
+fn resource_versions_keep_their_decimal_text_past_each_power_of_ten() {
+    let mut s = store();
+    let mut hint = SlotHint::default();
+    s.create(pod("a")).unwrap();
+    for rv in 2..=1001u64 {
+        let text = if rv % 2 == 0 {
+            let written = s.update(pod("a"), keep).unwrap();
+            written.resource_version().to_string()
+        } else {
+            s.write_quietly(Kind::Pod, "default", "a", &mut hint, rv - 1, label_quietly)
+                .unwrap();
+            s.get_pod("default", "a")
+                .unwrap()
+                .metadata
+                .resource_version
+                .clone()
+                .unwrap()
+        };
+        assert_eq!(text, rv.to_string());
+    }
+    let mut t = "99999".to_string();
+    increment(&mut t);
+    assert_eq!(t, "100000");
+}
+
+#[test]
+fn a_hint_finds_its_key_and_stops_matching_once_the_slot_is_emptied() {
+    let mut s = store();
+    s.create(pod("a")).unwrap();
+    s.create(pod("b")).unwrap();
+    let mut hint = SlotHint::default();
+    let found = s.get_hinted(Kind::Pod, "default", "b", &mut hint);
+    assert_eq!(found.map(Object::name), Some("b"));
+    assert!(hint.0.is_some());
+    // "b" removed and "c" in its slot: the hint taken for "b" must not find "c".
+    s.delete(&ObjectKey::new(Kind::Pod, "default", "b"))
+        .unwrap();
+    s.create(pod("c")).unwrap();
+    assert!(s.get_hinted(Kind::Pod, "default", "b", &mut hint).is_none());
+    let missing = s.write_quietly(Kind::Pod, "default", "b", &mut hint, 2, label_quietly);
+    assert!(missing.unwrap_err().is_not_found());
+    // "b" again, in another slot: found by its key, and the hint follows it.
+    s.create(pod("b")).unwrap();
+    let again = s.get_hinted(Kind::Pod, "default", "b", &mut hint);
+    assert_eq!(again.map(Object::name), Some("b"));
+    assert_eq!(
+        s.get_hinted(Kind::Pod, "default", "c", &mut SlotHint::default())
+            .map(Object::name),
+        Some("c")
+    );
+}
+
+#[test]
+fn a_deleted_event_shares_the_last_state_and_has_its_own_version() {
+    let mut s = store();
+    let created = s.create(pod("a")).unwrap();
+    let removed = s.delete(&created.key()).unwrap();
+    assert_eq!(removed, created);
+    let events = s.take_events();
+    let last = events.last().unwrap();
+    assert_eq!(last.resource_version, 2);
+    assert_eq!(last.object.resource_version(), "1");
+    assert!(s.get_pod("default", "a").is_none());
+}
