@@ -14,6 +14,7 @@ use crate::framework::{Code, CycleState, Framework, NodeInfo, PodInfo, Status, S
 use crate::node_local::{FilterRun, FilterVerdict, LocalVerdict};
 use crate::scheduler::Scheduler;
 
+use super::nominated_filter::FirstPass;
 use super::nominated_places::NominatedPlaces;
 
 /// Upstream `minFeasibleNodesToFind`.
@@ -39,7 +40,7 @@ enum Verdict {
     /// A filter that is not node-local decided the node's status: the node-local filters'
     /// verdict besides, which the memo may keep.
     Local(LocalVerdict),
-    /// Computed with the node's nominated pods: not the node's own verdict.
+    /// The first pass with the node's nominated pods failed: not the node's own verdict.
     WithNominatedPods,
 }
 
@@ -180,14 +181,6 @@ impl Scheduler {
         let nominated = NominatedPlaces::mark(&self.snapshot, self.queue.nominated_node_names());
         let queue = &self.queue;
         let snapshot = &self.snapshot;
-        // A node with nominated pods: filtered with them, never from or into the memo.
-        let with_nominated = |node: &Arc<NodeInfo>| {
-            let pods = queue.nominated_pods_for_node(&node.name);
-            Outcome::Ran(
-                fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &pods),
-                Verdict::WithNominatedPods,
-            )
-        };
         // The verdict of the memo, or of the filters, on the node at `place`.
         let known_or_run = |place: usize, node: &Arc<NodeInfo>| {
             let known = match memoize {
@@ -218,6 +211,23 @@ impl Scheduler {
                 }
             }
         };
+        // A node with nominated pods: the first pass with them, then the node's own verdict
+        // (see `nominated_filter`).
+        let first_pass = match nominated.is_empty() {
+            true => FirstPass::default(),
+            false => FirstPass::new(fwk, state, &filters.all),
+        };
+        let with_nominated = |place: usize, node: &Arc<NodeInfo>| {
+            let pods = queue.nominated_pods_for_node(&node.name);
+            match first_pass.status(state, pod, node, &pods) {
+                Some(s) if s.is_success() => known_or_run(place, node),
+                Some(s) => Outcome::Ran(s, Verdict::WithNominatedPods),
+                None => Outcome::Ran(
+                    fwk.run_filter_plugins_with_nominated_pods(state, pod, node, &pods),
+                    Verdict::WithNominatedPods,
+                ),
+            }
+        };
         // The place of the `j`th node checked in this cycle.
         let place = |j: usize| {
             let k = start + j;
@@ -227,7 +237,7 @@ impl Scheduler {
             let place = place(j);
             let node = &snapshot.node_infos[place];
             if nominated.has(place) {
-                with_nominated(node)
+                with_nominated(place, node)
             } else {
                 known_or_run(place, node)
             }
@@ -320,7 +330,7 @@ impl Scheduler {
                             Outcome::Ran(status, Verdict::Computed)
                         }
                         None if any_nominated && nominated.has(idx) => {
-                            with_nominated(&snapshot.node_infos[idx])
+                            with_nominated(idx, &snapshot.node_infos[idx])
                         }
                         // `quick` implies `reuse`: the memo's verdict is the node's.
                         None => {
