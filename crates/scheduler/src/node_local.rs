@@ -19,8 +19,9 @@
 //! kept verdict is still that of the node-local filters alone, and a [`FilterRun`] uses it:
 //! where they are known to pass, only the others run; where one is known to fail, only the
 //! others placed before it run; either way in their order, so that the first one failing
-//! decides the node's status as in a full run. No verdict is reused on a node with nominated
-//! pods. The plugins that are not node-local always run as usual.
+//! decides the node's status as in a full run. On a node with nominated pods the verdict is
+//! the second of upstream's two passes, the one without them (see
+//! `schedule_one/nominated_filter.rs`). The plugins that are not node-local always run as usual.
 //!
 //! The NodeInfos are held weakly: their addresses stay reserved, so a comparison cannot be
 //! fooled by a reused address, but their pods are not kept alive.

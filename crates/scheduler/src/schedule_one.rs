@@ -474,6 +474,7 @@ pub fn select_host(totals: &[i64], rng: &mut impl Rng) -> usize {
 
 mod filter_pass;
 mod filtering;
+mod nominated_filter;
 mod nominated_places;
 
 pub use filtering::num_feasible_nodes_to_find;

@@ -227,6 +227,16 @@ impl Framework {
         self.run_filter_plugins(state, pod, node)
     }
 
+    /// Whether a PreFilter plugin with `add_pod`/`remove_pod` extensions runs in this cycle
+    /// (its Filter is not skipped): only then can adding or removing a pod change the state.
+    pub fn has_active_pre_filter_extensions(&self, state: &CycleState) -> bool {
+        self.plugins.pre_filter.iter().any(|p| {
+            p.as_pre_filter()
+                .is_some_and(PreFilterPlugin::has_extensions)
+                && !state.skip_filter_plugins.contains(p.name())
+        })
+    }
+
     /// The PreFilter `add_pod` extensions (upstream `RunPreFilterExtensionAddPod`): tells the
     /// plugins whose Filter runs in this cycle that `to_add` now runs on `node`.
     pub fn run_pre_filter_extension_add_pod(

@@ -58,6 +58,12 @@ pub struct PodInfo {
     pub has_required_anti_affinity: bool,
     /// The pod's (anti-)affinity terms, parsed once; `None` when it has none.
     pub affinity_terms: Option<Arc<PodAffinityTerms>>,
+    /// `status.startTime`, copied out of the Pod for preemption's ordering of victims.
+    pub start_time: Option<jiff::Timestamp>,
+}
+
+fn start_time_of(pod: &Pod) -> Option<jiff::Timestamp> {
+    pod.status.as_ref()?.start_time.as_ref().map(|t| t.0)
 }
 
 /// Whether two specs have the same containers, init containers, overhead and pod-level
@@ -169,6 +175,7 @@ impl PodInfo {
             has_required_anti_affinity,
             affinity_terms: PodAffinityTerms::parse(&namespace, spec.affinity.as_ref())
                 .map(Arc::new),
+            start_time: start_time_of(&pod),
             namespace,
             pod,
         }
@@ -186,7 +193,6 @@ impl PodInfo {
             return PodInfo::new(pod);
         }
         PodInfo {
-            pod,
             namespace: self.namespace.clone(),
             name: self.name.clone(),
             uid: self.uid.clone(),
@@ -197,6 +203,8 @@ impl PodInfo {
             has_affinity: self.has_affinity,
             has_required_anti_affinity: self.has_required_anti_affinity,
             affinity_terms: self.affinity_terms.clone(),
+            start_time: start_time_of(&pod),
+            pod,
         }
     }
 
@@ -462,5 +470,22 @@ mod tests {
             PodInfo::new_like(web("w", "1"), None).requests.milli_cpu,
             1000
         );
+    }
+
+    #[test]
+    fn the_start_time_follows_every_version_of_the_pod() {
+        let unstarted = Arc::new(PodBuilder::new("p").no_status().obj());
+        let info = PodInfo::new(unstarted);
+        assert_eq!(info.start_time, None);
+        let started = Arc::new(
+            PodBuilder::new("p")
+                .start_time("2025-01-01T00:01:00Z")
+                .obj(),
+        );
+        // A status update keeps the derived data but not the old start time.
+        let updated = info.updated(Arc::clone(&started));
+        let want = "2025-01-01T00:01:00Z".parse::<jiff::Timestamp>().ok();
+        assert_eq!(updated.start_time, want);
+        assert_eq!(PodInfo::new(started).start_time, want);
     }
 }

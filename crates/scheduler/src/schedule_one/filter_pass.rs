@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::nominated_filter::FirstPass;
 use super::nominated_places::NominatedPlaces;
 use super::ScheduleError;
 use crate::cache::Snapshot;
@@ -39,7 +40,7 @@ pub(super) enum Verdict {
     /// A filter that is not node-local decided the node's status: the node-local filters'
     /// verdict besides, which the memo may keep.
     Local(LocalVerdict),
-    /// Computed with the node's nominated pods: not the node's own verdict.
+    /// The first pass with the node's nominated pods failed: not the node's own verdict.
     WithNominatedPods,
 }
 
@@ -66,6 +67,8 @@ pub(super) struct FilterPass<'a> {
     pub snapshot: &'a Snapshot,
     pub queue: &'a SchedulingQueue,
     pub nominated: &'a NominatedPlaces,
+    /// The first of the two passes on a node with nominated pods (see `nominated_filter`).
+    pub first_pass: &'a FirstPass<'a>,
     pub candidates: &'a [usize],
     /// The rotating start among the candidates.
     pub start: usize,
@@ -80,14 +83,19 @@ impl FilterPass<'_> {
         self.candidates[if k >= n { k - n } else { k }]
     }
 
-    /// A node with nominated pods: filtered with them, never from or into the memo.
-    fn with_nominated(&self, node: &Arc<NodeInfo>) -> Outcome {
+    /// A node with nominated pods: the first pass with them, then the node's own verdict
+    /// (see `nominated_filter`).
+    fn with_nominated(&self, place: usize, node: &Arc<NodeInfo>) -> Outcome {
         let pods = self.queue.nominated_pods_for_node(&node.name);
-        Outcome::Ran(
-            self.fwk
-                .run_filter_plugins_with_nominated_pods(self.state, self.pod, node, &pods),
-            Verdict::WithNominatedPods,
-        )
+        match self.first_pass.status(self.state, self.pod, node, &pods) {
+            Some(s) if s.is_success() => self.known_or_run(place, node),
+            Some(s) => Outcome::Ran(s, Verdict::WithNominatedPods),
+            None => Outcome::Ran(
+                self.fwk
+                    .run_filter_plugins_with_nominated_pods(self.state, self.pod, node, &pods),
+                Verdict::WithNominatedPods,
+            ),
+        }
     }
 
     /// The outcome of the `j`th node checked.
@@ -95,7 +103,7 @@ impl FilterPass<'_> {
         let place = self.place(j);
         let node = &self.snapshot.node_infos[place];
         if self.nominated.has(place) {
-            self.with_nominated(node)
+            self.with_nominated(place, node)
         } else {
             self.known_or_run(place, node)
         }
@@ -192,7 +200,7 @@ impl FilterPass<'_> {
                     Outcome::Ran(status, Verdict::Computed)
                 }
                 None if any_nominated && self.nominated.has(idx) => {
-                    self.with_nominated(&self.snapshot.node_infos[idx])
+                    self.with_nominated(idx, &self.snapshot.node_infos[idx])
                 }
                 // Every filter is node-local: the memo's verdict is the node's.
                 None => {

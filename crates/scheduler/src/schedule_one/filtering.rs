@@ -4,6 +4,7 @@
 //! until enough feasible nodes are found.
 
 use super::filter_pass::{FilterPass, Keep, Taken};
+use super::nominated_filter::FirstPass;
 use super::nominated_places::NominatedPlaces;
 use super::{Diagnosis, ScheduleError};
 use crate::attempt_record::AttemptTrace;
@@ -131,6 +132,10 @@ impl Scheduler {
         // are resolved when it is checked (each node is checked at most once per cycle).
         let nominated = NominatedPlaces::mark(&self.snapshot, self.queue.nominated_node_names());
         let memoize = self.reuse_node_local;
+        let first_pass = match nominated.is_empty() {
+            true => FirstPass::default(),
+            false => FirstPass::new(fwk, state, &filters.all),
+        };
         let pass = FilterPass {
             fwk,
             state,
@@ -144,6 +149,7 @@ impl Scheduler {
             snapshot: &self.snapshot,
             queue: &self.queue,
             nominated: &nominated,
+            first_pass: &first_pass,
             candidates,
             start: self.next_start_node_index % n,
         };

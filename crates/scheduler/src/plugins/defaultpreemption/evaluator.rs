@@ -78,11 +78,7 @@ pub fn calculate_num_candidates(n: i32, percentage: i32, absolute: i32) -> i32 {
 
 /// The pod's start time (`status.startTime`), or `now` for a pod that has not started.
 fn start_time(pod: &PodInfo, now: jiff::Timestamp) -> jiff::Timestamp {
-    pod.pod
-        .status
-        .as_ref()
-        .and_then(|s| s.start_time.as_ref())
-        .map_or(now, |t| t.0)
+    pod.start_time.unwrap_or(now)
 }
 
 /// Whether `a` is more important than `b`: higher priority, or equal priority and started

@@ -37,6 +37,15 @@ pub use evaluator::{
 
 pub const NAME: &str = "DefaultPreemption";
 
+/// The Filter plugins whose verdict depends on nothing the pods on the node change: they look
+/// only at the node itself and at the pod.
+pub(crate) const POD_INDEPENDENT_FILTERS: [&str; 4] = [
+    crate::plugins::nodeunschedulable::NAME,
+    crate::plugins::nodename::NAME,
+    crate::plugins::tainttoleration::NAME,
+    crate::plugins::nodeaffinity::NAME,
+];
+
 /// Every status message of the plugin starts with this.
 pub const MESSAGE_PREFIX: &str = "preemption: ";
 pub const REASON_NOT_ELIGIBLE_NEVER: &str = "not eligible due to preemptionPolicy=Never.";

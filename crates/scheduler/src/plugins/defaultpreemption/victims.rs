@@ -27,22 +27,23 @@ use std::sync::Arc;
 
 use kubeplane_core::resources::Resources;
 
+use crate::framework::Status;
 use crate::framework::{run_filters, CycleState, FilterPlugin, Framework, NodeInfo, PodInfo};
-use crate::framework::{PreFilterPlugin, Status};
-use crate::plugins::{nodeaffinity, nodename, nodeunschedulable, tainttoleration};
 
 use super::evaluator::{sort_by_importance, split_by_pdb, PdbInfo};
-use super::REASON_NO_VICTIMS;
-
-/// The Filter plugins whose verdict depends on nothing the pods on the node change.
-const POD_INDEPENDENT_FILTERS: [&str; 4] = [
-    nodeunschedulable::NAME,
-    nodename::NAME,
-    tainttoleration::NAME,
-    nodeaffinity::NAME,
-];
+use super::{POD_INDEPENDENT_FILTERS, REASON_NO_VICTIMS};
 
 type Filter<'a> = (&'static str, &'a dyn FilterPlugin);
+
+/// The Filter plugins of the direct way, listed once per preemption.
+struct Direct<'a> {
+    /// Every Filter plugin of the cycle, in order.
+    all: Vec<Filter<'a>>,
+    /// Those that re-run in the reprieve steps (their verdict can depend on the pods).
+    dependent: Vec<Filter<'a>>,
+    /// The others: they look only at the node and at the pod.
+    independent: Vec<Filter<'a>>,
+}
 
 /// Victims (most important first) and how many of them violate a PodDisruptionBudget, or the
 /// status with which the node failed.
@@ -55,9 +56,8 @@ pub(super) struct VictimSearch<'a> {
     pod: &'a PodInfo,
     pdbs: &'a [PdbInfo],
     now: jiff::Timestamp,
-    /// For the direct way: every Filter plugin of the cycle, and those of them that re-run in
-    /// the reprieve steps. `None`: the general way.
-    direct: Option<(Vec<Filter<'a>>, Vec<Filter<'a>>)>,
+    /// For the direct way: the cycle's Filter plugins. `None`: the general way.
+    direct: Option<Direct<'a>>,
     /// The node being dry-run (direct way), and a second one for the nominated pods' pass.
     scratch: NodeInfo,
     with_nominated: NodeInfo,
@@ -76,19 +76,16 @@ impl<'a> VictimSearch<'a> {
         now: jiff::Timestamp,
     ) -> VictimSearch<'a> {
         let mut search = VictimSearch::general(fwk, state, pod, pdbs, now);
-        let extensions = fwk.plugins.pre_filter.iter().any(|p| {
-            p.as_pre_filter()
-                .is_some_and(PreFilterPlugin::has_extensions)
-                && !state.skip_filter_plugins.contains(p.name())
-        });
-        if !extensions {
+        if !fwk.has_active_pre_filter_extensions(state) {
             let all = fwk.active_filters(state);
-            let dependent = all
+            let (independent, dependent) = all
                 .iter()
-                .filter(|(name, _)| !POD_INDEPENDENT_FILTERS.contains(name))
-                .copied()
-                .collect();
-            search.direct = Some((all, dependent));
+                .partition(|(name, _)| POD_INDEPENDENT_FILTERS.contains(name));
+            search.direct = Some(Direct {
+                all,
+                dependent,
+                independent,
+            });
         }
         search
     }
@@ -199,7 +196,7 @@ impl<'a> VictimSearch<'a> {
     /// The direct way: the scratch NodeInfo, the cycle state read in place.
     fn direct_way(
         &mut self,
-        (all, dependent): &(Vec<Filter<'a>>, Vec<Filter<'a>>),
+        Direct { all, dependent, .. }: &Direct<'a>,
         node: &NodeInfo,
         potential: &mut [&Arc<PodInfo>],
         relevant: &[Arc<PodInfo>],
@@ -235,7 +232,11 @@ impl<'a> VictimSearch<'a> {
     /// scratch NodeInfo then gives the exact status).
     fn by_requests(
         &mut self,
-        (all, dependent): &(Vec<Filter<'a>>, Vec<Filter<'a>>),
+        Direct {
+            dependent,
+            independent,
+            ..
+        }: &Direct<'a>,
         node: &NodeInfo,
         potential: &mut [&Arc<PodInfo>],
     ) -> Option<Victims> {
@@ -258,9 +259,6 @@ impl<'a> VictimSearch<'a> {
         }
         // Every plugin passes with the victims removed (those that do not depend on the pods
         // pass on the node itself), whatever their order.
-        let independent = all
-            .iter()
-            .filter(|(name, _)| POD_INDEPENDENT_FILTERS.contains(name));
         for (_, f) in independent {
             if !f.filter(state, pod, node).is_success() {
                 return None;
@@ -297,7 +295,14 @@ fn reprieve_in_order(
     reprieve: &mut dyn FnMut(&Arc<PodInfo>) -> Result<bool, Status>,
 ) -> Victims {
     sort_by_importance(potential, now);
-    let (violating, non_violating) = split_by_pdb(potential, pdbs);
+    // Without budgets nothing violates one: no split to build.
+    let split;
+    let (violating, non_violating): (&[&Arc<PodInfo>], &[&Arc<PodInfo>]) = if pdbs.is_empty() {
+        (&[], potential)
+    } else {
+        split = split_by_pdb(potential, pdbs);
+        (&split.0, &split.1)
+    };
     let mut victims: Vec<Arc<PodInfo>> = Vec::new();
     let mut num_violating = 0;
     for p in violating.iter().copied() {

@@ -162,6 +162,34 @@ fn fits_request(
 }
 
 impl Fit {
+    /// Filter's status on a node with this allocatable, requested and number of pods.
+    fn status_on(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        on_node: (&Resources, &Resources, usize),
+    ) -> Status {
+        let mut reasons = crate::framework::Reasons::default();
+        let mut unresolvable = false;
+        self.check_fit(state, pod, on_node, |reason, beyond| {
+            unresolvable |= beyond;
+            reasons.push(reason());
+        });
+        if reasons.is_empty() {
+            return Status::success();
+        }
+        let code = if unresolvable {
+            crate::framework::Code::UnschedulableAndUnresolvable
+        } else {
+            crate::framework::Code::Unschedulable
+        };
+        Status {
+            code,
+            reasons,
+            plugin: "",
+        }
+    }
+
     /// [`fits_request`] with the scalars PreFilter picked (or picked now without it).
     fn check_fit(
         &self,
@@ -256,26 +284,23 @@ impl FilterPlugin for Fit {
     }
 
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let mut reasons = crate::framework::Reasons::default();
-        let mut unresolvable = false;
-        let on_node = (&node.allocatable, &node.requested, node.pods.len());
-        self.check_fit(state, pod, on_node, |reason, beyond| {
-            unresolvable |= beyond;
-            reasons.push(reason());
-        });
-        if reasons.is_empty() {
-            return Status::success();
-        }
-        let code = if unresolvable {
-            crate::framework::Code::UnschedulableAndUnresolvable
-        } else {
-            crate::framework::Code::Unschedulable
-        };
-        Status {
-            code,
-            reasons,
-            plugin: "",
-        }
+        self.status_on(
+            state,
+            pod,
+            (&node.allocatable, &node.requested, node.pods.len()),
+        )
+    }
+
+    /// The status reads the node's pods only through `requested` and their number.
+    fn filter_with_requests(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        requested: &Resources,
+        num_pods: usize,
+    ) -> Option<Status> {
+        Some(self.status_on(state, pod, (&node.allocatable, requested, num_pods)))
     }
 
     /// The verdict reads the node's pods only through `requested` and their number.
