@@ -158,6 +158,9 @@ const LONG_FUNCTIONS: &[&str] = &[
     "crates/scheduler/src/plugins/defaultpreemption/evaluator.rs::preempt",
     "crates/scheduler/src/plugins/interpodaffinity/scoring.rs::node_score",
     "crates/scheduler/src/plugins/podtopologyspread/mod.rs::validate_args",
+    // Hidden from this check until session 15 by a test-only method above it (the scan
+    // stopped there); to be split along upstream's `initPreScoreState` and the scoring.
+    "crates/scheduler/src/plugins/podtopologyspread/scoring.rs::pre_score",
     "crates/scheduler/src/queue/mod.rs::new",
     "crates/scheduler/src/schedule_one.rs::schedule_pod",
     "crates/scheduler/src/scheduler.rs::on_pod",
@@ -308,9 +311,10 @@ fn function_lengths(text: &str) -> Vec<(String, usize)> {
         let line = lines[i];
         if line.trim_start().starts_with("#[cfg(test)]") {
             // An inline test module closes the file by convention; a `mod tests;`
-            // declaration (the tests in their own file) does not.
+            // declaration (the tests in their own file) does not, nor does a single
+            // test-only item (a helper method), which alone is skipped below.
             let next = lines.get(i + 1).map(|l| l.trim()).unwrap_or_default();
-            if !(next.starts_with("mod ") && next.ends_with(';')) {
+            if next.starts_with("mod ") && next.ends_with('{') {
                 break;
             }
         }
@@ -324,7 +328,7 @@ fn function_lengths(text: &str) -> Vec<(String, usize)> {
         ]
         .iter()
         .any(|p| trimmed.starts_with(p));
-        let is_test = i > 0 && lines[i - 1].trim() == "#[test]";
+        let is_test = i > 0 && matches!(lines[i - 1].trim(), "#[test]" | "#[cfg(test)]");
         if !is_fn || is_test {
             i += 1;
             continue;
