@@ -460,8 +460,8 @@ impl Store {
     /// stored object is at `resource_version` (one comparison of the slot's number); NotFound
     /// when absent. `f` gets the object and the text of the write's resourceVersion, which it
     /// must set as the object's `metadata.resourceVersion` (the caller knows the object's
-    /// type, so no dynamic dispatch finds the metadata); it may refuse (nothing is written
-    /// then). `hint` as for [`Store::get_hinted`] (the writer renews the same Lease every 10 s).
+    /// type, so no dynamic dispatch finds the metadata); it may refuse, and must then leave
+    /// the object as it was (the store keeps it, and no version is drawn). `hint` as for [`Store::get_hinted`] (the writer renews the same Lease every 10 s).
     pub fn write_quietly(
         &mut self,
         kind: Kind,

@@ -40,7 +40,8 @@ pub(super) enum Verdict {
     /// A filter that is not node-local decided the node's status: the node-local filters'
     /// verdict besides, which the memo may keep.
     Local(LocalVerdict),
-    /// The first pass with the node's nominated pods failed: not the node's own verdict.
+    /// Computed with the node's nominated pods (the first pass's failure, or the framework's
+    /// two passes on copies): not the node's own verdict, not for the memo.
     WithNominatedPods,
 }
 
