@@ -158,9 +158,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "crates/scheduler/src/plugins/defaultpreemption/evaluator.rs::preempt",
     "crates/scheduler/src/plugins/interpodaffinity/scoring.rs::node_score",
     "crates/scheduler/src/plugins/podtopologyspread/mod.rs::validate_args",
-    // Hidden from this check until session 15 by a test-only method above it (the scan
-    // stopped there); to be split along upstream's `initPreScoreState` and the scoring.
-    "crates/scheduler/src/plugins/podtopologyspread/scoring.rs::pre_score",
     "crates/scheduler/src/queue/mod.rs::new",
     "crates/scheduler/src/schedule_one.rs::schedule_pod",
     "crates/scheduler/src/scheduler.rs::on_pod",

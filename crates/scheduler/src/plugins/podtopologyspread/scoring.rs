@@ -246,6 +246,218 @@ fn score_for_count(count: i64, max_skew: i32, weight: f64) -> f64 {
     count as f64 * weight + (max_skew - 1) as f64
 }
 
+impl PodTopologySpread {
+    /// The pod's soft constraints (its own or the defaults) and whether they are its own, or
+    /// PreScore's error.
+    fn soft_constraints(
+        &self,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> Result<(Vec<Constraint>, bool), Status> {
+        let has_own = pod
+            .spec()
+            .topology_spread_constraints
+            .as_ref()
+            .is_some_and(|c| !c.is_empty());
+        match self.constraints(&pod.pod, SCHEDULE_ANYWAY, Some(snapshot)) {
+            Ok(c) => Ok((c, has_own)),
+            Err(e) => {
+                let what = if has_own {
+                    "obtaining pod's soft topology spread constraints"
+                } else {
+                    "setting default soft topology spread constraints"
+                };
+                Err(Status::error(format!(
+                    "calculating preScoreState: {what}: {e}"
+                )))
+            }
+        }
+    }
+}
+
+/// The key of the nodes' entries: what a node is for these constraints depends on.
+fn score_memo_key(
+    pod: &PodInfo,
+    constraints: &[Constraint],
+    required: &RequiredNodeAffinity,
+) -> ScoreMemoKey {
+    ScoreMemoKey {
+        tolerations: if constraints.iter().any(|c| c.honor_node_taints) {
+            pod.tolerations().to_vec()
+        } else {
+            Vec::new()
+        },
+        constraints: constraints
+            .iter()
+            .map(|c| {
+                (
+                    c.topology_key.clone(),
+                    c.honor_node_affinity,
+                    c.honor_node_taints,
+                )
+            })
+            .collect(),
+        required: required.clone(),
+    }
+}
+
+/// What PreScore reads to go through the filtered nodes (upstream `initPreScoreState`'s loop
+/// over them), the memos just brought up to date with the snapshot.
+struct Tally<'a> {
+    pod: &'a PodInfo,
+    constraints: &'a [Constraint],
+    required: &'a RequiredNodeAffinity,
+    /// Per constraint: whether its topology key is the hostname label.
+    hostname: &'a [bool],
+    require_all: bool,
+    memo: &'a ScoreMemo,
+    counts: &'a ScoreCounts,
+    /// The filtered nodes' places in the snapshot, when the cycle state has them.
+    places: Option<&'a [usize]>,
+}
+
+impl Tally<'_> {
+    /// Goes through the filtered nodes: whether each is ignored and its cells (`s.ignored`,
+    /// `cells`, a node's constraints in a row), and the counts of the domains they are in
+    /// (`s.domain_counts`, `s.topology_value_to_pod_counts`). Returns per constraint the
+    /// number of those domains, and the number of ignored nodes.
+    fn run(
+        &self,
+        nodes: &[&NodeInfo],
+        domains: &mut DomainIds,
+        s: &mut PreScoreState,
+        cells: &mut Vec<Cell>,
+    ) -> (Vec<usize>, usize) {
+        let (memo, counts, constraints) = (self.memo, self.counts, self.constraints);
+        let mut topo_size = vec![0usize; constraints.len()];
+        let mut n_ignored = 0;
+        let mut fresh;
+        for (j, &node) in nodes.iter().enumerate() {
+            // With the node's place, its entry is read from the memo without its NodeInfo.
+            let place = self.places.map(|places| places[j]);
+            let known = match place {
+                Some(p) => memo.contribution(p).map(|(info, e)| {
+                    debug_assert!(std::ptr::eq(info, node));
+                    memo.agg.cells_of(e)
+                }),
+                None => memo.agg.lookup(node),
+            };
+            let (all_keys, entry_cells) = match known {
+                Some(e) => e,
+                None => {
+                    fresh = node_entry(self.pod, constraints, self.required, node, domains);
+                    (fresh.all_keys, &fresh.cells[..])
+                }
+            };
+            let ignored = self.require_all && !all_keys;
+            s.ignored.push(ignored);
+            for (i, (&is_hostname, cell)) in self.hostname.iter().zip(entry_cells).enumerate() {
+                cells.push(if ignored || !cell.has_value {
+                    Cell::NoValue
+                } else if is_hostname {
+                    Cell::Count(self.host_count(place, node, i))
+                } else {
+                    Cell::Domain(cell.id as usize)
+                });
+            }
+            if ignored {
+                n_ignored += 1;
+                continue;
+            }
+            for (i, &is_hostname) in self.hostname.iter().enumerate() {
+                if is_hostname {
+                    continue;
+                }
+                let id = entry_cells[i].id as usize;
+                let seen = &mut s.domain_counts[i];
+                if seen.len() <= id {
+                    seen.resize(id + 1, None);
+                }
+                if seen[id].is_none() {
+                    // Domains of no filtered node do not matter; hostname counts are per node.
+                    let total = counts.domain_total(i, id);
+                    seen[id] = Some(total);
+                    let value = domains.names[id].clone();
+                    s.topology_value_to_pod_counts[i].insert(value, total);
+                    topo_size[i] += 1;
+                }
+            }
+        }
+        (topo_size, n_ignored)
+    }
+
+    /// The `i`th (hostname) constraint's count on `node`, at `place` when known.
+    fn host_count(&self, place: Option<usize>, node: &NodeInfo, i: usize) -> i64 {
+        match place {
+            Some(p) if self.memo.contribution(p).is_some() => self.counts.at(p, i),
+            _ => count_pods_match_selector(
+                &node.pods,
+                &self.constraints[i].selector,
+                &self.pod.namespace,
+            ) as i64,
+        }
+    }
+}
+
+impl PreScoreState {
+    /// A state to fill for `n_constraints` constraints and `n_nodes` filtered nodes.
+    fn new(n_constraints: usize, require_all: bool, n_nodes: usize) -> PreScoreState {
+        PreScoreState {
+            topology_value_to_pod_counts: vec![FxHashMap::default(); n_constraints],
+            domain_counts: vec![Vec::new(); n_constraints],
+            require_all,
+            ignored: Vec::with_capacity(n_nodes),
+            ..Default::default()
+        }
+    }
+}
+
+/// Per constraint, the weight of its topology: of `domains[i]` domains among the filtered
+/// nodes, or of `counted_nodes` (the filtered nodes not ignored) for the hostname.
+fn normalizing_weights(
+    constraints: &[Constraint],
+    domains: &[usize],
+    counted_nodes: usize,
+) -> Vec<f64> {
+    constraints
+        .iter()
+        .zip(domains)
+        .map(|(c, &size)| match c.topology_key == LABEL_HOSTNAME {
+            true => topology_normalizing_weight(counted_nodes),
+            false => topology_normalizing_weight(size),
+        })
+        .collect()
+}
+
+/// The filtered nodes' raw scores from their cells, in PreScore's order.
+fn raw_scores(
+    nodes: &[&NodeInfo],
+    s: &PreScoreState,
+    constraints: &[Constraint],
+    cells: &[Cell],
+) -> Vec<(usize, i64)> {
+    let n_constraints = constraints.len();
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(j, node)| {
+            if s.ignored[j] {
+                return (node_address(node), 0);
+            }
+            let mut score = 0.0;
+            for (i, c) in constraints.iter().enumerate() {
+                let count = match cells[j * n_constraints + i] {
+                    Cell::NoValue => continue,
+                    Cell::Count(count) => count,
+                    Cell::Domain(id) => s.domain_counts[i].get(id).copied().flatten().unwrap_or(0),
+                };
+                score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
+            }
+            (node_address(node), score.round() as i64)
+        })
+        .collect()
+}
+
 impl PreScorePlugin for PodTopologySpread {
     /// Counts the matching pods per domain of the filtered nodes over the snapshot's nodes
     /// (upstream `initPreScoreState`), reusing the entries of unchanged nodes from earlier
@@ -260,21 +472,9 @@ impl PreScorePlugin for PodTopologySpread {
         if snapshot.node_infos.is_empty() {
             return Status::skip();
         }
-        let has_own = pod
-            .spec()
-            .topology_spread_constraints
-            .as_ref()
-            .is_some_and(|c| !c.is_empty());
-        let constraints = match self.constraints(&pod.pod, SCHEDULE_ANYWAY, Some(snapshot)) {
+        let (constraints, has_own) = match self.soft_constraints(pod, snapshot) {
             Ok(c) => c,
-            Err(e) => {
-                let what = if has_own {
-                    "obtaining pod's soft topology spread constraints"
-                } else {
-                    "setting default soft topology spread constraints"
-                };
-                return Status::error(format!("calculating preScoreState: {what}: {e}"));
-            }
+            Err(status) => return status,
         };
         if constraints.is_empty() {
             return Status::skip();
@@ -283,21 +483,7 @@ impl PreScorePlugin for PodTopologySpread {
         // without a zone label still spread by hostname under the system defaults.
         let require_all = has_own || !self.system_defaulted;
         let required = RequiredNodeAffinity::from_pod(pod.spec());
-        let key = ScoreMemoKey {
-            tolerations: if constraints.iter().any(|c| c.honor_node_taints) {
-                pod.tolerations().to_vec()
-            } else {
-                Vec::new()
-            },
-            constraints: constraints
-                .iter()
-                .map(|c| {
-                    let policies = (c.honor_node_affinity, c.honor_node_taints);
-                    (c.topology_key.clone(), policies.0, policies.1)
-                })
-                .collect(),
-            required: required.clone(),
-        };
+        let key = score_memo_key(pod, &constraints, &required);
         let mut guard = self.score_memo.lock().expect("memo lock");
         let mut domains = self.score_domains.lock().expect("domains lock");
         if domains.ids.len() > DomainIds::LIMIT {
@@ -322,117 +508,26 @@ impl PreScorePlugin for PodTopologySpread {
             require_all,
         };
         memos.counts.update(count_key, &memos.entries, snapshot);
-        let (memo, counts) = (&memos.entries, &memos.counts);
-        let constraints = &counts.key().expect("just updated").constraints;
-        let mut s = PreScoreState {
-            topology_value_to_pod_counts: vec![FxHashMap::default(); constraints.len()],
-            domain_counts: vec![Vec::new(); constraints.len()],
-            require_all,
-            ignored: Vec::with_capacity(nodes.len()),
-            ..Default::default()
-        };
-        let mut topo_size = vec![0usize; constraints.len()];
-        let mut n_ignored = 0;
-        let mut fresh;
-        let n_constraints = constraints.len();
-        let mut cells: Vec<Cell> = Vec::with_capacity(nodes.len() * n_constraints);
-        // With the nodes' places, their entries are read from the memo, which was just brought
-        // up to date with the same snapshot, without reading the NodeInfos.
+        let constraints = &memos.counts.key().expect("just updated").constraints;
+        let mut s = PreScoreState::new(constraints.len(), require_all, nodes.len());
+        let mut cells: Vec<Cell> = Vec::with_capacity(nodes.len() * constraints.len());
         let places = &state.node_places;
-        let places = (places.len() == nodes.len()).then_some(places.as_slice());
-        for (j, &node) in nodes.iter().enumerate() {
-            // The hostname constraints' counts on this node.
-            let host_count = |i: usize| match places {
-                Some(places) if memo.contribution(places[j]).is_some() => counts.at(places[j], i),
-                _ => {
-                    count_pods_match_selector(&node.pods, &constraints[i].selector, &pod.namespace)
-                        as i64
-                }
-            };
-            let known = match places {
-                Some(places) => memo.contribution(places[j]).map(|(info, e)| {
-                    debug_assert!(std::ptr::eq(info, node));
-                    memo.agg.cells_of(e)
-                }),
-                None => memo.agg.lookup(node),
-            };
-            let (all_keys, entry_cells) = match known {
-                Some(e) => e,
-                None => {
-                    fresh = node_entry(pod, constraints, &required, node, domains);
-                    (fresh.all_keys, &fresh.cells[..])
-                }
-            };
-            let ignored = require_all && !all_keys;
-            s.ignored.push(ignored);
-            for (i, (&is_hostname, cell)) in hostname.iter().zip(entry_cells).enumerate() {
-                cells.push(if ignored || !cell.has_value {
-                    Cell::NoValue
-                } else if is_hostname {
-                    Cell::Count(host_count(i))
-                } else {
-                    Cell::Domain(cell.id as usize)
-                });
-            }
-            if ignored {
-                n_ignored += 1;
-                continue;
-            }
-            for (i, &is_hostname) in hostname.iter().enumerate() {
-                if is_hostname {
-                    continue;
-                }
-                let id = entry_cells[i].id as usize;
-                let seen = &mut s.domain_counts[i];
-                if seen.len() <= id {
-                    seen.resize(id + 1, None);
-                }
-                if seen[id].is_none() {
-                    // Domains of no filtered node do not matter; hostname counts are per node.
-                    let total = counts.domain_total(i, id);
-                    seen[id] = Some(total);
-                    let value = domains.names[id].clone();
-                    s.topology_value_to_pod_counts[i].insert(value, total);
-                    topo_size[i] += 1;
-                }
-            }
-        }
-        let constraints = constraints.clone();
+        let tally = Tally {
+            pod,
+            constraints,
+            required: &required,
+            hostname: &hostname,
+            require_all,
+            memo: &memos.entries,
+            counts: &memos.counts,
+            places: (places.len() == nodes.len()).then_some(places.as_slice()),
+        };
+        let (topo_size, n_ignored) = tally.run(nodes, domains, &mut s, &mut cells);
+        s.topology_normalizing_weight =
+            normalizing_weights(constraints, &topo_size, nodes.len() - n_ignored);
+        s.raw = raw_scores(nodes, &s, constraints, &cells);
+        s.constraints = constraints.clone();
         drop(guard);
-        s.topology_normalizing_weight = constraints
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let size = if c.topology_key == LABEL_HOSTNAME {
-                    nodes.len() - n_ignored
-                } else {
-                    topo_size[i]
-                };
-                topology_normalizing_weight(size)
-            })
-            .collect();
-        s.raw = nodes
-            .iter()
-            .enumerate()
-            .map(|(j, node)| {
-                if s.ignored[j] {
-                    return (node_address(node), 0);
-                }
-                let mut score = 0.0;
-                for (i, c) in constraints.iter().enumerate() {
-                    let count = match cells[j * n_constraints + i] {
-                        Cell::NoValue => continue,
-                        Cell::Count(count) => count,
-                        Cell::Domain(id) => {
-                            s.domain_counts[i].get(id).copied().flatten().unwrap_or(0)
-                        }
-                    };
-                    score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
-                }
-                (node_address(node), score.round() as i64)
-            })
-            .collect();
-        s.constraints = constraints;
         s.hostname = hostname;
         state.write(&PRE_SCORE_KEY, s);
         Status::success()
