@@ -113,47 +113,6 @@ impl<'a> FilterRun<'a> {
         None
     }
 
-    /// [`Self::others_failure`] for the nodes `nodes[places[k]]`, each filter that is not
-    /// node-local called once for the run ([`FilterPlugin::filter_places`]): pushes
-    /// `(k, first failure)` to `failures` (empty on entry) for each node `k` that fails, in
-    /// the order of `k`.
-    pub fn others_failures(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
-        places: &[usize],
-        failures: &mut Vec<(usize, Status)>,
-    ) {
-        debug_assert!(failures.is_empty());
-        let named = |(k, s): (usize, Status), name: &'static str| (k, s.of_filter(name));
-        match self.others.as_slice() {
-            [] => {}
-            &[(_, (name, f))] => {
-                f.filter_places(state, pod, nodes, places, failures);
-                for failure in failures.iter_mut() {
-                    *failure = named(std::mem::take(failure), name);
-                }
-            }
-            others => {
-                // The nodes no filter rejected yet (indexes into `places`).
-                let mut left: Vec<usize> = (0..places.len()).collect();
-                let mut found = Vec::new();
-                for &(_, (name, f)) in others {
-                    let run: Vec<usize> = left.iter().map(|&k| places[k]).collect();
-                    found.clear();
-                    f.filter_places(state, pod, nodes, &run, &mut found);
-                    for (i, s) in found.drain(..) {
-                        failures.push(named((left[i], s), name));
-                        left[i] = usize::MAX;
-                    }
-                    left.retain(|&k| k != usize::MAX);
-                }
-                failures.sort_unstable_by_key(|&(k, _)| k);
-            }
-        }
-    }
-
     /// The node's status when its node-local filters are known to fail with `failure`: that
     /// of the first filter placed before the failing one that does not pass, else `None`
     /// (the node's status is `failure`).
@@ -613,29 +572,6 @@ mod tests {
         assert_eq!(known(no("First", "no f"), "f"), None);
         assert_eq!(known(no("Last", "no g"), "g"), None);
         assert_eq!(known(no("Last", "no c"), "c"), Some(full[3].clone()));
-        assert_eq!(calls(), before, "no node-local filter ran");
-        // The same for a run of nodes, each filter that is not node-local called once.
-        let names = ["ok", "b", "e", "f", "g", "c", "h"];
-        let infos: Vec<Arc<NodeInfo>> = names.iter().map(|n| Arc::new(node(n))).collect();
-        let places: Vec<usize> = (0..names.len()).rev().collect();
-        let mut failures = Vec::new();
-        run.others_failures(&state, &pod, &infos, &places, &mut failures);
-        let want: Vec<(usize, Status)> = places
-            .iter()
-            .enumerate()
-            .filter_map(|(k, &p)| Some((k, run.others_failure(&state, &pod, &infos[p])?)))
-            .collect();
-        assert_eq!(failures, want);
-        // One filter that is not node-local: its failures as they come.
-        let alone = FilterRun::new(vec![("First", &first), ("Spread", &spread)]);
-        failures.clear();
-        alone.others_failures(&state, &pod, &infos, &places, &mut failures);
-        let want: Vec<(usize, Status)> = places
-            .iter()
-            .enumerate()
-            .filter_map(|(k, &p)| Some((k, alone.others_failure(&state, &pod, &infos[p])?)))
-            .collect();
-        assert_eq!(failures, want);
         assert_eq!(calls(), before, "no node-local filter ran");
         // Node-local filters first (the default order): their failure is the node's.
         let ordered = FilterRun::new(vec![

@@ -157,26 +157,6 @@ pub trait FilterPlugin: Send + Sync {
     fn node_local(&self) -> bool {
         false
     }
-    /// [`FilterPlugin::filter`] over a run of nodes, `nodes[places[k]]` for each `k` in
-    /// order: pushes `(k, status)` to `failures` for each node that does not pass (its plugin
-    /// not set). The verdicts are `filter`'s; a plugin overrides this to read its cycle state
-    /// once per run (the filter pass calls it for the nodes whose node-local filters are
-    /// known to pass).
-    fn filter_places(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
-        nodes: &[std::sync::Arc<NodeInfo>],
-        places: &[usize],
-        failures: &mut Vec<(usize, Status)>,
-    ) {
-        for (k, &place) in places.iter().enumerate() {
-            let s = self.filter(state, pod, &nodes[place]);
-            if !s.is_success() {
-                failures.push((k, s));
-            }
-        }
-    }
     /// For a filter whose verdict depends on the node's pods only through the sum of their
     /// requests and their number (NodeResourcesFit): whether `pod` passes on `node` were
     /// those `requested` and `num_pods`. `None` for any other filter. Preemption's dry runs

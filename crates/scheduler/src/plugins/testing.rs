@@ -205,26 +205,3 @@ impl NodeBuilder {
 pub fn snapshot(nodes: Vec<NodeInfo>) -> Snapshot {
     Snapshot::from_nodes(nodes)
 }
-
-/// Checks a Filter plugin's [`FilterPlugin::filter_places`](crate::framework::FilterPlugin)
-/// against its per-node verdicts `per_node` (of `nodes`, in order), the nodes run in reverse
-/// order: each failing node's status, in run order, and nothing for the others.
-pub fn check_filter_places(
-    pl: &dyn crate::framework::FilterPlugin,
-    state: &crate::framework::CycleState,
-    pod: &PodInfo,
-    nodes: &[NodeInfo],
-    per_node: &[crate::framework::Status],
-) {
-    let arcs: Vec<Arc<NodeInfo>> = nodes.iter().cloned().map(Arc::new).collect();
-    let places: Vec<usize> = (0..nodes.len()).rev().collect();
-    let mut failures = Vec::new();
-    pl.filter_places(state, pod, &arcs, &places, &mut failures);
-    let want: Vec<(usize, crate::framework::Status)> = places
-        .iter()
-        .enumerate()
-        .filter(|&(_, &p)| !per_node[p].is_success())
-        .map(|(k, &p)| (k, per_node[p].clone()))
-        .collect();
-    assert_eq!(failures, want);
-}

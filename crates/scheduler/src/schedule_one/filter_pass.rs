@@ -54,17 +54,6 @@ pub(super) enum Keep {
     Failed(Status),
 }
 
-/// A run of checks (see [`FilterPass::run`]): the nodes run together (each check not in
-/// `alone`, in order) are known to pass unless in `failures`.
-pub(super) struct Run {
-    /// The checks (`j`, see [`FilterPass::place`]).
-    checks: Range<usize>,
-    /// The failures among the nodes run together: (their index among them, status), in order.
-    failures: Vec<(usize, Status)>,
-    /// The outcomes of the other checks, each with its `j`, in order.
-    alone: Vec<(usize, Outcome)>,
-}
-
 /// What checking a node reads.
 pub(super) struct FilterPass<'a> {
     pub fwk: &'a Framework,
@@ -110,23 +99,24 @@ impl FilterPass<'_> {
         }
     }
 
-    /// The memo's verdict on the node at `place`, when it is used.
-    #[inline]
-    fn known(&self, place: usize, node: &Arc<NodeInfo>) -> FilterVerdict {
-        match self.memoize {
-            true => self.memo.verdict(place, node),
-            false => FilterVerdict::Unknown,
+    /// The outcome of the `j`th node checked.
+    fn check(&self, j: usize) -> Outcome {
+        let place = self.place(j);
+        let node = &self.snapshot.node_infos[place];
+        if self.nominated.has(place) {
+            self.with_nominated(place, node)
+        } else {
+            self.known_or_run(place, node)
         }
     }
 
     /// The verdict of the memo, or of the filters, on the node at `place`.
     fn known_or_run(&self, place: usize, node: &Arc<NodeInfo>) -> Outcome {
-        self.decide(node, self.known(place, node))
-    }
-
-    /// The node's outcome given what the memo knows of it (`known`).
-    fn decide(&self, node: &Arc<NodeInfo>, known: FilterVerdict) -> Outcome {
         let (filters, state, pod) = (self.filters, self.state, self.pod);
+        let known = match self.memoize {
+            true => self.memo.verdict(place, node),
+            false => FilterVerdict::Unknown,
+        };
         match known {
             FilterVerdict::Passed if self.reuse => Outcome::Passed,
             FilterVerdict::Failed(m) if self.reuse => Outcome::ReusedFailure(m),
@@ -153,41 +143,8 @@ impl FilterPass<'_> {
         }
     }
 
-    /// The nodes checked `range`th. Those without nominated pods whose node-local filters
-    /// the memo knows to pass go through the filters that are not node-local together, each
-    /// plugin called once for the run ([`FilterRun::others_failures`]); the others are
-    /// checked one by one. The outcomes are those of checking each node alone.
-    fn run(&self, range: Range<usize>) -> Run {
-        let mut run = Run {
-            checks: range.clone(),
-            failures: Vec::new(),
-            alone: Vec::new(),
-        };
-        // The places run together.
-        let mut places = Vec::with_capacity(range.len());
-        for j in range {
-            let place = self.place(j);
-            let node = &self.snapshot.node_infos[place];
-            if self.nominated.has(place) {
-                run.alone.push((j, self.with_nominated(place, node)));
-                continue;
-            }
-            match self.known(place, node) {
-                FilterVerdict::Passed if !self.reuse => places.push(place),
-                known => run.alone.push((j, self.decide(node, known))),
-            }
-        }
-        if !places.is_empty() {
-            let nodes = &self.snapshot.node_infos;
-            self.filters
-                .others_failures(self.state, self.pod, nodes, &places, &mut run.failures);
-        }
-        run
-    }
-
     /// A window of nodes when filters that are not node-local run (or the memo is off):
-    /// every node is checked, in runs of [`PARALLEL_CHUNK_NODES`] (on the thread pool when the
-    /// window is large), and taken in order.
+    /// every node is checked, in parallel when the window is large, and taken in order.
     pub fn window(
         &self,
         range: Range<usize>,
@@ -195,61 +152,30 @@ impl FilterPass<'_> {
         taken: &mut Taken<'_>,
         feasible: &mut Vec<usize>,
     ) -> Result<(), ScheduleError> {
-        let end = range.end;
-        let run = |s: usize| self.run(s..(s + PARALLEL_CHUNK_NODES).min(end));
         if use_parallel(range.len()) {
-            let starts: Vec<usize> = range.step_by(PARALLEL_CHUNK_NODES).collect();
-            let runs: Vec<Run> = starts.into_par_iter().map(run).collect();
-            for r in runs {
-                if self.take_run(r, to_find, taken, feasible)? {
+            let first = range.start;
+            let outcomes: Vec<Outcome> = range
+                .into_par_iter()
+                .with_min_len(PARALLEL_CHUNK_NODES)
+                .map(|j| self.check(j))
+                .collect();
+            for (offset, outcome) in outcomes.into_iter().enumerate() {
+                if taken.take(self.place(first + offset), outcome, feasible)? >= to_find {
                     break;
                 }
             }
         } else {
-            // One run at a time: the nodes after the last one needed are not checked.
-            for s in range.step_by(PARALLEL_CHUNK_NODES) {
-                if self.take_run(run(s), to_find, taken, feasible)? {
+            for j in range {
+                let found = match self.check(j) {
+                    Outcome::Passed => taken.passed(self.place(j), feasible),
+                    outcome => taken.take(self.place(j), outcome, feasible)?,
+                };
+                if found >= to_find {
                     break;
                 }
             }
         }
         Ok(())
-    }
-
-    /// Takes the outcomes of a run's nodes in order: whether enough feasible nodes are found.
-    #[inline]
-    fn take_run(
-        &self,
-        run: Run,
-        to_find: usize,
-        taken: &mut Taken<'_>,
-        feasible: &mut Vec<usize>,
-    ) -> Result<bool, ScheduleError> {
-        let mut alone = run.alone.into_iter().peekable();
-        let mut failures = run.failures.into_iter().peekable();
-        // The index among the nodes run together.
-        let mut k = 0;
-        for j in run.checks {
-            let place = self.place(j);
-            let found = match alone.next_if(|(a, _)| *a == j) {
-                Some((_, outcome)) => taken.take(place, outcome, feasible)?,
-                None => {
-                    let failed = failures.next_if(|(f, _)| *f == k);
-                    k += 1;
-                    match failed {
-                        None => taken.passed(place, feasible),
-                        Some((_, status)) => {
-                            let outcome = Outcome::Ran(status, Verdict::Reused);
-                            taken.take(place, outcome, feasible)?
-                        }
-                    }
-                }
-            };
-            if found >= to_find {
-                return Ok(true);
-            }
-        }
-        Ok(false)
     }
 
     /// A window of nodes when every filter is node-local: the memo is asked once per node.

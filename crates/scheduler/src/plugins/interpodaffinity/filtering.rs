@@ -356,46 +356,20 @@ fn satisfies_existing_pods_anti_affinity(s: &PreFilterState, node: &NodeInfo) ->
     !s.existing_anti_affinity_counts.any_positive(node)
 }
 
-/// Filter's verdict on one node: `None` when it passes.
-#[inline(always)]
-fn node_failure(s: &PreFilterState, pod: &PodInfo, node: &NodeInfo) -> Option<Status> {
-    if !satisfies_pod_affinity(s, pod, node) {
-        return Some(Status::unresolvable(REASON_AFFINITY));
-    }
-    if !satisfies_pod_anti_affinity(s, node) {
-        return Some(Status::unschedulable(REASON_ANTI_AFFINITY));
-    }
-    if !satisfies_existing_pods_anti_affinity(s, node) {
-        return Some(Status::unschedulable(REASON_EXISTING_ANTI_AFFINITY));
-    }
-    None
-}
-
 impl FilterPlugin for InterPodAffinity {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
             return missing_state();
         };
-        node_failure(s, pod, node).unwrap_or_default()
-    }
-
-    /// The same per node, the cycle state read once.
-    fn filter_places(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
-        places: &[usize],
-        failures: &mut Vec<(usize, Status)>,
-    ) {
-        let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
-            failures.extend((0..places.len()).map(|k| (k, missing_state())));
-            return;
-        };
-        for (k, &place) in places.iter().enumerate() {
-            if let Some(failure) = node_failure(s, pod, &nodes[place]) {
-                failures.push((k, failure));
-            }
+        if !satisfies_pod_affinity(s, pod, node) {
+            return Status::unresolvable(REASON_AFFINITY);
         }
+        if !satisfies_pod_anti_affinity(s, node) {
+            return Status::unschedulable(REASON_ANTI_AFFINITY);
+        }
+        if !satisfies_existing_pods_anti_affinity(s, node) {
+            return Status::unschedulable(REASON_EXISTING_ANTI_AFFINITY);
+        }
+        Status::success()
     }
 }

@@ -446,32 +446,6 @@ fn missing_state() -> Status {
     ))
 }
 
-impl PreFilterState {
-    /// Filter's verdict on one node: `None` when it passes every hard constraint.
-    #[inline(always)]
-    fn node_failure(&self, node: &NodeInfo) -> Option<Status> {
-        // One entry per constraint: a state whose verdicts were never computed would pass
-        // every node silently.
-        debug_assert_eq!(self.verdicts.len(), self.constraints.len());
-        for (i, verdicts) in self.verdicts.iter().enumerate() {
-            let Some(pair) = node.label_pair(self.key_ids[i]) else {
-                return Some(Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH));
-            };
-            let ok = match verdicts {
-                Some(v) => v.passes(pair),
-                None => self.skew_ok(
-                    i,
-                    self.match_num_by_pair[i].get(&pair).copied().unwrap_or(0),
-                ),
-            };
-            if !ok {
-                return Some(Status::unschedulable(REASON_CONSTRAINTS_NOT_MATCH));
-            }
-        }
-        None
-    }
-}
-
 impl FilterPlugin for PodTopologySpread {
     /// For each hard constraint: the node must have the key, and
     /// `matching pods in its domain + self-match − global minimum` must not exceed maxSkew.
@@ -479,26 +453,21 @@ impl FilterPlugin for PodTopologySpread {
         let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
             return missing_state();
         };
-        s.node_failure(node).unwrap_or_default()
-    }
-
-    /// The same per node, the cycle state read once.
-    fn filter_places(
-        &self,
-        state: &CycleState,
-        _pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
-        places: &[usize],
-        failures: &mut Vec<(usize, Status)>,
-    ) {
-        let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
-            failures.extend((0..places.len()).map(|k| (k, missing_state())));
-            return;
-        };
-        for (k, &place) in places.iter().enumerate() {
-            if let Some(failure) = s.node_failure(&nodes[place]) {
-                failures.push((k, failure));
+        // One entry per constraint: a state whose verdicts were never computed would pass
+        // every node silently.
+        debug_assert_eq!(s.verdicts.len(), s.constraints.len());
+        for (i, verdicts) in s.verdicts.iter().enumerate() {
+            let Some(pair) = node.label_pair(s.key_ids[i]) else {
+                return Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH);
+            };
+            let ok = match verdicts {
+                Some(v) => v.passes(pair),
+                None => s.skew_ok(i, s.match_num_by_pair[i].get(&pair).copied().unwrap_or(0)),
+            };
+            if !ok {
+                return Status::unschedulable(REASON_CONSTRAINTS_NOT_MATCH);
             }
         }
+        Status::success()
     }
 }
