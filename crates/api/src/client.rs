@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_core::{EventRecord, SimTime};
@@ -45,6 +46,21 @@ pub trait Cache {
     ) -> Option<&Object> {
         let _ = hint;
         self.get(kind, namespace, name)
+    }
+
+    /// [`Cache::get_hinted`] for a Lease, typed (the node lifecycle monitor reads every node's
+    /// Lease at every pass). A cache may find the Leases without the kind's generic lookup
+    /// (the store does); the answer must be [`Cache::get_hinted`]'s.
+    fn get_lease_hinted(
+        &self,
+        namespace: &str,
+        name: &str,
+        hint: &mut SlotHint,
+    ) -> Option<&Arc<Lease>> {
+        match self.get_hinted(Kind::Lease, namespace, name, hint)? {
+            Object::Lease(l) => Some(l),
+            _ => None,
+        }
     }
 }
 

@@ -82,6 +82,7 @@ impl Kind {
     /// arrays). `None` for a custom resource's kind, whose types are made at run time: per-kind
     /// storage keeps those in a map ordered by the type (group, version, kind), so the order
     /// does not depend on when a type was first seen.
+    #[inline]
     pub fn index(self) -> Option<usize> {
         Some(match self {
             Kind::Namespace => 0,

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStatus, NodeCondition, Pod, PodCondition,
+    ContainerState, ContainerStateRunning, ContainerStatus, Pod, PodCondition,
 };
 use kubeplane_api::{SlotHint, StoredNode};
 use kubeplane_core::time::SimDuration;
@@ -27,7 +27,7 @@ use kubeplane_store::{
 use rustc_hash::{FxHashMap, FxHashSet};
 
 pub(crate) use pod_status::finished_pod;
-use pod_status::{default_message, default_reason, exit_code, restarted_pod, run_duration};
+use pod_status::{default_reason, exit_code, restarted_pod, run_duration, set_condition};
 
 /// Where node Leases live.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
@@ -394,48 +394,27 @@ impl NodeAgents {
     }
 
     fn post_status(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
-        let name = self.nodes[i].name.clone();
-        let Some(node) = client.cache().get_node(&name).cloned() else {
+        let agent = &self.nodes[i];
+        let Some(node) = client.cache().get_node(&agent.name).cloned() else {
             return;
         };
         let ts = client.clock().timestamp(now);
         let mut n = StoredNode::clone(&node);
-        let status = n.status.get_or_insert_with(Default::default);
-        let conditions = status.conditions.get_or_insert_with(Vec::new);
-        let reported = &self.nodes[i].conditions;
+        let conditions = n
+            .status
+            .get_or_insert_with(Default::default)
+            .conditions
+            .get_or_insert_with(Vec::new);
         for type_ in NODE_CONDITION_TYPES {
-            let (want_status, reason) = match reported.get(type_) {
-                Some((s, r)) => (s.clone(), r.clone()),
-                None if type_ == "Ready" => ("True".to_string(), None),
-                None => {
-                    // Only report pressure conditions the node already has, as False.
-                    if conditions.iter().any(|c| c.type_ == type_) {
-                        ("False".to_string(), None)
-                    } else {
-                        continue;
-                    }
-                }
+            let (want_status, reason) = match agent.conditions.get(type_) {
+                Some((s, r)) => (s.as_str(), r.as_deref()),
+                None if type_ == "Ready" => ("True", None),
+                // Only report pressure conditions the node already has, as False.
+                None if conditions.iter().any(|c| c.type_ == type_) => ("False", None),
+                None => continue,
             };
-            let reason = reason.or_else(|| Some(default_reason(type_, &want_status).to_string()));
-            match conditions.iter_mut().find(|c| c.type_ == type_) {
-                Some(c) => {
-                    if c.status != want_status {
-                        c.last_transition_time = Some(ts.clone());
-                        c.message = Some(default_message(type_, &want_status).to_string());
-                    }
-                    c.status = want_status;
-                    c.reason = reason;
-                    c.last_heartbeat_time = Some(ts.clone());
-                }
-                None => conditions.push(NodeCondition {
-                    type_: type_.to_string(),
-                    status: want_status.clone(),
-                    reason,
-                    message: Some(default_message(type_, &want_status).to_string()),
-                    last_heartbeat_time: Some(ts.clone()),
-                    last_transition_time: Some(ts.clone()),
-                }),
-            }
+            let reason = reason.unwrap_or_else(|| default_reason(type_, want_status));
+            set_condition(conditions, type_, want_status, reason, &ts);
         }
         n.metadata.resource_version = None;
         if client.update_status(Object::Node(Arc::new(n))).is_ok() {

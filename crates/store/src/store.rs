@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{
@@ -56,6 +57,7 @@ impl Bucket {
     /// The slot of a key, trying `hint` first and remembering the slot found. A hint matches
     /// while its slot has not been emptied since it was taken: the slot still holds the key
     /// it was taken for (a slot's key changes only by a removal and a new insert).
+    #[inline]
     fn slot_hinted(&self, ns: &str, name: &str, hint: &mut SlotHint) -> Option<usize> {
         if let Some((i, gen)) = hint.0 {
             if self.gens.get(i) == Some(&gen) && self.slots[i].is_some() {
@@ -271,6 +273,21 @@ impl Store {
         let ns = if kind.is_namespaced() { namespace } else { "" };
         let b = self.bucket(kind)?;
         b.slots[b.slot_hinted(ns, name, hint)?].as_ref()
+    }
+
+    /// [`Store::get_hinted`] for a Lease (see [`Cache::get_lease_hinted`]): its bucket is
+    /// known without the kind's match, and the slot's object without the caller's.
+    pub fn get_lease_hinted(
+        &self,
+        namespace: &str,
+        name: &str,
+        hint: &mut SlotHint,
+    ) -> Option<&Arc<Lease>> {
+        let b = &self.buckets[Kind::Lease.index()?];
+        match b.slots[b.slot_hinted(namespace, name, hint)?].as_ref()? {
+            Object::Lease(l) => Some(l),
+            _ => None,
+        }
     }
 
     pub fn get_key(&self, key: &ObjectKey) -> Option<&Object> {
@@ -546,6 +563,15 @@ impl Cache for Store {
         hint: &mut SlotHint,
     ) -> Option<&Object> {
         Store::get_hinted(self, kind, namespace, name, hint)
+    }
+
+    fn get_lease_hinted(
+        &self,
+        namespace: &str,
+        name: &str,
+        hint: &mut SlotHint,
+    ) -> Option<&Arc<Lease>> {
+        Store::get_lease_hinted(self, namespace, name, hint)
     }
 
     fn list<'a>(&'a self, kind: Kind) -> Box<dyn Iterator<Item = &'a Object> + 'a> {

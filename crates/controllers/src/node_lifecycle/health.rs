@@ -252,13 +252,8 @@ pub(super) fn try_update_node_health(
 /// cache shows. A Lease the cache does not hold leaves what the watch events said (a client
 /// whose cache lacks Leases, such as the controller's benchmark, feeds them as events).
 fn refresh_lease(name: &str, entry: &mut NodeEntry, cache: &dyn Cache) {
-    let lease = cache.get_hinted(
-        Kind::Lease,
-        NODE_LEASE_NAMESPACE,
-        name,
-        &mut entry.lease_slot,
-    );
-    if let Some(Object::Lease(l)) = lease {
+    let lease = cache.get_lease_hinted(NODE_LEASE_NAMESPACE, name, &mut entry.lease_slot);
+    if let Some(l) = lease {
         entry.lease = Some(
             l.spec
                 .as_ref()

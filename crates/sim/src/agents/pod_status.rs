@@ -3,7 +3,8 @@
 //! apart from the agent's timers and API writes.
 
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, Pod,
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
+    NodeCondition, Pod,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_core::time::SimDuration;
@@ -125,5 +126,106 @@ pub(super) fn default_message(type_: &str, status: &str) -> &'static str {
         ("PIDPressure", _) => "kubelet has sufficient PID available",
         ("NetworkUnavailable", "True") => "route not created",
         _ => "route created",
+    }
+}
+
+/// Sets the node condition `type_` as a node agent's status post reports it: its status and
+/// reason, a new transition time and message when the status changed, and the heartbeat; a
+/// condition the node lacks is added. Strings already equal are kept, not replaced by copies
+/// (a post that renews only heartbeats allocates none).
+pub(super) fn set_condition(
+    conditions: &mut Vec<NodeCondition>,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    ts: &Time,
+) {
+    let Some(c) = conditions.iter_mut().find(|c| c.type_ == type_) else {
+        conditions.push(NodeCondition {
+            type_: type_.to_string(),
+            status: status.to_string(),
+            reason: Some(reason.to_string()),
+            message: Some(default_message(type_, status).to_string()),
+            last_heartbeat_time: Some(ts.clone()),
+            last_transition_time: Some(ts.clone()),
+        });
+        return;
+    };
+    if c.status != status {
+        c.last_transition_time = Some(ts.clone());
+        c.message = Some(default_message(type_, status).to_string());
+        c.status = status.to_string();
+    }
+    if c.reason.as_deref() != Some(reason) {
+        c.reason = Some(reason.to_string());
+    }
+    c.last_heartbeat_time = Some(ts.clone());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> Time {
+        Time(s.parse().unwrap())
+    }
+
+    #[test]
+    fn a_post_sets_status_reason_and_heartbeat_and_moves_the_transition_only_on_a_change() {
+        let (t0, t1, t2) = (
+            at("2025-01-01T00:00:00Z"),
+            at("2025-01-01T00:05:00Z"),
+            at("2025-01-01T00:10:00Z"),
+        );
+        let mut cs = Vec::new();
+        set_condition(&mut cs, "Ready", "True", "KubeletReady", &t0);
+        let first = cs[0].clone();
+        assert_eq!(first.type_, "Ready");
+        assert_eq!(first.status, "True");
+        assert_eq!(first.reason.as_deref(), Some("KubeletReady"));
+        assert_eq!(
+            first.message.as_deref(),
+            Some("kubelet is posting ready status")
+        );
+        assert_eq!(first.last_heartbeat_time, Some(t0.clone()));
+        assert_eq!(first.last_transition_time, Some(t0.clone()));
+        // The same report again: only the heartbeat moves, and the strings are the same
+        // allocations (kept, not replaced by copies).
+        let reason_ptr = cs[0].reason.as_ref().unwrap().as_ptr();
+        set_condition(&mut cs, "Ready", "True", "KubeletReady", &t1);
+        assert_eq!(cs.len(), 1);
+        assert_eq!(cs[0].last_heartbeat_time, Some(t1.clone()));
+        let mut expected = first.clone();
+        expected.last_heartbeat_time = Some(t1.clone());
+        assert_eq!(cs[0], expected);
+        assert_eq!(cs[0].reason.as_ref().unwrap().as_ptr(), reason_ptr);
+        // Another reason with the same status: the reason changes, the transition does not.
+        set_condition(&mut cs, "Ready", "True", "Custom", &t1);
+        assert_eq!(cs[0].reason.as_deref(), Some("Custom"));
+        assert_eq!(cs[0].last_transition_time, Some(t0.clone()));
+        // A status change: transition, message, status, reason and heartbeat.
+        set_condition(&mut cs, "Ready", "False", "KubeletNotReady", &t2);
+        assert_eq!(cs[0].status, "False");
+        assert_eq!(cs[0].reason.as_deref(), Some("KubeletNotReady"));
+        assert_eq!(
+            cs[0].message.as_deref(),
+            Some("container runtime network not ready")
+        );
+        assert_eq!(cs[0].last_transition_time, Some(t2.clone()));
+        assert_eq!(cs[0].last_heartbeat_time, Some(t2.clone()));
+        // Another type is appended after the existing one.
+        set_condition(
+            &mut cs,
+            "DiskPressure",
+            "False",
+            "KubeletHasNoDiskPressure",
+            &t2,
+        );
+        let types: Vec<&str> = cs.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, ["Ready", "DiskPressure"]);
+        assert_eq!(
+            cs[1].message.as_deref(),
+            Some("kubelet has no disk pressure")
+        );
     }
 }

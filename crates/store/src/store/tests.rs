@@ -266,6 +266,59 @@ fn a_hint_finds_its_key_and_stops_matching_once_the_slot_is_emptied() {
     );
 }
 
+fn lease(ns: &str, name: &str) -> Object {
+    let mut l = k8s_openapi::api::coordination::v1::Lease::default();
+    l.metadata.name = Some(name.into());
+    l.metadata.namespace = Some(ns.into());
+    Object::Lease(Arc::new(l))
+}
+
+#[test]
+fn the_typed_lease_read_answers_as_the_hinted_read_across_namespaces_and_reused_slots() {
+    let mut s = store();
+    s.create(pod("n1")).unwrap();
+    s.create(lease("kube-node-lease", "n0")).unwrap();
+    s.create(lease("kube-node-lease", "n1")).unwrap();
+    s.create(lease("other", "n1")).unwrap();
+    let cache: &dyn Cache = &s;
+    let (mut typed, mut generic) = (SlotHint::default(), SlotHint::default());
+    for (ns, name) in [
+        ("kube-node-lease", "n1"),
+        ("other", "n1"),
+        ("default", "n1"),
+    ] {
+        let mut hint = SlotHint::default();
+        let got = cache.get_lease_hinted(ns, name, &mut hint);
+        let want = s.get_hinted(Kind::Lease, ns, name, &mut SlotHint::default());
+        assert_eq!(
+            got.map(|l| l.metadata.namespace.as_deref()),
+            want.map(|o| Some(o.namespace())),
+            "{ns}/{name}"
+        );
+    }
+    // The pod named n1 is not a Lease.
+    assert!(cache
+        .get_lease_hinted("default", "n1", &mut typed)
+        .is_none());
+    let found = s.get_lease_hinted("kube-node-lease", "n1", &mut typed);
+    assert_eq!(found.and_then(|l| l.metadata.name.as_deref()), Some("n1"));
+    s.get_hinted(Kind::Lease, "kube-node-lease", "n1", &mut generic);
+    assert_eq!(typed, generic);
+    // n1's Lease removed and n2's in its slot: the hint must not find n2's.
+    s.delete(&ObjectKey::new(Kind::Lease, "kube-node-lease", "n1"))
+        .unwrap();
+    s.create(lease("kube-node-lease", "n2")).unwrap();
+    assert!(s
+        .get_lease_hinted("kube-node-lease", "n1", &mut typed)
+        .is_none());
+    s.create(lease("kube-node-lease", "n1")).unwrap();
+    let again = s.get_lease_hinted("kube-node-lease", "n1", &mut typed);
+    assert_eq!(again.and_then(|l| l.metadata.name.as_deref()), Some("n1"));
+    assert!(s
+        .get_lease_hinted("kube-node-lease", "n3", &mut SlotHint::default())
+        .is_none());
+}
+
 #[test]
 fn a_deleted_event_shares_the_last_state_and_has_its_own_version() {
     let mut s = store();
