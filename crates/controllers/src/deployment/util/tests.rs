@@ -456,7 +456,7 @@ fn the_new_replica_set_is_the_oldest_with_the_template_and_the_old_ones_are_the_
         ["late", "old", "bare"]
     );
     assert_eq!(
-        names(old_replica_sets(Some(&new_rs), &list)),
+        names(old_replica_sets(Some(new_rs.as_ref()), &list)),
         ["late", "old", "bare"]
     );
     // Without a ReplicaSet of the template every one is old.
