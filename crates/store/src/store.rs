@@ -36,6 +36,14 @@ struct Bucket {
     rvs: Vec<u64>,
     /// Slots emptied by removals, reused first.
     free: Vec<usize>,
+    /// How many of the stored objects carry a deletionTimestamp (the simulator's livelock
+    /// budget counts the pods not being deleted without a pass over them).
+    deleting: usize,
+}
+
+/// Whether an object is being deleted (has a deletionTimestamp).
+fn is_deleting(o: &Object) -> bool {
+    o.meta().deletion_timestamp.is_some()
 }
 
 /// The names map of namespace `$ns` in `$map` (a map namespace → names), made empty when
@@ -94,8 +102,10 @@ impl Bucket {
     /// Inserts or replaces an object whose resourceVersion is `rv`; returns whether the
     /// object is new.
     fn insert(&mut self, ns: &str, name: &str, obj: Object, rv: u64) -> bool {
+        self.deleting += usize::from(is_deleting(&obj));
         if let Some(i) = self.slot(ns, name) {
-            self.slots[i] = Some(obj);
+            let old = self.slots[i].replace(obj);
+            self.count_gone(old.as_ref());
             self.rvs[i] = rv;
             return false;
         }
@@ -131,7 +141,22 @@ impl Bucket {
         }
         self.free.push(i);
         self.gens[i] += 1;
-        self.slots[i].take()
+        let old = self.slots[i].take();
+        self.count_gone(old.as_ref());
+        old
+    }
+
+    /// Takes an object that left its slot (removed or replaced) out of the count of objects
+    /// being deleted.
+    fn count_gone(&mut self, old: Option<&Object>) {
+        self.deleting -= usize::from(old.is_some_and(is_deleting));
+    }
+
+    /// A stored object replaced in place by `new`: the count of objects being deleted
+    /// follows.
+    fn count_replaced(&mut self, old: &Object, new: &Object) {
+        self.deleting =
+            self.deleting + usize::from(is_deleting(new)) - usize::from(is_deleting(old));
     }
 
     /// The objects of the slots `names` lists, in its order.
@@ -340,6 +365,12 @@ impl Store {
         self.bucket(kind).map_or(0, Bucket::len)
     }
 
+    /// The stored objects of a kind that are not being deleted (no deletionTimestamp), kept
+    /// as the objects are written: no pass over them.
+    pub fn count_not_deleting(&self, kind: Kind) -> usize {
+        self.bucket(kind).map_or(0, |b| b.len() - b.deleting)
+    }
+
     pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
         self.list(Kind::Pod).filter_map(Object::as_pod)
     }
@@ -443,6 +474,9 @@ impl Store {
         obj.meta_mut().resource_version = Some(text);
         let old = std::mem::replace(slot, obj.clone());
         *slot_rv = next;
+        if let Some(b) = self.bucket_mut(kind) {
+            b.count_replaced(&old, &obj);
+        }
         let rv = self.next_rv();
         self.push(EventType::Modified, obj.clone(), Some(old), rv);
         Ok(obj)
@@ -465,6 +499,9 @@ impl Store {
         obj.meta_mut().resource_version = Some(text);
         let old = std::mem::replace(slot, obj.clone());
         *slot_rv = next;
+        if let Some(b) = self.bucket_mut(kind) {
+            b.count_replaced(&old, &obj);
+        }
         let rv = self.next_rv();
         self.push(EventType::Modified, obj.clone(), Some(old), rv);
         Ok(obj)
@@ -509,8 +546,11 @@ impl Store {
         if bucket.rvs[i] != resource_version {
             return Err(ApiError::Conflict { key: slot.key() });
         }
+        let was_deleting = is_deleting(slot);
         f(slot, next_text)?;
         debug_assert_eq!(slot.resource_version(), next_text.as_str());
+        let now_deleting = is_deleting(slot);
+        bucket.deleting = bucket.deleting + usize::from(now_deleting) - usize::from(was_deleting);
         bucket.rvs[i] = self.resource_version + 1;
         Ok(self.next_rv())
     }

@@ -101,21 +101,22 @@ impl DeploymentController {
         create: bool,
         cx: &mut SyncCtx,
     ) -> Result<(Option<Arc<ReplicaSet>>, RsList), String> {
-        let old_rss = find_old_replica_sets(d, rs_list);
-        let new_rs = self.get_new_replica_set(d, rs_list, &old_rss, create, cx)?;
+        let existing = find_new_replica_set(d, rs_list);
+        let old_rss = old_replica_sets(existing.as_deref(), rs_list);
+        let new_rs = self.get_new_replica_set(d, rs_list, existing, &old_rss, create, cx)?;
         Ok((new_rs, old_rss))
     }
 
-    /// Upstream `getNewReplicaSet`.
+    /// Upstream `getNewReplicaSet`, given what [`find_new_replica_set`] found in `rs_list`.
     pub(super) fn get_new_replica_set(
         &mut self,
         d: &mut Deployment,
         rs_list: &mut RsList,
+        existing: Option<Arc<ReplicaSet>>,
         old_rss: &[Arc<ReplicaSet>],
         create: bool,
         cx: &mut SyncCtx,
     ) -> Result<Option<Arc<ReplicaSet>>, String> {
-        let existing = find_new_replica_set(d, rs_list);
         let new_revision = max_revision(old_rss) + 1;
         let (ns, dname) = ns_name(&d.metadata);
 
@@ -253,7 +254,8 @@ impl DeploymentController {
                 };
                 let ours = controller_of(&existing.metadata)
                     .is_some_and(|r| Some(&r.uid) == d.metadata.uid.as_ref());
-                if ours && equal_ignore_hash(&deployment_template(d), &rs_template(&existing)) {
+                if ours && equal_ignore_hash(deployment_template_ref(d), rs_template_ref(&existing))
+                {
                     Ok((existing, true))
                 } else {
                     // A hash collision: bump collisionCount so the next sync computes another

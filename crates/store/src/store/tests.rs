@@ -331,3 +331,72 @@ fn a_deleted_event_shares_the_last_state_and_has_its_own_version() {
     assert_eq!(last.object.resource_version(), "1");
     assert!(s.get_pod("default", "a").is_none());
 }
+
+/// The pods not being deleted, counted by a pass over them (what the kept count replaces).
+fn counted_not_deleting(s: &Store) -> usize {
+    s.pods()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .count()
+}
+
+fn deleting(o: &Object) -> Object {
+    let mut o = o.clone();
+    o.meta_mut().deletion_timestamp = Some(Time("2025-01-01T00:00:01Z".parse().unwrap()));
+    o.meta_mut().resource_version = None;
+    o
+}
+
+#[test]
+fn the_count_of_objects_not_being_deleted_follows_every_kind_of_write() {
+    let mut s = store();
+    let check = |s: &Store| {
+        assert_eq!(s.count_not_deleting(Kind::Pod), counted_not_deleting(s));
+    };
+    let mut pods: Vec<Object> = (0..6)
+        .map(|i| s.create(pod(&format!("p{i}"))).unwrap())
+        .collect();
+    check(&s);
+    assert_eq!(s.count_not_deleting(Kind::Pod), 6);
+    assert_eq!(s.count_not_deleting(Kind::Node), 0);
+    // update: marked for deletion, and (p1) marked again, which changes nothing.
+    pods[0] = s.update(deleting(&pods[0]), keep).unwrap();
+    pods[1] = s.update(deleting(&pods[1]), keep).unwrap();
+    pods[1] = s.update(deleting(&pods[1]), keep).unwrap();
+    check(&s);
+    assert_eq!(s.count_not_deleting(Kind::Pod), 4);
+    // update_with: one marked, one unmarked (no real strategy does that; the count follows).
+    let marked = deleting(&pods[2]);
+    s.update_with(Kind::Pod, "default", "p2", |_| Ok(marked))
+        .unwrap();
+    let unmarked = pod("p1");
+    s.update_with(Kind::Pod, "default", "p1", |_| Ok(unmarked))
+        .unwrap();
+    check(&s);
+    assert_eq!(s.count_not_deleting(Kind::Pod), 4);
+    // A quiet write that marks it, and one that refuses.
+    let rv = s
+        .get_pod("default", "p3")
+        .unwrap()
+        .metadata
+        .resource_version
+        .clone();
+    let rv: u64 = rv.unwrap().parse().unwrap();
+    let mut hint = SlotHint::default();
+    s.write_quietly(Kind::Pod, "default", "p3", &mut hint, rv, |o, text| {
+        o.meta_mut().deletion_timestamp = Some(Time("2025-01-01T00:00:02Z".parse().unwrap()));
+        o.meta_mut().resource_version = Some(text.to_string());
+        Ok(())
+    })
+    .unwrap();
+    check(&s);
+    // Removals of a deleting and of a live pod; the reused slots; an update that removes.
+    s.delete(&pods[0].key()).unwrap();
+    s.delete(&pods[4].key()).unwrap();
+    check(&s);
+    s.create(deleting(&pod("q"))).unwrap();
+    s.create(pod("r")).unwrap();
+    check(&s);
+    s.update(pod("p5"), |_, _| Ok(Prepared::Remove)).unwrap();
+    check(&s);
+    assert_eq!(s.count_not_deleting(Kind::Pod), 2, "p1 and r");
+}

@@ -98,11 +98,45 @@ fn same_ignoring_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
             .filter(|(k, _)| k.as_str() != POD_TEMPLATE_HASH_LABEL)
             .collect()
     }
-    let without_labels = |t: &PodTemplateSpec| {
-        t.metadata.as_ref().map(|m| ObjectMeta {
-            labels: None,
-            ..m.clone()
-        })
-    };
-    labels(a) == labels(b) && without_labels(a) == without_labels(b)
+    labels(a) == labels(b)
+        && match (&a.metadata, &b.metadata) {
+            (Some(x), Some(y)) => same_meta_besides_labels(x, y),
+            (x, y) => x.is_none() && y.is_none(),
+        }
+}
+
+/// Whether two ObjectMetas are equal in every field but the labels (without copying either:
+/// the destructuring names every field, so a field added to ObjectMeta fails to compile here).
+fn same_meta_besides_labels(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+    let ObjectMeta {
+        annotations,
+        creation_timestamp,
+        deletion_grace_period_seconds,
+        deletion_timestamp,
+        finalizers,
+        generate_name,
+        generation,
+        labels: _,
+        managed_fields,
+        name,
+        namespace,
+        owner_references,
+        resource_version,
+        self_link,
+        uid,
+    } = a;
+    *annotations == b.annotations
+        && *creation_timestamp == b.creation_timestamp
+        && *deletion_grace_period_seconds == b.deletion_grace_period_seconds
+        && *deletion_timestamp == b.deletion_timestamp
+        && *finalizers == b.finalizers
+        && *generate_name == b.generate_name
+        && *generation == b.generation
+        && *managed_fields == b.managed_fields
+        && *name == b.name
+        && *namespace == b.namespace
+        && *owner_references == b.owner_references
+        && *resource_version == b.resource_version
+        && *self_link == b.self_link
+        && *uid == b.uid
 }

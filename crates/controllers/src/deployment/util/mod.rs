@@ -239,6 +239,28 @@ pub fn rs_template(rs: &ReplicaSet) -> PodTemplateSpec {
         .unwrap_or_default()
 }
 
+/// The empty template a ReplicaSet or Deployment without one is compared as.
+fn empty_template() -> &'static PodTemplateSpec {
+    static EMPTY: std::sync::OnceLock<PodTemplateSpec> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(PodTemplateSpec::default)
+}
+
+/// [`rs_template`] without the copy.
+pub fn rs_template_ref(rs: &ReplicaSet) -> &PodTemplateSpec {
+    rs.spec
+        .as_ref()
+        .and_then(|s| s.template.as_ref())
+        .unwrap_or_else(|| empty_template())
+}
+
+/// [`deployment_template`] without the copy.
+pub fn deployment_template_ref(d: &Deployment) -> &PodTemplateSpec {
+    match d.spec.as_ref() {
+        Some(s) => &s.template,
+        None => empty_template(),
+    }
+}
+
 pub fn deployment_template(d: &Deployment) -> PodTemplateSpec {
     d.spec
         .as_ref()
@@ -446,22 +468,33 @@ pub fn by_revision(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
 }
 
 /// The oldest ReplicaSet whose template equals the Deployment's (upstream
-/// `FindNewReplicaSet`).
+/// `FindNewReplicaSet`). Compares the templates where they are, copying neither: a
+/// Deployment syncs dozens of times while it scales, and finds its new ReplicaSet a few
+/// times in each sync.
 pub fn find_new_replica_set(d: &Deployment, rss: &[Arc<ReplicaSet>]) -> Option<Arc<ReplicaSet>> {
-    let template = deployment_template(d);
+    let template = deployment_template_ref(d);
     let mut sorted: Vec<&Arc<ReplicaSet>> = rss.iter().collect();
     sorted.sort_by(|a, b| by_creation_timestamp(a, b));
     sorted
         .into_iter()
-        .find(|rs| equal_ignore_hash(&rs_template(rs), &template))
+        .find(|rs| equal_ignore_hash(rs_template_ref(rs), template))
         .cloned()
 }
 
 /// Every ReplicaSet except the new one (upstream `FindOldReplicaSets`' second result).
 pub fn find_old_replica_sets(d: &Deployment, rss: &[Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
-    let new_uid = find_new_replica_set(d, rss).and_then(|rs| rs.metadata.uid.clone());
+    old_replica_sets(find_new_replica_set(d, rss).as_deref(), rss)
+}
+
+/// Every ReplicaSet except `new_rs` (by UID), for a caller that has already found the new
+/// one with [`find_new_replica_set`].
+pub fn old_replica_sets(
+    new_rs: Option<&ReplicaSet>,
+    rss: &[Arc<ReplicaSet>],
+) -> Vec<Arc<ReplicaSet>> {
+    let new_uid = new_rs.and_then(|rs| rs.metadata.uid.as_ref());
     rss.iter()
-        .filter(|rs| new_uid.is_none() || rs.metadata.uid != new_uid)
+        .filter(|rs| new_uid.is_none() || rs.metadata.uid.as_ref() != new_uid)
         .cloned()
         .collect()
 }

@@ -258,6 +258,47 @@ fn templates_equal_field_by_field_or_only_semantically_compare_equal() {
             false,
         ),
     ];
+    let annotated = |mut t: PodTemplateSpec| {
+        if let Some(m) = t.metadata.as_mut() {
+            m.annotations = Some([("a".to_string(), "1".to_string())].into());
+        }
+        t
+    };
+    let renamed = |mut t: PodTemplateSpec| {
+        if let Some(m) = t.metadata.as_mut() {
+            m.generate_name = Some("x-".into());
+        }
+        t
+    };
+    let cases = cases.into_iter().chain([
+        (
+            "an annotation differs besides the hash label",
+            annotated(with(&[("app", "web"), (hash, "abc")], None)),
+            with(&[("app", "web")], None),
+            false,
+        ),
+        (
+            "the same annotations, the hash label on one",
+            annotated(with(&[("app", "web"), (hash, "abc")], None)),
+            annotated(with(&[("app", "web")], None)),
+            true,
+        ),
+        (
+            "another metadata field differs",
+            renamed(with(&[("app", "web")], None)),
+            with(&[("app", "web")], None),
+            false,
+        ),
+        (
+            "no metadata and metadata with only the hash label",
+            PodTemplateSpec {
+                metadata: None,
+                ..with(&[], None)
+            },
+            with(&[(hash, "abc")], None),
+            true,
+        ),
+    ]);
     for (case, a, b, want) in cases {
         assert_eq!(equal_ignore_hash(&a, &b), want, "{case}");
         assert_eq!(equal_ignore_hash(&b, &a), want, "{case} (swapped)");
@@ -370,4 +411,56 @@ fn terminating_replica_counts_follow_the_upstream_cases() {
     for (name, rss, want) in cases {
         assert_eq!(terminating_replica_count(&rss), want, "{name}");
     }
+}
+
+#[test]
+fn the_new_replica_set_is_the_oldest_with_the_template_and_the_old_ones_are_the_rest() {
+    let mut d = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
+    let template = |image: &str| PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some([("app".to_string(), "web".to_string())].into()),
+            ..Default::default()
+        }),
+        spec: Some(k8s_openapi::api::core::v1::PodSpec {
+            containers: vec![k8s_openapi::api::core::v1::Container {
+                name: "c".into(),
+                image: Some(image.into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+    };
+    d.spec.as_mut().unwrap().template = template("v2");
+    let with = |name: &str, created: i64, image: &str| {
+        let mut r = ReplicaSet::clone(&rs(name, 1, None, created));
+        r.metadata.uid = Some(format!("uid-{name}"));
+        let mut t = template(image);
+        let labels = t.metadata.as_mut().unwrap().labels.as_mut().unwrap();
+        labels.insert(POD_TEMPLATE_HASH_LABEL.into(), name.into());
+        r.spec.as_mut().unwrap().template = Some(t);
+        Arc::new(r)
+    };
+    let list = vec![
+        with("late", 30, "v2"),
+        with("old", 10, "v1"),
+        with("first", 20, "v2"),
+        Arc::new(ReplicaSet::clone(&rs("bare", 0, None, 5))),
+    ];
+    let new_rs = find_new_replica_set(&d, &list).expect("a ReplicaSet with the template");
+    assert_eq!(new_rs.metadata.name.as_deref(), Some("first"));
+    let names = |l: Vec<Arc<ReplicaSet>>| -> Vec<String> {
+        l.iter().map(|r| r.metadata.name.clone().unwrap()).collect()
+    };
+    assert_eq!(
+        names(find_old_replica_sets(&d, &list)),
+        ["late", "old", "bare"]
+    );
+    assert_eq!(
+        names(old_replica_sets(Some(new_rs.as_ref()), &list)),
+        ["late", "old", "bare"]
+    );
+    // Without a ReplicaSet of the template every one is old.
+    d.spec.as_mut().unwrap().template = template("v3");
+    assert!(find_new_replica_set(&d, &list).is_none());
+    assert_eq!(names(old_replica_sets(None, &list)).len(), 4);
 }
