@@ -322,7 +322,10 @@ impl Cache {
             info.remove_pod(&pod.uid);
             info.add_pod(pod.clone());
         } else {
-            if let Some(old) = assumed_on.is_some().then(|| self.pods[&pod.uid].node.clone()) {
+            if let Some(old) = assumed_on
+                .is_some()
+                .then(|| self.pods[&pod.uid].node.clone())
+            {
                 self.remove_from_node(&pod.uid, &old);
             }
             self.add_to_node(pod.clone(), node);
@@ -562,7 +565,12 @@ mod tests {
         let a = pod("a", Some("n1"));
         c.add_pod(Arc::clone(&a)).unwrap();
         let uids = |c: &Cache, n: &str| -> Vec<String> {
-            c.node(n).unwrap().pods.iter().map(|p| p.uid.clone()).collect()
+            c.node(n)
+                .unwrap()
+                .pods
+                .iter()
+                .map(|p| p.uid.clone())
+                .collect()
         };
         assert_eq!(uids(&c, "n1"), ["c", "b", "a"]);
         assert!(Arc::ptr_eq(&c.node("n1").unwrap().pods[2], &a));
