@@ -233,8 +233,8 @@ pub struct NodeLocalMemo {
     entries: Vec<Entry>,
     /// The Score plugins whose raw scores `scores` holds, in order.
     score_plugins: Vec<&'static str>,
-    /// Per place, one raw score per plugin of `score_plugins` (lent to the cycle's
-    /// [`ReusedScores`] while it scores).
+    /// Per plugin of `score_plugins`, a column of one raw score per place (lent to the
+    /// cycle's [`ReusedScores`] while it scores).
     scores: Vec<i64>,
     /// The buffers of the last [`ReusedScores`] lent, kept for the next.
     spare: ReusedScores,
@@ -339,14 +339,15 @@ impl NodeLocalMemo {
         r.plugins.clone_from(&self.score_plugins);
         r.rows.clear();
         r.rows.extend_from_slice(places);
+        r.places = self.entries.len();
         r.known.clear();
-        let mut reused = 0;
+        let entries = &self.entries[..];
         r.known.extend(places.iter().map(|&place| {
-            let known = self.entry(place, &nodes[place]).is_some_and(|e| e.scored);
-            reused += u64::from(known);
-            known
+            entries.get(place).is_some_and(|e| {
+                e.scored && std::ptr::eq(e.node.as_ptr(), Arc::as_ptr(&nodes[place]))
+            })
         }));
-        self.scores_reused += reused;
+        self.scores_reused += r.known.iter().map(|&k| u64::from(k)).sum::<u64>();
         r.scores = std::mem::take(&mut self.scores);
         r.filled = false;
         r
@@ -366,13 +367,17 @@ impl NodeLocalMemo {
             self.entries.iter_mut().for_each(|e| e.scored = false);
         }
         self.scores = std::mem::take(&mut r.scores);
+        if r.places != self.entries.len() {
+            // Columns of another length (not lent by this memo): nothing is kept.
+            self.entries.iter_mut().for_each(|e| e.scored = false);
+            self.scores.clear();
+            r.filled = false;
+        }
         self.scores.resize(self.entries.len() * stride, 0);
         if r.filled {
-            for (j, &place) in places.iter().enumerate() {
-                // A known row was reused in this cycle: its scores are kept already.
-                if r.known.get(j).copied().unwrap_or(true) {
-                    continue;
-                }
+            // A known row was reused in this cycle: its scores are kept already.
+            let unknown = places.iter().zip(&r.known).filter(|(_, &known)| !known);
+            for (&place, _) in unknown {
                 let node = &nodes[place];
                 if self.entry(place, node).is_none() {
                     // Scored without a filter verdict kept (filters that are not node-local ran).

@@ -307,36 +307,42 @@ impl Cache {
 
     /// A bound pod seen through the watch: confirms an assumed pod or adds it.
     pub fn add_pod(&mut self, pod: Arc<PodInfo>) -> Result<(), CacheError> {
-        let node = pod.node_name().unwrap_or_default().to_string();
-        match self.pods.get(&pod.uid) {
-            Some(s) if s.assumed => {
-                let old_node = s.node.clone();
-                self.remove_from_node(&pod.uid, &old_node);
-                self.add_to_node(pod.clone(), &node);
-                self.pods.insert(
-                    pod.uid.clone(),
-                    PodState {
-                        pod,
-                        node,
-                        assumed: false,
-                    },
-                );
-                Ok(())
+        let node = pod.node_name().unwrap_or_default();
+        // Whether the pod was assumed, and then on this node.
+        let assumed_on = match self.pods.get(&pod.uid) {
+            Some(s) if s.assumed => Some(s.node.as_str() == node),
+            Some(_) => return Err(CacheError::AlreadyAdded(pod.key())),
+            None => None,
+        };
+        if assumed_on == Some(true) && self.nodes.get(node).is_some_and(|n| n.node.is_some()) {
+            // Confirmed on the node it was assumed on: one touch of the node, as many
+            // generations as a removal and an addition take (the NodeInfo ends the same).
+            self.generation += 1;
+            let info = self.touch(node);
+            info.remove_pod(&pod.uid);
+            info.add_pod(pod.clone());
+        } else {
+            if let Some(old) = assumed_on
+                .is_some()
+                .then(|| self.pods[&pod.uid].node.clone())
+            {
+                self.remove_from_node(&pod.uid, &old);
             }
-            Some(_) => Err(CacheError::AlreadyAdded(pod.key())),
+            self.add_to_node(pod.clone(), node);
+        }
+        let state = PodState {
+            node: node.to_string(),
+            pod,
+            assumed: false,
+        };
+        // The assumed pod's entry is updated where it is.
+        match assumed_on.and_then(|_| self.pods.get_mut(&state.pod.uid)) {
+            Some(s) => *s = state,
             None => {
-                self.add_to_node(pod.clone(), &node);
-                self.pods.insert(
-                    pod.uid.clone(),
-                    PodState {
-                        pod,
-                        node,
-                        assumed: false,
-                    },
-                );
-                Ok(())
+                self.pods.insert(state.pod.uid.clone(), state);
             }
         }
+        Ok(())
     }
 
     pub fn update_pod(&mut self, pod: Arc<PodInfo>) {
@@ -543,6 +549,46 @@ mod tests {
         c.add_pod(pod("p", Some("n1"))).unwrap();
         assert!(!c.is_assumed("p"));
         assert!(c.forget_pod("p").is_err());
+    }
+
+    #[test]
+    fn a_confirmed_pod_replaces_its_assumed_self_where_a_removal_and_addition_would_leave_it() {
+        let mut c = Cache::new();
+        c.add_node(node("n1", ""));
+        c.add_node(node("n2", ""));
+        for p in ["a", "b", "c"] {
+            c.assume_pod(pod(p, None), "n1").unwrap();
+        }
+        c.assume_pod(pod("d", None), "n2").unwrap();
+        let generation = c.generation;
+        // Confirmed on the node it was assumed on: the last pod takes its place, it goes last.
+        let a = pod("a", Some("n1"));
+        c.add_pod(Arc::clone(&a)).unwrap();
+        let uids = |c: &Cache, n: &str| -> Vec<String> {
+            c.node(n)
+                .unwrap()
+                .pods
+                .iter()
+                .map(|p| p.uid.clone())
+                .collect()
+        };
+        assert_eq!(uids(&c, "n1"), ["c", "b", "a"]);
+        assert!(Arc::ptr_eq(&c.node("n1").unwrap().pods[2], &a));
+        assert!(Arc::ptr_eq(c.pod("a").unwrap(), &a));
+        assert!(!c.is_assumed("a"));
+        assert_eq!(c.generation, generation + 2);
+        assert_eq!(c.node("n1").unwrap().generation, generation + 2);
+        assert!(c.add_pod(pod("a", Some("n1"))).is_err());
+        // Bound elsewhere than assumed: taken off the one node, added to the other.
+        c.add_pod(pod("d", Some("n1"))).unwrap();
+        assert_eq!(uids(&c, "n1"), ["c", "b", "a", "d"]);
+        assert!(uids(&c, "n2").is_empty());
+        assert!(!c.is_assumed("d"));
+        // Assumed on a node the cache does not hold: it stays unknown there.
+        c.assume_pod(pod("e", None), "ghost").unwrap();
+        c.add_pod(pod("e", Some("ghost"))).unwrap();
+        assert_eq!(uids(&c, "ghost"), ["e"]);
+        assert!(c.node("ghost").unwrap().node.is_none());
     }
 
     #[test]

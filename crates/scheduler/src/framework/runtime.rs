@@ -13,6 +13,11 @@ use crate::framework::interface::*;
 use crate::framework::status::{Code, Status};
 use crate::framework::types::{NodeInfo, PodInfo};
 
+mod reused;
+
+use reused::score_reusing;
+pub use reused::ReusedScores;
+
 /// Filtering checks nodes in windows of at least this many.
 pub const PARALLEL_CHUNK_NODES: usize = 64;
 /// Filtering and scoring use the thread pool only from this many nodes to compute on (nodes
@@ -599,9 +604,7 @@ impl ScoreRun<'_> {
     /// plugin is node-local and rows are known, which are gathered, not computed.
     fn computed_nodes(&self) -> usize {
         match self.reused {
-            Some(r) if self.slots.iter().all(Option::is_some) => {
-                r.known.iter().filter(|&&k| !k).count()
-            }
+            Some(r) if self.slots.iter().all(Option::is_some) => r.unknown_count(),
             _ => self.nodes.len(),
         }
     }
@@ -686,123 +689,6 @@ fn normalize_and_weigh(
             ))
             .plugin(name));
         }
-    }
-    Ok(())
-}
-
-/// Raw scores of the node-local Score plugins ([`ScorePlugin::node_local`]) for a list of
-/// nodes, known from earlier cycles or filled in by [`Framework::run_score_plugins_into`].
-/// The rows are read where they are kept: node `i` of the list has its row `rows[i]` of
-/// `scores` (the node-local memo lends its per-place table, rows being the places).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ReusedScores {
-    /// The node-local plugins that scored, in the profile's order.
-    pub plugins: Vec<&'static str>,
-    /// Per node: whether its row of `scores` is known.
-    pub known: Vec<bool>,
-    /// Per node: its row in `scores`.
-    pub rows: Vec<usize>,
-    /// Rows of raw scores, one per plugin of `plugins`.
-    pub scores: Vec<i64>,
-    /// Set when the raw scores of every node not `known` were written into its row.
-    pub filled: bool,
-}
-
-impl ReusedScores {
-    /// Readies `self` for a list of `n` nodes scored by the node-local plugins `local`: when
-    /// those differ from `plugins`, or `n` from the length of `known`, nothing is known any
-    /// more (rows are kept when there is one per node, else they become `0..n`).
-    pub fn prepare(&mut self, local: &[&'static str], n: usize) {
-        if self.plugins != local || self.known.len() != n {
-            self.plugins.clear();
-            self.plugins.extend_from_slice(local);
-            self.known.clear();
-            self.known.resize(n, false);
-            if self.rows.len() != n {
-                self.rows.clear();
-                self.rows.extend(0..n);
-            }
-            let rows = self.rows.iter().max().map_or(0, |&r| r + 1);
-            self.scores.clear();
-            self.scores.resize(rows * local.len(), 0);
-        }
-        self.filled = false;
-    }
-
-    /// The raw score of plugin `m` (of `plugins`) of node `i`.
-    pub fn get(&self, i: usize, m: usize) -> i64 {
-        self.scores[self.rows[i] * self.plugins.len() + m]
-    }
-
-    /// Sets the raw score of plugin `m` of node `i`.
-    pub fn set(&mut self, i: usize, m: usize, score: i64) {
-        let stride = self.plugins.len();
-        self.scores[self.rows[i] * stride + m] = score;
-    }
-
-    /// Writes the raw scores of the nodes not known from `scores` (plugin-major, a column per
-    /// active plugin; `slots` give each active plugin's column here, if it is node-local).
-    fn fill(&mut self, slots: &[Option<usize>], scores: &[i64]) {
-        let n = self.known.len();
-        for i in 0..n {
-            if self.known[i] {
-                continue;
-            }
-            for (k, slot) in slots.iter().enumerate() {
-                if let Some(m) = *slot {
-                    self.set(i, m, scores[k * n + i]);
-                }
-            }
-        }
-        self.filled = true;
-    }
-}
-
-/// One node-local plugin's raw scores of a run of nodes: the known ones from `reused` (its
-/// column `m`); the others from the plugin's [`ScorePlugin::score_nodes`], one call per run of
-/// unknown nodes. On failure, as `score_nodes`: the first failing node of the run.
-fn score_reusing(
-    sp: &dyn ScorePlugin,
-    state: &CycleState,
-    pod: &PodInfo,
-    run: &[&NodeInfo],
-    start: usize,
-    column: &mut [i64],
-    (reused, m): (&ReusedScores, usize),
-) -> Result<(), (usize, Status)> {
-    let known = &reused.known[start..start + run.len()];
-    let rows = &reused.rows[start..start + run.len()];
-    let stride = reused.plugins.len();
-    let gather = |column: &mut [i64], rows: &[usize]| {
-        for (cell, &row) in column.iter_mut().zip(rows) {
-            *cell = reused.scores[row * stride + m];
-        }
-    };
-    // Runs of known nodes are gathered from their rows (usually all but the few nodes that
-    // changed since the previous cycle), runs of unknown ones computed.
-    let mut j = 0;
-    while j < run.len() {
-        let unknown = known[j..]
-            .iter()
-            .position(|&k| !k)
-            .map_or(run.len(), |p| j + p);
-        gather(&mut column[j..unknown], &rows[j..unknown]);
-        if unknown == run.len() {
-            break;
-        }
-        let end = known[unknown..]
-            .iter()
-            .position(|&k| k)
-            .map_or(run.len(), |p| unknown + p);
-        sp.score_nodes(
-            state,
-            pod,
-            &run[unknown..end],
-            start + unknown,
-            &mut column[unknown..end],
-        )
-        .map_err(|(i, s)| (unknown + i, s))?;
-        j = end;
     }
     Ok(())
 }

@@ -11,7 +11,14 @@ use crate::framework::EventObject;
 /// `max - that`, so the lowest raw score wins. When the highest score is 0 the scores stay 0,
 /// or all become `max` when reversed.
 pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [i64]) {
-    let highest = scores.iter().copied().fold(0, i64::max);
+    // All zero (the common case of TaintToleration and NodeAffinity) is found by an OR, which
+    // the compiler vectorises; the highest score is looked for only otherwise.
+    let all_zero = scores.iter().fold(0, |acc, &s| acc | s) == 0;
+    let highest = if all_zero {
+        0
+    } else {
+        scores.iter().copied().fold(0, i64::max)
+    };
     if highest == 0 {
         if reverse {
             scores.iter_mut().for_each(|s| *s = max);
@@ -116,6 +123,18 @@ mod tests {
                 reverse: true,
                 scores: vec![0, 0, 0],
                 want: vec![100, 100, 100],
+            },
+            Case {
+                name: "without a positive score (not all zero) the highest is still zero",
+                reverse: true,
+                scores: vec![0, -1, 0],
+                want: vec![100, 100, 100],
+            },
+            Case {
+                name: "one positive score among zeros is the highest",
+                reverse: false,
+                scores: vec![0, 0, 0, 0, 0, 7],
+                want: vec![0, 0, 0, 0, 0, 100],
             },
         ];
         for c in cases {

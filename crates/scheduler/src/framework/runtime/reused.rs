@@ -1,0 +1,228 @@
+//! Raw scores of the node-local Score plugins kept between cycles, as the score pass reads
+//! them ([`ReusedScores`]), and one plugin's pass over a run of nodes that reuses them
+//! ([`score_reusing`]).
+//!
+//! The scores are kept plugin-major: plugin `m`'s column holds one cell per place of the
+//! snapshot's node list, so the known scores of nodes at consecutive places (the sampled
+//! window of an unrestricted cycle) are one slice copy per plugin, not a gather per cell.
+
+use crate::framework::cycle_state::CycleState;
+use crate::framework::interface::ScorePlugin;
+use crate::framework::status::Status;
+use crate::framework::types::{NodeInfo, PodInfo};
+
+/// Raw scores of the node-local Score plugins ([`ScorePlugin::node_local`]) for a list of
+/// nodes, known from earlier cycles or filled in by
+/// [`super::Framework::run_score_plugins_into`]. The scores are read where they are kept:
+/// node `i` of the list has the cell `rows[i]` of each plugin's column of `scores` (the
+/// node-local memo lends its per-place table, rows being the places).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReusedScores {
+    /// The node-local plugins that scored, in the profile's order.
+    pub plugins: Vec<&'static str>,
+    /// Per node: whether its row of `scores` is known.
+    pub known: Vec<bool>,
+    /// Per node: its row in `scores`.
+    pub rows: Vec<usize>,
+    /// How many rows each plugin's column of `scores` has.
+    pub places: usize,
+    /// One column of `places` raw scores per plugin of `plugins`.
+    pub scores: Vec<i64>,
+    /// Set when the raw scores of every node not `known` were written into its row.
+    pub filled: bool,
+    /// The list cut into runs of known nodes at consecutive rows and runs of unknown nodes
+    /// (made by [`Self::prepare`]).
+    segments: Vec<Segment>,
+}
+
+/// Nodes `start..end` of the list: known, at the consecutive rows from `row`, or not known
+/// (`row` is `None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Segment {
+    start: usize,
+    end: usize,
+    row: Option<usize>,
+}
+
+impl ReusedScores {
+    /// Readies `self` for a list of `n` nodes scored by the node-local plugins `local`: when
+    /// those differ from `plugins`, or `n` from the length of `known`, nothing is known any
+    /// more (rows are kept when there is one per node, else they become `0..n`; the columns
+    /// keep `places` rows when the rows fit).
+    pub fn prepare(&mut self, local: &[&'static str], n: usize) {
+        if self.plugins != local || self.known.len() != n {
+            self.plugins.clear();
+            self.plugins.extend_from_slice(local);
+            self.known.clear();
+            self.known.resize(n, false);
+            if self.rows.len() != n {
+                self.rows.clear();
+                self.rows.extend(0..n);
+            }
+            let rows = self.rows.iter().max().map_or(0, |&r| r + 1);
+            self.places = self.places.max(rows);
+            self.scores.clear();
+            self.scores.resize(self.places * local.len(), 0);
+        }
+        self.filled = false;
+        self.segment();
+    }
+
+    /// Cuts the list into [`Segment`]s by `known` and `rows`.
+    fn segment(&mut self) {
+        self.segments.clear();
+        let n = self.known.len();
+        let (known, rows) = (&self.known[..n], &self.rows[..n]);
+        let mut start = 0;
+        while start < n {
+            let (row, len) = match known[start] {
+                true => {
+                    let first = rows[start];
+                    let len = known[start..]
+                        .iter()
+                        .zip(&rows[start..])
+                        .zip(first..)
+                        .take_while(|((&k, &r), want)| k && r == *want)
+                        .count();
+                    (Some(first), len)
+                }
+                false => (None, known[start..].iter().take_while(|&&k| !k).count()),
+            };
+            self.segments.push(Segment {
+                start,
+                end: start + len,
+                row,
+            });
+            start += len;
+        }
+    }
+
+    /// How many nodes of the list are not known.
+    pub fn unknown_count(&self) -> usize {
+        self.segments
+            .iter()
+            .filter(|s| s.row.is_none())
+            .map(|s| s.end - s.start)
+            .sum()
+    }
+
+    /// Plugin `m`'s column: one raw score per row.
+    fn column(&self, m: usize) -> &[i64] {
+        &self.scores[m * self.places..(m + 1) * self.places]
+    }
+
+    /// The raw score of plugin `m` (of `plugins`) of node `i`.
+    pub fn get(&self, i: usize, m: usize) -> i64 {
+        self.scores[m * self.places + self.rows[i]]
+    }
+
+    /// Sets the raw score of plugin `m` of node `i`.
+    pub fn set(&mut self, i: usize, m: usize, score: i64) {
+        self.scores[m * self.places + self.rows[i]] = score;
+    }
+
+    /// Writes the raw scores of the nodes not known from `scores` (plugin-major, a column per
+    /// active plugin; `slots` give each active plugin's column here, if it is node-local).
+    pub(super) fn fill(&mut self, slots: &[Option<usize>], scores: &[i64]) {
+        let n = self.known.len();
+        for s in 0..self.segments.len() {
+            let seg = self.segments[s];
+            if seg.row.is_some() {
+                continue;
+            }
+            for i in seg.start..seg.end {
+                for (k, slot) in slots.iter().enumerate() {
+                    if let Some(m) = *slot {
+                        self.set(i, m, scores[k * n + i]);
+                    }
+                }
+            }
+        }
+        self.filled = true;
+    }
+}
+
+/// One node-local plugin's raw scores of the nodes `start..start + run.len()` of the list:
+/// the known ones copied from `reused` (its column `m`, a slice per run of consecutive rows);
+/// the others from the plugin's [`ScorePlugin::score_nodes`], one call per run of unknown
+/// nodes. On failure, as `score_nodes`: the first failing node of the run.
+pub(super) fn score_reusing(
+    sp: &dyn ScorePlugin,
+    state: &CycleState,
+    pod: &PodInfo,
+    run: &[&NodeInfo],
+    start: usize,
+    column: &mut [i64],
+    (reused, m): (&ReusedScores, usize),
+) -> Result<(), (usize, Status)> {
+    let end = start + run.len();
+    let kept = reused.column(m);
+    let first = reused.segments.partition_point(|s| s.end <= start);
+    for seg in &reused.segments[first..] {
+        if seg.start >= end {
+            break;
+        }
+        let (a, b) = (seg.start.max(start), seg.end.min(end));
+        let cells = &mut column[a - start..b - start];
+        match seg.row {
+            Some(row) => {
+                let from = row + (a - seg.start);
+                cells.copy_from_slice(&kept[from..from + (b - a)]);
+            }
+            None => sp
+                .score_nodes(state, pod, &run[a - start..b - start], a, cells)
+                .map_err(|(i, s)| (a - start + i, s))?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reused(known: &[bool], rows: &[usize], places: usize) -> ReusedScores {
+        let mut r = ReusedScores {
+            plugins: vec!["A", "B"],
+            known: known.to_vec(),
+            rows: rows.to_vec(),
+            places,
+            scores: vec![0; 2 * places],
+            ..ReusedScores::default()
+        };
+        r.prepare(&["A", "B"], known.len());
+        r
+    }
+
+    #[test]
+    fn the_list_is_cut_into_known_runs_of_consecutive_rows_and_unknown_runs() {
+        let r = reused(
+            &[true, true, true, false, false, true, true, true, true],
+            &[4, 5, 6, 7, 0, 1, 2, 9, 8],
+            10,
+        );
+        let seg = |start, end, row| Segment { start, end, row };
+        assert_eq!(
+            r.segments,
+            [
+                seg(0, 3, Some(4)),
+                seg(3, 5, None),
+                seg(5, 7, Some(1)),
+                seg(7, 8, Some(9)),
+                seg(8, 9, Some(8)),
+            ]
+        );
+        assert_eq!(r.unknown_count(), 2);
+    }
+
+    #[test]
+    fn scores_are_kept_plugin_major_by_row() {
+        let mut r = reused(&[false, false, false], &[2, 0, 1], 4);
+        r.set(0, 0, 10);
+        r.set(0, 1, 11);
+        r.set(2, 1, 21);
+        assert_eq!(r.scores, [0, 0, 10, 0, 0, 21, 11, 0]);
+        assert_eq!((r.get(0, 1), r.get(2, 1), r.get(1, 0)), (11, 21, 0));
+        assert_eq!(r.column(1), [0, 21, 11, 0]);
+    }
+}
