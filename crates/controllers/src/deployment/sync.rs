@@ -178,11 +178,20 @@ impl DeploymentController {
         new_revision: i64,
         cx: &mut SyncCtx,
     ) -> Result<Option<Arc<ReplicaSet>>, String> {
-        let mut rs_copy = ReplicaSet::clone(&existing);
+        // Only the annotations can change here (an existing ReplicaSet gets no replica
+        // annotations), so only they are copied, not the template: this runs a few times in
+        // every sync of a Deployment.
+        let mut rs_copy = ReplicaSet {
+            metadata: ObjectMeta {
+                annotations: existing.metadata.annotations.clone(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         let annotations_updated =
             set_new_replica_set_annotations(d, &mut rs_copy, new_revision, true);
         let want_min_ready = d.spec.as_ref().and_then(|s| s.min_ready_seconds);
-        let min_ready_update = rs_copy
+        let min_ready_update = existing
             .spec
             .as_ref()
             .and_then(|s| s.min_ready_seconds)
@@ -212,7 +221,7 @@ impl DeploymentController {
         let has_deadline = has_progress_deadline(d);
         let status = d.status.get_or_insert_with(Default::default);
         if has_deadline && get_condition(status, CONDITION_PROGRESSING).is_none() {
-            let msg = format!("Found new replica set {:?}", rs_name(&rs_copy));
+            let msg = format!("Found new replica set {:?}", rs_name(&existing));
             set_condition(
                 status,
                 new_condition(

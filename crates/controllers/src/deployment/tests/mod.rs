@@ -647,3 +647,41 @@ fn a_deployment_selecting_everything_only_gets_a_warning() {
         Some(1)
     );
 }
+
+#[test]
+fn a_rollback_makes_the_old_replica_set_new_again_with_the_next_revision() {
+    let mut w = World::new(7, (1, 1));
+    w.create(deployment(
+        2,
+        rolling(IntOrString::Int(1), IntOrString::Int(0)),
+        "v1",
+    ));
+    w.run_until(5);
+    w.set_image("v2");
+    w.run_until(60);
+    let v1 = w.rs_for_image("v1").unwrap();
+    w.edit(|d| {
+        d.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert("team".into(), "blue".into());
+        d.spec.as_mut().unwrap().template = template("v1");
+    });
+    w.run_until(120);
+    // The existing ReplicaSet is the new one again: its annotations are patched (the
+    // Deployment's, the next revision, the one it replaces in the history), its template
+    // and identity are not.
+    let back = w.rs_for_image("v1").unwrap();
+    assert_eq!(back.metadata.uid, v1.metadata.uid);
+    let ann = back.metadata.annotations.as_ref().unwrap();
+    assert_eq!(ann[REVISION_ANNOTATION], "3");
+    assert_eq!(ann[REVISION_HISTORY_ANNOTATION], "1");
+    assert_eq!(ann["team"], "blue");
+    assert_eq!(rs_template(&back), rs_template(&v1));
+    assert_eq!(rs_replicas(&back), 2);
+    assert_eq!(rs_replicas(&w.rs_for_image("v2").unwrap()), 0);
+    assert_eq!(
+        w.deployment().metadata.annotations.as_ref().unwrap()[REVISION_ANNOTATION],
+        "3"
+    );
+}
