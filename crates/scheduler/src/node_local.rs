@@ -340,14 +340,15 @@ impl NodeLocalMemo {
         r.rows.clear();
         r.rows.extend_from_slice(places);
         r.places = self.entries.len();
-        r.known.clear();
-        let entries = &self.entries[..];
-        r.known.extend(places.iter().map(|&place| {
-            entries.get(place).is_some_and(|e| {
-                e.scored && std::ptr::eq(e.node.as_ptr(), Arc::as_ptr(&nodes[place]))
-            })
-        }));
-        self.scores_reused += r.known.iter().map(|&k| u64::from(k)).sum::<u64>();
+        // `known` and its segments in one pass (the list is cut as `prepare` would cut it).
+        r.begin_known(places.len());
+        let mut reused = 0;
+        for &place in places {
+            let known = self.entry(place, &nodes[place]).is_some_and(|e| e.scored);
+            reused += u64::from(known);
+            r.push_known(place, known);
+        }
+        self.scores_reused += reused;
         r.scores = std::mem::take(&mut self.scores);
         r.filled = false;
         r

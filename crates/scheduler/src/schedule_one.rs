@@ -456,13 +456,16 @@ pub fn prioritize_nodes(
 /// The index of one of the highest totals, chosen uniformly among ties by reservoir sampling
 /// with the seeded generator (upstream `selectHost`). `totals` must not be empty.
 pub fn select_host(totals: &[i64], rng: &mut impl Rng) -> usize {
-    let mut best = 0;
-    let mut ties = 0u32;
-    for (i, &t) in totals.iter().enumerate() {
-        if i == 0 || t > totals[best] {
-            best = i;
+    let Some(&first) = totals.first() else {
+        return 0;
+    };
+    let (mut best, mut top) = (0, first);
+    let mut ties = 1u32;
+    for (i, &t) in totals.iter().enumerate().skip(1) {
+        if t > top {
+            (best, top) = (i, t);
             ties = 1;
-        } else if t == totals[best] {
+        } else if t == top {
             ties += 1;
             if rng.random_range(0..ties) == 0 {
                 best = i;

@@ -111,7 +111,9 @@ pub enum CacheError {
 
 #[derive(Default)]
 pub struct Cache {
-    nodes: BTreeMap<String, Arc<NodeInfo>>,
+    /// By name (hashed: looked up several times per pod event, never iterated; the node order
+    /// is `tree`'s).
+    nodes: FxHashMap<String, Arc<NodeInfo>>,
     zones: FxHashMap<String, String>,
     tree: NodeTree,
     pods: FxHashMap<String, PodState>,

@@ -60,6 +60,40 @@ fn select_host_only_picks_among_the_best_scores() {
     assert_eq!(seen, BTreeSet::from([0, 1]));
 }
 
+#[test]
+fn select_host_draws_as_the_index_form_did() {
+    use rand::{Rng, SeedableRng};
+    // The form before the best total was kept in a local: same choice, same draws.
+    fn by_index(totals: &[i64], rng: &mut impl Rng) -> usize {
+        let (mut best, mut ties) = (0, 0u32);
+        for (i, &t) in totals.iter().enumerate() {
+            if i == 0 || t > totals[best] {
+                (best, ties) = (i, 1);
+            } else if t == totals[best] {
+                ties += 1;
+                if rng.random_range(0..ties) == 0 {
+                    best = i;
+                }
+            }
+        }
+        best
+    }
+    let mut draws = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    for seed in 0..200 {
+        let n = 1 + seed as usize % 40;
+        let totals: Vec<i64> = (0..n).map(|_| draws.random_range(0..4)).collect();
+        let mut a = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut b = a.clone();
+        assert_eq!(
+            select_host(&totals, &mut a),
+            by_index(&totals, &mut b),
+            "{totals:?}"
+        );
+        assert_eq!(a.random::<u64>(), b.random::<u64>(), "{totals:?}");
+    }
+    assert_eq!(select_host(&[], &mut draws), 0);
+}
+
 mod reused_failures {
     use std::sync::Arc;
 

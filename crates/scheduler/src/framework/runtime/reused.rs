@@ -31,8 +31,11 @@ pub struct ReusedScores {
     /// Set when the raw scores of every node not `known` were written into its row.
     pub filled: bool,
     /// The list cut into runs of known nodes at consecutive rows and runs of unknown nodes
-    /// (made by [`Self::prepare`]).
+    /// (made by [`Self::prepare`], or as `known` is pushed by [`Self::push_known`]).
     segments: Vec<Segment>,
+    /// `segments` were made by [`Self::push_known`] for the present `known` and `rows`, so
+    /// the next [`Self::prepare`] keeps them.
+    segmented: bool,
 }
 
 /// Nodes `start..end` of the list: known, at the consecutive rows from `row`, or not known
@@ -63,9 +66,43 @@ impl ReusedScores {
             self.places = self.places.max(rows);
             self.scores.clear();
             self.scores.resize(self.places * local.len(), 0);
+            self.segmented = false;
+        }
+        if !std::mem::take(&mut self.segmented) {
+            self.segment();
         }
         self.filled = false;
-        self.segment();
+    }
+
+    /// Starts `known` (and its segments) afresh for a list of up to `n` nodes, to be pushed
+    /// by [`Self::push_known`] in the list's order; `rows` must hold the list's rows already.
+    pub fn begin_known(&mut self, n: usize) {
+        self.known.clear();
+        self.known.reserve(n);
+        self.segments.clear();
+        self.segmented = true;
+    }
+
+    /// Appends the next node of the list, at row `row` (`rows` holds it already), known or
+    /// not, extending the last segment when the node continues it.
+    pub fn push_known(&mut self, row: usize, known: bool) {
+        let j = self.known.len();
+        self.known.push(known);
+        if let Some(s) = self.segments.last_mut() {
+            let continues = match s.row {
+                None => !known,
+                Some(first) => known && first + (j - s.start) == row,
+            };
+            if continues {
+                s.end = j + 1;
+                return;
+            }
+        }
+        self.segments.push(Segment {
+            start: j,
+            end: j + 1,
+            row: known.then_some(row),
+        });
     }
 
     /// Cuts the list into [`Segment`]s by `known` and `rows`.
@@ -213,6 +250,31 @@ mod tests {
             ]
         );
         assert_eq!(r.unknown_count(), 2);
+    }
+
+    #[test]
+    fn known_pushed_in_order_is_cut_as_prepare_cuts_it_and_prepare_keeps_the_cut() {
+        let known = [
+            true, true, true, false, false, true, true, true, true, false,
+        ];
+        let rows = [4, 5, 6, 7, 0, 1, 2, 9, 8, 3];
+        let mut pushed = reused(&[false; 3], &[0, 1, 2], 10);
+        pushed.rows = rows.to_vec();
+        pushed.begin_known(rows.len());
+        for (&row, &k) in rows.iter().zip(&known) {
+            pushed.push_known(row, k);
+        }
+        let cut = pushed.segments.clone();
+        assert_eq!(pushed.known, known);
+        assert_eq!(cut, reused(&known, &rows, 10).segments);
+        // `prepare` keeps the pushed cut (a wrong one is not recomputed) ...
+        pushed.segments[0].end = 2;
+        pushed.prepare(&["A", "B"], rows.len());
+        assert_eq!(pushed.segments[0].end, 2);
+        // ... once: the next `prepare` cuts the list itself.
+        pushed.prepare(&["A", "B"], rows.len());
+        assert_eq!(pushed.segments, cut);
+        assert_eq!(pushed.unknown_count(), 3);
     }
 
     #[test]

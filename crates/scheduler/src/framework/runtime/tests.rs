@@ -405,3 +405,41 @@ fn only_the_nodes_to_compute_decide_whether_scoring_goes_to_the_pool() {
         assert_eq!(threads, vec![rayon::current_thread_index(); 3]);
     });
 }
+
+#[test]
+fn out_of_range_finds_the_first_score_outside_the_bounds_by_both_signs() {
+    assert_eq!(out_of_range(&[]), None);
+    assert_eq!(out_of_range(&[0, 100, 50, 1, 99]), None);
+    for bad in [
+        101,
+        -1,
+        i64::MIN,
+        i64::MAX,
+        i64::MIN + 50,
+        MAX_NODE_SCORE + (1 << 62),
+    ] {
+        assert_eq!(out_of_range(&[3, 100, bad, 0, -7]), Some(bad), "{bad}");
+    }
+    assert_eq!(out_of_range(&[3, 200, -5]), Some(200));
+}
+
+#[test]
+fn weighted_totals_are_assigned_first_then_added_for_constant_and_other_weights() {
+    let mut totals = vec![7, 7, 7];
+    add_weighted(&mut totals, &[1, 2, 3], 1, true);
+    assert_eq!(totals, [1, 2, 3]);
+    add_weighted(&mut totals, &[10, 20, 30], 1, false);
+    assert_eq!(totals, [11, 22, 33]);
+    add_weighted(&mut totals, &[1, 0, 2], 3, false);
+    assert_eq!(totals, [14, 22, 39]);
+    add_weighted(&mut totals, &[4, 5, 6], 2, true);
+    assert_eq!(totals, [8, 10, 12]);
+    add_weighted(&mut totals, &[1, 2, 3], 7, false);
+    assert_eq!(totals, [15, 24, 33]);
+    add_weighted(&mut totals, &[1, 2, 3], 5, true);
+    assert_eq!(totals, [5, 10, 15]);
+    add_weighted(&mut totals, &[1, 1, 0], 2, false);
+    assert_eq!(totals, [7, 12, 15]);
+    add_weighted(&mut totals, &[2, 0, 1], 3, true);
+    assert_eq!(totals, [6, 0, 3]);
+}
