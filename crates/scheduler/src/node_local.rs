@@ -341,13 +341,8 @@ impl NodeLocalMemo {
         r.rows.extend_from_slice(places);
         r.places = self.entries.len();
         // `known` and its segments in one pass (the list is cut as `prepare` would cut it).
-        r.begin_known(places.len());
-        let mut reused = 0;
-        for &place in places {
-            let known = self.entry(place, &nodes[place]).is_some_and(|e| e.scored);
-            reused += u64::from(known);
-            r.push_known(place, known);
-        }
+        let reused =
+            r.set_known(|place| self.entry(place, &nodes[place]).is_some_and(|e| e.scored));
         self.scores_reused += reused;
         r.scores = std::mem::take(&mut self.scores);
         r.filled = false;
@@ -377,8 +372,8 @@ impl NodeLocalMemo {
         self.scores.resize(self.entries.len() * stride, 0);
         if r.filled {
             // A known row was reused in this cycle: its scores are kept already.
-            let unknown = places.iter().zip(&r.known).filter(|(_, &known)| !known);
-            for (&place, _) in unknown {
+            for j in r.unknown_nodes() {
+                let place = places[j];
                 let node = &nodes[place];
                 if self.entry(place, node).is_none() {
                     // Scored without a filter verdict kept (filters that are not node-local ran).

@@ -31,9 +31,9 @@ pub struct ReusedScores {
     /// Set when the raw scores of every node not `known` were written into its row.
     pub filled: bool,
     /// The list cut into runs of known nodes at consecutive rows and runs of unknown nodes
-    /// (made by [`Self::prepare`], or as `known` is pushed by [`Self::push_known`]).
+    /// (made by [`Self::prepare`], or with `known` by [`Self::set_known`]).
     segments: Vec<Segment>,
-    /// `segments` were made by [`Self::push_known`] for the present `known` and `rows`, so
+    /// `segments` were made by [`Self::set_known`] for the present `known` and `rows`, so
     /// the next [`Self::prepare`] keeps them.
     segmented: bool,
 }
@@ -74,35 +74,45 @@ impl ReusedScores {
         self.filled = false;
     }
 
-    /// Starts `known` (and its segments) afresh for a list of up to `n` nodes, to be pushed
-    /// by [`Self::push_known`] in the list's order; `rows` must hold the list's rows already.
-    pub fn begin_known(&mut self, n: usize) {
+    /// Sets `known` for the list `rows` holds, node by node by `is_known(row)`, and cuts the
+    /// list into its segments in the same pass (the next [`Self::prepare`] keeps them).
+    /// Returns how many nodes are known.
+    pub fn set_known(&mut self, mut is_known: impl FnMut(usize) -> bool) -> u64 {
+        // `want`: the key a node continuing the open segment has (its row when known, the
+        // `UNKNOWN` key when not); no node has the first value, so the first opens one.
+        const UNKNOWN: usize = usize::MAX;
+        let n = self.rows.len();
         self.known.clear();
-        self.known.reserve(n);
+        self.known.resize(n, false);
         self.segments.clear();
-        self.segmented = true;
-    }
-
-    /// Appends the next node of the list, at row `row` (`rows` holds it already), known or
-    /// not, extending the last segment when the node continues it.
-    pub fn push_known(&mut self, row: usize, known: bool) {
-        let j = self.known.len();
-        self.known.push(known);
-        if let Some(s) = self.segments.last_mut() {
-            let continues = match s.row {
-                None => !known,
-                Some(first) => known && first + (j - s.start) == row,
-            };
-            if continues {
-                s.end = j + 1;
-                return;
+        let (mut want, mut start, mut first) = (usize::MAX - 1, 0, None);
+        let mut count = 0;
+        for (j, (&row, k)) in self.rows.iter().zip(self.known.iter_mut()).enumerate() {
+            let known = is_known(row);
+            *k = known;
+            count += u64::from(known);
+            let key = if known { row } else { UNKNOWN };
+            if key != want {
+                if j > 0 {
+                    self.segments.push(Segment {
+                        start,
+                        end: j,
+                        row: first,
+                    });
+                }
+                (start, first) = (j, known.then_some(row));
             }
+            want = if known { row + 1 } else { UNKNOWN };
         }
-        self.segments.push(Segment {
-            start: j,
-            end: j + 1,
-            row: known.then_some(row),
-        });
+        if n > 0 {
+            self.segments.push(Segment {
+                start,
+                end: n,
+                row: first,
+            });
+        }
+        self.segmented = true;
+        count
     }
 
     /// Cuts the list into [`Segment`]s by `known` and `rows`.
@@ -141,6 +151,15 @@ impl ReusedScores {
             .filter(|s| s.row.is_none())
             .map(|s| s.end - s.start)
             .sum()
+    }
+
+    /// The nodes of the list not known, in order (by the segments of the last
+    /// [`Self::prepare`]: only the unknown runs are walked).
+    pub fn unknown_nodes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.segments
+            .iter()
+            .filter(|s| s.row.is_none())
+            .flat_map(|s| s.start..s.end)
     }
 
     /// Plugin `m`'s column: one raw score per row.
@@ -253,21 +272,19 @@ mod tests {
     }
 
     #[test]
-    fn known_pushed_in_order_is_cut_as_prepare_cuts_it_and_prepare_keeps_the_cut() {
+    fn known_set_by_the_memo_is_cut_as_prepare_cuts_it_and_prepare_keeps_the_cut() {
         let known = [
             true, true, true, false, false, true, true, true, true, false,
         ];
         let rows = [4, 5, 6, 7, 0, 1, 2, 9, 8, 3];
         let mut pushed = reused(&[false; 3], &[0, 1, 2], 10);
         pushed.rows = rows.to_vec();
-        pushed.begin_known(rows.len());
-        for (&row, &k) in rows.iter().zip(&known) {
-            pushed.push_known(row, k);
-        }
+        let by_row = |row| known[rows.iter().position(|&r| r == row).unwrap()];
+        assert_eq!(pushed.set_known(by_row), 7);
         let cut = pushed.segments.clone();
         assert_eq!(pushed.known, known);
         assert_eq!(cut, reused(&known, &rows, 10).segments);
-        // `prepare` keeps the pushed cut (a wrong one is not recomputed) ...
+        // `prepare` keeps the cut made with `known` (a wrong one is not recomputed) ...
         pushed.segments[0].end = 2;
         pushed.prepare(&["A", "B"], rows.len());
         assert_eq!(pushed.segments[0].end, 2);
@@ -275,6 +292,7 @@ mod tests {
         pushed.prepare(&["A", "B"], rows.len());
         assert_eq!(pushed.segments, cut);
         assert_eq!(pushed.unknown_count(), 3);
+        assert_eq!(pushed.unknown_nodes().collect::<Vec<_>>(), [3, 4, 9]);
     }
 
     #[test]
