@@ -37,10 +37,7 @@ impl NodeLifecycleController {
             if !entry.exists {
                 continue;
             }
-            if entry.lease_read.is_none() || entry.lease_read != lease_writes {
-                *lease_reads += 1;
-                refresh_lease(name, entry, client.cache(), lease_writes);
-            }
+            refresh_lease(name, entry, &*client, lease_writes, lease_reads);
             if quick_pass(name, entry, zones, config, now, client) {
                 continue;
             }
@@ -261,8 +258,21 @@ pub(super) fn try_update_node_health(
 /// is the one of the entry's last read (no Lease changed since, and nothing else set
 /// `lease`: the read would set it alike), so the Leases are read once per renewal round
 /// rather than at every pass.
-fn refresh_lease(name: &str, entry: &mut NodeEntry, cache: &dyn Cache, writes: Option<u64>) {
+/// `reads` counts the reads.
+#[inline]
+fn refresh_lease(
+    name: &str,
+    entry: &mut NodeEntry,
+    client: &dyn Client,
+    writes: Option<u64>,
+    reads: &mut u64,
+) {
+    if entry.lease_read.is_some() && entry.lease_read == writes {
+        return;
+    }
+    *reads += 1;
     entry.lease_read = writes;
+    let cache = client.cache();
     let lease = cache.get_lease_hinted(NODE_LEASE_NAMESPACE, name, &mut entry.lease_slot);
     if let Some(l) = lease {
         entry.lease = Some(

@@ -40,7 +40,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod, PodCondition, Taint};
 use kubeplane_api::{
-    ApiError, Cache, Client, Component, EventType, Kind, Object, SlotHint, StoredNode, WatchEvent,
+    ApiError, Client, Component, EventType, Kind, Object, SlotHint, StoredNode, WatchEvent,
 };
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
@@ -242,9 +242,10 @@ struct NodeEntry {
     lease: Option<Option<Timestamp>>,
     /// Where the cache keeps the node's Lease (each pass reads it).
     lease_slot: SlotHint,
-    /// The cache's count of Lease writes ([`Cache::lease_writes`]) when `lease` was last set
-    /// from the cache: while the count is the same, a read would set it alike. `None`: not
-    /// read since `lease` was last set otherwise (or the cache keeps no count).
+    /// The cache's count of Lease writes ([`kubeplane_api::Cache::lease_writes`]) when
+    /// `lease` was last set from the cache: while the count is the same, a read would set it
+    /// alike. `None`: not read since `lease` was last set otherwise (or the cache keeps no
+    /// count).
     lease_read: Option<u64>,
     health: Option<Health>,
     /// Upstream `nodesToRetry`: marking pods not ready failed.
