@@ -62,6 +62,13 @@ pub trait Cache {
             _ => None,
         }
     }
+
+    /// A count that changes whenever any Lease the cache holds is written (created, replaced,
+    /// renewed quietly, removed), so that a reader who saw every Lease at one count knows
+    /// they are unchanged while the count is; `None` (the default) when the cache cannot tell.
+    fn lease_writes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Where a cache last found an object (see [`Cache::get_hinted`]), in terms only the cache

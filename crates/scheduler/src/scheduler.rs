@@ -347,10 +347,14 @@ impl Scheduler {
                     .as_ref()
                     .and_then(Object::as_node)
                     .expect("a Modified event carries the old object");
-                self.cache.update_node(node.clone());
                 // A renewal of the conditions' heartbeats only is no scheduling property
-                // change (upstream `NodeSchedulingPropertiesChange` finds no event in it).
+                // change (upstream `NodeSchedulingPropertiesChange` finds no event in it). The
+                // cache's verdict against its held version is the one against `old` (the
+                // held version differs from `old` at most in heartbeats); only a node it did
+                // not keep is compared with `old` again.
+                let heartbeats_only = self.cache.update_node(node.clone());
                 if !self.queue.wants_cluster_events()
+                    || heartbeats_only
                     || kubeplane_api::only_heartbeats_changed(old, node)
                 {
                     return;

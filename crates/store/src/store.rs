@@ -39,6 +39,9 @@ struct Bucket {
     /// How many of the stored objects carry a deletionTimestamp (the simulator's livelock
     /// budget counts the pods not being deleted without a pass over them).
     deleting: usize,
+    /// Writes to the bucket's objects (inserts, removals, writes in place, counted when the
+    /// slot is taken for one): see [`Cache::lease_writes`].
+    writes: u64,
 }
 
 /// Whether an object is being deleted (has a deletionTimestamp).
@@ -87,6 +90,7 @@ impl Bucket {
     /// The stored object of a key and its slot's resourceVersion number.
     fn get_mut(&mut self, ns: &str, name: &str) -> Option<(&mut Object, &mut u64)> {
         let i = self.slot(ns, name)?;
+        self.writes += 1;
         Some((self.slots[i].as_mut()?, &mut self.rvs[i]))
     }
 
@@ -102,6 +106,7 @@ impl Bucket {
     /// Inserts or replaces an object whose resourceVersion is `rv`; returns whether the
     /// object is new.
     fn insert(&mut self, ns: &str, name: &str, obj: Object, rv: u64) -> bool {
+        self.writes += 1;
         self.deleting += usize::from(is_deleting(&obj));
         if let Some(i) = self.slot(ns, name) {
             let old = self.slots[i].replace(obj);
@@ -140,6 +145,7 @@ impl Bucket {
             }
         }
         self.free.push(i);
+        self.writes += 1;
         self.gens[i] += 1;
         let old = self.slots[i].take();
         self.count_gone(old.as_ref());
@@ -313,6 +319,11 @@ impl Store {
             Object::Lease(l) => Some(l),
             _ => None,
         }
+    }
+
+    /// [`Cache::lease_writes`]: the writes to the Lease bucket.
+    pub fn lease_writes(&self) -> u64 {
+        Kind::Lease.index().map_or(0, |i| self.buckets[i].writes)
     }
 
     pub fn get_key(&self, key: &ObjectKey) -> Option<&Object> {
@@ -552,6 +563,7 @@ impl Store {
         let now_deleting = is_deleting(slot);
         bucket.deleting = bucket.deleting + usize::from(now_deleting) - usize::from(was_deleting);
         bucket.rvs[i] = self.resource_version + 1;
+        bucket.writes += 1;
         Ok(self.next_rv())
     }
 
@@ -612,6 +624,10 @@ impl Cache for Store {
         hint: &mut SlotHint,
     ) -> Option<&Arc<Lease>> {
         Store::get_lease_hinted(self, namespace, name, hint)
+    }
+
+    fn lease_writes(&self) -> Option<u64> {
+        Some(Store::lease_writes(self))
     }
 
     fn list<'a>(&'a self, kind: Kind) -> Box<dyn Iterator<Item = &'a Object> + 'a> {

@@ -24,17 +24,20 @@ impl NodeLifecycleController {
             z.n_not_ready = 0;
         }
         let start = client.clock().start();
+        let lease_writes = client.cache().lease_writes();
         let Self {
             nodes,
             zones,
             pods,
             config,
+            lease_reads,
             ..
         } = self;
         for (name, entry) in nodes.iter_mut() {
             if !entry.exists {
                 continue;
             }
+            refresh_lease(name, entry, &*client, lease_writes, lease_reads);
             if quick_pass(name, entry, zones, config, now, client) {
                 continue;
             }
@@ -251,7 +254,25 @@ pub(super) fn try_update_node_health(
 /// `simulate`'s node agents renew Leases without watch events (quiet writes), which only the
 /// cache shows. A Lease the cache does not hold leaves what the watch events said (a client
 /// whose cache lacks Leases, such as the controller's benchmark, feeds them as events).
-fn refresh_lease(name: &str, entry: &mut NodeEntry, cache: &dyn Cache) {
+/// `writes`: the cache's count of Lease writes now; the pass skips the read while the count
+/// is the one of the entry's last read (no Lease changed since, and nothing else set
+/// `lease`: the read would set it alike), so the Leases are read once per renewal round
+/// rather than at every pass.
+/// `reads` counts the reads.
+#[inline]
+fn refresh_lease(
+    name: &str,
+    entry: &mut NodeEntry,
+    client: &dyn Client,
+    writes: Option<u64>,
+    reads: &mut u64,
+) {
+    if entry.lease_read.is_some() && entry.lease_read == writes {
+        return;
+    }
+    *reads += 1;
+    entry.lease_read = writes;
+    let cache = client.cache();
     let lease = cache.get_lease_hinted(NODE_LEASE_NAMESPACE, name, &mut entry.lease_slot);
     if let Some(l) = lease {
         entry.lease = Some(
@@ -264,7 +285,7 @@ fn refresh_lease(name: &str, entry: &mut NodeEntry, cache: &dyn Cache) {
 }
 
 /// The first steps of the pass for every node (its zone's evictor when the zone lost its
-/// state, its Lease read), then for a node [`stays_ready`] accepts what the general steps
+/// state; the caller read its Lease), then for a node [`stays_ready`] accepts what the general steps
 /// would do: count it ready and take it out of its zone's tainting queue
 /// (`markNodeAsReachable` without NoExecute taints). Whether the node is done.
 #[inline]
@@ -281,7 +302,6 @@ fn quick_pass(
     if zones.list[entry.zone].state.is_none() {
         zones.ensure_evictor(entry.zone, rate);
     }
-    refresh_lease(name, entry, client.cache());
     if !stays_ready(entry, config, now) {
         return false;
     }

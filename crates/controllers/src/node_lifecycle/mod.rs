@@ -40,7 +40,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod, PodCondition, Taint};
 use kubeplane_api::{
-    ApiError, Cache, Client, Component, EventType, Kind, Object, SlotHint, StoredNode, WatchEvent,
+    ApiError, Client, Component, EventType, Kind, Object, SlotHint, StoredNode, WatchEvent,
 };
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::{EventRecord, SimTime};
@@ -242,6 +242,11 @@ struct NodeEntry {
     lease: Option<Option<Timestamp>>,
     /// Where the cache keeps the node's Lease (each pass reads it).
     lease_slot: SlotHint,
+    /// The cache's count of Lease writes ([`kubeplane_api::Cache::lease_writes`]) when
+    /// `lease` was last set from the cache: while the count is the same, a read would set it
+    /// alike. `None`: not read since `lease` was last set otherwise (or the cache keeps no
+    /// count).
+    lease_read: Option<u64>,
     health: Option<Health>,
     /// Upstream `nodesToRetry`: marking pods not ready failed.
     retry: bool,
@@ -265,6 +270,7 @@ impl NodeEntry {
             has_not_ready_no_execute: false,
             lease: None,
             lease_slot: SlotHint::default(),
+            lease_read: None,
             health: None,
             retry: false,
             reconciled: None,
@@ -514,6 +520,9 @@ pub struct NodeLifecycleController {
     /// A node was added or deleted since the last pass.
     classify_dirty: bool,
     monitor_passes: u64,
+    /// Lease reads from the cache by the monitor (the passes skip those whose answer is
+    /// known: see [`NodeEntry::lease_read`]).
+    lease_reads: u64,
 }
 
 impl NodeLifecycleController {
@@ -531,6 +540,7 @@ impl NodeLifecycleController {
             work_since: None,
             classify_dirty: false,
             monitor_passes: 0,
+            lease_reads: 0,
         }
     }
 
@@ -549,6 +559,11 @@ impl NodeLifecycleController {
     /// The number of health-monitor passes run so far.
     pub fn monitor_passes(&self) -> u64 {
         self.monitor_passes
+    }
+
+    /// How many Leases the monitor read from the cache so far.
+    pub fn lease_reads(&self) -> u64 {
+        self.lease_reads
     }
 
     /// The probe time of a node's health record (the last instant a fresh signal was seen).
@@ -655,7 +670,10 @@ impl NodeLifecycleController {
             )
         };
         match self.nodes.get_mut(name) {
-            Some(e) => e.lease = renew,
+            Some(e) => {
+                e.lease = renew;
+                e.lease_read = None;
+            }
             None => match renew {
                 Some(r) => {
                     self.pending_leases.insert(name.to_string(), r);

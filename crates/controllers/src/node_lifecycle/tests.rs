@@ -891,3 +891,5 @@ fn the_monitor_runs_every_period_from_zero() {
     assert_eq!(h.nlc.monitor_passes(), 13);
     assert_eq!(h.nlc.next_wakeup(), Some(secs(65)));
 }
+
+mod lease_reads;

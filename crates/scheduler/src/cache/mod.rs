@@ -182,10 +182,13 @@ impl Cache {
     /// Upstream `UpdateNode`. A node whose update renews only its conditions' heartbeats (a
     /// node agent's periodic status post) is left as it is, generation included: nothing the
     /// cache derives or the plugins read changed, so the snapshot keeps its NodeInfo.
-    pub fn update_node(&mut self, node: Arc<StoredNode>) {
+    /// Whether that was so (the cache held the node, and `node` differs from it only in
+    /// heartbeats): the held version differs from the last one given here only in heartbeats
+    /// (any other change replaces it), so the verdict is also the one against that version.
+    pub fn update_node(&mut self, node: Arc<StoredNode>) -> bool {
         let name = node.metadata.name.as_deref().unwrap_or_default();
         if self.only_heartbeats_changed(name, &node) {
-            return;
+            return true;
         }
         let name = name.to_string();
         let zone = zone_key(&node);
@@ -214,6 +217,7 @@ impl Cache {
                 self.list_changed = true;
             }
         }
+        false
     }
 
     /// Whether the cache holds `name`'s node and `node` differs from it only in heartbeats.
@@ -646,6 +650,38 @@ mod tests {
         assert!(!Arc::ptr_eq(&before, after));
         let held = after.node.as_ref().unwrap();
         assert_eq!(held.metadata.resource_version.as_deref(), Some("3"));
+    }
+
+    /// The verdict `update_node` returns is the comparison with the version given before it,
+    /// over posts that renew heartbeats, change a status, renew again, change back, and after
+    /// the node's removal (not held: a change).
+    #[test]
+    fn update_node_tells_a_heartbeat_only_post_as_the_previous_version_would() {
+        let mut c = Cache::new();
+        let posts = [
+            posted(0, "True", "1"),
+            posted(300, "True", "2"),
+            posted(600, "True", "3"),
+            posted(900, "False", "4"),
+            posted(1200, "False", "5"),
+            posted(1500, "True", "6"),
+            posted(1800, "True", "7"),
+        ];
+        assert!(!c.update_node(posts[0].clone()), "not held yet");
+        for w in posts.windows(2) {
+            let expected = kubeplane_api::only_heartbeats_changed(&w[0], &w[1]);
+            assert_eq!(c.update_node(w[1].clone()), expected, "{:?}", w[1].metadata);
+        }
+        let verdicts: Vec<bool> = posts
+            .windows(2)
+            .map(|w| kubeplane_api::only_heartbeats_changed(&w[0], &w[1]))
+            .collect();
+        assert_eq!(verdicts, [true, true, false, true, false, true]);
+        c.remove_node("n1");
+        assert!(
+            !c.update_node(posted(2100, "True", "8")),
+            "removed: not held"
+        );
     }
 
     #[test]
