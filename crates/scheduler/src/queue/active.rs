@@ -49,6 +49,7 @@ impl SchedulingQueue {
                 None if self.pop_from_backoff_q => self.backoff_q.pop()?,
                 None => return None,
             };
+            self.refresh_nominated(&p.pod_info);
             let uid = p.pod_info.uid.clone();
             if self.in_flight_pods.contains_key(&uid) {
                 // The same pod tracked twice: discard this copy, as upstream does.

@@ -425,11 +425,12 @@ impl SchedulingQueue {
     /// v1.37 first, whether or not the pod is gated (upstream `addPod` since #139057); before,
     /// only when the pod reaches activeQ, so a gated pod's nomination held no room.
     pub fn add(&mut self, pod: Arc<PodInfo>, now: SimTime) {
-        let p = QueuedPodInfo::new(pod, now);
+        let p = QueuedPodInfo::new(Arc::clone(&pod), now);
         if self.records_nomination_on_add {
             self.nominator.add(&p.pod_info, None);
         }
         self.move_to_active_q(p, labels::UNSCHEDULED_POD_ADD.label, false, now);
+        self.refresh_nominated(&pod);
     }
 
     /// Whether [`SchedulingQueue::add`] (and an update of a pod in no queue) records the pod's
@@ -445,6 +446,12 @@ impl SchedulingQueue {
     /// hints of the rejecting (or gating) plugins and may move the pod. In no queue: added as
     /// new.
     pub fn update(&mut self, old: &Pod, new: Arc<PodInfo>, now: SimTime) {
+        let pod = Arc::clone(&new);
+        self.update_queued(old, new, now);
+        self.refresh_nominated(&pod);
+    }
+
+    fn update_queued(&mut self, old: &Pod, new: Arc<PodInfo>, now: SimTime) {
         let events = pod_update_events(old, &new.pod);
         if self.record_events_if_pod_in_flight(&new.uid.clone(), &events, Some(old), &new.pod) {
             return;
@@ -495,13 +502,13 @@ impl SchedulingQueue {
     pub fn delete(&mut self, pod: &PodInfo) {
         self.nominator.delete(&pod.uid);
         let key = pod.key();
-        if self.active_q.remove(&key).is_some() {
-            return;
+        if self.active_q.remove(&key).is_none()
+            && self.backoff_q.remove(&key).is_none()
+            && self.error_backoff_q.remove(&key).is_none()
+        {
+            self.unschedulable_pods.remove(&key);
         }
-        if self.backoff_q.remove(&key).is_some() || self.error_backoff_q.remove(&key).is_some() {
-            return;
-        }
-        self.unschedulable_pods.remove(&key);
+        self.refresh_nominated(pod);
     }
 
     /// The failure handler's entry: puts a pod whose attempt failed back. Replays the events
@@ -516,6 +523,7 @@ impl SchedulingQueue {
         now: SimTime,
     ) -> Result<(), String> {
         let uid = pinfo.pod_info.uid.clone();
+        let pod = Arc::clone(&pinfo.pod_info);
         let key = key_of(&pinfo);
         let err = if self.unschedulable_pods.contains_key(&key) {
             Some("unschedulable queue")
@@ -528,6 +536,7 @@ impl SchedulingQueue {
         };
         if let Some(q) = err {
             self.done(&uid);
+            self.refresh_nominated(&pod);
             return Err(format!("Pod {key} is already present in the {q}"));
         }
         if pinfo.unschedulable_plugins.is_empty() && pinfo.pending_plugins.is_empty() {
@@ -541,6 +550,7 @@ impl SchedulingQueue {
         let strategy = self.hint_for_in_flight_pod(&pinfo);
         self.requeue(pinfo, strategy, move_labels::SCHEDULE_ATTEMPT_FAILURE, now);
         self.done(&uid);
+        self.refresh_nominated(&pod);
         Ok(())
     }
 

@@ -1,6 +1,14 @@
 //! The nominator (upstream `backend/queue/nominator.go`): which pods are nominated to run on
 //! which node (after preemption made room for them), keyed by pod UID; and the queue's
 //! nominator operations, which resolve a nomination to the pod's latest queued version.
+//!
+//! That resolution is kept with each nomination rather than looked up on every read (the
+//! filter pass reads the nominated pods of every checked node that has some, once per cycle,
+//! and the preemption's dry runs again per candidate): every public queue operation that can
+//! change what the queues hold under a key (add, update, delete, pop, the failure handler's
+//! requeue, a nomination) re-resolves the nominations with that key when it ends
+//! ([`SchedulingQueue::refresh_nominated`]). The other operations only move a pod between
+//! sub-queues, which keeps the same `Arc<PodInfo>` under its key.
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -9,15 +17,17 @@ use crate::plugins::helper::FxHashMap;
 
 use super::*;
 
-/// A reference to a nominated pod; the queue resolves it to its latest queued version by its
-/// `namespace/name` key, kept with it (the filter pass resolves every nominated pod of a
-/// checked node, once per cycle).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A reference to a nominated pod, with its resolution: the pod the queues hold under its
+/// `namespace/name` key, or (in no queue: in flight) a bare pod with only its name, namespace
+/// and UID.
+#[derive(Clone, Debug)]
 pub(crate) struct PodRef {
     pub namespace: String,
     pub name: String,
     pub uid: String,
-    pub key: String,
+    pub resolved: Arc<PodInfo>,
+    /// Whether `resolved` is a queued pod (else the bare one).
+    queued: bool,
 }
 
 impl PodRef {
@@ -26,7 +36,8 @@ impl PodRef {
             namespace: pod.namespace.clone(),
             name: pod.name.clone(),
             uid: pod.uid.clone(),
-            key: format!("{}/{}", pod.namespace, pod.name),
+            resolved: bare_pod_info(&pod.namespace, &pod.name, &pod.uid),
+            queued: false,
         }
     }
 }
@@ -40,6 +51,10 @@ pub(crate) struct Nominator {
     by_node: FxHashMap<String, Vec<PodRef>>,
     /// pod UID → node.
     node_of: FxHashMap<String, String>,
+    /// name → the (namespace, UID) of the pods nominated under that name (usually one), so
+    /// that a queue operation can tell whether its pod's key has a nomination without
+    /// formatting the key.
+    uids_of_name: FxHashMap<String, Vec<(String, String)>>,
 }
 
 impl Nominator {
@@ -58,6 +73,8 @@ impl Nominator {
         self.node_of.insert(pod.uid.clone(), node.to_string());
         let list = self.by_node.entry(node.to_string()).or_default();
         if !list.iter().any(|r| r.uid == pod.uid) {
+            let uids = self.uids_of_name.entry(pod.name.clone()).or_default();
+            uids.push((pod.namespace.clone(), pod.uid.clone()));
             list.push(PodRef::of(pod));
         }
     }
@@ -87,9 +104,45 @@ impl Nominator {
             return;
         };
         if let Some(list) = self.by_node.get_mut(&node) {
-            list.retain(|r| r.uid != uid);
+            if let Some(i) = list.iter().position(|r| r.uid == uid) {
+                let r = list.remove(i);
+                if let Some(uids) = self.uids_of_name.get_mut(&r.name) {
+                    uids.retain(|(_, u)| u != uid);
+                    if uids.is_empty() {
+                        self.uids_of_name.remove(&r.name);
+                    }
+                }
+            }
             if list.is_empty() {
                 self.by_node.remove(&node);
+            }
+        }
+    }
+
+    /// Whether some nomination has this namespace and name.
+    pub fn has_name(&self, namespace: &str, name: &str) -> bool {
+        self.uids_of_name
+            .get(name)
+            .is_some_and(|uids| uids.iter().any(|(ns, _)| ns == namespace))
+    }
+
+    /// Sets the resolution of every nomination with this namespace and name: `queued`, the
+    /// pod the queues hold under its key, or a bare pod when they hold none.
+    pub fn set_resolved(&mut self, namespace: &str, name: &str, queued: Option<&Arc<PodInfo>>) {
+        let Some(uids) = self.uids_of_name.get(name) else {
+            return;
+        };
+        for (_, uid) in uids.iter().filter(|(ns, _)| ns == namespace) {
+            let Some(list) = self.node_of.get(uid).and_then(|n| self.by_node.get_mut(n)) else {
+                continue;
+            };
+            for r in list.iter_mut().filter(|r| &r.uid == uid) {
+                match queued {
+                    Some(p) => r.resolved = Arc::clone(p),
+                    None if !r.queued => {}
+                    None => r.resolved = bare_pod_info(&r.namespace, &r.name, &r.uid),
+                }
+                r.queued = queued.is_some();
             }
         }
     }
@@ -118,6 +171,30 @@ impl SchedulingQueue {
     /// Upstream also skips pods missing from the informer; the caller checks that.
     pub fn add_nominated_pod(&mut self, pod: Arc<PodInfo>, nominated_node: Option<String>) {
         self.nominator.add(&pod, nominated_node.as_deref());
+        self.refresh_nominated(&pod);
+    }
+
+    /// Re-resolves the nominations with `pod`'s key to what the queues now hold under it (see
+    /// the module's documentation): called at the end of every operation that may change it.
+    /// Without such a nomination (the usual case) the key is not even formatted.
+    pub(super) fn refresh_nominated(&mut self, pod: &PodInfo) {
+        if !self.nominator.has_name(&pod.namespace, &pod.name) {
+            return;
+        }
+        let key = pod.key();
+        let queued = self.queued_pod_info(&key).cloned();
+        self.nominator
+            .set_resolved(&pod.namespace, &pod.name, queued.as_ref());
+    }
+
+    /// The pod the queues hold under `key`, looked up in activeQ, unschedulablePods, then
+    /// backoffQ.
+    fn queued_pod_info(&self, key: &str) -> Option<&Arc<PodInfo>> {
+        self.active_q
+            .get(key)
+            .or_else(|| self.unschedulable_pods.get(key))
+            .or_else(|| self.backoff_get(key))
+            .map(|p| &p.pod_info)
     }
 
     pub fn delete_nominated_pod_if_exists(&mut self, pod: &PodInfo) {
@@ -146,27 +223,39 @@ impl SchedulingQueue {
         self.nominator
             .pods_for_node(node)
             .iter()
+            .map(|r| Arc::clone(&r.resolved))
+            .collect()
+    }
+
+    /// The same, each looked up in the queues by its key (what the kept resolutions must
+    /// equal).
+    #[cfg(test)]
+    pub(crate) fn nominated_pods_for_node_by_lookup(&self, node: &str) -> Vec<Arc<PodInfo>> {
+        self.nominator
+            .pods_for_node(node)
+            .iter()
             .map(|r| {
-                let key = r.key.as_str();
-                self.active_q
-                    .get(key)
-                    .or_else(|| self.unschedulable_pods.get(key))
-                    .or_else(|| self.backoff_get(key))
-                    .map(|p| p.pod_info.clone())
-                    .unwrap_or_else(|| bare_pod_info(r))
+                self.queued_pod_info(&format!("{}/{}", r.namespace, r.name))
+                    .cloned()
+                    .unwrap_or_else(|| bare_pod_info(&r.namespace, &r.name, &r.uid))
             })
             .collect()
     }
 }
 
-fn bare_pod_info(r: &PodRef) -> Arc<PodInfo> {
+/// A pod with only a name, namespace and UID.
+fn bare_pod_info(namespace: &str, name: &str, uid: &str) -> Arc<PodInfo> {
     Arc::new(PodInfo::new(Arc::new(Pod {
         metadata: ObjectMeta {
-            name: Some(r.name.clone()),
-            namespace: Some(r.namespace.clone()),
-            uid: Some(r.uid.clone()),
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            uid: Some(uid.to_string()),
             ..ObjectMeta::default()
         },
         ..Pod::default()
     })))
 }
+
+#[cfg(test)]
+#[path = "nominator_tests.rs"]
+mod tests;

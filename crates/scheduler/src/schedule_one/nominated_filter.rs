@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use crate::framework::{CycleState, Framework, NodeInfo, PodInfo, Status};
 use crate::node_local::NamedFilter;
-use crate::plugins::defaultpreemption::POD_INDEPENDENT_FILTERS;
+use crate::plugins::defaultpreemption::{status_with_requests, POD_INDEPENDENT_FILTERS};
 
 /// The first of the two passes on a node with nominated pods, for one cycle (the default one
 /// always takes the framework's copies).
@@ -62,16 +62,7 @@ impl<'a> FirstPass<'a> {
             requested.add(&np.requests);
             num_pods += 1;
         }
-        for &((name, f), on_node_only) in filters {
-            let s = match on_node_only {
-                true => f.filter(state, pod, node),
-                false => f.filter_with_requests(state, pod, node, &requested, num_pods)?,
-            };
-            if !s.is_success() {
-                return Some(s.of_filter(name));
-            }
-        }
-        Some(Status::success())
+        status_with_requests(filters, state, pod, node, &requested, num_pods)
     }
 }
 

@@ -34,6 +34,7 @@ pub use evaluator::{
     calculate_num_candidates, filter_pods_with_pdb_violation, more_important_pod,
     pick_one_node_for_preemption, pick_one_node_for_preemption_explained, Candidate, PdbInfo,
 };
+pub(crate) use victims::status_with_requests;
 
 pub const NAME: &str = "DefaultPreemption";
 

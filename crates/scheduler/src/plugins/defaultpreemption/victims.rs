@@ -22,6 +22,14 @@
 //! sums saturate, so the order is kept). The pod-independent plugins run once on the node
 //! itself. A node where the pod does not fit with all lower-priority pods removed takes the
 //! scratch NodeInfo, for the exact status.
+//!
+//! That status, with every lower-priority pod removed (and the nominated pods of at least the
+//! preemptor's priority added for the first of the two passes), is also found by arithmetic
+//! when NodeResourcesFit is the only plugin whose verdict depends on the pods: the same sums,
+//! each plugin in order, the first failure's code, plugin and message
+//! ([`status_with_requests`], which the filter pass uses for a node's nominated pods). A node
+//! that fails there, whether or not pods are nominated to it, takes no copy; only a node that
+//! passes with relevant nominated pods takes the scratch NodeInfo for its reprieve steps.
 
 use std::sync::Arc;
 
@@ -39,10 +47,10 @@ type Filter<'a> = (&'static str, &'a dyn FilterPlugin);
 struct Direct<'a> {
     /// Every Filter plugin of the cycle, in order.
     all: Vec<Filter<'a>>,
+    /// The same, each with whether it looks only at the node and at the pod.
+    flagged: Vec<(Filter<'a>, bool)>,
     /// Those that re-run in the reprieve steps (their verdict can depend on the pods).
     dependent: Vec<Filter<'a>>,
-    /// The others: they look only at the node and at the pod.
-    independent: Vec<Filter<'a>>,
 }
 
 /// Victims (most important first) and how many of them violate a PodDisruptionBudget, or the
@@ -63,8 +71,12 @@ pub(super) struct VictimSearch<'a> {
     with_nominated: NodeInfo,
     /// The requests of the pods on the node being dry-run by arithmetic.
     requested: Resources,
+    /// The same with the relevant nominated pods added.
+    with_nominated_requested: Resources,
     /// How many nodes were dry-run by arithmetic.
     pub(super) by_requests: usize,
+    /// How many nodes failed by arithmetic with every lower-priority pod removed.
+    pub(super) failed_by_requests: usize,
 }
 
 impl<'a> VictimSearch<'a> {
@@ -78,13 +90,19 @@ impl<'a> VictimSearch<'a> {
         let mut search = VictimSearch::general(fwk, state, pod, pdbs, now);
         if !fwk.has_active_pre_filter_extensions(state) {
             let all = fwk.active_filters(state);
-            let (independent, dependent) = all
+            let dependent = all
                 .iter()
-                .partition(|(name, _)| POD_INDEPENDENT_FILTERS.contains(name));
+                .filter(|(name, _)| !POD_INDEPENDENT_FILTERS.contains(name))
+                .copied()
+                .collect();
+            let flagged = all
+                .iter()
+                .map(|&(name, f)| ((name, f), POD_INDEPENDENT_FILTERS.contains(&name)))
+                .collect();
             search.direct = Some(Direct {
                 all,
+                flagged,
                 dependent,
-                independent,
             });
         }
         search
@@ -108,7 +126,9 @@ impl<'a> VictimSearch<'a> {
             scratch: NodeInfo::default(),
             with_nominated: NodeInfo::default(),
             requested: Resources::default(),
+            with_nominated_requested: Resources::default(),
             by_requests: 0,
+            failed_by_requests: 0,
         }
     }
 
@@ -141,13 +161,7 @@ impl<'a> VictimSearch<'a> {
             .collect();
         match self.direct.take() {
             Some(filters) => {
-                let by_requests = if relevant.is_empty() && !potential.is_empty() {
-                    self.by_requests(&filters, node, &mut potential)
-                } else {
-                    None
-                };
-                let found = by_requests
-                    .unwrap_or_else(|| self.direct_way(&filters, node, &mut potential, &relevant));
+                let found = self.direct(&filters, node, &mut potential, &relevant);
                 self.direct = Some(filters);
                 found
             }
@@ -193,6 +207,68 @@ impl<'a> VictimSearch<'a> {
         reprieve_in_order(potential, self.pdbs, self.now, &mut reprieve)
     }
 
+    /// The direct way: by arithmetic when the sums tell the status with every lower-priority
+    /// pod removed and it is a failure, or a success without relevant nominated pods (then the
+    /// reprieve steps too); otherwise on the scratch NodeInfo.
+    fn direct(
+        &mut self,
+        filters: &Direct<'a>,
+        node: &NodeInfo,
+        potential: &mut [&Arc<PodInfo>],
+        relevant: &[Arc<PodInfo>],
+    ) -> Victims {
+        if potential.is_empty() {
+            return Err(Status::unresolvable(REASON_NO_VICTIMS));
+        }
+        self.requested.clone_from(&node.requested);
+        for p in potential.iter() {
+            self.requested.sub(&p.requests);
+        }
+        if relevant.is_empty() {
+            if let Some(found) = self.by_requests(filters, node, potential) {
+                return found;
+            }
+        }
+        let removed = potential.len();
+        if let Some(s) = self.all_removed(&filters.flagged, node, removed, relevant) {
+            if !s.is_success() {
+                self.failed_by_requests += 1;
+                return Err(s);
+            }
+        }
+        self.direct_way(filters, node, potential, relevant)
+    }
+
+    /// The status of the filters on `node` with `removed` lower-priority pods removed (their
+    /// requests already subtracted in `self.requested`), by arithmetic: first with `relevant`
+    /// (the nominated pods of at least the pod's priority) added, then, if that passed,
+    /// without them, as [`filter_with_nominated`] on the scratch NodeInfo. `None` when a
+    /// plugin cannot judge by requests.
+    fn all_removed(
+        &mut self,
+        flagged: &[(Filter<'a>, bool)],
+        node: &NodeInfo,
+        removed: usize,
+        relevant: &[Arc<PodInfo>],
+    ) -> Option<Status> {
+        let (state, pod) = (self.state, self.pod);
+        let requested = &self.requested;
+        let num_pods = node.pods.len() - removed;
+        if !relevant.is_empty() {
+            let with = &mut self.with_nominated_requested;
+            with.clone_from(requested);
+            for np in relevant {
+                with.add(&np.requests);
+            }
+            let n = num_pods + relevant.len();
+            let s = status_with_requests(flagged, state, pod, node, with, n)?;
+            if !s.is_success() {
+                return Some(s);
+            }
+        }
+        status_with_requests(flagged, state, pod, node, requested, num_pods)
+    }
+
     /// The direct way: the scratch NodeInfo, the cycle state read in place.
     fn direct_way(
         &mut self,
@@ -205,9 +281,6 @@ impl<'a> VictimSearch<'a> {
         copy_node_into(&mut self.scratch, node);
         for p in potential.iter() {
             self.scratch.remove_pod(&p.uid);
-        }
-        if potential.is_empty() {
-            return Err(Status::unresolvable(REASON_NO_VICTIMS));
         }
         let (scratch, with) = (&mut self.scratch, &mut self.with_nominated);
         let s = filter_with_nominated(all, state, pod, scratch, with, relevant);
@@ -226,26 +299,21 @@ impl<'a> VictimSearch<'a> {
         reprieve_in_order(potential, self.pdbs, self.now, &mut reprieve)
     }
 
-    /// The direct way by arithmetic on the requests, for a node with lower-priority pods and
-    /// no relevant nominated pods; `None` when it does not apply (a dependent plugin that
-    /// cannot judge by requests) or the pod does not fit with all of them removed (the
-    /// scratch NodeInfo then gives the exact status).
+    /// The direct way by arithmetic on the requests (`self.requested`: the node's with every
+    /// pod of `potential` removed), for a node with lower-priority pods and no relevant
+    /// nominated pods; `None` when it does not apply (a dependent plugin that cannot judge by
+    /// requests) or the pod does not fit with all of them removed (then
+    /// [`VictimSearch::all_removed`] gives the status, with `self.requested` untouched).
     fn by_requests(
         &mut self,
         Direct {
-            dependent,
-            independent,
-            ..
+            dependent, flagged, ..
         }: &Direct<'a>,
         node: &NodeInfo,
         potential: &mut [&Arc<PodInfo>],
     ) -> Option<Victims> {
         let (state, pod) = (self.state, self.pod);
         let requested = &mut self.requested;
-        requested.clone_from(&node.requested);
-        for p in potential.iter() {
-            requested.sub(&p.requests);
-        }
         let mut num_pods = node.pods.len() - potential.len();
         let passes = |requested: &Resources, num_pods: usize| -> Option<bool> {
             let mut all_pass = true;
@@ -259,7 +327,7 @@ impl<'a> VictimSearch<'a> {
         }
         // Every plugin passes with the victims removed (those that do not depend on the pods
         // pass on the node itself), whatever their order.
-        for (_, f) in independent {
+        for ((_, f), _) in flagged.iter().filter(|(_, independent)| *independent) {
             if !f.filter(state, pod, node).is_success() {
                 return None;
             }
@@ -282,6 +350,31 @@ impl<'a> VictimSearch<'a> {
             &mut reprieve,
         ))
     }
+}
+
+/// The status [`crate::framework::run_filters`] would give with `filters` (each with whether
+/// it looks only at the node) on `node` were its pods' requests `requested` and their number
+/// `num_pods`: the pod-independent plugins on the node itself, the others through
+/// [`crate::framework::FilterPlugin::filter_with_requests`]. `None` when one of those cannot
+/// judge by requests.
+pub(crate) fn status_with_requests(
+    filters: &[(Filter<'_>, bool)],
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+    requested: &Resources,
+    num_pods: usize,
+) -> Option<Status> {
+    for &((name, f), on_node_only) in filters {
+        let s = match on_node_only {
+            true => f.filter(state, pod, node),
+            false => f.filter_with_requests(state, pod, node, requested, num_pods)?,
+        };
+        if !s.is_success() {
+            return Some(s.of_filter(name));
+        }
+    }
+    Some(Status::success())
 }
 
 /// Sorts the potential victims by importance, then offers each back to the node (`reprieve`

@@ -1,6 +1,6 @@
 //! The direct way of victim selection (with its arithmetic on requests) gives the general
-//! way's answer: a property test on random small clusters (seeded), node by node, with one
-//! search reused across the nodes.
+//! way's answer (the victims, or the failure's code, plugin and message): a property test on
+//! random small clusters (seeded), node by node, with one search reused across the nodes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -114,11 +114,11 @@ fn random_nominated(
     let mut nominated = BTreeMap::new();
     for n in nodes {
         if rng.random_bool(0.3) {
-            let p = random_pod(rng, &format!("nominated-{}", n.name)).nominated(&n.name);
-            nominated.insert(
-                n.name.clone(),
-                vec![Arc::new(PodInfo::new(Arc::new(p.obj())))],
-            );
+            let pods = (0..rng.random_range(1..3))
+                .map(|i| random_pod(rng, &format!("nominated-{}-{i}", n.name)).nominated(&n.name))
+                .map(|p| Arc::new(PodInfo::new(Arc::new(p.obj()))))
+                .collect();
+            nominated.insert(n.name.clone(), pods);
         }
     }
     nominated
@@ -150,7 +150,7 @@ fn the_direct_way_finds_the_same_victims_as_the_general_way_on_random_clusters()
     let fwk = default_framework();
     let now = "2025-01-01T00:05:00Z".parse::<jiff::Timestamp>().unwrap();
     let (mut direct_found, mut direct_failed, mut general_only) = (0, 0, 0);
-    let mut by_requests = 0;
+    let (mut by_requests, mut failed_by_requests, mut failed_with_nominated) = (0, 0, 0);
     for seed in 0..400 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let nodes = random_nodes(&mut rng);
@@ -174,8 +174,13 @@ fn the_direct_way_finds_the_same_victims_as_the_general_way_on_random_clusters()
             let nom = nominated.get(&node.name).cloned().unwrap_or_default();
             let mut general = VictimSearch::general(&fwk, &state, &pod, &pdbs, now);
             let want = outcome(general.select_victims(node, &nom));
+            let failed_before = search.failed_by_requests;
             let got = outcome(search.select_victims(node, &nom));
             assert_eq!(got, want, "seed {seed}, node {}", node.name);
+            let relevant = nom.iter().any(|np| np.priority >= pod.priority);
+            if search.failed_by_requests > failed_before && relevant {
+                failed_with_nominated += 1;
+            }
             if search.is_direct() {
                 match got {
                     Ok(_) => direct_found += 1,
@@ -184,6 +189,7 @@ fn the_direct_way_finds_the_same_victims_as_the_general_way_on_random_clusters()
             }
         }
         by_requests += search.by_requests;
+        failed_by_requests += search.failed_by_requests;
     }
     // The cases cover both ways and both outcomes.
     assert!(direct_found > 200, "{direct_found} nodes with victims");
@@ -194,4 +200,14 @@ fn the_direct_way_finds_the_same_victims_as_the_general_way_on_random_clusters()
     );
     // Many of the direct way's nodes were decided by arithmetic on the requests.
     assert!(by_requests > 100, "{by_requests} nodes by requests");
+    // Many failed by arithmetic (their status compared above), some with relevant nominated
+    // pods (the first of the two passes).
+    assert!(
+        failed_by_requests > 100,
+        "{failed_by_requests} failures by requests"
+    );
+    assert!(
+        failed_with_nominated > 20,
+        "{failed_with_nominated} failures by requests with nominated pods"
+    );
 }
