@@ -187,21 +187,8 @@ impl DeploymentController {
             .and_then(|s| s.min_ready_seconds)
             .unwrap_or(0)
             != want_min_ready.unwrap_or(0);
-        // Only the annotations can change here (an existing ReplicaSet gets no replica
-        // annotations), so only they are copied, not the template, and only when the
-        // ReplicaSet is to be written: this runs a few times in every sync of a Deployment.
-        let mut rs_copy = ReplicaSet::default();
-        let annotations_updated = if !min_ready_update
-            && new_replica_set_annotations_unchanged(d, &existing, new_revision)
-        {
-            false
-        } else {
-            rs_copy
-                .metadata
-                .annotations
-                .clone_from(&existing.metadata.annotations);
-            set_new_replica_set_annotations(d, &mut rs_copy, new_revision, true)
-        };
+        let (annotations_updated, rs_copy) =
+            existing_annotations(d, &existing, new_revision, min_ready_update);
         if annotations_updated || min_ready_update {
             let ann = rs_copy.metadata.annotations.clone();
             let updated = patch_replica_set(cx.client, &existing, |r| {
@@ -554,6 +541,29 @@ impl DeploymentController {
         mutate(d).status = Some(new_status);
         self.update_deployment_status(d, cx)
     }
+}
+
+/// `SetNewReplicaSetAnnotations` on an existing new ReplicaSet: whether it changed them, and
+/// a ReplicaSet holding only the annotations. Only the annotations can change here (an
+/// existing ReplicaSet gets no replica annotations), so only they are copied, not the
+/// template, and only when they change or the ReplicaSet is written anyway (`write`, which
+/// sends them): this runs a few times in every sync of a Deployment.
+fn existing_annotations(
+    d: &Deployment,
+    existing: &ReplicaSet,
+    new_revision: i64,
+    write: bool,
+) -> (bool, ReplicaSet) {
+    let mut rs_copy = ReplicaSet::default();
+    if !write && new_replica_set_annotations_unchanged(d, existing, new_revision) {
+        return (false, rs_copy);
+    }
+    rs_copy
+        .metadata
+        .annotations
+        .clone_from(&existing.metadata.annotations);
+    let updated = set_new_replica_set_annotations(d, &mut rs_copy, new_revision, true);
+    (updated, rs_copy)
 }
 
 /// The new ReplicaSet of upstream `getNewReplicaSet`, not yet created: named after the hash of
