@@ -55,6 +55,48 @@ pub const REASON_SELECTING_ALL: &str = "SelectingAll";
 
 type RsList = Vec<Arc<ReplicaSet>>;
 
+/// The Deployment a sync works on: the cached version, shared until the sync changes it (a
+/// write of the status or of the revision annotation), and then the sync's own copy. A sync
+/// that writes nothing copies nothing; one that writes copies the Deployment once, where a
+/// copy per sync and two per write were made before.
+type DeploymentRef = Arc<Deployment>;
+
+/// The sync's own copy of the Deployment, made on its first change.
+fn mutate(d: &mut DeploymentRef) -> &mut Deployment {
+    Arc::make_mut(d)
+}
+
+/// The status of a Deployment, or the empty status (what a missing one reads as).
+fn status_or_empty(d: &Deployment) -> &DeploymentStatus {
+    static EMPTY: std::sync::OnceLock<DeploymentStatus> = std::sync::OnceLock::new();
+    d.status
+        .as_ref()
+        .unwrap_or_else(|| EMPTY.get_or_init(DeploymentStatus::default))
+}
+
+/// [`set_deployment_revision`] on a shared Deployment, copying it only when the revision
+/// annotation changes (a missing annotation map counts as a change, as there).
+fn set_revision(d: &mut DeploymentRef, revision: &str) -> bool {
+    let current = d
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(REVISION_ANNOTATION))
+        .map(String::as_str);
+    if current == Some(revision) {
+        return false;
+    }
+    set_deployment_revision(mutate(d), revision)
+}
+
+/// A placeholder left in a sync's Deployment while its copy is being written.
+fn written_placeholder() -> DeploymentRef {
+    static EMPTY: std::sync::OnceLock<DeploymentRef> = std::sync::OnceLock::new();
+    EMPTY
+        .get_or_init(|| Arc::new(Deployment::default()))
+        .clone()
+}
+
 fn deployment_selector(d: &Deployment) -> Result<Selector, String> {
     let sel = d
         .spec
@@ -313,10 +355,9 @@ impl DeploymentController {
     /// Upstream `syncDeployment`.
     fn sync_deployment(&mut self, key: &NsName, cx: &mut SyncCtx) -> Result<(), String> {
         self.metrics.syncs += 1;
-        let Some(cached) = self.deployments.get(key).cloned() else {
+        let Some(mut d) = self.deployments.get(key).cloned() else {
             return Ok(());
         };
-        let mut d = Deployment::clone(&cached);
         let selector = d
             .spec
             .as_ref()
@@ -332,9 +373,12 @@ impl DeploymentController {
                 REASON_SELECTING_ALL,
                 "This deployment is selecting all pods. A non-empty selector is required.".into(),
             ));
-            let status = d.status.get_or_insert_with(Default::default);
-            if status.observed_generation.unwrap_or(0) < d.metadata.generation.unwrap_or(0) {
-                status.observed_generation = d.metadata.generation;
+            let generation = d.metadata.generation;
+            if status_or_empty(&d).observed_generation.unwrap_or(0) < generation.unwrap_or(0) {
+                mutate(&mut d)
+                    .status
+                    .get_or_insert_with(Default::default)
+                    .observed_generation = generation;
                 self.update_deployment_status(&mut d, cx)?;
             }
             return Ok(());
@@ -457,17 +501,19 @@ impl DeploymentController {
     /// Writes the Deployment's status subresource (the revision annotation too: upstream's
     /// status strategy keeps only the spec and the labels) and continues with the written
     /// object. The resourceVersion precondition keeps a concurrent spec change.
+    ///
+    /// The sync's copy is handed over without a copy (the store's update then writes into it
+    /// in place), and the written version is shared with the store afterwards. After a failed
+    /// write `d` is a placeholder: every caller ends its sync with an error then.
     fn update_deployment_status(
         &mut self,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
-        match cx
-            .client
-            .update_status(Object::Deployment(Arc::new(d.clone())))
-        {
+        let sent = std::mem::replace(d, written_placeholder());
+        match cx.client.update_status(Object::Deployment(sent)) {
             Ok(Object::Deployment(updated)) => {
-                *d = Deployment::clone(&updated);
+                *d = updated;
                 Ok(())
             }
             Ok(_) => Ok(()),

@@ -10,15 +10,14 @@ impl DeploymentController {
         &mut self,
         all: &[Arc<ReplicaSet>],
         new_rs: Option<&Arc<ReplicaSet>>,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
         let mut new_status = self.calculate_status(all, new_rs, d, &cx.now_ts);
         if !has_progress_deadline(d) {
             remove_condition(&mut new_status, CONDITION_PROGRESSING);
         }
-        let old_status = d.status.clone().unwrap_or_default();
-        let current = get_condition(&old_status, CONDITION_PROGRESSING).cloned();
+        let current = get_condition(status_or_empty(d), CONDITION_PROGRESSING).cloned();
         let is_complete = new_status.replicas == new_status.updated_replicas
             && current.as_ref().and_then(|c| c.reason.as_deref()) == Some(REASON_NEW_RS_AVAILABLE);
         if has_progress_deadline(d) && !is_complete {
@@ -71,7 +70,7 @@ impl DeploymentController {
             self.requeue_stuck_deployment(d, &new_status, cx);
             return Ok(());
         }
-        d.status = Some(new_status);
+        mutate(d).status = Some(new_status);
         self.update_deployment_status(d, cx)
     }
 
@@ -82,8 +81,7 @@ impl DeploymentController {
         new_status: &DeploymentStatus,
         cx: &mut SyncCtx,
     ) {
-        let old = d.status.clone().unwrap_or_default();
-        let Some(cur) = get_condition(&old, CONDITION_PROGRESSING) else {
+        let Some(cur) = get_condition(status_or_empty(d), CONDITION_PROGRESSING) else {
             return;
         };
         if !has_progress_deadline(d)

@@ -7,7 +7,7 @@ impl DeploymentController {
     /// Upstream `rolloutRecreate`: every old pod is gone before the new ReplicaSet scales up.
     pub(super) fn rollout_recreate(
         &mut self,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         rs_list: &mut RsList,
         pod_map: &BTreeMap<String, Vec<Arc<Pod>>>,
         cx: &mut SyncCtx,
@@ -41,7 +41,7 @@ impl DeploymentController {
         if let Some(rs) = new_rs.as_ref() {
             self.scale_replica_set_and_record_event(rs, replicas(d), d, rs_list, cx)?;
         }
-        if deployment_complete(d, &d.status.clone().unwrap_or_default()) {
+        if deployment_complete(d, status_or_empty(d)) {
             self.cleanup_deployment(&old_rss, d, cx)?;
         }
         self.sync_rollout_status(&all, new_rs.as_ref(), d, cx)

@@ -7,7 +7,7 @@ impl DeploymentController {
     /// Upstream `rolloutRolling`.
     pub(super) fn rollout_rolling(
         &mut self,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
@@ -29,7 +29,7 @@ impl DeploymentController {
         )? {
             return self.sync_rollout_status(&all, Some(&new_rs), d, cx);
         }
-        if deployment_complete(d, &d.status.clone().unwrap_or_default()) {
+        if deployment_complete(d, status_or_empty(d)) {
             self.cleanup_deployment(&old_rss, d, cx)?;
         }
         self.sync_rollout_status(&all, Some(&new_rs), d, cx)

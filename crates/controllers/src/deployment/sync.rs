@@ -7,7 +7,7 @@ use super::*;
 impl DeploymentController {
     pub(super) fn sync_status_only(
         &mut self,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
@@ -21,7 +21,7 @@ impl DeploymentController {
     /// Upstream `sync`: scaling events and paused deployments.
     pub(super) fn sync(
         &mut self,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
@@ -39,15 +39,14 @@ impl DeploymentController {
     /// Upstream `checkPausedConditions`.
     pub(super) fn check_paused_conditions(
         &mut self,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
         if !has_progress_deadline(d) {
             return Ok(());
         }
-        let status = d.status.clone().unwrap_or_default();
-        let cond = get_condition(&status, CONDITION_PROGRESSING);
-        let reason = cond.and_then(|c| c.reason.as_deref());
+        let reason = get_condition(status_or_empty(d), CONDITION_PROGRESSING)
+            .and_then(|c| c.reason.as_deref());
         if reason == Some(REASON_TIMED_OUT) {
             return Ok(());
         }
@@ -71,7 +70,10 @@ impl DeploymentController {
         } else {
             return Ok(());
         };
-        set_condition(d.status.get_or_insert_with(Default::default), condition);
+        set_condition(
+            mutate(d).status.get_or_insert_with(Default::default),
+            condition,
+        );
         self.update_deployment_status(d, cx)
     }
 
@@ -79,7 +81,7 @@ impl DeploymentController {
     /// from the Deployment's replicas.
     pub(super) fn is_scaling_event(
         &mut self,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<bool, String> {
@@ -96,7 +98,7 @@ impl DeploymentController {
     /// missing) and every old one.
     pub(super) fn get_all_replica_sets_and_sync_revision(
         &mut self,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         rs_list: &mut RsList,
         create: bool,
         cx: &mut SyncCtx,
@@ -110,7 +112,7 @@ impl DeploymentController {
     /// Upstream `getNewReplicaSet`, given what [`find_new_replica_set`] found in `rs_list`.
     pub(super) fn get_new_replica_set(
         &mut self,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         rs_list: &mut RsList,
         existing: Option<Arc<ReplicaSet>>,
         old_rss: &[Arc<ReplicaSet>],
@@ -144,10 +146,10 @@ impl DeploymentController {
                 ),
             ));
         }
-        let mut needs_update = set_deployment_revision(d, &new_revision.to_string());
+        let mut needs_update = set_revision(d, &new_revision.to_string());
         if !already_exists && has_progress_deadline(d) {
             let msg = format!("Created new replica set {:?}", rs_name(&created));
-            let status = d.status.get_or_insert_with(Default::default);
+            let status = mutate(d).status.get_or_insert_with(Default::default);
             set_condition(
                 status,
                 new_condition(
@@ -172,24 +174,12 @@ impl DeploymentController {
     /// and Progressing condition.
     fn sync_existing_new_replica_set(
         &mut self,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         rs_list: &mut RsList,
         existing: Arc<ReplicaSet>,
         new_revision: i64,
         cx: &mut SyncCtx,
     ) -> Result<Option<Arc<ReplicaSet>>, String> {
-        // Only the annotations can change here (an existing ReplicaSet gets no replica
-        // annotations), so only they are copied, not the template: this runs a few times in
-        // every sync of a Deployment.
-        let mut rs_copy = ReplicaSet {
-            metadata: ObjectMeta {
-                annotations: existing.metadata.annotations.clone(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let annotations_updated =
-            set_new_replica_set_annotations(d, &mut rs_copy, new_revision, true);
         let want_min_ready = d.spec.as_ref().and_then(|s| s.min_ready_seconds);
         let min_ready_update = existing
             .spec
@@ -197,6 +187,8 @@ impl DeploymentController {
             .and_then(|s| s.min_ready_seconds)
             .unwrap_or(0)
             != want_min_ready.unwrap_or(0);
+        let (annotations_updated, rs_copy) =
+            existing_annotations(d, &existing, new_revision, min_ready_update);
         if annotations_updated || min_ready_update {
             let ann = rs_copy.metadata.annotations.clone();
             let updated = patch_replica_set(cx.client, &existing, |r| {
@@ -211,19 +203,25 @@ impl DeploymentController {
             replace_rs(rs_list, &updated);
             return Ok(Some(updated));
         }
-        let rs_revision = rs_copy
+        // Unchanged, or changed only in annotations other than the revision (one that does
+        // not parse): the revision is the existing ReplicaSet's.
+        let rs_revision = existing
             .metadata
             .annotations
             .as_ref()
             .and_then(|a| a.get(REVISION_ANNOTATION).cloned())
             .unwrap_or_default();
-        let mut needs_update = set_deployment_revision(d, &rs_revision);
+        let mut needs_update = set_revision(d, &rs_revision);
         let has_deadline = has_progress_deadline(d);
-        let status = d.status.get_or_insert_with(Default::default);
-        if has_deadline && get_condition(status, CONDITION_PROGRESSING).is_none() {
+        // A missing status becomes an empty one here, as the mutable borrow of upstream's
+        // code leaves it (the copy is made only then).
+        if d.status.is_none() {
+            mutate(d).status = Some(DeploymentStatus::default());
+        }
+        if has_deadline && get_condition(status_or_empty(d), CONDITION_PROGRESSING).is_none() {
             let msg = format!("Found new replica set {:?}", rs_name(&existing));
             set_condition(
-                status,
+                mutate(d).status.get_or_insert_with(Default::default),
                 new_condition(
                     CONDITION_PROGRESSING,
                     "True",
@@ -244,7 +242,7 @@ impl DeploymentController {
     /// a hash collision bumps collisionCount, and a failure sets the Progressing condition.
     fn create_new_replica_set(
         &mut self,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         new_rs: ReplicaSet,
         cx: &mut SyncCtx,
     ) -> Result<(Arc<ReplicaSet>, bool), String> {
@@ -269,7 +267,7 @@ impl DeploymentController {
                 } else {
                     // A hash collision: bump collisionCount so the next sync computes another
                     // name.
-                    let status = d.status.get_or_insert_with(Default::default);
+                    let status = mutate(d).status.get_or_insert_with(Default::default);
                     status.collision_count = Some(status.collision_count.unwrap_or(0) + 1);
                     let _ = self.update_deployment_status(d, cx);
                     Err(err.to_string())
@@ -278,7 +276,7 @@ impl DeploymentController {
             Err(err) => {
                 let msg = format!("Failed to create new replica set {new_name:?}: {err}");
                 if has_progress_deadline(d) {
-                    let status = d.status.get_or_insert_with(Default::default);
+                    let status = mutate(d).status.get_or_insert_with(Default::default);
                     set_condition(
                         status,
                         new_condition(
@@ -485,7 +483,7 @@ impl DeploymentController {
         let total = sum_spec_replicas(all);
         let unavailable = (total - available).max(0);
         let nz = |n: i32| (n != 0).then_some(n);
-        let prev = d.status.clone().unwrap_or_default();
+        let prev = status_or_empty(d);
         let mut status = DeploymentStatus {
             observed_generation: d.metadata.generation,
             replicas: nz(sum_actual_replicas(all)),
@@ -533,16 +531,39 @@ impl DeploymentController {
         &mut self,
         all: &[Arc<ReplicaSet>],
         new_rs: Option<&Arc<ReplicaSet>>,
-        d: &mut Deployment,
+        d: &mut DeploymentRef,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
         let new_status = self.calculate_status(all, new_rs, d, &cx.now_ts);
         if d.status.as_ref() == Some(&new_status) {
             return Ok(());
         }
-        d.status = Some(new_status);
+        mutate(d).status = Some(new_status);
         self.update_deployment_status(d, cx)
     }
+}
+
+/// `SetNewReplicaSetAnnotations` on an existing new ReplicaSet: whether it changed them, and
+/// a ReplicaSet holding only the annotations. Only the annotations can change here (an
+/// existing ReplicaSet gets no replica annotations), so only they are copied, not the
+/// template, and only when they change or the ReplicaSet is written anyway (`write`, which
+/// sends them): this runs a few times in every sync of a Deployment.
+fn existing_annotations(
+    d: &Deployment,
+    existing: &ReplicaSet,
+    new_revision: i64,
+    write: bool,
+) -> (bool, ReplicaSet) {
+    let mut rs_copy = ReplicaSet::default();
+    if !write && new_replica_set_annotations_unchanged(d, existing, new_revision) {
+        return (false, rs_copy);
+    }
+    rs_copy
+        .metadata
+        .annotations
+        .clone_from(&existing.metadata.annotations);
+    let updated = set_new_replica_set_annotations(d, &mut rs_copy, new_revision, true);
+    (updated, rs_copy)
 }
 
 /// The new ReplicaSet of upstream `getNewReplicaSet`, not yet created: named after the hash of

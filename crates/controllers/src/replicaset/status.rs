@@ -190,13 +190,23 @@ pub(super) fn update_replica_set_status(
     }
     new_status.observed_generation = (generation != 0).then_some(generation);
     let (ns, name) = ns_name(&rs.metadata);
-    let mut attempt = ReplicaSet::clone(rs);
+    // The version to write: the cached one, copied once when its status is set and handed
+    // to the write without a second copy (the write consumes it; a retry starts from a
+    // fresh read).
+    let mut attempt: Arc<ReplicaSet> = rs.clone();
+    // What the attempt started from, for a write that answers with another kind.
+    let mut base = rs.clone();
     let mut last_err = String::new();
     for i in 0..2 {
-        attempt.status = Some(new_status.clone());
-        match client.update_status(Object::ReplicaSet(Arc::new(attempt.clone()))) {
+        Arc::make_mut(&mut attempt).status = Some(new_status.clone());
+        let sent = std::mem::replace(&mut attempt, base.clone());
+        match client.update_status(Object::ReplicaSet(sent)) {
             Ok(Object::ReplicaSet(updated)) => return Ok(updated),
-            Ok(_) => return Ok(Arc::new(attempt)),
+            Ok(_) => {
+                let mut written = ReplicaSet::clone(&base);
+                written.status = Some(new_status);
+                return Ok(Arc::new(written));
+            }
             Err(e) => last_err = e.to_string(),
         }
         if i == 1 {
@@ -204,7 +214,10 @@ pub(super) fn update_replica_set_status(
         }
         // Upstream reads the latest version with an uncached GET before the retry.
         match client.get(&ObjectKey::new(Kind::ReplicaSet, &ns, &name)) {
-            Ok(Object::ReplicaSet(fresh)) => attempt = ReplicaSet::clone(&fresh),
+            Ok(Object::ReplicaSet(fresh)) => {
+                base = fresh.clone();
+                attempt = fresh;
+            }
             _ => return Err(format!("replicasets.apps \"{name}\" not found")),
         }
     }

@@ -685,3 +685,40 @@ fn a_rollback_makes_the_old_replica_set_new_again_with_the_next_revision() {
         "3"
     );
 }
+
+#[test]
+fn a_sync_copies_its_deployment_only_to_change_it() {
+    let d: DeploymentRef = Arc::new(Deployment {
+        metadata: ObjectMeta {
+            annotations: Some([(REVISION_ANNOTATION.to_string(), "2".to_string())].into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let mut shared = d.clone();
+    assert!(!set_revision(&mut shared, "2"));
+    assert!(
+        Arc::ptr_eq(&shared, &d),
+        "an unchanged revision copies nothing"
+    );
+    assert!(set_revision(&mut shared, "3"));
+    assert!(
+        !Arc::ptr_eq(&shared, &d),
+        "a change is made on the sync's own copy"
+    );
+    let revision_of =
+        |d: &Deployment| d.metadata.annotations.as_ref().unwrap()[REVISION_ANNOTATION].clone();
+    assert_eq!(
+        revision_of(&d),
+        "2",
+        "the cached version is not written into"
+    );
+    assert_eq!(revision_of(&shared), "3");
+    // A Deployment without annotations gets the map, as set_deployment_revision does.
+    let mut bare: DeploymentRef = Arc::new(Deployment::default());
+    let kept = bare.clone();
+    assert!(set_revision(&mut bare, "1"));
+    assert_eq!(revision_of(&bare), "1");
+    assert!(kept.metadata.annotations.is_none());
+    assert_eq!(*status_or_empty(&kept), DeploymentStatus::default());
+}

@@ -366,6 +366,34 @@ fn copy_deployment_annotations_to_replica_set(d: &Deployment, rs: &mut ReplicaSe
     changed
 }
 
+/// Whether [`set_new_replica_set_annotations`] of an existing ReplicaSet (`exists`) would
+/// change nothing and report no change, read without copying the annotations: every
+/// Deployment annotation it copies is there already, and the revision is not below
+/// `new_revision` (or does not parse, which reports no change either).
+pub fn new_replica_set_annotations_unchanged(
+    d: &Deployment,
+    rs: &ReplicaSet,
+    new_revision: i64,
+) -> bool {
+    let ann = rs.metadata.annotations.as_ref();
+    let copied = d
+        .metadata
+        .annotations
+        .iter()
+        .flatten()
+        .all(|(k, v)| skip_copy_annotation(k) || ann.and_then(|a| a.get(k)) == Some(v));
+    if !copied {
+        return false;
+    }
+    match ann
+        .and_then(|a| a.get(REVISION_ANNOTATION))
+        .map(String::as_str)
+    {
+        None | Some("") => 0 >= new_revision,
+        Some(v) => v.parse::<i64>().map_or(true, |n| n >= new_revision),
+    }
+}
+
 /// Upstream `SetNewReplicaSetAnnotations`: copies the Deployment's annotations, raises the
 /// revision to `new_revision` (keeping the superseded one in the revision history), and for a
 /// ReplicaSet about to be created sets the replica annotations. True when something changed.

@@ -464,3 +464,62 @@ fn the_new_replica_set_is_the_oldest_with_the_template_and_the_old_ones_are_the_
     assert!(find_new_replica_set(&d, &list).is_none());
     assert_eq!(names(old_replica_sets(None, &list)).len(), 4);
 }
+
+#[test]
+fn the_unchanged_annotations_check_agrees_with_setting_them() {
+    // Deployment annotations: none, one copied, one the controller owns (never copied).
+    let d_annotations: [Option<&[(&str, &str)]>; 3] = [
+        None,
+        Some(&[("team", "a")]),
+        Some(&[("team", "a"), (REVISION_ANNOTATION, "9")]),
+    ];
+    // ReplicaSet annotations: none, empty, the copy present or different, revisions missing,
+    // empty, malformed, lower, equal and higher.
+    let rs_annotations: [Option<&[(&str, &str)]>; 9] = [
+        None,
+        Some(&[]),
+        Some(&[(REVISION_ANNOTATION, "2")]),
+        Some(&[("team", "a"), (REVISION_ANNOTATION, "2")]),
+        Some(&[("team", "b"), (REVISION_ANNOTATION, "3")]),
+        Some(&[("team", "a"), (REVISION_ANNOTATION, "")]),
+        Some(&[("team", "a"), (REVISION_ANNOTATION, "x")]),
+        Some(&[(REVISION_ANNOTATION, "x")]),
+        Some(&[("team", "a"), (REVISION_ANNOTATION, "1")]),
+    ];
+    let map = |kv: &[(&str, &str)]| -> BTreeMap<String, String> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let mut unchanged_seen = 0;
+    for da in d_annotations {
+        let mut d = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
+        d.metadata.annotations = da.map(map);
+        for ra in rs_annotations {
+            for new_revision in [-1, 0, 1, 2, 3] {
+                let mut r = ReplicaSet::clone(&rs("a", 3, None, 0));
+                r.metadata.annotations = ra.map(map);
+                let unchanged = new_replica_set_annotations_unchanged(&d, &r, new_revision);
+                let before = r.metadata.annotations.clone().unwrap_or_default();
+                let mut copy = r.clone();
+                let changed = set_new_replica_set_annotations(&d, &mut copy, new_revision, true);
+                let after = copy.metadata.annotations.clone().unwrap_or_default();
+                let case = format!("{da:?} {ra:?} revision {new_revision}");
+                if unchanged {
+                    unchanged_seen += 1;
+                    assert!(
+                        !changed,
+                        "{case}: reported unchanged, but setting changed them"
+                    );
+                    assert_eq!(before, after, "{case}: reported unchanged");
+                } else {
+                    assert!(
+                        changed || before != after,
+                        "{case}: reported a change, but setting changed nothing"
+                    );
+                }
+            }
+        }
+    }
+    assert!(unchanged_seen > 10, "the table covers the common case");
+}

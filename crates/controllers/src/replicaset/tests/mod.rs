@@ -28,6 +28,7 @@ use kubeplane_core::testing::PodBuilder;
 mod cache;
 mod invariants;
 mod scale_down;
+mod status_writes;
 
 // ----- builders ---------------------------------------------------------------------------------
 
