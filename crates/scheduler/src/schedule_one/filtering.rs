@@ -10,7 +10,7 @@ use super::{Diagnosis, ScheduleError};
 use crate::attempt_record::AttemptTrace;
 use crate::framework::runtime::PARALLEL_CHUNK_NODES;
 use crate::framework::{Code, CycleState, Framework, PodInfo, Status, StatusId};
-use crate::node_local::{FilterRun, FilterVerdict};
+use crate::node_local::{FilterRun, FilterVerdict, NamedFilter};
 use crate::scheduler::Scheduler;
 
 /// Upstream `minFeasibleNodesToFind`.
@@ -136,6 +136,12 @@ impl Scheduler {
             true => FirstPass::default(),
             false => FirstPass::new(fwk, state, &filters.all),
         };
+        let others: Vec<NamedFilter<'_>> = filters
+            .all
+            .iter()
+            .filter(|(_, f)| !f.node_local())
+            .copied()
+            .collect();
         let pass = FilterPass {
             fwk,
             state,
@@ -145,6 +151,7 @@ impl Scheduler {
             reuse: memoize && filters.all_local(),
             memoize,
             filters: &filters,
+            others: &others,
             memo: &self.node_local,
             snapshot: &self.snapshot,
             queue: &self.queue,
