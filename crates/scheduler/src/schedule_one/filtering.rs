@@ -136,22 +136,15 @@ impl Scheduler {
             true => FirstPass::default(),
             false => FirstPass::new(fwk, state, &filters.all),
         };
-        let others: Vec<NamedFilter<'_>> = filters
-            .all
-            .iter()
-            .filter(|(_, f)| !f.node_local())
-            .copied()
-            .collect();
         let pass = FilterPass {
             fwk,
             state,
             pod,
-            // A kept verdict is the node's whole verdict when every filter that runs is
-            // node-local; otherwise it spares the node-local filters (see `node_local`).
+            // The memo's verdict is the node's when every filter is node-local (`node_local`).
             reuse: memoize && filters.all_local(),
             memoize,
             filters: &filters,
-            others: &others,
+            others: &not_node_local(&filters),
             memo: &self.node_local,
             snapshot: &self.snapshot,
             queue: &self.queue,
@@ -220,4 +213,15 @@ impl Scheduler {
         }
         self.node_local.filters_reused += reused;
     }
+}
+
+/// The filters of `filters` that are not node-local, in order (asked for runs of nodes at
+/// once by the filter pass).
+fn not_node_local<'a>(filters: &FilterRun<'a>) -> Vec<NamedFilter<'a>> {
+    filters
+        .all
+        .iter()
+        .filter(|(_, f)| !f.node_local())
+        .copied()
+        .collect()
 }
