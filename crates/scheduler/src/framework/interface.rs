@@ -157,6 +157,27 @@ pub trait FilterPlugin: Send + Sync {
     fn node_local(&self) -> bool {
         false
     }
+    /// [`FilterPlugin::filter`]'s verdicts over a run of nodes, `nodes[places[k]]` for each
+    /// `k`: sets bit `k % 64` of `failed[k / 64]` for each node on which `filter` would not
+    /// return a success, and leaves the other bits alone (`failed` has a bit per place). A
+    /// plugin that is not node-local overrides it to read its cycle state once per run. It
+    /// may return the status `filter` gives every node it rejected here when that is one and
+    /// the same (its plugin not set); else (`None`) the filter pass asks `filter` for each.
+    fn filter_failures(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[std::sync::Arc<NodeInfo>],
+        places: &[usize],
+        failed: &mut [u64],
+    ) -> Option<Status> {
+        for (k, &place) in places.iter().enumerate() {
+            if !self.filter(state, pod, &nodes[place]).is_success() {
+                failed[k / 64] |= 1 << (k % 64);
+            }
+        }
+        None
+    }
     /// For a filter whose verdict depends on the node's pods only through the sum of their
     /// requests and their number (NodeResourcesFit): whether `pod` passes on `node` were
     /// those `requested` and `num_pods`. `None` for any other filter. Preemption's dry runs

@@ -205,3 +205,53 @@ impl NodeBuilder {
 pub fn snapshot(nodes: Vec<NodeInfo>) -> Snapshot {
     Snapshot::from_nodes(nodes)
 }
+
+/// Checks a Filter plugin's
+/// [`FilterPlugin::filter_failures`](crate::framework::FilterPlugin::filter_failures) against
+/// its per-node verdicts `per_node` (of `nodes`, in order), the nodes run in reverse order and
+/// again from the second one (bits set beforehand are kept): a bit for each failing node and
+/// none for the others; the constant status, returned when every failing node has one and the
+/// same (and only then, when `constant_when_alike`).
+pub fn check_filter_failures(
+    pl: &dyn crate::framework::FilterPlugin,
+    state: &crate::framework::CycleState,
+    pod: &PodInfo,
+    nodes: &[NodeInfo],
+    per_node: &[crate::framework::Status],
+    constant_when_alike: bool,
+) {
+    let arcs: Vec<Arc<NodeInfo>> = nodes.iter().cloned().map(Arc::new).collect();
+    let reversed: Vec<usize> = (0..nodes.len()).rev().collect();
+    for (places, mark) in [
+        (&reversed[..], false),
+        (&reversed[1.min(nodes.len())..], true),
+    ] {
+        // A bit past the run, set beforehand, when there is room for one.
+        let before = match mark && places.len() < 64 {
+            true => 1u64 << 63,
+            false => 0,
+        };
+        let mut failed = vec![before; places.len().div_ceil(64).max(1)];
+        let constant = pl.filter_failures(state, pod, &arcs, places, &mut failed);
+        let mut failures = Vec::new();
+        for (k, &p) in places.iter().enumerate() {
+            let bit = failed[k / 64] >> (k % 64) & 1 == 1;
+            assert_eq!(bit, !per_node[p].is_success(), "node {p}");
+            if bit {
+                failures.push(&per_node[p]);
+            }
+        }
+        assert_eq!(
+            failed[0] >> 63 & 1,
+            before >> 63,
+            "a bit set beforehand is kept"
+        );
+        if let Some(c) = &constant {
+            assert!(failures.iter().all(|&f| f == c), "{c:?} for {failures:?}");
+        }
+        let alike = !failures.is_empty() && failures.iter().all(|&f| f == failures[0]);
+        if constant_when_alike {
+            assert_eq!(constant.is_some(), alike, "{failures:?}");
+        }
+    }
+}

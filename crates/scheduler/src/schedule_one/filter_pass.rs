@@ -16,8 +16,11 @@ use crate::framework::runtime::{use_parallel, PARALLEL_CHUNK_NODES};
 use crate::framework::{
     Code, CycleState, Framework, NodeInfo, NodeToStatus, PodInfo, Status, StatusId,
 };
-use crate::node_local::{FilterRun, FilterVerdict, LocalVerdict, NodeLocalMemo};
+use crate::node_local::{FilterRun, FilterVerdict, LocalVerdict, NamedFilter, NodeLocalMemo};
 use crate::queue::SchedulingQueue;
+
+/// The most nodes [`FilterPass::runs`] gives the filters at once (one word of failure bits).
+const RUN: usize = 64;
 
 /// One node's outcome in the filter pass.
 pub(super) enum Outcome {
@@ -60,6 +63,9 @@ pub(super) struct FilterPass<'a> {
     pub state: &'a CycleState,
     pub pod: &'a PodInfo,
     pub filters: &'a FilterRun<'a>,
+    /// The filters that are not node-local, in order (those of `filters` the memo cannot
+    /// spare), asked for a run of nodes at once where the memo knows the others pass.
+    pub others: &'a [NamedFilter<'a>],
     /// Whether the memo is used at all, and whether its verdict is the node's whole verdict
     /// (every filter that runs is node-local).
     pub memoize: bool,
@@ -164,6 +170,8 @@ impl FilterPass<'_> {
                     break;
                 }
             }
+        } else if self.memoize {
+            self.runs(range, to_find, taken, feasible)?;
         } else {
             for j in range {
                 let found = match self.check(j) {
@@ -176,6 +184,105 @@ impl FilterPass<'_> {
             }
         }
         Ok(())
+    }
+
+    /// [`Self::window`] on one thread with the memo: the nodes taken in runs of up to 64,
+    /// never more than can still be taken (each adds at most one feasible node). The nodes of
+    /// a run whose node-local filters the memo knows to pass (and without nominated pods) go
+    /// to each filter that is not node-local at once
+    /// ([`FilterPlugin::filter_failures`](crate::framework::FilterPlugin)): those none of them
+    /// rejects pass; the others' statuses are the filter's constant when it has one, else
+    /// built node by node as before, and so is every other node's outcome, all taken in node
+    /// order.
+    fn runs(
+        &self,
+        range: Range<usize>,
+        to_find: usize,
+        taken: &mut Taken<'_>,
+        feasible: &mut Vec<usize>,
+    ) -> Result<(), ScheduleError> {
+        let nodes = &self.snapshot.node_infos;
+        let mut places = [0usize; RUN];
+        let mut j = range.start;
+        while j < range.end {
+            let len = (to_find - feasible.len()).min(RUN).min(range.end - j);
+            // Bit `o` of `known`: the run's `o`th node is in `places`.
+            let (mut known, mut count) = (0u64, 0);
+            for o in 0..len {
+                let p = self.place(j + o);
+                if !self.nominated.has(p)
+                    && self.memo.verdict(p, &nodes[p]) == FilterVerdict::Passed
+                {
+                    known |= 1 << o;
+                    places[count] = p;
+                    count += 1;
+                }
+            }
+            // `constant`: the status of every failing node of `places`, if known, by its id
+            // once interned (where the first of them is taken, as node by node).
+            let (failed, mut constant) = self.run_failures(&places[..count]);
+            let mut k = 0;
+            for o in 0..len {
+                let idx = self.place(j + o);
+                let outcome = if known >> o & 1 == 0 {
+                    self.check(j + o)
+                } else if failed >> k & 1 == 0 {
+                    k += 1;
+                    Outcome::Passed
+                } else if let Some(c) = constant.take() {
+                    k += 1;
+                    let id = c.unwrap_or_else(|status| taken.intern(status));
+                    constant = Some(Ok(id));
+                    taken.failed(idx, id);
+                    continue;
+                } else {
+                    k += 1;
+                    match self
+                        .filters
+                        .others_failure(self.state, self.pod, &nodes[idx])
+                    {
+                        None => Outcome::Passed,
+                        Some(status) => Outcome::Ran(status, Verdict::Reused),
+                    }
+                };
+                let found = match outcome {
+                    Outcome::Passed => taken.passed(idx, feasible),
+                    outcome => taken.take(idx, outcome, feasible)?,
+                };
+                if found >= to_find {
+                    return Ok(());
+                }
+            }
+            j += len;
+        }
+        Ok(())
+    }
+
+    /// The nodes `places` (at most [`RUN`]) whose node-local filters are known to pass, given
+    /// to the filters that are not node-local at once: bit `k` set when `places[k]` fails one
+    /// of them; and, when one such filter alone runs and gives every node it rejects the same
+    /// status, that status (plugin set) to intern where the first of them is taken.
+    fn run_failures(&self, places: &[usize]) -> (u64, Option<Result<StatusId, Status>>) {
+        let nodes = &self.snapshot.node_infos;
+        let mut failed = [0u64];
+        if places.is_empty() {
+            return (0, None);
+        }
+        match self.others {
+            &[(name, f)] => {
+                let constant = f
+                    .filter_failures(self.state, self.pod, nodes, places, &mut failed)
+                    .filter(Status::is_rejected)
+                    .map(|s| Err(s.of_filter(name)));
+                (failed[0], constant)
+            }
+            others => {
+                for (_, f) in others {
+                    f.filter_failures(self.state, self.pod, nodes, places, &mut failed);
+                }
+                (failed[0], None)
+            }
+        }
     }
 
     /// A window of nodes when every filter is node-local: the memo is asked once per node.
@@ -291,6 +398,21 @@ impl<'a> Taken<'a> {
         self.reused += 1;
         feasible.push(idx);
         feasible.len()
+    }
+
+    /// The id of a failing status in the diagnosis (interned now if new).
+    pub fn intern(&mut self, status: Status) -> StatusId {
+        self.statuses.intern(status)
+    }
+
+    /// Takes a node whose node-local filters the memo knows to pass and that a filter that is
+    /// not node-local rejects with the status `id` (as [`Outcome::Ran`] with
+    /// [`Verdict::Reused`] would).
+    #[inline(always)]
+    pub fn failed(&mut self, idx: usize, id: StatusId) {
+        self.processed += 1;
+        self.reused += 1;
+        self.statuses.set(idx, id);
     }
 
     /// Takes the outcome of the node at `idx`, in node order: how many feasible nodes are

@@ -10,7 +10,7 @@ use super::{Diagnosis, ScheduleError};
 use crate::attempt_record::AttemptTrace;
 use crate::framework::runtime::PARALLEL_CHUNK_NODES;
 use crate::framework::{Code, CycleState, Framework, PodInfo, Status, StatusId};
-use crate::node_local::{FilterRun, FilterVerdict};
+use crate::node_local::{FilterRun, FilterVerdict, NamedFilter};
 use crate::scheduler::Scheduler;
 
 /// Upstream `minFeasibleNodesToFind`.
@@ -140,11 +140,11 @@ impl Scheduler {
             fwk,
             state,
             pod,
-            // A kept verdict is the node's whole verdict when every filter that runs is
-            // node-local; otherwise it spares the node-local filters (see `node_local`).
+            // The memo's verdict is the node's when every filter is node-local (`node_local`).
             reuse: memoize && filters.all_local(),
             memoize,
             filters: &filters,
+            others: &not_node_local(&filters),
             memo: &self.node_local,
             snapshot: &self.snapshot,
             queue: &self.queue,
@@ -213,4 +213,15 @@ impl Scheduler {
         }
         self.node_local.filters_reused += reused;
     }
+}
+
+/// The filters of `filters` that are not node-local, in order (asked for runs of nodes at
+/// once by the filter pass).
+fn not_node_local<'a>(filters: &FilterRun<'a>) -> Vec<NamedFilter<'a>> {
+    filters
+        .all
+        .iter()
+        .filter(|(_, f)| !f.node_local())
+        .copied()
+        .collect()
 }

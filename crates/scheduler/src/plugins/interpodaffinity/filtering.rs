@@ -356,20 +356,79 @@ fn satisfies_existing_pods_anti_affinity(s: &PreFilterState, node: &NodeInfo) ->
     !s.existing_anti_affinity_counts.any_positive(node)
 }
 
+/// Which of Filter's checks a node fails.
+#[derive(Clone, Copy)]
+enum Failure {
+    Affinity,
+    AntiAffinity,
+    ExistingAntiAffinity,
+}
+
+impl Failure {
+    /// The one failure whose bit (`1 << f as u8`) is set in `seen`, if only one is.
+    fn only(seen: u8) -> Option<Failure> {
+        [
+            Failure::Affinity,
+            Failure::AntiAffinity,
+            Failure::ExistingAntiAffinity,
+        ]
+        .into_iter()
+        .find(|&f| seen == 1 << f as u8)
+    }
+
+    fn status(self) -> Status {
+        match self {
+            Failure::Affinity => Status::unresolvable(REASON_AFFINITY),
+            Failure::AntiAffinity => Status::unschedulable(REASON_ANTI_AFFINITY),
+            Failure::ExistingAntiAffinity => Status::unschedulable(REASON_EXISTING_ANTI_AFFINITY),
+        }
+    }
+}
+
+/// Filter's verdict on one node: `None` when it passes.
+#[inline(always)]
+fn node_failure(s: &PreFilterState, pod: &PodInfo, node: &NodeInfo) -> Option<Failure> {
+    if !satisfies_pod_affinity(s, pod, node) {
+        return Some(Failure::Affinity);
+    }
+    if !satisfies_pod_anti_affinity(s, node) {
+        return Some(Failure::AntiAffinity);
+    }
+    if !satisfies_existing_pods_anti_affinity(s, node) {
+        return Some(Failure::ExistingAntiAffinity);
+    }
+    None
+}
+
 impl FilterPlugin for InterPodAffinity {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
             return missing_state();
         };
-        if !satisfies_pod_affinity(s, pod, node) {
-            return Status::unresolvable(REASON_AFFINITY);
+        node_failure(s, pod, node).map_or_else(Status::success, Failure::status)
+    }
+
+    /// The same per node, the cycle state read once.
+    fn filter_failures(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        places: &[usize],
+        failed: &mut [u64],
+    ) -> Option<Status> {
+        let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
+            (0..places.len()).for_each(|k| failed[k / 64] |= 1 << (k % 64));
+            return None;
+        };
+        // Bit `f as u8` set: some node failed with `f`.
+        let mut seen = 0u8;
+        for (k, &place) in places.iter().enumerate() {
+            if let Some(f) = node_failure(s, pod, &nodes[place]) {
+                failed[k / 64] |= 1 << (k % 64);
+                seen |= 1 << f as u8;
+            }
         }
-        if !satisfies_pod_anti_affinity(s, node) {
-            return Status::unschedulable(REASON_ANTI_AFFINITY);
-        }
-        if !satisfies_existing_pods_anti_affinity(s, node) {
-            return Status::unschedulable(REASON_EXISTING_ANTI_AFFINITY);
-        }
-        Status::success()
+        Failure::only(seen).map(Failure::status)
     }
 }

@@ -11,7 +11,7 @@ use crate::framework::{
     WeightedAffinityTerm, MAX_NODE_SCORE,
 };
 
-use super::{merge_namespaces, namespace_labels, push_pair, InterPodAffinity, PairCounts};
+use super::{merge_namespaces, namespace_labels, InterPodAffinity};
 use crate::plugins::helper::FxHashMap;
 use crate::plugins::memo::NodeMemo;
 
@@ -19,28 +19,49 @@ pub(crate) static PRE_SCORE_KEY: crate::framework::StateKey =
     crate::framework::StateKey::new("PreScoreInterPodAffinity");
 
 /// Topology pair (by id, see [`crate::framework::topology`]) → score. A pair once recorded
-/// stays, at 0 too, as upstream's nested map keeps it.
+/// stays, at 0 too, as upstream's nested map keeps it; so does its key in `keys`.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct TopologyScore(FxHashMap<u32, i64>);
+pub(crate) struct TopologyScore {
+    pairs: FxHashMap<u32, i64>,
+    /// The keys of the recorded pairs (by id), each once: a pair id stands for one key and
+    /// value, and a node has one value per key, so a node's score is the sum over these keys
+    /// of its pair's score.
+    keys: Vec<u32>,
+}
 
 impl TopologyScore {
     /// Adds (`sign` 1) or takes away (-1) one node's contribution.
-    fn apply(&mut self, c: &PairCounts, sign: i64) {
-        for &(pair, n) in c {
-            *self.0.entry(pair).or_insert(0) += sign * n;
+    fn apply(&mut self, c: &ScoredPairs, sign: i64) {
+        for &(key, pair, n) in c {
+            *self.pairs.entry(pair).or_insert(0) += sign * n;
+            if !self.keys.contains(&key) {
+                self.keys.push(key);
+            }
         }
     }
 
-    /// The sum of the scores of the node's pairs (a node has one value per key, so this is
-    /// upstream's sum over the recorded keys of the node's value's score).
+    /// The sum of the scores of the node's pairs of the recorded keys (upstream's sum over
+    /// the recorded keys of the node's value's score).
     fn score(&self, node: &NodeInfo) -> i64 {
-        if self.0.is_empty() {
-            return 0;
-        }
-        node.label_ids
+        self.keys
             .iter()
-            .map(|&(_, pair)| self.0.get(&pair).copied().unwrap_or(0))
+            .filter_map(|&key| node.label_pair(Some(key)))
+            .map(|pair| self.pairs.get(&pair).copied().unwrap_or(0))
             .sum()
+    }
+}
+
+/// One node's scored pairs: `(key id, pair id, score)`, a pair once.
+pub(crate) type ScoredPairs = Vec<(u32, u32, i64)>;
+
+/// Adds `n` to the node's pair of `key`, if it has one.
+fn push_scored(out: &mut ScoredPairs, node: &NodeInfo, key: Option<u32>, n: i64) {
+    let (Some(k), Some(pair)) = (key, node.label_pair(key)) else {
+        return;
+    };
+    match out.iter_mut().find(|e| e.1 == pair) {
+        Some(e) => e.2 += n,
+        None => out.push((k, pair, n)),
     }
 }
 
@@ -48,7 +69,7 @@ impl TopologyScore {
 /// pod; returns whether anything was recorded.
 #[allow(clippy::too_many_arguments)]
 fn process_term(
-    out: &mut PairCounts,
+    out: &mut ScoredPairs,
     term: &AffinityTerm,
     weight: i64,
     namespace: &str,
@@ -64,12 +85,12 @@ fn process_term(
     if node.label_pair(key).is_none() {
         return false;
     }
-    push_pair(out, node, key, weight * multiplier);
+    push_scored(out, node, key, weight * multiplier);
     true
 }
 
 fn process_terms(
-    out: &mut PairCounts,
+    out: &mut ScoredPairs,
     terms: &[WeightedAffinityTerm],
     namespace: &str,
     labels: &BTreeMap<String, String>,
@@ -105,7 +126,7 @@ pub(crate) struct ScoreKey {
 }
 
 /// One node's contribution: per pair, the score; and how many terms matched.
-pub(crate) type NodeScore = (PairCounts, u32);
+pub(crate) type NodeScore = (ScoredPairs, u32);
 
 pub(crate) type ScoreMemo = NodeMemo<ScoreKey, NodeScore, (Arc<TopologyScore>, i64)>;
 
@@ -254,7 +275,7 @@ impl ScorePlugin for InterPodAffinity {
     }
 
     /// [`Self::score`] for a run of nodes, the state read once. With few scored pairs (a few
-    /// zones), each node's pairs are looked up in a short list of them.
+    /// zones), each node's pair of each recorded key is looked up in a short list of them.
     fn score_nodes(
         &self,
         state: &CycleState,
@@ -264,18 +285,19 @@ impl ScorePlugin for InterPodAffinity {
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
         let s = read_state(state).map_err(|e| (0, e))?;
-        if s.0.len() > SHORT_LIST {
+        if s.pairs.len() > SHORT_LIST {
             for (node, cell) in nodes.iter().zip(out.iter_mut()) {
                 *cell = s.score(node);
             }
             return Ok(());
         }
-        let list: Vec<(u32, i64)> = s.0.iter().map(|(&p, &n)| (p, n)).collect();
+        let list: Vec<(u32, i64)> = s.pairs.iter().map(|(&p, &n)| (p, n)).collect();
         for (node, cell) in nodes.iter().zip(out.iter_mut()) {
-            *cell = node
-                .label_ids
+            *cell = s
+                .keys
                 .iter()
-                .filter_map(|&(_, pair)| list.iter().find(|e| e.0 == pair).map(|e| e.1))
+                .filter_map(|&key| node.label_pair(Some(key)))
+                .filter_map(|pair| list.iter().find(|e| e.0 == pair).map(|e| e.1))
                 .sum();
         }
         Ok(())
@@ -287,7 +309,7 @@ impl ScorePlugin for InterPodAffinity {
         let Some(s) = state.read::<Arc<TopologyScore>>(&PRE_SCORE_KEY) else {
             return Status::error(format!("failed to read {PRE_SCORE_KEY:?} from cycleState"));
         };
-        if s.0.is_empty() {
+        if s.pairs.is_empty() {
             return Status::success();
         }
         let Some(&first) = scores.first() else {

@@ -8,7 +8,9 @@ use serde_json::json;
 use super::filtering::{PreFilterState, PRE_FILTER_KEY};
 use super::*;
 use crate::framework::{Code, CycleState, NodeInfo, PodInfo, Status};
-use crate::plugins::testing::{expr, pod_term, snapshot, NodeBuilder, PodBuilder, PodBuilderExt};
+use crate::plugins::testing::{
+    check_filter_failures, expr, pod_term, snapshot, NodeBuilder, PodBuilder, PodBuilderExt,
+};
 
 fn node1() -> NodeBuilder {
     NodeBuilder::new("machine1")
@@ -42,7 +44,9 @@ fn filter_all(pod: PodBuilder, nodes: Vec<(NodeBuilder, Vec<PodBuilder>)>) -> Ve
         return vec![Status::success(); infos.len()];
     }
     assert!(s.is_success(), "{s:?}");
-    infos.iter().map(|n| pl.filter(&state, &pod, n)).collect()
+    let out: Vec<Status> = infos.iter().map(|n| pl.filter(&state, &pod, n)).collect();
+    check_filter_failures(&pl, &state, &pod, &infos, &out, true);
+    out
 }
 
 fn filter_one(pod: PodBuilder, node: NodeBuilder, pods: Vec<PodBuilder>) -> Status {
@@ -415,6 +419,36 @@ fn preferred_affinity_scores() {
         region_nodes().into_iter().map(|n| (n, vec![])).collect(),
     );
     assert_eq!(got, vec![0, 0, 0]);
+}
+
+#[test]
+fn preferred_terms_on_two_keys_add_up() {
+    let pl = InterPodAffinity::default();
+    // Weight 5 in the region, 3 in the zone: raw scores 5 + 3, 3 and 5.
+    let pod = PodBuilder::new("p")
+        .pod_affinity_preferred(5, security_s1("region"))
+        .pod_affinity_preferred(3, security_s1("zone"));
+    let nodes = vec![
+        NodeBuilder::new("m1")
+            .label("region", "China")
+            .label("zone", "z1"),
+        NodeBuilder::new("m2")
+            .label("region", "India")
+            .label("zone", "z1"),
+        NodeBuilder::new("m3")
+            .label("region", "China")
+            .label("zone", "z2"),
+        NodeBuilder::new("m4").label("other", "x"),
+    ];
+    let mut pods = vec![
+        vec![PodBuilder::new("a").label("security", "S1")],
+        vec![],
+        vec![],
+        vec![],
+    ];
+    let got = scores(&pl, pod, nodes.into_iter().zip(pods.drain(..)).collect());
+    // Min 0 (m4, no key), max 8: 100 * 3 / 8 = 37.5 and 100 * 5 / 8 = 62.5, truncated.
+    assert_eq!(got, vec![100, 37, 62, 0]);
 }
 
 #[test]

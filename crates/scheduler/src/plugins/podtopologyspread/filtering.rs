@@ -446,6 +446,57 @@ fn missing_state() -> Status {
     ))
 }
 
+/// Why a node fails a hard constraint.
+#[derive(Clone, Copy)]
+enum Failure {
+    /// The node lacks a constraint's key.
+    NoLabel,
+    /// The node's domain would exceed a constraint's maxSkew.
+    Skew,
+}
+
+impl Failure {
+    /// The one failure whose bit (`1 << f as u8`) is set in `seen`, if only one is.
+    fn only(seen: u8) -> Option<Failure> {
+        [Failure::NoLabel, Failure::Skew]
+            .into_iter()
+            .find(|&f| seen == 1 << f as u8)
+    }
+
+    fn status(self) -> Status {
+        match self {
+            Failure::NoLabel => Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH),
+            Failure::Skew => Status::unschedulable(REASON_CONSTRAINTS_NOT_MATCH),
+        }
+    }
+}
+
+impl PreFilterState {
+    /// Filter's verdict on one node: `None` when it passes every hard constraint.
+    #[inline(always)]
+    fn node_failure(&self, node: &NodeInfo) -> Option<Failure> {
+        // One entry per constraint: a state whose verdicts were never computed would pass
+        // every node silently.
+        debug_assert_eq!(self.verdicts.len(), self.constraints.len());
+        for (i, verdicts) in self.verdicts.iter().enumerate() {
+            let Some(pair) = node.label_pair(self.key_ids[i]) else {
+                return Some(Failure::NoLabel);
+            };
+            let ok = match verdicts {
+                Some(v) => v.passes(pair),
+                None => self.skew_ok(
+                    i,
+                    self.match_num_by_pair[i].get(&pair).copied().unwrap_or(0),
+                ),
+            };
+            if !ok {
+                return Some(Failure::Skew);
+            }
+        }
+        None
+    }
+}
+
 impl FilterPlugin for PodTopologySpread {
     /// For each hard constraint: the node must have the key, and
     /// `matching pods in its domain + self-match − global minimum` must not exceed maxSkew.
@@ -453,21 +504,31 @@ impl FilterPlugin for PodTopologySpread {
         let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
             return missing_state();
         };
-        // One entry per constraint: a state whose verdicts were never computed would pass
-        // every node silently.
-        debug_assert_eq!(s.verdicts.len(), s.constraints.len());
-        for (i, verdicts) in s.verdicts.iter().enumerate() {
-            let Some(pair) = node.label_pair(s.key_ids[i]) else {
-                return Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH);
-            };
-            let ok = match verdicts {
-                Some(v) => v.passes(pair),
-                None => s.skew_ok(i, s.match_num_by_pair[i].get(&pair).copied().unwrap_or(0)),
-            };
-            if !ok {
-                return Status::unschedulable(REASON_CONSTRAINTS_NOT_MATCH);
+        s.node_failure(node)
+            .map_or_else(Status::success, Failure::status)
+    }
+
+    /// The same per node, the cycle state read once.
+    fn filter_failures(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        places: &[usize],
+        failed: &mut [u64],
+    ) -> Option<Status> {
+        let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
+            (0..places.len()).for_each(|k| failed[k / 64] |= 1 << (k % 64));
+            return None;
+        };
+        // Bit `f as u8` set: some node failed with `f`.
+        let mut seen = 0u8;
+        for (k, &place) in places.iter().enumerate() {
+            if let Some(f) = s.node_failure(&nodes[place]) {
+                failed[k / 64] |= 1 << (k % 64);
+                seen |= 1 << f as u8;
             }
         }
-        Status::success()
+        Failure::only(seen).map(Failure::status)
     }
 }

@@ -12,7 +12,7 @@ use super::scoring_tests::scores;
 use super::*;
 use crate::framework::{Code, CycleState, NodeInfo, Status};
 use crate::plugins::testing::{
-    expr, snapshot, spread, taint, NodeBuilder, PodBuilder, PodBuilderExt,
+    check_filter_failures, expr, snapshot, spread, taint, NodeBuilder, PodBuilder, PodBuilderExt,
 };
 
 pub(super) fn plugin() -> PodTopologySpread {
@@ -58,11 +58,13 @@ fn filter_all(pl: &PodTopologySpread, pod: PodBuilder, nodes: &[NodeInfo]) -> Ve
     }
     assert!(s.is_success(), "{s:?}");
     let out: Vec<Status> = nodes.iter().map(|n| pl.filter(&state, &pod, n)).collect();
+    check_filter_failures(pl, &state, &pod, nodes, &out, true);
     // Without the per-domain verdicts (as with many domains), each node's check gives the same.
     let s = state.read_mut::<PreFilterState>(&PRE_FILTER_KEY).unwrap();
     s.verdicts.iter_mut().for_each(|v| *v = None);
     let per_node: Vec<Status> = nodes.iter().map(|n| pl.filter(&state, &pod, n)).collect();
     assert_eq!(out, per_node, "verdicts per domain and per node");
+    check_filter_failures(pl, &state, &pod, nodes, &out, true);
     out
 }
 
