@@ -516,7 +516,11 @@ impl DeploymentController {
                 *d = updated;
                 Ok(())
             }
-            Ok(_) => Ok(()),
+            // The placeholder must not be synced on: end the sync as a failed write would.
+            Ok(other) => Err(format!(
+                "a status write of a Deployment answered with a {}",
+                other.kind()
+            )),
             Err(e) => Err(e.to_string()),
         }
     }
