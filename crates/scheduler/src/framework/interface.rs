@@ -147,6 +147,32 @@ pub trait PreFilterPlugin: Send + Sync {
     }
 }
 
+/// For [`FilterPlugin::filter_failures`]: sets bit `k % 64` of `failed[k / 64]` for each
+/// `places[k]` that `failure` rejects, and returns the kinds of failure it gave (bit `kind`
+/// set for each, `kind` < 8), so that a plugin can tell whether every rejected node failed
+/// alike.
+#[inline]
+pub fn mark_failures(
+    places: &[usize],
+    failed: &mut [u64],
+    mut failure: impl FnMut(usize) -> Option<u8>,
+) -> u8 {
+    let mut seen = 0u8;
+    for (k, &place) in places.iter().enumerate() {
+        if let Some(kind) = failure(place) {
+            failed[k / 64] |= 1 << (k % 64);
+            seen |= 1 << kind;
+        }
+    }
+    seen
+}
+
+/// For [`FilterPlugin::filter_failures`] without the plugin's cycle state: every one of the
+/// `n` places fails (as `filter` rejects each node then).
+pub fn mark_all_failed(n: usize, failed: &mut [u64]) {
+    (0..n).for_each(|k| failed[k / 64] |= 1 << (k % 64));
+}
+
 /// Says whether the pod can run on one node.
 pub trait FilterPlugin: Send + Sync {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
@@ -171,11 +197,9 @@ pub trait FilterPlugin: Send + Sync {
         places: &[usize],
         failed: &mut [u64],
     ) -> Option<Status> {
-        for (k, &place) in places.iter().enumerate() {
-            if !self.filter(state, pod, &nodes[place]).is_success() {
-                failed[k / 64] |= 1 << (k % 64);
-            }
-        }
+        mark_failures(places, failed, |place| {
+            (!self.filter(state, pod, &nodes[place]).is_success()).then_some(0)
+        });
         None
     }
     /// For a filter whose verdict depends on the node's pods only through the sum of their

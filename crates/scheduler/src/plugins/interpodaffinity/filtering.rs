@@ -7,8 +7,8 @@ use std::sync::Arc;
 use crate::cache::Snapshot;
 use crate::framework::affinity::matches_all_terms;
 use crate::framework::{
-    CycleState, FilterPlugin, NodeInfo, PodAffinityTerms, PodInfo, PreFilterPlugin,
-    PreFilterResult, Status,
+    mark_all_failed, mark_failures, CycleState, FilterPlugin, NodeInfo, PodAffinityTerms, PodInfo,
+    PreFilterPlugin, PreFilterResult, Status,
 };
 
 use super::{
@@ -418,17 +418,13 @@ impl FilterPlugin for InterPodAffinity {
         failed: &mut [u64],
     ) -> Option<Status> {
         let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
-            (0..places.len()).for_each(|k| failed[k / 64] |= 1 << (k % 64));
+            mark_all_failed(places.len(), failed);
             return None;
         };
         // Bit `f as u8` set: some node failed with `f`.
-        let mut seen = 0u8;
-        for (k, &place) in places.iter().enumerate() {
-            if let Some(f) = node_failure(s, pod, &nodes[place]) {
-                failed[k / 64] |= 1 << (k % 64);
-                seen |= 1 << f as u8;
-            }
-        }
+        let seen = mark_failures(places, failed, |place| {
+            node_failure(s, pod, &nodes[place]).map(|f| f as u8)
+        });
         Failure::only(seen).map(Failure::status)
     }
 }

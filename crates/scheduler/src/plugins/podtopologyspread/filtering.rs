@@ -8,7 +8,8 @@ use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
 use crate::cache::Snapshot;
 use crate::framework::topology;
 use crate::framework::{
-    CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin, PreFilterResult, Status,
+    mark_all_failed, mark_failures, CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin,
+    PreFilterResult, Status,
 };
 use crate::plugins::helper::FxHashMap;
 use crate::plugins::memo::NodeMemo;
@@ -518,17 +519,13 @@ impl FilterPlugin for PodTopologySpread {
         failed: &mut [u64],
     ) -> Option<Status> {
         let Some(s) = state.read::<PreFilterState>(&PRE_FILTER_KEY) else {
-            (0..places.len()).for_each(|k| failed[k / 64] |= 1 << (k % 64));
+            mark_all_failed(places.len(), failed);
             return None;
         };
         // Bit `f as u8` set: some node failed with `f`.
-        let mut seen = 0u8;
-        for (k, &place) in places.iter().enumerate() {
-            if let Some(f) = s.node_failure(&nodes[place]) {
-                failed[k / 64] |= 1 << (k % 64);
-                seen |= 1 << f as u8;
-            }
-        }
+        let seen = mark_failures(places, failed, |place| {
+            s.node_failure(&nodes[place]).map(|f| f as u8)
+        });
         Failure::only(seen).map(Failure::status)
     }
 }
