@@ -42,6 +42,24 @@ impl Harness {
         (&mut self.client, cs)
     }
 
+    /// Renews `node`'s Lease at `t` as simulate's agents do: in the store, without a watch
+    /// event.
+    fn renew_lease_quietly(&mut self, node: &str, t: SimTime) {
+        let store = &mut self.client.store;
+        let lease = store.get(Kind::Lease, NODE_LEASE_NAMESPACE, node);
+        let rv = lease.unwrap().resource_version().parse().unwrap();
+        let renew = t.to_timestamp(store.start_time());
+        kubeplane_registry::client::renew_lease_quietly(
+            store,
+            NODE_LEASE_NAMESPACE,
+            node,
+            renew,
+            rv,
+            &mut Default::default(),
+        )
+        .unwrap();
+    }
+
     fn at(&mut self, t: SimTime) {
         let (client, mut cs) = self.components();
         client.run_until(t, &mut cs);
@@ -464,21 +482,9 @@ fn a_lease_renewed_without_a_watch_event_is_read_from_the_cache_at_each_pass() {
     h.settle();
     // The node posts no status after 0 s; its Lease is renewed quietly (as simulate's agents
     // do) every 10 s, after the pass at that instant.
-    let start = h.client.store.start_time();
     for tick in (10..=300).step_by(10) {
         h.at(secs(tick));
-        let lease = h.client.store.get(Kind::Lease, NODE_LEASE_NAMESPACE, "n1");
-        let rv = lease.unwrap().resource_version().parse().unwrap();
-        let renew = secs(tick).to_timestamp(start);
-        kubeplane_registry::client::renew_lease_quietly(
-            &mut h.client.store,
-            NODE_LEASE_NAMESPACE,
-            "n1",
-            renew,
-            rv,
-            &mut Default::default(),
-        )
-        .unwrap();
+        h.renew_lease_quietly("n1", secs(tick));
         assert!(!h.client.store.has_events(), "no watch event");
     }
     h.at(secs(300));

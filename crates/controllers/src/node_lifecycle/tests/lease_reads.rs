@@ -42,18 +42,7 @@ fn skipped_lease_reads_give_the_verdicts_of_reading_every_lease_at_every_pass() 
             h.at(secs(t));
             let n1_silent = (100..300).contains(&t);
             if t % 10 == 0 && !n1_silent {
-                let lease = h.client.store.get(Kind::Lease, NODE_LEASE_NAMESPACE, "n1");
-                let rv = lease.unwrap().resource_version().parse().unwrap();
-                let renew = secs(t).to_timestamp(h.client.store.start_time());
-                kubeplane_registry::client::renew_lease_quietly(
-                    &mut h.client.store,
-                    NODE_LEASE_NAMESPACE,
-                    "n1",
-                    renew,
-                    rv,
-                    &mut Default::default(),
-                )
-                .unwrap();
+                h.renew_lease_quietly("n1", secs(t));
             }
             if t == 300 {
                 post_condition(&mut h.client, "n1", "Ready", "True");
