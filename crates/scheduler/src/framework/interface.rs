@@ -229,6 +229,54 @@ pub trait FilterPlugin: Send + Sync {
     ) -> Option<Status> {
         None
     }
+    /// For a filter whose verdict ([`FilterPlugin::passes_with_requests`]) reads the pods'
+    /// requests only through their cpu, memory and ephemeral-storage sums for this pod
+    /// (NodeResourcesFit when the pod checks no scalar resource): the pod's side of it, read
+    /// once per preemption. `None` for any other filter or pod.
+    fn sums_check(&self, _state: &CycleState, _pod: &PodInfo) -> Option<SumsCheck> {
+        None
+    }
+}
+
+/// The pod's side of a Filter verdict that depends on a node only through its allocatable,
+/// the cpu, memory and ephemeral-storage its pods request, and their number (see
+/// [`FilterPlugin::sums_check`]). Preemption's reprieve steps add and remove victims on three
+/// `i64`s with it instead of on a `Resources`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SumsCheck {
+    /// Only the pod count is checked (the pod requests nothing at all).
+    pub count_only: bool,
+    /// The pod's cpu (milli), memory and ephemeral-storage requests.
+    pub want: [i64; 3],
+}
+
+impl SumsCheck {
+    /// The sums of `requests` in [`SumsCheck::want`]'s order.
+    pub fn sums_of(requests: &kubeplane_core::resources::Resources) -> [i64; 3] {
+        [
+            requests.milli_cpu,
+            requests.memory,
+            requests.ephemeral_storage,
+        ]
+    }
+
+    /// Whether the pod passes on a node with `alloc` whose `num_pods` pods request `used` (in
+    /// [`SumsCheck::want`]'s order): a free pod slot, and room for each non-zero request.
+    pub fn passes(
+        &self,
+        alloc: &kubeplane_core::resources::Resources,
+        used: &[i64; 3],
+        num_pods: usize,
+    ) -> bool {
+        if num_pods as i64 + 1 > alloc.allowed_pod_number {
+            return false;
+        }
+        if self.count_only {
+            return true;
+        }
+        let have = SumsCheck::sums_of(alloc);
+        (0..3).all(|i| !(self.want[i] > 0 && self.want[i] > have[i] - used[i]))
+    }
 }
 
 /// What a PostFilter plugin asks of the pod's nomination.

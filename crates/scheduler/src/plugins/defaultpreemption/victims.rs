@@ -36,7 +36,9 @@ use std::sync::Arc;
 use kubeplane_core::resources::Resources;
 
 use crate::framework::Status;
-use crate::framework::{run_filters, CycleState, FilterPlugin, Framework, NodeInfo, PodInfo};
+use crate::framework::{
+    run_filters, CycleState, FilterPlugin, Framework, NodeInfo, PodInfo, SumsCheck,
+};
 
 use super::evaluator::{sort_by_importance, split_by_pdb, PdbInfo};
 use super::{POD_INDEPENDENT_FILTERS, REASON_NO_VICTIMS};
@@ -51,6 +53,9 @@ struct Direct<'a> {
     flagged: Vec<(Filter<'a>, bool)>,
     /// Those that re-run in the reprieve steps (their verdict can depend on the pods).
     dependent: Vec<Filter<'a>>,
+    /// When `dependent` is one plugin that judges by cpu, memory and ephemeral-storage sums
+    /// for this pod: its check, read once per search.
+    sums: Option<SumsCheck>,
 }
 
 /// Victims (most important first) and how many of them violate a PodDisruptionBudget, or the
@@ -75,6 +80,8 @@ pub(super) struct VictimSearch<'a> {
     with_nominated_requested: Resources,
     /// How many nodes were dry-run by arithmetic.
     pub(super) by_requests: usize,
+    /// How many of those on three sums ([`VictimSearch::by_sums`]).
+    pub(super) by_sums: usize,
     /// How many nodes failed by arithmetic with every lower-priority pod removed.
     pub(super) failed_by_requests: usize,
 }
@@ -90,11 +97,15 @@ impl<'a> VictimSearch<'a> {
         let mut search = VictimSearch::general(fwk, state, pod, pdbs, now);
         if !fwk.has_active_pre_filter_extensions(state) {
             let all = fwk.active_filters(state);
-            let dependent = all
+            let dependent: Vec<Filter<'a>> = all
                 .iter()
                 .filter(|(name, _)| !POD_INDEPENDENT_FILTERS.contains(name))
                 .copied()
                 .collect();
+            let sums = match dependent.as_slice() {
+                [(_, f)] => f.sums_check(state, pod),
+                _ => None,
+            };
             let flagged = all
                 .iter()
                 .map(|&(name, f)| ((name, f), POD_INDEPENDENT_FILTERS.contains(&name)))
@@ -103,6 +114,7 @@ impl<'a> VictimSearch<'a> {
                 all,
                 flagged,
                 dependent,
+                sums,
             });
         }
         search
@@ -128,6 +140,7 @@ impl<'a> VictimSearch<'a> {
             requested: Resources::default(),
             with_nominated_requested: Resources::default(),
             by_requests: 0,
+            by_sums: 0,
             failed_by_requests: 0,
         }
     }
@@ -220,11 +233,16 @@ impl<'a> VictimSearch<'a> {
         if potential.is_empty() {
             return Err(Status::unresolvable(REASON_NO_VICTIMS));
         }
+        if let (true, Some(check)) = (relevant.is_empty(), filters.sums) {
+            if let Some(found) = self.by_sums(check, &filters.flagged, node, potential) {
+                return found;
+            }
+        }
         self.requested.clone_from(&node.requested);
         for p in potential.iter() {
             self.requested.sub(&p.requests);
         }
-        if relevant.is_empty() {
+        if relevant.is_empty() && filters.sums.is_none() {
             if let Some(found) = self.by_requests(filters, node, potential) {
                 return found;
             }
@@ -297,6 +315,57 @@ impl<'a> VictimSearch<'a> {
             Ok(fits)
         };
         reprieve_in_order(potential, self.pdbs, self.now, &mut reprieve)
+    }
+
+    /// [`VictimSearch::by_requests`] on three `i64` sums (cpu, memory, ephemeral-storage) when
+    /// the only dependent plugin judges by them (`check`): the same saturating additions and
+    /// subtractions in the same order, so the same verdicts. `None` when the pod does not fit
+    /// with every pod of `potential` removed.
+    fn by_sums(
+        &mut self,
+        check: SumsCheck,
+        flagged: &[(Filter<'a>, bool)],
+        node: &NodeInfo,
+        potential: &mut [&Arc<PodInfo>],
+    ) -> Option<Victims> {
+        let (state, pod) = (self.state, self.pod);
+        let alloc = &node.allocatable;
+        let mut used = SumsCheck::sums_of(&node.requested);
+        for p in potential.iter() {
+            let r = SumsCheck::sums_of(&p.requests);
+            used = [0, 1, 2].map(|i| used[i].saturating_sub(r[i]));
+        }
+        let mut num_pods = node.pods.len() - potential.len();
+        if !check.passes(alloc, &used, num_pods) {
+            return None;
+        }
+        // The plugins that do not depend on the pods pass on the node itself.
+        for ((_, f), _) in flagged.iter().filter(|(_, independent)| *independent) {
+            if !f.filter(state, pod, node).is_success() {
+                return None;
+            }
+        }
+        self.by_requests += 1;
+        self.by_sums += 1;
+        let mut reprieve = |p: &Arc<PodInfo>| -> Result<bool, Status> {
+            let r = SumsCheck::sums_of(&p.requests);
+            let added = [0, 1, 2].map(|i| used[i].saturating_add(r[i]));
+            let fits = check.passes(alloc, &added, num_pods + 1);
+            if fits {
+                used = added;
+                num_pods += 1;
+            } else {
+                // As `Resources::sub` after `add`: saturation may not undo exactly.
+                used = [0, 1, 2].map(|i| added[i].saturating_sub(r[i]));
+            }
+            Ok(fits)
+        };
+        Some(reprieve_in_order(
+            potential,
+            self.pdbs,
+            self.now,
+            &mut reprieve,
+        ))
     }
 
     /// The direct way by arithmetic on the requests (`self.requested`: the node's with every

@@ -34,13 +34,31 @@ fn pick<T: Copy>(rng: &mut ChaCha8Rng, items: &[T]) -> T {
     items[rng.random_range(0..items.len())]
 }
 
+/// Random requests: cpu and memory, sometimes ephemeral-storage or a scalar resource.
+fn random_requests(rng: &mut ChaCha8Rng, max_cpu: i64) -> Vec<(&'static str, String)> {
+    let mut req = vec![
+        ("cpu", format!("{}m", rng.random_range(1..max_cpu) * 100)),
+        ("memory", format!("{}Mi", rng.random_range(1..8) * 256)),
+    ];
+    if rng.random_bool(0.2) {
+        req.push(("ephemeral-storage", format!("{}Gi", rng.random_range(1..4))));
+    }
+    if rng.random_bool(0.15) {
+        req.push(("example.com/foo", rng.random_range(0..3).to_string()));
+    }
+    req
+}
+
+fn with_requests(p: PodBuilder, req: &[(&'static str, String)]) -> PodBuilder {
+    let req: Vec<(&str, &str)> = req.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    p.req(&req)
+}
+
 /// A pod with random priority, requests, labels, start time and (sometimes) a host port.
 fn random_pod(rng: &mut ChaCha8Rng, name: &str) -> PodBuilder {
-    let cpu = format!("{}m", rng.random_range(1..16) * 100);
-    let mem = format!("{}Mi", rng.random_range(1..8) * 256);
-    let mut p = PodBuilder::new(name)
-        .priority(pick(rng, &[0, 5, 10, 20]))
-        .req(&[("cpu", cpu.as_str()), ("memory", mem.as_str())])
+    let req = random_requests(rng, 16);
+    let p = PodBuilder::new(name).priority(pick(rng, &[0, 5, 10, 20]));
+    let mut p = with_requests(p, &req)
         .label("app", pick(rng, &["a", "b", "c"]))
         .start_time(pick(rng, &START_TIMES));
     if rng.random_bool(0.15) {
@@ -61,6 +79,8 @@ fn random_nodes(rng: &mut ChaCha8Rng) -> Vec<NodeInfo> {
             .alloc(&[
                 ("cpu", pick(rng, &["2", "4"])),
                 ("memory", "4Gi"),
+                ("ephemeral-storage", pick(rng, &["3Gi", "10Gi"])),
+                ("example.com/foo", pick(rng, &["2", "4"])),
                 ("pods", pods_allowed),
             ]);
         if rng.random_bool(0.2) {
@@ -77,11 +97,9 @@ fn random_nodes(rng: &mut ChaCha8Rng) -> Vec<NodeInfo> {
 /// The preemptor: sometimes with a host port, a toleration, a node selector, or a constraint
 /// that makes PodTopologySpread or InterPodAffinity run (then only the general way applies).
 fn random_preemptor(rng: &mut ChaCha8Rng) -> PodBuilder {
-    let cpu = format!("{}m", rng.random_range(5..30) * 100);
-    let mut p = PodBuilder::new("preemptor")
-        .priority(pick(rng, &[10, 15]))
-        .req(&[("cpu", cpu.as_str()), ("memory", "1Gi")])
-        .label("app", "a");
+    let req = random_requests(rng, 30);
+    let p = PodBuilder::new("preemptor").priority(pick(rng, &[10, 15]));
+    let mut p = with_requests(p, &req).label("app", "a");
     if rng.random_bool(0.3) {
         p = p.host_port("", "TCP", 8080);
     }
@@ -151,6 +169,7 @@ fn the_direct_way_finds_the_same_victims_as_the_general_way_on_random_clusters()
     let now = "2025-01-01T00:05:00Z".parse::<jiff::Timestamp>().unwrap();
     let (mut direct_found, mut direct_failed, mut general_only) = (0, 0, 0);
     let (mut by_requests, mut failed_by_requests, mut failed_with_nominated) = (0, 0, 0);
+    let mut by_sums = 0;
     for seed in 0..400 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let nodes = random_nodes(&mut rng);
@@ -189,6 +208,7 @@ fn the_direct_way_finds_the_same_victims_as_the_general_way_on_random_clusters()
             }
         }
         by_requests += search.by_requests;
+        by_sums += search.by_sums;
         failed_by_requests += search.failed_by_requests;
     }
     // The cases cover both ways and both outcomes.
@@ -200,6 +220,13 @@ fn the_direct_way_finds_the_same_victims_as_the_general_way_on_random_clusters()
     );
     // Many of the direct way's nodes were decided by arithmetic on the requests.
     assert!(by_requests > 100, "{by_requests} nodes by requests");
+    // Most on three sums; some (a preemptor requesting a scalar resource) on `Resources`.
+    assert!(by_sums > 80, "{by_sums} nodes by sums");
+    assert!(
+        by_requests - by_sums > 10,
+        "{} nodes by requests, not sums",
+        by_requests - by_sums
+    );
     // Many failed by arithmetic (their status compared above), some with relevant nominated
     // pods (the first of the two passes).
     assert!(

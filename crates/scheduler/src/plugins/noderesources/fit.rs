@@ -11,7 +11,7 @@ use crate::cache::Snapshot;
 use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EventObject, EventResource,
     FilterPlugin, NodeInfo, Plugin, PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin,
-    QueueingHint, ScorePlugin, Status,
+    QueueingHint, ScorePlugin, Status, SumsCheck,
 };
 use crate::plugins::args::{parse_args, PluginArgsError};
 use crate::plugins::helper::{node_event, pod_event, uid_of};
@@ -320,6 +320,19 @@ impl FilterPlugin for Fit {
             |_, _| fits = false,
         );
         Some(fits)
+    }
+
+    /// With no scalar resource to check, [`fits_request`] reads the pods' requests only
+    /// through their cpu, memory and ephemeral-storage sums.
+    fn sums_check(&self, state: &CycleState, pod: &PodInfo) -> Option<SumsCheck> {
+        let no_scalars = match state.read::<PreFilterState>(&PRE_FILTER_KEY) {
+            Some(s) => s.scalars.is_empty(),
+            None => self.scalars_to_check(&pod.requests).is_empty(),
+        };
+        no_scalars.then(|| SumsCheck {
+            count_only: pod.requests.is_zero_request(),
+            want: SumsCheck::sums_of(&pod.requests),
+        })
     }
 }
 

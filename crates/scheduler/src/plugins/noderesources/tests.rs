@@ -677,3 +677,78 @@ fn pod_event_hints() {
         "without in-place resize updates never help"
     );
 }
+
+/// Where [`FilterPlugin::sums_check`] applies (no scalar resource to check), its verdict is
+/// [`FilterPlugin::passes_with_requests`]'s on random pods, nodes and sums (seeded), with and
+/// without PreFilter's state, with ignored resources.
+#[test]
+fn the_sums_check_agrees_with_the_requests_verdict() {
+    use kubeplane_core::resources::Resources;
+    use rand::{Rng, SeedableRng};
+    let plugins = [
+        fit(json!({})),
+        fit(json!({"ignoredResources": ["example.com/bbb"]})),
+    ];
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(19);
+    let (mut applied, mut not_applied, mut passed, mut failed) = (0, 0, 0, 0);
+    for _ in 0..4000 {
+        let pl = &plugins[rng.random_range(0..2)];
+        let mut req: Vec<(&str, String)> = Vec::new();
+        for (name, p, unit) in [
+            ("cpu", 0.7, "m"),
+            ("memory", 0.7, ""),
+            ("ephemeral-storage", 0.3, ""),
+        ] {
+            if rng.random_bool(p) {
+                req.push((name, format!("{}{unit}", rng.random_range(0..12))));
+            }
+        }
+        for name in ["example.com/aaa", "example.com/bbb"] {
+            if rng.random_bool(0.15) {
+                req.push((name, rng.random_range(0..3).to_string()));
+            }
+        }
+        let req: Vec<(&str, &str)> = req.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let pod = PodBuilder::new("p").req(&req).info();
+        let mut state = CycleState::new();
+        if rng.random_bool(0.7) {
+            pl.pre_filter(&mut state, &pod, &snapshot(vec![]));
+        }
+        let Some(check) = pl.sums_check(&state, &pod) else {
+            not_applied += 1;
+            continue;
+        };
+        applied += 1;
+        let mut node = NodeInfo::default();
+        let amount = |r: &mut rand_chacha::ChaCha8Rng| r.random_range(-2..14);
+        node.allocatable = Resources {
+            milli_cpu: amount(&mut rng),
+            memory: amount(&mut rng),
+            ephemeral_storage: amount(&mut rng),
+            allowed_pod_number: rng.random_range(0..5),
+            scalar: vec![("example.com/aaa".into(), 1)],
+        };
+        let used = Resources {
+            milli_cpu: amount(&mut rng),
+            memory: amount(&mut rng),
+            ephemeral_storage: amount(&mut rng),
+            allowed_pod_number: 0,
+            scalar: vec![("example.com/bbb".into(), 9)],
+        };
+        let num_pods = rng.random_range(0..5);
+        let want = pl.passes_with_requests(&state, &pod, &node, &used, num_pods);
+        let sums = crate::framework::SumsCheck::sums_of(&used);
+        let got = check.passes(&node.allocatable, &sums, num_pods);
+        assert_eq!(Some(got), want, "{req:?} on {:?}", node.allocatable);
+        if got {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    assert!(
+        applied > 2000 && not_applied > 200,
+        "{applied} / {not_applied}"
+    );
+    assert!(passed > 300 && failed > 300, "{passed} / {failed}");
+}
