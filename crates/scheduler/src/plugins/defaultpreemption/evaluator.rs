@@ -90,18 +90,18 @@ pub fn more_important_pod(a: &PodInfo, b: &PodInfo, now: jiff::Timestamp) -> boo
     start_time(a, now) < start_time(b, now)
 }
 
-/// Sorts by decreasing importance; equal pods keep their order.
+/// Sorts by decreasing importance; equal pods keep their order. One comparison of (priority
+/// descending, start time ascending) orders as [`more_important_pod`] both ways would.
 pub(super) fn sort_by_importance<P: AsRef<PodInfo>>(pods: &mut [P], now: jiff::Timestamp) {
-    pods.sort_by(|a, b| {
-        let (a, b) = (a.as_ref(), b.as_ref());
-        if more_important_pod(a, b, now) {
-            Ordering::Less
-        } else if more_important_pod(b, a, now) {
-            Ordering::Greater
-        } else {
-            Ordering::Equal
-        }
-    });
+    pods.sort_by(|a, b| importance_order(a.as_ref(), b.as_ref(), now));
+}
+
+/// `Less` when `a` is more important than `b` ([`more_important_pod`]), `Greater` when `b`
+/// is, else `Equal`.
+fn importance_order(a: &PodInfo, b: &PodInfo, now: jiff::Timestamp) -> Ordering {
+    b.priority
+        .cmp(&a.priority)
+        .then_with(|| start_time(a, now).cmp(&start_time(b, now)))
 }
 
 /// Splits pods (in order) into those whose eviction would exceed a PodDisruptionBudget

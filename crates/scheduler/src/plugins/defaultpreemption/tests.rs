@@ -327,6 +327,41 @@ fn more_important_pods_have_higher_priority_or_started_earlier() {
     assert!(more_important_pod(&c, &d, now()));
 }
 
+#[test]
+fn sorting_by_importance_orders_as_more_important_pod_with_ties_kept() {
+    let starts = [
+        None,
+        Some("2019-01-01T00:00:00Z"),
+        Some("2030-01-01T00:00:00Z"),
+    ];
+    let mut pods: Vec<Arc<PodInfo>> = Vec::new();
+    for (i, priority) in [5, 0, 10, 5, 0, 10, 5, 5, 0].into_iter().enumerate() {
+        for (j, start) in starts.iter().enumerate() {
+            let mut b = PodBuilder::new(&format!("p{i}-{j}")).priority(priority);
+            if let Some(t) = start {
+                b = b.start_time(t);
+            }
+            pods.push(Arc::new(b.info()));
+        }
+    }
+    let mut want = pods.clone();
+    want.sort_by(|a, b| {
+        match (
+            more_important_pod(a, b, now()),
+            more_important_pod(b, a, now()),
+        ) {
+            (true, _) => std::cmp::Ordering::Less,
+            (_, true) => std::cmp::Ordering::Greater,
+            _ => std::cmp::Ordering::Equal,
+        }
+    });
+    let mut got = pods;
+    super::evaluator::sort_by_importance(&mut got, now());
+    let names = |v: &[Arc<PodInfo>]| v.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&got), names(&want));
+    assert_eq!(got[0].name, "p2-1", "priority 10, started first");
+}
+
 fn pdb_info(app: &str, allowed: i32, disrupted: &[&str]) -> PdbInfo {
     PdbInfo {
         namespace: "default".into(),
