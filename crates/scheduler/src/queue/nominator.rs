@@ -62,12 +62,16 @@ impl Nominator {
     /// else to the pod's `status.nominatedNodeName`. A pod that already has `spec.nodeName` is
     /// not nominated.
     pub fn add(&mut self, pod: &PodInfo, nominated_node: Option<&str>) {
-        self.delete(&pod.uid);
         let node = match nominated_node {
             Some(n) => n,
             None => pod.nominated_node_name().unwrap_or(""),
         };
-        if node.is_empty() || pod.node_name().is_some() {
+        let nominates = !node.is_empty() && pod.node_name().is_none();
+        if nominates && self.renominate_in_place(pod, node) {
+            return;
+        }
+        self.delete(&pod.uid);
+        if !nominates {
             return;
         }
         self.node_of.insert(pod.uid.clone(), node.to_string());
@@ -77,6 +81,27 @@ impl Nominator {
             uids.push((pod.namespace.clone(), pod.uid.clone()));
             list.push(PodRef::of(pod));
         }
+    }
+
+    /// A nomination of a pod already nominated to `node` under the same key: moved to the end
+    /// of the node's list as deleting and adding it would, without new strings. Its resolution
+    /// is left for the [`SchedulingQueue::refresh_nominated`] that ends every queue operation
+    /// (a fresh entry's bare pod and a kept one resolve alike). Returns whether it applied.
+    fn renominate_in_place(&mut self, pod: &PodInfo, node: &str) -> bool {
+        if self.node_of.get(&pod.uid).map(String::as_str) != Some(node) {
+            return false;
+        }
+        let Some(list) = self.by_node.get_mut(node) else {
+            return false;
+        };
+        let Some(i) = list.iter().position(|r| r.uid == pod.uid) else {
+            return false;
+        };
+        if list[i].name != pod.name || list[i].namespace != pod.namespace {
+            return false;
+        }
+        list[i..].rotate_left(1);
+        true
     }
 
     /// Refreshes a pod's entry after an update. When neither version carries a
@@ -95,7 +120,9 @@ impl Nominator {
         if no_nomination(old) && no_nomination(&new.pod) {
             keep = self.node_of.get(old_uid).cloned();
         }
-        self.delete(old_uid);
+        if old_uid != new.uid {
+            self.delete(old_uid);
+        }
         self.add(new, keep.as_deref());
     }
 

@@ -221,3 +221,48 @@ fn the_kept_resolutions_equal_the_lookups_after_random_operations() {
     assert!(queued > 5_000, "{queued} queued resolutions compared");
     assert!(bare > 500, "{bare} bare resolutions compared");
 }
+
+/// A nomination of a pod already nominated to the same node, by `add` or by `update`, moves it
+/// to the end of the node's list, as deleting and adding it does; another node or a cleared
+/// nomination takes the general way.
+#[test]
+fn renominating_to_the_same_node_moves_the_pod_last() {
+    let pod = |name: &str, node: &str| {
+        let mut p = Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                uid: Some(format!("uid-{name}")),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        p.status = Some(PodStatus {
+            nominated_node_name: Some(node.into()),
+            ..Default::default()
+        });
+        p
+    };
+    let names = |n: &Nominator, node: &str| -> Vec<String> {
+        n.pods_for_node(node)
+            .iter()
+            .map(|r| r.name.clone())
+            .collect()
+    };
+    let mut n = Nominator::default();
+    for name in ["a", "b", "c"] {
+        n.add(&info(&pod(name, "n0")), None);
+    }
+    assert_eq!(names(&n, "n0"), ["a", "b", "c"]);
+    n.add(&info(&pod("a", "n0")), None);
+    assert_eq!(names(&n, "n0"), ["b", "c", "a"]);
+    n.update(&pod("b", "n0"), &info(&pod("b", "n0")));
+    assert_eq!(names(&n, "n0"), ["c", "a", "b"]);
+    assert!(n.has_name("default", "b") && n.node_of("uid-b") == Some("n0"));
+    n.update(&pod("c", "n0"), &info(&pod("c", "n1")));
+    assert_eq!(names(&n, "n0"), ["a", "b"]);
+    assert_eq!(names(&n, "n1"), ["c"]);
+    n.add(&info(&pod("a", "n0")), Some(""));
+    assert_eq!(names(&n, "n0"), ["b"]);
+    assert!(!n.has_name("default", "a") && n.node_of("uid-a").is_none());
+}
