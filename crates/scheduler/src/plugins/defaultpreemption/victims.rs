@@ -19,7 +19,9 @@
 //! through the sum of their requests and their number
 //! ([`FilterPlugin::passes_with_requests`]), so removing and adding back victims is
 //! arithmetic on one `Resources`, done in the order the scratch NodeInfo would do it (the
-//! sums saturate, so the order is kept). The pod-independent plugins run once on the node
+//! sums saturate, so the order is kept). When the pod checks no scalar resource, that
+//! arithmetic is on three `i64`s (cpu, memory, ephemeral-storage: [`SumsCheck`], read once per
+//! search) with the same saturating steps. The pod-independent plugins run once on the node
 //! itself. A node where the pod does not fit with all lower-priority pods removed takes the
 //! scratch NodeInfo, for the exact status.
 //!
