@@ -211,33 +211,24 @@ pub fn pick_one_node_for_preemption_explained(
     if candidates.len() == 1 {
         return Some((0, "the only candidate".to_string()));
     }
-    type ScoreFn<'a> = Box<dyn Fn(&Candidate) -> i128 + 'a>;
-    let funcs: Vec<ScoreFn> = vec![
-        Box::new(|c| -(c.num_pdb_violations as i128)),
-        Box::new(|c| -(c.victims.first().map_or(0, |p| p.priority) as i128)),
-        Box::new(|c| {
-            -c.victims
-                .iter()
-                .map(|p| p.priority as i128 + (i32::MAX as i128 + 1))
-                .sum::<i128>()
-        }),
-        Box::new(|c| -(c.victims.len() as i128)),
-        Box::new(move |c| earliest_start_time_of_highest(&c.victims, now)),
-    ];
     let mut remaining: Vec<usize> = (0..candidates.len()).collect();
-    for (k, f) in funcs.iter().enumerate() {
-        let mut best = i128::MIN;
-        let mut selected = Vec::new();
-        for &i in &remaining {
-            let score = f(&candidates[i]);
-            if score > best {
-                best = score;
-                selected.clear();
-            }
-            if score == best {
-                selected.push(i);
-            }
-        }
+    for k in 0..PICK_ONE_CRITERIA.len() {
+        let selected = match k {
+            0 => best_of(&remaining, candidates, |c| -(c.num_pdb_violations as i128)),
+            1 => best_of(&remaining, candidates, |c| {
+                -(c.victims.first().map_or(0, |p| p.priority) as i128)
+            }),
+            2 => best_of(&remaining, candidates, |c| {
+                -c.victims
+                    .iter()
+                    .map(|p| p.priority as i128 + (i32::MAX as i128 + 1))
+                    .sum::<i128>()
+            }),
+            3 => best_of(&remaining, candidates, |c| -(c.victims.len() as i128)),
+            _ => best_of(&remaining, candidates, |c| {
+                earliest_start_time_of_highest(&c.victims, now)
+            }),
+        };
         if selected.len() == 1 {
             let tied = if k == 0 {
                 String::new()
@@ -261,6 +252,27 @@ pub fn pick_one_node_for_preemption_explained(
             ),
         )
     })
+}
+
+/// The candidates of `remaining` (in order) with the highest `score`.
+fn best_of(
+    remaining: &[usize],
+    candidates: &[Candidate],
+    score: impl Fn(&Candidate) -> i128,
+) -> Vec<usize> {
+    let mut best = i128::MIN;
+    let mut selected = Vec::new();
+    for &i in remaining {
+        let s = score(&candidates[i]);
+        if s > best {
+            best = s;
+            selected.clear();
+        }
+        if s == best {
+            selected.push(i);
+        }
+    }
+    selected
 }
 
 /// What a dry run on one node found.
