@@ -720,18 +720,18 @@ fn the_sums_check_agrees_with_the_requests_verdict() {
         };
         applied += 1;
         let mut node = NodeInfo::default();
-        let amount = |r: &mut rand_chacha::ChaCha8Rng| r.random_range(-2..14);
+        let amount = |r: &mut rand_chacha::ChaCha8Rng, max| r.random_range(-2..max);
         node.allocatable = Resources {
-            milli_cpu: amount(&mut rng),
-            memory: amount(&mut rng),
-            ephemeral_storage: amount(&mut rng),
-            allowed_pod_number: rng.random_range(0..5),
+            milli_cpu: amount(&mut rng, 24),
+            memory: amount(&mut rng, 24),
+            ephemeral_storage: amount(&mut rng, 24),
+            allowed_pod_number: rng.random_range(0..8),
             scalar: vec![("example.com/aaa".into(), 1)],
         };
         let used = Resources {
-            milli_cpu: amount(&mut rng),
-            memory: amount(&mut rng),
-            ephemeral_storage: amount(&mut rng),
+            milli_cpu: amount(&mut rng, 10),
+            memory: amount(&mut rng, 10),
+            ephemeral_storage: amount(&mut rng, 10),
             allowed_pod_number: 0,
             scalar: vec![("example.com/bbb".into(), 9)],
         };
