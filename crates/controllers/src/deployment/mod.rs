@@ -28,7 +28,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, ObjectMeta, OwnerReference, Time,
+};
 use kubeplane_api::{
     ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
 };
@@ -97,13 +99,17 @@ fn written_placeholder() -> DeploymentRef {
         .clone()
 }
 
+/// The Deployment's label selector (an empty one when it has no spec), read in place.
+fn label_selector(d: &Deployment) -> &LabelSelector {
+    static EMPTY: std::sync::OnceLock<LabelSelector> = std::sync::OnceLock::new();
+    match d.spec.as_ref() {
+        Some(spec) => &spec.selector,
+        None => EMPTY.get_or_init(LabelSelector::default),
+    }
+}
+
 fn deployment_selector(d: &Deployment) -> Result<Selector, String> {
-    let sel = d
-        .spec
-        .as_ref()
-        .map(|s| s.selector.clone())
-        .unwrap_or_default();
-    from_label_selector(&sel).map_err(|e| {
+    from_label_selector(label_selector(d)).map_err(|e| {
         format!(
             "deployment {} has invalid label selector: {e}",
             key_string(&ns_name(&d.metadata))
@@ -158,6 +164,8 @@ pub struct DeploymentController {
     metrics: Metrics,
     /// `DeploymentReplicaSetTerminatingReplicas`: the status reports terminating replicas.
     terminating_replicas: bool,
+    /// The template comparisons of the sync in progress (cleared at each sync's start).
+    template_verdicts: TemplateVerdicts,
 }
 
 impl Default for DeploymentController {
@@ -181,6 +189,7 @@ impl DeploymentController {
             queue: WorkQueue::default(),
             metrics: Metrics::default(),
             terminating_replicas: features.enabled("DeploymentReplicaSetTerminatingReplicas"),
+            template_verdicts: TemplateVerdicts::default(),
         }
     }
 
@@ -203,21 +212,26 @@ impl DeploymentController {
 
     fn on_replica_set(&mut self, ev: &WatchEvent, rs: &Arc<ReplicaSet>) {
         let key = ns_name(&rs.metadata);
-        let cached = self.replica_sets.remove(&key);
-        let ns = key.0.clone();
-        match ev.type_ {
+        let ns = key.0.as_str();
+        let cached = match ev.type_ {
             EventType::Deleted => {
+                self.replica_sets.remove(&key);
                 if let Some(k) =
-                    controller_of(&rs.metadata).and_then(|r| self.resolve_controller_ref(&ns, r))
+                    controller_of(&rs.metadata).and_then(|r| self.resolve_controller_ref(ns, r))
                 {
                     self.queue.add(k);
                 }
                 return;
             }
-            EventType::Added | EventType::Modified => {
-                self.replica_sets.insert(key.clone(), rs.clone());
-            }
-        }
+            // A new version of a cached ReplicaSet takes its place in the map.
+            EventType::Added | EventType::Modified => match self.replica_sets.get_mut(&key) {
+                Some(slot) => Some(std::mem::replace(slot, rs.clone())),
+                None => {
+                    self.replica_sets.insert(key.clone(), rs.clone());
+                    None
+                }
+            },
+        };
         let old = cached.or_else(|| match &ev.old {
             Some(Object::ReplicaSet(o)) => Some(o.clone()),
             _ => None,
@@ -226,7 +240,7 @@ impl DeploymentController {
         match old {
             None => {
                 if let Some(r) = cur_ref {
-                    if let Some(k) = self.resolve_controller_ref(&ns, r) {
+                    if let Some(k) = self.resolve_controller_ref(ns, r) {
                         self.queue.add(k);
                     }
                     return;
@@ -242,12 +256,12 @@ impl DeploymentController {
                 let old_ref = controller_of(&old.metadata);
                 let ref_changed = cur_ref != old_ref;
                 if ref_changed {
-                    if let Some(k) = old_ref.and_then(|r| self.resolve_controller_ref(&ns, r)) {
+                    if let Some(k) = old_ref.and_then(|r| self.resolve_controller_ref(ns, r)) {
                         self.queue.add(k);
                     }
                 }
                 if let Some(r) = cur_ref {
-                    if let Some(k) = self.resolve_controller_ref(&ns, r) {
+                    if let Some(k) = self.resolve_controller_ref(ns, r) {
                         self.queue.add(k);
                     }
                     return;
@@ -358,12 +372,7 @@ impl DeploymentController {
         let Some(mut d) = self.deployments.get(key).cloned() else {
             return Ok(());
         };
-        let selector = d
-            .spec
-            .as_ref()
-            .map(|s| s.selector.clone())
-            .unwrap_or_default();
-        if selector_is_empty(&selector) {
+        if selector_is_empty(label_selector(&d)) {
             cx.client.record_event(EventRecord::warning(
                 cx.now,
                 CONTROLLER_NAME,
@@ -601,9 +610,12 @@ impl Component for DeploymentController {
                     EventType::Deleted => {
                         self.deployments.remove(&key);
                     }
-                    _ => {
-                        self.deployments.insert(key.clone(), d.clone());
-                    }
+                    _ => match self.deployments.get_mut(&key) {
+                        Some(slot) => *slot = d.clone(),
+                        None => {
+                            self.deployments.insert(key.clone(), d.clone());
+                        }
+                    },
                 }
                 self.queue.add(key);
             }
@@ -622,7 +634,10 @@ impl Component for DeploymentController {
         };
         let keys: BTreeSet<NsName> = self.queue.take_due(now);
         for key in keys {
-            match self.sync_deployment(&key, &mut cx) {
+            self.template_verdicts.clear();
+            let synced = self.sync_deployment(&key, &mut cx);
+            self.template_verdicts.clear();
+            match synced {
                 Ok(()) => self.queue.forget(&key),
                 Err(_) => {
                     self.metrics.retries += 1;

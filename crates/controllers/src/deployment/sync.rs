@@ -103,7 +103,8 @@ impl DeploymentController {
         create: bool,
         cx: &mut SyncCtx,
     ) -> Result<(Option<Arc<ReplicaSet>>, RsList), String> {
-        let existing = find_new_replica_set(d, rs_list);
+        let verdicts = &mut self.template_verdicts;
+        let existing = find_new_replica_set_by(rs_list, |rs| verdicts.equal(d, rs));
         let old_rss = old_replica_sets(existing.as_deref(), rs_list);
         let new_rs = self.get_new_replica_set(d, rs_list, existing, &old_rss, create, cx)?;
         Ok((new_rs, old_rss))
@@ -501,29 +502,20 @@ impl DeploymentController {
                 prev.terminating_replicas
             },
         };
-        if available >= replicas(d) - max_unavailable(d) {
-            set_condition(
-                &mut status,
-                new_condition(
-                    CONDITION_AVAILABLE,
-                    "True",
-                    REASON_MIN_AVAILABLE,
-                    "Deployment has minimum availability.".into(),
-                    now,
-                ),
-            );
+        let (cond_status, reason, message) = if available >= replicas(d) - max_unavailable(d) {
+            (
+                "True",
+                REASON_MIN_AVAILABLE,
+                "Deployment has minimum availability.",
+            )
         } else {
-            set_condition(
-                &mut status,
-                new_condition(
-                    CONDITION_AVAILABLE,
-                    "False",
-                    REASON_MIN_UNAVAILABLE,
-                    "Deployment does not have minimum availability.".into(),
-                    now,
-                ),
-            );
-        }
+            (
+                "False",
+                REASON_MIN_UNAVAILABLE,
+                "Deployment does not have minimum availability.",
+            )
+        };
+        set_available_condition(&mut status, cond_status, reason, message, now);
         status
     }
 
@@ -540,6 +532,29 @@ impl DeploymentController {
         }
         mutate(d).status = Some(new_status);
         self.update_deployment_status(d, cx)
+    }
+}
+
+/// [`set_condition`] of the Available condition, built only when it changes the status: the
+/// same status and reason keep the existing condition, which most syncs find.
+pub(super) fn set_available_condition(
+    status: &mut DeploymentStatus,
+    cond_status: &str,
+    reason: &str,
+    message: &str,
+    now: &Time,
+) {
+    let kept = get_condition(status, CONDITION_AVAILABLE)
+        .is_some_and(|c| c.status == cond_status && c.reason.as_deref() == Some(reason));
+    if !kept {
+        let cond = new_condition(
+            CONDITION_AVAILABLE,
+            cond_status,
+            reason,
+            message.into(),
+            now,
+        );
+        set_condition(status, cond);
     }
 }
 

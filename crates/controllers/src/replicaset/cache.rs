@@ -316,8 +316,10 @@ pub(super) struct Cache {
     pub(super) rs_by_controller_uid: BTreeMap<String, BTreeSet<NsName>>,
     pub(super) pods: PodsByNamespace,
     /// Pods with a controller, by their controller reference: its UID, then its kind and name
-    /// (upstream's pod index by controller; see [`Cache::controlled_pods`]).
-    pub(super) pods_by_controller: BTreeMap<String, ControllerGroups>,
+    /// (upstream's pod index by controller; see [`Cache::controlled_pods`]). Hashed: it is only
+    /// looked up by UID, once or twice per pod event, where a tree of thousands of UIDs compared
+    /// a dozen of them each time.
+    pub(super) pods_by_controller: FxHashMap<String, ControllerGroups>,
     /// Pods without a controller.
     pub(super) orphan_pods: PodsByNamespace,
     /// The label maps of the cached pods.
@@ -334,6 +336,30 @@ impl Cache {
                 .insert(key.clone());
         }
         self.replica_sets.insert(key, rs.clone());
+    }
+
+    /// Caches `rs` as the current version of the ReplicaSet `key` (`None`: forgets it) and
+    /// returns the version cached before. A version with the same controller UID as the cached
+    /// one (a status write, a scale) takes its place without leaving and re-entering the
+    /// indexes.
+    pub(super) fn replace_rs(
+        &mut self,
+        key: &NsName,
+        rs: Option<&Arc<ReplicaSet>>,
+    ) -> Option<Arc<ReplicaSet>> {
+        let Some(rs) = rs else {
+            return self.unindex_rs(key);
+        };
+        if let Some(cached) = self.replica_sets.get_mut(key) {
+            if controller_of(&cached.metadata).map(|c| &c.uid)
+                == controller_of(&rs.metadata).map(|c| &c.uid)
+            {
+                return Some(std::mem::replace(cached, rs.clone()));
+            }
+        }
+        let old = self.unindex_rs(key);
+        self.index_rs(rs);
+        old
     }
 
     pub(super) fn unindex_rs(&mut self, key: &NsName) -> Option<Arc<ReplicaSet>> {
@@ -392,7 +418,7 @@ impl Cache {
         let indexed = match controller {
             Some(c) => self
                 .pods_by_controller
-                .get_mut(&c.uid)
+                .get_mut(c.uid.as_str())
                 .and_then(|g| g.group_mut(c))
                 .and_then(|g| g.get_mut(key)),
             None => self.orphan_pods.get_mut(key),
@@ -406,12 +432,14 @@ impl Cache {
 
     pub(super) fn index_pod(&mut self, key: &NsName, pod: CachedPod) {
         match controller_of(&pod.pod.metadata) {
-            Some(c) => self
-                .pods_by_controller
-                .entry(c.uid.clone())
-                .or_default()
-                .group_or_insert(c)
-                .insert(key, pod.clone()),
+            Some(c) => {
+                // The UID is copied only for a controller seen for the first time.
+                let groups = match self.pods_by_controller.get_mut(c.uid.as_str()) {
+                    Some(groups) => groups,
+                    None => self.pods_by_controller.entry(c.uid.clone()).or_default(),
+                };
+                groups.group_or_insert(c).insert(key, pod.clone())
+            }
             None => self.orphan_pods.insert(key, pod.clone()),
         }
         self.pods.insert(key, pod);
@@ -421,10 +449,10 @@ impl Cache {
         let old = self.pods.remove(key)?;
         match controller_of(&old.pod.metadata) {
             Some(c) => {
-                if let Some(groups) = self.pods_by_controller.get_mut(&c.uid) {
+                if let Some(groups) = self.pods_by_controller.get_mut(c.uid.as_str()) {
                     groups.remove(c, key);
                     if groups.0.is_empty() {
-                        self.pods_by_controller.remove(&c.uid);
+                        self.pods_by_controller.remove(c.uid.as_str());
                     }
                 }
             }

@@ -606,7 +606,8 @@ impl Component for ReplicaSetController {
         match &ev.object {
             Object::ReplicaSet(rs) => {
                 let key = ns_name(&rs.metadata);
-                let cached = self.cache.unindex_rs(&key);
+                let current = (ev.type_ != EventType::Deleted).then_some(rs);
+                let cached = self.cache.replace_rs(&key, current);
                 match ev.type_ {
                     EventType::Added | EventType::Modified => {
                         let old_uid = cached
@@ -617,7 +618,6 @@ impl Component for ReplicaSetController {
                             // Re-created under the same name: forget the old one first.
                             self.expectations.delete(&key);
                         }
-                        self.cache.index_rs(rs);
                     }
                     EventType::Deleted => self.expectations.delete(&key),
                 }

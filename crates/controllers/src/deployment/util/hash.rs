@@ -1,11 +1,14 @@
 //! The pod template hash (upstream `controller.ComputeHash` over `hashutil.DeepHashObject`, and
 //! `EqualIgnoreHash` of `deployment_util.go`).
 
+use std::sync::{Arc, Weak};
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use super::POD_TEMPLATE_HASH_LABEL;
+use super::{deployment_template_ref, rs_template_ref, POD_TEMPLATE_HASH_LABEL};
 
 /// 32-bit FNV-1a.
 pub fn fnv32a(bytes: &[u8]) -> u32 {
@@ -83,6 +86,51 @@ pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
     // Templates equal field by field are equal semantically too; only the others (a nil list
     // against an empty one, say) need the pruned JSON of both.
     same_ignoring_hash(a, b) || template_without_hash(a) == template_without_hash(b)
+}
+
+/// [`equal_ignore_hash`] verdicts between versions of Deployments and of ReplicaSets, known by
+/// their allocations: a sync finds its new ReplicaSet twice (upstream's
+/// `getAllReplicaSetsAndSyncRevision` in both the scaling check and the rollout), mostly on the
+/// same versions, and each comparison walks a whole PodSpec.
+///
+/// A verdict holds a `Weak` of both versions. While it can be upgraded the allocation is still
+/// that version's (a `Weak` keeps the memory from being reused), and its contents are unchanged:
+/// an `Arc` with a `Weak` beside it is never changed in place (`Arc::make_mut` moves it to a
+/// new allocation, `Arc::get_mut` refuses). The owner clears the table at each sync.
+#[derive(Debug, Default)]
+pub struct TemplateVerdicts(Vec<(Weak<Deployment>, Weak<ReplicaSet>, bool)>);
+
+impl TemplateVerdicts {
+    /// Whether the ReplicaSet's template equals the Deployment's, ignoring the hash label.
+    pub fn equal(&mut self, d: &Arc<Deployment>, rs: &Arc<ReplicaSet>) -> bool {
+        let known = self.0.iter().find(|(wd, wrs, _)| {
+            std::ptr::eq(wd.as_ptr(), Arc::as_ptr(d))
+                && std::ptr::eq(wrs.as_ptr(), Arc::as_ptr(rs))
+                && wd.strong_count() > 0
+                && wrs.strong_count() > 0
+        });
+        if let Some(&(_, _, verdict)) = known {
+            return verdict;
+        }
+        let verdict = equal_ignore_hash(rs_template_ref(rs), deployment_template_ref(d));
+        self.0
+            .push((Arc::downgrade(d), Arc::downgrade(rs), verdict));
+        verdict
+    }
+
+    /// Forgets every verdict (and lets the versions' memory go).
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// How many verdicts are kept.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// Whether two templates are equal field by field once the `pod-template-hash` label is

@@ -19,7 +19,7 @@ pub mod hash;
 #[cfg(test)]
 mod tests;
 
-pub use hash::{compute_hash, equal_ignore_hash, fnv32a, safe_encode_string};
+pub use hash::{compute_hash, equal_ignore_hash, fnv32a, safe_encode_string, TemplateVerdicts};
 
 pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
 pub const REVISION_HISTORY_ANNOTATION: &str = "deployment.kubernetes.io/revision-history";
@@ -501,12 +501,18 @@ pub fn by_revision(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
 /// times in each sync.
 pub fn find_new_replica_set(d: &Deployment, rss: &[Arc<ReplicaSet>]) -> Option<Arc<ReplicaSet>> {
     let template = deployment_template_ref(d);
+    find_new_replica_set_by(rss, |rs| equal_ignore_hash(rs_template_ref(rs), template))
+}
+
+/// [`find_new_replica_set`] with the template comparison given (`equal`: whether a
+/// ReplicaSet's template equals the Deployment's), as [`TemplateVerdicts::equal`] answers it.
+pub fn find_new_replica_set_by(
+    rss: &[Arc<ReplicaSet>],
+    mut equal: impl FnMut(&Arc<ReplicaSet>) -> bool,
+) -> Option<Arc<ReplicaSet>> {
     let mut sorted: Vec<&Arc<ReplicaSet>> = rss.iter().collect();
     sorted.sort_by(|a, b| by_creation_timestamp(a, b));
-    sorted
-        .into_iter()
-        .find(|rs| equal_ignore_hash(rs_template_ref(rs), template))
-        .cloned()
+    sorted.into_iter().find(|rs| equal(rs)).cloned()
 }
 
 /// Every ReplicaSet except the new one (upstream `FindOldReplicaSets`' second result).

@@ -523,3 +523,129 @@ fn the_unchanged_annotations_check_agrees_with_setting_them() {
     }
     assert!(unchanged_seen > 10, "the table covers the common case");
 }
+
+fn image_template(image: &str) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some([("app".to_string(), "web".to_string())].into()),
+            ..Default::default()
+        }),
+        spec: Some(k8s_openapi::api::core::v1::PodSpec {
+            containers: vec![k8s_openapi::api::core::v1::Container {
+                name: "c".into(),
+                image: Some(image.into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+    }
+}
+
+#[test]
+fn template_verdicts_are_reused_only_for_the_same_versions() {
+    let mut d = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
+    d.spec.as_mut().unwrap().template = image_template("v2");
+    let d = Arc::new(d);
+    let with = |name: &str, created: i64, image: &str| {
+        let mut r = ReplicaSet::clone(&rs(name, 1, None, created));
+        r.metadata.uid = Some(format!("uid-{name}"));
+        let mut t = image_template(image);
+        let labels = t.metadata.as_mut().unwrap().labels.as_mut().unwrap();
+        labels.insert(POD_TEMPLATE_HASH_LABEL.into(), name.into());
+        r.spec.as_mut().unwrap().template = Some(t);
+        Arc::new(r)
+    };
+    let (v1, v2) = (with("one", 10, "v1"), with("two", 20, "v2"));
+    let mut verdicts = TemplateVerdicts::default();
+    assert!(verdicts.equal(&d, &v2));
+    assert!(!verdicts.equal(&d, &v1));
+    assert_eq!(verdicts.len(), 2);
+    // Asked again about the same versions: answered from the table.
+    assert!(verdicts.equal(&d, &v2));
+    assert!(!verdicts.equal(&d, &v1));
+    assert_eq!(verdicts.len(), 2);
+
+    // The Deployment changed through its only strong reference: with the table's Weak beside
+    // it, `make_mut` moves it, so the old verdicts do not answer for the new version.
+    let mut changed = d.clone();
+    drop(d);
+    Arc::make_mut(&mut changed).spec.as_mut().unwrap().template = image_template("v1");
+    assert!(!verdicts.equal(&changed, &v2));
+    assert!(verdicts.equal(&changed, &v1));
+    assert_eq!(verdicts.len(), 4);
+
+    // A new version of a ReplicaSet (its template changed) gets a verdict of its own.
+    let mut v2_changed = ReplicaSet::clone(&v2);
+    v2_changed.spec.as_mut().unwrap().template = Some(image_template("v1"));
+    let v2_changed = Arc::new(v2_changed);
+    assert!(verdicts.equal(&changed, &v2_changed));
+
+    // Finding the new ReplicaSet through the table agrees with finding it directly.
+    let list = vec![v2.clone(), v1.clone(), v2_changed.clone()];
+    let uid = |r: Option<Arc<ReplicaSet>>| r.and_then(|r| r.metadata.uid.clone());
+    assert_eq!(
+        uid(find_new_replica_set_by(&list, |r| verdicts.equal(&changed, r))),
+        uid(find_new_replica_set(&changed, &list))
+    );
+    assert_eq!(
+        uid(find_new_replica_set(&changed, &list)).as_deref(),
+        Some("uid-one")
+    );
+    verdicts.clear();
+    assert!(verdicts.is_empty());
+}
+
+#[test]
+fn the_available_condition_is_built_only_when_it_changes_and_as_set_condition_sets_it() {
+    use crate::deployment::sync::set_available_condition;
+    let t0 = Time(Timestamp::from_second(0).unwrap());
+    let t1 = Time(Timestamp::from_second(10).unwrap());
+    let priors: Vec<Option<(&str, &str)>> = vec![
+        None,
+        Some(("True", REASON_MIN_AVAILABLE)),
+        Some(("False", REASON_MIN_UNAVAILABLE)),
+        Some(("True", "SomethingElse")),
+        Some(("False", REASON_MIN_AVAILABLE)),
+    ];
+    let wanted = [
+        (
+            "True",
+            REASON_MIN_AVAILABLE,
+            "Deployment has minimum availability.",
+        ),
+        (
+            "False",
+            REASON_MIN_UNAVAILABLE,
+            "Deployment does not have minimum availability.",
+        ),
+    ];
+    for prior in &priors {
+        for (status, reason, message) in wanted {
+            let mut start = DeploymentStatus::default();
+            set_condition(
+                &mut start,
+                new_condition(
+                    CONDITION_PROGRESSING,
+                    "True",
+                    REASON_NEW_RS_CREATED,
+                    "p".into(),
+                    &t0,
+                ),
+            );
+            if let Some((s, r)) = prior {
+                set_condition(
+                    &mut start,
+                    new_condition(CONDITION_AVAILABLE, s, r, "old message".into(), &t0),
+                );
+            }
+            let mut want = start.clone();
+            set_condition(
+                &mut want,
+                new_condition(CONDITION_AVAILABLE, status, reason, message.into(), &t1),
+            );
+            let mut got = start.clone();
+            set_available_condition(&mut got, status, reason, message, &t1);
+            assert_eq!(got, want, "prior {prior:?}, set {status} {reason}");
+        }
+    }
+}

@@ -385,6 +385,66 @@ fn related_pod_counts_equal_those_of_the_indirectly_related_pods() {
     assert!(deduplicated, "some pods were counted once for two reasons");
 }
 
+/// The ReplicaSets indexed under `uid` in the cache's index by controller UID.
+fn indexed_under(cache: &Cache, uid: &str) -> Vec<NsName> {
+    let set = cache.rs_by_controller_uid.get(uid);
+    set.into_iter().flatten().cloned().collect()
+}
+
+#[test]
+fn a_replica_set_version_takes_the_cached_ones_place_unless_its_controller_changed() {
+    let owned_by = |uid: &str| {
+        let meta = ObjectMeta {
+            name: Some(uid.into()),
+            uid: Some(uid.into()),
+            ..Default::default()
+        };
+        Some(vec![new_controller_ref("apps/v1", "Deployment", &meta)])
+    };
+    let mut rs = replica_set("web", 1, "web");
+    rs.metadata.uid = Some("rs-uid".into());
+    rs.metadata.owner_references = owned_by("d1");
+    let key = ns_name(&rs.metadata);
+    let mut cache = Cache::default();
+    let v1 = Arc::new(rs.clone());
+    assert!(cache.replace_rs(&key, Some(&v1)).is_none());
+    assert_eq!(indexed_under(&cache, "d1"), vec![key.clone()]);
+
+    // A status write under the same controller: the new version in the old one's place.
+    let mut status_write = rs.clone();
+    status_write.status = Some(ReplicaSetStatus {
+        replicas: 1,
+        ..Default::default()
+    });
+    let v2 = Arc::new(status_write);
+    let old = cache.replace_rs(&key, Some(&v2));
+    assert!(old.is_some_and(|o| Arc::ptr_eq(&o, &v1)));
+    assert!(Arc::ptr_eq(&cache.replica_sets[&key], &v2));
+    assert_eq!(indexed_under(&cache, "d1"), vec![key.clone()]);
+
+    // Released, then adopted by another controller: the index follows each time.
+    let mut released = rs.clone();
+    released.metadata.owner_references = None;
+    let v3 = Arc::new(released);
+    let old = cache.replace_rs(&key, Some(&v3));
+    assert!(old.is_some_and(|o| Arc::ptr_eq(&o, &v2)));
+    assert!(cache.rs_by_controller_uid.is_empty());
+    let mut adopted = rs.clone();
+    adopted.metadata.owner_references = owned_by("d2");
+    let v4 = Arc::new(adopted);
+    let old = cache.replace_rs(&key, Some(&v4));
+    assert!(old.is_some_and(|o| Arc::ptr_eq(&o, &v3)));
+    assert!(Arc::ptr_eq(&cache.replica_sets[&key], &v4));
+    assert_eq!(indexed_under(&cache, "d2"), vec![key.clone()]);
+    assert!(indexed_under(&cache, "d1").is_empty());
+
+    // Deleted: gone from both.
+    let old = cache.replace_rs(&key, None);
+    assert!(old.is_some_and(|o| Arc::ptr_eq(&o, &v4)));
+    assert!(cache.replica_sets.is_empty());
+    assert!(cache.rs_by_controller_uid.is_empty());
+}
+
 // ----- the pod index by controller (kubernetes#134654, #134658) --------------------------------
 
 /// How one stray pod's controller reference differs from the ReplicaSet `web` it carries the UID
