@@ -153,7 +153,13 @@ impl Scheduler {
             candidates,
             start: self.next_start_node_index % n,
         };
-        let mut taken = Taken::new(&self.node_local, &mut diagnosis.node_to_status, memoize);
+        let statuses = &mut diagnosis.node_to_status;
+        let mut taken = Taken::new(
+            &self.node_local,
+            statuses,
+            memoize,
+            self.snapshot.num_nodes(),
+        );
         let mut feasible = Vec::with_capacity(to_find.min(n));
         let mut i = 0;
         while i < n && feasible.len() < to_find {
