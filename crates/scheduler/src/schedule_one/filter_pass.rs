@@ -549,18 +549,14 @@ pub(super) struct Taken<'a> {
 }
 
 impl<'a> Taken<'a> {
-    /// `nodes`: how many places the cycle's snapshot has.
-    pub fn new(
-        memo: &'a NodeLocalMemo,
-        statuses: &'a mut NodeToStatus,
-        memoize: bool,
-        nodes: usize,
-    ) -> Self {
-        statuses.size_for(nodes);
+    /// For the filter pass `pass`, the failing nodes' statuses going to `statuses`.
+    pub fn new(pass: &FilterPass<'a>, statuses: &'a mut NodeToStatus) -> Self {
+        let memo = pass.memo;
+        statuses.size_for(pass.snapshot.num_nodes());
         Taken {
             memo,
             statuses,
-            memoize,
+            memoize: pass.memoize,
             processed: 0,
             reused: 0,
             verdicts: Vec::new(),

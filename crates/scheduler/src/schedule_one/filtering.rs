@@ -153,13 +153,7 @@ impl Scheduler {
             candidates,
             start: self.next_start_node_index % n,
         };
-        let statuses = &mut diagnosis.node_to_status;
-        let mut taken = Taken::new(
-            &self.node_local,
-            statuses,
-            memoize,
-            self.snapshot.num_nodes(),
-        );
+        let mut taken = Taken::new(&pass, &mut diagnosis.node_to_status);
         let mut feasible = Vec::with_capacity(to_find.min(n));
         let mut i = 0;
         while i < n && feasible.len() < to_find {
