@@ -31,6 +31,9 @@ pub struct NodeToStatus {
     index: FxHashMap<Status, StatusId>,
     /// How many places have a status.
     len: usize,
+    /// How many places the cycle's snapshot has, if said ([`NodeToStatus::size_for`]):
+    /// `places` takes them all when it first grows.
+    nodes: usize,
 }
 
 impl NodeToStatus {
@@ -69,10 +72,18 @@ impl NodeToStatus {
         self.set(place, id);
     }
 
+    /// Says how many places the cycle's snapshot has: the first status set makes room for
+    /// all of them, so that the failing nodes of a filter pass (set in node order from a
+    /// rotating start) are plain writes rather than one growth each. Nothing is allocated
+    /// while no node fails.
+    pub fn size_for(&mut self, nodes: usize) {
+        self.nodes = nodes;
+    }
+
     /// Sets the status of the node at `place` to the interned status `id`.
     pub fn set(&mut self, place: usize, id: StatusId) {
         if place >= self.places.len() {
-            self.places.resize(place + 1, 0);
+            self.grow(place);
         }
         match self.places[place] {
             0 => self.len += 1,
@@ -80,6 +91,12 @@ impl NodeToStatus {
         }
         self.places[place] = id + 1;
         self.counts[id as usize] += 1;
+    }
+
+    /// Room for `place` (and for every place of the snapshot, if said).
+    #[cold]
+    fn grow(&mut self, place: usize) {
+        self.places.resize((place + 1).max(self.nodes), 0);
     }
 
     /// The status of the node at `place`, if it has one.
@@ -164,6 +181,26 @@ mod tests {
         assert_eq!(m.len(), 3);
         let counts: Vec<usize> = m.counted().map(|(_, n)| n).collect();
         assert_eq!(counts, [1, 2]);
+    }
+
+    #[test]
+    fn sized_for_the_snapshot_the_first_status_makes_room_for_every_place() {
+        let mut m = NodeToStatus::default();
+        m.size_for(10);
+        assert!(m.places.is_empty(), "nothing allocated while no node fails");
+        m.insert(7, Status::unschedulable("Insufficient cpu"));
+        assert_eq!(m.places.len(), 10);
+        m.insert(9, Status::unschedulable("Insufficient cpu"));
+        m.insert(2, Status::unschedulable("Insufficient memory"));
+        assert_eq!(m.places.len(), 10);
+        // A place past the said size still fits.
+        m.insert(12, Status::unschedulable("Insufficient cpu"));
+        assert_eq!(m.places.len(), 13);
+        let places: Vec<usize> = m.iter().map(|(p, _)| p).collect();
+        assert_eq!(places, [2, 7, 9, 12]);
+        assert_eq!((m.len(), m.get(8), m.get(20)), (4, None, None));
+        let counts: Vec<usize> = m.counted().map(|(_, n)| n).collect();
+        assert_eq!(counts, [3, 1]);
     }
 
     #[test]

@@ -57,6 +57,25 @@ pub(super) enum Keep {
     Failed(Status),
 }
 
+/// A run of up to [`RUN`] nodes checked at once, the `o`th being bit `o` of each word.
+struct Run {
+    len: usize,
+    /// The nodes whose node-local filters the memo knows to pass (without nominated pods).
+    known: u64,
+    /// Those of them that no filter that is not node-local rejects: they pass.
+    passed: u64,
+    /// The status of every other known node, when one filter that is not node-local runs
+    /// and gives every node it rejects the same status.
+    constant: Option<Status>,
+}
+
+impl Run {
+    /// Whether the run's `o`th node's outcome is not given by the run's bits.
+    fn is_rest(&self, o: usize) -> bool {
+        self.passed >> o & 1 == 0 && (self.known >> o & 1 == 0 || self.constant.is_none())
+    }
+}
+
 /// What checking a node reads.
 pub(super) struct FilterPass<'a> {
     pub fwk: &'a Framework,
@@ -158,7 +177,9 @@ impl FilterPass<'_> {
         taken: &mut Taken<'_>,
         feasible: &mut Vec<usize>,
     ) -> Result<(), ScheduleError> {
-        if use_parallel(range.len()) {
+        if use_parallel(range.len()) && self.memoize {
+            self.parallel_runs(range, to_find, taken, feasible)?;
+        } else if use_parallel(range.len()) {
             let first = range.start;
             let outcomes: Vec<Outcome> = range
                 .into_par_iter()
@@ -201,68 +222,177 @@ impl FilterPass<'_> {
         taken: &mut Taken<'_>,
         feasible: &mut Vec<usize>,
     ) -> Result<(), ScheduleError> {
-        let nodes = &self.snapshot.node_infos;
-        let mut places = [0usize; RUN];
         let mut j = range.start;
         while j < range.end {
             let len = (to_find - feasible.len()).min(RUN).min(range.end - j);
-            // Bit `o` of `known`: the run's `o`th node is in `places`.
-            let (mut known, mut count) = (0u64, 0);
-            for o in 0..len {
-                let p = self.place(j + o);
-                if !self.nominated.has(p)
-                    && self.memo.verdict(p, &nodes[p]) == FilterVerdict::Passed
-                {
-                    known |= 1 << o;
-                    places[count] = p;
-                    count += 1;
-                }
-            }
-            // `constant`: the status of every failing node of `places`, if known, by its id
-            // once interned (where the first of them is taken, as node by node).
-            let (failed, mut constant) = self.run_failures(&places[..count]);
-            let mut k = 0;
-            for o in 0..len {
-                let idx = self.place(j + o);
-                let outcome = if known >> o & 1 == 0 {
-                    self.check(j + o)
-                } else if failed >> k & 1 == 0 {
-                    k += 1;
-                    Outcome::Passed
-                } else if let Some(c) = constant.take() {
-                    k += 1;
-                    let id = c.unwrap_or_else(|status| taken.intern(status));
-                    constant = Some(Ok(id));
-                    taken.failed(idx, id);
-                    continue;
-                } else {
-                    k += 1;
-                    match self
-                        .filters
-                        .others_failure(self.state, self.pod, &nodes[idx])
-                    {
-                        None => Outcome::Passed,
-                        Some(status) => Outcome::Ran(status, Verdict::Reused),
-                    }
-                };
-                let found = match outcome {
-                    Outcome::Passed => taken.passed(idx, feasible),
-                    outcome => taken.take(idx, outcome, feasible)?,
-                };
-                if found >= to_find {
-                    return Ok(());
-                }
+            let run = self.run(j, len);
+            let known = run.known;
+            let rest = |o: usize| self.rest(j + o, known >> o & 1 == 1);
+            if self.take_run(j, run, rest, to_find, taken, feasible)? {
+                break;
             }
             j += len;
         }
         Ok(())
     }
 
+    /// [`Self::window`] on the thread pool with the memo: the window checked in runs of
+    /// [`RUN`] nodes in parallel, each run's outcomes kept as bits (the nodes that pass, those
+    /// with the run's constant failure) and a short vector of the others' outcomes in node
+    /// order, then taken in node order exactly as [`Self::runs`] takes them.
+    fn parallel_runs(
+        &self,
+        range: Range<usize>,
+        to_find: usize,
+        taken: &mut Taken<'_>,
+        feasible: &mut Vec<usize>,
+    ) -> Result<(), ScheduleError> {
+        let (first, end) = (range.start, range.end);
+        let checked: Vec<(Run, Vec<Outcome>)> = (0..range.len().div_ceil(RUN))
+            .into_par_iter()
+            .map(|c| {
+                let j = first + c * RUN;
+                let run = self.run(j, RUN.min(end - j));
+                let rest: Vec<Outcome> = (0..run.len)
+                    .filter(|&o| run.is_rest(o))
+                    .map(|o| self.rest(j + o, run.known >> o & 1 == 1))
+                    .collect();
+                (run, rest)
+            })
+            .collect();
+        for (c, (run, rest)) in checked.into_iter().enumerate() {
+            let mut rest = rest.into_iter();
+            let next = |_| rest.next().expect("an outcome per node of the run's rest");
+            if self.take_run(first + c * RUN, run, next, to_find, taken, feasible)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The run of the `len` (at most [`RUN`]) nodes checked `j`th on: those whose node-local
+    /// filters the memo knows to pass (and without nominated pods) given to the filters that
+    /// are not node-local at once.
+    fn run(&self, j: usize, len: usize) -> Run {
+        let nodes = &self.snapshot.node_infos;
+        let mut places = [0usize; RUN];
+        let (mut known, mut count) = (0u64, 0);
+        for o in 0..len {
+            let p = self.place(j + o);
+            if !self.nominated.has(p) && self.memo.verdict(p, &nodes[p]) == FilterVerdict::Passed {
+                known |= 1 << o;
+                places[count] = p;
+                count += 1;
+            }
+        }
+        let (failed, constant) = self.run_failures(&places[..count]);
+        // Bit `k` of `failed` is the `k`th known node's: spread over the run's bits.
+        let (mut passed, mut bits, mut k) = (0u64, known, 0);
+        if failed == 0 {
+            (passed, bits) = (known, 0);
+        }
+        while bits != 0 {
+            if failed >> k & 1 == 0 {
+                passed |= bits & bits.wrapping_neg();
+            }
+            bits &= bits - 1;
+            k += 1;
+        }
+        Run {
+            len,
+            known,
+            passed,
+            constant,
+        }
+    }
+
+    /// The outcome of the `j`th node checked when a run does not give it: `known` when the
+    /// memo knows its node-local filters pass (a filter that is not node-local rejected it).
+    fn rest(&self, j: usize, known: bool) -> Outcome {
+        if !known {
+            return self.check(j);
+        }
+        let node = &self.snapshot.node_infos[self.place(j)];
+        match self.filters.others_failure(self.state, self.pod, node) {
+            None => Outcome::Passed,
+            Some(status) => Outcome::Ran(status, Verdict::Reused),
+        }
+    }
+
+    /// Takes the run of nodes checked from the `j`th on, in node order, the outcomes it does
+    /// not give from `rest` (called with the node's offset in the run, in order): whether
+    /// enough feasible nodes are found. Each stretch of passing nodes is taken at once; the
+    /// run's constant failure is interned where its first node is taken (so the diagnosis's
+    /// distinct statuses keep their order), and every further node with it is a slot write.
+    #[inline(always)]
+    fn take_run(
+        &self,
+        j: usize,
+        run: Run,
+        mut rest: impl FnMut(usize) -> Outcome,
+        to_find: usize,
+        taken: &mut Taken<'_>,
+        feasible: &mut Vec<usize>,
+    ) -> Result<bool, ScheduleError> {
+        let constant_bits = match run.constant {
+            Some(_) => run.known & !run.passed,
+            None => 0,
+        };
+        let mut constant = run.constant.map(Err::<StatusId, Status>);
+        let mut o = 0;
+        while o < run.len {
+            if run.passed >> o & 1 == 1 {
+                let stretch = ((!(run.passed >> o)).trailing_zeros() as usize).min(run.len - o);
+                if self.take_passed(j + o, stretch, to_find, taken, feasible) {
+                    return Ok(true);
+                }
+                o += stretch;
+                continue;
+            }
+            let idx = self.place(j + o);
+            if constant_bits >> o & 1 == 1 {
+                let id = match constant.take() {
+                    Some(Ok(id)) => id,
+                    Some(Err(status)) => taken.intern(status),
+                    None => unreachable!("a constant failure while its bits are set"),
+                };
+                constant = Some(Ok(id));
+                taken.failed(idx, id);
+            } else if taken.take(idx, rest(o), feasible)? >= to_find {
+                return Ok(true);
+            }
+            o += 1;
+        }
+        Ok(false)
+    }
+
+    /// Takes the `n` nodes checked from the `j`th on, which pass (as [`Taken::passed`] each,
+    /// up to the last one needed): whether enough feasible nodes are found.
+    #[inline]
+    fn take_passed(
+        &self,
+        j: usize,
+        n: usize,
+        to_find: usize,
+        taken: &mut Taken<'_>,
+        feasible: &mut Vec<usize>,
+    ) -> bool {
+        let n = n.min(to_find - feasible.len());
+        let all = self.candidates.len();
+        let k = self.start + j;
+        let a = if k >= all { k - all } else { k };
+        // The candidates from `a` on, wrapping around to the first ones.
+        let first = n.min(all - a);
+        taken.passed_many(&self.candidates[a..a + first], feasible);
+        taken.passed_many(&self.candidates[..n - first], feasible);
+        feasible.len() >= to_find
+    }
+
     /// The nodes `places` (at most [`RUN`]) whose node-local filters are known to pass, given
     /// to the filters that are not node-local at once: bit `k` set when `places[k]` fails one
     /// of them; and, when one such filter alone runs and gives every node it rejects the same
-    /// status, that status (plugin set) to intern where the first of them is taken.
-    fn run_failures(&self, places: &[usize]) -> (u64, Option<Result<StatusId, Status>>) {
+    /// status, that status (plugin set).
+    fn run_failures(&self, places: &[usize]) -> (u64, Option<Status>) {
         let nodes = &self.snapshot.node_infos;
         let mut failed = [0u64];
         if places.is_empty() {
@@ -273,7 +403,7 @@ impl FilterPass<'_> {
                 let constant = f
                     .filter_failures(self.state, self.pod, nodes, places, &mut failed)
                     .filter(Status::is_rejected)
-                    .map(|s| Err(s.of_filter(name)));
+                    .map(|s| s.of_filter(name));
                 (failed[0], constant)
             }
             others => {
@@ -285,10 +415,13 @@ impl FilterPass<'_> {
         }
     }
 
-    /// A window of nodes when every filter is node-local: the memo is asked once per node.
-    /// When the window is large enough for the thread pool, the nodes the memo does not know
-    /// (the first pod of a spec, or after the node list changed) are filtered there first, if
-    /// there are enough of them; a one-thread run never looks ahead.
+    /// A window of nodes when every filter is node-local: the memo's verdicts are read a run
+    /// of up to [`RUN`] nodes at a time into a word (bit `o` for a node that passes and has no
+    /// nominated pods), each stretch of passing nodes is taken at once, and every other node
+    /// node by node as before ([`Self::quick_check`]). When the window is large enough for the
+    /// thread pool, the words are read for the whole window first, and the nodes the memo
+    /// does not know (the first pod of a spec, or after the node list changed) are filtered
+    /// there, if there are enough of them; a one-thread run never filters ahead.
     pub fn quick_window(
         &self,
         range: Range<usize>,
@@ -296,59 +429,97 @@ impl FilterPass<'_> {
         taken: &mut Taken<'_>,
         feasible: &mut Vec<usize>,
     ) -> Result<(), ScheduleError> {
-        let computed = self.unknown_in_parallel(range.clone());
-        let mut computed = computed.into_iter();
-        let mut next = computed.next();
-        let any_nominated = !self.nominated.is_empty();
-        for j in range {
-            let idx = self.place(j);
-            let outcome = match next.take_if(|(c, _)| *c == j) {
-                Some((_, status)) => {
-                    next = computed.next();
-                    Outcome::Ran(status, Verdict::Computed)
-                }
-                None if any_nominated && self.nominated.has(idx) => {
-                    self.with_nominated(idx, &self.snapshot.node_infos[idx])
-                }
-                // Every filter is node-local: the memo's verdict is the node's.
-                None => {
-                    let node = &self.snapshot.node_infos[idx];
-                    match self.memo.verdict(idx, node) {
-                        FilterVerdict::Passed => {
-                            if taken.passed(idx, feasible) >= to_find {
-                                break;
-                            }
-                            continue;
-                        }
-                        FilterVerdict::Failed(m) => Outcome::ReusedFailure(m),
-                        FilterVerdict::Unknown => Outcome::Ran(
-                            self.filters.full(self.state, self.pod, node),
-                            Verdict::Computed,
-                        ),
+        let (words, computed) = self.known_in_parallel(range.clone());
+        let mut computed = computed.into_iter().peekable();
+        let (mut j, mut w) = (range.start, 0);
+        while j < range.end {
+            let len = RUN.min(range.end - j);
+            let passed = words
+                .get(w)
+                .copied()
+                .unwrap_or_else(|| self.known_passed(j, len));
+            w += 1;
+            let mut o = 0;
+            while o < len {
+                if passed >> o & 1 == 1 {
+                    let stretch = ((!(passed >> o)).trailing_zeros() as usize).min(len - o);
+                    if self.take_passed(j + o, stretch, to_find, taken, feasible) {
+                        return Ok(());
                     }
+                    o += stretch;
+                    continue;
                 }
-            };
-            if taken.take(idx, outcome, feasible)? >= to_find {
-                break;
+                let outcome = match computed.next_if(|(c, _)| *c == j + o) {
+                    Some((_, status)) => Outcome::Ran(status, Verdict::Computed),
+                    None => self.quick_check(j + o),
+                };
+                if taken.take(self.place(j + o), outcome, feasible)? >= to_find {
+                    return Ok(());
+                }
+                o += 1;
             }
+            j += len;
         }
         Ok(())
     }
 
-    /// The statuses of the nodes of `range` the memo does not know, computed on the thread
-    /// pool when the window and they are many enough (else none).
-    fn unknown_in_parallel(&self, range: Range<usize>) -> Vec<(usize, Status)> {
+    /// The run of the `len` nodes checked from the `j`th on, as a word: bit `o` for a node
+    /// the memo knows to pass (every filter being node-local, the node's verdict) and that
+    /// has no nominated pods.
+    #[inline]
+    fn known_passed(&self, j: usize, len: usize) -> u64 {
+        let mut passed = 0u64;
+        for o in 0..len {
+            let p = self.place(j + o);
+            if !self.nominated.has(p)
+                && self.memo.verdict(p, &self.snapshot.node_infos[p]) == FilterVerdict::Passed
+            {
+                passed |= 1 << o;
+            }
+        }
+        passed
+    }
+
+    /// The outcome of the `j`th node checked when every filter is node-local and the memo
+    /// does not know it to pass (or it has nominated pods).
+    fn quick_check(&self, j: usize) -> Outcome {
+        let idx = self.place(j);
+        let node = &self.snapshot.node_infos[idx];
+        if self.nominated.has(idx) {
+            return self.with_nominated(idx, node);
+        }
+        match self.memo.verdict(idx, node) {
+            FilterVerdict::Passed => Outcome::Passed,
+            FilterVerdict::Failed(m) => Outcome::ReusedFailure(m),
+            FilterVerdict::Unknown => Outcome::Ran(
+                self.filters.full(self.state, self.pod, node),
+                Verdict::Computed,
+            ),
+        }
+    }
+
+    /// When the window is large enough for the thread pool: its words (as
+    /// [`Self::known_passed`] gives them, a word per run of [`RUN`] nodes), and the statuses
+    /// of the nodes the memo does not know, computed on the pool when they are many enough
+    /// (else none). Both empty for a smaller window.
+    fn known_in_parallel(&self, range: Range<usize>) -> (Vec<u64>, Vec<(usize, Status)>) {
         let mut computed: Vec<(usize, Status)> = Vec::new();
         if !use_parallel(range.len()) {
-            return computed;
+            return (Vec::new(), computed);
         }
-        let unknown: Vec<usize> = range
-            .filter(|&j| {
-                let p = self.place(j);
-                !self.nominated.has(p)
-                    && self.memo.verdict(p, &self.snapshot.node_infos[p]) == FilterVerdict::Unknown
-            })
-            .collect();
+        let mut words = vec![0u64; range.len().div_ceil(RUN)];
+        let mut unknown: Vec<usize> = Vec::new();
+        for (i, j) in range.enumerate() {
+            let p = self.place(j);
+            if self.nominated.has(p) {
+                continue;
+            }
+            match self.memo.verdict(p, &self.snapshot.node_infos[p]) {
+                FilterVerdict::Passed => words[i / RUN] |= 1 << (i % RUN),
+                FilterVerdict::Unknown => unknown.push(j),
+                FilterVerdict::Failed(_) => {}
+            }
+        }
         if use_parallel(unknown.len()) {
             unknown
                 .par_iter()
@@ -359,7 +530,7 @@ impl FilterPass<'_> {
                 })
                 .collect_into_vec(&mut computed);
         }
-        computed
+        (words, computed)
     }
 }
 
@@ -378,11 +549,14 @@ pub(super) struct Taken<'a> {
 }
 
 impl<'a> Taken<'a> {
-    pub fn new(memo: &'a NodeLocalMemo, statuses: &'a mut NodeToStatus, memoize: bool) -> Self {
+    /// For the filter pass `pass`, the failing nodes' statuses going to `statuses`.
+    pub fn new(pass: &FilterPass<'a>, statuses: &'a mut NodeToStatus) -> Self {
+        let memo = pass.memo;
+        statuses.size_for(pass.snapshot.num_nodes());
         Taken {
             memo,
             statuses,
-            memoize,
+            memoize: pass.memoize,
             processed: 0,
             reused: 0,
             verdicts: Vec::new(),
@@ -398,6 +572,14 @@ impl<'a> Taken<'a> {
         self.reused += 1;
         feasible.push(idx);
         feasible.len()
+    }
+
+    /// Takes nodes that pass as [`Self::passed`] does, `places` in node order.
+    #[inline(always)]
+    pub fn passed_many(&mut self, places: &[usize], feasible: &mut Vec<usize>) {
+        self.processed += places.len();
+        self.reused += places.len() as u64;
+        feasible.extend_from_slice(places);
     }
 
     /// The id of a failing status in the diagnosis (interned now if new).

@@ -153,7 +153,7 @@ impl Scheduler {
             candidates,
             start: self.next_start_node_index % n,
         };
-        let mut taken = Taken::new(&self.node_local, &mut diagnosis.node_to_status, memoize);
+        let mut taken = Taken::new(&pass, &mut diagnosis.node_to_status);
         let mut feasible = Vec::with_capacity(to_find.min(n));
         let mut i = 0;
         while i < n && feasible.len() < to_find {

@@ -244,3 +244,97 @@ mod reused_failures {
         assert_eq!(none, 0);
     }
 }
+
+/// The filter pass on the thread pool (windows of 500 nodes and more, in runs of 64 per
+/// parallel chunk) against one thread, with the node-local memo and without.
+mod pool_windows {
+    use std::sync::Arc;
+
+    use kubeplane_api::{Client, Object};
+    use kubeplane_core::features::FeatureGates;
+    use kubeplane_registry::testing::TestClient;
+
+    use crate::plugins::testing::{expr, pod_term, taint, NodeBuilder, PodBuilder};
+    use crate::queue::SchedulingQueue;
+    use crate::scheduler::Scheduler;
+
+    /// 1,300 nodes in 3 zones (every 7th tainted, every 11th too small), so that the first
+    /// window of a cycle (520 nodes to find) goes to the pool when it has two threads; then
+    /// pods that refuse to share a host with each other (their hosts fail alike), and pods
+    /// that refuse to share a zone (the fourth fails on every node). What the scheduler said
+    /// and where the pods went.
+    fn run(threads: usize, reuse: bool) -> Vec<String> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let setup = crate::config::resolve(None, &FeatureGates::default()).unwrap();
+            let mut sched = Scheduler::new(
+                setup.frameworks,
+                SchedulingQueue::new(setup.queue),
+                setup.percentage_of_nodes_to_score,
+                1,
+            );
+            sched.set_reuse_node_local(reuse);
+            let mut client = TestClient::new(1);
+            for i in 0..1300 {
+                let name = format!("n{i}");
+                let cpu = if i % 11 == 5 { "1" } else { "8" };
+                let mut n = NodeBuilder::new(&name)
+                    .label("kubernetes.io/hostname", &name)
+                    .label("topology.kubernetes.io/zone", &format!("z{}", i % 3))
+                    .alloc(&[("cpu", cpu), ("memory", "32Gi"), ("pods", "110")]);
+                if i % 7 == 3 {
+                    n = n.taint(taint("dedicated", "x", "NoSchedule"));
+                }
+                client
+                    .create(Object::Node(Arc::new(n.obj().into())))
+                    .unwrap();
+            }
+            client.settle(&mut [&mut sched]);
+            let apart = |name: &str, app: &str, key: &str| {
+                PodBuilder::new(name)
+                    .label("app", app)
+                    .req(&[("cpu", "2")])
+                    .pod_anti_affinity_required(pod_term(vec![expr("app", "In", &[app])], key))
+            };
+            for i in 0..24 {
+                let pod = apart(&format!("web-{i}"), "web", "kubernetes.io/hostname");
+                client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+                client.settle(&mut [&mut sched]);
+            }
+            for i in 0..4 {
+                let pod = apart(&format!("db-{i}"), "db", "topology.kubernetes.io/zone");
+                client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+                client.settle(&mut [&mut sched]);
+            }
+            ["FailedScheduling", "Scheduled"]
+                .iter()
+                .flat_map(|r| client.events_with_reason(r))
+                .map(|e| format!("{}: {}", e.name, e.message))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn two_threads_place_and_report_as_one_thread_does() {
+        let one = run(1, true);
+        assert!(
+            one.iter()
+                .filter(|m| m.contains("Successfully assigned"))
+                .count()
+                == 27,
+            "{one:?}"
+        );
+        let failed: Vec<&String> = one.iter().filter(|m| m.starts_with("db-3")).collect();
+        assert!(
+            failed
+                .iter()
+                .any(|m| m.contains("0/1300 nodes are available")),
+            "{one:?}"
+        );
+        assert_eq!(run(2, true), one);
+        assert_eq!(run(2, false), one);
+    }
+}

@@ -268,6 +268,33 @@ fn read_state(state: &CycleState) -> Result<&TopologyScore, Status> {
 /// At most this many scored pairs are searched in a list rather than the map.
 const SHORT_LIST: usize = 8;
 
+/// [`ScorePlugin::score_nodes`] with one recorded key and its pairs' scores in `list`: each
+/// node's pair of `key` is looked for first where the previous node had it (nodes carry the
+/// same labels, sorted by key), and a node in the previous node's pair scores as it did.
+fn one_key(key: u32, list: &[(u32, i64)], nodes: &[&NodeInfo], out: &mut [i64]) {
+    let mut at = 0;
+    let mut last: Option<(u32, i64)> = None;
+    for (node, cell) in nodes.iter().zip(out.iter_mut()) {
+        let ids = &node.label_ids;
+        let pair = match ids.get(at) {
+            Some(&(k, pair)) if k == key => Some(pair),
+            _ => ids.iter().position(|e| e.0 == key).map(|i| {
+                at = i;
+                ids[i].1
+            }),
+        };
+        *cell = match (pair, last) {
+            (None, _) => 0,
+            (Some(pair), Some((p, score))) if p == pair => score,
+            (Some(pair), _) => {
+                let score = list.iter().find(|e| e.0 == pair).map_or(0, |e| e.1);
+                last = Some((pair, score));
+                score
+            }
+        };
+    }
+}
+
 impl ScorePlugin for InterPodAffinity {
     /// The sum of the scores of the node's topology pairs (negative for anti-affinity).
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
@@ -292,6 +319,10 @@ impl ScorePlugin for InterPodAffinity {
             return Ok(());
         }
         let list: Vec<(u32, i64)> = s.pairs.iter().map(|(&p, &n)| (p, n)).collect();
+        if let [key] = s.keys[..] {
+            one_key(key, &list, nodes, out);
+            return Ok(());
+        }
         for (node, cell) in nodes.iter().zip(out.iter_mut()) {
             *cell = s
                 .keys

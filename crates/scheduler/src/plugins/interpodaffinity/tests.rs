@@ -452,6 +452,34 @@ fn preferred_terms_on_two_keys_add_up() {
 }
 
 #[test]
+fn one_key_scores_by_the_previous_nodes_place_and_pair() {
+    let pl = InterPodAffinity::default();
+    // One recorded key (the zone): weight 3 where a `security=S1` pod runs (z1, z3 twice).
+    let pod = PodBuilder::new("p").pod_affinity_preferred(3, security_s1("zone"));
+    let s1 = || PodBuilder::new("a").label("security", "S1");
+    let nodes = vec![
+        // The zone at another place among a node's labels (a label before it), then
+        // missing, then back; the same pair twice in a row and pairs in turn.
+        (NodeBuilder::new("m1").label("zone", "z1"), vec![s1()]),
+        (
+            NodeBuilder::new("m2").label("a", "x").label("zone", "z1"),
+            vec![],
+        ),
+        (
+            NodeBuilder::new("m3").label("a", "x").label("zone", "z2"),
+            vec![],
+        ),
+        (NodeBuilder::new("m4").label("a", "x"), vec![]),
+        (NodeBuilder::new("m5").label("zone", "z3"), vec![s1(), s1()]),
+        (NodeBuilder::new("m6").label("zone", "z1"), vec![]),
+        (NodeBuilder::new("m7").label("zone", "z3"), vec![]),
+        (NodeBuilder::new("m8").label("zone", "z2"), vec![]),
+    ];
+    // Raw 3, 3, 0, 0, 6, 3, 6, 0 (checked against `score` by `scores`), min 0, max 6.
+    assert_eq!(scores(&pl, pod, nodes), vec![50, 50, 0, 0, 100, 50, 100, 0]);
+}
+
+#[test]
 fn hard_pod_affinity_weight_scores_the_existing_pods_required_terms() {
     // An existing pod requires affinity to `security=S1` pods in its region; the incoming
     // `security=S1` pod gets hardPodAffinityWeight there.
