@@ -18,6 +18,8 @@ impl NodeLifecycleController {
                 continue;
             };
             if new_states[i].is_none() {
+                // Its nodes' steady marks assumed a zone with a state.
+                self.steady_epoch += 1;
                 z.state = None;
                 z.size = 0;
                 z.unhealthy = 0;
@@ -34,6 +36,7 @@ impl NodeLifecycleController {
         if all_are_fully_disrupted {
             // "All Nodes are not-Ready. Entering master disruption mode": stop tainting and
             // remove the NoExecute taints everywhere.
+            self.steady_epoch += 1;
             let Self { nodes, zones, .. } = self;
             for (name, entry) in nodes.iter_mut() {
                 if entry.exists {
@@ -51,6 +54,7 @@ impl NodeLifecycleController {
         if all_was_fully_disrupted {
             // "Some Nodes are Ready. Exiting master disruption mode": every node gets a fresh
             // grace period.
+            self.steady_epoch += 1;
             for entry in self.nodes.values_mut() {
                 if let Some(h) = entry.health.as_mut() {
                     h.probe = now;
