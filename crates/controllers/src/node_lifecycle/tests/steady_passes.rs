@@ -51,7 +51,10 @@ fn steady_step(h: &mut Harness, t: i64) {
             }
         }
         700 => {
-            create(&mut h.client, node("c0").zone("r", "c").ready(secs(t)).build());
+            create(
+                &mut h.client,
+                node("c0").zone("r", "c").ready(secs(t)).build(),
+            );
             renew_lease(&mut h.client, "c0");
         }
         // A Lease written by update (a watch event) and one deleted.
@@ -67,7 +70,11 @@ fn steady_step(h: &mut Harness, t: i64) {
         post_condition(&mut h.client, "a2", "Ready", "True");
     }
     if t == 900 {
-        set_node_taints(&mut h.client, "a3", vec![taint("example", "", "NoSchedule")]);
+        set_node_taints(
+            &mut h.client,
+            "a3",
+            vec![taint("example", "", "NoSchedule")],
+        );
     }
 }
 
@@ -87,7 +94,9 @@ fn steady_passes_give_the_verdicts_of_checking_every_node_at_every_pass() {
         for n in ["b0", "b1"] {
             h.create(node(n).zone("r", "b").ready(SimTime::ZERO).build());
         }
-        let x0 = node("x0").zone("r", "a").label(LABEL_EXCLUDE_DISRUPTION, "");
+        let x0 = node("x0")
+            .zone("r", "a")
+            .label(LABEL_EXCLUDE_DISRUPTION, "");
         h.create(x0.ready(SimTime::ZERO).build());
         for n in ["a0", "a1", "a2", "a3", "b0", "b1", "x0"] {
             renew_lease(&mut h.client, n);
@@ -106,12 +115,19 @@ fn steady_passes_give_the_verdicts_of_checking_every_node_at_every_pass() {
             steady_step(h, t);
             h.settle();
         }
-        let (got, want) = (steady_state(&steady, &names), steady_state(&checking, &names));
+        let (got, want) = (
+            steady_state(&steady, &names),
+            steady_state(&checking, &names),
+        );
         assert_eq!(got, want, "at {t} s");
     }
     // The scenario went through what it meant to, and most visits were steady ones.
     assert_eq!(steady.events("NodeNotReady", "a0").len(), 2);
     assert!(steady.events("NodeNotReady", "b0").len() >= 2);
     assert_eq!(checking.nlc.steady_visits(), 0);
-    assert!(steady.nlc.steady_visits() > 7 * 150, "{}", steady.nlc.steady_visits());
+    assert!(
+        steady.nlc.steady_visits() > 7 * 150,
+        "{}",
+        steady.nlc.steady_visits()
+    );
 }
