@@ -18,7 +18,6 @@ impl NodeLifecycleController {
                 continue;
             };
             if new_states[i].is_none() {
-                // Its nodes' steady marks assumed a zone with a state.
                 self.steady_epoch += 1;
                 z.state = None;
                 z.size = 0;
@@ -55,11 +54,9 @@ impl NodeLifecycleController {
             // "Some Nodes are Ready. Exiting master disruption mode": every node gets a fresh
             // grace period.
             self.steady_epoch += 1;
-            for entry in self.nodes.values_mut() {
-                if let Some(h) = entry.health.as_mut() {
-                    h.probe = now;
-                    h.ready_transition = now;
-                }
+            for h in self.nodes.values_mut().filter_map(|e| e.health.as_mut()) {
+                h.probe = now;
+                h.ready_transition = now;
             }
             for (i, new) in new_states.iter().enumerate() {
                 if let (Some(_), Some(state)) = (self.zones.list[i].state, *new) {
