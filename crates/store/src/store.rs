@@ -584,6 +584,16 @@ impl Store {
 
 /// Adds one to a decimal number in place (the next resourceVersion's text).
 fn increment(digits: &mut String) {
+    // Nine times in ten the last digit is not a 9: it alone changes.
+    if let Some(&d) = digits
+        .as_bytes()
+        .last()
+        .filter(|d| (b'0'..b'9').contains(*d))
+    {
+        digits.pop();
+        digits.push(char::from(d + 1));
+        return;
+    }
     let bytes = digits.as_bytes();
     let Some(last) = bytes.iter().rposition(|&d| d != b'9') else {
         // All nines (or empty): one more digit.

@@ -31,14 +31,22 @@ impl NodeLifecycleController {
             pods,
             config,
             lease_reads,
+            steady_epoch,
+            steady_visits,
             ..
         } = self;
         for (name, entry) in nodes.iter_mut() {
             if !entry.exists {
                 continue;
             }
-            refresh_lease(name, entry, &*client, lease_writes, lease_reads);
+            let read = refresh_lease(name, entry, &*client, lease_writes, lease_reads);
+            if entry.steady == *steady_epoch && steady_pass(entry, zones, config, read, now) {
+                *steady_visits += 1;
+                continue;
+            }
+            entry.steady = 0;
             if quick_pass(name, entry, zones, config, now, client) {
+                entry.steady = *steady_epoch;
                 continue;
             }
             let outcome = update_node_health(name, entry, config, start, now, client);
@@ -60,15 +68,7 @@ impl NodeLifecycleController {
             };
             process_taint_base_eviction(name, entry, observed, zones, rate, now, client);
             let mark = if current != CondStatus::True && observed == CondStatus::True {
-                client.record_event(EventRecord::normal(
-                    now,
-                    EVENT_SOURCE,
-                    "Node",
-                    "",
-                    name,
-                    "NodeNotReady",
-                    format!("Node {name} status is now: NodeNotReady"),
-                ));
+                record_node_not_ready(name, now, client);
                 true
             } else {
                 entry.retry && observed != CondStatus::True
@@ -86,6 +86,7 @@ impl NodeLifecycleController {
     /// evictor, NoExecute taints removed); deleted nodes are forgotten.
     pub(super) fn classify_nodes(&mut self, now: SimTime, client: &mut dyn Client) {
         let rate = self.config.node_eviction_rate;
+        self.steady_epoch += 1;
         let added: Vec<String> = self
             .nodes
             .iter()
@@ -157,6 +158,19 @@ impl NodeLifecycleController {
             let _ = mark_pods_not_ready(std::slice::from_ref(pod), &node_name, now, client);
         }
     }
+}
+
+/// The node's `NodeNotReady` event (its Ready condition left True at this pass).
+fn record_node_not_ready(name: &str, now: SimTime, client: &mut dyn Client) {
+    client.record_event(EventRecord::normal(
+        now,
+        EVENT_SOURCE,
+        "Node",
+        "",
+        name,
+        "NodeNotReady",
+        format!("Node {name} status is now: NodeNotReady"),
+    ));
 }
 
 /// [`try_update_node_health`], retried on a stale record up to `NODE_HEALTH_UPDATE_RETRY`
@@ -258,7 +272,7 @@ pub(super) fn try_update_node_health(
 /// is the one of the entry's last read (no Lease changed since, and nothing else set
 /// `lease`: the read would set it alike), so the Leases are read once per renewal round
 /// rather than at every pass.
-/// `reads` counts the reads.
+/// `reads` counts the reads. Whether it read.
 #[inline]
 fn refresh_lease(
     name: &str,
@@ -266,9 +280,9 @@ fn refresh_lease(
     client: &dyn Client,
     writes: Option<u64>,
     reads: &mut u64,
-) {
+) -> bool {
     if entry.lease_read.is_some() && entry.lease_read == writes {
-        return;
+        return false;
     }
     *reads += 1;
     entry.lease_read = writes;
@@ -282,6 +296,7 @@ fn refresh_lease(
                 .map(|t| t.0),
         );
     }
+    true
 }
 
 /// The first steps of the pass for every node (its zone's evictor when the zone lost its
@@ -342,7 +357,41 @@ fn stays_ready(entry: &mut NodeEntry, config: &NodeLifecycleConfig, now: SimTime
     }
     // As `refresh_health` with an unchanged Ready condition: a renewed lease is a heartbeat.
     note_lease(health, entry.lease, now);
-    now <= health.probe + config.node_monitor_grace_period
+    entry.steady_until = health.probe + config.node_monitor_grace_period;
+    now <= entry.steady_until
+}
+
+/// A node the last pass found in the common case ([`quick_pass`]) with its record unchanged
+/// since (the caller checked [`NodeEntry::steady`] and refreshed its Lease; `lease_read`:
+/// it read the Lease, else `lease` is the one the last pass saw): its Ready condition,
+/// taints, zone and exclusion are those [`stays_ready`] accepted, its zone kept its state, it
+/// is in no tainting queue (the last pass took it out, and only its own general steps put it
+/// back) and it has nothing to retry. So the common case's steps reduce to the Lease and the
+/// grace period: a renewal the last pass did not see moves the probe time (and the deadline);
+/// within the deadline the node counts as ready and is done. False: the node goes through
+/// the common case's checks (which fail on the grace period) and the general steps.
+#[inline]
+fn steady_pass(
+    entry: &mut NodeEntry,
+    zones: &mut Zones,
+    config: &NodeLifecycleConfig,
+    lease_read: bool,
+    now: SimTime,
+) -> bool {
+    if lease_read {
+        let Some(health) = entry.health.as_mut() else {
+            return false;
+        };
+        note_lease(health, entry.lease, now);
+        entry.steady_until = health.probe + config.node_monitor_grace_period;
+    }
+    if now > entry.steady_until {
+        return false;
+    }
+    if !entry.excluded {
+        zones.list[entry.zone].n_ready += 1;
+    }
+    true
 }
 
 /// Refreshes the node's health record from its Ready condition and Lease: a new heartbeat or

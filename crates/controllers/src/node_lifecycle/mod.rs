@@ -27,9 +27,12 @@
 //! writes without watch events); it reads and clones a Node from the store only to write it.
 
 mod health;
+mod node_table;
 mod rate_limited_queue;
 mod tainting;
 mod zones;
+
+use node_table::NodeTable;
 
 #[cfg(test)]
 mod tests;
@@ -250,6 +253,14 @@ struct NodeEntry {
     health: Option<Health>,
     /// Upstream `nodesToRetry`: marking pods not ready failed.
     retry: bool,
+    /// The monitor's steady mark: the controller's `steady_epoch` when the last pass found the
+    /// node in the common case (see `health::quick_pass`) and nothing changed the record
+    /// since; 0 when anything did (a watch event, a write of this controller, a general
+    /// step). While it holds, a pass only refreshes the Lease and checks `steady_until`.
+    steady: u64,
+    /// While steady: the probe time plus the grace period (the last instant the node stays
+    /// within it).
+    steady_until: SimTime,
     /// The resourceVersion of the node's last version in which the NoSchedule taint and label
     /// reconciliation found nothing to change (`None`: none, or not since it last did).
     reconciled: Option<u64>,
@@ -274,11 +285,14 @@ impl NodeEntry {
             health: None,
             retry: false,
             reconciled: None,
+            steady: 0,
+            steady_until: SimTime::ZERO,
         }
     }
 
     /// Refreshes what can change by a write of this controller (status and taints).
     fn refresh_status(&mut self, node: &Node) {
+        self.steady = 0;
         self.resource_version = node
             .metadata
             .resource_version
@@ -322,124 +336,6 @@ fn parse_resource_version(
         .as_deref()
         .and_then(|rv| rv.parse().ok())
         .unwrap_or(0)
-}
-
-/// FNV-1a, for the node-name index: short keys hashed millions of times a simulated day.
-#[derive(Default)]
-struct Fnv(u64);
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-type FnvBuild = std::hash::BuildHasherDefault<Fnv>;
-
-/// The node records, kept in name order for deterministic passes, with a name index.
-#[derive(Debug, Default)]
-struct NodeTable {
-    names: Vec<String>,
-    entries: Vec<NodeEntry>,
-    index: HashMap<String, usize, FnvBuild>,
-    /// Entries were appended or moved since the last sort.
-    unsorted: bool,
-}
-
-impl NodeTable {
-    fn get(&self, name: &str) -> Option<&NodeEntry> {
-        self.index.get(name).map(|&i| &self.entries[i])
-    }
-
-    fn get_mut(&mut self, name: &str) -> Option<&mut NodeEntry> {
-        self.index.get(name).map(|&i| &mut self.entries[i])
-    }
-
-    fn get_or_insert_with(
-        &mut self,
-        name: &str,
-        make: impl FnOnce() -> NodeEntry,
-    ) -> &mut NodeEntry {
-        let i = match self.index.get(name) {
-            Some(&i) => i,
-            None => {
-                let i = self.entries.len();
-                self.names.push(name.to_string());
-                self.entries.push(make());
-                self.index.insert(name.to_string(), i);
-                self.unsorted = true;
-                i
-            }
-        };
-        &mut self.entries[i]
-    }
-
-    fn remove(&mut self, name: &str) -> Option<NodeEntry> {
-        let i = self.index.remove(name)?;
-        self.names.swap_remove(i);
-        let entry = self.entries.swap_remove(i);
-        if i < self.entries.len() {
-            self.index.insert(self.names[i].clone(), i);
-            self.unsorted = true;
-        }
-        Some(entry)
-    }
-
-    fn sort(&mut self) {
-        if !self.unsorted {
-            return;
-        }
-        let mut order: Vec<usize> = (0..self.names.len()).collect();
-        order.sort_by(|&a, &b| self.names[a].cmp(&self.names[b]));
-        let mut names = Vec::with_capacity(order.len());
-        let mut entries = Vec::with_capacity(order.len());
-        let mut old_names: Vec<Option<String>> = std::mem::take(&mut self.names)
-            .into_iter()
-            .map(Some)
-            .collect();
-        let mut old_entries: Vec<Option<NodeEntry>> = std::mem::take(&mut self.entries)
-            .into_iter()
-            .map(Some)
-            .collect();
-        for i in order {
-            names.push(old_names[i].take().expect("each once"));
-            entries.push(old_entries[i].take().expect("each once"));
-        }
-        self.index = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.clone(), i))
-            .collect();
-        self.names = names;
-        self.entries = entries;
-        self.unsorted = false;
-    }
-
-    /// (name, entry) pairs in name order (after [`NodeTable::sort`]).
-    fn iter(&self) -> impl Iterator<Item = (&String, &NodeEntry)> {
-        self.names.iter().zip(self.entries.iter())
-    }
-
-    fn iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut NodeEntry)> {
-        self.sort();
-        self.names.iter().zip(self.entries.iter_mut())
-    }
-
-    fn values_mut(&mut self) -> impl Iterator<Item = &mut NodeEntry> {
-        self.entries.iter_mut()
-    }
 }
 
 /// One zone: its state, its NoExecute tainting queue and its metrics.
@@ -523,6 +419,12 @@ pub struct NodeLifecycleController {
     /// Lease reads from the cache by the monitor (the passes skip those whose answer is
     /// known: see [`NodeEntry::lease_read`]).
     lease_reads: u64,
+    /// Moves when something changes many records or the zones at once (classification, the
+    /// disruption modes, a zone losing its state): every steady mark ([`NodeEntry::steady`])
+    /// from before is void. Starts at 1.
+    steady_epoch: u64,
+    /// Node visits the monitor passed as steady, without the common case's checks.
+    steady_visits: u64,
 }
 
 impl NodeLifecycleController {
@@ -541,6 +443,8 @@ impl NodeLifecycleController {
             classify_dirty: false,
             monitor_passes: 0,
             lease_reads: 0,
+            steady_epoch: 1,
+            steady_visits: 0,
         }
     }
 
@@ -564,6 +468,11 @@ impl NodeLifecycleController {
     /// How many Leases the monitor read from the cache so far.
     pub fn lease_reads(&self) -> u64 {
         self.lease_reads
+    }
+
+    /// How many node visits the monitor passed as steady so far.
+    pub fn steady_visits(&self) -> u64 {
+        self.steady_visits
     }
 
     /// The probe time of a node's health record (the last instant a fresh signal was seen).
@@ -594,6 +503,7 @@ impl NodeLifecycleController {
             if let Some(e) = self.nodes.get_mut(&name) {
                 e.exists = false;
                 e.retry = false;
+                e.steady = 0;
                 self.classify_dirty = true;
             }
             return;
@@ -608,6 +518,7 @@ impl NodeLifecycleController {
             self.classify_dirty = true;
         }
         entry.exists = true;
+        entry.steady = 0;
         if ev.resource_version >= entry.resource_version {
             entry.refresh_status(node);
             entry.resource_version = ev.resource_version;
@@ -642,6 +553,7 @@ impl NodeLifecycleController {
         }
         entry.resource_version = ev.resource_version;
         entry.ready = ready_snapshot(node);
+        entry.steady = 0;
         if entry.reconciled == Some(old_rv) {
             entry.reconciled = Some(ev.resource_version);
         } else {
@@ -673,6 +585,7 @@ impl NodeLifecycleController {
             Some(e) => {
                 e.lease = renew;
                 e.lease_read = None;
+                e.steady = 0;
             }
             None => match renew {
                 Some(r) => {

@@ -899,3 +899,4 @@ fn the_monitor_runs_every_period_from_zero() {
 }
 
 mod lease_reads;
+mod steady_passes;

@@ -18,6 +18,7 @@ impl NodeLifecycleController {
                 continue;
             };
             if new_states[i].is_none() {
+                self.steady_epoch += 1;
                 z.state = None;
                 z.size = 0;
                 z.unhealthy = 0;
@@ -34,6 +35,7 @@ impl NodeLifecycleController {
         if all_are_fully_disrupted {
             // "All Nodes are not-Ready. Entering master disruption mode": stop tainting and
             // remove the NoExecute taints everywhere.
+            self.steady_epoch += 1;
             let Self { nodes, zones, .. } = self;
             for (name, entry) in nodes.iter_mut() {
                 if entry.exists {
@@ -51,11 +53,10 @@ impl NodeLifecycleController {
         if all_was_fully_disrupted {
             // "Some Nodes are Ready. Exiting master disruption mode": every node gets a fresh
             // grace period.
-            for entry in self.nodes.values_mut() {
-                if let Some(h) = entry.health.as_mut() {
-                    h.probe = now;
-                    h.ready_transition = now;
-                }
+            self.steady_epoch += 1;
+            for h in self.nodes.values_mut().filter_map(|e| e.health.as_mut()) {
+                h.probe = now;
+                h.ready_transition = now;
             }
             for (i, new) in new_states.iter().enumerate() {
                 if let (Some(_), Some(state)) = (self.zones.list[i].state, *new) {

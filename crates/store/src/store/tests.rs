@@ -239,6 +239,22 @@ fn resource_versions_keep_their_decimal_text_past_each_power_of_ten() {
     assert_eq!(t, "100000");
 }
 
+/// The resourceVersion text's increment (a fast path when the last digit is not a 9, the
+/// carry otherwise) counts as the numbers do, across every carry up to 100,001.
+#[test]
+fn the_version_text_counts_as_the_numbers_do() {
+    let mut t = "0".to_string();
+    for n in 1..=100_001u64 {
+        increment(&mut t);
+        assert_eq!(t, n.to_string());
+    }
+    let mut t = "18446744073709551608".to_string();
+    increment(&mut t);
+    assert_eq!(t, "18446744073709551609");
+    increment(&mut t);
+    assert_eq!(t, "18446744073709551610");
+}
+
 #[test]
 fn a_hint_finds_its_key_and_stops_matching_once_the_slot_is_emptied() {
     let mut s = store();
