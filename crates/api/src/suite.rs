@@ -5,6 +5,7 @@
 //! Each case gets a fresh, empty client from the factory and panics with the case's name when
 //! the implementation disagrees.
 
+use crate::PodExt;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{
@@ -217,17 +218,10 @@ fn update_status_keeps_spec(make: Factory) {
     let mut c = make();
     let created = c.create(pod("a", None)).unwrap();
     let mut changed = Pod::clone(with_phase(&created, "Running").as_pod().unwrap());
-    changed.spec.as_mut().unwrap().node_name = Some("n9".into());
+    changed.set_node_name(Some("n9".into()));
     let after = c.update_status(Object::Pod(Arc::new(changed))).unwrap();
     assert_eq!(phase(&after).as_deref(), Some("Running"));
-    let node = after
-        .as_pod()
-        .unwrap()
-        .spec
-        .as_ref()
-        .unwrap()
-        .node_name
-        .clone();
+    let node = after.as_pod().unwrap().node_name().map(str::to_string);
     assert_eq!(node, None);
 }
 
@@ -323,7 +317,7 @@ fn binding(make: Factory) {
     let err = c.bind("default", "a", "another-uid", "n1").unwrap_err();
     assert!(err.is_conflict(), "{err}");
     let bound = c.bind("default", "a", created.uid(), "n1").unwrap();
-    let node = |o: &Object| o.as_pod().unwrap().spec.as_ref().unwrap().node_name.clone();
+    let node = |o: &Object| o.as_pod().unwrap().node_name().map(str::to_string);
     assert_eq!(node(&bound).as_deref(), Some("n1"));
     // The binding's answer is a Status on a real server: the condition is read back.
     let stored = c.get(&key("a")).unwrap();

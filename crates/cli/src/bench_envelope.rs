@@ -6,6 +6,7 @@
 //! eviction and the ReplicaSets decide what follows, as they would upstream; the workload
 //! reports what happened and checks it.
 
+use kubeplane_api::PodExt;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -142,7 +143,7 @@ fn scenario(version: KubeVersion, e: &Envelope) -> Scenario {
 }
 
 fn node_name(p: &Pod) -> Option<&str> {
-    p.spec.as_ref().and_then(|s| s.node_name.as_deref())
+    p.node_name()
 }
 
 /// Pods not being deleted that are bound and Ready.

@@ -1,5 +1,6 @@
 //! `kubeplane simulate`: parse, resolve, run, report.
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -22,7 +23,7 @@ fn pods_per_node(sim: &Simulation) -> BTreeMap<String, usize> {
         .map(|n| (n, 0))
         .collect();
     for p in sim.store.pods() {
-        if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+        if let Some(node) = p.node_name().map(str::to_string) {
             *per_node.entry(node).or_default() += 1;
         }
     }
@@ -57,8 +58,7 @@ fn summarise(
         }
     }
     for p in sim.store.pods() {
-        let pending = p.metadata.deletion_timestamp.is_none()
-            && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none();
+        let pending = p.metadata.deletion_timestamp.is_none() && p.node_name().is_none();
         if pending {
             let m = &p.metadata;
             let key = format!(

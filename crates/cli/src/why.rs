@@ -6,6 +6,7 @@
 //! it, the workload controllers' records about it or its owner ([`workloads`]), every event
 //! about it, and where it is at the end of the run.
 
+use kubeplane_api::PodExt;
 use std::fmt::Write;
 
 use serde_json::Value;
@@ -37,7 +38,7 @@ impl EndState {
     pub fn of(store: &kubeplane_store::Store, namespace: &str, name: &str) -> EndState {
         match store.get_pod(namespace, name) {
             Some(p) => EndState::Present {
-                node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
+                node: p.node_name().map(str::to_string),
                 phase: (p.status.as_ref())
                     .and_then(|s| s.phase.clone())
                     .unwrap_or_default(),

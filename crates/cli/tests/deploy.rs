@@ -11,6 +11,7 @@
 
 mod support;
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -458,7 +459,7 @@ fn in_a_pod_the_components_find_the_cluster_through_the_service_account() {
                     .as_deref()
                     .is_some_and(|n| n.starts_with("in-pod-"))
             })
-            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+            .filter(|p| p.node_name().is_some())
             .count();
         bound == 2
     });

@@ -6,6 +6,7 @@
 
 mod support;
 
+use kubeplane_api::PodExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -111,7 +112,7 @@ impl Cluster {
     }
 
     fn node_of(&self, name: &str) -> Option<String> {
-        self.pod(name).spec?.node_name
+        self.pod(name).node_name().map(str::to_string)
     }
 }
 
@@ -429,7 +430,7 @@ fn measure_pods_per_second_through_the_api() {
         let list = c.rt.block_on(c.pods.list(&ListParams::default())).unwrap();
         list.items
             .iter()
-            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+            .filter(|p| p.node_name().is_some())
             .count()
     };
     wait_for("every pod is bound", 120, || bound() == n);

@@ -8,6 +8,7 @@
 
 mod support;
 
+use kubeplane_api::PodExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -140,7 +141,7 @@ impl Cluster {
         let running = list
             .items
             .iter()
-            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+            .filter(|p| p.node_name().is_some())
             .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
             .count();
         (list.items.len(), running)

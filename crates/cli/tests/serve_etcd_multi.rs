@@ -5,6 +5,7 @@
 //! takes over within the lease duration and pods keep being scheduled. A checker proves that
 //! every acknowledged write is present and that the watch saw every change once, in order.
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::Path;
@@ -92,7 +93,7 @@ async fn running(pods: &Api<Pod>, app: &str, n: usize, within: Duration) {
             .items
             .iter()
             .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+            .filter(|p| p.node_name().is_some())
             .count();
         if up >= n {
             return;

@@ -8,6 +8,10 @@
 //! - No function outside tests is longer than [`MAX_FN_LINES`], except those listed in
 //!   [`LONG_FUNCTIONS`]; that list may only shrink (a listed function that is short now must be
 //!   taken off it).
+//! - Outside tests, a pod's node is read through `PodExt::node_name` (`kubeplane_api::pod`),
+//!   never as the `node_name` field of a pod spec: the stored pod form keeps it outside the
+//!   spec it shares. A line that reads the field of a spec that is not a stored pod's (a
+//!   template's, a manifest's as written) says so with [`NOT_A_STORED_POD`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -430,4 +434,97 @@ mod tests {
         function_lengths(text),
         vec![("short".to_string(), 3), ("spans".to_string(), 5)]
     );
+}
+
+/// Files that may read a pod spec's `node_name` field: the pod form's accessors and the
+/// builder of k8s-openapi test pods.
+const NODE_NAME_FIELD_ALLOWED: &[&str] = &["crates/api/src/pod.rs", "crates/core/src/testing.rs"];
+
+/// The comment that marks a read of a spec's `node_name` that is not a stored pod's.
+const NOT_A_STORED_POD: &str = "// not a stored pod's spec";
+
+/// The 1-based lines of `text` before its first `#[cfg(test)]` that read the `node_name` field
+/// of something that looks like a pod spec (`s.`, `spec.`, `spec().`, `unwrap().`, `?.`, or a
+/// method chain's line of its own), without the [`NOT_A_STORED_POD`] mark on the line or on
+/// a line of its own after it.
+fn node_name_field_reads(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        // rustfmt moves a comment after an opening brace onto the next line.
+        let next = lines.get(i + 1).copied().unwrap_or_default();
+        if line.contains(NOT_A_STORED_POD) || next.trim() == NOT_A_STORED_POD {
+            continue;
+        }
+        let code = line.split("//").next().unwrap_or_default();
+        let mut rest = code;
+        while let Some(at) = rest.find(".node_name") {
+            let after = &rest[at + ".node_name".len()..];
+            let before = &rest[..at];
+            rest = after;
+            if after.starts_with(|c: char| c == '(' || c == '_' || c.is_alphanumeric()) {
+                continue;
+            }
+            let segment = before
+                .rsplit(|c: char| !(c.is_alphanumeric() || "_()?".contains(c)))
+                .next()
+                .unwrap_or_default();
+            let spec_like = [
+                "s", "spec", "spec()", "unwrap()", "spec?", "new_spec", "old_spec",
+            ];
+            if before.trim().is_empty() || spec_like.contains(&segment) || segment.ends_with(")?") {
+                out.push(i + 1);
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_pods_node_is_read_through_its_accessor() {
+    let root = workspace_root();
+    let mut problems = Vec::new();
+    for dir in crate_dirs(&root) {
+        let mut files = Vec::new();
+        rust_files(&dir.join("src"), &mut files);
+        for f in files {
+            let rel = relative(&root, &f);
+            let is_test = rel.contains("/tests/") || rel.ends_with("tests.rs");
+            if is_test || NODE_NAME_FIELD_ALLOWED.contains(&rel.as_str()) {
+                continue;
+            }
+            let text = fs::read_to_string(&f).expect("a source file");
+            for line in node_name_field_reads(&text) {
+                problems.push(format!("{rel}:{line}: use PodExt::node_name"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_node_name_scanner_finds_field_reads_and_skips_the_rest() {
+    let text = "\
+let a = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+let b = spec.node_name.clone();
+let c = pod
+    .spec
+    .node_name
+    .clone();
+let d = pod.node_name();
+let e = self.node_name.as_deref();
+let f = item.node_name;
+let g = spec.node_names.clone();
+let h = template.node_name.clone(); // not a stored pod's spec
+let i = spec.node_name.clone(); // not a stored pod's spec
+match spec.node_name.as_deref() {
+    // not a stored pod's spec
+#[cfg(test)]
+let j = spec.node_name.clone();
+";
+    assert_eq!(node_name_field_reads(text), vec![1, 2, 5]);
 }

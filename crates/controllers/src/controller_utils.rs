@@ -3,6 +3,7 @@
 //! controller references, the claim rules of the ControllerRefManager, expectations and
 //! slow-start batching. Nothing here reads a clock: instants are parameters.
 
+use kubeplane_api::PodExt;
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
@@ -59,10 +60,7 @@ pub fn pod_phase(pod: &Pod) -> &str {
 }
 
 pub fn pod_node(pod: &Pod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .unwrap_or("")
+    pod.node_name().unwrap_or("")
 }
 
 pub fn pod_ready_condition(pod: &Pod) -> Option<&PodCondition> {

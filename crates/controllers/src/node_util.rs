@@ -2,6 +2,7 @@
 //! fed from watch events (upstream's `spec.nodeName` informer index), the pod-condition update
 //! rule, and the human-readable forms of taints and tolerations used in explanation records.
 
+use kubeplane_api::PodExt;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 use std::hash::Hash;
@@ -12,10 +13,7 @@ use kubeplane_api::{EventType, WatchEvent};
 
 /// The node a pod is bound to (`spec.nodeName`), `""` when unbound.
 pub(crate) fn pod_node_name(pod: &Pod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .unwrap_or("")
+    pod.node_name().unwrap_or("")
 }
 
 /// The pod's tolerations, empty when unset.

@@ -7,6 +7,7 @@
 //! A client whose `may_write` flag is down (the lease was lost) refuses every write with
 //! `Unavailable`: no write after losing leadership.
 
+use kubeplane_api::PodExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -341,7 +342,7 @@ impl Client for LiveClient {
             .get_pod(namespace, name)
             .map(|p| (**p).clone())
             .unwrap_or_default();
-        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+        pod.set_node_name(Some(node.to_string()));
         Ok(Object::Pod(Arc::new(pod)))
     }
 

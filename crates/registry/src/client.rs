@@ -551,6 +551,7 @@ pub fn renew_lease_quietly(
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kubeplane_api::PodExt;
 
     struct Discard;
     impl Sink for Discard {
@@ -634,7 +635,7 @@ mod tests {
 
     fn bound(name: &str, node: &str) -> Object {
         let mut p = Pod::clone(pod(name).as_pod().unwrap());
-        p.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
+        p.set_node_name(Some(node.into()));
         Object::Pod(Arc::new(p))
     }
 

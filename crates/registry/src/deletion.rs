@@ -23,6 +23,7 @@
 //!   update that leaves such an object with no finalizers removes it when its grace period is
 //!   0 ([`should_delete_during_update`]).
 
+use kubeplane_api::PodExt;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -167,9 +168,7 @@ fn pod_grace(pod: &Pod, opts: &DeleteOptions, now: SimTime, clock: Clock) -> Gra
         };
     }
     let spec = pod.spec.as_ref();
-    let bound = spec
-        .and_then(|s| s.node_name.as_deref())
-        .is_some_and(|n| !n.is_empty());
+    let bound = pod.node_name().is_some_and(|n| !n.is_empty());
     let secs = opts.grace_period_secs.unwrap_or_else(|| {
         spec.and_then(|s| s.termination_grace_period_seconds)
             .unwrap_or(DEFAULT_TERMINATION_GRACE_PERIOD_SECS)

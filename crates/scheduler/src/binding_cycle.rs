@@ -256,6 +256,7 @@ mod tests {
     use super::*;
     use crate::plugins::testing::{NodeBuilder, PodBuilder};
     use crate::queue::SchedulingQueue;
+    use kubeplane_api::PodExt;
 
     fn scheduler(api_calls: Option<ApiCallDrain>) -> Scheduler {
         let setup = crate::config::resolve(None, &FeatureGates::default()).unwrap();
@@ -293,7 +294,7 @@ mod tests {
     }
 
     fn node_name(client: &TestClient) -> Option<String> {
-        stored_pod(client).spec.as_ref().unwrap().node_name.clone()
+        stored_pod(client).node_name().map(str::to_string)
     }
 
     /// What the error path leaves behind: no assumed pod, the pod back in the queue, a

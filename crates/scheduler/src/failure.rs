@@ -3,6 +3,7 @@
 //! `FailedScheduling` event, and a patch of its PodScheduled condition and nominated node,
 //! made at once or queued in the API dispatcher behind `SchedulerAsyncAPICalls`.
 
+use kubeplane_api::PodExt;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
@@ -66,12 +67,7 @@ impl Scheduler {
             self.queue.done(&pod_key.uid);
             return;
         };
-        if current
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .is_some_and(|n| !n.is_empty())
-        {
+        if current.node_name().is_some_and(|n| !n.is_empty()) {
             self.queue.done(&pod_key.uid);
             return;
         }

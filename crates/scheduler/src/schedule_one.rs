@@ -3,6 +3,7 @@
 //! `binding_cycle.rs`, the failure handler in `failure.rs`, the explain records in
 //! `attempt_record.rs`. Scheduling takes no virtual time.
 
+use kubeplane_api::PodExt;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -296,10 +297,7 @@ impl Scheduler {
     /// nomination.
     fn assume(&mut self, pod: &Arc<PodInfo>, host: &str) -> Result<Arc<PodInfo>, ScheduleError> {
         let mut assumed_pod = Pod::clone(&pod.pod);
-        assumed_pod
-            .spec
-            .get_or_insert_with(Default::default)
-            .node_name = Some(host.to_string());
+        assumed_pod.set_node_name(Some(host.to_string()));
         let assumed = Arc::new(PodInfo {
             pod: Arc::new(assumed_pod),
             ..PodInfo::clone(pod)

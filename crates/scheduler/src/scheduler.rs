@@ -1,6 +1,7 @@
 //! The scheduler as a [`Component`]: informer event routing (upstream `eventhandlers.go`), the
 //! queue's timers, and one scheduling cycle per run.
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -57,10 +58,7 @@ pub struct Scheduler {
 }
 
 fn is_assigned(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .is_some_and(|n| !n.is_empty())
+    pod.node_name().is_some_and(|n| !n.is_empty())
 }
 
 /// Whether a pod has ended (phase Succeeded or Failed).
@@ -191,7 +189,7 @@ impl Scheduler {
         if is_assigned(pod) {
             // The cache is about to change the pod's nodes: the snapshot lets go of them first.
             let uid = pod.metadata.uid.as_deref().unwrap_or("");
-            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            let node = pod.node_name();
             self.cache
                 .release_from_snapshot(uid, node, &mut self.snapshot);
         }
@@ -508,6 +506,7 @@ mod tests {
 
     use super::*;
     use crate::plugins::testing::{NodeBuilder, PodBuilder};
+    use kubeplane_api::PodExt;
 
     fn scheduler() -> Scheduler {
         let setup = crate::config::resolve(None, &FeatureGates::default()).unwrap();
@@ -539,13 +538,7 @@ mod tests {
 
     fn node_of(client: &TestClient, name: &str) -> Option<String> {
         let obj = client.store.get(Kind::Pod, "default", name).unwrap();
-        obj.as_pod()
-            .unwrap()
-            .spec
-            .as_ref()
-            .unwrap()
-            .node_name
-            .clone()
+        obj.as_pod().unwrap().node_name().map(str::to_string)
     }
 
     fn end(client: &mut TestClient, name: &str, phase: &str) {

@@ -3,6 +3,7 @@
 //! each registry strategy's `GetAttrs` adds (pods, nodes, namespaces, events, secrets,
 //! replicasets).
 
+use kubeplane_api::PodExt;
 use kubeplane_api::{Kind, Object};
 use serde_json::Value;
 
@@ -137,7 +138,7 @@ pub fn field_value(obj: &Object, field: &str) -> Option<String> {
         let spec = pod.spec.as_ref();
         let status = pod.status.as_ref();
         return Some(match field {
-            "spec.nodeName" => spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
+            "spec.nodeName" => pod.node_name().unwrap_or_default().to_string(),
             "spec.restartPolicy" => spec
                 .and_then(|s| s.restart_policy.clone())
                 .unwrap_or_default(),

@@ -11,6 +11,7 @@ mod lease;
 mod pod_status;
 mod timers;
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -124,10 +125,7 @@ fn pod_key(ns: &str, name: &str) -> String {
 }
 
 fn node_of(pod: &Pod) -> Option<&str> {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .filter(|n| !n.is_empty())
+    pod.node_name().filter(|n| !n.is_empty())
 }
 
 fn phase_of(pod: &Pod) -> &str {

@@ -5,6 +5,7 @@
 //! assertion in the form a person reads (`pod default/p1 node=n2`) and, on failure, what was
 //! found instead (`: found node=n1`).
 
+use kubeplane_api::PodExt;
 use std::fmt;
 use std::sync::Arc;
 
@@ -60,10 +61,7 @@ pub fn evaluate(
 
 /// `spec.nodeName`, if bound.
 fn bound_node(p: &Pod) -> Option<&str> {
-    p.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .filter(|n| !n.is_empty())
+    p.node_name().filter(|n| !n.is_empty())
 }
 
 /// `status.phase`; a pod without one is Pending, as the API server makes it on creation.

@@ -1,5 +1,6 @@
 //! Whole-simulator tests: determinism, the examples, and the benchmark workloads at small size.
 
+use kubeplane_api::PodExt;
 use std::path::PathBuf;
 
 use kubeplane_sim::scenario::{parse_files, Scenario};
@@ -283,7 +284,7 @@ fn scheduling_basic_at_small_size_schedules_every_pod_within_capacity() {
     // its share plus one.
     let mut per_node = std::collections::BTreeMap::<String, usize>::new();
     for p in sim.store.pods() {
-        let node = p.spec.as_ref().unwrap().node_name.clone().unwrap();
+        let node = p.node_name().unwrap().to_string();
         *per_node.entry(node).or_default() += 1;
     }
     assert_eq!(per_node.len(), 50);

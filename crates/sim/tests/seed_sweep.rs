@@ -36,6 +36,7 @@
 //! --nocapture` replays one seed and prints its scenario. A failing seed prints that command
 //! and the scenario YAML, which `kubeplane simulate --explain FILE` also runs.
 
+use kubeplane_api::PodExt;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
@@ -215,7 +216,7 @@ fn uid(p: &Pod) -> String {
 }
 
 fn node_name(p: &Pod) -> Option<&str> {
-    p.spec.as_ref()?.node_name.as_deref()
+    p.node_name()
 }
 
 fn terminated(p: &Pod) -> bool {

@@ -15,6 +15,7 @@
 //!   over that have a generated name are matched by their controller (namespace, kind, name)
 //!   and their ordinal in name order within it. Pods matched in neither way are "unmatched".
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -120,7 +121,7 @@ fn placement(p: &Pod) -> Placement {
         namespace: m.namespace.clone().unwrap_or_default(),
         name: m.name.clone().unwrap_or_default(),
         generated_by,
-        node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
+        node: p.node_name().map(str::to_string),
     }
 }
 
@@ -131,7 +132,7 @@ fn requests_per_node(sim: &Simulation) -> BTreeMap<String, (i64, i64)> {
         let Some(spec) = p.spec.as_ref() else {
             continue;
         };
-        let Some(node) = spec.node_name.clone() else {
+        let Some(node) = p.node_name().map(str::to_string) else {
             continue;
         };
         let r = pod_requests(spec).unwrap_or_default();
@@ -206,7 +207,7 @@ pub fn measure(
         placements: Vec::new(),
     };
     for p in sim.store.pods() {
-        let bound = p.spec.as_ref().is_some_and(|s| s.node_name.is_some());
+        let bound = p.node_name().is_some();
         if bound && !finished(p) {
             run.scheduled += 1;
             run.placements.push(placement(p));

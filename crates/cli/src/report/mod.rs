@@ -9,6 +9,7 @@ mod page;
 pub mod sample;
 mod svg;
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeSet;
 
 use kubeplane_sim::Simulation;
@@ -40,8 +41,7 @@ fn story_pods(sim: &Simulation, records: &[Value]) -> (Vec<(String, String)>, us
     }
     let pending = |(ns, name): &(String, String)| {
         sim.store.get_pod(ns, name).is_some_and(|p| {
-            p.metadata.deletion_timestamp.is_none()
-                && p.spec.as_ref().is_some_and(|s| s.node_name.is_none())
+            p.metadata.deletion_timestamp.is_none() && p.spec.is_some() && p.node_name().is_none()
         })
     };
     let mut order: Vec<(u8, (String, String))> = all

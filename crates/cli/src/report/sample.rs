@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
+use kubeplane_api::PodExt;
 use kubeplane_core::resources::{node_allocatable, pod_requests};
 use kubeplane_core::SimTime;
 use kubeplane_store::Store;
@@ -225,7 +226,7 @@ impl Samples {
                 pod.status.as_ref().and_then(|s| s.phase.as_deref()),
                 Some("Succeeded" | "Failed")
             );
-            match &spec.node_name {
+            match pod.node_name() {
                 None if pod.metadata.deletion_timestamp.is_none() => pending += 1,
                 Some(n) if !terminal => {
                     let cell = self.index.get(n).and_then(|i| cells[*i].as_mut());

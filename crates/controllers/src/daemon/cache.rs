@@ -42,7 +42,7 @@ impl DaemonPodView {
             .unwrap_or_default();
         add_or_update_daemon_pod_tolerations(&mut spec);
         DaemonPodView {
-            node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
+            node_name: spec.node_name.clone().filter(|n| !n.is_empty()), // not a stored pod's spec
             affinity: RequiredNodeAffinity::from_pod(&spec),
             tolerations: spec.tolerations.unwrap_or_default(),
         }

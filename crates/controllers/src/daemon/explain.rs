@@ -74,6 +74,7 @@ fn skip_reason(
     };
     let no_pod = format!("node {name} gets no daemon pod");
     match spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+        // not a stored pod's spec
         Some(other) if other != name => {
             let m = format!("{no_pod}: the pod template's nodeName is {other}");
             return ("NodeName", m, None);

@@ -2,6 +2,7 @@
 //! every daemon pod gets, the template a pod is created from, surge and unavailability counts,
 //! whether a pod is of the current revision, and the node affinity that pins a pod to its node.
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -223,7 +224,7 @@ pub fn replace_daemon_set_pod_node_name_node_affinity(
 /// `metadata.name In [node]` affinity term names.
 pub fn get_target_node_name(pod: &Pod) -> Result<&str, String> {
     let spec = pod.spec.as_ref();
-    if let Some(n) = spec.and_then(|s| s.node_name.as_deref()) {
+    if let Some(n) = pod.node_name() {
         if !n.is_empty() {
             return Ok(n);
         }

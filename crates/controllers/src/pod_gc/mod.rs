@@ -26,6 +26,7 @@
 //! pod's phase to Pending; a pod without a phase is taken as Pending (upstream's check would
 //! count it terminated).
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -91,10 +92,7 @@ fn is_terminated(pod: &Pod) -> bool {
 }
 
 fn node_name(pod: &Pod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .unwrap_or("")
+    pod.node_name().unwrap_or("")
 }
 
 fn is_evicted(pod: &Pod) -> bool {

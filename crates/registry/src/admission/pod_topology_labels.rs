@@ -7,6 +7,7 @@
 //! A pod created with `spec.nodeName` already set gets them the same way (the plugin's
 //! handler covers creates of the `pods` resource too).
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -45,7 +46,7 @@ pub fn admit_created_pod(b: &impl Backend, obj: Object) -> Object {
     let Object::Pod(pod) = &obj else {
         return obj;
     };
-    let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+    let node = pod.node_name();
     let labels = match node {
         Some(n) if !n.is_empty() => topology_labels_for(b, n),
         _ => return obj,

@@ -5,6 +5,7 @@
 
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodCondition};
 use kubeplane_api::Object;
+use kubeplane_api::PodExt;
 use serde_json::{json, Value};
 
 use super::descriptions as d;
@@ -270,7 +271,7 @@ fn wide_cells(pod: &Pod) -> Vec<Value> {
         .and_then(|s| s.pod_ips.as_ref())
         .and_then(|ips| ips.first())
         .map(|ip| ip.ip.as_str());
-    let node = spec.and_then(|s| s.node_name.as_deref());
+    let node = pod.node_name();
     let nominated = status.and_then(|s| s.nominated_node_name.as_deref());
     let gates = spec
         .and_then(|s| s.readiness_gates.as_deref())

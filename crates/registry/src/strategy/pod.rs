@@ -2,6 +2,7 @@
 //! resource and of the status subresource keeps, the immutable nodeName, the grace period of a
 //! delete, and the binding (`pods/binding`, upstream `storage/storage.go`'s `assignPod`).
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -43,7 +44,7 @@ pub fn prepare_for_status_update(old: &Pod, new: &mut Arc<Pod>) {
 }
 
 fn node_name(pod: &Pod) -> Option<&str> {
-    pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
+    pod.node_name()
 }
 
 /// A bound pod's node may not change (upstream's pod update validation).
@@ -123,7 +124,7 @@ pub fn bind(
         return Err(BindError::Conflict);
     }
     let mut p = pod.clone();
-    p.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+    p.set_node_name(Some(node.to_string()));
     if features.topology_labels {
         crate::admission::pod_topology_labels::copy_labels_overwriting(&mut p, labels);
     }

@@ -80,6 +80,7 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &str, template: bool) -> Check {
     }
     validate_restart_policy(spec.restart_policy.as_deref(), path, template)?;
     if let Some(n) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+        // not a stored pod's spec
         is_path_segment_name(n)
             .map_err(|e| FieldError::invalid(join(path, "nodeName"), quote(n), &e))?;
     }

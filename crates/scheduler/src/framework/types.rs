@@ -1,6 +1,7 @@
 //! The compact, precomputed pod and node data the scheduler's hot path works on (upstream
 //! `PodInfo`, `NodeInfo`, `QueuedPodInfo`).
 
+use kubeplane_api::PodExt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -226,7 +227,7 @@ impl PodInfo {
     }
 
     pub fn node_name(&self) -> Option<&str> {
-        self.spec().node_name.as_deref().filter(|n| !n.is_empty())
+        self.pod.node_name().filter(|n| !n.is_empty())
     }
 
     pub fn nominated_node_name(&self) -> Option<&str> {

@@ -5,6 +5,7 @@
 //! Labels follow upstream's `Label()`: the resource name followed by the action name
 //! (`NodeUpdateNodeTaint`, `UnschedulablePodUpdatePodLabel`, `AssignedPodUpdate`).
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
@@ -197,7 +198,7 @@ pub fn pod_update_events(old: &Pod, new: &Pod) -> Vec<E> {
     let empty = PodSpec::default();
     let old_spec = old.spec.as_ref().unwrap_or(&empty);
     let new_spec = new.spec.as_ref().unwrap_or(&empty);
-    let kinds = if new_spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
+    let kinds = if new.node_name().is_some_and(|n| !n.is_empty()) {
         &ASSIGNED
     } else {
         &UNSCHEDULED

@@ -17,6 +17,7 @@
 pub mod filters;
 mod result;
 
+use kubeplane_api::PodExt;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -151,7 +152,7 @@ impl Drain {
             .cache()
             .list(Kind::Pod)
             .filter_map(Object::as_pod)
-            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&opts.node))
+            .filter(|p| p.node_name() == Some(&opts.node))
             .filter(|p| {
                 let empty = Default::default();
                 selector.matches(p.metadata.labels.as_ref().unwrap_or(&empty))

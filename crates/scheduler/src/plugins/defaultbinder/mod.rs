@@ -44,6 +44,7 @@ mod tests {
     use super::*;
     use crate::framework::Code;
     use crate::plugins::testing::PodBuilder;
+    use kubeplane_api::PodExt;
 
     #[test]
     fn bind() {
@@ -61,7 +62,7 @@ mod tests {
         let stored = client.store.get(Kind::Pod, "default", "foo").unwrap();
         let bound = stored.as_pod().unwrap();
         assert_eq!(
-            bound.spec.as_ref().unwrap().node_name.as_deref(),
+            bound.node_name(),
             Some("foohost"),
             "the binding sets spec.nodeName"
         );

@@ -9,6 +9,7 @@ mod scoring;
 #[cfg(test)]
 mod tests;
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -319,10 +320,7 @@ fn matches_all(terms: &[AffinityTerm], pod: &Pod) -> bool {
 }
 
 fn is_assigned(p: &Pod) -> bool {
-    p.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .is_some_and(|n| !n.is_empty())
+    p.node_name().is_some_and(|n| !n.is_empty())
 }
 
 /// Queue when an assigned pod starts matching all the pod's affinity terms (added, or updated

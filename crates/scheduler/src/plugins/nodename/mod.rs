@@ -2,6 +2,7 @@
 //! (upstream `plugins/nodename/node_name.go`).
 
 use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::PodExt;
 
 use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EventObject, EventResource,
@@ -54,11 +55,7 @@ fn is_schedulable_after_node_add(
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
     let (_, new) = node_event(old, new)?;
-    let wanted = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .unwrap_or("");
+    let wanted = pod.node_name().unwrap_or("");
     if wanted.is_empty() || Some(wanted) == new.metadata.name.as_deref() {
         Ok(QueueingHint::Queue)
     } else {

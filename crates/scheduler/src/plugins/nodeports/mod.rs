@@ -2,6 +2,7 @@
 //! `plugins/nodeports/node_ports.go`).
 
 use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::PodExt;
 
 use crate::cache::Snapshot;
 use crate::framework::{
@@ -133,11 +134,7 @@ fn is_schedulable_after_pod_deleted(
     let Some(deleted) = deleted else {
         return Err("a pod delete event without the deleted pod".to_string());
     };
-    let bound = deleted
-        .spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .is_some_and(|n| !n.is_empty());
+    let bound = deleted.node_name().is_some_and(|n| !n.is_empty());
     let nominated = deleted
         .status
         .as_ref()

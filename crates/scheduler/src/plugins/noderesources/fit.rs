@@ -2,6 +2,7 @@
 //! pod's requests; nodes are scored by the configured strategy (upstream `fit.go`).
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kubeplane_api::PodExt;
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::resources::{
     is_extended_resource_name, node_allocatable, pod_requests, Resources,
@@ -390,10 +391,7 @@ fn requests_of(pod: &Pod) -> Result<Resources, String> {
 }
 
 fn node_name_of(pod: &Pod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .unwrap_or("")
+    pod.node_name().unwrap_or("")
 }
 
 /// Queue when a bound or nominated pod is deleted, or (with in-place resize) when the waiting

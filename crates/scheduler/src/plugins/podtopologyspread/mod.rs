@@ -11,6 +11,7 @@ mod scoring_tests;
 #[cfg(test)]
 mod tests;
 
+use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -485,11 +486,7 @@ fn node_labels_of(n: &Node) -> &BTreeMap<String, String> {
 /// its namespace.
 fn involved_in_spreading(other: &Pod, pod: &Pod) -> bool {
     uid_of(other) == uid_of(pod)
-        || (other
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .is_some_and(|n| !n.is_empty())
+        || (other.node_name().is_some_and(|n| !n.is_empty())
             && other.metadata.namespace == pod.metadata.namespace)
 }
 
