@@ -384,9 +384,15 @@ impl Scheduler {
             .iter()
             .map(|&i| snapshot.node_infos[i].as_ref())
             .collect();
+        // Without a trace only the totals are read: the score pass may take them straight
+        // from the kept raw scores.
+        let totals_only = trace.is_none();
         let mut reused = self.reuse_node_local.then(|| {
-            self.node_local
-                .reused_scores(&feasible, &snapshot.node_infos)
+            let mut r = self
+                .node_local
+                .reused_scores(&feasible, &snapshot.node_infos);
+            r.totals_only = totals_only;
+            r
         });
         state.node_places.clone_from(&feasible);
         let mut scores = std::mem::take(&mut self.score_table);

@@ -401,6 +401,24 @@ pub trait ScorePlugin: Send + Sync {
     fn normalize_score(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [i64]) -> Status {
         Status::success()
     }
+    /// What [`Self::normalize_score`] is known to do, so that the framework may leave it out
+    /// when it computes totals straight from kept raw scores. The default promises nothing.
+    fn normalization(&self) -> Normalization {
+        Normalization::Unknown
+    }
+}
+
+/// What a Score plugin's NormalizeScore does to a column of raw scores, as far as the plugin
+/// promises it ([`ScorePlugin::normalization`]); either way it succeeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Normalization {
+    /// Leaves every column as it is (the trait's default NormalizeScore).
+    Keeps,
+    /// Makes every cell of a column whose raw scores are all zero this score (other columns
+    /// depend on the whole column).
+    ZeroTo(i64),
+    /// Nothing promised: the framework calls NormalizeScore.
+    Unknown,
 }
 
 /// Reserves resources for a pod on its chosen node before binding.

@@ -429,10 +429,15 @@ impl Framework {
         // Every cell is written by the raw scores below (by `score_nodes`, which writes every
         // cell of its output, or from `reused`).
         table.scores.resize(active.len() * n, 0);
+        // Totals straight from the kept raw scores (the known nodes' are then not copied).
+        let from_kept = reused
+            .as_deref()
+            .and_then(|r| totals_plan(&active, &slots, r));
         let run = ScoreRun {
             active: &active,
             slots: &slots,
             reused: reused.as_deref(),
+            copy_known: from_kept.is_none(),
             state,
             pod,
             nodes,
@@ -442,6 +447,12 @@ impl Framework {
         }
         if let Some(r) = reused {
             r.fill(&slots, &table.scores);
+            if let Some(plan) = from_kept {
+                if r.totals_from_kept(&plan, &table.scores, &mut table.totals) {
+                    return Ok(());
+                }
+                r.copy_known(&slots, &mut table.scores);
+            }
         }
         normalize_and_weigh(&active, state, pod, n, table)
     }
@@ -564,12 +575,37 @@ pub fn bind_plugin_failure(plugin: &'static str, message: &str) -> Status {
 /// An active Score plugin: its name, the plugin and its weight.
 type ActiveScore<'a> = (&'static str, &'a dyn ScorePlugin, i64);
 
+/// Per active plugin its column in `reused`, its normalization and its weight, when the
+/// totals may be taken straight from the kept raw scores
+/// ([`ReusedScores::totals_from_kept`]): the caller reads only the totals, some plugin is
+/// active, and every active plugin is node-local and promises what its NormalizeScore does.
+fn totals_plan(
+    active: &[ActiveScore<'_>],
+    slots: &[Option<usize>],
+    reused: &ReusedScores,
+) -> Option<Vec<(usize, Normalization, i64)>> {
+    if !reused.totals_only || active.is_empty() {
+        return None;
+    }
+    let mut plan = Vec::with_capacity(active.len());
+    for (&(_, sp, weight), slot) in active.iter().zip(slots) {
+        let normalization = sp.normalization();
+        if normalization == Normalization::Unknown {
+            return None;
+        }
+        plan.push(((*slot)?, normalization, weight));
+    }
+    Some(plan)
+}
+
 /// What one pass of raw scores over the nodes reads.
 struct ScoreRun<'a> {
     active: &'a [ActiveScore<'a>],
     /// Per active plugin: its column in `reused`, if it is node-local.
     slots: &'a [Option<usize>],
     reused: Option<&'a ReusedScores>,
+    /// Whether the known nodes' kept scores are copied into the columns (else left out).
+    copy_known: bool,
     state: &'a CycleState,
     pod: &'a PodInfo,
     nodes: &'a [&'a NodeInfo],
@@ -586,7 +622,17 @@ impl ScoreRun<'_> {
             let run = &self.nodes[start..start + column.len()];
             let result = match (self.slots[k], self.reused) {
                 (Some(m), Some(r)) => {
-                    score_reusing(sp, self.state, self.pod, run, start, column, (r, m))
+                    let kept = (r, m);
+                    score_reusing(
+                        sp,
+                        self.state,
+                        self.pod,
+                        run,
+                        start,
+                        column,
+                        kept,
+                        self.copy_known,
+                    )
                 }
                 _ => sp.score_nodes(self.state, self.pod, run, start, column),
             };
@@ -709,6 +755,14 @@ fn add_weighted(totals: &mut [i64], column: &[i64], weight: i64, first: bool) {
                 false => pairs.for_each(|(t, &s)| *t += s * w),
             }
         }
+    }
+}
+
+/// `totals[i] (+)= value` (assigned when `first`): a column whose scores are all one value.
+fn add_constant(totals: &mut [i64], value: i64, first: bool) {
+    match first {
+        true => totals.fill(value),
+        false => totals.iter_mut().for_each(|t| *t += value),
     }
 }
 

@@ -7,9 +7,11 @@
 //! window of an unrestricted cycle) are one slice copy per plugin, not a gather per cell.
 
 use crate::framework::cycle_state::CycleState;
-use crate::framework::interface::ScorePlugin;
+use crate::framework::interface::{Normalization, ScorePlugin, MAX_NODE_SCORE, MIN_NODE_SCORE};
 use crate::framework::status::Status;
 use crate::framework::types::{NodeInfo, PodInfo};
+
+use super::{add_constant, add_weighted, out_of_range};
 
 /// Raw scores of the node-local Score plugins ([`ScorePlugin::node_local`]) for a list of
 /// nodes, known from earlier cycles or filled in by
@@ -30,6 +32,10 @@ pub struct ReusedScores {
     pub scores: Vec<i64>,
     /// Set when the raw scores of every node not `known` were written into its row.
     pub filled: bool,
+    /// Set by the caller when it reads only the totals of the score table (no trace): the
+    /// score pass may then take them straight from the kept raw scores
+    /// ([`Self::totals_from_kept`]) and leave the table's scores of known nodes unwritten.
+    pub totals_only: bool,
     /// The list cut into runs of known nodes at consecutive rows and runs of unknown nodes
     /// (made by [`Self::prepare`], or with `known` by [`Self::set_known`]).
     segments: Vec<Segment>,
@@ -177,6 +183,63 @@ impl ReusedScores {
         self.scores[m * self.places + self.rows[i]] = score;
     }
 
+    /// Copies the kept raw scores of the known nodes into `scores` (plugin-major, a column of
+    /// the list's length per active plugin; `slots` as for [`Self::fill`]), where a pass that
+    /// did not copy them ([`score_reusing`] without `copy_known`) left them out.
+    pub(super) fn copy_known(&self, slots: &[Option<usize>], scores: &mut [i64]) {
+        let n = self.known.len();
+        for seg in &self.segments {
+            let Some(row) = seg.row else { continue };
+            for (k, slot) in slots.iter().enumerate() {
+                if let Some(m) = *slot {
+                    let len = seg.end - seg.start;
+                    scores[k * n + seg.start..k * n + seg.end]
+                        .copy_from_slice(&self.column(m)[row..row + len]);
+                }
+            }
+        }
+    }
+
+    /// The weighted totals of the list into `totals`, straight from the kept raw scores of the
+    /// known nodes and `scores` (the other nodes' raw scores, plugin-major as the score pass
+    /// wrote them), without NormalizeScore, when they are what it and the range check would
+    /// leave: `plugins` gives per active plugin (in order) its column here, its
+    /// normalization and its weight, and every plugin must keep its column with every score
+    /// in range, or make an all-zero column one score in range from an all-zero column.
+    /// Returns false otherwise (`totals` then unspecified): the caller normalises the table.
+    pub(super) fn totals_from_kept(
+        &self,
+        plugins: &[(usize, Normalization, i64)],
+        scores: &[i64],
+        totals: &mut Vec<i64>,
+    ) -> bool {
+        let n = self.known.len();
+        totals.resize(n, 0);
+        for (k, &(m, normalization, weight)) in plugins.iter().enumerate() {
+            let zero_to = match normalization {
+                Normalization::Keeps => None,
+                Normalization::ZeroTo(c) if (MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&c) => {
+                    Some(c)
+                }
+                _ => return false,
+            };
+            for seg in &self.segments {
+                let raw = match seg.row {
+                    Some(row) => &self.column(m)[row..row + (seg.end - seg.start)],
+                    None => &scores[k * n + seg.start..k * n + seg.end],
+                };
+                let cells = &mut totals[seg.start..seg.end];
+                match zero_to {
+                    None if out_of_range(raw).is_some() => return false,
+                    None => add_weighted(cells, raw, weight, k == 0),
+                    Some(_) if raw.iter().fold(0, |acc, &s| acc | s) != 0 => return false,
+                    Some(c) => add_constant(cells, c * weight, k == 0),
+                }
+            }
+        }
+        true
+    }
+
     /// Writes the raw scores of the nodes not known from `scores` (plugin-major, a column per
     /// active plugin; `slots` give each active plugin's column here, if it is node-local).
     pub(super) fn fill(&mut self, slots: &[Option<usize>], scores: &[i64]) {
@@ -201,7 +264,9 @@ impl ReusedScores {
 /// One node-local plugin's raw scores of the nodes `start..start + run.len()` of the list:
 /// the known ones copied from `reused` (its column `m`, a slice per run of consecutive rows);
 /// the others from the plugin's [`ScorePlugin::score_nodes`], one call per run of unknown
-/// nodes. On failure, as `score_nodes`: the first failing node of the run.
+/// nodes. Without `copy_known` the known cells are left as they are. On failure, as
+/// `score_nodes`: the first failing node of the run.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn score_reusing(
     sp: &dyn ScorePlugin,
     state: &CycleState,
@@ -210,6 +275,7 @@ pub(super) fn score_reusing(
     start: usize,
     column: &mut [i64],
     (reused, m): (&ReusedScores, usize),
+    copy_known: bool,
 ) -> Result<(), (usize, Status)> {
     let end = start + run.len();
     let kept = reused.column(m);
@@ -221,10 +287,11 @@ pub(super) fn score_reusing(
         let (a, b) = (seg.start.max(start), seg.end.min(end));
         let cells = &mut column[a - start..b - start];
         match seg.row {
-            Some(row) => {
+            Some(row) if copy_known => {
                 let from = row + (a - seg.start);
                 cells.copy_from_slice(&kept[from..from + (b - a)]);
             }
+            Some(_) => {}
             None => sp
                 .score_nodes(state, pod, &run[a - start..b - start], a, cells)
                 .map_err(|(i, s)| (a - start + i, s))?,

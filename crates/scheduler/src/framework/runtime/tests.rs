@@ -443,3 +443,107 @@ fn weighted_totals_are_assigned_first_then_added_for_constant_and_other_weights(
     add_weighted(&mut totals, &[2, 0, 1], 3, true);
     assert_eq!(totals, [6, 0, 3]);
 }
+
+/// [`Numbered`], node-local, promising `normalization` (`ZeroTo` normalizes reversed, as
+/// TaintToleration does).
+struct Promising(Numbered, Normalization);
+
+impl Plugin for Promising {
+    fn name(&self) -> &'static str {
+        self.0.name
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl ScorePlugin for Promising {
+    fn score(&self, s: &CycleState, p: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        self.0.score(s, p, node)
+    }
+    fn node_local(&self) -> bool {
+        true
+    }
+    fn normalize_score(&self, _: &CycleState, _: &PodInfo, scores: &mut [i64]) -> Status {
+        if let Normalization::ZeroTo(_) = self.1 {
+            crate::plugins::helper::default_normalize_score(MAX_NODE_SCORE, true, scores);
+        }
+        Status::success()
+    }
+    fn normalization(&self) -> Normalization {
+        self.1
+    }
+}
+
+/// K (keeps, factor 3, weight 1), Z (all-zero column to 100, weight 2), J (keeps, factor 7,
+/// weight 3).
+fn promising() -> Framework {
+    let numbered = |name, factor| Numbered {
+        name,
+        factor,
+        fail_on: vec![],
+    };
+    let mut set = PluginSet::default();
+    for (name, factor, normalization, weight) in [
+        ("K", 3, Normalization::Keeps, 1),
+        ("Z", 0, Normalization::ZeroTo(MAX_NODE_SCORE), 2),
+        ("J", 7, Normalization::Keeps, 3),
+    ] {
+        let p = Promising(numbered(name, factor), normalization);
+        set.score.push((Arc::new(p) as Arc<dyn Plugin>, weight));
+    }
+    Framework {
+        profile_name: "default-scheduler".into(),
+        plugins: set,
+        all_plugins: Vec::new(),
+        percentage_of_nodes_to_score: None,
+    }
+}
+
+#[test]
+fn totals_from_the_kept_scores_are_the_full_pass_s_or_it_runs_in_full() {
+    let n = 12;
+    let nodes: Vec<NodeInfo> = (0..n)
+        .map(|i| NodeBuilder::new(&format!("n{i}")).info())
+        .collect();
+    let refs: Vec<&NodeInfo> = nodes.iter().collect();
+    let (pod, state, fw) = (PodBuilder::new("p").info(), CycleState::new(), promising());
+    let plain = fw.run_score_plugins(&state, &pod, &refs).unwrap();
+    assert_eq!(plain.totals[5], 15 + 2 * 100 + 3 * 35);
+    // Nothing known yet: the totals of the full pass, and every row filled in.
+    let mut r = ReusedScores::default();
+    r.totals_only = true;
+    let mut t = ScoreTable::default();
+    fw.run_score_plugins_into(&state, &pod, &refs, Some(&mut r), &mut t)
+        .unwrap();
+    assert_eq!(t.totals, plain.totals);
+    // Known but nodes 3, 4 and 9: the known cells of the table are not written.
+    let known: Vec<bool> = (0..n).map(|i| ![3, 4, 9].contains(&i)).collect();
+    let again = |r: &ReusedScores, totals_only: bool, t: &mut ScoreTable| {
+        let mut r = r.clone();
+        (r.known, r.totals_only) = (known.clone(), totals_only);
+        t.scores.iter_mut().for_each(|s| *s = -7);
+        fw.run_score_plugins_into(&state, &pod, &refs, Some(&mut r), t)
+    };
+    again(&r, true, &mut t).unwrap();
+    assert_eq!(t.totals, plain.totals);
+    assert_eq!((t.scores[0], t.scores[3], t.scores[n + 4]), (-7, 9, 0));
+    again(&r, false, &mut t).unwrap();
+    assert_eq!(t, plain);
+    // A non-zero kept score of Z: normalized in full, as without the shortcut.
+    let mut nonzero = r.clone();
+    nonzero.set(2, 1, 4);
+    let mut full = ScoreTable::default();
+    again(&nonzero, false, &mut full).unwrap();
+    assert_ne!(full.totals, plain.totals);
+    again(&nonzero, true, &mut t).unwrap();
+    assert_eq!(t, full);
+    // A kept score out of range: the full pass's error.
+    let mut wrong = r.clone();
+    wrong.set(6, 2, 101);
+    let want = again(&wrong, false, &mut full).unwrap_err();
+    assert_eq!(again(&wrong, true, &mut t).unwrap_err(), want);
+    assert!(want
+        .message()
+        .contains("\"J\" returns an invalid score 101"));
+}

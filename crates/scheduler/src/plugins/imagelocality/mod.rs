@@ -153,6 +153,11 @@ impl ScorePlugin for ImageLocality {
         true
     }
 
+    /// No NormalizeScore: the raw scores are the scores.
+    fn normalization(&self) -> crate::framework::Normalization {
+        crate::framework::Normalization::Keeps
+    }
+
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         Ok(score_with(read_state(state)?, node))
     }

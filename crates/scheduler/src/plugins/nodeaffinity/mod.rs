@@ -275,6 +275,10 @@ impl ScorePlugin for NodeAffinity {
         default_normalize_score(MAX_NODE_SCORE, false, scores);
         Status::success()
     }
+    /// A column without matching preferred terms stays all 0.
+    fn normalization(&self) -> crate::framework::Normalization {
+        crate::framework::Normalization::ZeroTo(0)
+    }
 }
 
 fn node_name_and_labels(n: &Node) -> (&str, &std::collections::BTreeMap<String, String>) {

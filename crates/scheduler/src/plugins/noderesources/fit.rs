@@ -361,6 +361,11 @@ impl ScorePlugin for Fit {
         true
     }
 
+    /// No NormalizeScore: the raw scores are the scores.
+    fn normalization(&self) -> crate::framework::Normalization {
+        crate::framework::Normalization::Keeps
+    }
+
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let requests = self.resources.requests_in(state, &PRE_SCORE_KEY, pod);
         Ok(self.scorer.score(&self.resources, node, &requests))

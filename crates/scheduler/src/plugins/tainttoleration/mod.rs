@@ -146,6 +146,10 @@ impl ScorePlugin for TaintToleration {
         default_normalize_score(MAX_NODE_SCORE, true, scores);
         Status::success()
     }
+    /// Reversed: a column without intolerable PreferNoSchedule taints becomes all 100.
+    fn normalization(&self) -> crate::framework::Normalization {
+        crate::framework::Normalization::ZeroTo(MAX_NODE_SCORE)
+    }
 }
 
 fn node_taints(n: &k8s_openapi::api::core::v1::Node) -> &[Taint] {
