@@ -584,11 +584,11 @@ impl Store {
 
 /// Adds one to a decimal number in place (the next resourceVersion's text).
 fn increment(digits: &mut String) {
-    // Nine times in ten the last digit is not a 9: it alone changes.
+    // Nine times in ten the last digit is 0 to 8: it alone changes.
     if let Some(&d) = digits
         .as_bytes()
         .last()
-        .filter(|d| (b'0'..b'9').contains(*d))
+        .filter(|d| (b'0'..=b'8').contains(*d))
     {
         digits.pop();
         digits.push(char::from(d + 1));
