@@ -44,10 +44,20 @@ pub fn etcd_or_skip(name: &str) -> Option<PathBuf> {
     binary
 }
 
-/// A port nobody listens on now.
+/// A port nobody listens on now, and never handed out before in this process: the kernel may
+/// give the port it just freed to the next bind, and a member given one port for two URLs
+/// fails to start ("address already in use").
 fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().expect("local address").port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let port = listener.local_addr().expect("local address").port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// One member of a test cluster.

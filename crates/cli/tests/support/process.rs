@@ -15,13 +15,23 @@ impl Drop for Proc {
     }
 }
 
-/// A loopback port free a moment ago.
+/// A loopback port free a moment ago, and never handed out before in this test binary (the
+/// kernel may give a port it just freed to the next bind, so two servers of one test could
+/// otherwise be given the same one).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// Polls `done` every 100 ms; fails the test naming `what` after `secs` seconds.
