@@ -431,16 +431,13 @@ impl FilterPass<'_> {
     ) -> Result<(), ScheduleError> {
         let (words, computed) = self.known_in_parallel(range.clone());
         let mut computed = computed.into_iter().peekable();
-        // One thread: the memo's verdicts of a run, read once by `known_passed` and used again
-        // for the nodes that do not pass (most of them, when the cluster is full).
-        let mut verdicts = [None; RUN];
         let (mut j, mut w) = (range.start, 0);
         while j < range.end {
             let len = RUN.min(range.end - j);
-            let (passed, read) = match words.get(w) {
-                Some(&word) => (word, false),
-                None => (self.known_passed(j, len, &mut verdicts), true),
-            };
+            let passed = words
+                .get(w)
+                .copied()
+                .unwrap_or_else(|| self.known_passed(j, len));
             w += 1;
             let mut o = 0;
             while o < len {
@@ -454,7 +451,7 @@ impl FilterPass<'_> {
                 }
                 let outcome = match computed.next_if(|(c, _)| *c == j + o) {
                     Some((_, status)) => Outcome::Ran(status, Verdict::Computed),
-                    None => self.quick_check(j + o, if read { verdicts[o] } else { None }),
+                    None => self.quick_check(j + o),
                 };
                 if taken.take(self.place(j + o), outcome, feasible)? >= to_find {
                     return Ok(());
@@ -468,40 +465,30 @@ impl FilterPass<'_> {
 
     /// The run of the `len` nodes checked from the `j`th on, as a word: bit `o` for a node
     /// the memo knows to pass (every filter being node-local, the node's verdict) and that
-    /// has no nominated pods. `verdicts[o]` keeps the memo's verdict of each node without
-    /// nominated pods (`None` for those with some).
+    /// has no nominated pods.
     #[inline]
-    fn known_passed(
-        &self,
-        j: usize,
-        len: usize,
-        verdicts: &mut [Option<FilterVerdict>; RUN],
-    ) -> u64 {
+    fn known_passed(&self, j: usize, len: usize) -> u64 {
         let mut passed = 0u64;
-        for (o, kept) in verdicts.iter_mut().enumerate().take(len) {
+        for o in 0..len {
             let p = self.place(j + o);
-            *kept = None;
-            if !self.nominated.has(p) {
-                let verdict = self.memo.verdict(p, &self.snapshot.node_infos[p]);
-                passed |= u64::from(verdict == FilterVerdict::Passed) << o;
-                *kept = Some(verdict);
+            if !self.nominated.has(p)
+                && self.memo.verdict(p, &self.snapshot.node_infos[p]) == FilterVerdict::Passed
+            {
+                passed |= 1 << o;
             }
         }
         passed
     }
 
     /// The outcome of the `j`th node checked when every filter is node-local and the memo
-    /// does not know it to pass (or it has nominated pods); `read`, the memo's verdict when
-    /// [`Self::known_passed`] read it already (the node has no nominated pods).
-    fn quick_check(&self, j: usize, read: Option<FilterVerdict>) -> Outcome {
+    /// does not know it to pass (or it has nominated pods).
+    fn quick_check(&self, j: usize) -> Outcome {
         let idx = self.place(j);
         let node = &self.snapshot.node_infos[idx];
-        let verdict = match read {
-            Some(v) => v,
-            None if self.nominated.has(idx) => return self.with_nominated(idx, node),
-            None => self.memo.verdict(idx, node),
-        };
-        match verdict {
+        if self.nominated.has(idx) {
+            return self.with_nominated(idx, node);
+        }
+        match self.memo.verdict(idx, node) {
             FilterVerdict::Passed => Outcome::Passed,
             FilterVerdict::Failed(m) => Outcome::ReusedFailure(m),
             FilterVerdict::Unknown => Outcome::Ran(
