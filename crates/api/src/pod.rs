@@ -1,6 +1,7 @@
 //! What kubeplane reads of a stored pod through accessors rather than through k8s-openapi's
 //! field layout, so that the stored pod form can change without every reader changing with it
-//! (issue 19's stored pod form; docs/performance.md, "the stored pod form, a plan in steps").
+//! (issue 19's stored pod form; docs/performance/session-17.md, "the stored pod form, a plan
+//! in steps").
 //!
 //! Today [`PodExt`] is implemented for k8s-openapi's `Pod`. The stored form to come keeps the
 //! spec shared between the pods of one template and `spec.nodeName` outside it, so that a read

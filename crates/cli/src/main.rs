@@ -29,7 +29,7 @@ use clap::{CommandFactory, FromArgMatches};
 
 /// mimalloc: the simulator allocates many small short-lived objects (one per store write).
 /// Without the `mimalloc` feature the system allocator serves, so that heap profilers
-/// (massif, heaptrack) see every allocation (docs/performance.md, "Where the memory goes").
+/// (massif, heaptrack) see every allocation (docs/performance/until-session-12.md, "Where the memory goes").
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -24,7 +24,7 @@ pub const PARALLEL_CHUNK_NODES: usize = 64;
 /// whose results the node-local memo knows do not count): below it, handing work to another
 /// thread and waking it costs more than it saves. On the 2-core development machine,
 /// SchedulingBasic at full size (500 nodes per cycle, nearly all known to the memo) used 20%
-/// more CPU when every cycle went to the pool (docs/performance.md, session 13, h5).
+/// more CPU when every cycle went to the pool (docs/performance/session-13.md, h5).
 pub const PARALLEL_MIN_NODES: usize = 500;
 
 /// Whether a pass over `n` nodes is worth running on the thread pool.
