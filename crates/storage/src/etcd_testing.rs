@@ -46,8 +46,8 @@ pub fn etcd_or_skip(name: &str) -> Option<PathBuf> {
 
 /// A port nobody listens on now, and never handed out before in this process: the kernel may
 /// give the port it just freed to the next bind, and a member given one port for two URLs
-/// fails to start ("address already in use").
-fn free_port() -> u16 {
+/// fails to start ("address already in use"). The CLI's tests take their ports here too.
+pub fn free_port() -> u16 {
     static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
     loop {

@@ -100,15 +100,13 @@ impl NodeLifecycleController {
             .map(|(n, _)| n.clone())
             .collect();
         for name in &added {
-            client.record_event(EventRecord::normal(
-                now,
-                EVENT_SOURCE,
-                "Node",
-                "",
+            record_node_event(
                 name,
+                now,
                 "RegisteredNode",
                 format!("Node {name} event: Registered Node {name} in Controller"),
-            ));
+                client,
+            );
             let entry = self.nodes.get_mut(name).expect("listed");
             entry.known = true;
             self.zones.ensure_evictor(entry.zone, rate);
@@ -117,15 +115,13 @@ impl NodeLifecycleController {
         for name in &gone {
             let entry = self.nodes.remove(name).expect("listed");
             if entry.known {
-                client.record_event(EventRecord::normal(
-                    now,
-                    EVENT_SOURCE,
-                    "Node",
-                    "",
+                record_node_event(
                     name,
+                    now,
                     "RemovingNode",
                     format!("Node {name} event: Removing Node {name} from Controller"),
-                ));
+                    client,
+                );
             }
             if let Some(lease) = entry.lease {
                 self.pending_leases.insert(name.clone(), lease);
@@ -162,14 +158,26 @@ impl NodeLifecycleController {
 
 /// The node's `NodeNotReady` event (its Ready condition left True at this pass).
 fn record_node_not_ready(name: &str, now: SimTime, client: &mut dyn Client) {
+    let message = format!("Node {name} status is now: NodeNotReady");
+    record_node_event(name, now, "NodeNotReady", message, client);
+}
+
+/// A Normal event of this controller about the node `name`.
+fn record_node_event(
+    name: &str,
+    now: SimTime,
+    reason: &str,
+    message: String,
+    client: &mut dyn Client,
+) {
     client.record_event(EventRecord::normal(
         now,
         EVENT_SOURCE,
         "Node",
         "",
         name,
-        "NodeNotReady",
-        format!("Node {name} status is now: NodeNotReady"),
+        reason,
+        message,
     ));
 }
 
