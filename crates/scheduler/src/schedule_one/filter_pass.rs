@@ -22,6 +22,9 @@ use crate::queue::SchedulingQueue;
 /// The most nodes [`FilterPass::runs`] gives the filters at once (one word of failure bits).
 const RUN: usize = 64;
 
+/// Passing nodes up to this many in a row are pushed one by one rather than copied.
+const SHORT_STRETCH: usize = 8;
+
 /// One node's outcome in the filter pass.
 pub(super) enum Outcome {
     /// The node passes, its node-local filters' verdict taken from the memo (and the filters
@@ -70,9 +73,13 @@ struct Run {
 }
 
 impl Run {
-    /// Whether the run's `o`th node's outcome is not given by the run's bits.
-    fn is_rest(&self, o: usize) -> bool {
-        self.passed >> o & 1 == 0 && (self.known >> o & 1 == 0 || self.constant.is_none())
+    /// The nodes whose outcome the run's bits do not give (bit `o` for the run's `o`th).
+    fn rest(&self) -> u64 {
+        let given = match self.constant {
+            Some(_) => self.known,
+            None => self.passed,
+        };
+        !given & (u64::MAX >> (RUN - self.len))
     }
 }
 
@@ -253,10 +260,13 @@ impl FilterPass<'_> {
             .map(|c| {
                 let j = first + c * RUN;
                 let run = self.run(j, RUN.min(end - j));
-                let rest: Vec<Outcome> = (0..run.len)
-                    .filter(|&o| run.is_rest(o))
-                    .map(|o| self.rest(j + o, run.known >> o & 1 == 1))
-                    .collect();
+                let mut rest = Vec::new();
+                let mut bits = run.rest();
+                while bits != 0 {
+                    let o = bits.trailing_zeros() as usize;
+                    rest.push(self.rest(j + o, run.known >> o & 1 == 1));
+                    bits &= bits - 1;
+                }
                 (run, rest)
             })
             .collect();
@@ -637,12 +647,17 @@ impl<'a> Taken<'a> {
         feasible.len()
     }
 
-    /// Takes nodes that pass as [`Self::passed`] does, `places` in node order.
+    /// Takes nodes that pass as [`Self::passed`] does, `places` in node order (a few one by
+    /// one: a copy of a short slice costs more than the pushes).
     #[inline(always)]
     pub fn passed_many(&mut self, places: &[usize], feasible: &mut Vec<usize>) {
         self.processed += places.len();
         self.reused += places.len() as u64;
-        feasible.extend_from_slice(places);
+        if places.len() <= SHORT_STRETCH {
+            places.iter().for_each(|&p| feasible.push(p));
+        } else {
+            feasible.extend_from_slice(places);
+        }
     }
 
     /// The id of a failing status in the diagnosis (interned now if new).

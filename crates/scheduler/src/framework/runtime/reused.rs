@@ -6,6 +6,8 @@
 //! snapshot's node list, so the known scores of nodes at consecutive places (the sampled
 //! window of an unrestricted cycle) are one slice copy per plugin, not a gather per cell.
 
+use std::ops::Range;
+
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{Normalization, ScorePlugin, MAX_NODE_SCORE, MIN_NODE_SCORE};
 use crate::framework::status::Status;
@@ -181,6 +183,18 @@ impl ReusedScores {
             .iter()
             .filter(|s| s.row.is_none())
             .flat_map(|s| s.start..s.end)
+    }
+
+    /// The runs of nodes not known among the nodes `start..end` of the list, as ranges of it,
+    /// in order (by the segments of the last [`Self::prepare`]).
+    pub(super) fn unknown_runs(&self, start: usize, end: usize) -> Vec<Range<usize>> {
+        let first = self.segments.partition_point(|s| s.end <= start);
+        self.segments[first..]
+            .iter()
+            .take_while(|s| s.start < end)
+            .filter(|s| s.row.is_none())
+            .map(|s| s.start.max(start)..s.end.min(end))
+            .collect()
     }
 
     /// Plugin `m`'s column: one raw score per row.
