@@ -1,5 +1,6 @@
 //! The cache, the API calls and the clock a component is given.
 
+use crate::StoredPod;
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -24,7 +25,7 @@ pub trait Cache {
         self.get(key.kind, &key.namespace, &key.name)
     }
 
-    fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<Pod>> {
+    fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<StoredPod>> {
         self.get(Kind::Pod, namespace, name)
             .and_then(Object::as_pod)
     }

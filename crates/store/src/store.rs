@@ -3,6 +3,7 @@
 //! UIDs and generated names. The API server's rules (defaults, what an update keeps, graceful
 //! deletion, binding) are the registry's; the store stores what it is given.
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -330,7 +331,7 @@ impl Store {
         self.bucket(key.kind)?.get(&key.namespace, &key.name)
     }
 
-    pub fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<Pod>> {
+    pub fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<StoredPod>> {
         self.get(Kind::Pod, namespace, name)
             .and_then(Object::as_pod)
     }
@@ -382,7 +383,7 @@ impl Store {
         self.bucket(kind).map_or(0, |b| b.len() - b.deleting)
     }
 
-    pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
+    pub fn pods(&self) -> impl Iterator<Item = &Arc<StoredPod>> {
         self.list(Kind::Pod).filter_map(Object::as_pod)
     }
 
