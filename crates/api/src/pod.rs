@@ -318,7 +318,7 @@ mod tests {
         let mut p = StoredPod::default();
         p.set_node_name(Some("n1".into()));
         let v = serde_json::to_value(&p).unwrap();
-        assert_eq!(v["spec"], json!({"nodeName": "n1"}));
+        assert_eq!(v["spec"]["nodeName"], json!("n1"));
         let mut k = Pod::default();
         k.set_node_name(Some("n1".into()));
         assert_eq!(v, serde_json::to_value(&k).unwrap());
