@@ -6,7 +6,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_core::{EventRecord, SimTime};
 

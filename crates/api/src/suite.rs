@@ -625,7 +625,7 @@ fn web_deployment_spec(replicas: i32) -> DeploymentSpec {
                 labels,
                 ..Default::default()
             }),
-            spec: pod("t", None).as_pod().and_then(|p| p.spec.clone()),
+            spec: pod("t", None).as_pod().and_then(|p| p.spec.as_deref().cloned()),
         },
         ..Default::default()
     }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{
     ApiError, Cache, Clock, EventType, Kind, Object, ObjectKey, SlotHint, StoredNode, WatchEvent,
