@@ -133,7 +133,7 @@ mod tests {
                 ..Default::default()
             },
             ..Default::default()
-        }))
+        }.into()))
     }
 
     fn event(type_: EventType, object: Object, rv: u64) -> WatchEvent {

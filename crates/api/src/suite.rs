@@ -5,6 +5,7 @@
 //! Each case gets a fresh, empty client from the factory and panics with the case's name when
 //! the implementation disagrees.
 
+use crate::StoredPod;
 use crate::PodExt;
 use std::sync::Arc;
 
@@ -146,16 +147,16 @@ fn pod(name: &str, node: Option<&str>) -> Object {
             ..Default::default()
         }),
         ..Default::default()
-    }))
+    }.into()))
 }
 
 fn with_phase(obj: &Object, phase: &str) -> Object {
-    let mut p = Pod::clone(obj.as_pod().expect("a pod"));
+    let mut p = StoredPod::clone(obj.as_pod().expect("a pod"));
     p.status = Some(PodStatus {
         phase: Some(phase.into()),
         ..Default::default()
     });
-    Object::Pod(Arc::new(p))
+    Object::Pod(Arc::new(p.into()))
 }
 
 fn phase(obj: &Object) -> Option<String> {
@@ -217,9 +218,9 @@ fn update_keeps_status(make: Factory) {
 fn update_status_keeps_spec(make: Factory) {
     let mut c = make();
     let created = c.create(pod("a", None)).unwrap();
-    let mut changed = Pod::clone(with_phase(&created, "Running").as_pod().unwrap());
+    let mut changed = StoredPod::clone(with_phase(&created, "Running").as_pod().unwrap());
     changed.set_node_name(Some("n9".into()));
-    let after = c.update_status(Object::Pod(Arc::new(changed))).unwrap();
+    let after = c.update_status(Object::Pod(Arc::new(changed.into()))).unwrap();
     assert_eq!(phase(&after).as_deref(), Some("Running"));
     let node = after.as_pod().unwrap().node_name().map(str::to_string);
     assert_eq!(node, None);
@@ -342,7 +343,7 @@ fn ready_web_pod(c: &mut dyn Client, name: &str) -> Object {
     let mut p = pod(name, Some("n1"));
     p.meta_mut().labels = Some([("app".to_string(), "web".to_string())].into());
     let created = c.create(p).unwrap();
-    let mut running = Pod::clone(created.as_pod().unwrap());
+    let mut running = StoredPod::clone(created.as_pod().unwrap());
     running.status = Some(PodStatus {
         phase: Some("Running".into()),
         conditions: Some(vec![PodCondition {
@@ -352,7 +353,7 @@ fn ready_web_pod(c: &mut dyn Client, name: &str) -> Object {
         }]),
         ..Default::default()
     });
-    c.update_status(Object::Pod(Arc::new(running))).unwrap()
+    c.update_status(Object::Pod(Arc::new(running.into()))).unwrap()
 }
 
 /// A budget over `app=web` whose status allows `allowed` disruptions.
@@ -624,7 +625,7 @@ fn web_deployment_spec(replicas: i32) -> DeploymentSpec {
                 labels,
                 ..Default::default()
             }),
-            spec: pod("t", None).as_pod().and_then(|p| p.spec.clone()),
+            spec: pod("t", None).as_pod().and_then(|p| p.spec.as_deref().cloned()),
         },
         ..Default::default()
     }

@@ -6,6 +6,7 @@
 //! eviction and the ReplicaSets decide what follows, as they would upstream; the workload
 //! reports what happened and checks it.
 
+use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
 use std::time::Instant;
 
@@ -142,7 +143,7 @@ fn scenario(version: KubeVersion, e: &Envelope) -> Scenario {
     }
 }
 
-fn node_name(p: &Pod) -> Option<&str> {
+fn node_name(p: &StoredPod) -> Option<&str> {
     p.node_name()
 }
 

@@ -7,6 +7,7 @@
 //! has no eviction API, so nothing adds `disruptedPods`; entries given in a manifest are kept
 //! until they expire (2 minutes), as upstream.
 
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -56,7 +57,7 @@ impl DisruptionController {
 
     /// Marks every budget in the pod's namespace whose selector matches it (upstream enqueues
     /// one of them; all is what it means to do).
-    fn pod_changed(&mut self, pod: &Pod) {
+    fn pod_changed(&mut self, pod: &StoredPod) {
         static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let labels = pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS);
@@ -149,7 +150,7 @@ fn controller_scale(
 
 /// The sum of the scales of the controllers of the pods (upstream `getExpectedScale`), and the
 /// names of pods without a controller.
-fn expected_scale(store: &dyn Cache, pods: &[&Arc<Pod>]) -> Result<(i32, Vec<String>), String> {
+fn expected_scale(store: &dyn Cache, pods: &[&Arc<StoredPod>]) -> Result<(i32, Vec<String>), String> {
     let mut scales: BTreeMap<String, i32> = BTreeMap::new();
     let mut unmanaged = Vec::new();
     for pod in pods {
@@ -193,7 +194,7 @@ pub fn compute_status(
     let ns = pdb.metadata.namespace.as_deref().unwrap_or("default");
     let spec = pdb.spec.clone().unwrap_or_default();
     let selector = from_optional(spec.selector.as_ref()).map_err(|e| e.to_string())?;
-    let pods: Vec<&Arc<Pod>> = store
+    let pods: Vec<&Arc<StoredPod>> = store
         .list(Kind::Pod)
         .filter_map(Object::as_pod)
         .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == ns)
@@ -229,7 +230,7 @@ pub fn compute_status(
 fn expected_and_desired(
     store: &dyn Cache,
     spec: &PodDisruptionBudgetSpec,
-    pods: &[&Arc<Pod>],
+    pods: &[&Arc<StoredPod>],
 ) -> Result<(i32, i32), String> {
     Ok(if let Some(max_unavailable) = &spec.max_unavailable {
         let (expected, _) = expected_scale(store, pods)?;
@@ -252,7 +253,7 @@ fn expected_and_desired(
 /// deleted whose deletion is still expected; and when the earliest of them expires.
 fn still_disrupted(
     pdb: &PodDisruptionBudget,
-    pods: &[&Arc<Pod>],
+    pods: &[&Arc<StoredPod>],
     now: Timestamp,
 ) -> (BTreeMap<String, Time>, Option<Timestamp>) {
     let mut disrupted = BTreeMap::new();
@@ -537,7 +538,7 @@ mod tests {
                 }]),
                 ..Default::default()
             }),
-        }))
+        }.into()))
     }
 
     fn pdb(min: Option<IntOrString>, max: Option<IntOrString>) -> PodDisruptionBudget {

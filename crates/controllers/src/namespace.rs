@@ -240,7 +240,7 @@ mod tests {
                 ..Default::default()
             }),
             status: None,
-        }))
+        }.into()))
     }
 
     fn setup(tc: &mut TestClient) {

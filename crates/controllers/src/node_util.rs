@@ -2,6 +2,7 @@
 //! fed from watch events (upstream's `spec.nodeName` informer index), the pod-condition update
 //! rule, and the human-readable forms of taints and tolerations used in explanation records.
 
+use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
@@ -12,12 +13,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{EventType, WatchEvent};
 
 /// The node a pod is bound to (`spec.nodeName`), `""` when unbound.
-pub(crate) fn pod_node_name(pod: &Pod) -> &str {
+pub(crate) fn pod_node_name(pod: &StoredPod) -> &str {
     pod.node_name().unwrap_or("")
 }
 
 /// The pod's tolerations, empty when unset.
-pub(crate) fn pod_tolerations(pod: &Pod) -> &[Toleration] {
+pub(crate) fn pod_tolerations(pod: &StoredPod) -> &[Toleration] {
     pod.spec
         .as_ref()
         .and_then(|s| s.tolerations.as_deref())

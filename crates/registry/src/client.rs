@@ -3,6 +3,7 @@
 //! [`crate::storage_client`]): each looks the stored object up once, applies the kind's
 //! strategy ([`crate::strategy`]) and writes with the backend's plain operations.
 
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -280,11 +281,11 @@ pub fn patch_pod_status_then(
             // The pod was deleted and created again.
             return Err(ApiError::Conflict { key: current.key() });
         }
-        let mut p = Pod::clone(pod);
+        let mut p = StoredPod::clone(pod);
         patch(p.status.get_or_insert_with(Default::default));
         // Only the status changed: the status strategy and `BeforeUpdate` have nothing to keep
         // (the spec, ownerReferences, uid and timestamps are the current ones).
-        Ok(then(current, Object::Pod(Arc::new(p))))
+        Ok(then(current, Object::Pod(Arc::new(p.into()))))
     })
 }
 
@@ -330,7 +331,7 @@ pub fn bind(
             unreachable!("the pod bucket holds pods")
         };
         match strategy::pod::bind(pod, uid, node, ts, features, &labels) {
-            Ok(p) => Ok(Object::Pod(Arc::new(p))),
+            Ok(p) => Ok(Object::Pod(Arc::new(p.into()))),
             Err(BindError::Conflict) => Err(ApiError::Conflict { key: current.key() }),
             Err(BindError::Invalid(message)) => Err(ApiError::Invalid {
                 key: current.key(),
@@ -576,7 +577,7 @@ mod tests {
                 ..Default::default()
             }),
             ..Default::default()
-        }))
+        }.into()))
     }
 
     /// Runs `f` with an admitting client over an empty store.
@@ -636,7 +637,7 @@ mod tests {
     fn bound(name: &str, node: &str) -> Object {
         let mut p = Pod::clone(pod(name).as_pod().unwrap());
         p.set_node_name(Some(node.into()));
-        Object::Pod(Arc::new(p))
+        Object::Pod(Arc::new(p.into()))
     }
 
     #[test]
@@ -721,7 +722,7 @@ mod tests {
             assert_eq!(err.code(), 422, "{err}");
             let mut p = Pod::clone(bound("a", "n1").as_pod().unwrap());
             p.metadata.creation_timestamp = None;
-            let after = api.update(Object::Pod(Arc::new(p))).unwrap();
+            let after = api.update(Object::Pod(Arc::new(p.into()))).unwrap();
             assert_eq!(after.uid(), created.uid());
             assert_eq!(
                 after.meta().creation_timestamp,

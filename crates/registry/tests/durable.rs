@@ -50,7 +50,7 @@ fn pod(name: &str, generate: bool) -> Object {
             ..Default::default()
         }),
         ..Default::default()
-    }))
+    }.into()))
 }
 
 fn config_map(name: &str) -> Object {

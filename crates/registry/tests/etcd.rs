@@ -61,7 +61,7 @@ fn objects_are_stored_under_kube_apiserver_keys_and_outlive_their_client() {
                 ..Default::default()
             }),
             ..Default::default()
-        })))
+        }.into())))
         .unwrap();
     let node = c
         .create(Object::Node(Arc::new(

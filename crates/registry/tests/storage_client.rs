@@ -31,7 +31,7 @@ fn generated_pod(prefix: &str) -> Object {
             ..Default::default()
         }),
         ..Default::default()
-    }))
+    }.into()))
 }
 
 fn revision_of(c: &StorageClient, obj: &Object) -> u64 {

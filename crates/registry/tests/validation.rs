@@ -44,7 +44,7 @@ fn pod_with(name: &str, edit: impl FnOnce(&mut PodSpec)) -> Object {
         metadata: meta(name),
         spec: Some(spec),
         ..Default::default()
-    }))
+    }.into()))
 }
 
 fn resources(requests: &[(&str, &str)], limits: &[(&str, &str)]) -> ResourceRequirements {
@@ -132,7 +132,7 @@ fn create_validation_renders_each_problem_as_upstream_field_errors() {
                 ..Default::default()
             }),
             ..Default::default()
-        }))
+        }.into()))
     };
     let cases: Vec<(&str, Object, &str)> = vec![
         ("a complete pod is valid", pod_with("p", |_| {}), ""),

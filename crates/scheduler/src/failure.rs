@@ -3,6 +3,7 @@
 //! `FailedScheduling` event, and a patch of its PodScheduled condition and nominated node,
 //! made at once or queued in the API dispatcher behind `SchedulerAsyncAPICalls`.
 
+use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
 use std::sync::Arc;
 
@@ -101,7 +102,7 @@ impl Scheduler {
         &mut self,
         now: SimTime,
         client: &mut dyn Client,
-        pod: &Arc<Pod>,
+        pod: &Arc<StoredPod>,
         reason: &str,
         message: &str,
         nominating: &NominatingMode,

@@ -3,6 +3,7 @@
 //! `binding_cycle.rs`, the failure handler in `failure.rs`, the explain records in
 //! `attempt_record.rs`. Scheduling takes no virtual time.
 
+use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -296,7 +297,7 @@ impl Scheduler {
     /// Upstream `assume`: accounts the pod to the chosen node before binding, and drops its
     /// nomination.
     fn assume(&mut self, pod: &Arc<PodInfo>, host: &str) -> Result<Arc<PodInfo>, ScheduleError> {
-        let mut assumed_pod = Pod::clone(&pod.pod);
+        let mut assumed_pod = StoredPod::clone(&pod.pod);
         assumed_pod.set_node_name(Some(host.to_string()));
         let assumed = Arc::new(PodInfo {
             pod: Arc::new(assumed_pod),

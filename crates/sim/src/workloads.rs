@@ -2,6 +2,7 @@
 //! scheduler_perf templates: `node-default.yaml` (4 cpu, 32Gi, 110 pods, Ready) and
 //! `pod-default.yaml` (one pause container requesting 100m cpu and 500Mi memory).
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -82,7 +83,7 @@ pub fn perf_pod(namespace: &str, name: &str, node: Option<&str>) -> Object {
             phase: Some("Running".into()),
             ..Default::default()
         }),
-    }))
+    }.into()))
 }
 
 /// A Deployment of default pods (100m cpu, 500Mi memory) with `replicas` replicas.
@@ -180,12 +181,12 @@ fn pod_with(
     name: &str,
     cpu: &str,
     memory: &str,
-    f: impl FnOnce(&mut Pod),
+    f: impl FnOnce(&mut StoredPod),
 ) -> Object {
     let Object::Pod(p) = perf_pod(namespace, name, None) else {
         unreachable!("perf_pod builds a pod")
     };
-    let mut pod = Pod::clone(&p);
+    let mut pod = StoredPod::clone(&p);
     let requests: BTreeMap<String, Quantity> = [("cpu", cpu), ("memory", memory)]
         .into_iter()
         .map(|(k, v)| (k.to_string(), q(v)))
@@ -199,7 +200,7 @@ fn pod_with(
         r.limits = Some(requests);
     }
     f(&mut pod);
-    Object::Pod(Arc::new(pod))
+    Object::Pod(Arc::new(pod.into()))
 }
 
 /// `n` default nodes labelled `topology.kubernetes.io/zone` with `zones` in turn (upstream
@@ -263,7 +264,7 @@ pub fn high_priority_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object
         .collect()
 }
 
-fn label_pod(p: &mut Pod, key: &str, value: &str) {
+fn label_pod(p: &mut StoredPod, key: &str, value: &str) {
     p.metadata
         .labels
         .get_or_insert_with(Default::default)

@@ -91,7 +91,7 @@ fn bench_pod(name: &str, node: &str) -> Object {
         status: None,
     };
     default_toleration_seconds(&mut pod);
-    Object::Pod(Arc::new(pod))
+    Object::Pod(Arc::new(pod.into()))
 }
 
 /// Taints `n_nodes` nodes, each with `pods_per_node` pods carrying the default tolerations,

@@ -60,7 +60,7 @@ fn pod(name: &str, node: Option<&str>, owners: &[(&str, &str, &str, &str)]) -> O
             ..Default::default()
         }),
         status: None,
-    }))
+    }.into()))
 }
 
 fn rs_owner<'a>(name: &'a str, uid: &'a str) -> (&'a str, &'a str, &'a str, &'a str) {

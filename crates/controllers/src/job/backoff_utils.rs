@@ -2,6 +2,7 @@
 //! 10 s after the first failure since the last success, doubling with each further failure up
 //! to 10 minutes, counted from the last failure's finish time.
 
+use kubeplane_api::StoredPod;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 
@@ -20,7 +21,7 @@ pub struct BackoffRecord {
 
 impl BackoffRecord {
     /// The record after the newly finished pods (upstream `newBackoffRecord`).
-    pub fn with_finished(self, succeeded: &[&Pod], failed: &[&Pod]) -> BackoffRecord {
+    pub fn with_finished(self, succeeded: &[&StoredPod], failed: &[&StoredPod]) -> BackoffRecord {
         let mut failed_times: Vec<Timestamp> = failed.iter().map(|p| finished_time(p)).collect();
         failed_times.sort();
         let last_success = succeeded.iter().map(|p| finished_time(p)).max();
@@ -55,7 +56,7 @@ impl BackoffRecord {
 /// How long the replacement of an index's last failed pod still waits at `now` (upstream
 /// `getRemainingTimePerIndex`): the backoff of the index's failures (counted and ignored) plus
 /// that pod's own, from when it finished. Zero for an index without a failed pod.
-pub fn remaining_for_index(last_failed: Option<&Pod>, now: Timestamp) -> SignedDuration {
+pub fn remaining_for_index(last_failed: Option<&StoredPod>, now: Timestamp) -> SignedDuration {
     let Some(pod) = last_failed else {
         return SignedDuration::ZERO;
     };
@@ -87,7 +88,7 @@ pub fn remaining_for_failures(failures: i32, last: Timestamp, now: Timestamp) ->
 /// When a pod finished (upstream `getFinishedTime`): the latest container finish when every
 /// container terminated, else the transition of a false Ready condition, else the deletion
 /// timestamp minus the grace period, else the creation time.
-pub fn finished_time(pod: &Pod) -> Timestamp {
+pub fn finished_time(pod: &StoredPod) -> Timestamp {
     let status = pod.status.as_ref();
     let containers = status
         .and_then(|s| s.container_statuses.as_deref())

@@ -5,6 +5,7 @@
 //! `batch.kubernetes.io/job-index-failure-count` annotation, failed indexes, and the failed pod
 //! of each index kept (its tracking finalizer stays) until its replacement exists.
 
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
@@ -140,7 +141,7 @@ impl fmt::Display for OrderedIntervals {
 }
 
 /// A pod's completion index: the annotation as a non-negative integer.
-pub fn completion_index(pod: &Pod) -> Option<i64> {
+pub fn completion_index(pod: &StoredPod) -> Option<i64> {
     pod.metadata
         .annotations
         .as_ref()?
@@ -153,7 +154,7 @@ pub fn completion_index(pod: &Pod) -> Option<i64> {
 /// The first `count` indexes below `completions` neither succeeded, failed (with
 /// `backoffLimitPerIndex`) nor held by an active pod.
 pub fn first_pending_indexes(
-    active: &[&Pod],
+    active: &[&StoredPod],
     succeeded: &OrderedIntervals,
     failed: Option<&OrderedIntervals>,
     count: usize,
@@ -264,7 +265,7 @@ pub fn has_backoff_limit_per_index(job: &Job) -> bool {
 
 /// An annotation's value as a count: 0 when absent, not a number, negative or past `i32`
 /// (upstream `parseInt32`).
-fn count_annotation(pod: &Pod, key: &str) -> i32 {
+fn count_annotation(pod: &StoredPod, key: &str) -> i32 {
     pod.metadata
         .annotations
         .as_ref()
@@ -275,13 +276,13 @@ fn count_annotation(pod: &Pod, key: &str) -> i32 {
 }
 
 /// The failures of the pod's index counted before it (upstream `getIndexFailureCount`).
-pub fn index_failure_count(pod: &Pod) -> i32 {
+pub fn index_failure_count(pod: &StoredPod) -> i32 {
     count_annotation(pod, INDEX_FAILURE_COUNT_ANNOTATION)
 }
 
 /// Counted and ignored failures of the pod's index before it (upstream
 /// `getIndexAbsoluteFailureCount`).
-pub fn index_absolute_failure_count(pod: &Pod) -> i32 {
+pub fn index_absolute_failure_count(pod: &StoredPod) -> i32 {
     index_failure_count(pod).saturating_add(count_annotation(
         pod,
         INDEX_IGNORED_FAILURE_COUNT_ANNOTATION,
@@ -290,7 +291,7 @@ pub fn index_absolute_failure_count(pod: &Pod) -> i32 {
 
 /// Why a failed pod fails its index (upstream `isIndexFailed`): a FailIndex rule matched, or
 /// its failure counts and the index had already failed `backoffLimitPerIndex` times.
-pub fn index_failed_by(job: &Job, pod: &Pod) -> Option<IndexFailure> {
+pub fn index_failed_by(job: &Job, pod: &StoredPod) -> Option<IndexFailure> {
     if !is_pod_failed(pod, job) {
         return None;
     }
@@ -316,16 +317,16 @@ pub enum IndexFailure {
 /// Also returns the newly failed indexes with the pod that failed each and why.
 pub fn failed_indexes(
     job: &Job,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<StoredPod>],
     completions: i64,
-    has_finalizer: impl Fn(&Pod) -> bool,
-) -> (OrderedIntervals, Vec<(i64, Arc<Pod>, IndexFailure)>) {
+    has_finalizer: impl Fn(&StoredPod) -> bool,
+) -> (OrderedIntervals, Vec<(i64, Arc<StoredPod>, IndexFailure)>) {
     let stored = job
         .status
         .as_ref()
         .and_then(|s| s.failed_indexes.as_deref());
     let prev = OrderedIntervals::parse(stored.unwrap_or(""), completions);
-    let mut new: BTreeMap<i64, (Arc<Pod>, IndexFailure)> = BTreeMap::new();
+    let mut new: BTreeMap<i64, (Arc<StoredPod>, IndexFailure)> = BTreeMap::new();
     for p in pods {
         let Some(ix) = completion_index(p).filter(|&ix| ix < completions) else {
             continue;
@@ -353,13 +354,13 @@ pub fn failed_indexes(
 /// finalizer and a valid index, not counted yet.
 pub fn pods_with_delayed_deletion(
     job: &Job,
-    valid: &[&Arc<Pod>],
-    active: &[Arc<Pod>],
+    valid: &[&Arc<StoredPod>],
+    active: &[Arc<StoredPod>],
     succeeded: &OrderedIntervals,
     failed: &OrderedIntervals,
-) -> BTreeMap<i64, Arc<Pod>> {
+) -> BTreeMap<i64, Arc<StoredPod>> {
     let active: BTreeSet<i64> = active.iter().filter_map(|p| completion_index(p)).collect();
-    let mut out: BTreeMap<i64, Arc<Pod>> = BTreeMap::new();
+    let mut out: BTreeMap<i64, Arc<StoredPod>> = BTreeMap::new();
     for p in valid.iter().filter(|p| is_pod_failed(p, job)) {
         let Some(ix) = completion_index(p) else {
             continue;
@@ -381,7 +382,7 @@ pub fn pods_with_delayed_deletion(
 /// The failure counts of the pod replacing `replaced` in its index (upstream
 /// `getNewIndexFailureCounts`): its counts plus its own failure, counted or ignored by the pod
 /// failure policy. (0, 0) for an index's first pod.
-pub fn new_index_failure_counts(job: &Job, replaced: Option<&Pod>) -> (i32, i32) {
+pub fn new_index_failure_counts(job: &Job, replaced: Option<&StoredPod>) -> (i32, i32) {
     let Some(pod) = replaced else {
         return (0, 0);
     };
@@ -401,7 +402,7 @@ pub fn new_index_failure_counts(job: &Job, replaced: Option<&Pod>) -> (i32, i32)
 pub fn add_index_failure_count_annotations(
     template: &mut PodTemplateSpec,
     job: &Job,
-    replaced: Option<&Pod>,
+    replaced: Option<&StoredPod>,
 ) {
     let (counted, ignored) = new_index_failure_counts(job, replaced);
     let annotations = template

@@ -3,6 +3,7 @@
 //! fails at once (FailJob), the failure is not counted (Ignore), counted (Count), or fails the
 //! pod's index (FailIndex).
 
+use kubeplane_api::StoredPod;
 use k8s_openapi::api::batch::v1::{PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
@@ -18,7 +19,7 @@ pub struct PolicyMatch {
 }
 
 /// Matches a failed pod against the rules, in order (upstream `matchPodFailurePolicy`).
-pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &Pod) -> PolicyMatch {
+pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &StoredPod) -> PolicyMatch {
     let no_match = PolicyMatch {
         fail_job_message: None,
         count_failed: true,

@@ -131,7 +131,7 @@ impl Harness {
             ..Default::default()
         });
         p.metadata.resource_version = None;
-        self.client.update_status(Object::Pod(Arc::new(p))).unwrap();
+        self.client.update_status(Object::Pod(Arc::new(p.into()))).unwrap();
     }
 
     fn end_active(&mut self, n: usize, exit_code: i32) {
@@ -638,7 +638,7 @@ fn foreign_pod(name: &str, labels: Value, controller: Option<(&str, &str)>) -> O
         "apiVersion": "v1", "kind": "Pod", "metadata": meta,
         "spec": {"containers": [{"name": "main", "image": "busybox"}]},
     });
-    Object::Pod(Arc::new(serde_json::from_value(pod).unwrap()))
+    Object::Pod(Arc::new(serde_json::from_value(pod).unwrap().into()))
 }
 
 #[test]
@@ -665,7 +665,7 @@ fn pods_of_other_controllers_are_not_filed_until_they_are_orphaned_and_then_adop
     let mut p = Pod::clone(h.client.store.get_pod("default", "rs-pod").unwrap());
     p.metadata.owner_references = None;
     p.metadata.resource_version = None;
-    h.client.update(Object::Pod(Arc::new(p))).unwrap();
+    h.client.update(Object::Pod(Arc::new(p.into()))).unwrap();
     h.settle();
     assert!(h.jc.orphans["default"].contains_key("rs-pod"));
     h.create_job(json!({

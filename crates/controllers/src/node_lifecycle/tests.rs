@@ -504,7 +504,7 @@ fn a_silent_node_is_tainted_after_the_grace_period_and_its_pods_go_300_s_later()
     h.create(node("n2").ready(SimTime::ZERO).build());
     let mut p = pod("default", "web").node("n1").ready().build_pod();
     kubeplane_registry::admission::default_toleration_seconds(&mut p);
-    h.create(Object::Pod(Arc::new(p)));
+    h.create(Object::Pod(Arc::new(p.into())));
     h.create(
         pod("default", "db")
             .node("n1")

@@ -21,6 +21,7 @@ mod status;
 #[cfg(test)]
 mod tests;
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -235,7 +236,7 @@ impl ReplicaSetController {
 
     // ----- event handlers --------------------------------------------------------------------
 
-    fn add_pod(&mut self, pod: &Pod) {
+    fn add_pod(&mut self, pod: &StoredPod) {
         if pod.metadata.deletion_timestamp.is_some() {
             self.delete_pod(pod);
             return;
@@ -254,7 +255,7 @@ impl ReplicaSetController {
         }
     }
 
-    fn update_pod(&mut self, old: &Pod, cur: &Pod) {
+    fn update_pod(&mut self, old: &StoredPod, cur: &StoredPod) {
         if old.metadata.resource_version == cur.metadata.resource_version {
             return;
         }
@@ -295,7 +296,7 @@ impl ReplicaSetController {
         }
     }
 
-    fn delete_pod(&mut self, pod: &Pod) {
+    fn delete_pod(&mut self, pod: &StoredPod) {
         let Some(r) = controller_of(&pod.metadata) else {
             return;
         };
@@ -515,7 +516,7 @@ impl<'a> SyncCx<'a> {
     /// Deletes the chosen pods, expecting their deletions first.
     fn delete_victims(
         &mut self,
-        victims: &[&Pod],
+        victims: &[&StoredPod],
         key: &NsName,
         now: SimTime,
         client: &mut dyn Client,
@@ -576,8 +577,8 @@ impl<'a> SyncCx<'a> {
 /// Whether a pod update can change what a sync of its ReplicaSet does: which ReplicaSet may
 /// claim it, whether it is active, its readiness or availability. Node, restarts and deletion
 /// cost matter only when pods are ranked, which reads them at that moment.
-fn status_relevant_change(old: &Pod, cur: &Pod) -> bool {
-    let ready = |p: &Pod| {
+fn status_relevant_change(old: &StoredPod, cur: &StoredPod) -> bool {
+    let ready = |p: &StoredPod| {
         crate::controller_utils::pod_ready_condition(p)
             .map(|c| (c.status.clone(), c.last_transition_time.clone()))
     };

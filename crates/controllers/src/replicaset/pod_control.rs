@@ -1,6 +1,7 @@
 //! Writes to pods: adoption and release (upstream `controller_ref_manager.go`) and creation from
 //! the template (upstream `controller_utils.go`, `RealPodControl`).
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -45,7 +46,7 @@ pub(super) fn recheck_replica_set(
 pub(super) fn adopt_pod(
     client: &mut dyn Client,
     rs: &ReplicaSet,
-    pod: &Pod,
+    pod: &StoredPod,
 ) -> Result<bool, ApiError> {
     let (ns, name) = ns_name(&pod.metadata);
     let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
@@ -64,9 +65,9 @@ pub(super) fn adopt_pod(
             });
         }
     }
-    let mut p = Pod::clone(&fresh);
+    let mut p = StoredPod::clone(&fresh);
     add_owner_reference(&mut p.metadata, controller_ref);
-    match client.update(Object::Pod(Arc::new(p))) {
+    match client.update(Object::Pod(Arc::new(p.into()))) {
         Ok(_) => Ok(true),
         Err(ApiError::NotFound { .. }) => Ok(false),
         Err(e) => Err(e),
@@ -78,7 +79,7 @@ pub(super) fn adopt_pod(
 pub(super) fn release_pod(
     client: &mut dyn Client,
     rs_uid: &str,
-    pod: &Pod,
+    pod: &StoredPod,
 ) -> Result<(), ApiError> {
     let (ns, name) = ns_name(&pod.metadata);
     let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
@@ -89,9 +90,9 @@ pub(super) fn release_pod(
             key: ObjectKey::new(Kind::Pod, &ns, &name),
         });
     }
-    let mut p = Pod::clone(&fresh);
+    let mut p = StoredPod::clone(&fresh);
     remove_owner_reference(&mut p.metadata, rs_uid);
-    match client.update(Object::Pod(Arc::new(p))) {
+    match client.update(Object::Pod(Arc::new(p.into()))) {
         Ok(_) | Err(ApiError::NotFound { .. }) | Err(ApiError::Invalid { .. }) => Ok(()),
         Err(e) => Err(e),
     }
@@ -141,7 +142,7 @@ pub(super) fn create_pod(
     if pod.metadata.labels.as_ref().is_none_or(BTreeMap::is_empty) {
         return Err("unable to create pods, no labels".into());
     }
-    match client.create(Object::Pod(Arc::new(pod))) {
+    match client.create(Object::Pod(Arc::new(pod.into()))) {
         Ok(created) => {
             client.record_event(EventRecord::normal(
                 now,

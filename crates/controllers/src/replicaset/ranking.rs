@@ -14,6 +14,7 @@
 //! 7. max container restarts differ [more restarts];
 //! 8. creation times differ [the newer, in log2 buckets, UID for equal buckets].
 
+use kubeplane_api::StoredPod;
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -91,7 +92,7 @@ pub struct SortFacts {
 }
 
 impl SortFacts {
-    pub fn of(pod: &Pod) -> SortFacts {
+    pub fn of(pod: &StoredPod) -> SortFacts {
         let ready = is_pod_ready(pod);
         SortFacts {
             phase_ordinal: pod_phase_ordinal(pod_phase(pod)),
@@ -106,21 +107,21 @@ impl SortFacts {
 
 /// A pod to rank, with its [`SortFacts`] if the caller computed them before.
 pub trait Candidate {
-    fn pod(&self) -> &Pod;
+    fn pod(&self) -> &StoredPod;
 
     fn facts(&self) -> SortFacts {
         SortFacts::of(self.pod())
     }
 }
 
-impl Candidate for Arc<Pod> {
-    fn pod(&self) -> &Pod {
+impl Candidate for Arc<StoredPod> {
+    fn pod(&self) -> &StoredPod {
         self
     }
 }
 
 impl<T: Candidate> Candidate for &T {
-    fn pod(&self) -> &Pod {
+    fn pod(&self) -> &StoredPod {
         (**self).pod()
     }
 
@@ -399,8 +400,8 @@ pub fn pods_per_node<'a>(related: impl IntoIterator<Item = &'a Pod>) -> PodsOnNo
 /// Upstream `getPodsToDelete(filtered, related, diff)`: when fewer than all pods go, rank them by
 /// active related pods on the same node and sort; otherwise keep the input order.
 pub fn get_pods_to_delete<'a>(
-    filtered: &'a [Arc<Pod>],
-    related: &[Arc<Pod>],
+    filtered: &'a [Arc<StoredPod>],
+    related: &[Arc<StoredPod>],
     diff: usize,
     ctx: &RankContext,
 ) -> ScaleDownChoice<'a> {

@@ -2,6 +2,7 @@
 //! current and update revisions, the replicas by ordinal, creation, the condemned pods beyond
 //! the range, the rolling update, the status and the revision history.
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -30,7 +31,7 @@ const MAX_BATCH_SIZE: usize = 500;
 /// A pod of the replica range: one that exists, or the one the sync would create.
 #[derive(Clone)]
 pub(super) struct Replica {
-    pub(super) pod: Arc<Pod>,
+    pub(super) pod: Arc<StoredPod>,
     pub(super) created: bool,
 }
 
@@ -122,7 +123,7 @@ impl SetControl<'_> {
         &mut self,
         set: &StatefulSet,
         stored: &Arc<DynamicObject>,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<StoredPod>],
         mut revisions: Vec<ControllerRevision>,
     ) -> (Option<StatefulSetStatus>, Result<(), String>) {
         revisions.sort_by(by_revision);
@@ -141,7 +142,7 @@ impl SetControl<'_> {
         &mut self,
         set: &StatefulSet,
         stored: &Arc<DynamicObject>,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<StoredPod>],
         revisions: &[ControllerRevision],
     ) -> (
         Option<ControllerRevision>,
@@ -258,7 +259,7 @@ impl SetControl<'_> {
     fn truncate_history(
         &mut self,
         set: &StatefulSet,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<StoredPod>],
         revisions: &[ControllerRevision],
         current: Option<ControllerRevision>,
         update: Option<ControllerRevision>,
@@ -296,7 +297,7 @@ impl SetControl<'_> {
         current: &ControllerRevision,
         update: &ControllerRevision,
         collisions: i32,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<StoredPod>],
     ) -> (StatefulSetStatus, Result<(), String>) {
         let current_set = apply_revision(set, current);
         let update_set = apply_revision(set, update);

@@ -1027,7 +1027,7 @@ fn random_taint_timelines_keep_the_eviction_invariants() {
             if grace_zero {
                 p.spec.as_mut().unwrap().termination_grace_period_seconds = Some(0);
             }
-            h.create(Object::Pod(Arc::new(p)));
+            h.create(Object::Pod(Arc::new(p.into())));
             tolerations.push(tols);
             models.push(ModelPod {
                 scheduled: None,

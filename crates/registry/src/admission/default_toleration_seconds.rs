@@ -10,6 +10,7 @@
 //! the taint's key or empty, and whose effect is NoExecute or empty, counts. Its operator, value
 //! and tolerationSeconds are not looked at.
 
+use kubeplane_api::StoredPod;
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 
 use kubeplane_core::taints::{TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE};
@@ -24,7 +25,7 @@ pub const DEFAULT_UNREACHABLE_TOLERATION_SECONDS: i64 = 300;
 
 /// Applies DefaultTolerationSeconds with the default 300 s to a pod being created (upstream also
 /// runs it on update).
-pub fn default_toleration_seconds(pod: &mut Pod) {
+pub fn default_toleration_seconds(pod: &mut StoredPod) {
     default_toleration_seconds_with(
         pod,
         DEFAULT_NOT_READY_TOLERATION_SECONDS,
@@ -33,7 +34,7 @@ pub fn default_toleration_seconds(pod: &mut Pod) {
 }
 
 /// DefaultTolerationSeconds with explicit durations (the two apiserver flags).
-pub fn default_toleration_seconds_with(pod: &mut Pod, not_ready_secs: i64, unreachable_secs: i64) {
+pub fn default_toleration_seconds_with(pod: &mut StoredPod, not_ready_secs: i64, unreachable_secs: i64) {
     let tolerations = pod
         .spec
         .as_ref()

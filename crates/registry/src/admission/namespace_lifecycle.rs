@@ -69,7 +69,7 @@ mod tests {
                 ..Default::default()
             },
             ..Default::default()
-        }))
+        }.into()))
     }
 
     fn namespace(name: &str, terminating: bool) -> Object {

@@ -7,6 +7,7 @@
 //! A pod created with `spec.nodeName` already set gets them the same way (the plugin's
 //! handler covers creates of the `pods` resource too).
 
+use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 
@@ -54,13 +55,13 @@ pub fn admit_created_pod(b: &impl Backend, obj: Object) -> Object {
     if labels.is_empty() {
         return obj;
     }
-    let mut p = Pod::clone(pod);
+    let mut p = StoredPod::clone(pod);
     copy_labels_overwriting(&mut p, &labels);
     Object::Pod(std::sync::Arc::new(p))
 }
 
 /// Writes `labels` onto the pod's labels, replacing the values of keys it already has.
-pub fn copy_labels_overwriting(pod: &mut Pod, labels: &BTreeMap<String, String>) {
+pub fn copy_labels_overwriting(pod: &mut StoredPod, labels: &BTreeMap<String, String>) {
     if labels.is_empty() {
         return;
     }

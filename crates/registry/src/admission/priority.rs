@@ -1,6 +1,7 @@
 //! The Priority admission plugin (priorityClassName → spec.priority and preemptionPolicy), and
 //! the pod strategy's copying of matchLabelKeys into topology spread selectors.
 
+use kubeplane_api::StoredPod;
 use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{Cache, Kind, Object};
 
@@ -12,7 +13,7 @@ pub const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] = [
 
 /// Resolves the pod's priority as upstream's Priority admission plugin does. Returns the
 /// API server's error message when the class does not exist or the given priority differs.
-pub fn admit_priority(pod: &mut Pod, store: &dyn Cache) -> Result<(), String> {
+pub fn admit_priority(pod: &mut StoredPod, store: &dyn Cache) -> Result<(), String> {
     let spec = pod.spec.get_or_insert_with(Default::default);
     let name = spec.priority_class_name.clone().filter(|n| !n.is_empty());
     let (value, policy) = match &name {
@@ -78,7 +79,7 @@ pub fn admit_priority(pod: &mut Pod, store: &dyn Cache) -> Result<(), String> {
 /// MatchLabelKeysInPodAffinity, locked on since v1.33): for each key the pod has a label for,
 /// `key in (value)` (resp. `key notin (value)`) is added to the term's `labelSelector`. A term
 /// without a selector is left alone (it selects nothing anyway).
-pub fn apply_match_label_keys(pod: &mut Pod) {
+pub fn apply_match_label_keys(pod: &mut StoredPod) {
     use k8s_openapi::api::core::v1::PodAffinityTerm;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
     let labels = pod.metadata.labels.clone().unwrap_or_default();

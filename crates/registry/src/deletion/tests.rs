@@ -43,7 +43,7 @@ fn pod(node: Option<&str>, finalizers: &[&str]) -> Object {
             ..Default::default()
         }),
         status: None,
-    }))
+    }.into()))
 }
 
 /// The object marked as being deleted at `at` (seconds) with this grace period.

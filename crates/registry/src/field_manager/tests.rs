@@ -36,7 +36,7 @@ fn pod(name: &str) -> Object {
             ..Default::default()
         }),
         ..Default::default()
-    }))
+    }.into()))
 }
 
 fn deployment(replicas: i32) -> Object {

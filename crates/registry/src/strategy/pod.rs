@@ -2,6 +2,7 @@
 //! resource and of the status subresource keeps, the immutable nodeName, the grace period of a
 //! delete, and the binding (`pods/binding`, upstream `storage/storage.go`'s `assignPod`).
 
+use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ pub const MESSAGE_BIND_DELETING: &str = "pod is being deleted, cannot be assigne
 
 /// `podStrategy.PrepareForUpdate`: the stored status is kept. Copies only when they differ,
 /// so an unchanged status stays shared.
-pub fn prepare_for_update(old: &Pod, new: &mut Arc<Pod>) {
+pub fn prepare_for_update(old: &StoredPod, new: &mut Arc<StoredPod>) {
     if new.status != old.status {
         Arc::make_mut(new).status.clone_from(&old.status);
     }
@@ -31,7 +32,7 @@ pub fn prepare_for_update(old: &Pod, new: &mut Arc<Pod>) {
 
 /// `podStatusStrategy.PrepareForUpdate`: the stored spec and ownerReferences are kept; the
 /// rest of the metadata (annotations, labels) may change.
-pub fn prepare_for_status_update(old: &Pod, new: &mut Arc<Pod>) {
+pub fn prepare_for_status_update(old: &StoredPod, new: &mut Arc<StoredPod>) {
     if new.spec != old.spec {
         Arc::make_mut(new).spec.clone_from(&old.spec);
     }
@@ -43,12 +44,12 @@ pub fn prepare_for_status_update(old: &Pod, new: &mut Arc<Pod>) {
     }
 }
 
-fn node_name(pod: &Pod) -> Option<&str> {
+fn node_name(pod: &StoredPod) -> Option<&str> {
     pod.node_name()
 }
 
 /// A bound pod's node may not change (upstream's pod update validation).
-pub fn validate_update(old: &Pod, new: &Pod) -> Result<(), String> {
+pub fn validate_update(old: &StoredPod, new: &StoredPod) -> Result<(), String> {
     let old_node = node_name(old);
     if old_node.is_some() && old_node != node_name(new) {
         return Err(MESSAGE_NODE_NAME_IMMUTABLE.into());
@@ -60,7 +61,7 @@ pub fn validate_update(old: &Pod, new: &Pod) -> Result<(), String> {
 /// the pod goes at once. The period is the delete's, else the pod's
 /// terminationGracePeriodSeconds, else 30 s; a pod not bound to a node (no kubelet to stop
 /// it) and a period of 0 go at once.
-pub fn check_graceful_delete(pod: &Pod, opts: &DeleteOptions) -> Option<i64> {
+pub fn check_graceful_delete(pod: &StoredPod, opts: &DeleteOptions) -> Option<i64> {
     let bound = node_name(pod).is_some_and(|n| !n.is_empty());
     let grace = opts.grace_period_secs.unwrap_or_else(|| {
         pod.spec
@@ -107,7 +108,7 @@ impl BindFeatures {
 /// PodScheduled condition True since `now`. Refused for another UID (when `uid` is given), a
 /// pod being deleted, and a pod already bound.
 pub fn bind(
-    pod: &Pod,
+    pod: &StoredPod,
     uid: &str,
     node: &str,
     now: Time,

@@ -1,6 +1,7 @@
 //! Pods and pod templates (upstream `ValidatePodCreate`, `ValidatePodSpec`, `validateContainers`,
 //! `ValidateTolerations`, `validateTopologySpreadConstraints` in `pkg/apis/core/validation`).
 
+use kubeplane_api::StoredPod;
 use std::fmt::Display;
 
 use k8s_openapi::api::core::v1::{
@@ -18,7 +19,7 @@ use super::resources::{resource_list, validate_container_resources};
 use super::{quote, Check, FieldError};
 
 /// Upstream `ValidatePodCreate`: metadata and a spec.
-pub fn validate_pod(p: &Pod) -> Check {
+pub fn validate_pod(p: &StoredPod) -> Check {
     validate_meta(&p.metadata, "metadata", NameRule::PathSegment, true)?;
     let Some(spec) = &p.spec else {
         return Err(FieldError::required("spec", ""));

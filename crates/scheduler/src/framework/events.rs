@@ -1,6 +1,7 @@
 //! Cluster events and queueing hints (upstream `framework.ClusterEvent`, `ActionType`,
 //! `QueueingHintFn`): how the queue decides which parked pods a change might help.
 
+use kubeplane_api::StoredPod;
 use std::fmt;
 use std::ops::{BitAnd, BitOr};
 use std::sync::Arc;
@@ -174,7 +175,7 @@ impl<'a> EventObject<'a> {
 
 /// A queueing hint: `(pod waiting, old object, new object)`. An error counts as Queue.
 pub type QueueingHintFn = Arc<
-    dyn Fn(&Pod, Option<EventObject<'_>>, Option<EventObject<'_>>) -> Result<QueueingHint, String>
+    dyn Fn(&StoredPod, Option<EventObject<'_>>, Option<EventObject<'_>>) -> Result<QueueingHint, String>
         + Send
         + Sync,
 >;
@@ -193,7 +194,7 @@ impl ClusterEventWithHint {
     pub fn with_hint(
         event: ClusterEvent,
         hint: impl Fn(
-                &Pod,
+                &StoredPod,
                 Option<EventObject<'_>>,
                 Option<EventObject<'_>>,
             ) -> Result<QueueingHint, String>

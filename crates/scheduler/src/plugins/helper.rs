@@ -1,6 +1,7 @@
 //! Helpers shared by the plugins (upstream `plugins/helper`): score normalization and the
 //! unpacking of queueing-hint event objects.
 
+use kubeplane_api::StoredPod;
 use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::StoredNode;
 
@@ -72,7 +73,7 @@ pub fn pod_event<'a>(
 }
 
 /// A pod's UID ("" when unset).
-pub fn uid_of(pod: &Pod) -> &str {
+pub fn uid_of(pod: &StoredPod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or("")
 }
 

@@ -5,6 +5,7 @@
 //! Labels follow upstream's `Label()`: the resource name followed by the action name
 //! (`NodeUpdateNodeTaint`, `UnschedulablePodUpdatePodLabel`, `AssignedPodUpdate`).
 
+use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
 use std::collections::BTreeMap;
 
@@ -194,7 +195,7 @@ pub fn node_update_events(old: &StoredNode, new: &StoredNode) -> Vec<E> {
 /// away, the scheduling gates were all removed, the number of tolerations changed, the generated
 /// resource claim statuses changed; the general Update when none applies. The resource is
 /// `AssignedPod` when the new pod has `spec.nodeName`, else `UnscheduledPod`.
-pub fn pod_update_events(old: &Pod, new: &Pod) -> Vec<E> {
+pub fn pod_update_events(old: &StoredPod, new: &StoredPod) -> Vec<E> {
     let empty = PodSpec::default();
     let old_spec = old.spec.as_ref().unwrap_or(&empty);
     let new_spec = new.spec.as_ref().unwrap_or(&empty);
@@ -223,7 +224,7 @@ pub fn pod_update_events(old: &Pod, new: &Pod) -> Vec<E> {
     if n_tolerations(old_spec) != n_tolerations(new_spec) {
         out.push(kinds.toleration);
     }
-    let claims = |p: &Pod| {
+    let claims = |p: &StoredPod| {
         let s = p.status.as_ref();
         (
             s.and_then(|s| s.resource_claim_statuses.clone())

@@ -10,6 +10,7 @@
 //! ([`SchedulingQueue::refresh_nominated`]). The other operations only move a pod between
 //! sub-queues, which keeps the same `Arc<PodInfo>` under its key.
 
+use kubeplane_api::StoredPod;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::framework::PodInfo;
@@ -107,8 +108,8 @@ impl Nominator {
     /// Refreshes a pod's entry after an update. When neither version carries a
     /// nominatedNodeName but the nominator remembers one (the status patch has not arrived yet),
     /// the remembered node is kept.
-    pub fn update(&mut self, old: &Pod, new: &PodInfo) {
-        let no_nomination = |p: &Pod| {
+    pub fn update(&mut self, old: &StoredPod, new: &PodInfo) {
+        let no_nomination = |p: &StoredPod| {
             p.status
                 .as_ref()
                 .and_then(|s| s.nominated_node_name.as_deref())

@@ -193,7 +193,7 @@ impl Harness {
     fn set_pod(&mut self, pod: &Pod, f: impl FnOnce(&mut Pod)) {
         let mut p = pod.clone();
         f(&mut p);
-        self.client.update(Object::Pod(Arc::new(p))).unwrap();
+        self.client.update(Object::Pod(Arc::new(p.into()))).unwrap();
     }
 
     fn set_status(&mut self, pod: &Pod, phase: &str, ready_since: Option<Time>) {
@@ -208,7 +208,7 @@ impl Harness {
                 ..Default::default()
             }]
         });
-        self.client.update_status(Object::Pod(Arc::new(p))).unwrap();
+        self.client.update_status(Object::Pod(Arc::new(p.into()))).unwrap();
     }
 
     fn events(&self, reason: &str) -> Vec<String> {
@@ -491,7 +491,7 @@ fn of_several_pods_on_one_node_the_oldest_stays_and_the_others_are_deleted() {
     dup.metadata.resource_version = None;
     h.client.now = h.client.now + SimDuration::from_secs(5);
     dup.metadata.creation_timestamp = Some(h.client.clock().timestamp(h.client.now));
-    h.client.create(Object::Pod(Arc::new(dup))).unwrap();
+    h.client.create(Object::Pod(Arc::new(dup.into()))).unwrap();
     h.settle();
     let names: Vec<String> = h
         .pods()
@@ -512,7 +512,7 @@ fn a_matching_orphan_is_adopted_instead_of_creating_a_pod() {
         .label("name", "simple-daemon")
         .node("node-0")
         .obj();
-    client.create(Object::Pod(Arc::new(orphan))).unwrap();
+    client.create(Object::Pod(Arc::new(orphan.into()))).unwrap();
     client
         .create(ds_object(&daemon_set_json(json!({}))))
         .unwrap();

@@ -16,7 +16,7 @@ fn pod(name: &str, owned: bool) -> Object {
         "apiVersion": "v1", "kind": "Pod", "metadata": meta,
         "spec": {"containers": [{"name": "main", "image": "busybox"}]},
     });
-    Object::Pod(Arc::new(serde_json::from_value(pod).unwrap()))
+    Object::Pod(Arc::new(serde_json::from_value(pod).unwrap().into()))
 }
 
 fn orphans(h: &Harness) -> Vec<String> {
@@ -41,7 +41,7 @@ fn set_owned(h: &mut Harness, name: &str, owned: bool) {
         .metadata
         .uid
         .clone();
-    h.client.update(Object::Pod(Arc::new(p))).unwrap();
+    h.client.update(Object::Pod(Arc::new(p.into()))).unwrap();
     h.settle();
 }
 

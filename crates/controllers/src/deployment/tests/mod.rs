@@ -91,7 +91,7 @@ impl Component for FakeKubelet {
                 }]),
                 ..Default::default()
             });
-            client.update_status(Object::Pod(Arc::new(p))).unwrap();
+            client.update_status(Object::Pod(Arc::new(p.into()))).unwrap();
         }
     }
     fn next_wakeup(&self) -> Option<SimTime> {

@@ -2,6 +2,7 @@
 //! affinity must match the node, preferred terms add their weights to its score; the plugin's
 //! `addedAffinity` args apply to every pod (upstream `plugins/nodeaffinity/node_affinity.go`).
 
+use kubeplane_api::StoredPod;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kubeplane_core::nodeaffinity::{
     required_node_names, NodeNameRestriction, NodeSelectorMatcher, PreferredNodeAffinity,
@@ -293,7 +294,7 @@ fn node_name_and_labels(n: &Node) -> (&str, &std::collections::BTreeMap<String, 
 /// an update turns a non-matching node into a matching one.
 fn is_schedulable_after_node_change(
     added: Option<&NodeSelectorMatcher>,
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {

@@ -1,6 +1,7 @@
 //! NodeName (Filter): a pod with `spec.nodeName` set only fits the node of that name
 //! (upstream `plugins/nodename/node_name.go`).
 
+use kubeplane_api::StoredPod;
 use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::PodExt;
 
@@ -50,7 +51,7 @@ impl FilterPlugin for NodeName {
 
 /// Queue when the added node is the one the pod names (or the pod names none).
 fn is_schedulable_after_node_add(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {

@@ -2,6 +2,7 @@
 //! tolerate the `node.kubernetes.io/unschedulable:NoSchedule` taint (upstream
 //! `plugins/nodeunschedulable/node_unschedulable.go`).
 
+use kubeplane_api::StoredPod;
 use std::sync::LazyLock;
 
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
@@ -89,7 +90,7 @@ fn node_unschedulable(n: &Node) -> bool {
 
 /// Queue when a schedulable node is added or a node stops being unschedulable.
 fn is_schedulable_after_node_change(
-    _pod: &Pod,
+    _pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
@@ -104,7 +105,7 @@ fn is_schedulable_after_node_change(
 
 /// Queue when the waiting pod itself now tolerates the unschedulable taint.
 fn is_schedulable_after_pod_toleration_change(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {

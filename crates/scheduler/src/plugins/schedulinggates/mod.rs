@@ -1,6 +1,7 @@
 //! SchedulingGates (PreEnqueue): a pod with `spec.schedulingGates` stays out of activeQ until
 //! every gate is removed (upstream `plugins/schedulinggates/scheduling_gates.go`).
 
+use kubeplane_api::StoredPod;
 use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, Plugin, PodInfo,
     PreEnqueuePlugin, QueueingHint, Status,
@@ -48,7 +49,7 @@ impl PreEnqueuePlugin for SchedulingGates {
 
 /// Queue only when the pod whose gates were removed is the waiting pod itself.
 fn is_schedulable_after_gates_eliminated(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {

@@ -63,7 +63,7 @@ fn object(kind: &str, name: &str) -> Object {
         _ => Object::Pod(Arc::new(Pod {
             metadata: meta,
             ..Default::default()
-        })),
+        }.into())),
     }
 }
 
