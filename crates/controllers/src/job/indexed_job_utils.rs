@@ -186,11 +186,11 @@ pub fn first_pending_indexes(
 /// `completions`, and all but one pod of each repeated index (the one kept is the one ranked
 /// last for deletion by `rank`). Returns (to remove, the rest).
 pub fn duplicated_index_pods<'a>(
-    pods: &[&'a Pod],
+    pods: &[&'a StoredPod],
     completions: i64,
-    rank: impl Fn(&mut Vec<&'a Pod>),
-) -> (Vec<&'a Pod>, Vec<&'a Pod>) {
-    let mut by_index: BTreeMap<i64, Vec<&'a Pod>> = BTreeMap::new();
+    rank: impl Fn(&mut Vec<&'a StoredPod>),
+) -> (Vec<&'a StoredPod>, Vec<&'a StoredPod>) {
+    let mut by_index: BTreeMap<i64, Vec<&'a StoredPod>> = BTreeMap::new();
     let mut rm = Vec::new();
     for p in pods {
         match completion_index(p) {

@@ -90,7 +90,7 @@ pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &StoredP
 /// The first terminated container (regular, then init) with a non-zero exit code the
 /// requirement accepts.
 fn match_on_exit_codes<'a>(
-    pod: &'a Pod,
+    pod: &'a StoredPod,
     req: &PodFailurePolicyOnExitCodesRequirement,
 ) -> Option<&'a ContainerStatus> {
     let status = pod.status.as_ref()?;

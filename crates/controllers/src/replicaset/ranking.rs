@@ -51,12 +51,12 @@ pub struct PodSortKey<'a> {
 }
 
 impl<'a> PodSortKey<'a> {
-    pub fn new(pod: &'a Pod, pods_on_node: usize) -> PodSortKey<'a> {
+    pub fn new(pod: &'a StoredPod, pods_on_node: usize) -> PodSortKey<'a> {
         PodSortKey::with_facts(pod, &SortFacts::of(pod), pods_on_node)
     }
 
     /// The key of a pod whose [`SortFacts`] were computed before.
-    pub fn with_facts(pod: &'a Pod, facts: &SortFacts, pods_on_node: usize) -> PodSortKey<'a> {
+    pub fn with_facts(pod: &'a StoredPod, facts: &SortFacts, pods_on_node: usize) -> PodSortKey<'a> {
         PodSortKey {
             namespace: pod.metadata.namespace.as_deref().unwrap_or_default(),
             name: pod.metadata.name.as_deref().unwrap_or_default(),
@@ -366,7 +366,7 @@ fn merge_pass<T: Copy>(src: &[T], dst: &mut [T], width: usize, less: &impl Fn(&T
 #[derive(Clone, Debug)]
 pub struct ScaleDownChoice<'a> {
     /// The pods to delete, first to go first.
-    pub victims: Vec<&'a Pod>,
+    pub victims: Vec<&'a StoredPod>,
     /// Whether the candidates were sorted (false when every pod goes).
     pub sorted: bool,
     /// The candidates' sort keys in input order. Only `--explain` and tests read them in the
@@ -387,7 +387,7 @@ impl<'a> ScaleDownChoice<'a> {
 pub type PodsOnNode<'a> = FxHashMap<&'a str, usize>;
 
 /// Counts active related pods per node name (the empty name included).
-pub fn pods_per_node<'a>(related: impl IntoIterator<Item = &'a Pod>) -> PodsOnNode<'a> {
+pub fn pods_per_node<'a>(related: impl IntoIterator<Item = &'a StoredPod>) -> PodsOnNode<'a> {
     let mut counts = PodsOnNode::default();
     for p in related {
         if is_pod_active(p) {

@@ -176,7 +176,7 @@ pub fn claims_for(set: &StatefulSet, ordinal: i64) -> Vec<(String, PersistentVol
 /// Points the pod's volumes named after claim templates at its claims (other volumes kept).
 pub fn update_storage(set: &StatefulSet, pod: &mut StoredPod) {
     let claims = claims_for(set, ordinal(pod));
-    let spec = pod.spec.get_or_insert_with(Default::default);
+    let spec = pod.spec_mut();
     let current = spec.volumes.take().unwrap_or_default();
     let mut volumes: Vec<Volume> = claims
         .iter()
@@ -208,7 +208,7 @@ pub fn update_identity(set: &StatefulSet, pod: &mut StoredPod) {
     pod.metadata.name = Some(name);
 }
 
-pub fn pod_label<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+pub fn pod_label<'a>(pod: &'a StoredPod, key: &str) -> Option<&'a str> {
     pod.metadata
         .labels
         .as_ref()
@@ -224,14 +224,14 @@ pub fn pod_revision(pod: &StoredPod) -> &str {
 /// A new pod of the set for an ordinal (upstream `newStatefulSetPod`): the template's metadata
 /// and spec, the controller reference, the identity, `hostname`/`subdomain` (set only on
 /// creation) and the claims' volumes.
-pub fn new_pod(set: &StatefulSet, ordinal: i64, revision: &str) -> Pod {
+pub fn new_pod(set: &StatefulSet, ordinal: i64, revision: &str) -> StoredPod {
     let template = set
         .spec
         .as_ref()
         .map(|s| s.template.clone())
         .unwrap_or_default();
     let tmeta = template.metadata.unwrap_or_default();
-    let mut pod = Pod {
+    let mut pod: StoredPod = Pod {
         metadata: ObjectMeta {
             name: Some(pod_name(set, ordinal)),
             labels: tmeta.labels,
@@ -242,10 +242,12 @@ pub fn new_pod(set: &StatefulSet, ordinal: i64, revision: &str) -> Pod {
         },
         spec: template.spec,
         status: None,
-    };
+    }
+    .into();
     update_identity(set, &mut pod);
-    let spec = pod.spec.get_or_insert_with(Default::default);
-    spec.hostname = pod.metadata.name.clone();
+    let hostname = pod.metadata.name.clone();
+    let spec = pod.spec_mut();
+    spec.hostname = hostname;
     let service = service_name(set);
     spec.subdomain = (!service.is_empty()).then_some(service);
     update_storage(set, &mut pod);
@@ -601,7 +603,7 @@ fn has_unexpected_controller(
 /// The claim-ownership questions of one set and pod under the set's retention policy.
 pub struct ClaimOwnership<'a> {
     pub set: &'a StatefulSet,
-    pub pod: &'a Pod,
+    pub pod: &'a StoredPod,
 }
 
 impl ClaimOwnership<'_> {
