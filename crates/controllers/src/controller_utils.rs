@@ -3,12 +3,12 @@
 //! controller references, the claim rules of the ControllerRefManager, expectations and
 //! slow-start batching. Nothing here reads a clock: instants are parameters.
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
@@ -611,13 +611,16 @@ mod tests {
     #[test]
     fn active_pods_exclude_finished_and_terminating_ones() {
         // Upstream TestActivePodFiltering: phases {Succeeded, Failed, "", "", ""} -> the last 3.
-        use k8s_openapi::api::core::v1::PodStatus;
-        let pod = |phase: &str| Pod {
-            status: Some(PodStatus {
-                phase: (!phase.is_empty()).then(|| phase.to_string()),
+        use k8s_openapi::api::core::v1::{Pod, PodStatus};
+        let pod = |phase: &str| -> StoredPod {
+            Pod {
+                status: Some(PodStatus {
+                    phase: (!phase.is_empty()).then(|| phase.to_string()),
+                    ..Default::default()
+                }),
                 ..Default::default()
-            }),
-            ..Default::default()
+            }
+            .into()
         };
         let pods = [pod("Succeeded"), pod("Failed"), pod(""), pod(""), pod("")];
         assert_eq!(pods.iter().filter(|p| is_pod_active(p)).count(), 3);

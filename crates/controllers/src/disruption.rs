@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use crate::controller_utils::{controller_of, is_pod_ready};
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::{
     PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
 };
@@ -150,7 +149,10 @@ fn controller_scale(
 
 /// The sum of the scales of the controllers of the pods (upstream `getExpectedScale`), and the
 /// names of pods without a controller.
-fn expected_scale(store: &dyn Cache, pods: &[&Arc<StoredPod>]) -> Result<(i32, Vec<String>), String> {
+fn expected_scale(
+    store: &dyn Cache,
+    pods: &[&Arc<StoredPod>],
+) -> Result<(i32, Vec<String>), String> {
     let mut scales: BTreeMap<String, i32> = BTreeMap::new();
     let mut unmanaged = Vec::new();
     for pod in pods {
@@ -512,7 +514,7 @@ impl Component for DisruptionController {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+    use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
     use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
     use kubeplane_store::Store;
@@ -522,23 +524,26 @@ mod tests {
     }
 
     fn pod(name: &str, ready: bool) -> Object {
-        Object::Pod(Arc::new(Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("default".into()),
-                labels: Some([("app".to_string(), "web".to_string())].into()),
-                ..Default::default()
-            },
-            spec: Some(Default::default()),
-            status: Some(PodStatus {
-                conditions: Some(vec![PodCondition {
-                    type_: "Ready".into(),
-                    status: if ready { "True" } else { "False" }.into(),
+        Object::Pod(Arc::new(
+            Pod {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    namespace: Some("default".into()),
+                    labels: Some([("app".to_string(), "web".to_string())].into()),
                     ..Default::default()
-                }]),
-                ..Default::default()
-            }),
-        }.into()))
+                },
+                spec: Some(Default::default()),
+                status: Some(PodStatus {
+                    conditions: Some(vec![PodCondition {
+                        type_: "Ready".into(),
+                        status: if ready { "True" } else { "False" }.into(),
+                        ..Default::default()
+                    }]),
+                    ..Default::default()
+                }),
+            }
+            .into(),
+        ))
     }
 
     fn pdb(min: Option<IntOrString>, max: Option<IntOrString>) -> PodDisruptionBudget {

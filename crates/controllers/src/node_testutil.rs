@@ -187,8 +187,10 @@ pub fn set_pod_tolerations(client: &mut TestClient, ns: &str, name: &str, tols: 
     let pod = client.store.get_pod(ns, name).expect("pod exists");
     let mut p = StoredPod::clone(pod);
     p.metadata.resource_version = None;
-    p.spec.get_or_insert_with(Default::default).tolerations = (!tols.is_empty()).then_some(tols);
-    client.update(Object::Pod(Arc::new(p.into()))).expect("update pod");
+    p.spec_mut().tolerations = (!tols.is_empty()).then_some(tols);
+    client
+        .update(Object::Pod(Arc::new(p.into())))
+        .expect("update pod");
 }
 
 pub fn delete_object(client: &mut TestClient, kind: Kind, ns: &str, name: &str) {

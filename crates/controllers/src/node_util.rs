@@ -2,13 +2,13 @@
 //! fed from watch events (upstream's `spec.nodeName` informer index), the pod-condition update
 //! rule, and the human-readable forms of taints and tolerations used in explanation records.
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 use std::hash::Hash;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus, Taint, Toleration};
+use k8s_openapi::api::core::v1::{PodCondition, PodStatus, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{EventType, WatchEvent};
 

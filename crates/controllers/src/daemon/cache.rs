@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 use kubeplane_api::object::DynamicObject;
 use kubeplane_api::StoredNode;
 use kubeplane_core::labels::{from_label_selector, Selector};
@@ -209,7 +209,10 @@ impl Cache {
     }
 
     /// The pods whose controller reference carries `uid`, in key order.
-    pub fn controlled_pods<'a>(&'a self, uid: &str) -> impl Iterator<Item = &'a Arc<StoredPod>> + 'a {
+    pub fn controlled_pods<'a>(
+        &'a self,
+        uid: &str,
+    ) -> impl Iterator<Item = &'a Arc<StoredPod>> + 'a {
         self.controlled
             .get(uid)
             .into_iter()

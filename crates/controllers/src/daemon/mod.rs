@@ -28,7 +28,7 @@ use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kubeplane_api::object::DynamicObject;
 use kubeplane_api::types::ResourceType;
 use kubeplane_api::{Client, Component, EventType, Object, StoredNode, WatchEvent};

@@ -147,7 +147,11 @@ pub fn recheck_daemon_set(client: &mut dyn Client, ds: &CachedDs) -> Result<(), 
 }
 
 /// Upstream `AdoptPod`: adds the controller reference. `Ok(false)` when the pod is gone.
-pub fn adopt_pod(client: &mut dyn Client, ds: &CachedDs, pod: &StoredPod) -> Result<bool, ApiError> {
+pub fn adopt_pod(
+    client: &mut dyn Client,
+    ds: &CachedDs,
+    pod: &StoredPod,
+) -> Result<bool, ApiError> {
     let (ns, name) = ns_name(&pod.metadata);
     let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
         return Ok(false);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kubeplane_api::{ApiError, Client, Kind, Object, ObjectKey};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;

@@ -10,7 +10,6 @@ use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use kubeplane_api::{ApiError, Client, DeleteOptions, DynamicObject, Kind, Object, ObjectKey};

@@ -2,13 +2,13 @@
 //! every daemon pod gets, the template a pod is created from, surge and unavailability counts,
 //! whether a pod is of the current revision, and the node affinity that pins a pod to its node.
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
-    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec,
+    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
     PodTemplateSpec, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

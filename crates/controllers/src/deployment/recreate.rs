@@ -1,8 +1,8 @@
 //! Upstream `recreate.go`: the Recreate strategy, which scales every old ReplicaSet to zero and
 //! waits for their pods to be gone before scaling the new one up.
 
-use kubeplane_api::StoredPod;
 use super::*;
+use kubeplane_api::StoredPod;
 
 impl DeploymentController {
     /// Upstream `rolloutRecreate`: every old pod is gone before the new ReplicaSet scales up.

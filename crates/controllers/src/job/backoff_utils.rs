@@ -2,9 +2,8 @@
 //! 10 s after the first failure since the last success, doubling with each further failure up
 //! to 10 minutes, counted from the last failure's finish time.
 
-use kubeplane_api::StoredPod;
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::StoredPod;
 
 /// Upstream `DefaultJobPodFailureBackOff`.
 pub const DEFAULT_POD_FAILURE_BACKOFF: SignedDuration = SignedDuration::from_secs(10);
@@ -141,8 +140,8 @@ mod tests {
         Timestamp::from_second(1_700_000_000 + secs).unwrap()
     }
 
-    fn finished_at(secs: i64) -> Pod {
-        let mut pod = PodBuilder::new("p").obj();
+    fn finished_at(secs: i64) -> StoredPod {
+        let mut pod: StoredPod = PodBuilder::new("p").obj().into();
         pod.status = Some(PodStatus {
             container_statuses: Some(vec![ContainerStatus {
                 name: "c".into(),
@@ -172,7 +171,13 @@ mod tests {
             failures_after_last_success: 2,
             last_failure_time: Some(t(1)),
         };
-        type Case<'a> = (&'a str, Vec<&'a Pod>, Vec<&'a Pod>, i32, Option<Timestamp>);
+        type Case<'a> = (
+            &'a str,
+            Vec<&'a StoredPod>,
+            Vec<&'a StoredPod>,
+            i32,
+            Option<Timestamp>,
+        );
         let cases: Vec<Case> = vec![
             (
                 "Nothing new keeps the record",
@@ -225,14 +230,15 @@ mod tests {
     #[test]
     fn finish_time_falls_back_to_ready_deletion_then_creation() {
         assert_eq!(finished_time(&finished_at(42)), t(42));
-        let pod = PodBuilder::new("p")
+        let pod: StoredPod = PodBuilder::new("p")
             .ready_condition("False", Some(t(7)))
-            .obj();
+            .obj()
+            .into();
         assert_eq!(finished_time(&pod), t(7));
-        let mut pod = PodBuilder::new("p").deleted_at(t(40)).obj();
+        let mut pod: StoredPod = PodBuilder::new("p").deleted_at(t(40)).obj().into();
         pod.metadata.deletion_grace_period_seconds = Some(30);
         assert_eq!(finished_time(&pod), t(10));
-        let pod = PodBuilder::new("p").created(Some(t(2))).obj();
+        let pod: StoredPod = PodBuilder::new("p").created(Some(t(2))).obj().into();
         assert_eq!(finished_time(&pod), t(2));
     }
 }

@@ -9,10 +9,9 @@
 //! `namespace` and `name`, `decision`, `reason`, a one-line `message` (the table prints it),
 //! `at` when the decision names an instant, and the facts behind it.
 
-use kubeplane_api::StoredPod;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::Clock;
+use kubeplane_api::StoredPod;
 use kubeplane_core::SimTime;
 use serde_json::{json, Value};
 

@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, PodTemplateSpec};
 
 use super::backoff_utils::finished_time;
 use super::pod_failure_policy::match_pod_failure_policy;
@@ -493,10 +493,11 @@ mod tests {
         assert!(!iv(&[(0, 2), (5, 6)]).has(3));
     }
 
-    fn indexed(name: &str, ix: &str) -> Pod {
+    fn indexed(name: &str, ix: &str) -> StoredPod {
         PodBuilder::new(name)
             .annotation(COMPLETION_INDEX_ANNOTATION, ix)
             .obj()
+            .into()
     }
 
     #[test]
@@ -531,7 +532,7 @@ mod tests {
         let p1 = indexed("p1", "1");
         let pods = vec![&p0, &p0b, &p9, &bad, &p1];
         let (rm, left) = duplicated_index_pods(&pods, 3, |_| {});
-        let names = |v: &[&Pod]| {
+        let names = |v: &[&StoredPod]| {
             v.iter()
                 .map(|p| p.metadata.name.clone().unwrap())
                 .collect::<Vec<_>>()
@@ -564,7 +565,7 @@ mod tests {
             if let Some(v) = value {
                 b = b.annotation(INDEX_FAILURE_COUNT_ANNOTATION, v);
             }
-            assert_eq!(index_failure_count(&b.obj()), *want, "{name}");
+            assert_eq!(index_failure_count(&b.obj().into()), *want, "{name}");
         }
     }
 
@@ -599,13 +600,14 @@ mod tests {
             }),
             ..Default::default()
         };
-        let first = PodBuilder::new("p").phase("Failed").obj();
-        let later = PodBuilder::new("p")
+        let first: StoredPod = PodBuilder::new("p").phase("Failed").obj().into();
+        let later: StoredPod = PodBuilder::new("p")
             .phase("Failed")
             .annotation(INDEX_FAILURE_COUNT_ANNOTATION, "1")
             .annotation(INDEX_IGNORED_FAILURE_COUNT_ANNOTATION, "2")
-            .obj();
-        let cases: &[(&str, Option<&Pod>, (i32, i32))] = &[
+            .obj()
+            .into();
+        let cases: &[(&str, Option<&StoredPod>, (i32, i32))] = &[
             ("The first pod of an index", None, (0, 0)),
             ("Replacing a first failure", Some(&first), (1, 0)),
             ("Ignored failures are carried", Some(&later), (2, 2)),
@@ -619,10 +621,11 @@ mod tests {
             None,
             "1 failure before it is within the limit"
         );
-        let at_limit = PodBuilder::new("p")
+        let at_limit: StoredPod = PodBuilder::new("p")
             .phase("Failed")
             .annotation(INDEX_FAILURE_COUNT_ANNOTATION, "2")
-            .obj();
+            .obj()
+            .into();
         assert_eq!(
             index_failed_by(&job, &at_limit),
             Some(IndexFailure::BackoffLimit)

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use jiff::SignedDuration;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::Client;
 use kubeplane_core::time::SimDuration;
 
@@ -26,7 +25,11 @@ use crate::replicaset::ranking::{less, merge_sort_by_less, PodSortKey, RankConte
 
 /// Active pods to remove: for Indexed Jobs those with repeated or invalid indexes first, then
 /// the first `rm_at_least` in deletion order (upstream `activePodsForRemoval`).
-fn active_pods_for_removal(job: &Job, pods: &[Arc<StoredPod>], rm_at_least: usize) -> Vec<Arc<StoredPod>> {
+fn active_pods_for_removal(
+    job: &Job,
+    pods: &[Arc<StoredPod>],
+    rm_at_least: usize,
+) -> Vec<Arc<StoredPod>> {
     let ctx = RankContext {
         now: None,
         pod_deletion_cost: false,

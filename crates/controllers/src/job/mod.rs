@@ -32,7 +32,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{Client, Component, DynamicObject, EventType, Object, WatchEvent};
 use kubeplane_core::labels::from_label_selector;
 use kubeplane_core::time::SimDuration;
@@ -194,7 +193,12 @@ impl JobController {
 
     /// Moves a pod's filing from where it was (`prev`) to where it is (`cur`): under the UID
     /// of its Job, among the orphans, or nowhere.
-    fn file_pod(&mut self, pod: &Arc<StoredPod>, prev: Option<Option<&str>>, cur: Option<Option<&str>>) {
+    fn file_pod(
+        &mut self,
+        pod: &Arc<StoredPod>,
+        prev: Option<Option<&str>>,
+        cur: Option<Option<&str>>,
+    ) {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let name = pod.metadata.name.as_deref().unwrap_or("");
         if prev != cur {

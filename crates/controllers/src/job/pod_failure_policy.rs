@@ -3,9 +3,9 @@
 //! fails at once (FailJob), the failure is not counted (Ignore), counted (Count), or fails the
 //! pod's index (FailIndex).
 
-use kubeplane_api::StoredPod;
 use k8s_openapi::api::batch::v1::{PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement};
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::ContainerStatus;
+use kubeplane_api::StoredPod;
 
 /// What a pod failure policy says about one failed pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,8 +124,8 @@ mod tests {
     };
     use kubeplane_core::testing::PodBuilder;
 
-    fn failed_pod(exit_codes: &[(&str, i32)], conditions: &[(&str, &str)]) -> Pod {
-        let mut pod = PodBuilder::new("p").namespace("ns").obj();
+    fn failed_pod(exit_codes: &[(&str, i32)], conditions: &[(&str, &str)]) -> StoredPod {
+        let mut pod: StoredPod = PodBuilder::new("p").namespace("ns").obj().into();
         pod.status = Some(PodStatus {
             phase: Some("Failed".into()),
             container_statuses: Some(
@@ -192,7 +192,7 @@ mod tests {
         type Case<'a> = (
             &'a str,
             Vec<PodFailurePolicyRule>,
-            Pod,
+            StoredPod,
             Option<&'a str>,
             bool,
             Option<&'a str>,

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use jiff::SignedDuration;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, UncountedTerminatedPods};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{ApiError, Client, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::labels::from_label_selector;
@@ -536,7 +535,11 @@ fn delete_active_pods(
 
 /// Deletes one pod with upstream `RealPodControl.DeletePod`'s events; a pod already gone
 /// counts as deleted.
-pub(super) fn delete_pod(ctx: &JobCtx, pod: &StoredPod, client: &mut dyn Client) -> Result<(), String> {
+pub(super) fn delete_pod(
+    ctx: &JobCtx,
+    pod: &StoredPod,
+    client: &mut dyn Client,
+) -> Result<(), String> {
     let (ns, name) = ns_name(&pod.metadata);
     let key = ObjectKey::new(Kind::Pod, &ns, &name);
     match client.delete(&key, DeleteOptions::default()) {

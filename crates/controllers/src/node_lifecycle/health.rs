@@ -4,9 +4,9 @@
 //! its pods not ready, then hands the zones' states to the disruption handling; a pod bound
 //! to a node that was not ready is marked not ready too.
 
-use kubeplane_api::StoredPod;
 use super::tainting::{mark_node_as_reachable, process_taint_base_eviction};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_api::StoredPod;
 
 use super::*;
 

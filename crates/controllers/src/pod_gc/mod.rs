@@ -26,12 +26,12 @@
 //! pod's phase to Pending; a pod without a phase is taken as Pending (upstream's check would
 //! count it terminated).
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{Node, PodCondition};
 use kubeplane_api::{ApiError, Client, Component, DeleteOptions, EventType, Kind, Object};
 use kubeplane_api::{ObjectKey, WatchEvent};
 use kubeplane_core::taints::TAINT_NODE_OUT_OF_SERVICE;

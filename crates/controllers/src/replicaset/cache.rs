@@ -7,7 +7,6 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kubeplane_core::labels::Selector;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
@@ -378,7 +377,11 @@ impl Cache {
 
     /// Caches `pod` as the current version of the pod `key` (`None`: forgets the pod) and
     /// returns the version cached before.
-    pub(super) fn replace_pod(&mut self, key: &NsName, pod: Option<&Arc<StoredPod>>) -> Option<Arc<StoredPod>> {
+    pub(super) fn replace_pod(
+        &mut self,
+        key: &NsName,
+        pod: Option<&Arc<StoredPod>>,
+    ) -> Option<Arc<StoredPod>> {
         // The new version takes its label map before the old one lets go of it, so that a map
         // that did not change keeps its number.
         let cur = pod.map(|p| CachedPod::new(p.clone(), &mut self.label_sets));

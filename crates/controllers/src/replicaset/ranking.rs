@@ -20,7 +20,6 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::{json, Value};
 
 use crate::controller_utils::{
@@ -56,7 +55,11 @@ impl<'a> PodSortKey<'a> {
     }
 
     /// The key of a pod whose [`SortFacts`] were computed before.
-    pub fn with_facts(pod: &'a StoredPod, facts: &SortFacts, pods_on_node: usize) -> PodSortKey<'a> {
+    pub fn with_facts(
+        pod: &'a StoredPod,
+        facts: &SortFacts,
+        pods_on_node: usize,
+    ) -> PodSortKey<'a> {
         PodSortKey {
             namespace: pod.metadata.namespace.as_deref().unwrap_or_default(),
             name: pod.metadata.name.as_deref().unwrap_or_default(),

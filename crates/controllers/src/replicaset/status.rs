@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{Client, Kind, Object, ObjectKey};
 
@@ -31,7 +30,11 @@ pub(super) struct StatusCounts {
 
 impl StatusCounts {
     /// The counts over pods as they are.
-    pub(super) fn of_pods(rs: &ReplicaSet, claimed: &[Arc<StoredPod>], now: Timestamp) -> StatusCounts {
+    pub(super) fn of_pods(
+        rs: &ReplicaSet,
+        claimed: &[Arc<StoredPod>],
+        now: Timestamp,
+    ) -> StatusCounts {
         let template_selector = template_selector(rs);
         let min_ready = min_ready_seconds(rs);
         let mut counts = StatusCounts {

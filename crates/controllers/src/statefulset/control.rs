@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{ApiError, DeleteOptions, DynamicObject, Kind, Object, ObjectKey};
 
 use super::explain;

@@ -11,7 +11,6 @@
 //! ([`crate::explain::Explained`]).
 
 use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_core::SimTime;
 use serde_json::{json, Value};
 

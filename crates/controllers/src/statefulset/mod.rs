@@ -30,7 +30,7 @@ use k8s_openapi::api::apps::v1::{
     ControllerRevision, RollingUpdateStatefulSetStrategy, StatefulSet,
     StatefulSetPersistentVolumeClaimRetentionPolicy, StatefulSetUpdateStrategy,
 };
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{Client, Component, DynamicObject, EventType, Object, WatchEvent};
 use kubeplane_core::features::FeatureGates;

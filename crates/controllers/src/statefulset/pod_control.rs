@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kubeplane_api::{
     types, ApiError, Client, DeleteOptions, DynamicObject, Kind, Object, ObjectKey,
 };
@@ -105,7 +105,11 @@ impl PodControl<'_> {
 
     /// Upstream `createPersistentVolumeClaims`: every missing claim of the pod's ordinal is
     /// created; a claim being deleted is an error.
-    pub(super) fn create_claims(&mut self, set: &StatefulSet, pod: &StoredPod) -> Result<(), String> {
+    pub(super) fn create_claims(
+        &mut self,
+        set: &StatefulSet,
+        pod: &StoredPod,
+    ) -> Result<(), String> {
         let mut errs = Vec::new();
         for (_, claim) in claims_for(set, ordinal(pod)) {
             let ns = set_namespace(set);
@@ -135,12 +139,19 @@ impl PodControl<'_> {
 
     /// Upstream `CreateStatefulPod`: the claims, then the pod, then the claims' owners. The
     /// created pod is returned.
-    pub(super) fn create_pod(&mut self, set: &StatefulSet, pod: &StoredPod) -> Result<Arc<StoredPod>, String> {
+    pub(super) fn create_pod(
+        &mut self,
+        set: &StatefulSet,
+        pod: &StoredPod,
+    ) -> Result<Arc<StoredPod>, String> {
         if let Err(e) = self.create_claims(set, pod) {
             self.pod_event("create", set, pod_name(pod), Some(&e));
             return Err(e);
         }
-        let created = match self.client.create(Object::Pod(Arc::new(pod.clone().into()))) {
+        let created = match self
+            .client
+            .create(Object::Pod(Arc::new(pod.clone().into())))
+        {
             Ok(Object::Pod(p)) => p,
             Ok(_) => Arc::new(pod.clone()),
             Err(e @ ApiError::AlreadyExists { .. }) => return Err(e.to_string()),
@@ -204,7 +215,10 @@ impl PodControl<'_> {
                 break;
             }
             attempted = true;
-            match self.client.update(Object::Pod(Arc::new(pod.clone().into()))) {
+            match self
+                .client
+                .update(Object::Pod(Arc::new(pod.clone().into())))
+            {
                 Ok(_) => {
                     result = Ok(());
                     break;
@@ -235,7 +249,11 @@ impl PodControl<'_> {
     }
 
     /// Upstream `DeleteStatefulPod`.
-    pub(super) fn delete_pod(&mut self, set: &StatefulSet, pod: &StoredPod) -> Result<(), ApiError> {
+    pub(super) fn delete_pod(
+        &mut self,
+        set: &StatefulSet,
+        pod: &StoredPod,
+    ) -> Result<(), ApiError> {
         let key = ObjectKey::new(Kind::Pod, set_namespace(set), pod_name(pod));
         let result = self
             .client

@@ -34,7 +34,9 @@ fn one_sync(nodes: Vec<Node>, pods: &[(&str, &str, &str, bool)]) -> Outcome {
         if *terminating {
             b = b.deleted_at(client.clock().timestamp(client.now).0);
         }
-        client.create(Object::Pod(Arc::new(b.obj().into()))).unwrap();
+        client
+            .create(Object::Pod(Arc::new(b.obj().into())))
+            .unwrap();
     }
     let mut dsc = DaemonSetsController::new();
     client.dispatch(&mut [&mut dsc]);

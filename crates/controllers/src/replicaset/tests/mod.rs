@@ -9,7 +9,9 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
-use kubeplane_api::{ApiError, Client, Component, DeleteOptions, Kind, Object, ObjectKey};
+use kubeplane_api::{
+    ApiError, Client, Component, DeleteOptions, Kind, Object, ObjectKey, StoredPod,
+};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_registry::testing::TestClient;
@@ -58,7 +60,7 @@ trait ReplicaSetPod {
     fn owned_by(self, rs: &Object) -> Self;
     fn terminating(self) -> Self;
     fn build(self) -> Pod;
-    fn arc(self) -> Arc<Pod>;
+    fn arc(self) -> Arc<StoredPod>;
     fn object(self) -> Object;
 }
 
@@ -75,8 +77,8 @@ impl ReplicaSetPod for PodBuilder {
     fn build(self) -> Pod {
         self.obj()
     }
-    fn arc(self) -> Arc<Pod> {
-        Arc::new(self.obj())
+    fn arc(self) -> Arc<StoredPod> {
+        Arc::new(self.obj().into())
     }
     fn object(self) -> Object {
         Object::Pod(Arc::new(self.obj().into()))
@@ -138,7 +140,7 @@ fn set_replicas(client: &mut TestClient, name: &str, replicas: i32) {
     client.update(rs_object(rs)).unwrap();
 }
 
-fn pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<Pod>> {
+fn pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<StoredPod>> {
     let uid = get_rs(client, rs_name).metadata.uid.clone();
     client
         .store
@@ -148,7 +150,7 @@ fn pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<Pod>> {
         .collect()
 }
 
-fn active_pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<Pod>> {
+fn active_pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<StoredPod>> {
     pods_of(client, rs_name)
         .into_iter()
         .filter(|p| is_pod_active(p))
@@ -450,7 +452,7 @@ fn orphans_are_adopted_and_non_matching_pods_released() {
     assert_eq!(controller_of(&orphan.metadata).unwrap().uid, rs.uid());
 
     // Relabelling a pod releases it and a replacement is created.
-    let mut p = Pod::clone(client.store.get_pod("default", "owned").unwrap());
+    let mut p = StoredPod::clone(client.store.get_pod("default", "owned").unwrap());
     p.metadata.labels = Some([("app".to_string(), "debug".to_string())].into());
     client.update(Object::Pod(Arc::new(p.into()))).unwrap();
     settle(&mut client, &mut rsc);
