@@ -174,6 +174,11 @@ fn create_validation_renders_each_problem_as_upstream_field_errors() {
             "spec.tolerations[0].operator: Unsupported value: \"Maybe\": supported values: \"Equal\", \"Exists\"",
         ),
         (
+            "a pod's nodeName (stored outside its spec) is a path segment name",
+            pod_with("p", |s| s.node_name = Some("a/b".into())),
+            "spec.nodeName: Invalid value: \"a/b\": may not contain '/'",
+        ),
+        (
             "two containers of one name are a duplicate value",
             pod_with("p", |s| s.containers.push(container())),
             "spec.containers[1].name: Duplicate value: \"app\"",

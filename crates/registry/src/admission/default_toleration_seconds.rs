@@ -59,8 +59,7 @@ pub fn default_toleration_seconds_with(pod: &mut StoredPod, not_ready_secs: i64,
         toleration_seconds: Some(secs),
         value: None,
     };
-    let spec = pod.spec.get_or_insert_with(Default::default);
-    let list = spec.tolerations.get_or_insert_with(Vec::new);
+    let list = pod.spec_mut().tolerations.get_or_insert_with(Vec::new);
     if !has_not_ready {
         list.push(added(TAINT_NODE_NOT_READY, not_ready_secs));
     }

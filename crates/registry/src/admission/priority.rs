@@ -14,8 +14,13 @@ pub const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] = [
 /// Resolves the pod's priority as upstream's Priority admission plugin does. Returns the
 /// API server's error message when the class does not exist or the given priority differs.
 pub fn admit_priority(pod: &mut StoredPod, store: &dyn Cache) -> Result<(), String> {
-    let spec = pod.spec.get_or_insert_with(Default::default);
-    let name = spec.priority_class_name.clone().filter(|n| !n.is_empty());
+    let spec = pod.spec();
+    let name = spec
+        .and_then(|s| s.priority_class_name.clone())
+        .filter(|n| !n.is_empty());
+    let given = spec.and_then(|s| s.priority);
+    let has_policy = spec.is_some_and(|s| s.preemption_policy.is_some());
+    let mut default_name = None;
     let (value, policy) = match &name {
         Some(n) => {
             if let Some((_, v)) = SYSTEM_PRIORITY_CLASSES.iter().find(|(s, _)| s == n) {
@@ -47,7 +52,7 @@ pub fn admit_priority(pod: &mut StoredPod, store: &dyn Cache) -> Result<(), Stri
                 .max_by_key(|pc| pc.value);
             match default {
                 Some(pc) => {
-                    spec.priority_class_name = pc.metadata.name.clone();
+                    default_name = Some(pc.metadata.name.clone());
                     (
                         pc.value,
                         Some(
@@ -61,15 +66,23 @@ pub fn admit_priority(pod: &mut StoredPod, store: &dyn Cache) -> Result<(), Stri
             }
         }
     };
-    if let Some(given) = spec.priority {
+    if let Some(given) = given {
         if given != value {
             return Err("the integer value of priority must not be provided in pod spec; priority admission controller computed ".to_string()
                 + &format!("{value} from the given PriorityClass name"));
         }
     }
-    spec.priority = Some(value);
-    if spec.preemption_policy.is_none() {
-        spec.preemption_policy = policy;
+    // Written only when something changes, so that an admitted pod's spec stays shared.
+    let changes = default_name.is_some() || given != Some(value) || !has_policy && policy.is_some();
+    if changes || pod.spec.is_none() {
+        let spec = pod.spec_mut();
+        if let Some(name) = default_name {
+            spec.priority_class_name = name;
+        }
+        spec.priority = Some(value);
+        if spec.preemption_policy.is_none() {
+            spec.preemption_policy = policy;
+        }
     }
     Ok(())
 }
@@ -111,7 +124,12 @@ pub fn apply_match_label_keys(pod: &mut StoredPod) {
             }
         }
     };
-    let Some(affinity) = pod.spec.as_mut().and_then(|s| s.affinity.as_mut()) else {
+    let affinity = pod.spec().and_then(|s| s.affinity.as_ref());
+    if !affinity.is_some_and(has_label_keys) {
+        // Nothing to add: the spec is not copied (it may be shared).
+        return;
+    }
+    let Some(affinity) = pod.spec_mut().affinity.as_mut() else {
         return;
     };
     if let Some(a) = affinity.pod_affinity.as_mut() {
@@ -146,4 +164,31 @@ pub fn apply_match_label_keys(pod: &mut StoredPod) {
             apply(t);
         }
     }
+}
+
+/// Whether a pod (anti-)affinity term of `affinity` has a selector and matchLabelKeys or
+/// mismatchLabelKeys (what [`apply_match_label_keys`] changes).
+fn has_label_keys(affinity: &k8s_openapi::api::core::v1::Affinity) -> bool {
+    use k8s_openapi::api::core::v1::PodAffinityTerm;
+    let given = |t: &PodAffinityTerm| {
+        t.label_selector.is_some()
+            && (t.match_label_keys.as_ref().is_some_and(|k| !k.is_empty())
+                || t.mismatch_label_keys.as_ref().is_some_and(|k| !k.is_empty()))
+    };
+    let terms = |preferred: Option<&Vec<k8s_openapi::api::core::v1::WeightedPodAffinityTerm>>,
+                 required: Option<&Vec<PodAffinityTerm>>| {
+        preferred.into_iter().flatten().any(|t| given(&t.pod_affinity_term))
+            || required.into_iter().flatten().any(given)
+    };
+    affinity.pod_affinity.as_ref().is_some_and(|a| {
+        terms(
+            a.preferred_during_scheduling_ignored_during_execution.as_ref(),
+            a.required_during_scheduling_ignored_during_execution.as_ref(),
+        )
+    }) || affinity.pod_anti_affinity.as_ref().is_some_and(|a| {
+        terms(
+            a.preferred_during_scheduling_ignored_during_execution.as_ref(),
+            a.required_during_scheduling_ignored_during_execution.as_ref(),
+        )
+    })
 }

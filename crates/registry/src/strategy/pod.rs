@@ -33,8 +33,11 @@ pub fn prepare_for_update(old: &StoredPod, new: &mut Arc<StoredPod>) {
 /// `podStatusStrategy.PrepareForUpdate`: the stored spec and ownerReferences are kept; the
 /// rest of the metadata (annotations, labels) may change.
 pub fn prepare_for_status_update(old: &StoredPod, new: &mut Arc<StoredPod>) {
-    if new.spec != old.spec {
-        Arc::make_mut(new).spec.clone_from(&old.spec);
+    if new.spec != old.spec || new.node_name() != old.node_name() {
+        // The spec's nodeName is kept too (it is stored outside the shared spec).
+        let kept = Arc::make_mut(new);
+        kept.spec.clone_from(&old.spec);
+        kept.set_node_name(old.node_name().map(str::to_string));
     }
     if new.metadata.owner_references != old.metadata.owner_references {
         Arc::make_mut(new)
@@ -114,7 +117,7 @@ pub fn bind(
     now: Time,
     features: BindFeatures,
     labels: &BTreeMap<String, String>,
-) -> Result<Pod, BindError> {
+) -> Result<StoredPod, BindError> {
     if !uid.is_empty() && pod.metadata.uid.as_deref() != Some(uid) {
         return Err(BindError::Conflict);
     }

@@ -1,7 +1,7 @@
 //! Pods and pod templates (upstream `ValidatePodCreate`, `ValidatePodSpec`, `validateContainers`,
 //! `ValidateTolerations`, `validateTopologySpreadConstraints` in `pkg/apis/core/validation`).
 
-use kubeplane_api::StoredPod;
+use kubeplane_api::{PodExt, StoredPod};
 use std::fmt::Display;
 
 use k8s_openapi::api::core::v1::{
@@ -24,7 +24,13 @@ pub fn validate_pod(p: &StoredPod) -> Check {
     let Some(spec) = &p.spec else {
         return Err(FieldError::required("spec", ""));
     };
-    validate_pod_spec(spec, "spec", false)
+    validate_pod_spec(spec, "spec", false)?;
+    // A stored pod's nodeName is kept outside its spec, where validate_pod_spec looks.
+    if let Some(n) = p.node_name().filter(|n| !n.is_empty()) {
+        is_path_segment_name(n)
+            .map_err(|e| FieldError::invalid(join("spec", "nodeName"), quote(n), &e))?;
+    }
+    Ok(())
 }
 
 /// Upstream `ValidatePodSpec` at `path`; a template's pods restart `Always`.
