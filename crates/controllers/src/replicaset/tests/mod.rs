@@ -760,3 +760,50 @@ fn related_pods_of_sibling_replica_sets_raise_the_rank() {
         "more related pods on its node (2 > 1)"
     );
 }
+
+#[test]
+fn the_pods_of_one_template_version_share_one_spec_after_creation_and_binding() {
+    let mut client = TestClient::new(1);
+    let mut rsc = ReplicaSetController::new();
+    create(&mut client, rs_object(replica_set("web", 3, "web")));
+    settle(&mut client, &mut rsc);
+    let spec = |p: &Arc<StoredPod>| Arc::clone(p.spec.as_ref().expect("a spec"));
+    let pods = pods_of(&client, "web");
+    assert_eq!(pods.len(), 3);
+    let first = spec(&pods[0]);
+    assert!(pods.iter().all(|p| Arc::ptr_eq(&spec(p), &first)));
+    for (i, p) in pods.iter().enumerate() {
+        let (ns, name) = (
+            p.metadata.namespace.as_deref().unwrap(),
+            p.metadata.name.as_deref().unwrap(),
+        );
+        let uid = p.metadata.uid.as_deref().unwrap();
+        let bound = client.bind(ns, name, uid, &format!("n{i}")).unwrap();
+        let bound = bound.as_pod().unwrap();
+        assert_eq!(
+            kubeplane_api::PodExt::node_name(&**bound),
+            Some(format!("n{i}").as_str())
+        );
+        assert!(
+            Arc::ptr_eq(bound.spec.as_ref().unwrap(), &first),
+            "binding keeps it"
+        );
+    }
+    // A new template version gets a spec of its own, shared by its pods.
+    let mut rs = ReplicaSet::clone(&get_rs(&client, "web"));
+    let template = rs.spec.as_mut().unwrap().template.as_mut().unwrap();
+    template.spec.as_mut().unwrap().containers[0].image = Some("busybox".into());
+    rs.spec.as_mut().unwrap().replicas = Some(5);
+    client.update(rs_object(rs)).unwrap();
+    settle(&mut client, &mut rsc);
+    let pods = pods_of(&client, "web");
+    assert_eq!(pods.len(), 5);
+    let new: Vec<Arc<PodSpec>> = pods
+        .iter()
+        .map(spec)
+        .filter(|s| !Arc::ptr_eq(s, &first))
+        .collect();
+    assert_eq!(new.len(), 2);
+    assert!(Arc::ptr_eq(&new[0], &new[1]));
+    assert_eq!(new[0].containers[0].image.as_deref(), Some("busybox"));
+}
