@@ -630,12 +630,12 @@ mod tests {
             let spec = created.as_pod().unwrap().spec.clone().unwrap();
             // Priority resolved, DefaultTolerationSeconds applied.
             assert_eq!(spec.priority, Some(0));
-            assert_eq!(spec.tolerations.map(|t| t.len()), Some(2));
+            assert_eq!(spec.tolerations.as_ref().map(|t| t.len()), Some(2));
         });
     }
 
     fn bound(name: &str, node: &str) -> Object {
-        let mut p = Pod::clone(pod(name).as_pod().unwrap());
+        let mut p = StoredPod::clone(pod(name).as_pod().unwrap());
         p.set_node_name(Some(node.into()));
         Object::Pod(Arc::new(p.into()))
     }
@@ -720,7 +720,7 @@ mod tests {
             let created = api.create(bound("a", "n1")).unwrap();
             let err = api.update(bound("a", "n2")).unwrap_err();
             assert_eq!(err.code(), 422, "{err}");
-            let mut p = Pod::clone(bound("a", "n1").as_pod().unwrap());
+            let mut p = StoredPod::clone(bound("a", "n1").as_pod().unwrap());
             p.metadata.creation_timestamp = None;
             let after = api.update(Object::Pod(Arc::new(p.into()))).unwrap();
             assert_eq!(after.uid(), created.uid());

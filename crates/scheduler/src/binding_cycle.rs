@@ -285,7 +285,7 @@ mod tests {
         client
     }
 
-    fn stored_pod(client: &TestClient) -> Arc<k8s_openapi::api::core::v1::Pod> {
+    fn stored_pod(client: &TestClient) -> Arc<kubeplane_api::StoredPod> {
         let obj = client
             .store
             .get(kubeplane_api::Kind::Pod, "default", "p")

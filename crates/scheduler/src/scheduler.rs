@@ -544,7 +544,7 @@ mod tests {
 
     fn end(client: &mut TestClient, name: &str, phase: &str) {
         let obj = client.store.get(Kind::Pod, "default", name).unwrap();
-        let mut pod = Pod::clone(obj.as_pod().unwrap());
+        let mut pod = StoredPod::clone(obj.as_pod().unwrap());
         pod.status.get_or_insert_with(Default::default).phase = Some(phase.into());
         pod.metadata.resource_version = None;
         client.update_status(Object::Pod(Arc::new(pod.into()))).unwrap();
@@ -552,7 +552,7 @@ mod tests {
 
     fn second() -> Object {
         Object::Pod(Arc::new(
-            PodBuilder::new("second").req(&[("cpu", "2")]).obj(),.into()
+            PodBuilder::new("second").req(&[("cpu", "2")]).obj().into(),
         ))
     }
 
@@ -619,7 +619,7 @@ mod tests {
                 .any(|p| std::ptr::eq(Arc::as_ptr(&p.pod), version))
         };
         assert!(held(&sched, &bound));
-        let mut pod = Pod::clone(bound.as_pod().unwrap());
+        let mut pod = StoredPod::clone(bound.as_pod().unwrap());
         pod.status.get_or_insert_with(Default::default).message = Some("later".into());
         let newer = Object::Pod(Arc::new(pod.into()));
         let ev = WatchEvent {

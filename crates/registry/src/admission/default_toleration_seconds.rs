@@ -75,7 +75,7 @@ mod tests {
 
     use kubeplane_core::testing::toleration as tol;
 
-    fn pod(tolerations: Vec<Toleration>) -> Pod {
+    fn pod(tolerations: Vec<Toleration>) -> StoredPod {
         Pod {
             spec: Some(PodSpec {
                 tolerations: (!tolerations.is_empty()).then_some(tolerations),
@@ -83,6 +83,7 @@ mod tests {
             }),
             ..Default::default()
         }
+        .into()
     }
 
     fn not_ready(secs: i64) -> Toleration {
@@ -145,17 +146,17 @@ mod tests {
         for (name, given, want) in cases {
             let mut p = pod(given);
             default_toleration_seconds(&mut p);
-            let got = p.spec.unwrap().tolerations.unwrap_or_default();
+            let got = p.spec().unwrap().tolerations.clone().unwrap_or_default();
             assert_eq!(got, want, "{name}");
         }
     }
 
     #[test]
     fn a_pod_without_a_spec_gets_one() {
-        let mut p = Pod::default();
+        let mut p = StoredPod::default();
         default_toleration_seconds(&mut p);
         assert_eq!(
-            p.spec.unwrap().tolerations.unwrap(),
+            p.spec().unwrap().tolerations.clone().unwrap(),
             vec![not_ready(300), unreachable(300)]
         );
     }
@@ -168,7 +169,7 @@ mod tests {
         let mut p = pod(vec![odd.clone()]);
         default_toleration_seconds(&mut p);
         assert_eq!(
-            p.spec.unwrap().tolerations.unwrap(),
+            p.spec().unwrap().tolerations.clone().unwrap(),
             vec![odd, unreachable(300)]
         );
     }

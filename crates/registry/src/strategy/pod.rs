@@ -157,7 +157,7 @@ mod tests {
         topology_labels: false,
     };
 
-    fn pod(node: Option<&str>, phase: Option<&str>) -> Pod {
+    fn pod(node: Option<&str>, phase: Option<&str>) -> StoredPod {
         Pod {
             spec: Some(PodSpec {
                 node_name: node.map(str::to_string),
@@ -169,6 +169,7 @@ mod tests {
             }),
             ..Default::default()
         }
+        .into()
     }
 
     #[test]
@@ -188,6 +189,7 @@ mod tests {
         let mut new = Arc::new(changed);
         prepare_for_status_update(&old, &mut new);
         assert_eq!(new.spec, old.spec);
+        assert_eq!(new.node_name(), None, "the node is the stored one");
         assert_eq!(new.metadata.owner_references, None);
         assert!(new.metadata.annotations.is_some());
         assert_eq!(
@@ -223,7 +225,7 @@ mod tests {
     #[test]
     fn the_grace_period_is_the_deletes_then_the_pods_then_thirty_seconds_for_a_bound_pod() {
         let mut own = pod(Some("n1"), None);
-        own.spec.as_mut().unwrap().termination_grace_period_seconds = Some(5);
+        own.spec_mut().termination_grace_period_seconds = Some(5);
         let with = |g| DeleteOptions {
             grace_period_secs: g,
             ..DeleteOptions::default()

@@ -150,7 +150,7 @@ impl PodStatusPatchCall {
     /// Upstream `Sync`: a newer state of the pod replaces the status the call compares with
     /// (unless the call already runs), and the pod is returned with the call's changes
     /// applied (`None` when they are all there already).
-    pub fn sync(&mut self, pod: &StoredPod) -> Option<Pod> {
+    pub fn sync(&mut self, pod: &StoredPod) -> Option<StoredPod> {
         if !self.executed {
             self.pod_status = pod.status.clone().unwrap_or_default();
         }
@@ -262,7 +262,7 @@ impl ApiCall {
 
     /// Brings the call up to date with a newer state of its pod; returns the pod with the
     /// call's changes applied, `None` when the pod needs no change.
-    pub(crate) fn sync(&mut self, pod: &StoredPod) -> Option<Pod> {
+    pub(crate) fn sync(&mut self, pod: &StoredPod) -> Option<StoredPod> {
         match self {
             ApiCall::PodStatusPatch(c) => Arc::make_mut(c).sync(pod),
             ApiCall::PodBinding(_) => None,

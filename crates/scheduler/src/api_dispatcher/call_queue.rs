@@ -230,7 +230,7 @@ impl CallQueue {
     /// Two-way sync with a newer state of a pod (upstream `syncObject`): the queued call
     /// compares with it from now on, and the pod comes back with the call's changes applied
     /// (`None`: no call, or nothing to change). A call that has become a no-op is dropped.
-    pub fn sync_object(&mut self, pod: &StoredPod) -> Option<Pod> {
+    pub fn sync_object(&mut self, pod: &StoredPod) -> Option<StoredPod> {
         let uid = pod.metadata.uid.as_deref()?;
         let queued = self.calls.get_mut(uid)?;
         let synced = queued.call.sync(pod);

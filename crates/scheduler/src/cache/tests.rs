@@ -35,7 +35,8 @@ fn pod(uid: &str, node: Option<&str>) -> Arc<PodInfo> {
             ..Default::default()
         }),
         ..Default::default()
-    })))
+    }
+    .into())))
 }
 
 #[test]

@@ -154,12 +154,12 @@ pub enum QueueingHint {
 /// The object an event carries (old or new version).
 #[derive(Copy, Clone, Debug)]
 pub enum EventObject<'a> {
-    Pod(&'a Pod),
+    Pod(&'a StoredPod),
     Node(&'a StoredNode),
 }
 
 impl<'a> EventObject<'a> {
-    pub fn as_pod(self) -> Option<&'a Pod> {
+    pub fn as_pod(self) -> Option<&'a StoredPod> {
         match self {
             EventObject::Pod(p) => Some(p),
             _ => None,

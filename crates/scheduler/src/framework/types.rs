@@ -110,8 +110,7 @@ fn host_ports(spec: &PodSpec) -> Vec<HostPort> {
 
 fn spec_of(pod: &StoredPod) -> &PodSpec {
     static EMPTY: std::sync::OnceLock<PodSpec> = std::sync::OnceLock::new();
-    pod.spec
-        .as_ref()
+    pod.spec()
         .unwrap_or_else(|| EMPTY.get_or_init(PodSpec::default))
 }
 
@@ -452,7 +451,8 @@ mod tests {
                 PodBuilder::new(name)
                     .req(&[("cpu", cpu), ("memory", "1Gi")])
                     .host_port("", "TCP", 8080)
-                    .obj(),
+                    .obj()
+                    .into(),
             )
         };
         let first = PodInfo::new(web("web-1", "2"));
@@ -476,13 +476,14 @@ mod tests {
 
     #[test]
     fn the_start_time_follows_every_version_of_the_pod() {
-        let unstarted = Arc::new(PodBuilder::new("p").no_status().obj());
+        let unstarted = Arc::new(PodBuilder::new("p").no_status().obj().into());
         let info = PodInfo::new(unstarted);
         assert_eq!(info.start_time, None);
         let started = Arc::new(
             PodBuilder::new("p")
                 .start_time("2025-01-01T00:01:00Z")
-                .obj(),
+                .obj()
+                .into(),
         );
         // A status update keeps the derived data but not the old start time.
         let updated = info.updated(Arc::clone(&started));

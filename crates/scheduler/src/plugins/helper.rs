@@ -56,7 +56,7 @@ pub fn node_event<'a>(
 pub fn pod_event<'a>(
     old: Option<EventObject<'a>>,
     new: Option<EventObject<'a>>,
-) -> Result<(Option<&'a Pod>, Option<&'a Pod>), String> {
+) -> Result<(Option<&'a StoredPod>, Option<&'a StoredPod>), String> {
     let as_pod = |o: Option<EventObject<'a>>, which: &str| match o {
         None => Ok(None),
         Some(o) => o

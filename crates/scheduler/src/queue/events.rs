@@ -197,8 +197,8 @@ pub fn node_update_events(old: &StoredNode, new: &StoredNode) -> Vec<E> {
 /// `AssignedPod` when the new pod has `spec.nodeName`, else `UnscheduledPod`.
 pub fn pod_update_events(old: &StoredPod, new: &StoredPod) -> Vec<E> {
     let empty = PodSpec::default();
-    let old_spec = old.spec.as_ref().unwrap_or(&empty);
-    let new_spec = new.spec.as_ref().unwrap_or(&empty);
+    let old_spec = old.spec().unwrap_or(&empty);
+    let new_spec = new.spec().unwrap_or(&empty);
     let kinds = if new.node_name().is_some_and(|n| !n.is_empty()) {
         &ASSIGNED
     } else {

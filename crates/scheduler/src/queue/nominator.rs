@@ -273,15 +273,15 @@ impl SchedulingQueue {
 
 /// A pod with only a name, namespace and UID.
 fn bare_pod_info(namespace: &str, name: &str, uid: &str) -> Arc<PodInfo> {
-    Arc::new(PodInfo::new(Arc::new(Pod {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: Some(namespace.to_string()),
-            uid: Some(uid.to_string()),
-            ..ObjectMeta::default()
-        },
-        ..Pod::default()
-    })))
+    let metadata = ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(namespace.to_string()),
+        uid: Some(uid.to_string()),
+        ..ObjectMeta::default()
+    };
+    Arc::new(PodInfo::new(Arc::new(StoredPod::with_shared_spec(
+        metadata, None, None, None,
+    ))))
 }
 
 #[cfg(test)]

@@ -301,12 +301,12 @@ mod pool_windows {
             };
             for i in 0..24 {
                 let pod = apart(&format!("web-{i}"), "web", "kubernetes.io/hostname");
-                client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+                client.create(Object::Pod(Arc::new(pod.obj().into()))).unwrap();
                 client.settle(&mut [&mut sched]);
             }
             for i in 0..4 {
                 let pod = apart(&format!("db-{i}"), "db", "topology.kubernetes.io/zone");
-                client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+                client.create(Object::Pod(Arc::new(pod.obj().into()))).unwrap();
                 client.settle(&mut [&mut sched]);
             }
             ["FailedScheduling", "Scheduled"]

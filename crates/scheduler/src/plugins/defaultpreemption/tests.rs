@@ -122,7 +122,7 @@ impl Env {
             SimTime::ZERO,
         )
         .unwrap();
-        let pod = PodInfo::new(Arc::new(obj));
+        let pod = PodInfo::new(Arc::new(obj.into()));
         let snap = snapshot(self.nodes.clone());
         let mut state = CycleState::new();
         let pre = self.fwk.run_pre_filter_plugins(&mut state, &pod, &snap);

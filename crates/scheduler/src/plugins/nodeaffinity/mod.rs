@@ -305,7 +305,7 @@ fn is_schedulable_after_node_change(
     }
     static NO_SPEC: std::sync::LazyLock<k8s_openapi::api::core::v1::PodSpec> =
         std::sync::LazyLock::new(Default::default);
-    let required = RequiredNodeAffinity::from_pod(pod.spec.as_ref().unwrap_or(&NO_SPEC));
+    let required = RequiredNodeAffinity::from_pod(pod.spec().unwrap_or(&NO_SPEC));
     let matches = |n: &Node| -> Result<bool, String> {
         let (name, labels) = node_name_and_labels(n);
         let m = required.matches(name, labels);

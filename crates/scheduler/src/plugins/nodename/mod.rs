@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn node_add_hint_queues_only_for_the_named_node() {
-        let pod = PodBuilder::new("p").node("foo").obj();
+        let pod: kubeplane_api::StoredPod = PodBuilder::new("p").node("foo").obj().into();
         let foo: kubeplane_api::StoredNode = NodeBuilder::new("foo").obj().into();
         let bar: kubeplane_api::StoredNode = NodeBuilder::new("bar").obj().into();
         let hint =

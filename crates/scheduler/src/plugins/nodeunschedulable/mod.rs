@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn node_change_hints() {
-        let pod = PodBuilder::new("p").obj();
+        let pod: kubeplane_api::StoredPod = PodBuilder::new("p").obj().into();
         let sched = NodeBuilder::new("n").obj();
         let unsched = NodeBuilder::new("n").unschedulable(true).obj();
         let hint = |old: Option<&Node>, new: &Node| {
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn pod_toleration_hints() {
-        let pod = PodBuilder::new("p").obj();
+        let pod: kubeplane_api::StoredPod = PodBuilder::new("p").obj().into();
         let tol = toleration(TAINT_NODE_UNSCHEDULABLE, "Exists", "", "NoSchedule");
         let same_tolerating = PodBuilder::new("p").toleration(tol.clone()).obj();
         let same_other = PodBuilder::new("p")
@@ -216,7 +216,7 @@ mod tests {
             is_schedulable_after_pod_toleration_change(
                 &pod,
                 Some(EventObject::Pod(&pod)),
-                Some(EventObject::Pod(new)),
+                Some(EventObject::Pod(&new.clone().into())),
             )
             .unwrap()
         };

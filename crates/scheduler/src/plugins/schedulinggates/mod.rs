@@ -92,14 +92,14 @@ mod tests {
 
     #[test]
     fn hint_queues_only_the_pod_whose_gates_were_removed() {
-        let pod = PodBuilder::new("p").scheduling_gate("foo").obj();
+        let pod: kubeplane_api::StoredPod = PodBuilder::new("p").scheduling_gate("foo").obj().into();
         let same_new = PodBuilder::new("p").obj();
         let other_new = PodBuilder::new("other").obj();
         let hint = |new: &Pod| {
             is_schedulable_after_gates_eliminated(
                 &pod,
                 Some(EventObject::Pod(&pod)),
-                Some(EventObject::Pod(new)),
+                Some(EventObject::Pod(&new.clone().into())),
             )
             .unwrap()
         };

@@ -200,9 +200,9 @@ fn filter() {
 
 #[test]
 fn node_change_hints() {
-    let pod = PodBuilder::new("p")
+    let pod: kubeplane_api::StoredPod = PodBuilder::new("p")
         .toleration(toleration("foo", "Equal", "bar", "NoSchedule"))
-        .obj();
+        .obj().into();
     let tolerated = NodeBuilder::new("n")
         .taint(taint("foo", "bar", "NoSchedule"))
         .obj();
@@ -259,7 +259,7 @@ fn node_change_hints() {
 
 #[test]
 fn pod_toleration_hint_queues_only_the_waiting_pod() {
-    let pod = PodBuilder::new("p").obj();
+    let pod: kubeplane_api::StoredPod = PodBuilder::new("p").obj().into();
     let same = PodBuilder::new("p")
         .toleration(toleration("foo", "Exists", "", ""))
         .obj();
@@ -270,7 +270,7 @@ fn pod_toleration_hint_queues_only_the_waiting_pod() {
         is_schedulable_after_pod_toleration_change(
             &pod,
             Some(EventObject::Pod(&pod)),
-            Some(EventObject::Pod(n)),
+            Some(EventObject::Pod(&n.clone().into())),
         )
         .unwrap()
     };
