@@ -112,7 +112,7 @@ pub fn deployment(namespace: &str, name: &str, replicas: i32) -> Object {
                     labels: Some(labels),
                     ..Default::default()
                 }),
-                spec: pod.spec.clone(),
+                spec: pod.spec().cloned(),
             },
             ..Default::default()
         }),
@@ -191,11 +191,7 @@ fn pod_with(
         .into_iter()
         .map(|(k, v)| (k.to_string(), q(v)))
         .collect();
-    if let Some(r) = pod
-        .spec
-        .as_mut()
-        .and_then(|s| s.containers[0].resources.as_mut())
-    {
+    if let Some(r) = pod.spec_mut().containers[0].resources.as_mut() {
         r.requests = Some(requests.clone());
         r.limits = Some(requests);
     }
@@ -243,9 +239,7 @@ pub fn low_priority_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object>
     (0..n)
         .map(|i| {
             pod_with(namespace, &format!("{prefix}-{i}"), "900m", "500Mi", |p| {
-                p.spec
-                    .get_or_insert_with(Default::default)
-                    .termination_grace_period_seconds = Some(0);
+                p.spec_mut().termination_grace_period_seconds = Some(0);
             })
         })
         .collect()
@@ -256,9 +250,7 @@ pub fn high_priority_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object
     (0..n)
         .map(|i| {
             pod_with(namespace, &format!("{prefix}-{i}"), "3000m", "500Mi", |p| {
-                p.spec
-                    .get_or_insert_with(Default::default)
-                    .priority_class_name = Some(HIGH_PRIORITY_CLASS.to_string());
+                p.spec_mut().priority_class_name = Some(HIGH_PRIORITY_CLASS.to_string());
             })
         })
         .collect()
@@ -292,7 +284,7 @@ pub fn anti_affinity_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object
         .map(|i| {
             pod_with(namespace, &format!("{prefix}-{i}"), "100m", "500Mi", |p| {
                 label_pod(p, "color", "green");
-                p.spec.get_or_insert_with(Default::default).affinity = Some(Affinity {
+                p.spec_mut().affinity = Some(Affinity {
                     pod_anti_affinity: Some(PodAntiAffinity {
                         required_during_scheduling_ignored_during_execution: Some(vec![
                             color_term("green", "kubernetes.io/hostname"),
@@ -314,7 +306,7 @@ pub fn affinity_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object> {
         .map(|i| {
             pod_with(namespace, &format!("{prefix}-{i}"), "100m", "500Mi", |p| {
                 label_pod(p, "color", "blue");
-                p.spec.get_or_insert_with(Default::default).affinity = Some(Affinity {
+                p.spec_mut().affinity = Some(Affinity {
                     pod_affinity: Some(PodAffinity {
                         required_during_scheduling_ignored_during_execution: Some(vec![
                             color_term("blue", "topology.kubernetes.io/zone"),
@@ -337,9 +329,7 @@ pub fn spreading_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object> {
         .map(|i| {
             pod_with(namespace, &format!("{prefix}-{i}"), "100m", "500Mi", |p| {
                 label_pod(p, "color", "blue");
-                p.spec
-                    .get_or_insert_with(Default::default)
-                    .topology_spread_constraints = Some(vec![TopologySpreadConstraint {
+                p.spec_mut().topology_spread_constraints = Some(vec![TopologySpreadConstraint {
                     max_skew: 5,
                     topology_key: "topology.kubernetes.io/zone".into(),
                     when_unsatisfiable: "DoNotSchedule".into(),

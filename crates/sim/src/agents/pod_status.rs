@@ -53,7 +53,7 @@ fn terminated(cs: &ContainerStatus, code: i32, ts: &Time) -> ContainerStateTermi
 
 /// The pod as the kubelet reports it once its containers exited for good: Succeeded or
 /// Failed, every container terminated, Ready and ContainersReady false (`PodCompleted`).
-pub(crate) fn finished_pod(pod: &StoredPod, code: i32, ts: &Time) -> Pod {
+pub(crate) fn finished_pod(pod: &StoredPod, code: i32, ts: &Time) -> StoredPod {
     let mut np = StoredPod::clone(pod);
     let status = np.status.get_or_insert_with(Default::default);
     status.phase = Some(if code == 0 { "Succeeded" } else { "Failed" }.into());
@@ -79,7 +79,7 @@ pub(crate) fn finished_pod(pod: &StoredPod, code: i32, ts: &Time) -> Pod {
 
 /// The pod after its containers exited and were restarted at once: the last state is the
 /// terminated run, the restart count grows.
-pub(super) fn restarted_pod(pod: &StoredPod, code: i32, ts: &Time) -> Pod {
+pub(super) fn restarted_pod(pod: &StoredPod, code: i32, ts: &Time) -> StoredPod {
     let mut np = StoredPod::clone(pod);
     let status = np.status.get_or_insert_with(Default::default);
     for cs in status.container_statuses.iter_mut().flatten() {
