@@ -379,7 +379,7 @@ fn an_invalid_create_through_the_api_client_fails_with_invalid_and_upstream_mess
     let created = api.create(pod_with("web-1", |_| {})).unwrap();
     let mut broken = created.clone();
     if let Object::Pod(p) = &mut broken {
-        Arc::make_mut(p).spec.as_mut().unwrap().containers[0].name = "Bad_Name".into();
+        Arc::make_mut(p).spec_mut().containers[0].name = "Bad_Name".into();
     }
     let err = api.update(broken).unwrap_err();
     assert!(
