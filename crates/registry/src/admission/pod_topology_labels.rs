@@ -7,11 +7,11 @@
 //! A pod created with `spec.nodeName` already set gets them the same way (the plugin's
 //! handler covers creates of the `pods` resource too).
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 
 use crate::client::Backend;
 use kubeplane_api::{Kind, Object};
