@@ -5,8 +5,8 @@
 //! Each case gets a fresh, empty client from the factory and panics with the case's name when
 //! the implementation disagrees.
 
-use crate::StoredPod;
 use crate::PodExt;
+use crate::StoredPod;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{
@@ -135,19 +135,22 @@ fn meta(name: &str) -> ObjectMeta {
 }
 
 fn pod(name: &str, node: Option<&str>) -> Object {
-    Object::Pod(Arc::new(Pod {
-        metadata: meta(name),
-        spec: Some(PodSpec {
-            node_name: node.map(str::to_string),
-            containers: vec![k8s_openapi::api::core::v1::Container {
-                name: "c".into(),
-                image: Some("nginx".into()),
+    Object::Pod(Arc::new(
+        Pod {
+            metadata: meta(name),
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_string),
+                containers: vec![k8s_openapi::api::core::v1::Container {
+                    name: "c".into(),
+                    image: Some("nginx".into()),
+                    ..Default::default()
+                }],
                 ..Default::default()
-            }],
+            }),
             ..Default::default()
-        }),
-        ..Default::default()
-    }.into()))
+        }
+        .into(),
+    ))
 }
 
 fn with_phase(obj: &Object, phase: &str) -> Object {
@@ -220,7 +223,9 @@ fn update_status_keeps_spec(make: Factory) {
     let created = c.create(pod("a", None)).unwrap();
     let mut changed = StoredPod::clone(with_phase(&created, "Running").as_pod().unwrap());
     changed.set_node_name(Some("n9".into()));
-    let after = c.update_status(Object::Pod(Arc::new(changed.into()))).unwrap();
+    let after = c
+        .update_status(Object::Pod(Arc::new(changed.into())))
+        .unwrap();
     assert_eq!(phase(&after).as_deref(), Some("Running"));
     let node = after.as_pod().unwrap().node_name().map(str::to_string);
     assert_eq!(node, None);
@@ -353,7 +358,8 @@ fn ready_web_pod(c: &mut dyn Client, name: &str) -> Object {
         }]),
         ..Default::default()
     });
-    c.update_status(Object::Pod(Arc::new(running.into()))).unwrap()
+    c.update_status(Object::Pod(Arc::new(running.into())))
+        .unwrap()
 }
 
 /// A budget over `app=web` whose status allows `allowed` disruptions.
@@ -625,7 +631,9 @@ fn web_deployment_spec(replicas: i32) -> DeploymentSpec {
                 labels,
                 ..Default::default()
             }),
-            spec: pod("t", None).as_pod().and_then(|p| p.spec.as_deref().cloned()),
+            spec: pod("t", None)
+                .as_pod()
+                .and_then(|p| p.spec.as_deref().cloned()),
         },
         ..Default::default()
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kubeplane_api::{
     ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey, SlotHint,
@@ -551,6 +551,7 @@ pub fn renew_lease_quietly(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use kubeplane_api::PodExt;
 
@@ -561,23 +562,26 @@ mod tests {
     }
 
     fn pod(name: &str) -> Object {
-        Object::Pod(Arc::new(Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("default".into()),
-                ..Default::default()
-            },
-            // A pod the API server's validation accepts.
-            spec: Some(k8s_openapi::api::core::v1::PodSpec {
-                containers: vec![k8s_openapi::api::core::v1::Container {
-                    name: "c".into(),
-                    image: Some("pause".into()),
+        Object::Pod(Arc::new(
+            Pod {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    namespace: Some("default".into()),
                     ..Default::default()
-                }],
+                },
+                // A pod the API server's validation accepts.
+                spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                    containers: vec![k8s_openapi::api::core::v1::Container {
+                        name: "c".into(),
+                        image: Some("pause".into()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
                 ..Default::default()
-            }),
-            ..Default::default()
-        }.into()))
+            }
+            .into(),
+        ))
     }
 
     /// Runs `f` with an admitting client over an empty store.

@@ -23,11 +23,10 @@
 //!   update that leaves such an object with no finalizers removes it when its grace period is
 //!   0 ([`should_delete_during_update`]).
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{ApiError, Clock, DeleteOptions, Object, PropagationPolicy};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;

@@ -17,7 +17,6 @@
 use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kubeplane_api::{ApiError, Cache, Client, DeleteOptions, Kind, Object, ObjectKey};
@@ -211,6 +210,7 @@ fn set_insufficient_pods(conditions: &mut Vec<Condition>, generation: Option<i64
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
     use k8s_openapi::api::policy::v1::{PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};

@@ -3,11 +3,11 @@
 //! `FailedScheduling` event, and a patch of its PodScheduled condition and nominated node,
 //! made at once or queued in the API dispatcher behind `SchedulerAsyncAPICalls`.
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use kubeplane_api::Client;
 use kubeplane_core::{EventRecord, SimTime};
 

@@ -3,13 +3,12 @@
 //! `binding_cycle.rs`, the failure handler in `failure.rs`, the explain records in
 //! `attempt_record.rs`. Scheduling takes no virtual time.
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::Client;
 use kubeplane_core::{EventRecord, SimTime};
 use rand::Rng;

@@ -1,12 +1,11 @@
 //! The scheduler as a [`Component`]: informer event routing (upstream `eventhandlers.go`), the
 //! queue's timers, and one scheduling cycle per run.
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{Client, Component, EventType, Object, WatchEvent};
 use kubeplane_core::version::KubeVersion;
 use kubeplane_core::SimTime;
@@ -547,7 +546,9 @@ mod tests {
         let mut pod = StoredPod::clone(obj.as_pod().unwrap());
         pod.status.get_or_insert_with(Default::default).phase = Some(phase.into());
         pod.metadata.resource_version = None;
-        client.update_status(Object::Pod(Arc::new(pod.into()))).unwrap();
+        client
+            .update_status(Object::Pod(Arc::new(pod.into())))
+            .unwrap();
     }
 
     fn second() -> Object {
@@ -662,8 +663,11 @@ mod tests {
 
     #[test]
     fn the_informer_sees_pod_events_through_its_field_selector() {
-        let pod =
-            |phase: &str| Object::Pod(Arc::new(PodBuilder::new("p").node("n1").phase(phase).obj().into()));
+        let pod = |phase: &str| {
+            Object::Pod(Arc::new(
+                PodBuilder::new("p").node("n1").phase(phase).obj().into(),
+            ))
+        };
         let event = |type_, object: Object, old: Option<Object>| WatchEvent {
             type_,
             object,

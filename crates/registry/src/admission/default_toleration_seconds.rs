@@ -10,8 +10,8 @@
 //! the taint's key or empty, and whose effect is NoExecute or empty, counts. Its operator, value
 //! and tolerationSeconds are not looked at.
 
+use k8s_openapi::api::core::v1::Toleration;
 use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::{Pod, Toleration};
 
 use kubeplane_core::taints::{TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE};
 
@@ -34,7 +34,11 @@ pub fn default_toleration_seconds(pod: &mut StoredPod) {
 }
 
 /// DefaultTolerationSeconds with explicit durations (the two apiserver flags).
-pub fn default_toleration_seconds_with(pod: &mut StoredPod, not_ready_secs: i64, unreachable_secs: i64) {
+pub fn default_toleration_seconds_with(
+    pod: &mut StoredPod,
+    not_ready_secs: i64,
+    unreachable_secs: i64,
+) {
     let tolerations = pod
         .spec
         .as_ref()
@@ -71,6 +75,7 @@ pub fn default_toleration_seconds_with(pod: &mut StoredPod, not_ready_secs: i64,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::api::core::v1::PodSpec;
 
     use kubeplane_core::testing::toleration as tol;

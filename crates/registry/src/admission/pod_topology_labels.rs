@@ -7,11 +7,11 @@
 //! A pod created with `spec.nodeName` already set gets them the same way (the plugin's
 //! handler covers creates of the `pods` resource too).
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 
 use crate::client::Backend;
 use kubeplane_api::{Kind, Object};
@@ -137,7 +137,7 @@ mod tests {
             ),
         ];
         for (name, own, want) in cases {
-            let mut pod = Pod::default();
+            let mut pod = StoredPod::default();
             pod.metadata.labels = own.map(|o| labelled(&o));
             copy_labels_overwriting(
                 &mut pod,
@@ -145,7 +145,7 @@ mod tests {
             );
             assert_eq!(pod.metadata.labels, Some(labelled(&want)), "{name}");
         }
-        let mut bare = Pod::default();
+        let mut bare = StoredPod::default();
         copy_labels_overwriting(&mut bare, &BTreeMap::new());
         assert_eq!(bare.metadata.labels, None, "no labels, no empty map");
     }

@@ -2,7 +2,6 @@
 //! the pod strategy's copying of matchLabelKeys into topology spread selectors.
 
 use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{Cache, Kind, Object};
 
 /// The built-in system priority classes (upstream `scheduling.SystemPriorityClasses`).
@@ -75,16 +74,27 @@ pub fn admit_priority(pod: &mut StoredPod, store: &dyn Cache) -> Result<(), Stri
     // Written only when something changes, so that an admitted pod's spec stays shared.
     let changes = default_name.is_some() || given != Some(value) || !has_policy && policy.is_some();
     if changes || pod.spec.is_none() {
-        let spec = pod.spec_mut();
-        if let Some(name) = default_name {
-            spec.priority_class_name = name;
-        }
-        spec.priority = Some(value);
-        if spec.preemption_policy.is_none() {
-            spec.preemption_policy = policy;
-        }
+        write_priority(pod, default_name, value, policy);
     }
     Ok(())
+}
+
+/// The Priority plugin's writes: the default class's name (when one was taken), the value, and
+/// the preemption policy unless the pod names one.
+fn write_priority(
+    pod: &mut StoredPod,
+    default_name: Option<Option<String>>,
+    value: i32,
+    policy: Option<String>,
+) {
+    let spec = pod.spec_mut();
+    if let Some(name) = default_name {
+        spec.priority_class_name = name;
+    }
+    spec.priority = Some(value);
+    if spec.preemption_policy.is_none() {
+        spec.preemption_policy = policy;
+    }
 }
 
 /// What the API server does on pod creation for `matchLabelKeys` / `mismatchLabelKeys` of pod
@@ -173,22 +183,31 @@ fn has_label_keys(affinity: &k8s_openapi::api::core::v1::Affinity) -> bool {
     let given = |t: &PodAffinityTerm| {
         t.label_selector.is_some()
             && (t.match_label_keys.as_ref().is_some_and(|k| !k.is_empty())
-                || t.mismatch_label_keys.as_ref().is_some_and(|k| !k.is_empty()))
+                || t.mismatch_label_keys
+                    .as_ref()
+                    .is_some_and(|k| !k.is_empty()))
     };
     let terms = |preferred: Option<&Vec<k8s_openapi::api::core::v1::WeightedPodAffinityTerm>>,
                  required: Option<&Vec<PodAffinityTerm>>| {
-        preferred.into_iter().flatten().any(|t| given(&t.pod_affinity_term))
+        preferred
+            .into_iter()
+            .flatten()
+            .any(|t| given(&t.pod_affinity_term))
             || required.into_iter().flatten().any(given)
     };
     affinity.pod_affinity.as_ref().is_some_and(|a| {
         terms(
-            a.preferred_during_scheduling_ignored_during_execution.as_ref(),
-            a.required_during_scheduling_ignored_during_execution.as_ref(),
+            a.preferred_during_scheduling_ignored_during_execution
+                .as_ref(),
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref(),
         )
     }) || affinity.pod_anti_affinity.as_ref().is_some_and(|a| {
         terms(
-            a.preferred_during_scheduling_ignored_during_execution.as_ref(),
-            a.required_during_scheduling_ignored_during_execution.as_ref(),
+            a.preferred_during_scheduling_ignored_during_execution
+                .as_ref(),
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref(),
         )
     })
 }

@@ -3,10 +3,10 @@
 //! `Completed`, `Terminating`, `Unknown` for a deleting pod on a lost node,
 //! `SchedulingGated`, ...), RESTARTS adds how long ago the last restart was (`3 (5m ago)`).
 
-use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{Container, ContainerStatus, PodCondition};
 use kubeplane_api::Object;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use serde_json::{json, Value};
 
 use super::descriptions as d;

@@ -29,7 +29,7 @@ pub(super) fn obj(v: Value) -> Object {
     let api = v["apiVersion"].as_str().unwrap();
     let kind = Kind::from_manifest(api, v["kind"].as_str().unwrap()).unwrap();
     match kind {
-        Kind::Pod => Object::Pod(Arc::new(from(v).into())),
+        Kind::Pod => Object::Pod(Arc::new(from(v))),
         Kind::Node => Object::Node(Arc::new(from(v))),
         Kind::Namespace => Object::Namespace(Arc::new(from(v))),
         Kind::Deployment => Object::Deployment(Arc::new(from(v))),

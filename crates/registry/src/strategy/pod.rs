@@ -2,12 +2,12 @@
 //! resource and of the status subresource keeps, the immutable nodeName, the grace period of a
 //! delete, and the binding (`pods/binding`, upstream `storage/storage.go`'s `assignPod`).
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::DeleteOptions;
 use kubeplane_core::features::FeatureGates;
@@ -150,6 +150,7 @@ pub fn bind(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
 
     const OFF: BindFeatures = BindFeatures {

@@ -5,7 +5,7 @@ use kubeplane_api::{PodExt, StoredPod};
 use std::fmt::Display;
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, Pod, PodSpec, Toleration, TopologySpreadConstraint,
+    Container, ContainerPort, PodSpec, Toleration, TopologySpreadConstraint,
 };
 use kubeplane_core::labels::{is_qualified_name, is_valid_label_value};
 

@@ -6,7 +6,7 @@
 use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{ApiError, Client};
 

@@ -6,7 +6,6 @@
 use kubeplane_api::StoredPod;
 use std::collections::VecDeque;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::ApiError;
 use rustc_hash::{FxHashMap, FxHashSet};
 

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PodCondition;
-use kubeplane_api::StoredPod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_api::StoredPod;
 use kubeplane_api::{ApiError, Kind, Object};
 use kubeplane_registry::testing::TestClient;
 
@@ -339,7 +339,9 @@ fn syncing_with_a_newer_pod_drops_a_patch_that_has_become_a_no_op() {
 #[test]
 fn calls_run_against_the_api_server() {
     let mut client = TestClient::new(1);
-    let created = client.create(Object::Pod(Arc::new(pod("p").into()))).unwrap();
+    let created = client
+        .create(Object::Pod(Arc::new(pod("p").into())))
+        .unwrap();
     let stored = created.as_pod().unwrap().clone();
     let mut d = ApiDispatcher::new(ApiCallDrain::AtOnce);
     d.queue

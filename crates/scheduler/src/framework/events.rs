@@ -6,7 +6,6 @@ use std::fmt;
 use std::ops::{BitAnd, BitOr};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::StoredNode;
 
 /// The kind of object an event is about. `AssignedPod` and `UnscheduledPod` are the scheduler's
@@ -175,7 +174,11 @@ impl<'a> EventObject<'a> {
 
 /// A queueing hint: `(pod waiting, old object, new object)`. An error counts as Queue.
 pub type QueueingHintFn = Arc<
-    dyn Fn(&StoredPod, Option<EventObject<'_>>, Option<EventObject<'_>>) -> Result<QueueingHint, String>
+    dyn Fn(
+            &StoredPod,
+            Option<EventObject<'_>>,
+            Option<EventObject<'_>>,
+        ) -> Result<QueueingHint, String>
         + Send
         + Sync,
 >;

@@ -1,12 +1,12 @@
 //! The compact, precomputed pod and node data the scheduler's hot path works on (upstream
 //! `PodInfo`, `NodeInfo`, `QueuedPodInfo`).
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec, Taint, Toleration};
+use k8s_openapi::api::core::v1::{PodSpec, Taint, Toleration};
 use kubeplane_api::StoredNode;
 use kubeplane_core::images::normalized_image_name;
 use kubeplane_core::resources::{self, Resources};

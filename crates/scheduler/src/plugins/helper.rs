@@ -1,9 +1,8 @@
 //! Helpers shared by the plugins (upstream `plugins/helper`): score normalization and the
 //! unpacking of queueing-hint event objects.
 
-use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::StoredNode;
+use kubeplane_api::StoredPod;
 
 use crate::framework::EventObject;
 

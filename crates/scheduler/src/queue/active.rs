@@ -2,8 +2,8 @@
 //! the next pod, and the in-flight tracking of popped pods and the cluster events that arrive
 //! while they are being scheduled.
 
-use kubeplane_api::StoredPod;
 use super::*;
+use kubeplane_api::StoredPod;
 
 impl SchedulingQueue {
     /// Puts the pod into activeQ after re-running PreEnqueue (skipped for a pod coming straight

@@ -5,11 +5,11 @@
 //! Labels follow upstream's `Label()`: the resource name followed by the action name
 //! (`NodeUpdateNodeTaint`, `UnschedulablePodUpdatePodLabel`, `AssignedPodUpdate`).
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Node, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kubeplane_api::StoredNode;
 use kubeplane_core::quantity::parse_quantity;

@@ -29,7 +29,6 @@ use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeplane_api::StoredNode;
 use kubeplane_core::time::{SimDuration, NANOS_PER_SEC};

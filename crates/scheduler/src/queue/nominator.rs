@@ -11,7 +11,6 @@
 //! sub-queues, which keeps the same `Arc<PodInfo>` under its key.
 
 use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::framework::PodInfo;
 use crate::plugins::helper::FxHashMap;

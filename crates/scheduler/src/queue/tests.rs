@@ -693,7 +693,11 @@ fn gated_pods_stay_out_until_their_gates_are_removed() {
 
     // One gate removed: still gated.
     let one_gate = PodB::new("p").gate("a").label("x", "y");
-    q.update(&StoredPod::from(gated.0.clone()), one_gate.0.clone().into_info(), secs(2));
+    q.update(
+        &StoredPod::from(gated.0.clone()),
+        one_gate.0.clone().into_info(),
+        secs(2),
+    );
     assert_eq!(
         q.pending_pods().gated,
         1,
@@ -702,7 +706,11 @@ fn gated_pods_stay_out_until_their_gates_are_removed() {
 
     // All gates removed: the gating plugin's event fires and PreEnqueue now passes.
     let ungated = PodB::new("p").label("x", "y");
-    q.update(&StoredPod::from(one_gate.0.clone()), ungated.0.clone().into_info(), secs(3));
+    q.update(
+        &StoredPod::from(one_gate.0.clone()),
+        ungated.0.clone().into_info(),
+        secs(3),
+    );
     assert_eq!(where_is(&q, "p"), Some(QueueName::Active));
     let p = q.pop(secs(3)).unwrap();
     assert_eq!(p.attempts, 1);
@@ -732,7 +740,11 @@ fn updates_of_queued_and_in_flight_pods() {
     q.add(PodB::new("o").priority(5).info(), secs(0));
     // Raising the priority in activeQ re-sorts it.
     let new = PodB::new("p").priority(10);
-    q.update(&StoredPod::from(old.0.clone()), new.0.clone().into_info(), secs(1));
+    q.update(
+        &StoredPod::from(old.0.clone()),
+        new.0.clone().into_info(),
+        secs(1),
+    );
     let p = q.pop(secs(1)).unwrap();
     assert_eq!((p.pod_info.name.as_str(), p.pod_info.priority), ("p", 10));
     assert_eq!(
@@ -744,7 +756,11 @@ fn updates_of_queued_and_in_flight_pods() {
     // While in flight, an update is only recorded; a toleration update does not concern Fake,
     // so after Fake rejects the pod it is parked.
     let newer = PodB::new("p").priority(10).toleration("k");
-    q.update(&StoredPod::from(new.0.clone()), newer.0.clone().into_info(), secs(2));
+    q.update(
+        &StoredPod::from(new.0.clone()),
+        newer.0.clone().into_info(),
+        secs(2),
+    );
     assert!(
         q.get("default/p").is_none(),
         "an in-flight pod is not re-added by an update"
@@ -848,7 +864,11 @@ fn nominator_add_update_delete() {
     assert_eq!(q.nominated_node_of("uid-p"), Some("n2"));
 
     // An update that sets nominatedNodeName follows it.
-    q.update(&StoredPod::from(before.0.clone()), PodB::new("p").nominated("n3").info(), secs(2));
+    q.update(
+        &StoredPod::from(before.0.clone()),
+        PodB::new("p").nominated("n3").info(),
+        secs(2),
+    );
     assert_eq!(names(&q, "n3"), vec!["p"]);
     assert!(names(&q, "n2").is_empty());
 
@@ -1193,7 +1213,11 @@ fn a_gated_pods_nomination_is_recorded_on_add_only_from_v1_37() {
     let mut q = queue(true);
     let gated = PodB::new("p").gate("a").0;
     q.add(gated.clone().into_info(), secs(0));
-    q.update(&StoredPod::from(gated.clone()), pod.clone().into_info(), secs(1));
+    q.update(
+        &StoredPod::from(gated.clone()),
+        pod.clone().into_info(),
+        secs(1),
+    );
     assert_eq!(
         q.nominated_node_of(pod.metadata.uid.as_deref().unwrap()),
         Some("n1")

@@ -8,7 +8,7 @@ fn store() -> Store {
 }
 
 fn pod(name: &str) -> Object {
-    let mut p = Pod::default();
+    let mut p = kubeplane_api::StoredPod::default();
     p.metadata.name = Some(name.into());
     p.metadata.namespace = Some("default".into());
     Object::Pod(Arc::new(p.into()))
@@ -84,7 +84,7 @@ fn lookups_and_listings_stay_right_when_removed_slots_are_reused() {
     for name in ["c", "a", "b"] {
         s.create(pod(name)).unwrap();
     }
-    let mut other = Pod::default();
+    let mut other = kubeplane_api::StoredPod::default();
     other.metadata.name = Some("a".into());
     other.metadata.namespace = Some("kube-system".into());
     s.create(Object::Pod(Arc::new(other.into()))).unwrap();

@@ -18,7 +18,7 @@ use kubeplane_api::StoredPod;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use kubeplane_api::{ApiError, Client, DeleteOptions, Kind, ObjectKey};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::version::changes;

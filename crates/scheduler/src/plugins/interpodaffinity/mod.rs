@@ -9,12 +9,11 @@ mod scoring;
 #[cfg(test)]
 mod tests;
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 
 use crate::cache::Snapshot;

@@ -2,8 +2,8 @@
 //! affinity must match the node, preferred terms add their weights to its score; the plugin's
 //! `addedAffinity` args apply to every pod (upstream `plugins/nodeaffinity/node_affinity.go`).
 
+use k8s_openapi::api::core::v1::Node;
 use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::{Node, Pod};
 use kubeplane_core::nodeaffinity::{
     required_node_names, NodeNameRestriction, NodeSelectorMatcher, PreferredNodeAffinity,
     RequiredNodeAffinity,

@@ -12,8 +12,8 @@
 
 pub mod features;
 
+use k8s_openapi::api::core::v1::PodSpec;
 use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::version::{v1, KubeVersion, Versioned};
 

@@ -1,9 +1,8 @@
 //! NodeName (Filter): a pod with `spec.nodeName` set only fits the node of that name
 //! (upstream `plugins/nodename/node_name.go`).
 
-use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 
 use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EventObject, EventResource,

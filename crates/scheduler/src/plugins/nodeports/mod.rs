@@ -1,9 +1,8 @@
 //! NodePorts (PreFilter, Filter): a pod's host ports must be free on the node (upstream
 //! `plugins/nodeports/node_ports.go`).
 
-use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 
 use crate::cache::Snapshot;
 use crate::framework::{

@@ -1,9 +1,9 @@
 //! NodeResourcesFit (PreFilter, Filter, PreScore, Score): the node must have room for the
 //! pod's requests; nodes are scored by the configured strategy (upstream `fit.go`).
 
-use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::resources::{
     is_extended_resource_name, node_allocatable, pod_requests, Resources,

@@ -534,7 +534,8 @@ fn balanced_allocation_args_validation() {
 fn node_change_hints() {
     let pod: kubeplane_api::StoredPod = PodBuilder::new("p")
         .req(&[("cpu", "2"), ("memory", "2Gi")])
-        .obj().into();
+        .obj()
+        .into();
     let small = NodeBuilder::new("n")
         .alloc(&[("cpu", "1"), ("memory", "4Gi"), ("pods", "10")])
         .obj();
@@ -610,7 +611,8 @@ fn node_change_hints() {
 fn pod_event_hints() {
     let pod: kubeplane_api::StoredPod = PodBuilder::new("p").req(&[("cpu", "2")]).obj().into();
     let deleted = |p: &Pod| {
-        is_schedulable_after_pod_event(true, &pod, Some(EventObject::Pod(&p.clone().into())), None).unwrap()
+        is_schedulable_after_pod_event(true, &pod, Some(EventObject::Pod(&p.clone().into())), None)
+            .unwrap()
     };
     assert_eq!(
         deleted(&PodBuilder::new("e").node("n").obj()),

@@ -5,7 +5,7 @@
 use kubeplane_api::StoredPod;
 use std::sync::LazyLock;
 
-use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::core::v1::{Node, Taint};
 use kubeplane_core::taints::{tolerates_any, EFFECT_NO_SCHEDULE};
 
 use crate::framework::{
@@ -129,6 +129,7 @@ fn is_schedulable_after_pod_toleration_change(
 mod tests {
     use super::*;
     use crate::plugins::testing::{toleration, NodeBuilder, PodBuilder, PodBuilderExt};
+    use k8s_openapi::api::core::v1::Pod;
 
     #[test]
     fn filter() {

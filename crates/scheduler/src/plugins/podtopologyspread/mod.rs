@@ -11,12 +11,12 @@ mod scoring_tests;
 #[cfg(test)]
 mod tests;
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodSpec, TopologySpreadConstraint};
+use k8s_openapi::api::core::v1::{Node, PodSpec, TopologySpreadConstraint};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::labels::{from_optional, is_qualified_name, Requirement, Selector};
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;

@@ -499,7 +499,8 @@ fn queueing_hints() {
     let pl = plugin();
     let pod: kubeplane_api::StoredPod = foo_pod("p")
         .spread(spread(1, "zone", DO_NOT_SCHEDULE, foo_exists()))
-        .obj().into();
+        .obj()
+        .into();
     let matching = foo_pod("a").node("n1").obj();
     let other = PodBuilder::new("b").node("n1").obj();
     let other_ns = foo_pod("c").namespace("ns2").node("n1").obj();
@@ -507,8 +508,14 @@ fn queueing_hints() {
                     new: Option<&k8s_openapi::api::core::v1::Pod>| {
         pl.is_schedulable_after_pod_change(
             &pod,
-            old.cloned().map(kubeplane_api::StoredPod::from).as_ref().map(EventObject::Pod),
-            new.cloned().map(kubeplane_api::StoredPod::from).as_ref().map(EventObject::Pod),
+            old.cloned()
+                .map(kubeplane_api::StoredPod::from)
+                .as_ref()
+                .map(EventObject::Pod),
+            new.cloned()
+                .map(kubeplane_api::StoredPod::from)
+                .as_ref()
+                .map(EventObject::Pod),
         )
         .unwrap()
     };

@@ -1,13 +1,12 @@
 //! SchedulingGates (PreEnqueue): a pod with `spec.schedulingGates` stays out of activeQ until
 //! every gate is removed (upstream `plugins/schedulinggates/scheduling_gates.go`).
 
-use kubeplane_api::StoredPod;
 use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, EventObject, EventResource, Plugin, PodInfo,
     PreEnqueuePlugin, QueueingHint, Status,
 };
 use crate::plugins::helper::{pod_event, uid_of};
-use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::StoredPod;
 
 pub const NAME: &str = "SchedulingGates";
 
@@ -65,6 +64,7 @@ mod tests {
     use super::*;
     use crate::framework::Code;
     use crate::plugins::testing::{PodBuilder, PodBuilderExt};
+    use k8s_openapi::api::core::v1::Pod;
 
     #[test]
     fn pre_enqueue() {
@@ -92,7 +92,8 @@ mod tests {
 
     #[test]
     fn hint_queues_only_the_pod_whose_gates_were_removed() {
-        let pod: kubeplane_api::StoredPod = PodBuilder::new("p").scheduling_gate("foo").obj().into();
+        let pod: kubeplane_api::StoredPod =
+            PodBuilder::new("p").scheduling_gate("foo").obj().into();
         let same_new = PodBuilder::new("p").obj();
         let other_new = PodBuilder::new("other").obj();
         let hint = |new: &Pod| {

@@ -2,8 +2,8 @@
 //! NoExecute taints, and prefers nodes with fewer PreferNoSchedule taints it does not tolerate
 //! (upstream `plugins/tainttoleration/taint_toleration.go`).
 
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 use kubeplane_api::StoredPod;
-use k8s_openapi::api::core::v1::{Pod, Taint, Toleration};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::taints::{
     find_untolerated_taint, tolerates_any, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE,

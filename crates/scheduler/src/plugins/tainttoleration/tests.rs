@@ -7,6 +7,7 @@ use crate::framework::Code;
 use crate::plugins::testing::{
     snapshot, taint, toleration, NodeBuilder, PodBuilder, PodBuilderExt,
 };
+use k8s_openapi::api::core::v1::Pod;
 
 fn scores(pod: PodBuilder, nodes: Vec<NodeBuilder>) -> Vec<i64> {
     let pod = pod.info();
@@ -202,7 +203,8 @@ fn filter() {
 fn node_change_hints() {
     let pod: kubeplane_api::StoredPod = PodBuilder::new("p")
         .toleration(toleration("foo", "Equal", "bar", "NoSchedule"))
-        .obj().into();
+        .obj()
+        .into();
     let tolerated = NodeBuilder::new("n")
         .taint(taint("foo", "bar", "NoSchedule"))
         .obj();
