@@ -447,7 +447,7 @@ mod tests {
         ];
         for (name, spec, o, exists, want) in cases {
             let mut looked_up = Vec::new();
-            let got = filter_pod(&pod(spec), &o, &mut |ns, n| {
+            let got = filter_pod(&pod(spec).into(), &o, &mut |ns, n| {
                 looked_up.push(format!("{ns}/{n}"));
                 exists
             });
