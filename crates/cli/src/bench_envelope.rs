@@ -6,8 +6,8 @@
 //! eviction and the ReplicaSets decide what follows, as they would upstream; the workload
 //! reports what happened and checks it.
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};

@@ -11,8 +11,8 @@ mod lease;
 mod pod_status;
 mod timers;
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

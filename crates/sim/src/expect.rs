@@ -5,8 +5,8 @@
 //! assertion in the form a person reads (`pod default/p1 node=n2`) and, on failure, what was
 //! found instead (`: found node=n1`).
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::fmt;
 use std::sync::Arc;
 

@@ -55,35 +55,38 @@ pub fn perf_pod(namespace: &str, name: &str, node: Option<&str>) -> Object {
         .into_iter()
         .map(|(k, v)| (k.to_string(), q(v)))
         .collect();
-    Object::Pod(Arc::new(Pod {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: Some(namespace.to_string()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            node_name: node.map(str::to_string),
-            containers: vec![Container {
-                name: "pause".into(),
-                image: Some("registry.k8s.io/pause:3.10".into()),
-                ports: Some(vec![ContainerPort {
-                    container_port: 80,
-                    ..Default::default()
-                }]),
-                resources: Some(ResourceRequirements {
-                    limits: Some(requests.clone()),
-                    requests: Some(requests),
-                    ..Default::default()
-                }),
+    Object::Pod(Arc::new(
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                namespace: Some(namespace.to_string()),
                 ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        status: node.map(|_| PodStatus {
-            phase: Some("Running".into()),
-            ..Default::default()
-        }),
-    }.into()))
+            },
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_string),
+                containers: vec![Container {
+                    name: "pause".into(),
+                    image: Some("registry.k8s.io/pause:3.10".into()),
+                    ports: Some(vec![ContainerPort {
+                        container_port: 80,
+                        ..Default::default()
+                    }]),
+                    resources: Some(ResourceRequirements {
+                        limits: Some(requests.clone()),
+                        requests: Some(requests),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            status: node.map(|_| PodStatus {
+                phase: Some("Running".into()),
+                ..Default::default()
+            }),
+        }
+        .into(),
+    ))
 }
 
 /// A Deployment of default pods (100m cpu, 500Mi memory) with `replicas` replicas.

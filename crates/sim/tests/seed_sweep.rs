@@ -434,7 +434,12 @@ impl Checker {
 /// Whether `pod` could be bound to `node` now: Ready, schedulable, its NoSchedule and
 /// NoExecute taints tolerated, and room left after the bound pods and the pods nominated to it
 /// with at least the pod's priority.
-fn has_room(store: &Store, node: &Node, pod: &StoredPod, used: &BTreeMap<String, Resources>) -> bool {
+fn has_room(
+    store: &Store,
+    node: &Node,
+    pod: &StoredPod,
+    used: &BTreeMap<String, Resources>,
+) -> bool {
     let name = node.metadata.name.as_deref().unwrap_or_default();
     let ready = node
         .status

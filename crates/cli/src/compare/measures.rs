@@ -15,8 +15,8 @@
 //!   over that have a generated name are matched by their controller (namespace, kind, name)
 //!   and their ordinal in name order within it. Pods matched in neither way are "unmatched".
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;

@@ -2,12 +2,12 @@
 //! reasons and messages of the node conditions it posts: the kubelet's status manager side,
 //! apart from the agent's timers and API writes.
 
-use kubeplane_api::StoredPod;
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
     NodeCondition, Pod,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_api::StoredPod;
 use kubeplane_core::time::SimDuration;
 
 use super::{EXIT_CODE_ANNOTATION, RUN_DURATION_ANNOTATION};

@@ -17,8 +17,8 @@
 pub mod filters;
 mod result;
 
-use kubeplane_api::StoredPod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
