@@ -9,7 +9,6 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::PodStatus;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kubeplane_api::{
     ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey, SlotHint,
 };
@@ -524,28 +523,7 @@ pub fn renew_lease_quietly(
     resource_version: u64,
     hint: &mut SlotHint,
 ) -> Result<u64, ApiError> {
-    store.write_quietly(
-        Kind::Lease,
-        namespace,
-        name,
-        hint,
-        resource_version,
-        |obj, rv| match obj {
-            Object::Lease(l) => {
-                let l = Arc::make_mut(l);
-                l.spec.get_or_insert_with(Default::default).renew_time = Some(MicroTime(renew));
-                match &mut l.metadata.resource_version {
-                    Some(s) => {
-                        s.clear();
-                        s.push_str(rv);
-                    }
-                    None => l.metadata.resource_version = Some(rv.to_string()),
-                }
-                Ok(())
-            }
-            _ => Err(ApiError::Conflict { key: obj.key() }),
-        },
-    )
+    store.renew_lease_quietly(namespace, name, hint, resource_version, renew)
 }
 
 #[cfg(test)]

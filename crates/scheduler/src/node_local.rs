@@ -30,7 +30,7 @@ use std::sync::{Arc, Weak};
 
 use k8s_openapi::api::core::v1::PodSpec;
 
-use crate::cache::Snapshot;
+use crate::cache::{Snapshot, SnapshotCursor};
 use crate::framework::{
     run_filters, CycleState, FilterPlugin, NodeInfo, NodeToStatus, PodInfo, ReusedScores, Status,
     StatusId,
@@ -240,6 +240,13 @@ pub struct NodeLocalMemo {
     spare: ReusedScores,
     /// The distinct statuses of the kept failures (by place: [`FilterVerdict::Failed`]).
     failures: NodeToStatus,
+    /// Where the last [`Self::begin`] read the snapshot's change log.
+    seen: Option<SnapshotCursor>,
+    /// Set by [`Self::begin`] when the snapshot is tracked: every entry's `scored` flag is then
+    /// true only for the NodeInfo now at its place (the places the change log names were
+    /// cleared), so [`Self::reused_scores`] reads the flags without comparing NodeInfos.
+    /// The snapshot must not change between `begin` and [`Self::record_scores`].
+    scored_current: bool,
     /// How many filter verdicts (one per node) and rows of raw scores were reused.
     pub filters_reused: u64,
     pub scores_reused: u64,
@@ -264,6 +271,7 @@ impl NodeLocalMemo {
             self.entries.clear();
             self.score_plugins.clear();
             self.scores.clear();
+            self.spare.forget_partials();
             self.failures = NodeToStatus::default();
         }
         if self.failures.distinct_len() > MAX_FAILURES {
@@ -275,6 +283,34 @@ impl NodeLocalMemo {
             }
         }
         self.entries.resize_with(num_nodes, Entry::default);
+        self.follow_changes(snapshot);
+    }
+
+    /// Clears the `scored` flag of every entry whose place the snapshot replaced since the
+    /// last cycle (by its change log, else by comparing every scored entry's NodeInfo), so
+    /// that a set flag means "scored from the NodeInfo now at this place" (see
+    /// `scored_current`); an untracked snapshot leaves the comparisons to each cycle.
+    fn follow_changes(&mut self, snapshot: &Snapshot) {
+        let since = snapshot.changed_since(self.seen);
+        self.seen = snapshot.cursor();
+        self.scored_current = self.seen.is_some();
+        match since {
+            Some(places) => {
+                for &place in places {
+                    if let Some(e) = self.entries.get_mut(place) {
+                        e.scored = false;
+                    }
+                }
+            }
+            None if self.scored_current => {
+                for (e, node) in self.entries.iter_mut().zip(&snapshot.node_infos) {
+                    if e.scored && !std::ptr::eq(e.node.as_ptr(), Arc::as_ptr(node)) {
+                        e.scored = false;
+                    }
+                }
+            }
+            None => {}
+        }
     }
 
     /// The entry at `place` if it was computed from `node`.
@@ -341,8 +377,15 @@ impl NodeLocalMemo {
         r.rows.extend_from_slice(places);
         r.places = self.entries.len();
         // `known` and its segments in one pass (the list is cut as `prepare` would cut it).
-        let reused =
-            r.set_known(|place| self.entry(place, &nodes[place]).is_some_and(|e| e.scored));
+        let reused = match self.scored_current {
+            true => {
+                let entries = &self.entries;
+                r.set_known(|place| entries.get(place).is_some_and(|e| e.scored))
+            }
+            false => {
+                r.set_known(|place| self.entry(place, &nodes[place]).is_some_and(|e| e.scored))
+            }
+        };
         self.scores_reused += reused;
         r.scores = std::mem::take(&mut self.scores);
         r.filled = false;
@@ -367,6 +410,7 @@ impl NodeLocalMemo {
             // Columns of another length (not lent by this memo): nothing is kept.
             self.entries.iter_mut().for_each(|e| e.scored = false);
             self.scores.clear();
+            r.forget_partials();
             r.filled = false;
         }
         self.scores.resize(self.entries.len() * stride, 0);
@@ -645,5 +689,49 @@ mod tests {
         score(&mut r, &["A"], &[&[7]]);
         memo.record_scores(&[1], &s.node_infos, r);
         assert_eq!(known(&mut memo, &[1, 2], &s), [Some(vec![7]), None]);
+    }
+
+    #[test]
+    fn on_a_tracked_snapshot_the_places_its_change_log_names_lose_their_scores() {
+        // A tracked list (as the cache builds it): the memo reads the change log.
+        let mut s = snap(4);
+        let nodes = s.node_infos.clone();
+        s.set_nodes(nodes);
+        let pod = PodBuilder::new("p").info();
+        let mut memo = NodeLocalMemo::default();
+        let all = [0, 1, 2, 3];
+        memo.begin(&pod, &s);
+        let mut r = memo.reused_scores(&all, &s.node_infos);
+        score(&mut r, &["A"], &[&[10], &[11], &[12], &[13]]);
+        memo.record_scores(&all, &s.node_infos, r);
+        memo.begin(&pod, &s);
+        assert!(memo.scored_current);
+        let every = |v: &[i64]| v.iter().map(|&x| Some(vec![x])).collect::<Vec<_>>();
+        assert_eq!(known(&mut memo, &all, &s), every(&[10, 11, 12, 13]));
+        // Place 1 replaced through the log (with the same contents): its row is not known.
+        s.replace_node(1, Arc::new((*s.node_infos[1]).clone()));
+        memo.begin(&pod, &s);
+        let rows = known(&mut memo, &all, &s);
+        assert_eq!(rows[1], None);
+        assert_eq!(rows[3], Some(vec![13]));
+        // A new list (another epoch) with place 2 replaced: found by comparing NodeInfos.
+        let mut nodes = s.node_infos.clone();
+        nodes[2] = Arc::new((*nodes[2]).clone());
+        s.set_nodes(nodes);
+        memo.begin(&pod, &s);
+        assert!(memo.scored_current);
+        let rows = known(&mut memo, &all, &s);
+        assert_eq!((rows[0].is_some(), rows[2].is_some()), (true, false));
+        // An untracked snapshot: each cycle compares (a node replaced after `begin` counts).
+        let mut copy = Snapshot::from_nodes(s.node_infos.iter().map(|n| (**n).clone()).collect());
+        memo.begin(&pod, &copy);
+        assert!(!memo.scored_current);
+        let mut r = memo.reused_scores(&all, &copy.node_infos);
+        score(&mut r, &["A"], &[&[20], &[21], &[22], &[23]]);
+        memo.record_scores(&all, &copy.node_infos, r);
+        memo.begin(&pod, &copy);
+        copy.node_infos[3] = Arc::new((*copy.node_infos[3]).clone());
+        let rows = known(&mut memo, &all, &copy);
+        assert_eq!((rows[0].clone(), rows[3].clone()), (Some(vec![20]), None));
     }
 }

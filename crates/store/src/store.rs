@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use kubeplane_api::{
     ApiError, Cache, Clock, EventType, Kind, Object, ObjectKey, SlotHint, StoredNode, WatchEvent,
 };
@@ -563,6 +563,53 @@ impl Store {
         let now_deleting = is_deleting(slot);
         bucket.deleting = bucket.deleting + usize::from(now_deleting) - usize::from(was_deleting);
         bucket.rvs[i] = self.resource_version + 1;
+        bucket.writes += 1;
+        Ok(self.next_rv())
+    }
+
+    /// [`Store::write_quietly`] of a Lease's renewal, as `simulate`'s agents renew (every node
+    /// every 10 s): the stored Lease, if at `resource_version`, gets `renew` as its
+    /// `spec.renewTime` and the write's resourceVersion (returned), without a watch event.
+    /// The same checks in the same order as the general write with the registry's renewal (NotFound
+    /// when absent, Conflict at another version or for an object that is not a Lease), the
+    /// same stored object and version, without the kind's dispatch and the deletion count (a
+    /// renewal keeps the deletionTimestamp).
+    pub fn renew_lease_quietly(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        hint: &mut SlotHint,
+        resource_version: u64,
+        renew: Timestamp,
+    ) -> Result<u64, ApiError> {
+        let not_found = || ApiError::NotFound {
+            key: ObjectKey::new(Kind::Lease, namespace, name),
+        };
+        let Some(b) = Kind::Lease.index() else {
+            return Err(not_found());
+        };
+        let Store {
+            buckets,
+            next_text,
+            resource_version: counter,
+            ..
+        } = self;
+        let bucket = &mut buckets[b];
+        let i = bucket
+            .slot_hinted(namespace, name, hint)
+            .ok_or_else(not_found)?;
+        let slot = bucket.slots[i].as_mut().ok_or_else(not_found)?;
+        let at_version = bucket.rvs[i] == resource_version;
+        let l = match slot {
+            Object::Lease(l) if at_version => Arc::make_mut(l),
+            other => return Err(ApiError::Conflict { key: other.key() }),
+        };
+        l.spec.get_or_insert_with(Default::default).renew_time = Some(MicroTime(renew));
+        match &mut l.metadata.resource_version {
+            Some(s) => s.clone_from(next_text),
+            None => l.metadata.resource_version = Some(next_text.clone()),
+        }
+        bucket.rvs[i] = *counter + 1;
         bucket.writes += 1;
         Ok(self.next_rv())
     }

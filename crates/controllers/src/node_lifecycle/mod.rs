@@ -425,6 +425,8 @@ pub struct NodeLifecycleController {
     steady_epoch: u64,
     /// Node visits the monitor passed as steady, without the common case's checks.
     steady_visits: u64,
+    /// Passes in which every node was steady without a Lease read (`pass_all_steady`).
+    all_steady_passes: u64,
 }
 
 impl NodeLifecycleController {
@@ -445,6 +447,7 @@ impl NodeLifecycleController {
             lease_reads: 0,
             steady_epoch: 1,
             steady_visits: 0,
+            all_steady_passes: 0,
         }
     }
 
@@ -473,6 +476,12 @@ impl NodeLifecycleController {
     /// How many node visits the monitor passed as steady so far.
     pub fn steady_visits(&self) -> u64 {
         self.steady_visits
+    }
+
+    /// How many monitor passes found every node steady without a Lease read (counted
+    /// without visiting them one by one).
+    pub fn all_steady_passes(&self) -> u64 {
+        self.all_steady_passes
     }
 
     /// The probe time of a node's health record (the last instant a fresh signal was seen).

@@ -118,6 +118,11 @@ impl NodeTable {
         self.names.iter().zip(self.entries.iter_mut())
     }
 
+    /// The records in table order (name order after [`NodeTable::sort`]).
+    pub(super) fn values(&self) -> impl Iterator<Item = &NodeEntry> {
+        self.entries.iter()
+    }
+
     pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut NodeEntry> {
         self.entries.iter_mut()
     }

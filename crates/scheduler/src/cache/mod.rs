@@ -378,18 +378,28 @@ impl Cache {
     /// A bound pod seen through the watch: confirms an assumed pod or adds it.
     pub fn add_pod(&mut self, pod: Arc<PodInfo>) -> Result<(), CacheError> {
         let node = pod.node_name().unwrap_or_default();
-        // Whether the pod was assumed, and then on this node.
-        let assumed_on = match self.pods.get(&pod.uid) {
-            Some(s) if s.assumed => Some(s.node.as_str() == node),
+        // Whether the pod was assumed, and then on this node; the assumed PodInfo's address
+        // (the node holds that very PodInfo).
+        let (assumed_on, held) = match self.pods.get(&pod.uid) {
+            Some(s) if s.assumed => (Some(s.node.as_str() == node), Arc::as_ptr(&s.pod)),
             Some(_) => return Err(CacheError::AlreadyAdded(pod.key())),
-            None => None,
+            None => (None, std::ptr::null()),
         };
-        if assumed_on == Some(true) && self.nodes.get(node).is_some_and(|n| n.info.node.is_some()) {
-            // Confirmed on the node it was assumed on: one touch of the node, as many
-            // generations as a removal and an addition take (the NodeInfo ends the same).
-            self.generation += 1;
-            let info = self.touch(node);
-            info.remove_pod(&pod.uid);
+        let confirmed = match assumed_on {
+            Some(true) => self.nodes.get_mut(node).filter(|n| n.info.node.is_some()),
+            _ => None,
+        };
+        if let Some(entry) = confirmed {
+            // Confirmed on the node it was assumed on: one touch of the node (as `touch`, by
+            // the entry just found), as many generations as a removal and an addition take
+            // (the NodeInfo ends the same).
+            self.generation += 2;
+            if !std::mem::replace(&mut entry.dirty, true) {
+                self.dirty.push(node);
+            }
+            let info = Arc::make_mut(&mut entry.info);
+            info.generation = self.generation;
+            info.remove_pod_held(held, &pod.uid);
             info.add_pod(pod.clone());
         } else {
             if let Some(old) = assumed_on
@@ -400,15 +410,21 @@ impl Cache {
             }
             self.add_to_node(pod.clone(), node);
         }
-        let state = PodState {
-            node: node.to_string(),
-            pod,
-            assumed: false,
-        };
-        // The assumed pod's entry is updated where it is.
-        match assumed_on.and_then(|_| self.pods.get_mut(&state.pod.uid)) {
-            Some(s) => *s = state,
+        // The assumed pod's entry is updated where it is (its node's name kept when the same).
+        match assumed_on.and_then(|_| self.pods.get_mut(&pod.uid)) {
+            Some(s) => {
+                if s.node != node {
+                    s.node = node.to_string();
+                }
+                s.pod = pod;
+                s.assumed = false;
+            }
             None => {
+                let state = PodState {
+                    node: node.to_string(),
+                    pod,
+                    assumed: false,
+                };
                 self.pods.insert(state.pod.uid.clone(), state);
             }
         }

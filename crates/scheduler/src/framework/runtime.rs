@@ -2,6 +2,7 @@
 //! each extension point with upstream's semantics for skips, rejections and errors.
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 use std::sync::Arc;
 
 use kubeplane_api::Client;
@@ -617,10 +618,18 @@ impl ScoreRun<'_> {
     /// the first failing plugin, as a node-by-node pass would.
     fn run(&self, start: usize, columns: &mut [&mut [i64]]) -> Option<(usize, Status)> {
         let mut first_err: Option<(usize, Status)> = None;
+        // Without copying the known nodes' scores, the node-local plugins score only the
+        // runs of unknown nodes, found once for all of them.
+        let mut unknown: Option<Vec<Range<usize>>> = None;
         for (k, column) in columns.iter_mut().enumerate() {
             let (name, sp, _) = self.active[k];
             let run = &self.nodes[start..start + column.len()];
             let result = match (self.slots[k], self.reused) {
+                (Some(_), Some(r)) if !self.copy_known => {
+                    let end = start + column.len();
+                    let runs = unknown.get_or_insert_with(|| r.unknown_runs(start, end));
+                    self.score_runs(sp, runs, start, column)
+                }
                 (Some(m), Some(r)) => {
                     let kept = (r, m);
                     score_reusing(
@@ -644,6 +653,24 @@ impl ScoreRun<'_> {
             }
         }
         first_err
+    }
+
+    /// `sp`'s raw scores of the nodes of `runs` (ranges of the list within the nodes from
+    /// `start` on, whose cells `column` holds from its first); the other cells are left as
+    /// they are. On failure, the first failing node (from `start`) and its status.
+    fn score_runs(
+        &self,
+        sp: &dyn ScorePlugin,
+        runs: &[Range<usize>],
+        start: usize,
+        column: &mut [i64],
+    ) -> Result<(), (usize, Status)> {
+        for r in runs {
+            let cells = &mut column[r.start - start..r.end - start];
+            sp.score_nodes(self.state, self.pod, &self.nodes[r.clone()], r.start, cells)
+                .map_err(|(i, s)| (r.start - start + i, s))?;
+        }
+        Ok(())
     }
 
     /// How many nodes some plugin computes a raw score of: all of them, unless every active

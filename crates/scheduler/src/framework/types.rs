@@ -378,6 +378,29 @@ impl NodeInfo {
         let Some(i) = self.pods.iter().position(|p| p.uid == uid) else {
             return false;
         };
+        self.remove_pod_at(i);
+        true
+    }
+
+    /// Removes the pod whose PodInfo is at `held` (the very PodInfo the node was given,
+    /// found by address: no UID comparisons), else the pod with this UID; returns whether one
+    /// was there. `held` is only compared, never read.
+    pub fn remove_pod_held(&mut self, held: *const PodInfo, uid: &str) -> bool {
+        match self
+            .pods
+            .iter()
+            .position(|p| std::ptr::eq(Arc::as_ptr(p), held))
+        {
+            Some(i) => {
+                self.remove_pod_at(i);
+                true
+            }
+            None => self.remove_pod(uid),
+        }
+    }
+
+    /// Removes the `i`th pod and its accounting.
+    fn remove_pod_at(&mut self, i: usize) {
         let pod = self.pods.swap_remove(i);
         self.requested.sub(&pod.requests);
         self.non_zero_requested.sub(&pod.non_zero_requests);
@@ -392,7 +415,6 @@ impl NodeInfo {
         if pod.has_required_anti_affinity {
             self.n_pods_with_required_anti_affinity -= 1;
         }
-        true
     }
 }
 
@@ -490,5 +512,28 @@ mod tests {
         let want = "2025-01-01T00:01:00Z".parse::<jiff::Timestamp>().ok();
         assert_eq!(updated.start_time, want);
         assert_eq!(PodInfo::new(started).start_time, want);
+    }
+
+    #[test]
+    fn a_held_pod_is_removed_by_its_address_and_else_by_its_uid() {
+        let web = |cpu: &str| {
+            Arc::new(PodInfo::new(Arc::new(
+                PodBuilder::new("web").req(&[("cpu", cpu)]).obj(),
+            )))
+        };
+        // Two PodInfos of one UID: the address tells which one goes.
+        let (first, second) = (web("1"), web("2"));
+        let mut node = NodeInfo::new("n");
+        node.add_pod(first.clone());
+        node.add_pod(second.clone());
+        assert!(node.remove_pod_held(Arc::as_ptr(&second), &second.uid));
+        assert!(Arc::ptr_eq(&node.pods[0], &first));
+        assert_eq!(node.requested.milli_cpu, 1000);
+        // Not held: the pod with the UID.
+        let other = web("3");
+        assert!(node.remove_pod_held(Arc::as_ptr(&other), &other.uid));
+        assert!(node.pods.is_empty());
+        assert_eq!(node.requested.milli_cpu, 0);
+        assert!(!node.remove_pod_held(Arc::as_ptr(&other), &other.uid));
     }
 }

@@ -254,6 +254,18 @@ impl SchedulingQueue {
             .collect()
     }
 
+    /// The same without copying them (the filter pass's first pass on a node with nominated
+    /// pods reads them in place).
+    pub(crate) fn nominated_pods_in_place(
+        &self,
+        node: &str,
+    ) -> impl Iterator<Item = &Arc<PodInfo>> + Clone {
+        self.nominator
+            .pods_for_node(node)
+            .iter()
+            .map(|r| &r.resolved)
+    }
+
     /// The same, each looked up in the queues by its key (what the kept resolutions must
     /// equal).
     #[cfg(test)]

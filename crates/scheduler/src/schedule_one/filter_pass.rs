@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::nominated_filter::FirstPass;
+use super::nominated_filter::{FirstPass, Own};
 use super::nominated_places::NominatedPlaces;
 use super::ScheduleError;
 use crate::cache::Snapshot;
@@ -21,6 +21,9 @@ use crate::queue::SchedulingQueue;
 
 /// The most nodes [`FilterPass::runs`] gives the filters at once (one word of failure bits).
 const RUN: usize = 64;
+
+/// Passing nodes up to this many in a row are pushed one by one rather than copied.
+const SHORT_STRETCH: usize = 8;
 
 /// One node's outcome in the filter pass.
 pub(super) enum Outcome {
@@ -70,9 +73,13 @@ struct Run {
 }
 
 impl Run {
-    /// Whether the run's `o`th node's outcome is not given by the run's bits.
-    fn is_rest(&self, o: usize) -> bool {
-        self.passed >> o & 1 == 0 && (self.known >> o & 1 == 0 || self.constant.is_none())
+    /// The nodes whose outcome the run's bits do not give (bit `o` for the run's `o`th).
+    fn rest(&self) -> u64 {
+        let given = match self.constant {
+            Some(_) => self.known,
+            None => self.passed,
+        };
+        !given & (u64::MAX >> (RUN - self.len))
     }
 }
 
@@ -253,10 +260,13 @@ impl FilterPass<'_> {
             .map(|c| {
                 let j = first + c * RUN;
                 let run = self.run(j, RUN.min(end - j));
-                let rest: Vec<Outcome> = (0..run.len)
-                    .filter(|&o| run.is_rest(o))
-                    .map(|o| self.rest(j + o, run.known >> o & 1 == 1))
-                    .collect();
+                let mut rest = Vec::new();
+                let mut bits = run.rest();
+                while bits != 0 {
+                    let o = bits.trailing_zeros() as usize;
+                    rest.push(self.rest(j + o, run.known >> o & 1 == 1));
+                    bits &= bits - 1;
+                }
                 (run, rest)
             })
             .collect();
@@ -415,13 +425,14 @@ impl FilterPass<'_> {
         }
     }
 
-    /// A window of nodes when every filter is node-local: the memo's verdicts are read a run
-    /// of up to [`RUN`] nodes at a time into a word (bit `o` for a node that passes and has no
-    /// nominated pods), each stretch of passing nodes is taken at once, and every other node
-    /// node by node as before ([`Self::quick_check`]). When the window is large enough for the
-    /// thread pool, the words are read for the whole window first, and the nodes the memo
-    /// does not know (the first pod of a spec, or after the node list changed) are filtered
-    /// there, if there are enough of them; a one-thread run never filters ahead.
+    /// A window of nodes when every filter is node-local. When the window is large enough for
+    /// the thread pool, the memo's verdicts are read for the whole window first into a word per
+    /// run of up to [`RUN`] nodes (bit `o` for a node that passes and has no nominated pods),
+    /// and the nodes the memo does not know (the first pod of a spec, or after the node list
+    /// changed) are filtered there, if there are enough of them; then each stretch of passing
+    /// nodes is taken at once, and every other node node by node ([`Self::quick_check`]).
+    /// Otherwise (one thread, or a small window) the nodes are checked one by one, each
+    /// verdict read once ([`Self::quick_nodes`]).
     pub fn quick_window(
         &self,
         range: Range<usize>,
@@ -429,15 +440,15 @@ impl FilterPass<'_> {
         taken: &mut Taken<'_>,
         feasible: &mut Vec<usize>,
     ) -> Result<(), ScheduleError> {
+        if !use_parallel(range.len()) {
+            return self.quick_nodes(range, to_find, taken, feasible);
+        }
         let (words, computed) = self.known_in_parallel(range.clone());
         let mut computed = computed.into_iter().peekable();
         let (mut j, mut w) = (range.start, 0);
         while j < range.end {
             let len = RUN.min(range.end - j);
-            let passed = words
-                .get(w)
-                .copied()
-                .unwrap_or_else(|| self.known_passed(j, len));
+            let passed = words[w];
             w += 1;
             let mut o = 0;
             while o < len {
@@ -463,32 +474,23 @@ impl FilterPass<'_> {
         Ok(())
     }
 
-    /// The run of the `len` nodes checked from the `j`th on, as a word: bit `o` for a node
-    /// the memo knows to pass (every filter being node-local, the node's verdict) and that
-    /// has no nominated pods.
-    #[inline]
-    fn known_passed(&self, j: usize, len: usize) -> u64 {
-        let mut passed = 0u64;
-        for o in 0..len {
-            let p = self.place(j + o);
-            if !self.nominated.has(p)
-                && self.memo.verdict(p, &self.snapshot.node_infos[p]) == FilterVerdict::Passed
-            {
-                passed |= 1 << o;
-            }
-        }
-        passed
-    }
-
     /// The outcome of the `j`th node checked when every filter is node-local and the memo
     /// does not know it to pass (or it has nominated pods).
     fn quick_check(&self, j: usize) -> Outcome {
         let idx = self.place(j);
         let node = &self.snapshot.node_infos[idx];
+        let verdict = self.memo.verdict(idx, node);
         if self.nominated.has(idx) {
-            return self.with_nominated(idx, node);
+            return self.quick_nominated(node, verdict);
         }
-        match self.memo.verdict(idx, node) {
+        self.quick_own(node, verdict)
+    }
+
+    /// The outcome of a node without nominated pods (or whose nominated pods passed) when
+    /// every filter is node-local: the memo's `verdict`, or the filters' when it is unknown.
+    #[inline(always)]
+    fn quick_own(&self, node: &NodeInfo, verdict: FilterVerdict) -> Outcome {
+        match verdict {
             FilterVerdict::Passed => Outcome::Passed,
             FilterVerdict::Failed(m) => Outcome::ReusedFailure(m),
             FilterVerdict::Unknown => Outcome::Ran(
@@ -498,8 +500,79 @@ impl FilterPass<'_> {
         }
     }
 
-    /// When the window is large enough for the thread pool: its words (as
-    /// [`Self::known_passed`] gives them, a word per run of [`RUN`] nodes), and the statuses
+    /// A node with nominated pods when every filter is node-local ([`Self::with_nominated`]
+    /// with the memo's `verdict` on the node, which is then the node's own): the first pass
+    /// need not run the pod-independent filters that come before the one that failed the node
+    /// (every one when it passed), as they pass with the nominated pods too.
+    fn quick_nominated(&self, node: &NodeInfo, verdict: FilterVerdict) -> Outcome {
+        let pods = self.queue.nominated_pods_in_place(&node.name);
+        let own = match verdict {
+            FilterVerdict::Passed => Own::Passed,
+            FilterVerdict::Failed(m) => Own::Failed(self.memo.failure(m)),
+            FilterVerdict::Unknown => Own::Unknown,
+        };
+        match (self.first_pass).status_knowing(self.state, self.pod, node, pods.clone(), own) {
+            Some(s) if s.is_success() => self.quick_own(node, verdict),
+            Some(s) => Outcome::Ran(s, Verdict::WithNominatedPods),
+            None => {
+                let pods: Vec<Arc<PodInfo>> = pods.cloned().collect();
+                let fwk = self.fwk;
+                let s =
+                    fwk.run_filter_plugins_with_nominated_pods(self.state, self.pod, node, &pods);
+                Outcome::Ran(s, Verdict::WithNominatedPods)
+            }
+        }
+    }
+
+    /// The nodes of `range` checked one by one when every filter is node-local (one thread, or
+    /// a window too small for the pool): the memo's verdict on each node is read once (on a
+    /// full cluster nearly every node fails, from the memo), and a stretch of passing nodes
+    /// without nominated pods is taken at once where a node that does not pass ends it, or
+    /// where it holds enough nodes.
+    fn quick_nodes(
+        &self,
+        range: Range<usize>,
+        to_find: usize,
+        taken: &mut Taken<'_>,
+        feasible: &mut Vec<usize>,
+    ) -> Result<(), ScheduleError> {
+        // The stretch of passing nodes not taken yet starts at the `from`th node checked; it
+        // ends the search once it holds `room` nodes.
+        let mut from = range.start;
+        let mut room = to_find - feasible.len();
+        for j in range.clone() {
+            let idx = self.place(j);
+            let node = &self.snapshot.node_infos[idx];
+            let verdict = self.memo.verdict(idx, node);
+            let outcome = if self.nominated.has(idx) {
+                self.quick_nominated(node, verdict)
+            } else {
+                match verdict {
+                    FilterVerdict::Passed if j - from + 1 < room => continue,
+                    FilterVerdict::Passed => {
+                        self.take_passed(from, room, to_find, taken, feasible);
+                        return Ok(());
+                    }
+                    verdict => self.quick_own(node, verdict),
+                }
+            };
+            // The stretch before this node holds fewer than `room` nodes: it cannot end the
+            // search.
+            if j > from {
+                self.take_passed(from, j - from, to_find, taken, feasible);
+            }
+            if taken.take(idx, outcome, feasible)? >= to_find {
+                return Ok(());
+            }
+            from = j + 1;
+            room = to_find - feasible.len();
+        }
+        self.take_passed(from, range.end - from, to_find, taken, feasible);
+        Ok(())
+    }
+
+    /// When the window is large enough for the thread pool: its words (a word per run of
+    /// [`RUN`] nodes, bit `o` for a node that passes and has no nominated pods), and the statuses
     /// of the nodes the memo does not know, computed on the pool when they are many enough
     /// (else none). Both empty for a smaller window.
     fn known_in_parallel(&self, range: Range<usize>) -> (Vec<u64>, Vec<(usize, Status)>) {
@@ -574,12 +647,17 @@ impl<'a> Taken<'a> {
         feasible.len()
     }
 
-    /// Takes nodes that pass as [`Self::passed`] does, `places` in node order.
+    /// Takes nodes that pass as [`Self::passed`] does, `places` in node order (a few one by
+    /// one: a copy of a short slice costs more than the pushes).
     #[inline(always)]
     pub fn passed_many(&mut self, places: &[usize], feasible: &mut Vec<usize>) {
         self.processed += places.len();
         self.reused += places.len() as u64;
-        feasible.extend_from_slice(places);
+        if places.len() <= SHORT_STRETCH {
+            places.iter().for_each(|&p| feasible.push(p));
+        } else {
+            feasible.extend_from_slice(places);
+        }
     }
 
     /// The id of a failing status in the diagnosis (interned now if new).

@@ -51,19 +51,51 @@ impl<'a> FirstPass<'a> {
         node: &NodeInfo,
         nominated: &[Arc<PodInfo>],
     ) -> Option<Status> {
+        self.status_knowing(state, pod, node, nominated.iter(), Own::Unknown)
+    }
+
+    /// [`Self::status`] knowing the node's own verdict `own`: the pod-independent filters
+    /// before the one that failed the node (all of them when it passed) pass with the
+    /// nominated pods too, and do not run.
+    pub fn status_knowing<'n>(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        nominated: impl Iterator<Item = &'n Arc<PodInfo>> + Clone,
+        own: Own<'_>,
+    ) -> Option<Status> {
         let relevant = |np: &&Arc<PodInfo>| np.priority >= pod.priority && np.uid != pod.uid;
-        if !nominated.iter().any(|np| relevant(&np)) {
+        if !nominated.clone().any(|np| relevant(&np)) {
             return Some(Status::success());
         }
         let filters = self.filters.as_ref()?;
         let mut requested = node.requested.clone();
         let mut num_pods = node.pods.len();
-        for np in nominated.iter().filter(relevant) {
+        for np in nominated.filter(relevant) {
             requested.add(&np.requests);
             num_pods += 1;
         }
-        status_with_requests(filters, state, pod, node, &requested, num_pods)
+        let known = match own {
+            Own::Unknown => 0,
+            Own::Passed => filters.len(),
+            Own::Failed(s) => filters
+                .iter()
+                .position(|((name, _), _)| *name == s.plugin)
+                .unwrap_or(0),
+        };
+        status_with_requests(filters, state, pod, node, &requested, num_pods, known)
     }
+}
+
+/// What is known of a node's own verdict (every Filter plugin on the node without its
+/// nominated pods).
+#[derive(Clone, Copy)]
+pub(crate) enum Own<'s> {
+    Unknown,
+    Passed,
+    /// Failed with this status (its plugin set).
+    Failed(&'s Status),
 }
 
 #[cfg(test)]
@@ -150,7 +182,7 @@ mod tests {
             .unwrap()
             .frameworks
             .remove(0);
-        let (mut by_requests, mut failed_first, mut copies) = (0, 0, 0);
+        let (mut by_requests, mut failed_first, mut copies, mut skipped) = (0, 0, 0, 0);
         for seed in 0..400 {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let nodes: Vec<NodeInfo> = (0..4)
@@ -174,6 +206,23 @@ mod tests {
                 }
                 let want =
                     fwk.run_filter_plugins_with_nominated_pods(&state, &pod, node, &nominated);
+                // Knowing the node's own verdict skips pod-independent filters, same status.
+                let own_status = fwk.run_filter_plugins(&state, &pod, node);
+                let own = match own_status.is_success() {
+                    true => Own::Passed,
+                    false => Own::Failed(&own_status),
+                };
+                let plain = first.status(&state, &pod, node, &nominated);
+                let knowing = first.status_knowing(&state, &pod, node, nominated.iter(), own);
+                assert_eq!(
+                    plain.as_ref().map(describe),
+                    knowing.as_ref().map(describe),
+                    "seed {seed}, {}: knowing {own_status:?}",
+                    node.name
+                );
+                skipped += usize::from(
+                    !own_status.is_success() && own_status.plugin != "NodeResourcesFit",
+                );
                 let got = match first.status(&state, &pod, node, &nominated) {
                     Some(s) if s.is_success() => fwk.run_filter_plugins(&state, &pod, node),
                     Some(s) => {
@@ -197,5 +246,86 @@ mod tests {
         assert!(by_requests > 800, "{by_requests} nodes without copies");
         assert!(failed_first > 100, "{failed_first} first passes failed");
         assert!(copies > 20, "{copies} nodes needed the copies");
+        assert!(
+            skipped > 50,
+            "{skipped} nodes failed their own pod-independent filter"
+        );
+    }
+
+    /// 1,300 nodes, each full with one low-priority pod (every 7th tainted, every 11th
+    /// cordoned), then high-priority pods of one spec, several created before the scheduler
+    /// runs: the first ones preempt and are nominated, the next ones filter nodes with
+    /// nominated pods knowing the memo's verdicts (one thread: node by node; two: the pool's
+    /// windows). What the scheduler said is the same on one and two threads and without the
+    /// memo.
+    #[test]
+    fn nominated_nodes_filtered_knowing_the_memo_report_as_without_it() {
+        use kubeplane_api::{Client, Object};
+        use kubeplane_registry::testing::TestClient;
+
+        use crate::queue::SchedulingQueue;
+        use crate::scheduler::Scheduler;
+
+        let run = |threads: usize, reuse: bool| -> Vec<String> {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let setup = crate::config::resolve(None, &FeatureGates::default()).unwrap();
+                let mut sched = Scheduler::new(
+                    setup.frameworks,
+                    SchedulingQueue::new(setup.queue),
+                    setup.percentage_of_nodes_to_score,
+                    1,
+                );
+                sched.set_reuse_node_local(reuse);
+                let mut client = TestClient::new(1);
+                let alloc = [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")];
+                for i in 0..1300 {
+                    let name = format!("n{i}");
+                    let mut n = NodeBuilder::new(&name).alloc(&alloc);
+                    if i % 7 == 3 {
+                        n = n.taint(taint("dedicated", "x", "NoSchedule"));
+                    }
+                    if i % 11 == 5 {
+                        n = n.unschedulable(true);
+                    }
+                    client
+                        .create(Object::Node(Arc::new(n.obj().into())))
+                        .unwrap();
+                    let low = PodBuilder::new(&format!("low-{i}"))
+                        .priority(0)
+                        .req(&[("cpu", "3")])
+                        .node(&name);
+                    client.create(Object::Pod(Arc::new(low.obj()))).unwrap();
+                }
+                client.settle(&mut [&mut sched]);
+                for round in 0..3 {
+                    for i in 0..4 {
+                        let pod = PodBuilder::new(&format!("high-{round}-{i}"))
+                            .priority(100)
+                            .req(&[("cpu", "2")]);
+                        client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+                    }
+                    client.settle(&mut [&mut sched]);
+                }
+                ["FailedScheduling", "Scheduled", "Preempted"]
+                    .iter()
+                    .flat_map(|r| client.events_with_reason(r))
+                    .map(|e| format!("{}: {}", e.name, e.message))
+                    .collect()
+            })
+        };
+        let one = run(1, true);
+        assert!(
+            one.iter()
+                .filter(|m| m.contains("Preempted by pod"))
+                .count()
+                >= 4,
+            "{one:?}"
+        );
+        assert_eq!(run(2, true), one);
+        assert_eq!(run(1, false), one);
     }
 }

@@ -416,3 +416,86 @@ fn the_count_of_objects_not_being_deleted_follows_every_kind_of_write() {
     check(&s);
     assert_eq!(s.count_not_deleting(Kind::Pod), 2, "p1 and r");
 }
+
+/// The general quiet write of a renewal (what the registry did before the Lease's own path):
+/// renewTime and the write's version text set in place.
+fn renew_generally(
+    s: &mut Store,
+    name: &str,
+    hint: &mut SlotHint,
+    rv: u64,
+    at: Timestamp,
+) -> Result<u64, ApiError> {
+    s.write_quietly(
+        Kind::Lease,
+        "kube-node-lease",
+        name,
+        hint,
+        rv,
+        |o, text| match o {
+            Object::Lease(l) => {
+                let l = Arc::make_mut(l);
+                l.spec.get_or_insert_with(Default::default).renew_time = Some(MicroTime(at));
+                l.metadata.resource_version = Some(text.to_string());
+                Ok(())
+            }
+            _ => Err(ApiError::Conflict { key: o.key() }),
+        },
+    )
+}
+
+#[test]
+fn a_lease_renewal_stores_what_the_general_quiet_write_stores() {
+    let lease = |name: &str| {
+        let mut l = Lease::default();
+        l.metadata.name = Some(name.into());
+        l.metadata.namespace = Some("kube-node-lease".into());
+        Object::Lease(Arc::new(l))
+    };
+    let (mut general, mut own) = (store(), store());
+    let (mut hints_g, mut hints_o) = ([SlotHint::default(); 3], [SlotHint::default(); 3]);
+    for s in [&mut general, &mut own] {
+        s.create(lease("n0")).unwrap();
+        s.create(lease("n1")).unwrap();
+        s.create(pod("p")).unwrap();
+    }
+    let t0: Timestamp = "2025-01-01T00:00:10Z".parse().unwrap();
+    // Renewals at the right version, at a stale one, of a missing Lease, one after a delete.
+    let steps: [(&str, u64, usize); 7] = [
+        ("n0", 1, 0),
+        ("n1", 2, 1),
+        ("n0", 4, 0),
+        ("n0", 1, 0),
+        ("n2", 1, 2),
+        ("n0", 6, 0),
+        ("n1", 5, 1),
+    ];
+    for (k, (name, rv, h)) in steps.into_iter().enumerate() {
+        let at = t0 + jiff::SignedDuration::from_secs(10 * k as i64);
+        if k == 5 {
+            for s in [&mut general, &mut own] {
+                let key = ObjectKey::new(Kind::Lease, "kube-node-lease", "n0");
+                s.delete(&key).unwrap();
+            }
+        }
+        let g = renew_generally(&mut general, name, &mut hints_g[h], rv, at);
+        let o = own.renew_lease_quietly("kube-node-lease", name, &mut hints_o[h], rv, at);
+        assert_eq!(format!("{g:?}"), format!("{o:?}"), "step {k}");
+        assert_eq!(
+            general.resource_version(),
+            own.resource_version(),
+            "step {k}"
+        );
+        assert_eq!(general.lease_writes(), own.lease_writes(), "step {k}");
+        let all = |s: &Store| format!("{:?}", s.all().collect::<Vec<_>>());
+        assert_eq!(all(&general), all(&own), "step {k}");
+    }
+    assert_eq!(
+        own.resource_version(),
+        8,
+        "four renewals and a delete after three creates"
+    );
+    // The next write's version text follows.
+    let next = own.create(pod("q")).unwrap();
+    assert_eq!(next.resource_version(), "9");
+}

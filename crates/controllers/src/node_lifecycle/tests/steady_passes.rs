@@ -4,10 +4,11 @@
 use super::*;
 
 type NodeState = (Option<SimTime>, Option<String>, usize, Vec<String>);
+type ZonesState = (Vec<Option<ZoneState>>, Vec<(u32, u32)>);
 
 /// What a step may change: each node's probe time, Ready status, NodeNotReady events and
-/// taints, and the zones' states.
-fn steady_state(h: &Harness, names: &[&str]) -> (Vec<NodeState>, Vec<Option<ZoneState>>) {
+/// taints, and the zones' states and their last pass's ready and not ready counts.
+fn steady_state(h: &Harness, names: &[&str]) -> (Vec<NodeState>, ZonesState) {
     let nodes = names
         .iter()
         .map(|n| {
@@ -23,7 +24,9 @@ fn steady_state(h: &Harness, names: &[&str]) -> (Vec<NodeState>, Vec<Option<Zone
         .iter()
         .map(|z| h.nlc.zone_state(z))
         .collect();
-    (nodes, zones)
+    let counts = h.nlc.zones.list.iter();
+    let counts = counts.map(|z| (z.n_ready, z.n_not_ready)).collect();
+    (nodes, (zones, counts))
 }
 
 /// One step of the scenario at `t` s: which agents renew (quietly, every 10 s) and post, and
@@ -81,7 +84,8 @@ fn steady_step(h: &mut Harness, t: i64) {
 /// A steady node's visit (a Lease read, or none, and the grace period) gives the verdicts of
 /// the common case's full checks, over nodes that go silent and come back, post NotReady,
 /// renew only heartbeats, get a taint, a zone that is fully disrupted, every zone down (the
-/// disruption modes), a new node and a deleted Lease; NoExecute taints at a fast rate.
+/// disruption modes), a new node and a deleted Lease; NoExecute taints at a fast rate. The
+/// passes that find every node steady without a Lease read count the zones' nodes alike.
 #[test]
 fn steady_passes_give_the_verdicts_of_checking_every_node_at_every_pass() {
     let mut steady = Harness::new(fast_config());
@@ -125,6 +129,13 @@ fn steady_passes_give_the_verdicts_of_checking_every_node_at_every_pass() {
     assert_eq!(steady.events("NodeNotReady", "a0").len(), 2);
     assert!(steady.events("NodeNotReady", "b0").len() >= 2);
     assert_eq!(checking.nlc.steady_visits(), 0);
+    assert_eq!(checking.nlc.all_steady_passes(), 0);
+    // Passes between renewal rounds with every node steady, counted without visits.
+    assert!(
+        steady.nlc.all_steady_passes() > 20,
+        "{}",
+        steady.nlc.all_steady_passes()
+    );
     assert!(
         steady.nlc.steady_visits() > 7 * 150,
         "{}",

@@ -6,6 +6,8 @@
 //! snapshot's node list, so the known scores of nodes at consecutive places (the sampled
 //! window of an unrestricted cycle) are one slice copy per plugin, not a gather per cell.
 
+use std::ops::Range;
+
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{Normalization, ScorePlugin, MAX_NODE_SCORE, MIN_NODE_SCORE};
 use crate::framework::status::Status;
@@ -42,6 +44,14 @@ pub struct ReusedScores {
     /// `segments` were made by [`Self::set_known`] for the present `known` and `rows`, so
     /// the next [`Self::prepare`] keeps them.
     segmented: bool,
+    /// Per row, where `partial_ok` is set: the weighted sum of its raw scores of the plugins
+    /// that keep their column under `partial_plan` (the others add a constant), written by
+    /// [`Self::totals_from_kept`] for the rows it computed, so that a known run's totals are
+    /// one copy. A row's flag is cleared whenever its raw scores are written.
+    partials: Vec<i64>,
+    partial_ok: Vec<bool>,
+    /// The plan (as [`Self::totals_from_kept`] takes it) the partials were summed under.
+    partial_plan: Vec<(usize, Normalization, i64)>,
 }
 
 /// Nodes `start..end` of the list: known, at the consecutive rows from `row`, or not known
@@ -51,6 +61,9 @@ struct Segment {
     start: usize,
     end: usize,
     row: Option<usize>,
+    /// A known run whose totals are its rows' kept partial totals (set by
+    /// [`ReusedScores::totals_from_kept`] for its own pass).
+    partial: bool,
 }
 
 impl ReusedScores {
@@ -73,6 +86,7 @@ impl ReusedScores {
             self.scores.clear();
             self.scores.resize(self.places * local.len(), 0);
             self.segmented = false;
+            self.forget_partials();
         }
         if !std::mem::take(&mut self.segmented) {
             self.segment();
@@ -104,6 +118,7 @@ impl ReusedScores {
                         start,
                         end: j,
                         row: first,
+                        partial: false,
                     });
                 }
                 (start, first) = (j, known.then_some(row));
@@ -115,6 +130,7 @@ impl ReusedScores {
                 start,
                 end: n,
                 row: first,
+                partial: false,
             });
         }
         self.segmented = true;
@@ -145,6 +161,7 @@ impl ReusedScores {
                 start,
                 end: start + len,
                 row,
+                partial: false,
             });
             start += len;
         }
@@ -168,6 +185,18 @@ impl ReusedScores {
             .flat_map(|s| s.start..s.end)
     }
 
+    /// The runs of nodes not known among the nodes `start..end` of the list, as ranges of it,
+    /// in order (by the segments of the last [`Self::prepare`]).
+    pub(super) fn unknown_runs(&self, start: usize, end: usize) -> Vec<Range<usize>> {
+        let first = self.segments.partition_point(|s| s.end <= start);
+        self.segments[first..]
+            .iter()
+            .take_while(|s| s.start < end)
+            .filter(|s| s.row.is_none())
+            .map(|s| s.start.max(start)..s.end.min(end))
+            .collect()
+    }
+
     /// Plugin `m`'s column: one raw score per row.
     fn column(&self, m: usize) -> &[i64] {
         &self.scores[m * self.places..(m + 1) * self.places]
@@ -180,7 +209,16 @@ impl ReusedScores {
 
     /// Sets the raw score of plugin `m` of node `i`.
     pub fn set(&mut self, i: usize, m: usize, score: i64) {
-        self.scores[m * self.places + self.rows[i]] = score;
+        let row = self.rows[i];
+        self.scores[m * self.places + row] = score;
+        if let Some(ok) = self.partial_ok.get_mut(row) {
+            *ok = false;
+        }
+    }
+
+    /// Forgets every row's partial total (the raw scores were reset).
+    pub fn forget_partials(&mut self) {
+        self.partial_ok.iter_mut().for_each(|ok| *ok = false);
     }
 
     /// Copies the kept raw scores of the known nodes into `scores` (plugin-major, a column of
@@ -207,23 +245,80 @@ impl ReusedScores {
     /// normalization and its weight, and every plugin must keep its column with every score
     /// in range, or make an all-zero column one score in range from an all-zero column.
     /// Returns false otherwise (`totals` then unspecified): the caller normalises the table.
+    ///
+    /// A known run whose rows all have their partial totals kept under this plan (their raw
+    /// scores passed these checks when the partials were summed, and are unchanged since)
+    /// gets its totals as the partials plus the constant plugins' weighted constants; on
+    /// success the rows summed plugin by plugin keep theirs.
     pub(super) fn totals_from_kept(
-        &self,
+        &mut self,
         plugins: &[(usize, Normalization, i64)],
         scores: &[i64],
         totals: &mut Vec<i64>,
     ) -> bool {
         let n = self.known.len();
         totals.resize(n, 0);
-        for (k, &(m, normalization, weight)) in plugins.iter().enumerate() {
-            let zero_to = match normalization {
-                Normalization::Keeps => None,
+        let mut constant = 0;
+        for &(_, normalization, weight) in plugins {
+            match normalization {
+                Normalization::Keeps => {}
                 Normalization::ZeroTo(c) if (MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&c) => {
-                    Some(c)
+                    constant += c * weight;
                 }
                 _ => return false,
+            }
+        }
+        if self.partial_plan != plugins || self.partial_ok.len() != self.places {
+            self.partial_plan.clear();
+            self.partial_plan.extend_from_slice(plugins);
+            self.partial_ok.clear();
+            self.partial_ok.resize(self.places, false);
+            self.partials.resize(self.places, 0);
+        }
+        // Per segment: whether its totals are the kept partials (a known run of kept rows).
+        let mut by_plugin = false;
+        for seg in &mut self.segments {
+            seg.partial = seg.row.is_some_and(|row| {
+                !self.partial_ok[row..row + (seg.end - seg.start)].contains(&false)
+            });
+            by_plugin |= !seg.partial;
+        }
+        for seg in self.segments.iter().filter(|s| s.partial) {
+            let row = seg.row.unwrap_or_default();
+            let kept = &self.partials[row..row + (seg.end - seg.start)];
+            for (t, &p) in totals[seg.start..seg.end].iter_mut().zip(kept) {
+                *t = p + constant;
+            }
+        }
+        if by_plugin && !self.totals_by_plugin(plugins, scores, totals) {
+            return false;
+        }
+        // The rows summed plugin by plugin now keep their partial totals.
+        for seg in self.segments.iter().filter(|s| !s.partial) {
+            for j in seg.start..seg.end {
+                let row = self.rows[j];
+                self.partials[row] = totals[j] - constant;
+                self.partial_ok[row] = true;
+            }
+        }
+        true
+    }
+
+    /// [`Self::totals_from_kept`]'s checks and weighted adds, plugin by plugin, over the
+    /// segments whose totals are not the kept partials: whether every check passed.
+    fn totals_by_plugin(
+        &self,
+        plugins: &[(usize, Normalization, i64)],
+        scores: &[i64],
+        totals: &mut [i64],
+    ) -> bool {
+        let n = self.known.len();
+        for (k, &(m, normalization, weight)) in plugins.iter().enumerate() {
+            let zero_to = match normalization {
+                Normalization::ZeroTo(c) => Some(c),
+                _ => None,
             };
-            for seg in &self.segments {
+            for seg in self.segments.iter().filter(|s| !s.partial) {
                 let raw = match seg.row {
                     Some(row) => &self.column(m)[row..row + (seg.end - seg.start)],
                     None => &scores[k * n + seg.start..k * n + seg.end],
@@ -324,7 +419,12 @@ mod tests {
             &[4, 5, 6, 7, 0, 1, 2, 9, 8],
             10,
         );
-        let seg = |start, end, row| Segment { start, end, row };
+        let seg = |start, end, row| Segment {
+            start,
+            end,
+            row,
+            partial: false,
+        };
         assert_eq!(
             r.segments,
             [
@@ -371,5 +471,39 @@ mod tests {
         assert_eq!(r.scores, [0, 0, 10, 0, 0, 21, 11, 0]);
         assert_eq!((r.get(0, 1), r.get(2, 1), r.get(1, 0)), (11, 21, 0));
         assert_eq!(r.column(1), [0, 21, 11, 0]);
+    }
+
+    #[test]
+    fn a_known_run_s_totals_are_its_kept_partials_while_its_rows_and_the_plan_are_unchanged() {
+        let plan = [
+            (0, Normalization::Keeps, 2),
+            (1, Normalization::ZeroTo(100), 1),
+        ];
+        let mut r = reused(&[false; 4], &[0, 1, 2, 3], 4);
+        let table = [10, 20, 30, 40, 0, 0, 0, 0];
+        r.fill(&[Some(0), Some(1)], &table);
+        let mut totals = Vec::new();
+        assert!(r.totals_from_kept(&plan, &table, &mut totals));
+        assert_eq!(totals, [120, 140, 160, 180]);
+        // All known: the partials (a raw score changed behind `set`'s back does not count) ...
+        r.set_known(|_| true);
+        r.prepare(&["A", "B"], 4);
+        r.scores[1] = 99;
+        totals.clear();
+        assert!(r.totals_from_kept(&plan, &[], &mut totals));
+        assert_eq!(totals, [120, 140, 160, 180]);
+        // ... a row written through `set` is summed afresh, and keeps its new partial.
+        r.set(1, 0, 50);
+        assert!(r.totals_from_kept(&plan, &[], &mut totals));
+        assert_eq!(totals, [120, 200, 160, 180]);
+        // Another plan: every row summed afresh.
+        let heavier = [(0, Normalization::Keeps, 3), plan[1]];
+        assert!(r.totals_from_kept(&heavier, &[], &mut totals));
+        assert_eq!(totals, [130, 250, 190, 220]);
+        // A non-zero score of the constant plugin, written through `set`: no shortcut.
+        r.set(2, 1, 5);
+        assert!(!r.totals_from_kept(&heavier, &[], &mut totals));
+        r.forget_partials();
+        assert!(!r.partial_ok.contains(&true));
     }
 }

@@ -547,3 +547,72 @@ fn totals_from_the_kept_scores_are_the_full_pass_s_or_it_runs_in_full() {
         .message()
         .contains("\"J\" returns an invalid score 101"));
 }
+
+/// [`promising`]'s K and J, failing on the nodes listed (K's, then J's).
+fn promising_failing(fail_k: Vec<usize>, fail_j: Vec<usize>) -> Framework {
+    let mut set = PluginSet::default();
+    for (name, factor, fail_on, weight) in [("K", 3, fail_k, 1), ("J", 7, fail_j, 3)] {
+        let numbered = Numbered {
+            name,
+            factor,
+            fail_on,
+        };
+        let p = Promising(numbered, Normalization::Keeps);
+        set.score.push((Arc::new(p) as Arc<dyn Plugin>, weight));
+    }
+    Framework {
+        profile_name: "default-scheduler".into(),
+        plugins: set,
+        all_plugins: Vec::new(),
+        percentage_of_nodes_to_score: None,
+    }
+}
+
+#[test]
+fn without_copying_known_scores_only_the_unknown_runs_are_scored_and_fail() {
+    let n = 12;
+    let nodes: Vec<NodeInfo> = (0..n)
+        .map(|i| NodeBuilder::new(&format!("n{i}")).info())
+        .collect();
+    let refs: Vec<&NodeInfo> = nodes.iter().collect();
+    let (pod, state) = (PodBuilder::new("p").info(), CycleState::new());
+    let plain = promising_failing(vec![], vec![])
+        .run_score_plugins(&state, &pod, &refs)
+        .unwrap();
+    // Every row filled in once, then nodes 0, 3, 4, 9 and 11 not known.
+    let mut r = ReusedScores::default();
+    r.totals_only = true;
+    let mut t = ScoreTable::default();
+    promising_failing(vec![], vec![])
+        .run_score_plugins_into(&state, &pod, &refs, Some(&mut r), &mut t)
+        .unwrap();
+    let known: Vec<bool> = (0..n).map(|i| ![0, 3, 4, 9, 11].contains(&i)).collect();
+    let again = |fw: &Framework, t: &mut ScoreTable| {
+        let mut r = r.clone();
+        r.known = known.clone();
+        t.scores.iter_mut().for_each(|s| *s = -7);
+        fw.run_score_plugins_into(&state, &pod, &refs, Some(&mut r), t)
+    };
+    again(&promising_failing(vec![], vec![]), &mut t).unwrap();
+    assert_eq!(t.totals, plain.totals);
+    // The unknown cells written, the known ones left.
+    let want: Vec<i64> = (0..2 * n)
+        .map(|c| match known[c % n] {
+            true => -7,
+            false => plain.scores[c],
+        })
+        .collect();
+    assert_eq!(t.scores, want);
+    // Failing on known nodes only: their kept scores are taken, no error.
+    again(&promising_failing(vec![1, 2], vec![5, 10]), &mut t).unwrap();
+    assert_eq!(t.totals, plain.totals);
+    // The first failing unknown node wins, whichever plugin it is; on one node, the first
+    // plugin.
+    let err = |fw: Framework, t: &mut ScoreTable| again(&fw, t).unwrap_err().message();
+    let message = err(promising_failing(vec![9, 2], vec![4, 11]), &mut t);
+    assert_eq!(message, "running Score plugin \"J\": node 4");
+    let message = err(promising_failing(vec![11, 3], vec![3]), &mut t);
+    assert_eq!(message, "running Score plugin \"K\": node 3");
+    let message = err(promising_failing(vec![], vec![11]), &mut t);
+    assert_eq!(message, "running Score plugin \"J\": node 11");
+}

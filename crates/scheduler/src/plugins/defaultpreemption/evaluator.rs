@@ -499,7 +499,9 @@ impl DefaultPreemption {
         input: &PostFilterInput<'_>,
     ) -> DryRun {
         let nominated = (input.nominated_pods)(&node.name);
-        match search.select_victims(node, &nominated) {
+        // The filter pass's own status on the node (not the absent nodes' one).
+        let failed = input.statuses.get(place);
+        match search.select_victims(node, &nominated, failed) {
             Ok((victims, violations)) if !victims.is_empty() => DryRun::Candidate(Candidate {
                 place,
                 victims,

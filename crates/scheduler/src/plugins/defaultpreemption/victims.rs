@@ -157,11 +157,15 @@ impl<'a> VictimSearch<'a> {
     /// `SelectVictimsOnNode`): remove every lower-priority pod; if the pod fits then, add them
     /// back one by one, most important first (those whose eviction would violate a
     /// PodDisruptionBudget before the others), keeping out only those without which it does
-    /// not fit. `nominated` are the pods nominated to the node.
+    /// not fit. `nominated` are the pods nominated to the node; `failed`, when known, the status
+    /// with which the cycle's filter pass failed it: the Filter plugins before its plugin
+    /// passed the node, so those of them that look only at the node and at the pod need not
+    /// run again.
     pub(super) fn select_victims(
         &mut self,
         node: &NodeInfo,
         nominated: &[Arc<PodInfo>],
+        failed: Option<&Status>,
     ) -> Victims {
         let pod = self.pod;
         let mut potential: Vec<&Arc<PodInfo>> = node
@@ -176,7 +180,11 @@ impl<'a> VictimSearch<'a> {
             .collect();
         match self.direct.take() {
             Some(filters) => {
-                let found = self.direct(&filters, node, &mut potential, &relevant);
+                // How many of the filters are known to pass the node, if independent.
+                let known = failed
+                    .and_then(|s| filters.all.iter().position(|(name, _)| *name == s.plugin))
+                    .unwrap_or(0);
+                let found = self.direct(&filters, node, &mut potential, &relevant, known);
                 self.direct = Some(filters);
                 found
             }
@@ -224,19 +232,21 @@ impl<'a> VictimSearch<'a> {
 
     /// The direct way: by arithmetic when the sums tell the status with every lower-priority
     /// pod removed and it is a failure, or a success without relevant nominated pods (then the
-    /// reprieve steps too); otherwise on the scratch NodeInfo.
+    /// reprieve steps too); otherwise on the scratch NodeInfo. The pod-independent filters
+    /// among the first `known` pass the node.
     fn direct(
         &mut self,
         filters: &Direct<'a>,
         node: &NodeInfo,
         potential: &mut [&Arc<PodInfo>],
         relevant: &[Arc<PodInfo>],
+        known: usize,
     ) -> Victims {
         if potential.is_empty() {
             return Err(Status::unresolvable(REASON_NO_VICTIMS));
         }
         if let (true, Some(check)) = (relevant.is_empty(), filters.sums) {
-            if let Some(found) = self.by_sums(check, &filters.flagged, node, potential) {
+            if let Some(found) = self.by_sums(check, &filters.flagged, node, potential, known) {
                 return found;
             }
         }
@@ -245,12 +255,12 @@ impl<'a> VictimSearch<'a> {
             self.requested.sub(&p.requests);
         }
         if relevant.is_empty() && filters.sums.is_none() {
-            if let Some(found) = self.by_requests(filters, node, potential) {
+            if let Some(found) = self.by_requests(filters, node, potential, known) {
                 return found;
             }
         }
         let removed = potential.len();
-        if let Some(s) = self.all_removed(&filters.flagged, node, removed, relevant) {
+        if let Some(s) = self.all_removed(&filters.flagged, node, removed, relevant, known) {
             if !s.is_success() {
                 self.failed_by_requests += 1;
                 return Err(s);
@@ -263,13 +273,15 @@ impl<'a> VictimSearch<'a> {
     /// requests already subtracted in `self.requested`), by arithmetic: first with `relevant`
     /// (the nominated pods of at least the pod's priority) added, then, if that passed,
     /// without them, as [`filter_with_nominated`] on the scratch NodeInfo. `None` when a
-    /// plugin cannot judge by requests.
+    /// plugin cannot judge by requests. The pod-independent filters among the first `known`
+    /// pass the node.
     fn all_removed(
         &mut self,
         flagged: &[(Filter<'a>, bool)],
         node: &NodeInfo,
         removed: usize,
         relevant: &[Arc<PodInfo>],
+        known: usize,
     ) -> Option<Status> {
         let (state, pod) = (self.state, self.pod);
         let requested = &self.requested;
@@ -281,12 +293,12 @@ impl<'a> VictimSearch<'a> {
                 with.add(&np.requests);
             }
             let n = num_pods + relevant.len();
-            let s = status_with_requests(flagged, state, pod, node, with, n)?;
+            let s = status_with_requests(flagged, state, pod, node, with, n, known)?;
             if !s.is_success() {
                 return Some(s);
             }
         }
-        status_with_requests(flagged, state, pod, node, requested, num_pods)
+        status_with_requests(flagged, state, pod, node, requested, num_pods, known)
     }
 
     /// The direct way: the scratch NodeInfo, the cycle state read in place.
@@ -322,13 +334,15 @@ impl<'a> VictimSearch<'a> {
     /// [`VictimSearch::by_requests`] on three `i64` sums (cpu, memory, ephemeral-storage) when
     /// the only dependent plugin judges by them (`check`): the same saturating additions and
     /// subtractions in the same order, so the same verdicts. `None` when the pod does not fit
-    /// with every pod of `potential` removed.
+    /// with every pod of `potential` removed. The pod-independent filters among the first
+    /// `known` pass the node.
     fn by_sums(
         &mut self,
         check: SumsCheck,
         flagged: &[(Filter<'a>, bool)],
         node: &NodeInfo,
         potential: &mut [&Arc<PodInfo>],
+        known: usize,
     ) -> Option<Victims> {
         let (state, pod) = (self.state, self.pod);
         let alloc = &node.allocatable;
@@ -342,10 +356,8 @@ impl<'a> VictimSearch<'a> {
             return None;
         }
         // The plugins that do not depend on the pods pass on the node itself.
-        for ((_, f), _) in flagged.iter().filter(|(_, independent)| *independent) {
-            if !f.filter(state, pod, node).is_success() {
-                return None;
-            }
+        if !independent_pass(&flagged[known.min(flagged.len())..], state, pod, node) {
+            return None;
         }
         self.by_requests += 1;
         self.by_sums += 1;
@@ -374,7 +386,8 @@ impl<'a> VictimSearch<'a> {
     /// pod of `potential` removed), for a node with lower-priority pods and no relevant
     /// nominated pods; `None` when it does not apply (a dependent plugin that cannot judge by
     /// requests) or the pod does not fit with all of them removed (then
-    /// [`VictimSearch::all_removed`] gives the status, with `self.requested` untouched).
+    /// [`VictimSearch::all_removed`] gives the status, with `self.requested` untouched). The
+    /// pod-independent filters among the first `known` pass the node.
     fn by_requests(
         &mut self,
         Direct {
@@ -382,6 +395,7 @@ impl<'a> VictimSearch<'a> {
         }: &Direct<'a>,
         node: &NodeInfo,
         potential: &mut [&Arc<PodInfo>],
+        known: usize,
     ) -> Option<Victims> {
         let (state, pod) = (self.state, self.pod);
         let requested = &mut self.requested;
@@ -398,10 +412,8 @@ impl<'a> VictimSearch<'a> {
         }
         // Every plugin passes with the victims removed (those that do not depend on the pods
         // pass on the node itself), whatever their order.
-        for ((_, f), _) in flagged.iter().filter(|(_, independent)| *independent) {
-            if !f.filter(state, pod, node).is_success() {
-                return None;
-            }
+        if !independent_pass(&flagged[known.min(flagged.len())..], state, pod, node) {
+            return None;
         }
         self.by_requests += 1;
         let mut reprieve = |p: &Arc<PodInfo>| -> Result<bool, Status> {
@@ -423,11 +435,25 @@ impl<'a> VictimSearch<'a> {
     }
 }
 
+/// Whether the plugins of `flagged` that look only at the node and at the pod pass `node`.
+fn independent_pass(
+    flagged: &[(Filter<'_>, bool)],
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+) -> bool {
+    flagged
+        .iter()
+        .filter(|(_, independent)| *independent)
+        .all(|((_, f), _)| f.filter(state, pod, node).is_success())
+}
+
 /// The status [`crate::framework::run_filters`] would give with `filters` (each with whether
 /// it looks only at the node) on `node` were its pods' requests `requested` and their number
 /// `num_pods`: the pod-independent plugins on the node itself, the others through
 /// [`crate::framework::FilterPlugin::filter_with_requests`]. `None` when one of those cannot
-/// judge by requests.
+/// judge by requests. The pod-independent plugins among the first `known` are known to pass on
+/// the node (the caller knows the node's own verdict) and do not run.
 pub(crate) fn status_with_requests(
     filters: &[(Filter<'_>, bool)],
     state: &CycleState,
@@ -435,9 +461,11 @@ pub(crate) fn status_with_requests(
     node: &NodeInfo,
     requested: &Resources,
     num_pods: usize,
+    known: usize,
 ) -> Option<Status> {
-    for &((name, f), on_node_only) in filters {
+    for (i, &((name, f), on_node_only)) in filters.iter().enumerate() {
         let s = match on_node_only {
+            true if i < known => continue,
             true => f.filter(state, pod, node),
             false => f.filter_with_requests(state, pod, node, requested, num_pods)?,
         };
