@@ -1,11 +1,12 @@
 //! The cache, the API calls and the clock a component is given.
 
+use crate::StoredPod;
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_core::{EventRecord, SimTime};
 
@@ -24,7 +25,7 @@ pub trait Cache {
         self.get(key.kind, &key.namespace, &key.name)
     }
 
-    fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<Pod>> {
+    fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<StoredPod>> {
         self.get(Kind::Pod, namespace, name)
             .and_then(Object::as_pod)
     }

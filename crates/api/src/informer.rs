@@ -125,15 +125,18 @@ mod tests {
     use super::*;
 
     fn pod(name: &str, rv: u64) -> Object {
-        Object::Pod(Arc::new(Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("default".into()),
-                resource_version: Some(rv.to_string()),
+        Object::Pod(Arc::new(
+            Pod {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    namespace: Some("default".into()),
+                    resource_version: Some(rv.to_string()),
+                    ..Default::default()
+                },
                 ..Default::default()
-            },
-            ..Default::default()
-        }))
+            }
+            .into(),
+        ))
     }
 
     fn event(type_: EventType, object: Object, rv: u64) -> WatchEvent {

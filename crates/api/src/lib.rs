@@ -36,5 +36,5 @@ pub use error::ApiError;
 pub use informer::Informer;
 pub use node::{only_heartbeats_changed, StoredNode};
 pub use object::{DynamicObject, Kind, Object, ObjectKey};
-pub use pod::PodExt;
+pub use pod::{PodExt, StoredPod};
 pub use watch::{EventType, WatchEvent};

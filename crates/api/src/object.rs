@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -15,6 +15,7 @@ use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
 use crate::node::StoredNode;
+use crate::pod::StoredPod;
 use crate::types::{self, ResourceType};
 
 /// The kinds of object the store holds: the kinds kubeplane simulates, in the order of
@@ -215,7 +216,9 @@ pub enum Object {
     Deployment(Arc<Deployment>),
     ReplicaSet(Arc<ReplicaSet>),
     PodDisruptionBudget(Arc<PodDisruptionBudget>),
-    Pod(Arc<Pod>),
+    /// A Pod in its stored form: the spec shared by `Arc`, `nodeName` outside it
+    /// ([`StoredPod`]).
+    Pod(Arc<StoredPod>),
     Lease(Arc<Lease>),
     Other(Arc<DynamicObject>),
 }
@@ -312,7 +315,7 @@ impl Object {
             Kind::PodDisruptionBudget => {
                 Object::PodDisruptionBudget(typed::<PodDisruptionBudget>(value)?)
             }
-            Kind::Pod => Object::Pod(typed::<Pod>(value)?),
+            Kind::Pod => Object::Pod(typed::<StoredPod>(value)?),
             Kind::Lease => Object::Lease(typed::<Lease>(value)?),
             Kind::Other(t) => Object::Other(Arc::new(
                 DynamicObject::from_value(t, value).map_err(|e| e.to_string())?,
@@ -367,7 +370,7 @@ impl Object {
         self.meta().uid.as_deref().unwrap_or("")
     }
 
-    pub fn as_pod(&self) -> Option<&Arc<Pod>> {
+    pub fn as_pod(&self) -> Option<&Arc<StoredPod>> {
         match self {
             Object::Pod(p) => Some(p),
             _ => None,

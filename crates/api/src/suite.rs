@@ -6,6 +6,7 @@
 //! the implementation disagrees.
 
 use crate::PodExt;
+use crate::StoredPod;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{
@@ -134,28 +135,31 @@ fn meta(name: &str) -> ObjectMeta {
 }
 
 fn pod(name: &str, node: Option<&str>) -> Object {
-    Object::Pod(Arc::new(Pod {
-        metadata: meta(name),
-        spec: Some(PodSpec {
-            node_name: node.map(str::to_string),
-            containers: vec![k8s_openapi::api::core::v1::Container {
-                name: "c".into(),
-                image: Some("nginx".into()),
+    Object::Pod(Arc::new(
+        Pod {
+            metadata: meta(name),
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_string),
+                containers: vec![k8s_openapi::api::core::v1::Container {
+                    name: "c".into(),
+                    image: Some("nginx".into()),
+                    ..Default::default()
+                }],
                 ..Default::default()
-            }],
+            }),
             ..Default::default()
-        }),
-        ..Default::default()
-    }))
+        }
+        .into(),
+    ))
 }
 
 fn with_phase(obj: &Object, phase: &str) -> Object {
-    let mut p = Pod::clone(obj.as_pod().expect("a pod"));
+    let mut p = StoredPod::clone(obj.as_pod().expect("a pod"));
     p.status = Some(PodStatus {
         phase: Some(phase.into()),
         ..Default::default()
     });
-    Object::Pod(Arc::new(p))
+    Object::Pod(Arc::new(p.into()))
 }
 
 fn phase(obj: &Object) -> Option<String> {
@@ -217,9 +221,11 @@ fn update_keeps_status(make: Factory) {
 fn update_status_keeps_spec(make: Factory) {
     let mut c = make();
     let created = c.create(pod("a", None)).unwrap();
-    let mut changed = Pod::clone(with_phase(&created, "Running").as_pod().unwrap());
+    let mut changed = StoredPod::clone(with_phase(&created, "Running").as_pod().unwrap());
     changed.set_node_name(Some("n9".into()));
-    let after = c.update_status(Object::Pod(Arc::new(changed))).unwrap();
+    let after = c
+        .update_status(Object::Pod(Arc::new(changed.into())))
+        .unwrap();
     assert_eq!(phase(&after).as_deref(), Some("Running"));
     let node = after.as_pod().unwrap().node_name().map(str::to_string);
     assert_eq!(node, None);
@@ -342,7 +348,7 @@ fn ready_web_pod(c: &mut dyn Client, name: &str) -> Object {
     let mut p = pod(name, Some("n1"));
     p.meta_mut().labels = Some([("app".to_string(), "web".to_string())].into());
     let created = c.create(p).unwrap();
-    let mut running = Pod::clone(created.as_pod().unwrap());
+    let mut running = StoredPod::clone(created.as_pod().unwrap());
     running.status = Some(PodStatus {
         phase: Some("Running".into()),
         conditions: Some(vec![PodCondition {
@@ -352,7 +358,8 @@ fn ready_web_pod(c: &mut dyn Client, name: &str) -> Object {
         }]),
         ..Default::default()
     });
-    c.update_status(Object::Pod(Arc::new(running))).unwrap()
+    c.update_status(Object::Pod(Arc::new(running.into())))
+        .unwrap()
 }
 
 /// A budget over `app=web` whose status allows `allowed` disruptions.
@@ -624,7 +631,9 @@ fn web_deployment_spec(replicas: i32) -> DeploymentSpec {
                 labels,
                 ..Default::default()
             }),
-            spec: pod("t", None).as_pod().and_then(|p| p.spec.clone()),
+            spec: pod("t", None)
+                .as_pod()
+                .and_then(|p| p.spec.as_deref().cloned()),
         },
         ..Default::default()
     }

@@ -7,6 +7,7 @@
 //! reports what happened and checks it.
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -142,7 +143,7 @@ fn scenario(version: KubeVersion, e: &Envelope) -> Scenario {
     }
 }
 
-fn node_name(p: &Pod) -> Option<&str> {
+fn node_name(p: &StoredPod) -> Option<&str> {
     p.node_name()
 }
 

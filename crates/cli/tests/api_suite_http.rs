@@ -117,7 +117,7 @@ fn an_api_only_server_runs_no_control_plane() {
         serde_json::json!({"metadata": {"name": "p", "namespace": "default"},
                            "spec": {"containers": [{"name": "c", "image": "x"}]}}),
     )
-    .map(|p| Object::Pod(Arc::new(p)))
+    .map(|p| Object::Pod(Arc::new(p.into())))
     .expect("a pod");
     let created = http.client.create(pod).expect("created");
     std::thread::sleep(std::time::Duration::from_millis(1500));

@@ -4,10 +4,11 @@
 //! slow-start batching. Nothing here reads a clock: instants are parameters.
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
@@ -47,23 +48,23 @@ pub fn key_string(key: &NsName) -> String {
 }
 
 /// Phase is neither Succeeded nor Failed and no deletion was requested (upstream `IsPodActive`).
-pub fn is_pod_active(pod: &Pod) -> bool {
+pub fn is_pod_active(pod: &StoredPod) -> bool {
     let phase = pod_phase(pod);
     phase != "Succeeded" && phase != "Failed" && pod.metadata.deletion_timestamp.is_none()
 }
 
-pub fn pod_phase(pod: &Pod) -> &str {
+pub fn pod_phase(pod: &StoredPod) -> &str {
     pod.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("")
 }
 
-pub fn pod_node(pod: &Pod) -> &str {
+pub fn pod_node(pod: &StoredPod) -> &str {
     pod.node_name().unwrap_or("")
 }
 
-pub fn pod_ready_condition(pod: &Pod) -> Option<&PodCondition> {
+pub fn pod_ready_condition(pod: &StoredPod) -> Option<&PodCondition> {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -71,12 +72,12 @@ pub fn pod_ready_condition(pod: &Pod) -> Option<&PodCondition> {
 }
 
 /// The pod's Ready condition is True (upstream `podutil.IsPodReady`).
-pub fn is_pod_ready(pod: &Pod) -> bool {
+pub fn is_pod_ready(pod: &StoredPod) -> bool {
     pod_ready_condition(pod).is_some_and(|c| c.status == "True")
 }
 
 /// The `lastTransitionTime` of a True Ready condition; `None` stands for Go's zero time.
-pub fn pod_ready_time(pod: &Pod) -> Option<Timestamp> {
+pub fn pod_ready_time(pod: &StoredPod) -> Option<Timestamp> {
     pod_ready_condition(pod)
         .filter(|c| c.status == "True")
         .and_then(|c| c.last_transition_time.as_ref())
@@ -88,7 +89,7 @@ pub fn pod_ready_time(pod: &Pod) -> Option<Timestamp> {
 /// Upstream requires `lastTransitionTime + minReadySeconds` to be strictly before `now`; on a
 /// virtual clock that would make a pod available only an instant *after* the moment it is due.
 /// kubeplane counts it available at that moment (`<=`), which no real clock can tell apart.
-pub fn is_pod_available(pod: &Pod, min_ready_secs: i32, now: Timestamp) -> bool {
+pub fn is_pod_available(pod: &StoredPod, min_ready_secs: i32, now: Timestamp) -> bool {
     is_pod_ready(pod) && ready_long_enough(pod_ready_time(pod), min_ready_secs, now)
 }
 
@@ -117,7 +118,7 @@ pub fn available_at(ready_since: Timestamp, min_ready_secs: i32) -> Timestamp {
 
 /// The highest restartCount over the regular containers (init and ephemeral containers are
 /// not counted, as upstream).
-pub fn max_container_restarts(pod: &Pod) -> i32 {
+pub fn max_container_restarts(pod: &StoredPod) -> i32 {
     pod.status
         .as_ref()
         .and_then(|s| s.container_statuses.as_ref())
@@ -610,13 +611,16 @@ mod tests {
     #[test]
     fn active_pods_exclude_finished_and_terminating_ones() {
         // Upstream TestActivePodFiltering: phases {Succeeded, Failed, "", "", ""} -> the last 3.
-        use k8s_openapi::api::core::v1::PodStatus;
-        let pod = |phase: &str| Pod {
-            status: Some(PodStatus {
-                phase: (!phase.is_empty()).then(|| phase.to_string()),
+        use k8s_openapi::api::core::v1::{Pod, PodStatus};
+        let pod = |phase: &str| -> StoredPod {
+            Pod {
+                status: Some(PodStatus {
+                    phase: (!phase.is_empty()).then(|| phase.to_string()),
+                    ..Default::default()
+                }),
                 ..Default::default()
-            }),
-            ..Default::default()
+            }
+            .into()
         };
         let pods = [pod("Succeeded"), pod("Failed"), pod(""), pod(""), pod("")];
         assert_eq!(pods.iter().filter(|p| is_pod_active(p)).count(), 3);

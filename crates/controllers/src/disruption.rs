@@ -7,12 +7,12 @@
 //! has no eviction API, so nothing adds `disruptedPods`; entries given in a manifest are kept
 //! until they expire (2 minutes), as upstream.
 
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::controller_utils::{controller_of, is_pod_ready};
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::{
     PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
 };
@@ -56,7 +56,7 @@ impl DisruptionController {
 
     /// Marks every budget in the pod's namespace whose selector matches it (upstream enqueues
     /// one of them; all is what it means to do).
-    fn pod_changed(&mut self, pod: &Pod) {
+    fn pod_changed(&mut self, pod: &StoredPod) {
         static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let labels = pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS);
@@ -149,7 +149,10 @@ fn controller_scale(
 
 /// The sum of the scales of the controllers of the pods (upstream `getExpectedScale`), and the
 /// names of pods without a controller.
-fn expected_scale(store: &dyn Cache, pods: &[&Arc<Pod>]) -> Result<(i32, Vec<String>), String> {
+fn expected_scale(
+    store: &dyn Cache,
+    pods: &[&Arc<StoredPod>],
+) -> Result<(i32, Vec<String>), String> {
     let mut scales: BTreeMap<String, i32> = BTreeMap::new();
     let mut unmanaged = Vec::new();
     for pod in pods {
@@ -193,7 +196,7 @@ pub fn compute_status(
     let ns = pdb.metadata.namespace.as_deref().unwrap_or("default");
     let spec = pdb.spec.clone().unwrap_or_default();
     let selector = from_optional(spec.selector.as_ref()).map_err(|e| e.to_string())?;
-    let pods: Vec<&Arc<Pod>> = store
+    let pods: Vec<&Arc<StoredPod>> = store
         .list(Kind::Pod)
         .filter_map(Object::as_pod)
         .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == ns)
@@ -229,7 +232,7 @@ pub fn compute_status(
 fn expected_and_desired(
     store: &dyn Cache,
     spec: &PodDisruptionBudgetSpec,
-    pods: &[&Arc<Pod>],
+    pods: &[&Arc<StoredPod>],
 ) -> Result<(i32, i32), String> {
     Ok(if let Some(max_unavailable) = &spec.max_unavailable {
         let (expected, _) = expected_scale(store, pods)?;
@@ -252,7 +255,7 @@ fn expected_and_desired(
 /// deleted whose deletion is still expected; and when the earliest of them expires.
 fn still_disrupted(
     pdb: &PodDisruptionBudget,
-    pods: &[&Arc<Pod>],
+    pods: &[&Arc<StoredPod>],
     now: Timestamp,
 ) -> (BTreeMap<String, Time>, Option<Timestamp>) {
     let mut disrupted = BTreeMap::new();
@@ -511,7 +514,7 @@ impl Component for DisruptionController {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+    use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
     use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
     use kubeplane_store::Store;
@@ -521,23 +524,26 @@ mod tests {
     }
 
     fn pod(name: &str, ready: bool) -> Object {
-        Object::Pod(Arc::new(Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("default".into()),
-                labels: Some([("app".to_string(), "web".to_string())].into()),
-                ..Default::default()
-            },
-            spec: Some(Default::default()),
-            status: Some(PodStatus {
-                conditions: Some(vec![PodCondition {
-                    type_: "Ready".into(),
-                    status: if ready { "True" } else { "False" }.into(),
+        Object::Pod(Arc::new(
+            Pod {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    namespace: Some("default".into()),
+                    labels: Some([("app".to_string(), "web".to_string())].into()),
                     ..Default::default()
-                }]),
-                ..Default::default()
-            }),
-        }))
+                },
+                spec: Some(Default::default()),
+                status: Some(PodStatus {
+                    conditions: Some(vec![PodCondition {
+                        type_: "Ready".into(),
+                        status: if ready { "True" } else { "False" }.into(),
+                        ..Default::default()
+                    }]),
+                    ..Default::default()
+                }),
+            }
+            .into(),
+        ))
     }
 
     fn pdb(min: Option<IntOrString>, max: Option<IntOrString>) -> PodDisruptionBudget {

@@ -232,15 +232,18 @@ mod tests {
     }
 
     fn pod(ns: &str, name: &str, node: Option<&str>) -> Object {
-        Object::Pod(Arc::new(Pod {
-            metadata: meta(ns, name),
-            spec: Some(PodSpec {
-                node_name: node.map(str::to_string),
-                termination_grace_period_seconds: Some(30),
-                ..Default::default()
-            }),
-            status: None,
-        }))
+        Object::Pod(Arc::new(
+            Pod {
+                metadata: meta(ns, name),
+                spec: Some(PodSpec {
+                    node_name: node.map(str::to_string),
+                    termination_grace_period_seconds: Some(30),
+                    ..Default::default()
+                }),
+                status: None,
+            }
+            .into(),
+        ))
     }
 
     fn setup(tc: &mut TestClient) {

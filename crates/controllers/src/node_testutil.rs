@@ -1,5 +1,6 @@
 //! Builders and store helpers for the controllers' tests. Nothing here reads the wall clock.
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -142,7 +143,7 @@ pub trait PodBuilderExt {
 
 impl PodBuilderExt for PodBuilder {
     fn build(self) -> Object {
-        Object::Pod(Arc::new(self.obj()))
+        Object::Pod(Arc::new(self.obj().into()))
     }
 
     fn build_pod(self) -> Pod {
@@ -184,10 +185,12 @@ pub fn node_taint_keys(client: &TestClient, name: &str) -> Vec<String> {
 
 pub fn set_pod_tolerations(client: &mut TestClient, ns: &str, name: &str, tols: Vec<Toleration>) {
     let pod = client.store.get_pod(ns, name).expect("pod exists");
-    let mut p = Pod::clone(pod);
+    let mut p = StoredPod::clone(pod);
     p.metadata.resource_version = None;
-    p.spec.get_or_insert_with(Default::default).tolerations = (!tols.is_empty()).then_some(tols);
-    client.update(Object::Pod(Arc::new(p))).expect("update pod");
+    p.spec_mut().tolerations = (!tols.is_empty()).then_some(tols);
+    client
+        .update(Object::Pod(Arc::new(p.into())))
+        .expect("update pod");
 }
 
 pub fn delete_object(client: &mut TestClient, kind: Kind, ns: &str, name: &str) {

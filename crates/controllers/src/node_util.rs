@@ -3,21 +3,22 @@
 //! rule, and the human-readable forms of taints and tolerations used in explanation records.
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 use std::hash::Hash;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus, Taint, Toleration};
+use k8s_openapi::api::core::v1::{PodCondition, PodStatus, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{EventType, WatchEvent};
 
 /// The node a pod is bound to (`spec.nodeName`), `""` when unbound.
-pub(crate) fn pod_node_name(pod: &Pod) -> &str {
+pub(crate) fn pod_node_name(pod: &StoredPod) -> &str {
     pod.node_name().unwrap_or("")
 }
 
 /// The pod's tolerations, empty when unset.
-pub(crate) fn pod_tolerations(pod: &Pod) -> &[Toleration] {
+pub(crate) fn pod_tolerations(pod: &StoredPod) -> &[Toleration] {
     pod.spec
         .as_ref()
         .and_then(|s| s.tolerations.as_deref())

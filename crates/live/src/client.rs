@@ -275,7 +275,7 @@ impl Client for LiveClient {
             &key,
             pods.patch_status(name, &params, &Patch::Strategic(&body)),
         )?;
-        Ok(Object::Pod(Arc::new(p)))
+        Ok(Object::Pod(Arc::new(p.into())))
     }
 
     fn delete(&mut self, key: &ObjectKey, opts: DeleteOptions) -> Result<Option<Object>, ApiError> {
@@ -343,7 +343,7 @@ impl Client for LiveClient {
             .map(|p| (**p).clone())
             .unwrap_or_default();
         pod.set_node_name(Some(node.to_string()));
-        Ok(Object::Pod(Arc::new(pod)))
+        Ok(Object::Pod(Arc::new(pod.into())))
     }
 
     fn update_scale(

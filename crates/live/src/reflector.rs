@@ -70,7 +70,7 @@ pub fn start(runtime: &tokio::runtime::Handle, client: &kube::Client, tx: &Sende
         Api::all(c()),
         pods,
         Kind::Pod,
-        |o| Some(Object::Pod(Arc::new(o))),
+        |o| Some(Object::Pod(Arc::new(o.into()))),
         tx.clone(),
         WHO,
     ));

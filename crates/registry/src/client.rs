@@ -3,11 +3,12 @@
 //! [`crate::storage_client`]): each looks the stored object up once, applies the kind's
 //! strategy ([`crate::strategy`]) and writes with the backend's plain operations.
 
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v1::Scale;
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::PodStatus;
 use kubeplane_api::{
     ApiError, Cache, Client, Clock, DeleteOptions, Kind, Object, ObjectKey, SlotHint,
 };
@@ -279,11 +280,11 @@ pub fn patch_pod_status_then(
             // The pod was deleted and created again.
             return Err(ApiError::Conflict { key: current.key() });
         }
-        let mut p = Pod::clone(pod);
+        let mut p = StoredPod::clone(pod);
         patch(p.status.get_or_insert_with(Default::default));
         // Only the status changed: the status strategy and `BeforeUpdate` have nothing to keep
         // (the spec, ownerReferences, uid and timestamps are the current ones).
-        Ok(then(current, Object::Pod(Arc::new(p))))
+        Ok(then(current, Object::Pod(Arc::new(p.into()))))
     })
 }
 
@@ -329,7 +330,7 @@ pub fn bind(
             unreachable!("the pod bucket holds pods")
         };
         match strategy::pod::bind(pod, uid, node, ts, features, &labels) {
-            Ok(p) => Ok(Object::Pod(Arc::new(p))),
+            Ok(p) => Ok(Object::Pod(Arc::new(p.into()))),
             Err(BindError::Conflict) => Err(ApiError::Conflict { key: current.key() }),
             Err(BindError::Invalid(message)) => Err(ApiError::Invalid {
                 key: current.key(),
@@ -528,6 +529,7 @@ pub fn renew_lease_quietly(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use kubeplane_api::PodExt;
 
@@ -538,23 +540,26 @@ mod tests {
     }
 
     fn pod(name: &str) -> Object {
-        Object::Pod(Arc::new(Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("default".into()),
-                ..Default::default()
-            },
-            // A pod the API server's validation accepts.
-            spec: Some(k8s_openapi::api::core::v1::PodSpec {
-                containers: vec![k8s_openapi::api::core::v1::Container {
-                    name: "c".into(),
-                    image: Some("pause".into()),
+        Object::Pod(Arc::new(
+            Pod {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    namespace: Some("default".into()),
                     ..Default::default()
-                }],
+                },
+                // A pod the API server's validation accepts.
+                spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                    containers: vec![k8s_openapi::api::core::v1::Container {
+                        name: "c".into(),
+                        image: Some("pause".into()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
                 ..Default::default()
-            }),
-            ..Default::default()
-        }))
+            }
+            .into(),
+        ))
     }
 
     /// Runs `f` with an admitting client over an empty store.
@@ -607,14 +612,14 @@ mod tests {
             let spec = created.as_pod().unwrap().spec.clone().unwrap();
             // Priority resolved, DefaultTolerationSeconds applied.
             assert_eq!(spec.priority, Some(0));
-            assert_eq!(spec.tolerations.map(|t| t.len()), Some(2));
+            assert_eq!(spec.tolerations.as_ref().map(|t| t.len()), Some(2));
         });
     }
 
     fn bound(name: &str, node: &str) -> Object {
-        let mut p = Pod::clone(pod(name).as_pod().unwrap());
+        let mut p = StoredPod::clone(pod(name).as_pod().unwrap());
         p.set_node_name(Some(node.into()));
-        Object::Pod(Arc::new(p))
+        Object::Pod(Arc::new(p.into()))
     }
 
     #[test]
@@ -697,9 +702,9 @@ mod tests {
             let created = api.create(bound("a", "n1")).unwrap();
             let err = api.update(bound("a", "n2")).unwrap_err();
             assert_eq!(err.code(), 422, "{err}");
-            let mut p = Pod::clone(bound("a", "n1").as_pod().unwrap());
+            let mut p = StoredPod::clone(bound("a", "n1").as_pod().unwrap());
             p.metadata.creation_timestamp = None;
-            let after = api.update(Object::Pod(Arc::new(p))).unwrap();
+            let after = api.update(Object::Pod(Arc::new(p.into()))).unwrap();
             assert_eq!(after.uid(), created.uid());
             assert_eq!(
                 after.meta().creation_timestamp,

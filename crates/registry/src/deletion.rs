@@ -24,9 +24,9 @@
 //!   0 ([`should_delete_during_update`]).
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{ApiError, Clock, DeleteOptions, Object, PropagationPolicy};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
@@ -151,7 +151,7 @@ enum Grace {
 
 /// The grace period of a pod's delete. A pod not bound to a node has none (upstream also
 /// deletes Succeeded and Failed pods at once; kubeplane keeps their grace period).
-fn pod_grace(pod: &Pod, opts: &DeleteOptions, now: SimTime, clock: Clock) -> Grace {
+fn pod_grace(pod: &StoredPod, opts: &DeleteOptions, now: SimTime, clock: Clock) -> Grace {
     let meta = &pod.metadata;
     if let Some(ts) = &meta.deletion_timestamp {
         let current = meta.deletion_grace_period_seconds.unwrap_or(0);

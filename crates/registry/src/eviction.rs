@@ -14,9 +14,9 @@
 //!   none answers 429 TooManyRequests, "Cannot evict pod as it would violate the pod's
 //!   disruption budget.", which `kubectl drain` retries.
 
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kubeplane_api::{ApiError, Cache, Client, DeleteOptions, Kind, Object, ObjectKey};
@@ -78,14 +78,14 @@ pub fn evict(
     api.delete(&key, opts).map(|_| ())
 }
 
-fn with_resource_version(mut opts: DeleteOptions, pod: &Pod) -> DeleteOptions {
+fn with_resource_version(mut opts: DeleteOptions, pod: &StoredPod) -> DeleteOptions {
     if opts.precondition_resource_version.is_none() {
         opts.precondition_resource_version = pod.metadata.resource_version.clone();
     }
     opts
 }
 
-fn is_ready(pod: &Pod) -> bool {
+fn is_ready(pod: &StoredPod) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -95,7 +95,7 @@ fn is_ready(pod: &Pod) -> bool {
 
 /// The budgets of the pod's namespace that select it (a budget without a selector, or with an
 /// empty or invalid one, selects nothing).
-fn budgets_of(cache: &dyn Cache, pod: &Pod) -> Vec<Arc<PodDisruptionBudget>> {
+fn budgets_of(cache: &dyn Cache, pod: &StoredPod) -> Vec<Arc<PodDisruptionBudget>> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let empty = Default::default();
     let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
@@ -210,6 +210,7 @@ fn set_insufficient_pods(conditions: &mut Vec<Condition>, generation: Option<i64
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
     use k8s_openapi::api::policy::v1::{PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -242,7 +243,7 @@ mod tests {
                 ..Default::default()
             }),
         };
-        store.create(Object::Pod(Arc::new(p))).unwrap();
+        store.create(Object::Pod(Arc::new(p.into()))).unwrap();
     }
 
     fn budget(store: &mut TestClient, policy: Option<&str>, status: PodDisruptionBudgetStatus) {

@@ -32,14 +32,16 @@ fn every_case_of_the_suite_has_a_distinct_name() {
 #[test]
 fn the_in_process_cache_shows_each_write_at_once() {
     let mut c = TestClient::new(1);
-    let pod = kubeplane_api::Object::Pod(std::sync::Arc::new(k8s_openapi::api::core::v1::Pod {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some("a".into()),
-            namespace: Some("default".into()),
+    let pod = kubeplane_api::Object::Pod(std::sync::Arc::new(kubeplane_api::StoredPod::from(
+        k8s_openapi::api::core::v1::Pod {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some("a".into()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            },
             ..Default::default()
         },
-        ..Default::default()
-    }));
+    )));
     let created = c.create(pod).unwrap();
     let key = ObjectKey::new(Kind::Pod, "default", "a");
     let cached = c.cache().get_key(&key).cloned().expect("cached");

@@ -33,24 +33,27 @@ fn scratch_dir() -> PathBuf {
 }
 
 fn pod(name: &str, generate: bool) -> Object {
-    Object::Pod(Arc::new(Pod {
-        metadata: ObjectMeta {
-            name: (!generate).then(|| name.into()),
-            generate_name: generate.then(|| name.into()),
-            namespace: Some("default".into()),
-            labels: Some([("app".to_string(), "web".to_string())].into()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "c".into(),
-                image: Some("nginx".into()),
+    Object::Pod(Arc::new(
+        Pod {
+            metadata: ObjectMeta {
+                name: (!generate).then(|| name.into()),
+                generate_name: generate.then(|| name.into()),
+                namespace: Some("default".into()),
+                labels: Some([("app".to_string(), "web".to_string())].into()),
                 ..Default::default()
-            }],
+            },
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "c".into(),
+                    image: Some("nginx".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
             ..Default::default()
-        }),
-        ..Default::default()
-    }))
+        }
+        .into(),
+    ))
 }
 
 fn config_map(name: &str) -> Object {

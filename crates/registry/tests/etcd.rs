@@ -46,22 +46,25 @@ fn objects_are_stored_under_kube_apiserver_keys_and_outlive_their_client() {
     let config = config(etcd.endpoints(), "/registry");
     let mut c = StorageClient::etcd(&config, 1, clock()).unwrap();
     let pod = c
-        .create(Object::Pod(Arc::new(Pod {
-            metadata: ObjectMeta {
-                name: Some("web".into()),
-                namespace: Some("default".into()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec {
-                containers: vec![Container {
-                    name: "c".into(),
-                    image: Some("nginx".into()),
+        .create(Object::Pod(Arc::new(
+            Pod {
+                metadata: ObjectMeta {
+                    name: Some("web".into()),
+                    namespace: Some("default".into()),
                     ..Default::default()
-                }],
+                },
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "c".into(),
+                        image: Some("nginx".into()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
                 ..Default::default()
-            }),
-            ..Default::default()
-        })))
+            }
+            .into(),
+        )))
         .unwrap();
     let node = c
         .create(Object::Node(Arc::new(

@@ -16,22 +16,25 @@ fn clock() -> Clock {
 }
 
 fn generated_pod(prefix: &str) -> Object {
-    Object::Pod(Arc::new(Pod {
-        metadata: ObjectMeta {
-            generate_name: Some(prefix.into()),
-            namespace: Some("default".into()),
-            ..Default::default()
-        },
-        spec: Some(k8s_openapi::api::core::v1::PodSpec {
-            containers: vec![k8s_openapi::api::core::v1::Container {
-                name: "c".into(),
-                image: Some("nginx".into()),
+    Object::Pod(Arc::new(
+        Pod {
+            metadata: ObjectMeta {
+                generate_name: Some(prefix.into()),
+                namespace: Some("default".into()),
                 ..Default::default()
-            }],
+            },
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                containers: vec![k8s_openapi::api::core::v1::Container {
+                    name: "c".into(),
+                    image: Some("nginx".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
             ..Default::default()
-        }),
-        ..Default::default()
-    }))
+        }
+        .into(),
+    ))
 }
 
 fn revision_of(c: &StorageClient, obj: &Object) -> u64 {

@@ -40,11 +40,14 @@ fn pod_with(name: &str, edit: impl FnOnce(&mut PodSpec)) -> Object {
         ..Default::default()
     };
     edit(&mut spec);
-    Object::Pod(Arc::new(Pod {
-        metadata: meta(name),
-        spec: Some(spec),
-        ..Default::default()
-    }))
+    Object::Pod(Arc::new(
+        Pod {
+            metadata: meta(name),
+            spec: Some(spec),
+            ..Default::default()
+        }
+        .into(),
+    ))
 }
 
 fn resources(requests: &[(&str, &str)], limits: &[(&str, &str)]) -> ResourceRequirements {
@@ -125,14 +128,17 @@ fn create_validation_renders_each_problem_as_upstream_field_errors() {
     let long_annotation = {
         let mut m = meta("p");
         m.annotations = Some([("a".to_string(), "x".repeat(256 * 1024))].into());
-        Object::Pod(Arc::new(Pod {
-            metadata: m,
-            spec: Some(PodSpec {
-                containers: vec![container()],
+        Object::Pod(Arc::new(
+            Pod {
+                metadata: m,
+                spec: Some(PodSpec {
+                    containers: vec![container()],
+                    ..Default::default()
+                }),
                 ..Default::default()
-            }),
-            ..Default::default()
-        }))
+            }
+            .into(),
+        ))
     };
     let cases: Vec<(&str, Object, &str)> = vec![
         ("a complete pod is valid", pod_with("p", |_| {}), ""),
@@ -172,6 +178,11 @@ fn create_validation_renders_each_problem_as_upstream_field_errors() {
                 }])
             }),
             "spec.tolerations[0].operator: Unsupported value: \"Maybe\": supported values: \"Equal\", \"Exists\"",
+        ),
+        (
+            "a pod's nodeName (stored outside its spec) is a path segment name",
+            pod_with("p", |s| s.node_name = Some("a/b".into())),
+            "spec.nodeName: Invalid value: \"a/b\": may not contain '/'",
         ),
         (
             "two containers of one name are a duplicate value",
@@ -374,7 +385,7 @@ fn an_invalid_create_through_the_api_client_fails_with_invalid_and_upstream_mess
     let created = api.create(pod_with("web-1", |_| {})).unwrap();
     let mut broken = created.clone();
     if let Object::Pod(p) = &mut broken {
-        Arc::make_mut(p).spec.as_mut().unwrap().containers[0].name = "Bad_Name".into();
+        Arc::make_mut(p).spec_mut().containers[0].name = "Bad_Name".into();
     }
     let err = api.update(broken).unwrap_err();
     assert!(

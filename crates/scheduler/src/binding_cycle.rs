@@ -280,12 +280,12 @@ mod tests {
             .create(Object::Node(Arc::new(node.obj().into())))
             .unwrap();
         let pod = PodBuilder::new("p").req(&[("cpu", "1")]).obj();
-        client.create(Object::Pod(Arc::new(pod))).unwrap();
+        client.create(Object::Pod(Arc::new(pod.into()))).unwrap();
         client.dispatch(&mut [sched]);
         client
     }
 
-    fn stored_pod(client: &TestClient) -> Arc<k8s_openapi::api::core::v1::Pod> {
+    fn stored_pod(client: &TestClient) -> Arc<kubeplane_api::StoredPod> {
         let obj = client
             .store
             .get(kubeplane_api::Kind::Pod, "default", "p")
@@ -382,7 +382,7 @@ mod tests {
         let mut sched = scheduler(Some(ApiCallDrain::ByRuntime));
         let mut client = TestClient::new(1);
         let pod = PodBuilder::new("p").obj();
-        client.create(Object::Pod(Arc::new(pod))).unwrap();
+        client.create(Object::Pod(Arc::new(pod.into()))).unwrap();
         client.dispatch(&mut [&mut sched]);
         sched.run(client.now, &mut client);
         assert!(

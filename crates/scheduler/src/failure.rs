@@ -4,9 +4,10 @@
 //! made at once or queued in the API dispatcher behind `SchedulerAsyncAPICalls`.
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use kubeplane_api::Client;
 use kubeplane_core::{EventRecord, SimTime};
 
@@ -101,7 +102,7 @@ impl Scheduler {
         &mut self,
         now: SimTime,
         client: &mut dyn Client,
-        pod: &Arc<Pod>,
+        pod: &Arc<StoredPod>,
         reason: &str,
         message: &str,
         nominating: &NominatingMode,

@@ -4,11 +4,11 @@
 //! `attempt_record.rs`. Scheduling takes no virtual time.
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::Client;
 use kubeplane_core::{EventRecord, SimTime};
 use rand::Rng;
@@ -296,7 +296,7 @@ impl Scheduler {
     /// Upstream `assume`: accounts the pod to the chosen node before binding, and drops its
     /// nomination.
     fn assume(&mut self, pod: &Arc<PodInfo>, host: &str) -> Result<Arc<PodInfo>, ScheduleError> {
-        let mut assumed_pod = Pod::clone(&pod.pod);
+        let mut assumed_pod = StoredPod::clone(&pod.pod);
         assumed_pod.set_node_name(Some(host.to_string()));
         let assumed = Arc::new(PodInfo {
             pod: Arc::new(assumed_pod),

@@ -2,10 +2,10 @@
 //! queue's timers, and one scheduling cycle per run.
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{Client, Component, EventType, Object, WatchEvent};
 use kubeplane_core::version::KubeVersion;
 use kubeplane_core::SimTime;
@@ -57,12 +57,12 @@ pub struct Scheduler {
     pub(crate) keeps_nomination_on_failure: bool,
 }
 
-fn is_assigned(pod: &Pod) -> bool {
+fn is_assigned(pod: &StoredPod) -> bool {
     pod.node_name().is_some_and(|n| !n.is_empty())
 }
 
 /// Whether a pod has ended (phase Succeeded or Failed).
-fn is_terminal(pod: &Pod) -> bool {
+fn is_terminal(pod: &StoredPod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")
@@ -174,7 +174,7 @@ impl Scheduler {
         &self.queue
     }
 
-    fn responsible_for(&self, pod: &Pod) -> bool {
+    fn responsible_for(&self, pod: &StoredPod) -> bool {
         let name = pod
             .spec
             .as_ref()
@@ -184,7 +184,7 @@ impl Scheduler {
         self.profiles.contains_key(name)
     }
 
-    fn on_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>, now: SimTime) {
+    fn on_pod(&mut self, ev: &WatchEvent, pod: &Arc<StoredPod>, now: SimTime) {
         let old = ev.old.as_ref().and_then(Object::as_pod);
         if is_assigned(pod) {
             // The cache is about to change the pod's nodes: the snapshot lets go of them first.
@@ -321,7 +321,7 @@ impl Scheduler {
     /// Upstream `syncPodWithDispatcher` on a pod update: a call queued for the pod compares
     /// with the newer pod from now on (and is dropped when it has nothing left to change).
     /// As in v1.34, the pod with the call's changes applied is not used further.
-    fn sync_with_api_dispatcher(&mut self, pod: &Pod) {
+    fn sync_with_api_dispatcher(&mut self, pod: &StoredPod) {
         if let Some(d) = self.api_dispatcher.as_mut().filter(|d| !d.queue.is_empty()) {
             let _ = d.queue.sync_object(pod);
         }
@@ -531,7 +531,7 @@ mod tests {
             .node("n1")
             .phase(phase)
             .obj();
-        client.create(Object::Pod(Arc::new(first))).unwrap();
+        client.create(Object::Pod(Arc::new(first.into()))).unwrap();
         client.settle(&mut [sched]);
         client
     }
@@ -543,15 +543,17 @@ mod tests {
 
     fn end(client: &mut TestClient, name: &str, phase: &str) {
         let obj = client.store.get(Kind::Pod, "default", name).unwrap();
-        let mut pod = Pod::clone(obj.as_pod().unwrap());
+        let mut pod = StoredPod::clone(obj.as_pod().unwrap());
         pod.status.get_or_insert_with(Default::default).phase = Some(phase.into());
         pod.metadata.resource_version = None;
-        client.update_status(Object::Pod(Arc::new(pod))).unwrap();
+        client
+            .update_status(Object::Pod(Arc::new(pod.into())))
+            .unwrap();
     }
 
     fn second() -> Object {
         Object::Pod(Arc::new(
-            PodBuilder::new("second").req(&[("cpu", "2")]).obj(),
+            PodBuilder::new("second").req(&[("cpu", "2")]).obj().into(),
         ))
     }
 
@@ -618,9 +620,9 @@ mod tests {
                 .any(|p| std::ptr::eq(Arc::as_ptr(&p.pod), version))
         };
         assert!(held(&sched, &bound));
-        let mut pod = Pod::clone(bound.as_pod().unwrap());
+        let mut pod = StoredPod::clone(bound.as_pod().unwrap());
         pod.status.get_or_insert_with(Default::default).message = Some("later".into());
-        let newer = Object::Pod(Arc::new(pod));
+        let newer = Object::Pod(Arc::new(pod.into()));
         let ev = WatchEvent {
             type_: EventType::Modified,
             object: newer.clone(),
@@ -661,8 +663,11 @@ mod tests {
 
     #[test]
     fn the_informer_sees_pod_events_through_its_field_selector() {
-        let pod =
-            |phase: &str| Object::Pod(Arc::new(PodBuilder::new("p").node("n1").phase(phase).obj()));
+        let pod = |phase: &str| {
+            Object::Pod(Arc::new(
+                PodBuilder::new("p").node("n1").phase(phase).obj().into(),
+            ))
+        };
         let event = |type_, object: Object, old: Option<Object>| WatchEvent {
             type_,
             object,

@@ -199,7 +199,11 @@ mod tests {
     #[test]
     fn pods_are_selected_by_node_and_phase_as_kubectl_describe_node_selects_them() {
         let pod = Object::Pod(Arc::new(
-            PodBuilder::new("p").node("n1").phase("Running").obj(),
+            PodBuilder::new("p")
+                .node("n1")
+                .phase("Running")
+                .obj()
+                .into(),
         ));
         let sel =
             FieldSelector::parse("spec.nodeName=n1,status.phase!=Succeeded", Kind::Pod).unwrap();

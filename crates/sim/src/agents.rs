@@ -12,6 +12,7 @@ mod pod_status;
 mod timers;
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -124,11 +125,11 @@ fn pod_key(ns: &str, name: &str) -> String {
     format!("{ns}/{name}")
 }
 
-fn node_of(pod: &Pod) -> Option<&str> {
+fn node_of(pod: &StoredPod) -> Option<&str> {
     pod.node_name().filter(|n| !n.is_empty())
 }
 
-fn phase_of(pod: &Pod) -> &str {
+fn phase_of(pod: &StoredPod) -> &str {
     pod.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
@@ -266,7 +267,7 @@ impl NodeAgents {
     /// node lifecycle controller marked not ready become Ready again.
     fn resync_pods(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
         let node = self.nodes[i].name.clone();
-        let stale: Vec<Arc<Pod>> = client
+        let stale: Vec<Arc<StoredPod>> = client
             .cache()
             .list(Kind::Pod)
             .filter_map(Object::as_pod)
@@ -289,7 +290,7 @@ impl NodeAgents {
             .collect();
         let ts = client.clock().timestamp(now);
         for pod in stale {
-            let mut p = Pod::clone(&pod);
+            let mut p = StoredPod::clone(&pod);
             if let Some(conditions) = p.status.as_mut().and_then(|s| s.conditions.as_mut()) {
                 for c in conditions
                     .iter_mut()
@@ -304,7 +305,7 @@ impl NodeAgents {
                 }
             }
             p.metadata.resource_version = None;
-            let _ = client.update_status(Object::Pod(Arc::new(p)));
+            let _ = client.update_status(Object::Pod(Arc::new(p.into())));
         }
     }
 
@@ -326,7 +327,7 @@ impl NodeAgents {
         }
     }
 
-    fn track_pod(&mut self, pod: &Pod, now: SimTime) {
+    fn track_pod(&mut self, pod: &StoredPod, now: SimTime) {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let name = pod.metadata.name.as_deref().unwrap_or("");
         let key = pod_key(ns, name);
@@ -422,7 +423,7 @@ impl NodeAgents {
 
     /// The tracked pod `p` as the cache has it, if it is still the same pod (UID), not being
     /// deleted, and in `phase`.
-    fn tracked_pod(&self, p: usize, phase: &str, client: &dyn Client) -> Option<Arc<Pod>> {
+    fn tracked_pod(&self, p: usize, phase: &str, client: &dyn Client) -> Option<Arc<StoredPod>> {
         let entry = &self.pods[p];
         let pod = client
             .cache()
@@ -443,7 +444,7 @@ impl NodeAgents {
             return;
         };
         let ts = client.clock().timestamp(now);
-        let mut np = Pod::clone(&pod);
+        let mut np = StoredPod::clone(&pod);
         let spec_containers: Vec<(String, String)> = np
             .spec
             .as_ref()
@@ -497,12 +498,12 @@ impl NodeAgents {
                 .collect(),
         );
         np.metadata.resource_version = None;
-        let _ = client.update_status(Object::Pod(Arc::new(np)));
+        let _ = client.update_status(Object::Pod(Arc::new(np.into())));
         self.schedule_end(p, &pod, now);
     }
 
     /// Schedules the end of a run of the pod's containers, if it has a run duration.
-    fn schedule_end(&mut self, p: usize, pod: &Pod, now: SimTime) {
+    fn schedule_end(&mut self, p: usize, pod: &StoredPod, now: SimTime) {
         let Some(d) = run_duration(pod) else {
             return;
         };
@@ -535,7 +536,7 @@ impl NodeAgents {
         } else {
             restarted_pod(&pod, code, &ts)
         };
-        let _ = client.update_status(Object::Pod(Arc::new(np)));
+        let _ = client.update_status(Object::Pod(Arc::new(np.into())));
         if !terminal {
             self.schedule_end(p, &pod, now);
         }

@@ -6,6 +6,7 @@
 //! found instead (`: found node=n1`).
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::fmt;
 use std::sync::Arc;
 
@@ -60,12 +61,12 @@ pub fn evaluate(
 // what a pod looks like to an assertion
 
 /// `spec.nodeName`, if bound.
-fn bound_node(p: &Pod) -> Option<&str> {
+fn bound_node(p: &StoredPod) -> Option<&str> {
     p.node_name().filter(|n| !n.is_empty())
 }
 
 /// `status.phase`; a pod without one is Pending, as the API server makes it on creation.
-fn phase(p: &Pod) -> &str {
+fn phase(p: &StoredPod) -> &str {
     p.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
@@ -73,7 +74,7 @@ fn phase(p: &Pod) -> &str {
         .unwrap_or("Pending")
 }
 
-fn is_ready(p: &Pod) -> bool {
+fn is_ready(p: &StoredPod) -> bool {
     p.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -82,7 +83,7 @@ fn is_ready(p: &Pod) -> bool {
         .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
-fn nominated_node(p: &Pod) -> Option<&str> {
+fn nominated_node(p: &StoredPod) -> Option<&str> {
     p.status
         .as_ref()
         .and_then(|s| s.nominated_node_name.as_deref())

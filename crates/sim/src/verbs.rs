@@ -2,6 +2,7 @@
 //! `drain`, ...) as changes made through a component's [`Client`] and the node agents, so that
 //! the simulator and `kubeplane serve` apply a Scenario's steps by the same rules.
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -228,7 +229,7 @@ impl Target<'_> {
         if let Some(r) = ready {
             self.agents.set_pod_ready_report(namespace, name, *r);
         }
-        let mut p = Pod::clone(&pod);
+        let mut p = StoredPod::clone(&pod);
         let ts = self.client.clock().timestamp(now);
         let containers: Vec<String> = p
             .spec
@@ -249,7 +250,7 @@ impl Target<'_> {
             // The containers exit now, as the kubelet reports a run that ended.
             p = crate::agents::finished_pod(&p, *code, &ts);
         }
-        self.write(Object::Pod(Arc::new(p)), true)
+        self.write(Object::Pod(Arc::new(p.into())), true)
     }
 }
 

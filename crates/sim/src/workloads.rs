@@ -2,6 +2,7 @@
 //! scheduler_perf templates: `node-default.yaml` (4 cpu, 32Gi, 110 pods, Ready) and
 //! `pod-default.yaml` (one pause container requesting 100m cpu and 500Mi memory).
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -54,35 +55,38 @@ pub fn perf_pod(namespace: &str, name: &str, node: Option<&str>) -> Object {
         .into_iter()
         .map(|(k, v)| (k.to_string(), q(v)))
         .collect();
-    Object::Pod(Arc::new(Pod {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: Some(namespace.to_string()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            node_name: node.map(str::to_string),
-            containers: vec![Container {
-                name: "pause".into(),
-                image: Some("registry.k8s.io/pause:3.10".into()),
-                ports: Some(vec![ContainerPort {
-                    container_port: 80,
-                    ..Default::default()
-                }]),
-                resources: Some(ResourceRequirements {
-                    limits: Some(requests.clone()),
-                    requests: Some(requests),
-                    ..Default::default()
-                }),
+    Object::Pod(Arc::new(
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                namespace: Some(namespace.to_string()),
                 ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        status: node.map(|_| PodStatus {
-            phase: Some("Running".into()),
-            ..Default::default()
-        }),
-    }))
+            },
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_string),
+                containers: vec![Container {
+                    name: "pause".into(),
+                    image: Some("registry.k8s.io/pause:3.10".into()),
+                    ports: Some(vec![ContainerPort {
+                        container_port: 80,
+                        ..Default::default()
+                    }]),
+                    resources: Some(ResourceRequirements {
+                        limits: Some(requests.clone()),
+                        requests: Some(requests),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            status: node.map(|_| PodStatus {
+                phase: Some("Running".into()),
+                ..Default::default()
+            }),
+        }
+        .into(),
+    ))
 }
 
 /// A Deployment of default pods (100m cpu, 500Mi memory) with `replicas` replicas.
@@ -111,7 +115,7 @@ pub fn deployment(namespace: &str, name: &str, replicas: i32) -> Object {
                     labels: Some(labels),
                     ..Default::default()
                 }),
-                spec: pod.spec.clone(),
+                spec: pod.spec().cloned(),
             },
             ..Default::default()
         }),
@@ -180,26 +184,22 @@ fn pod_with(
     name: &str,
     cpu: &str,
     memory: &str,
-    f: impl FnOnce(&mut Pod),
+    f: impl FnOnce(&mut StoredPod),
 ) -> Object {
     let Object::Pod(p) = perf_pod(namespace, name, None) else {
         unreachable!("perf_pod builds a pod")
     };
-    let mut pod = Pod::clone(&p);
+    let mut pod = StoredPod::clone(&p);
     let requests: BTreeMap<String, Quantity> = [("cpu", cpu), ("memory", memory)]
         .into_iter()
         .map(|(k, v)| (k.to_string(), q(v)))
         .collect();
-    if let Some(r) = pod
-        .spec
-        .as_mut()
-        .and_then(|s| s.containers[0].resources.as_mut())
-    {
+    if let Some(r) = pod.spec_mut().containers[0].resources.as_mut() {
         r.requests = Some(requests.clone());
         r.limits = Some(requests);
     }
     f(&mut pod);
-    Object::Pod(Arc::new(pod))
+    Object::Pod(Arc::new(pod.into()))
 }
 
 /// `n` default nodes labelled `topology.kubernetes.io/zone` with `zones` in turn (upstream
@@ -242,9 +242,7 @@ pub fn low_priority_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object>
     (0..n)
         .map(|i| {
             pod_with(namespace, &format!("{prefix}-{i}"), "900m", "500Mi", |p| {
-                p.spec
-                    .get_or_insert_with(Default::default)
-                    .termination_grace_period_seconds = Some(0);
+                p.spec_mut().termination_grace_period_seconds = Some(0);
             })
         })
         .collect()
@@ -255,15 +253,13 @@ pub fn high_priority_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object
     (0..n)
         .map(|i| {
             pod_with(namespace, &format!("{prefix}-{i}"), "3000m", "500Mi", |p| {
-                p.spec
-                    .get_or_insert_with(Default::default)
-                    .priority_class_name = Some(HIGH_PRIORITY_CLASS.to_string());
+                p.spec_mut().priority_class_name = Some(HIGH_PRIORITY_CLASS.to_string());
             })
         })
         .collect()
 }
 
-fn label_pod(p: &mut Pod, key: &str, value: &str) {
+fn label_pod(p: &mut StoredPod, key: &str, value: &str) {
     p.metadata
         .labels
         .get_or_insert_with(Default::default)
@@ -291,7 +287,7 @@ pub fn anti_affinity_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object
         .map(|i| {
             pod_with(namespace, &format!("{prefix}-{i}"), "100m", "500Mi", |p| {
                 label_pod(p, "color", "green");
-                p.spec.get_or_insert_with(Default::default).affinity = Some(Affinity {
+                p.spec_mut().affinity = Some(Affinity {
                     pod_anti_affinity: Some(PodAntiAffinity {
                         required_during_scheduling_ignored_during_execution: Some(vec![
                             color_term("green", "kubernetes.io/hostname"),
@@ -313,7 +309,7 @@ pub fn affinity_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object> {
         .map(|i| {
             pod_with(namespace, &format!("{prefix}-{i}"), "100m", "500Mi", |p| {
                 label_pod(p, "color", "blue");
-                p.spec.get_or_insert_with(Default::default).affinity = Some(Affinity {
+                p.spec_mut().affinity = Some(Affinity {
                     pod_affinity: Some(PodAffinity {
                         required_during_scheduling_ignored_during_execution: Some(vec![
                             color_term("blue", "topology.kubernetes.io/zone"),
@@ -336,9 +332,7 @@ pub fn spreading_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object> {
         .map(|i| {
             pod_with(namespace, &format!("{prefix}-{i}"), "100m", "500Mi", |p| {
                 label_pod(p, "color", "blue");
-                p.spec
-                    .get_or_insert_with(Default::default)
-                    .topology_spread_constraints = Some(vec![TopologySpreadConstraint {
+                p.spec_mut().topology_spread_constraints = Some(vec![TopologySpreadConstraint {
                     max_skew: 5,
                     topology_key: "topology.kubernetes.io/zone".into(),
                     when_unsatisfiable: "DoNotSchedule".into(),

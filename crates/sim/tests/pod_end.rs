@@ -43,7 +43,7 @@ fn pods_end_after_their_run_duration_as_the_restart_policy_says() {
         sim.store
             .pods()
             .find(|p| p.metadata.name.as_deref() == Some(name))
-            .map(|p| k8s_openapi::api::core::v1::Pod::clone(p))
+            .map(|p| kubeplane_api::StoredPod::clone(p))
             .unwrap()
     };
     let phase = |name: &str| get(name).status.as_ref().unwrap().phase.clone().unwrap();

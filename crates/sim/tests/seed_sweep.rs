@@ -36,7 +36,7 @@
 //! --nocapture` replays one seed and prints its scenario. A failing seed prints that command
 //! and the scenario YAML, which `kubeplane simulate --explain FILE` also runs.
 
-use kubeplane_api::PodExt;
+use kubeplane_api::{PodExt, StoredPod};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
@@ -203,7 +203,7 @@ fn generate(seed: u64) -> String {
 
 // ---- The invariants ----
 
-fn key(p: &Pod) -> String {
+fn key(p: &StoredPod) -> String {
     format!(
         "{}/{}",
         p.metadata.namespace.as_deref().unwrap_or_default(),
@@ -211,22 +211,22 @@ fn key(p: &Pod) -> String {
     )
 }
 
-fn uid(p: &Pod) -> String {
+fn uid(p: &StoredPod) -> String {
     p.metadata.uid.clone().unwrap_or_default()
 }
 
-fn node_name(p: &Pod) -> Option<&str> {
+fn node_name(p: &StoredPod) -> Option<&str> {
     p.node_name()
 }
 
-fn terminated(p: &Pod) -> bool {
+fn terminated(p: &StoredPod) -> bool {
     matches!(
         p.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")
     )
 }
 
-fn requests(p: &Pod) -> Resources {
+fn requests(p: &StoredPod) -> Resources {
     p.spec
         .as_ref()
         .and_then(|s| pod_requests(s).ok())
@@ -272,7 +272,7 @@ enum Verdict {
     For(i64, i64),
 }
 
-fn verdict(pod: &Pod, node: &Node) -> Verdict {
+fn verdict(pod: &StoredPod, node: &Node) -> Verdict {
     let taints = no_execute_taints(node);
     if taints.is_empty() {
         return Verdict::Stay;
@@ -303,7 +303,7 @@ struct Checker {
     /// pod with no grace period is gone by the end of the instant it is evicted at.
     last_deadline: HashMap<String, SimTime>,
     /// The pods of the previous instant, to judge those gone since.
-    last_pods: HashMap<String, std::sync::Arc<Pod>>,
+    last_pods: HashMap<String, std::sync::Arc<StoredPod>>,
     /// `(instant, namespace/name)` at which the model allows a taint eviction.
     allowed_evictions: BTreeSet<(SimTime, String)>,
     priority_by_uid: HashMap<String, i32>,
@@ -434,7 +434,12 @@ impl Checker {
 /// Whether `pod` could be bound to `node` now: Ready, schedulable, its NoSchedule and
 /// NoExecute taints tolerated, and room left after the bound pods and the pods nominated to it
 /// with at least the pod's priority.
-fn has_room(store: &Store, node: &Node, pod: &Pod, used: &BTreeMap<String, Resources>) -> bool {
+fn has_room(
+    store: &Store,
+    node: &Node,
+    pod: &StoredPod,
+    used: &BTreeMap<String, Resources>,
+) -> bool {
     let name = node.metadata.name.as_deref().unwrap_or_default();
     let ready = node
         .status

@@ -3,12 +3,12 @@
 //! UIDs and generated names. The API server's rules (defaults, what an update keeps, graceful
 //! deletion, binding) are the registry's; the store stores what it is given.
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use kubeplane_api::{
     ApiError, Cache, Clock, EventType, Kind, Object, ObjectKey, SlotHint, StoredNode, WatchEvent,
@@ -330,7 +330,7 @@ impl Store {
         self.bucket(key.kind)?.get(&key.namespace, &key.name)
     }
 
-    pub fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<Pod>> {
+    pub fn get_pod(&self, namespace: &str, name: &str) -> Option<&Arc<StoredPod>> {
         self.get(Kind::Pod, namespace, name)
             .and_then(Object::as_pod)
     }
@@ -382,7 +382,7 @@ impl Store {
         self.bucket(kind).map_or(0, |b| b.len() - b.deleting)
     }
 
-    pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
+    pub fn pods(&self) -> impl Iterator<Item = &Arc<StoredPod>> {
         self.list(Kind::Pod).filter_map(Object::as_pod)
     }
 

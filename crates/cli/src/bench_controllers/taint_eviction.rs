@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kubeplane_api::{Client, Object};
+use kubeplane_api::{Client, Object, StoredPod};
 use kubeplane_core::SimTime;
 use kubeplane_registry::testing::TestClient;
 
@@ -74,7 +74,7 @@ fn bench_node(name: &str) -> Object {
 }
 
 fn bench_pod(name: &str, node: &str) -> Object {
-    let mut pod = Pod {
+    let mut pod: StoredPod = Pod {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
             namespace: Some("default".to_string()),
@@ -89,7 +89,8 @@ fn bench_pod(name: &str, node: &str) -> Object {
             ..Default::default()
         }),
         status: None,
-    };
+    }
+    .into();
     default_toleration_seconds(&mut pod);
     Object::Pod(Arc::new(pod))
 }

@@ -16,6 +16,7 @@
 //!   and their ordinal in name order within it. Pods matched in neither way are "unmatched".
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -105,12 +106,12 @@ impl Run {
     }
 }
 
-fn finished(p: &Pod) -> bool {
+fn finished(p: &StoredPod) -> bool {
     let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
     matches!(phase, Some("Succeeded" | "Failed"))
 }
 
-fn placement(p: &Pod) -> Placement {
+fn placement(p: &StoredPod) -> Placement {
     let m = &p.metadata;
     let generated_by = m.generate_name.as_ref().and_then(|_| {
         let owners = m.owner_references.as_deref().unwrap_or_default();

@@ -4,11 +4,12 @@
 //! orphans are counted by namespace, and only a sync of a namespace that has some looks through
 //! that namespace's pods for them.
 
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 use kubeplane_api::object::DynamicObject;
 use kubeplane_api::StoredNode;
 use kubeplane_core::labels::{from_label_selector, Selector};
@@ -117,7 +118,7 @@ pub struct Cache {
     /// The pods a DaemonSet controls and the orphans, by namespace, by name. Pods of other
     /// kinds' controllers are not cached (see [`is_filed`]).
     /// Hashed: the indexes below give the order, and most events replace a pod in place.
-    pods: FxHashMap<String, FxHashMap<String, Arc<Pod>>>,
+    pods: FxHashMap<String, FxHashMap<String, Arc<StoredPod>>>,
     /// Pods whose controller reference names a DaemonSet, by that reference's UID.
     controlled: HashMap<String, BTreeSet<NsName>>,
     /// How many of `pods` have no controller reference, by namespace: the orphans themselves are
@@ -128,14 +129,14 @@ pub struct Cache {
     pub revisions: BTreeMap<NsName, Arc<ControllerRevision>>,
 }
 
-fn daemon_controller_uid(pod: &Pod) -> Option<Option<&str>> {
+fn daemon_controller_uid(pod: &StoredPod) -> Option<Option<&str>> {
     filed_under(&pod.metadata, KIND)
 }
 
 /// Whether the controller caches the pod: it has no controller reference or one to a
 /// DaemonSet. A pod of another kind's controller concerns no DaemonSet (upstream's handlers
 /// find no DaemonSet for it and never consider it for adoption).
-pub fn is_filed(pod: &Pod) -> bool {
+pub fn is_filed(pod: &StoredPod) -> bool {
     daemon_controller_uid(pod).is_some()
 }
 
@@ -146,8 +147,8 @@ impl Cache {
         &mut self,
         ns: &str,
         name: &str,
-        pod: Option<&Arc<Pod>>,
-    ) -> Option<Arc<Pod>> {
+        pod: Option<&Arc<StoredPod>>,
+    ) -> Option<Arc<StoredPod>> {
         let pod = pod.filter(|p| is_filed(p));
         let old = match pod {
             Some(p) => put_hashed(&mut self.pods, ns, name, p.clone()),
@@ -167,7 +168,7 @@ impl Cache {
         old
     }
 
-    fn index(&mut self, ns: &str, name: &str, pod: &Pod) {
+    fn index(&mut self, ns: &str, name: &str, pod: &StoredPod) {
         match daemon_controller_uid(pod) {
             Some(Some(uid)) => {
                 self.controlled
@@ -185,7 +186,7 @@ impl Cache {
         }
     }
 
-    fn unindex(&mut self, ns: &str, name: &str, pod: &Pod) {
+    fn unindex(&mut self, ns: &str, name: &str, pod: &StoredPod) {
         match daemon_controller_uid(pod) {
             Some(Some(uid)) => {
                 if let Some(set) = self.controlled.get_mut(uid) {
@@ -208,7 +209,10 @@ impl Cache {
     }
 
     /// The pods whose controller reference carries `uid`, in key order.
-    pub fn controlled_pods<'a>(&'a self, uid: &str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
+    pub fn controlled_pods<'a>(
+        &'a self,
+        uid: &str,
+    ) -> impl Iterator<Item = &'a Arc<StoredPod>> + 'a {
         self.controlled
             .get(uid)
             .into_iter()
@@ -217,11 +221,11 @@ impl Cache {
     }
 
     /// The pods of `namespace` without a controller reference, in name order.
-    pub fn orphan_pods(&self, namespace: &str) -> Vec<&Arc<Pod>> {
+    pub fn orphan_pods(&self, namespace: &str) -> Vec<&Arc<StoredPod>> {
         if !self.orphans.contains_key(namespace) {
             return Vec::new();
         }
-        let mut found: Vec<(&String, &Arc<Pod>)> = self
+        let mut found: Vec<(&String, &Arc<StoredPod>)> = self
             .pods
             .get(namespace)
             .into_iter()
@@ -248,7 +252,7 @@ impl Cache {
 
     /// The DaemonSets of the pod's namespace whose (non-empty) selector matches its labels
     /// (upstream `GetPodDaemonSets`).
-    pub fn pod_daemon_sets(&self, pod: &Pod) -> Vec<NsName> {
+    pub fn pod_daemon_sets(&self, pod: &StoredPod) -> Vec<NsName> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         crate::controller_utils::in_namespace(&self.daemon_sets, ns)
             .filter(|(_, ds)| {

@@ -24,10 +24,11 @@ pub mod util;
 #[cfg(test)]
 mod tests;
 
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kubeplane_api::object::DynamicObject;
 use kubeplane_api::types::ResourceType;
 use kubeplane_api::{Client, Component, EventType, Object, StoredNode, WatchEvent};
@@ -175,7 +176,7 @@ impl DaemonSetsController {
 
     // ----- pod handlers ----------------------------------------------------------------------
 
-    fn add_pod(&mut self, pod: &Pod) {
+    fn add_pod(&mut self, pod: &StoredPod) {
         if pod.metadata.deletion_timestamp.is_some() {
             self.delete_pod(pod);
             return;
@@ -193,7 +194,7 @@ impl DaemonSetsController {
         }
     }
 
-    fn update_pod(&mut self, old: &Pod, cur: &Pod, now: SimTime) {
+    fn update_pod(&mut self, old: &StoredPod, cur: &StoredPod, now: SimTime) {
         if old.metadata.resource_version == cur.metadata.resource_version {
             return;
         }
@@ -236,7 +237,7 @@ impl DaemonSetsController {
         }
     }
 
-    fn delete_pod(&mut self, pod: &Pod) {
+    fn delete_pod(&mut self, pod: &StoredPod) {
         let Some(r) = controller_of(&pod.metadata) else {
             return;
         };
@@ -300,7 +301,7 @@ impl DaemonSetsController {
         }
     }
 
-    fn observe_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>, now: SimTime) {
+    fn observe_pod(&mut self, ev: &WatchEvent, pod: &Arc<StoredPod>, now: SimTime) {
         let old = ev.old.as_ref().and_then(Object::as_pod);
         if !cache::is_filed(pod) && old.is_none_or(|o| !cache::is_filed(o)) {
             // Another kind's controller before and after: no DaemonSet resolves from it and
@@ -311,7 +312,7 @@ impl DaemonSetsController {
         let name = pod.metadata.name.as_deref().unwrap_or("");
         let current = (ev.type_ != EventType::Deleted).then_some(pod);
         let cached = self.cache.replace_pod(ns, name, current);
-        let orphan = |p: &Pod| controller_of(&p.metadata).is_none();
+        let orphan = |p: &StoredPod| controller_of(&p.metadata).is_none();
         let before = cached.as_deref().or(old.map(|o| &**o));
         if self.cache.daemon_sets.is_empty() && orphan(pod) && before.is_none_or(orphan) {
             // An orphan, kept for adoption, concerns no DaemonSet while there is none.
@@ -333,12 +334,12 @@ impl DaemonSetsController {
 
 /// Whether a pod update can change what a sync of its DaemonSet does: which DaemonSet claims
 /// it, whether it is active or terminal, its readiness, or the node it counts for.
-fn sync_relevant_change(old: &Pod, cur: &Pod) -> bool {
-    let ready = |p: &Pod| {
+fn sync_relevant_change(old: &StoredPod, cur: &StoredPod) -> bool {
+    let ready = |p: &StoredPod| {
         crate::controller_utils::pod_ready_condition(p)
             .map(|c| (c.status.clone(), c.last_transition_time.clone()))
     };
-    let target = |p: &Pod| util::get_target_node_name(p).ok().map(str::to_string);
+    let target = |p: &StoredPod| util::get_target_node_name(p).ok().map(str::to_string);
     old.metadata.labels != cur.metadata.labels
         || old.metadata.owner_references != cur.metadata.owner_references
         || old.metadata.deletion_timestamp != cur.metadata.deletion_timestamp

@@ -2,6 +2,7 @@
 //! deletion, with their events (upstream `controller_utils.go`, `RealPodControl`), and adoption
 //! and release (upstream `controller_ref_manager.go`).
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -82,7 +83,7 @@ pub fn create_pod(
     if pod.metadata.labels.as_ref().is_none_or(BTreeMap::is_empty) {
         return Err(Some("unable to create pods, no labels".into()));
     }
-    match client.create(Object::Pod(Arc::new(pod))) {
+    match client.create(Object::Pod(Arc::new(pod.into()))) {
         Ok(created) => {
             let msg = format!("Created pod: {}", created.name());
             client.record_event(event(now, ds, false, REASON_SUCCESSFUL_CREATE, msg));
@@ -146,7 +147,11 @@ pub fn recheck_daemon_set(client: &mut dyn Client, ds: &CachedDs) -> Result<(), 
 }
 
 /// Upstream `AdoptPod`: adds the controller reference. `Ok(false)` when the pod is gone.
-pub fn adopt_pod(client: &mut dyn Client, ds: &CachedDs, pod: &Pod) -> Result<bool, ApiError> {
+pub fn adopt_pod(
+    client: &mut dyn Client,
+    ds: &CachedDs,
+    pod: &StoredPod,
+) -> Result<bool, ApiError> {
     let (ns, name) = ns_name(&pod.metadata);
     let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
         return Ok(false);
@@ -155,12 +160,12 @@ pub fn adopt_pod(client: &mut dyn Client, ds: &CachedDs, pod: &Pod) -> Result<bo
     if fresh.metadata.uid != pod.metadata.uid || controller_of(&fresh.metadata).is_some() {
         return Err(ApiError::Conflict { key });
     }
-    let mut p = Pod::clone(&fresh);
+    let mut p = StoredPod::clone(&fresh);
     add_owner_reference(
         &mut p.metadata,
         new_controller_ref(API_VERSION, KIND, &ds.ds.metadata),
     );
-    match client.update(Object::Pod(Arc::new(p))) {
+    match client.update(Object::Pod(Arc::new(p.into()))) {
         Ok(_) => Ok(true),
         Err(ApiError::NotFound { .. }) => Ok(false),
         Err(e) => Err(e),
@@ -169,7 +174,7 @@ pub fn adopt_pod(client: &mut dyn Client, ds: &CachedDs, pod: &Pod) -> Result<bo
 
 /// Upstream `ReleasePod`: removes the reference from a pod that stopped matching. A pod that is
 /// gone counts as released.
-pub fn release_pod(client: &mut dyn Client, ds_uid: &str, pod: &Pod) -> Result<(), ApiError> {
+pub fn release_pod(client: &mut dyn Client, ds_uid: &str, pod: &StoredPod) -> Result<(), ApiError> {
     let (ns, name) = ns_name(&pod.metadata);
     let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
         return Ok(());
@@ -179,9 +184,9 @@ pub fn release_pod(client: &mut dyn Client, ds_uid: &str, pod: &Pod) -> Result<(
             key: ObjectKey::new(Kind::Pod, &ns, &name),
         });
     }
-    let mut p = Pod::clone(&fresh);
+    let mut p = StoredPod::clone(&fresh);
     remove_owner_reference(&mut p.metadata, ds_uid);
-    match client.update(Object::Pod(Arc::new(p))) {
+    match client.update(Object::Pod(Arc::new(p.into()))) {
         Ok(_) | Err(ApiError::NotFound { .. }) | Err(ApiError::Invalid { .. }) => Ok(()),
         Err(e) => Err(e),
     }

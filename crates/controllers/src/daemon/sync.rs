@@ -1,11 +1,12 @@
 //! One sync of a DaemonSet (upstream `daemon_controller.go`: `syncDaemonSet`, `getDaemonPods`
 //! with its claims, `manage`, `podsShouldBeOnNode`, `syncNodes` and the status).
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kubeplane_api::{ApiError, Client, Kind, Object, ObjectKey};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
@@ -29,7 +30,7 @@ use crate::explain::Explained;
 
 /// A DaemonSet's claimed pods by the node they run on or are meant for (upstream
 /// `nodeToDaemonPods`), nodes in name order.
-pub(super) type NodeToDaemonPods = BTreeMap<String, Vec<Arc<Pod>>>;
+pub(super) type NodeToDaemonPods = BTreeMap<String, Vec<Arc<StoredPod>>>;
 
 /// A sync's view of the controller: the caches it reads, and apart from them the queue,
 /// expectations, backoff and counters it updates.
@@ -89,22 +90,22 @@ pub(super) fn min_ready_seconds(ds: &DaemonSet) -> i32 {
         .unwrap_or(0)
 }
 
-fn is_terminal(pod: &Pod) -> bool {
+fn is_terminal(pod: &StoredPod) -> bool {
     matches!(pod_phase(pod), "Succeeded" | "Failed")
 }
 
-fn pod_name(pod: &Pod) -> &str {
+fn pod_name(pod: &StoredPod) -> &str {
     pod.metadata.name.as_deref().unwrap_or("")
 }
 
 /// Upstream `podByCreationTimestampAndPhase`: bound pods first, then the oldest, then by name.
-pub(super) fn sort_by_creation_timestamp_and_phase(pods: &mut [Arc<Pod>]) {
+pub(super) fn sort_by_creation_timestamp_and_phase(pods: &mut [Arc<StoredPod>]) {
     pods.sort_by(|a, b| {
-        let unbound = |p: &Pod| pod_node(p).is_empty();
+        let unbound = |p: &StoredPod| pod_node(p).is_empty();
         unbound(a)
             .cmp(&unbound(b))
             .then_with(|| {
-                let t = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+                let t = |p: &StoredPod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
                 t(a).cmp(&t(b))
             })
             .then_with(|| pod_name(a).cmp(pod_name(b)))
@@ -114,7 +115,7 @@ pub(super) fn sort_by_creation_timestamp_and_phase(pods: &mut [Arc<Pod>]) {
 /// Groups claimed pods by their target node (upstream `getNodesToDaemonPods`); pods that are
 /// terminal and being deleted count only with `include_deleted_terminal`.
 pub(super) fn node_to_daemon_pods(
-    claimed: &[Arc<Pod>],
+    claimed: &[Arc<StoredPod>],
     include_deleted_terminal: bool,
 ) -> NodeToDaemonPods {
     let mut out = NodeToDaemonPods::new();
@@ -196,7 +197,7 @@ impl<'a> SyncCx<'a> {
         &mut self,
         ds: &CachedDs,
         key: &NsName,
-        claimed: &[Arc<Pod>],
+        claimed: &[Arc<StoredPod>],
         by_node: &NodeToDaemonPods,
         hash: &str,
         old: &[Arc<k8s_openapi::api::apps::v1::ControllerRevision>],
@@ -220,7 +221,7 @@ impl<'a> SyncCx<'a> {
         &mut self,
         ds: &CachedDs,
         client: &mut dyn Client,
-    ) -> Result<Vec<Arc<Pod>>, String> {
+    ) -> Result<Vec<Arc<StoredPod>>, String> {
         let selector = ds.selector.as_ref().map_err(Clone::clone)?;
         let (ns, _) = ns_name(&ds.ds.metadata);
         let mut claimed = Vec::new();
@@ -365,10 +366,10 @@ impl<'a> SyncCx<'a> {
         &mut self,
         ds: &CachedDs,
         node: &str,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<StoredPod>],
         to_delete: &mut Vec<String>,
         client: &mut dyn Client,
-    ) -> Vec<Arc<Pod>> {
+    ) -> Vec<Arc<StoredPod>> {
         let mut running = Vec::new();
         for pod in pods {
             if pod.metadata.deletion_timestamp.is_some() {
@@ -416,12 +417,12 @@ impl<'a> SyncCx<'a> {
         &self,
         ds: &CachedDs,
         hash: &str,
-        mut running: Vec<Arc<Pod>>,
+        mut running: Vec<Arc<StoredPod>>,
         to_delete: &mut Vec<String>,
     ) {
         sort_by_creation_timestamp_and_phase(&mut running);
-        let mut oldest_new: Option<&Arc<Pod>> = None;
-        let mut oldest_old: Option<&Arc<Pod>> = None;
+        let mut oldest_new: Option<&Arc<StoredPod>> = None;
+        let mut oldest_old: Option<&Arc<StoredPod>> = None;
         for pod in &running {
             let slot = if labels(&pod.metadata)
                 .get(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY)
@@ -446,7 +447,7 @@ impl<'a> SyncCx<'a> {
     }
 
     /// Whether a pod counts as available at this sync's instant.
-    pub(super) fn available(&self, ds: &CachedDs, pod: &Pod) -> bool {
+    pub(super) fn available(&self, ds: &CachedDs, pod: &StoredPod) -> bool {
         is_pod_available(pod, min_ready_seconds(&ds.ds), self.now_ts)
     }
 }

@@ -6,10 +6,10 @@
 //! the new one is available. The DaemonSet's template revisions are ControllerRevisions named
 //! `<ds>-<hash>` whose `data` is the template patch; the current one's hash labels new pods.
 
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use kubeplane_api::{ApiError, Client, DeleteOptions, DynamicObject, Kind, Object, ObjectKey};
@@ -26,13 +26,13 @@ use crate::controller_utils::{labels, new_controller_ref, ns_name, NsName};
 use crate::deployment::util::hash::compute_hash;
 
 /// A node's pod of the current revision and its older one, either possibly absent.
-pub type NewAndOld<'p> = (Option<&'p Arc<Pod>>, Option<&'p Arc<Pod>>);
+pub type NewAndOld<'p> = (Option<&'p Arc<StoredPod>>, Option<&'p Arc<StoredPod>>);
 
 /// Upstream `findUpdatedPodsOnNode`: the node's new and old pod that are not being deleted;
 /// `None` when there is more than one of either (the manage loop prunes those first).
 pub fn find_updated_pods_on_node<'p>(
     ds: &DaemonSet,
-    pods: &'p [Arc<Pod>],
+    pods: &'p [Arc<StoredPod>],
     hash: &str,
 ) -> Option<NewAndOld<'p>> {
     let generation = get_template_generation(ds).ok().flatten();
@@ -54,7 +54,7 @@ pub fn find_updated_pods_on_node<'p>(
     Some((new, old))
 }
 
-fn name_of(pod: &Pod) -> String {
+fn name_of(pod: &StoredPod) -> String {
     pod.metadata.name.clone().unwrap_or_default()
 }
 
@@ -387,7 +387,7 @@ impl SyncCx<'_> {
     pub(super) fn cleanup_history(
         &mut self,
         ds: &CachedDs,
-        claimed: &[Arc<Pod>],
+        claimed: &[Arc<StoredPod>],
         old: &[Arc<ControllerRevision>],
         client: &mut dyn Client,
     ) -> Result<(), String> {

@@ -3,11 +3,12 @@
 //! whether a pod is of the current revision, and the node affinity that pins a pod to its node.
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
-    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec,
+    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
     PodTemplateSpec, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -174,7 +175,7 @@ pub fn allows_surge(ds: &DaemonSet) -> bool {
 /// generation. A pod carrying neither label (one written into a scenario by hand: the
 /// controller's own pods always have the hash) counts as current, where upstream would replace
 /// it (docs/daemonset.md §5).
-pub fn is_pod_updated(pod: &Pod, hash: &str, generation: Option<i64>) -> bool {
+pub fn is_pod_updated(pod: &StoredPod, hash: &str, generation: Option<i64>) -> bool {
     let labels = crate::controller_utils::labels(&pod.metadata);
     if !labels.contains_key(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY)
         && !labels.contains_key(DAEMON_SET_TEMPLATE_GENERATION_KEY)
@@ -222,7 +223,7 @@ pub fn replace_daemon_set_pod_node_name_node_affinity(
 
 /// Upstream `GetTargetNodeName`: the pod's node, or for a pod not yet bound the node its
 /// `metadata.name In [node]` affinity term names.
-pub fn get_target_node_name(pod: &Pod) -> Result<&str, String> {
+pub fn get_target_node_name(pod: &StoredPod) -> Result<&str, String> {
     let spec = pod.spec.as_ref();
     if let Some(n) = pod.node_name() {
         if !n.is_empty() {

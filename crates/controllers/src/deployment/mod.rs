@@ -23,11 +23,11 @@ pub mod util;
 #[cfg(test)]
 mod tests;
 
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, ReplicaSetSpec};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, ObjectMeta, OwnerReference, Time,
 };
@@ -144,7 +144,7 @@ struct Metrics {
 }
 
 /// Where a pod comes in a namespace/name listing.
-fn pod_listing_key(p: &Pod) -> (&str, &str) {
+fn pod_listing_key(p: &StoredPod) -> (&str, &str) {
     let m = &p.metadata;
     (
         m.namespace.as_deref().unwrap_or("default"),
@@ -159,7 +159,7 @@ pub struct DeploymentController {
     /// Pods with a controller, by the controller's UID and then the pod's UID (for the
     /// Recreate strategy's pod map, which sorts them by namespace and name). Hash maps keyed
     /// by UIDs: every pod event looks them up with borrowed strings, allocating nothing.
-    pods_by_controller_uid: FxHashMap<String, FxHashMap<String, Arc<Pod>>>,
+    pods_by_controller_uid: FxHashMap<String, FxHashMap<String, Arc<StoredPod>>>,
     queue: WorkQueue,
     metrics: Metrics,
     /// `DeploymentReplicaSetTerminatingReplicas`: the status reports terminating replicas.
@@ -275,7 +275,7 @@ impl DeploymentController {
         }
     }
 
-    fn on_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>) {
+    fn on_pod(&mut self, ev: &WatchEvent, pod: &Arc<StoredPod>) {
         self.index_pod(ev, pod);
         if ev.type_ == EventType::Deleted {
             self.pod_deleted(pod);
@@ -283,7 +283,7 @@ impl DeploymentController {
     }
 
     /// Keeps the index of pods by controller UID up to date.
-    fn index_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>) {
+    fn index_pod(&mut self, ev: &WatchEvent, pod: &Arc<StoredPod>) {
         let pod_uid = pod.metadata.uid.as_deref().unwrap_or_default();
         // An update under the same controller replaces the entry in place.
         if ev.type_ == EventType::Modified {
@@ -326,7 +326,7 @@ impl DeploymentController {
     }
 
     /// A deleted pod may be the last one a Recreate rollout waits for.
-    fn pod_deleted(&mut self, pod: &Arc<Pod>) {
+    fn pod_deleted(&mut self, pod: &Arc<StoredPod>) {
         let key = ns_name(&pod.metadata);
         let Some(rs) = controller_of(&pod.metadata)
             .filter(|r| r.kind == "ReplicaSet")
@@ -487,12 +487,12 @@ impl DeploymentController {
         &self,
         d: &Deployment,
         rs_list: &[Arc<ReplicaSet>],
-    ) -> BTreeMap<String, Vec<Arc<Pod>>> {
+    ) -> BTreeMap<String, Vec<Arc<StoredPod>>> {
         let selector = deployment_selector(d).unwrap_or_else(|_| Selector::nothing());
         let mut map = BTreeMap::new();
         for rs in rs_list {
             let uid = rs.metadata.uid.clone().unwrap_or_default();
-            let mut pods: Vec<Arc<Pod>> = self
+            let mut pods: Vec<Arc<StoredPod>> = self
                 .pods_by_controller_uid
                 .get(&uid)
                 .into_iter()

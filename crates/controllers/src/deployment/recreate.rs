@@ -2,6 +2,7 @@
 //! waits for their pods to be gone before scaling the new one up.
 
 use super::*;
+use kubeplane_api::StoredPod;
 
 impl DeploymentController {
     /// Upstream `rolloutRecreate`: every old pod is gone before the new ReplicaSet scales up.
@@ -9,7 +10,7 @@ impl DeploymentController {
         &mut self,
         d: &mut DeploymentRef,
         rs_list: &mut RsList,
-        pod_map: &BTreeMap<String, Vec<Arc<Pod>>>,
+        pod_map: &BTreeMap<String, Vec<Arc<StoredPod>>>,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
         let (mut new_rs, mut old_rss) =
@@ -53,7 +54,7 @@ impl DeploymentController {
 fn old_pods_running(
     new_rs: Option<&Arc<ReplicaSet>>,
     old_rss: &[Arc<ReplicaSet>],
-    pod_map: &BTreeMap<String, Vec<Arc<Pod>>>,
+    pod_map: &BTreeMap<String, Vec<Arc<StoredPod>>>,
 ) -> bool {
     if sum_actual_replicas(old_rss) > 0 {
         return true;

@@ -53,14 +53,17 @@ fn replicaset(name: &str, uid: &str, owner: Option<(&str, &str)>) -> Object {
 }
 
 fn pod(name: &str, node: Option<&str>, owners: &[(&str, &str, &str, &str)]) -> Object {
-    Object::Pod(Arc::new(Pod {
-        metadata: meta(name, &format!("uid-{name}"), owners),
-        spec: Some(PodSpec {
-            node_name: node.map(str::to_string),
-            ..Default::default()
-        }),
-        status: None,
-    }))
+    Object::Pod(Arc::new(
+        Pod {
+            metadata: meta(name, &format!("uid-{name}"), owners),
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_string),
+                ..Default::default()
+            }),
+            status: None,
+        }
+        .into(),
+    ))
 }
 
 fn rs_owner<'a>(name: &'a str, uid: &'a str) -> (&'a str, &'a str, &'a str, &'a str) {

@@ -3,7 +3,7 @@
 //! to 10 minutes, counted from the last failure's finish time.
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::StoredPod;
 
 /// Upstream `DefaultJobPodFailureBackOff`.
 pub const DEFAULT_POD_FAILURE_BACKOFF: SignedDuration = SignedDuration::from_secs(10);
@@ -20,7 +20,7 @@ pub struct BackoffRecord {
 
 impl BackoffRecord {
     /// The record after the newly finished pods (upstream `newBackoffRecord`).
-    pub fn with_finished(self, succeeded: &[&Pod], failed: &[&Pod]) -> BackoffRecord {
+    pub fn with_finished(self, succeeded: &[&StoredPod], failed: &[&StoredPod]) -> BackoffRecord {
         let mut failed_times: Vec<Timestamp> = failed.iter().map(|p| finished_time(p)).collect();
         failed_times.sort();
         let last_success = succeeded.iter().map(|p| finished_time(p)).max();
@@ -55,7 +55,7 @@ impl BackoffRecord {
 /// How long the replacement of an index's last failed pod still waits at `now` (upstream
 /// `getRemainingTimePerIndex`): the backoff of the index's failures (counted and ignored) plus
 /// that pod's own, from when it finished. Zero for an index without a failed pod.
-pub fn remaining_for_index(last_failed: Option<&Pod>, now: Timestamp) -> SignedDuration {
+pub fn remaining_for_index(last_failed: Option<&StoredPod>, now: Timestamp) -> SignedDuration {
     let Some(pod) = last_failed else {
         return SignedDuration::ZERO;
     };
@@ -87,7 +87,7 @@ pub fn remaining_for_failures(failures: i32, last: Timestamp, now: Timestamp) ->
 /// When a pod finished (upstream `getFinishedTime`): the latest container finish when every
 /// container terminated, else the transition of a false Ready condition, else the deletion
 /// timestamp minus the grace period, else the creation time.
-pub fn finished_time(pod: &Pod) -> Timestamp {
+pub fn finished_time(pod: &StoredPod) -> Timestamp {
     let status = pod.status.as_ref();
     let containers = status
         .and_then(|s| s.container_statuses.as_deref())
@@ -140,8 +140,8 @@ mod tests {
         Timestamp::from_second(1_700_000_000 + secs).unwrap()
     }
 
-    fn finished_at(secs: i64) -> Pod {
-        let mut pod = PodBuilder::new("p").obj();
+    fn finished_at(secs: i64) -> StoredPod {
+        let mut pod: StoredPod = PodBuilder::new("p").obj().into();
         pod.status = Some(PodStatus {
             container_statuses: Some(vec![ContainerStatus {
                 name: "c".into(),
@@ -171,7 +171,13 @@ mod tests {
             failures_after_last_success: 2,
             last_failure_time: Some(t(1)),
         };
-        type Case<'a> = (&'a str, Vec<&'a Pod>, Vec<&'a Pod>, i32, Option<Timestamp>);
+        type Case<'a> = (
+            &'a str,
+            Vec<&'a StoredPod>,
+            Vec<&'a StoredPod>,
+            i32,
+            Option<Timestamp>,
+        );
         let cases: Vec<Case> = vec![
             (
                 "Nothing new keeps the record",
@@ -224,14 +230,15 @@ mod tests {
     #[test]
     fn finish_time_falls_back_to_ready_deletion_then_creation() {
         assert_eq!(finished_time(&finished_at(42)), t(42));
-        let pod = PodBuilder::new("p")
+        let pod: StoredPod = PodBuilder::new("p")
             .ready_condition("False", Some(t(7)))
-            .obj();
+            .obj()
+            .into();
         assert_eq!(finished_time(&pod), t(7));
-        let mut pod = PodBuilder::new("p").deleted_at(t(40)).obj();
+        let mut pod: StoredPod = PodBuilder::new("p").deleted_at(t(40)).obj().into();
         pod.metadata.deletion_grace_period_seconds = Some(30);
         assert_eq!(finished_time(&pod), t(10));
-        let pod = PodBuilder::new("p").created(Some(t(2))).obj();
+        let pod: StoredPod = PodBuilder::new("p").created(Some(t(2))).obj().into();
         assert_eq!(finished_time(&pod), t(2));
     }
 }

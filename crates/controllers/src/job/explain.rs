@@ -10,8 +10,8 @@
 //! `at` when the decision names an instant, and the facts behind it.
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::Clock;
+use kubeplane_api::StoredPod;
 use kubeplane_core::SimTime;
 use serde_json::{json, Value};
 
@@ -36,7 +36,7 @@ fn record(ctx: &JobCtx, decision: &str, reason: &str, message: String) -> Value 
     )
 }
 
-fn pod_name(pod: &Pod) -> String {
+fn pod_name(pod: &StoredPod) -> String {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     format!("{ns}/{}", pod.metadata.name.as_deref().unwrap_or(""))
 }
@@ -78,7 +78,7 @@ pub(super) fn backoff(ctx: &JobCtx, until: SimTime, index: Option<i64>) -> Value
 }
 
 /// Why an index failed: a FailIndex rule, or more failures than `backoffLimitPerIndex`.
-pub(super) fn index_failed(ctx: &JobCtx, index: i64, pod: &Pod, why: IndexFailure) -> Value {
+pub(super) fn index_failed(ctx: &JobCtx, index: i64, pod: &StoredPod, why: IndexFailure) -> Value {
     let failures = index_failure_count(pod) + 1;
     let limit = spec(&ctx.job).backoff_limit_per_index.unwrap_or(0);
     let (reason, message) = match why {

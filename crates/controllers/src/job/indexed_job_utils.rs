@@ -5,12 +5,13 @@
 //! `batch.kubernetes.io/job-index-failure-count` annotation, failed indexes, and the failed pod
 //! of each index kept (its tracking finalizer stays) until its replacement exists.
 
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, PodTemplateSpec};
 
 use super::backoff_utils::finished_time;
 use super::pod_failure_policy::match_pod_failure_policy;
@@ -140,7 +141,7 @@ impl fmt::Display for OrderedIntervals {
 }
 
 /// A pod's completion index: the annotation as a non-negative integer.
-pub fn completion_index(pod: &Pod) -> Option<i64> {
+pub fn completion_index(pod: &StoredPod) -> Option<i64> {
     pod.metadata
         .annotations
         .as_ref()?
@@ -153,7 +154,7 @@ pub fn completion_index(pod: &Pod) -> Option<i64> {
 /// The first `count` indexes below `completions` neither succeeded, failed (with
 /// `backoffLimitPerIndex`) nor held by an active pod.
 pub fn first_pending_indexes(
-    active: &[&Pod],
+    active: &[&StoredPod],
     succeeded: &OrderedIntervals,
     failed: Option<&OrderedIntervals>,
     count: usize,
@@ -185,11 +186,11 @@ pub fn first_pending_indexes(
 /// `completions`, and all but one pod of each repeated index (the one kept is the one ranked
 /// last for deletion by `rank`). Returns (to remove, the rest).
 pub fn duplicated_index_pods<'a>(
-    pods: &[&'a Pod],
+    pods: &[&'a StoredPod],
     completions: i64,
-    rank: impl Fn(&mut Vec<&'a Pod>),
-) -> (Vec<&'a Pod>, Vec<&'a Pod>) {
-    let mut by_index: BTreeMap<i64, Vec<&'a Pod>> = BTreeMap::new();
+    rank: impl Fn(&mut Vec<&'a StoredPod>),
+) -> (Vec<&'a StoredPod>, Vec<&'a StoredPod>) {
+    let mut by_index: BTreeMap<i64, Vec<&'a StoredPod>> = BTreeMap::new();
     let mut rm = Vec::new();
     for p in pods {
         match completion_index(p) {
@@ -264,7 +265,7 @@ pub fn has_backoff_limit_per_index(job: &Job) -> bool {
 
 /// An annotation's value as a count: 0 when absent, not a number, negative or past `i32`
 /// (upstream `parseInt32`).
-fn count_annotation(pod: &Pod, key: &str) -> i32 {
+fn count_annotation(pod: &StoredPod, key: &str) -> i32 {
     pod.metadata
         .annotations
         .as_ref()
@@ -275,13 +276,13 @@ fn count_annotation(pod: &Pod, key: &str) -> i32 {
 }
 
 /// The failures of the pod's index counted before it (upstream `getIndexFailureCount`).
-pub fn index_failure_count(pod: &Pod) -> i32 {
+pub fn index_failure_count(pod: &StoredPod) -> i32 {
     count_annotation(pod, INDEX_FAILURE_COUNT_ANNOTATION)
 }
 
 /// Counted and ignored failures of the pod's index before it (upstream
 /// `getIndexAbsoluteFailureCount`).
-pub fn index_absolute_failure_count(pod: &Pod) -> i32 {
+pub fn index_absolute_failure_count(pod: &StoredPod) -> i32 {
     index_failure_count(pod).saturating_add(count_annotation(
         pod,
         INDEX_IGNORED_FAILURE_COUNT_ANNOTATION,
@@ -290,7 +291,7 @@ pub fn index_absolute_failure_count(pod: &Pod) -> i32 {
 
 /// Why a failed pod fails its index (upstream `isIndexFailed`): a FailIndex rule matched, or
 /// its failure counts and the index had already failed `backoffLimitPerIndex` times.
-pub fn index_failed_by(job: &Job, pod: &Pod) -> Option<IndexFailure> {
+pub fn index_failed_by(job: &Job, pod: &StoredPod) -> Option<IndexFailure> {
     if !is_pod_failed(pod, job) {
         return None;
     }
@@ -316,16 +317,16 @@ pub enum IndexFailure {
 /// Also returns the newly failed indexes with the pod that failed each and why.
 pub fn failed_indexes(
     job: &Job,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<StoredPod>],
     completions: i64,
-    has_finalizer: impl Fn(&Pod) -> bool,
-) -> (OrderedIntervals, Vec<(i64, Arc<Pod>, IndexFailure)>) {
+    has_finalizer: impl Fn(&StoredPod) -> bool,
+) -> (OrderedIntervals, Vec<(i64, Arc<StoredPod>, IndexFailure)>) {
     let stored = job
         .status
         .as_ref()
         .and_then(|s| s.failed_indexes.as_deref());
     let prev = OrderedIntervals::parse(stored.unwrap_or(""), completions);
-    let mut new: BTreeMap<i64, (Arc<Pod>, IndexFailure)> = BTreeMap::new();
+    let mut new: BTreeMap<i64, (Arc<StoredPod>, IndexFailure)> = BTreeMap::new();
     for p in pods {
         let Some(ix) = completion_index(p).filter(|&ix| ix < completions) else {
             continue;
@@ -353,13 +354,13 @@ pub fn failed_indexes(
 /// finalizer and a valid index, not counted yet.
 pub fn pods_with_delayed_deletion(
     job: &Job,
-    valid: &[&Arc<Pod>],
-    active: &[Arc<Pod>],
+    valid: &[&Arc<StoredPod>],
+    active: &[Arc<StoredPod>],
     succeeded: &OrderedIntervals,
     failed: &OrderedIntervals,
-) -> BTreeMap<i64, Arc<Pod>> {
+) -> BTreeMap<i64, Arc<StoredPod>> {
     let active: BTreeSet<i64> = active.iter().filter_map(|p| completion_index(p)).collect();
-    let mut out: BTreeMap<i64, Arc<Pod>> = BTreeMap::new();
+    let mut out: BTreeMap<i64, Arc<StoredPod>> = BTreeMap::new();
     for p in valid.iter().filter(|p| is_pod_failed(p, job)) {
         let Some(ix) = completion_index(p) else {
             continue;
@@ -381,7 +382,7 @@ pub fn pods_with_delayed_deletion(
 /// The failure counts of the pod replacing `replaced` in its index (upstream
 /// `getNewIndexFailureCounts`): its counts plus its own failure, counted or ignored by the pod
 /// failure policy. (0, 0) for an index's first pod.
-pub fn new_index_failure_counts(job: &Job, replaced: Option<&Pod>) -> (i32, i32) {
+pub fn new_index_failure_counts(job: &Job, replaced: Option<&StoredPod>) -> (i32, i32) {
     let Some(pod) = replaced else {
         return (0, 0);
     };
@@ -401,7 +402,7 @@ pub fn new_index_failure_counts(job: &Job, replaced: Option<&Pod>) -> (i32, i32)
 pub fn add_index_failure_count_annotations(
     template: &mut PodTemplateSpec,
     job: &Job,
-    replaced: Option<&Pod>,
+    replaced: Option<&StoredPod>,
 ) {
     let (counted, ignored) = new_index_failure_counts(job, replaced);
     let annotations = template
@@ -492,10 +493,11 @@ mod tests {
         assert!(!iv(&[(0, 2), (5, 6)]).has(3));
     }
 
-    fn indexed(name: &str, ix: &str) -> Pod {
+    fn indexed(name: &str, ix: &str) -> StoredPod {
         PodBuilder::new(name)
             .annotation(COMPLETION_INDEX_ANNOTATION, ix)
             .obj()
+            .into()
     }
 
     #[test]
@@ -530,7 +532,7 @@ mod tests {
         let p1 = indexed("p1", "1");
         let pods = vec![&p0, &p0b, &p9, &bad, &p1];
         let (rm, left) = duplicated_index_pods(&pods, 3, |_| {});
-        let names = |v: &[&Pod]| {
+        let names = |v: &[&StoredPod]| {
             v.iter()
                 .map(|p| p.metadata.name.clone().unwrap())
                 .collect::<Vec<_>>()
@@ -563,7 +565,7 @@ mod tests {
             if let Some(v) = value {
                 b = b.annotation(INDEX_FAILURE_COUNT_ANNOTATION, v);
             }
-            assert_eq!(index_failure_count(&b.obj()), *want, "{name}");
+            assert_eq!(index_failure_count(&b.obj().into()), *want, "{name}");
         }
     }
 
@@ -598,13 +600,14 @@ mod tests {
             }),
             ..Default::default()
         };
-        let first = PodBuilder::new("p").phase("Failed").obj();
-        let later = PodBuilder::new("p")
+        let first: StoredPod = PodBuilder::new("p").phase("Failed").obj().into();
+        let later: StoredPod = PodBuilder::new("p")
             .phase("Failed")
             .annotation(INDEX_FAILURE_COUNT_ANNOTATION, "1")
             .annotation(INDEX_IGNORED_FAILURE_COUNT_ANNOTATION, "2")
-            .obj();
-        let cases: &[(&str, Option<&Pod>, (i32, i32))] = &[
+            .obj()
+            .into();
+        let cases: &[(&str, Option<&StoredPod>, (i32, i32))] = &[
             ("The first pod of an index", None, (0, 0)),
             ("Replacing a first failure", Some(&first), (1, 0)),
             ("Ignored failures are carried", Some(&later), (2, 2)),
@@ -618,10 +621,11 @@ mod tests {
             None,
             "1 failure before it is within the limit"
         );
-        let at_limit = PodBuilder::new("p")
+        let at_limit: StoredPod = PodBuilder::new("p")
             .phase("Failed")
             .annotation(INDEX_FAILURE_COUNT_ANNOTATION, "2")
-            .obj();
+            .obj()
+            .into();
         assert_eq!(
             index_failed_by(&job, &at_limit),
             Some(IndexFailure::BackoffLimit)

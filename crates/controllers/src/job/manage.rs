@@ -3,12 +3,12 @@
 //! backoff (the Job's, or each index's with `backoffLimitPerIndex`), for Indexed Jobs one per
 //! pending index.
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use jiff::SignedDuration;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::Client;
 use kubeplane_core::time::SimDuration;
 
@@ -25,21 +25,25 @@ use crate::replicaset::ranking::{less, merge_sort_by_less, PodSortKey, RankConte
 
 /// Active pods to remove: for Indexed Jobs those with repeated or invalid indexes first, then
 /// the first `rm_at_least` in deletion order (upstream `activePodsForRemoval`).
-fn active_pods_for_removal(job: &Job, pods: &[Arc<Pod>], rm_at_least: usize) -> Vec<Arc<Pod>> {
+fn active_pods_for_removal(
+    job: &Job,
+    pods: &[Arc<StoredPod>],
+    rm_at_least: usize,
+) -> Vec<Arc<StoredPod>> {
     let ctx = RankContext {
         now: None,
         pod_deletion_cost: false,
     };
-    let rank = |v: &mut Vec<&Pod>| {
+    let rank = |v: &mut Vec<&StoredPod>| {
         let keys: Vec<PodSortKey> = v.iter().map(|p| PodSortKey::new(p, 0)).collect();
         let mut order: Vec<usize> = (0..keys.len()).collect();
         merge_sort_by_less(&mut order, &|a: &usize, b: &usize| {
             less(&keys[*a], &keys[*b], &ctx)
         });
-        let sorted: Vec<&Pod> = order.iter().map(|&i| v[i]).collect();
+        let sorted: Vec<&StoredPod> = order.iter().map(|&i| v[i]).collect();
         *v = sorted;
     };
-    let refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
+    let refs: Vec<&StoredPod> = pods.iter().map(|p| p.as_ref()).collect();
     let (mut rm, mut left) = if is_indexed(job) {
         let completions = i64::from(spec(job).completions.unwrap_or(0));
         duplicated_index_pods(&refs, completions, rank)
@@ -55,7 +59,7 @@ fn active_pods_for_removal(job: &Job, pods: &[Arc<Pod>], rm_at_least: usize) -> 
         .iter()
         .map(|p| p.metadata.name.as_deref().unwrap_or(""))
         .collect();
-    let mut out: Vec<Arc<Pod>> = Vec::with_capacity(rm.len());
+    let mut out: Vec<Arc<StoredPod>> = Vec::with_capacity(rm.len());
     for p in &rm {
         let name = p.metadata.name.as_deref().unwrap_or("");
         if let Some(a) = pods
@@ -136,7 +140,7 @@ impl JobController {
         let mut indexes = Vec::new();
         if is_indexed(&ctx.job) {
             let completions = i64::from(ctx.completions().unwrap_or(0));
-            let held: Vec<&Pod> = ctx.active.iter().map(|p| p.as_ref()).collect();
+            let held: Vec<&StoredPod> = ctx.active.iter().map(|p| p.as_ref()).collect();
             let failed = ctx.failed_indexes.as_ref();
             indexes = first_pending_indexes(
                 &held,
@@ -221,7 +225,7 @@ impl JobController {
     fn delete_job_pods(
         &mut self,
         ctx: &JobCtx,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<StoredPod>],
         client: &mut dyn Client,
     ) -> (i32, i32, Result<(), String>) {
         let keys: Vec<String> = pods

@@ -27,11 +27,11 @@ pub mod util;
 #[cfg(test)]
 mod tests;
 
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{Client, Component, DynamicObject, EventType, Object, WatchEvent};
 use kubeplane_core::labels::from_label_selector;
 use kubeplane_core::time::SimDuration;
@@ -69,12 +69,12 @@ pub struct JobController {
     /// Job UID → key.
     job_by_uid: HashMap<String, NsName>,
     /// Pods with a controller reference to a Job, by that UID, by name.
-    pods_by_owner: BTreeMap<String, BTreeMap<String, Arc<Pod>>>,
+    pods_by_owner: BTreeMap<String, BTreeMap<String, Arc<StoredPod>>>,
     /// Pods without a controller reference (adoption candidates), by namespace, by name.
     /// Pods of other kinds' controllers are not filed: where a pod was filed before an event
     /// follows from the event's old version (what every handler saw last).
     /// Hashed: most events replace a pod in place; a claim sorts the few that match by name.
-    orphans: FxHashMap<String, FxHashMap<String, Arc<Pod>>>,
+    orphans: FxHashMap<String, FxHashMap<String, Arc<StoredPod>>>,
     queue: WorkQueue,
     /// Orphaned pods whose tracking finalizer should go (upstream `orphanQueue`).
     orphan_queue: BTreeSet<NsName>,
@@ -95,7 +95,7 @@ impl JobController {
     }
 
     /// The cached Job a controller reference names (same kind, name and UID).
-    fn resolve(&self, namespace: &str, pod: &Pod) -> Option<&CachedJob> {
+    fn resolve(&self, namespace: &str, pod: &StoredPod) -> Option<&CachedJob> {
         let r = controller_of(&pod.metadata)?;
         if r.kind != KIND {
             return None;
@@ -105,7 +105,7 @@ impl JobController {
     }
 
     /// Jobs of the pod's namespace whose selector matches its labels (upstream `GetPodJobs`).
-    fn selecting_jobs(&self, pod: &Pod) -> Vec<NsName> {
+    fn selecting_jobs(&self, pod: &StoredPod) -> Vec<NsName> {
         if self.jobs.is_empty() {
             return Vec::new();
         }
@@ -193,7 +193,12 @@ impl JobController {
 
     /// Moves a pod's filing from where it was (`prev`) to where it is (`cur`): under the UID
     /// of its Job, among the orphans, or nowhere.
-    fn file_pod(&mut self, pod: &Arc<Pod>, prev: Option<Option<&str>>, cur: Option<Option<&str>>) {
+    fn file_pod(
+        &mut self,
+        pod: &Arc<StoredPod>,
+        prev: Option<Option<&str>>,
+        cur: Option<Option<&str>>,
+    ) {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let name = pod.metadata.name.as_deref().unwrap_or("");
         if prev != cur {
@@ -210,7 +215,7 @@ impl JobController {
         }
     }
 
-    fn observe_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>, now: SimTime) {
+    fn observe_pod(&mut self, ev: &WatchEvent, pod: &Arc<StoredPod>, now: SimTime) {
         let deleted = ev.type_ == EventType::Deleted;
         let old = ev.old.as_ref().and_then(Object::as_pod);
         // Where the pod was filed: by its old version (a deleted pod's own, without one).
@@ -287,7 +292,7 @@ impl JobController {
     }
 }
 
-pub fn has_tracking_finalizer(pod: &Pod) -> bool {
+pub fn has_tracking_finalizer(pod: &StoredPod) -> bool {
     pod.metadata
         .finalizers
         .as_ref()

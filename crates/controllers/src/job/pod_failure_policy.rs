@@ -4,7 +4,8 @@
 //! pod's index (FailIndex).
 
 use k8s_openapi::api::batch::v1::{PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement};
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::ContainerStatus;
+use kubeplane_api::StoredPod;
 
 /// What a pod failure policy says about one failed pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,7 +19,7 @@ pub struct PolicyMatch {
 }
 
 /// Matches a failed pod against the rules, in order (upstream `matchPodFailurePolicy`).
-pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &Pod) -> PolicyMatch {
+pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &StoredPod) -> PolicyMatch {
     let no_match = PolicyMatch {
         fail_job_message: None,
         count_failed: true,
@@ -89,7 +90,7 @@ pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &Pod) ->
 /// The first terminated container (regular, then init) with a non-zero exit code the
 /// requirement accepts.
 fn match_on_exit_codes<'a>(
-    pod: &'a Pod,
+    pod: &'a StoredPod,
     req: &PodFailurePolicyOnExitCodesRequirement,
 ) -> Option<&'a ContainerStatus> {
     let status = pod.status.as_ref()?;
@@ -123,8 +124,8 @@ mod tests {
     };
     use kubeplane_core::testing::PodBuilder;
 
-    fn failed_pod(exit_codes: &[(&str, i32)], conditions: &[(&str, &str)]) -> Pod {
-        let mut pod = PodBuilder::new("p").namespace("ns").obj();
+    fn failed_pod(exit_codes: &[(&str, i32)], conditions: &[(&str, &str)]) -> StoredPod {
+        let mut pod: StoredPod = PodBuilder::new("p").namespace("ns").obj().into();
         pod.status = Some(PodStatus {
             phase: Some("Failed".into()),
             container_statuses: Some(
@@ -191,7 +192,7 @@ mod tests {
         type Case<'a> = (
             &'a str,
             Vec<PodFailurePolicyRule>,
-            Pod,
+            StoredPod,
             Option<&'a str>,
             bool,
             Option<&'a str>,

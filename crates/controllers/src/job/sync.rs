@@ -2,12 +2,12 @@
 //! counted, the terminal decision (failure policy, backoff limit, deadline, failed indexes,
 //! success policy, completions), then `manageJob` (`manage.rs`) and the status written.
 
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use jiff::SignedDuration;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, UncountedTerminatedPods};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{ApiError, Client, DeleteOptions, Kind, Object, ObjectKey};
 use kubeplane_core::labels::from_label_selector;
@@ -34,8 +34,8 @@ pub(super) struct JobCtx {
     pub key: NsName,
     pub job: Job,
     pub stored: Arc<kubeplane_api::DynamicObject>,
-    pub pods: Vec<Arc<Pod>>,
-    pub active: Vec<Arc<Pod>>,
+    pub pods: Vec<Arc<StoredPod>>,
+    pub active: Vec<Arc<StoredPod>>,
     pub finished: Option<JobCondition>,
     pub succeeded: i32,
     pub failed: i32,
@@ -44,8 +44,8 @@ pub(super) struct JobCtx {
     /// With `backoffLimitPerIndex`: the failed indexes, those that failed in this sync (with
     /// the pod and why), and the last failed pod of each index waiting for its replacement.
     pub failed_indexes: Option<OrderedIntervals>,
-    pub newly_failed_indexes: Vec<(i64, Arc<Pod>, IndexFailure)>,
-    pub delayed_deletion: BTreeMap<i64, Arc<Pod>>,
+    pub newly_failed_indexes: Vec<(i64, Arc<StoredPod>, IndexFailure)>,
+    pub delayed_deletion: BTreeMap<i64, Arc<StoredPod>>,
     pub new_backoff: BackoffRecord,
     pub uncounted_succeeded: BTreeSet<String>,
     pub uncounted_failed: BTreeSet<String>,
@@ -65,13 +65,13 @@ impl JobCtx {
     }
 
     /// A valid completion index of this Job (below completions).
-    pub fn valid_index(&self, pod: &Pod) -> Option<i64> {
+    pub fn valid_index(&self, pod: &StoredPod) -> Option<i64> {
         let completions = i64::from(self.completions().unwrap_or(0));
         completion_index(pod).filter(|&ix| ix < completions)
     }
 }
 
-fn uid_of(p: &Pod) -> String {
+fn uid_of(p: &StoredPod) -> String {
     p.metadata.uid.clone().unwrap_or_default()
 }
 
@@ -200,7 +200,7 @@ impl JobController {
         key: &NsName,
         cached: super::CachedJob,
         mut job: Job,
-        pods: Vec<Arc<Pod>>,
+        pods: Vec<Arc<StoredPod>>,
         now: SimTime,
         client: &mut dyn Client,
     ) -> JobCtx {
@@ -392,7 +392,7 @@ fn per_index_terminal(ctx: &mut JobCtx, completions: i64) {
             ));
         }
     }
-    let valid: Vec<&Arc<Pod>> = ctx
+    let valid: Vec<&Arc<StoredPod>> = ctx
         .pods
         .iter()
         .filter(|p| has_tracking_finalizer(p) && ctx.valid_index(p).is_some())
@@ -408,11 +408,11 @@ fn per_index_terminal(ctx: &mut JobCtx, completions: i64) {
     ctx.newly_failed_indexes = fresh;
 }
 
-pub(super) fn pod_phase_is(p: &Pod, phase: &str) -> bool {
+pub(super) fn pod_phase_is(p: &StoredPod, phase: &str) -> bool {
     crate::controller_utils::pod_phase(p) == phase
 }
 
-pub(super) fn is_terminal(p: &Pod) -> bool {
+pub(super) fn is_terminal(p: &StoredPod) -> bool {
     pod_phase_is(p, "Succeeded") || pod_phase_is(p, "Failed")
 }
 
@@ -428,8 +428,8 @@ fn active_deadline(job: &Job) -> Option<jiff::Timestamp> {
 
 /// The newly finished pods not yet counted (upstream `getNewFinishedPods`): they still have
 /// the finalizer, are not in the uncounted lists and, for Indexed Jobs, have a valid index.
-fn new_finished_pods(ctx: &JobCtx) -> (Vec<&Pod>, Vec<&Pod>) {
-    let valid = |p: &&Arc<Pod>, uncounted: &BTreeSet<String>| {
+fn new_finished_pods(ctx: &JobCtx) -> (Vec<&StoredPod>, Vec<&StoredPod>) {
+    let valid = |p: &&Arc<StoredPod>, uncounted: &BTreeSet<String>| {
         has_tracking_finalizer(p)
             && !uncounted.contains(&uid_of(p))
             && (!is_indexed(&ctx.job) || ctx.valid_index(p).is_some())
@@ -450,7 +450,7 @@ fn new_finished_pods(ctx: &JobCtx) -> (Vec<&Pod>, Vec<&Pod>) {
 }
 
 /// The message of the first failed pod that matches a FailJob rule.
-fn fail_job_message(job: &Job, pods: &[Arc<Pod>]) -> Option<String> {
+fn fail_job_message(job: &Job, pods: &[Arc<StoredPod>]) -> Option<String> {
     let policy = spec(job).pod_failure_policy.as_ref()?;
     pods.iter()
         .filter(|p| is_pod_failed(p, job))
@@ -459,7 +459,7 @@ fn fail_job_message(job: &Job, pods: &[Arc<Pod>]) -> Option<String> {
 
 /// With `restartPolicy: OnFailure`, the container restarts of running and pending pods reach
 /// the backoff limit (more than none when the limit is 0).
-fn past_backoff_limit_on_failure(job: &Job, pods: &[Arc<Pod>]) -> bool {
+fn past_backoff_limit_on_failure(job: &Job, pods: &[Arc<StoredPod>]) -> bool {
     let restart = spec(job)
         .template
         .spec
@@ -515,7 +515,7 @@ fn update_suspended_condition(ctx: &mut JobCtx, client: &mut dyn Client) -> bool
 /// `deleteActivePods`). Returns (ready deleted, deleted, first error).
 fn delete_active_pods(
     ctx: &JobCtx,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<StoredPod>],
     client: &mut dyn Client,
 ) -> (i32, i32, Result<(), String>) {
     let (mut ready, mut deleted, mut err) = (0, 0, Ok(()));
@@ -535,7 +535,11 @@ fn delete_active_pods(
 
 /// Deletes one pod with upstream `RealPodControl.DeletePod`'s events; a pod already gone
 /// counts as deleted.
-pub(super) fn delete_pod(ctx: &JobCtx, pod: &Pod, client: &mut dyn Client) -> Result<(), String> {
+pub(super) fn delete_pod(
+    ctx: &JobCtx,
+    pod: &StoredPod,
+    client: &mut dyn Client,
+) -> Result<(), String> {
     let (ns, name) = ns_name(&pod.metadata);
     let key = ObjectKey::new(Kind::Pod, &ns, &name);
     match client.delete(&key, DeleteOptions::default()) {
@@ -569,7 +573,7 @@ impl JobController {
         &mut self,
         cached: &super::CachedJob,
         client: &mut dyn Client,
-    ) -> Result<Vec<Arc<Pod>>, String> {
+    ) -> Result<Vec<Arc<StoredPod>>, String> {
         let job = &cached.job;
         let (ns, name) = ns_name(&job.metadata);
         let uid = job.metadata.uid.clone().unwrap_or_default();
@@ -579,14 +583,14 @@ impl JobController {
             .map(from_label_selector)
             .transpose()
             .map_err(|e| format!("couldn't convert Job selector: {e}"))?;
-        let matches = |p: &Pod| {
+        let matches = |p: &StoredPod| {
             selector.as_ref().is_some_and(|s| {
                 !s.is_empty() && s.matches(crate::controller_utils::labels(&p.metadata))
             })
         };
         let deleting = job.metadata.deletion_timestamp.is_some();
         let mut claimed = Vec::new();
-        let owned: Vec<Arc<Pod>> = self
+        let owned: Vec<Arc<StoredPod>> = self
             .pods_by_owner
             .get(&uid)
             .map(|m| m.values().cloned().collect())
@@ -601,7 +605,7 @@ impl JobController {
         if deleting {
             return Ok(claimed);
         }
-        let mut orphans: Vec<Arc<Pod>> = (self.orphans.get(&ns).into_iter())
+        let mut orphans: Vec<Arc<StoredPod>> = (self.orphans.get(&ns).into_iter())
             .flat_map(|m| m.values().cloned())
             .filter(|p| p.metadata.deletion_timestamp.is_none() && matches(p))
             .collect();
@@ -628,13 +632,13 @@ impl JobController {
 }
 
 /// Adds the Job's controller reference and the tracking finalizer to an orphan.
-fn adopt_pod(client: &mut dyn Client, job: &Job, pod: &Pod) -> Option<Arc<Pod>> {
+fn adopt_pod(client: &mut dyn Client, job: &Job, pod: &StoredPod) -> Option<Arc<StoredPod>> {
     let (ns, name) = ns_name(&pod.metadata);
     let fresh = client.cache().get_pod(&ns, &name).cloned()?;
     if fresh.metadata.uid != pod.metadata.uid || controller_of(&fresh.metadata).is_some() {
         return None;
     }
-    let mut p = Pod::clone(&fresh);
+    let mut p = StoredPod::clone(&fresh);
     let r = crate::controller_utils::new_controller_ref(super::API_VERSION, KIND, &job.metadata);
     crate::controller_utils::add_owner_reference(&mut p.metadata, r);
     let finalizers = p.metadata.finalizers.get_or_insert_with(Vec::new);
@@ -642,23 +646,23 @@ fn adopt_pod(client: &mut dyn Client, job: &Job, pod: &Pod) -> Option<Arc<Pod>> 
         finalizers.push(JOB_TRACKING_FINALIZER.into());
     }
     p.metadata.resource_version = None;
-    match client.update(Object::Pod(Arc::new(p))) {
+    match client.update(Object::Pod(Arc::new(p.into()))) {
         Ok(Object::Pod(p)) => Some(p),
         _ => None,
     }
 }
 
 /// Removes the Job's reference and the tracking finalizer from a pod that stopped matching.
-fn release_pod(client: &mut dyn Client, uid: &str, pod: &Pod) {
+fn release_pod(client: &mut dyn Client, uid: &str, pod: &StoredPod) {
     let (ns, name) = ns_name(&pod.metadata);
     let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
         return;
     };
-    let mut p = Pod::clone(&fresh);
+    let mut p = StoredPod::clone(&fresh);
     crate::controller_utils::remove_owner_reference(&mut p.metadata, uid);
     if let Some(f) = p.metadata.finalizers.as_mut() {
         f.retain(|f| f != JOB_TRACKING_FINALIZER);
     }
     p.metadata.resource_version = None;
-    let _ = client.update(Object::Pod(Arc::new(p)));
+    let _ = client.update(Object::Pod(Arc::new(p.into())));
 }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition, PodStatus,
+    ContainerState, ContainerStateTerminated, ContainerStatus, PodCondition, PodStatus,
 };
-use kubeplane_api::{Client, DynamicObject, Kind, Object};
+use kubeplane_api::{Client, DynamicObject, Kind, Object, StoredPod};
 use kubeplane_core::time::SimDuration;
 use kubeplane_registry::testing::TestClient;
 use serde_json::{json, Value};
@@ -84,13 +84,13 @@ impl Harness {
         self.job().unwrap().status.unwrap_or_default()
     }
 
-    fn pods(&self) -> Vec<Arc<Pod>> {
-        let mut pods: Vec<Arc<Pod>> = self.client.store.pods().cloned().collect();
+    fn pods(&self) -> Vec<Arc<StoredPod>> {
+        let mut pods: Vec<Arc<StoredPod>> = self.client.store.pods().cloned().collect();
         pods.sort_by_key(|p| p.metadata.name.clone());
         pods
     }
 
-    fn active_pods(&self) -> Vec<Arc<Pod>> {
+    fn active_pods(&self) -> Vec<Arc<StoredPod>> {
         self.pods()
             .into_iter()
             .filter(|p| crate::controller_utils::is_pod_active(p))
@@ -98,8 +98,8 @@ impl Harness {
     }
 
     /// Ends a pod as the kubelet would: phase and one terminated container.
-    fn end_pod(&mut self, pod: &Pod, exit_code: i32) {
-        let mut p = Pod::clone(pod);
+    fn end_pod(&mut self, pod: &StoredPod, exit_code: i32) {
+        let mut p = StoredPod::clone(pod);
         let ts = self.client.clock().timestamp(self.client.now);
         p.status = Some(PodStatus {
             phase: Some(
@@ -131,7 +131,9 @@ impl Harness {
             ..Default::default()
         });
         p.metadata.resource_version = None;
-        self.client.update_status(Object::Pod(Arc::new(p))).unwrap();
+        self.client
+            .update_status(Object::Pod(Arc::new(p.into())))
+            .unwrap();
     }
 
     fn end_active(&mut self, n: usize, exit_code: i32) {
@@ -465,18 +467,18 @@ fn a_finished_job_with_a_ttl_is_deleted_when_it_expires() {
     assert_eq!(why[0]["ttlSecondsAfterFinished"], 30);
 }
 
-fn index_of(p: &Pod) -> String {
+fn index_of(p: &StoredPod) -> String {
     p.metadata.annotations.as_ref().unwrap()[COMPLETION_INDEX_ANNOTATION].clone()
 }
 
-fn failure_count_of(p: &Pod) -> Option<String> {
+fn failure_count_of(p: &StoredPod) -> Option<String> {
     let a = p.metadata.annotations.as_ref().unwrap();
     a.get(indexed_job_utils::INDEX_FAILURE_COUNT_ANNOTATION)
         .cloned()
 }
 
 impl Harness {
-    fn active_of_index(&self, ix: &str) -> Vec<Arc<Pod>> {
+    fn active_of_index(&self, ix: &str) -> Vec<Arc<StoredPod>> {
         self.active_pods()
             .into_iter()
             .filter(|p| index_of(p) == ix)
@@ -638,7 +640,9 @@ fn foreign_pod(name: &str, labels: Value, controller: Option<(&str, &str)>) -> O
         "apiVersion": "v1", "kind": "Pod", "metadata": meta,
         "spec": {"containers": [{"name": "main", "image": "busybox"}]},
     });
-    Object::Pod(Arc::new(serde_json::from_value(pod).unwrap()))
+    Object::Pod(Arc::new(
+        serde_json::from_value::<kubeplane_api::StoredPod>(pod).unwrap(),
+    ))
 }
 
 #[test]
@@ -662,10 +666,10 @@ fn pods_of_other_controllers_are_not_filed_until_they_are_orphaned_and_then_adop
         "only the bare pod is an adoption candidate"
     );
     // The ReplicaSet lets the pod go: it becomes an orphan the Job adopts.
-    let mut p = Pod::clone(h.client.store.get_pod("default", "rs-pod").unwrap());
+    let mut p = StoredPod::clone(h.client.store.get_pod("default", "rs-pod").unwrap());
     p.metadata.owner_references = None;
     p.metadata.resource_version = None;
-    h.client.update(Object::Pod(Arc::new(p))).unwrap();
+    h.client.update(Object::Pod(Arc::new(p.into()))).unwrap();
     h.settle();
     assert!(h.jc.orphans["default"].contains_key("rs-pod"));
     h.create_job(json!({

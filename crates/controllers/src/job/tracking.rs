@@ -4,6 +4,7 @@
 //! `succeeded` or `failed` and dropped from the uncounted list. The terminal condition is added
 //! once nothing is uncounted and no pod is terminating.
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ use crate::controller_utils::{new_controller_ref, ns_name};
 
 /// Upstream `isPodFailed`: Failed, or (unless only failed pods are replaced) being deleted
 /// without having succeeded.
-pub(super) fn is_pod_failed(p: &Pod, job: &Job) -> bool {
+pub(super) fn is_pod_failed(p: &StoredPod, job: &Job) -> bool {
     if pod_phase_is(p, "Failed") {
         return true;
     }
@@ -38,7 +39,7 @@ pub(super) fn is_pod_failed(p: &Pod, job: &Job) -> bool {
 /// that is gone counts as done.
 pub(super) fn remove_tracking_finalizer(
     client: &mut dyn Client,
-    pod: &Pod,
+    pod: &StoredPod,
 ) -> Result<(), ApiError> {
     let (ns, name) = ns_name(&pod.metadata);
     let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
@@ -47,7 +48,7 @@ pub(super) fn remove_tracking_finalizer(
     if fresh.metadata.uid != pod.metadata.uid || !has_tracking_finalizer(&fresh) {
         return Ok(());
     }
-    let mut p = Pod::clone(&fresh);
+    let mut p = StoredPod::clone(&fresh);
     if let Some(f) = p.metadata.finalizers.as_mut() {
         f.retain(|f| f != JOB_TRACKING_FINALIZER);
         if f.is_empty() {
@@ -55,7 +56,7 @@ pub(super) fn remove_tracking_finalizer(
         }
     }
     p.metadata.resource_version = None;
-    match client.update(Object::Pod(Arc::new(p))) {
+    match client.update(Object::Pod(Arc::new(p.into()))) {
         Ok(_) | Err(ApiError::NotFound { .. }) => Ok(()),
         Err(e) => Err(e),
     }
@@ -104,7 +105,7 @@ pub(super) fn create_pod(
         spec: template.spec,
         status: None,
     };
-    let (reason, message, result) = match client.create(Object::Pod(Arc::new(pod))) {
+    let (reason, message, result) = match client.create(Object::Pod(Arc::new(pod.into()))) {
         Ok(created) => (
             "SuccessfulCreate",
             format!("Created pod: {}", created.name()),
@@ -228,9 +229,9 @@ impl JobController {
     /// The pods whose finalizer can go, with the newly succeeded indexes, whether the uncounted
     /// lists reached their size limit, and whether status changed; finished pods are added to
     /// the uncounted lists.
-    fn classify_finished(&self, ctx: &mut JobCtx) -> (Vec<Arc<Pod>>, Vec<i64>, bool, bool) {
+    fn classify_finished(&self, ctx: &mut JobCtx) -> (Vec<Arc<StoredPod>>, Vec<i64>, bool, bool) {
         let indexed = is_indexed(&ctx.job);
-        let mut pods: Vec<Arc<Pod>> = ctx
+        let mut pods: Vec<Arc<StoredPod>> = ctx
             .pods
             .iter()
             .filter(|p| has_tracking_finalizer(p))
@@ -357,7 +358,7 @@ enum Finished {
 
 /// Upstream's per-pod step of `trackJobStatusAndRemoveFinalizers`: `None` when the finalizer
 /// must stay (the pod runs and the Job goes on).
-fn classify_pod(ctx: &JobCtx, pod: &Pod, finished_failing: bool) -> Option<Finished> {
+fn classify_pod(ctx: &JobCtx, pod: &StoredPod, finished_failing: bool) -> Option<Finished> {
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     let failed = is_pod_failed(pod, &ctx.job);
     if !can_remove_finalizer(ctx, pod, failed) {
@@ -391,7 +392,7 @@ fn classify_pod(ctx: &JobCtx, pod: &Pod, finished_failing: bool) -> Option<Finis
 /// it failed and is not the failed pod its index's replacement waits for (with
 /// `backoffLimitPerIndex` that pod keeps its finalizer until the replacement exists, so the
 /// replacement can carry the index's failure count).
-fn can_remove_finalizer(ctx: &JobCtx, pod: &Pod, failed: bool) -> bool {
+fn can_remove_finalizer(ctx: &JobCtx, pod: &StoredPod, failed: bool) -> bool {
     if ctx.job.metadata.deletion_timestamp.is_some()
         || ctx.finished.is_some()
         || pod_phase_is(pod, "Succeeded")

@@ -6,6 +6,7 @@
 
 use super::tainting::{mark_node_as_reachable, process_taint_base_eviction};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_api::StoredPod;
 
 use super::*;
 
@@ -553,13 +554,13 @@ pub(super) fn mark_pods_not_ready(
             status: "False".to_string(),
             ..ready.clone()
         };
-        let mut updated = Pod::clone(&pod);
+        let mut updated = StoredPod::clone(&pod);
         let status = updated.status.get_or_insert_with(Default::default);
         if !update_pod_condition(status, cond, client.clock().timestamp(now)) {
             continue;
         }
         // Upstream `UpdatePodStatus`: the status subresource, at the version read.
-        match client.update_status(Object::Pod(Arc::new(updated))) {
+        match client.update_status(Object::Pod(Arc::new(updated.into()))) {
             Err(ApiError::NotFound { .. }) => continue,
             Err(_) => failed = true,
             Ok(_) => {}

@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod, PodCondition, Taint};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, PodCondition, Taint};
 use kubeplane_api::{
     ApiError, Client, Component, EventType, Kind, Object, SlotHint, StoredNode, WatchEvent,
 };

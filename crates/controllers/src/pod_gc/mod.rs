@@ -27,10 +27,11 @@
 //! count it terminated).
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{Node, PodCondition};
 use kubeplane_api::{ApiError, Client, Component, DeleteOptions, EventType, Kind, Object};
 use kubeplane_api::{ObjectKey, WatchEvent};
 use kubeplane_core::taints::TAINT_NODE_OUT_OF_SERVICE;
@@ -79,7 +80,7 @@ impl Default for PodGcController {
     }
 }
 
-fn phase(pod: &Pod) -> &str {
+fn phase(pod: &StoredPod) -> &str {
     pod.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
@@ -87,15 +88,15 @@ fn phase(pod: &Pod) -> &str {
 }
 
 /// Upstream `isPodTerminated`.
-fn is_terminated(pod: &Pod) -> bool {
+fn is_terminated(pod: &StoredPod) -> bool {
     !matches!(phase(pod), "Pending" | "Running" | "Unknown")
 }
 
-fn node_name(pod: &Pod) -> &str {
+fn node_name(pod: &StoredPod) -> &str {
     pod.node_name().unwrap_or("")
 }
 
-fn is_evicted(pod: &Pod) -> bool {
+fn is_evicted(pod: &StoredPod) -> bool {
     let status = pod.status.as_ref();
     phase(pod) == "Failed" && status.and_then(|s| s.reason.as_deref()) == Some("Evicted")
 }
@@ -117,12 +118,12 @@ fn is_node_ready(node: &Node) -> bool {
 
 /// Upstream `byEvictionAndCreationTimestamp`: evicted pods first, then by creation time, then
 /// by name.
-fn sort_for_deletion(pods: &mut [Arc<Pod>]) {
+fn sort_for_deletion(pods: &mut [Arc<StoredPod>]) {
     pods.sort_by(|a, b| {
         is_evicted(b)
             .cmp(&is_evicted(a))
             .then_with(|| {
-                let t = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+                let t = |p: &StoredPod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
                 t(a).cmp(&t(b))
             })
             .then_with(|| a.metadata.name.cmp(&b.metadata.name))
@@ -184,7 +185,7 @@ impl PodGcController {
         }
     }
 
-    fn observe_pod(&mut self, ev: &WatchEvent, pod: &Pod, now: SimTime) {
+    fn observe_pod(&mut self, ev: &WatchEvent, pod: &StoredPod, now: SimTime) {
         let old = ev.old.as_ref().and_then(Object::as_pod);
         if old.is_some_and(|o| is_terminated(o)) {
             self.terminated -= 1;
@@ -216,7 +217,7 @@ impl PodGcController {
 impl PodGcController {
     /// One pass of upstream's `gc`, over the pods and nodes in the cache.
     fn gc(&mut self, now: SimTime, client: &mut dyn Client) {
-        let pods: Vec<Arc<Pod>> = client
+        let pods: Vec<Arc<StoredPod>> = client
             .cache()
             .list(Kind::Pod)
             .filter_map(Object::as_pod)
@@ -237,8 +238,8 @@ impl PodGcController {
         }
     }
 
-    fn gc_terminated(&mut self, pods: &[Arc<Pod>], now: SimTime, client: &mut dyn Client) {
-        let mut terminated: Vec<Arc<Pod>> =
+    fn gc_terminated(&mut self, pods: &[Arc<StoredPod>], now: SimTime, client: &mut dyn Client) {
+        let mut terminated: Vec<Arc<StoredPod>> =
             pods.iter().filter(|p| is_terminated(p)).cloned().collect();
         let count = terminated.len().saturating_sub(self.threshold);
         if count == 0 {
@@ -250,8 +251,8 @@ impl PodGcController {
         }
     }
 
-    fn gc_terminating(&mut self, pods: &[Arc<Pod>], now: SimTime, client: &mut dyn Client) {
-        let mut terminating: Vec<Arc<Pod>> = pods
+    fn gc_terminating(&mut self, pods: &[Arc<StoredPod>], now: SimTime, client: &mut dyn Client) {
+        let mut terminating: Vec<Arc<StoredPod>> = pods
             .iter()
             .filter(|p| p.metadata.deletion_timestamp.is_some())
             .filter(|p| {
@@ -268,7 +269,7 @@ impl PodGcController {
         }
     }
 
-    fn gc_orphaned(&mut self, pods: &[Arc<Pod>], now: SimTime, client: &mut dyn Client) {
+    fn gc_orphaned(&mut self, pods: &[Arc<StoredPod>], now: SimTime, client: &mut dyn Client) {
         let cache = client.cache();
         for pod in pods {
             let node = node_name(pod);
@@ -314,7 +315,7 @@ impl PodGcController {
     /// PatchPodStatus unless the pod already succeeded or failed, then a delete with grace 0.
     fn mark_failed_and_delete(
         &mut self,
-        pod: &Pod,
+        pod: &StoredPod,
         cond: Option<&PodCondition>,
         now: SimTime,
         client: &mut dyn Client,

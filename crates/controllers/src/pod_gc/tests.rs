@@ -70,7 +70,7 @@ fn pod(name: &str, node: &str, phase: &str, created_secs: i64) -> Pod {
 }
 
 fn create(tc: &mut TestClient, p: Pod) {
-    tc.create(Object::Pod(Arc::new(p))).unwrap();
+    tc.create(Object::Pod(Arc::new(p.into()))).unwrap();
 }
 
 fn pod_exists(tc: &TestClient, name: &str) -> bool {

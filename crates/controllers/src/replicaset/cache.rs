@@ -1,12 +1,12 @@
 //! The controller's informer caches (upstream: the ReplicaSet and pod listers with their
 //! indexes by controller UID and of orphans per namespace), with what syncs read of each pod.
 
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kubeplane_core::labels::Selector;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
@@ -142,7 +142,7 @@ impl<'a> SelectorMemo<'a> {
 /// lines and heap allocations), which only adoption, release and scale-down ranking look at.
 #[derive(Clone, Debug)]
 pub(super) struct CachedPod {
-    pub(super) pod: Arc<Pod>,
+    pub(super) pod: Arc<StoredPod>,
     /// The number of its label map in [`LabelSets`].
     pub(super) labels: LabelSetId,
     /// `metadata.namespace` is set: the cache files a pod without one under `default`, where it
@@ -159,7 +159,7 @@ pub(super) struct CachedPod {
 }
 
 impl CachedPod {
-    pub(super) fn new(pod: Arc<Pod>, sets: &mut LabelSets) -> CachedPod {
+    pub(super) fn new(pod: Arc<StoredPod>, sets: &mut LabelSets) -> CachedPod {
         CachedPod {
             labels: sets.acquire(labels(&pod.metadata)),
             namespaced: pod.metadata.namespace.is_some(),
@@ -177,7 +177,7 @@ impl CachedPod {
 }
 
 impl Candidate for CachedPod {
-    fn pod(&self) -> &Pod {
+    fn pod(&self) -> &StoredPod {
         &self.pod
     }
 
@@ -377,7 +377,11 @@ impl Cache {
 
     /// Caches `pod` as the current version of the pod `key` (`None`: forgets the pod) and
     /// returns the version cached before.
-    pub(super) fn replace_pod(&mut self, key: &NsName, pod: Option<&Arc<Pod>>) -> Option<Arc<Pod>> {
+    pub(super) fn replace_pod(
+        &mut self,
+        key: &NsName,
+        pod: Option<&Arc<StoredPod>>,
+    ) -> Option<Arc<StoredPod>> {
         // The new version takes its label map before the old one lets go of it, so that a map
         // that did not change keeps its number.
         let cur = pod.map(|p| CachedPod::new(p.clone(), &mut self.label_sets));
@@ -504,7 +508,7 @@ impl Cache {
     }
 
     /// Every ReplicaSet in the pod's namespace whose (non-empty) selector matches it.
-    pub(super) fn pod_replica_sets(&self, pod: &Pod) -> Vec<NsName> {
+    pub(super) fn pod_replica_sets(&self, pod: &StoredPod) -> Vec<NsName> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
         selecting(&self.replica_sets, ns, labels(&pod.metadata), rs_selector)
     }

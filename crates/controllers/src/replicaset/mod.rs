@@ -21,11 +21,11 @@ mod status;
 #[cfg(test)]
 mod tests;
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{
     ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
@@ -43,7 +43,7 @@ use crate::controller_utils::{
 };
 use cache::{Cache, CachedPod, SelectorMemo};
 pub use pod_control::pod_from_template;
-use pod_control::{adopt_pod, create_pod, recheck_replica_set, release_pod};
+use pod_control::{adopt_pod, create_pod, recheck_replica_set, release_pod, TemplateSpecs};
 use ranking::{get_pods_to_delete_with_counts, RankContext};
 pub use status::{calculate_status, get_condition, remove_condition, set_condition};
 use status::{status_with_counts, update_replica_set_status, StatusCounts};
@@ -115,6 +115,8 @@ pub struct ReplicaSetController {
     queue: WorkQueue,
     expectations: Expectations,
     metrics: Metrics,
+    /// The spec each ReplicaSet's pods share.
+    template_specs: TemplateSpecs,
 }
 
 impl Default for ReplicaSetController {
@@ -202,6 +204,7 @@ struct SyncCx<'a> {
     queue: &'a mut WorkQueue,
     expectations: &'a mut Expectations,
     metrics: &'a mut Metrics,
+    template_specs: &'a mut TemplateSpecs,
     pod_deletion_cost: bool,
     terminating_replicas: bool,
     full_controller_key: bool,
@@ -225,6 +228,7 @@ impl ReplicaSetController {
             queue: WorkQueue::default(),
             expectations: Expectations::default(),
             metrics: Metrics::default(),
+            template_specs: TemplateSpecs::default(),
         }
     }
 
@@ -235,7 +239,7 @@ impl ReplicaSetController {
 
     // ----- event handlers --------------------------------------------------------------------
 
-    fn add_pod(&mut self, pod: &Pod) {
+    fn add_pod(&mut self, pod: &StoredPod) {
         if pod.metadata.deletion_timestamp.is_some() {
             self.delete_pod(pod);
             return;
@@ -254,7 +258,7 @@ impl ReplicaSetController {
         }
     }
 
-    fn update_pod(&mut self, old: &Pod, cur: &Pod) {
+    fn update_pod(&mut self, old: &StoredPod, cur: &StoredPod) {
         if old.metadata.resource_version == cur.metadata.resource_version {
             return;
         }
@@ -295,7 +299,7 @@ impl ReplicaSetController {
         }
     }
 
-    fn delete_pod(&mut self, pod: &Pod) {
+    fn delete_pod(&mut self, pod: &StoredPod) {
         let Some(r) = controller_of(&pod.metadata) else {
             return;
         };
@@ -317,6 +321,7 @@ impl ReplicaSetController {
             queue: &mut self.queue,
             expectations: &mut self.expectations,
             metrics: &mut self.metrics,
+            template_specs: &mut self.template_specs,
             pod_deletion_cost: self.pod_deletion_cost,
             terminating_replicas: self.terminating_replicas,
             full_controller_key: self.full_controller_key,
@@ -465,8 +470,9 @@ impl<'a> SyncCx<'a> {
         // Expect the creates before making any: their watch events may arrive at any time.
         self.expectations.expect_creations(key, n, now);
         let mut created = 0u64;
+        let spec = self.template_specs.spec(key, rs);
         let (successes, err) = slow_start_batch(n, SLOW_START_INITIAL_BATCH_SIZE, || {
-            let r = create_pod(client, rs, now);
+            let r = create_pod(client, rs, spec.clone(), now);
             if r.is_ok() {
                 created += 1;
             }
@@ -515,7 +521,7 @@ impl<'a> SyncCx<'a> {
     /// Deletes the chosen pods, expecting their deletions first.
     fn delete_victims(
         &mut self,
-        victims: &[&Pod],
+        victims: &[&StoredPod],
         key: &NsName,
         now: SimTime,
         client: &mut dyn Client,
@@ -576,8 +582,8 @@ impl<'a> SyncCx<'a> {
 /// Whether a pod update can change what a sync of its ReplicaSet does: which ReplicaSet may
 /// claim it, whether it is active, its readiness or availability. Node, restarts and deletion
 /// cost matter only when pods are ranked, which reads them at that moment.
-fn status_relevant_change(old: &Pod, cur: &Pod) -> bool {
-    let ready = |p: &Pod| {
+fn status_relevant_change(old: &StoredPod, cur: &StoredPod) -> bool {
+    let ready = |p: &StoredPod| {
         crate::controller_utils::pod_ready_condition(p)
             .map(|c| (c.status.clone(), c.last_transition_time.clone()))
     };
@@ -619,7 +625,10 @@ impl Component for ReplicaSetController {
                             self.expectations.delete(&key);
                         }
                     }
-                    EventType::Deleted => self.expectations.delete(&key),
+                    EventType::Deleted => {
+                        self.expectations.delete(&key);
+                        self.template_specs.forget(&key);
+                    }
                 }
                 self.queue.add(key);
             }

@@ -1,18 +1,21 @@
 //! Writes to pods: adoption and release (upstream `controller_ref_manager.go`) and creation from
-//! the template (upstream `controller_utils.go`, `RealPodControl`).
+//! the template (upstream `controller_utils.go`, `RealPodControl`), the pods of one template
+//! version sharing one spec ([`TemplateSpecs`]).
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeplane_api::{ApiError, Client, Kind, Object, ObjectKey};
 use kubeplane_core::{EventRecord, SimTime};
+use rustc_hash::FxHashMap;
 
 use super::{API_VERSION, CONTROLLER_NAME, KIND, REASON_FAILED_CREATE, REASON_SUCCESSFUL_CREATE};
 use crate::controller_utils::{
-    add_owner_reference, controller_of, new_controller_ref, ns_name, remove_owner_reference,
+    add_owner_reference, controller_of, new_controller_ref, ns_name, remove_owner_reference, NsName,
 };
 
 /// Upstream `RecheckDeletionTimestamp` over an uncached GET of the ReplicaSet: adoption is only
@@ -45,7 +48,7 @@ pub(super) fn recheck_replica_set(
 pub(super) fn adopt_pod(
     client: &mut dyn Client,
     rs: &ReplicaSet,
-    pod: &Pod,
+    pod: &StoredPod,
 ) -> Result<bool, ApiError> {
     let (ns, name) = ns_name(&pod.metadata);
     let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
@@ -64,9 +67,9 @@ pub(super) fn adopt_pod(
             });
         }
     }
-    let mut p = Pod::clone(&fresh);
+    let mut p = StoredPod::clone(&fresh);
     add_owner_reference(&mut p.metadata, controller_ref);
-    match client.update(Object::Pod(Arc::new(p))) {
+    match client.update(Object::Pod(Arc::new(p.into()))) {
         Ok(_) => Ok(true),
         Err(ApiError::NotFound { .. }) => Ok(false),
         Err(e) => Err(e),
@@ -78,7 +81,7 @@ pub(super) fn adopt_pod(
 pub(super) fn release_pod(
     client: &mut dyn Client,
     rs_uid: &str,
-    pod: &Pod,
+    pod: &StoredPod,
 ) -> Result<(), ApiError> {
     let (ns, name) = ns_name(&pod.metadata);
     let Some(fresh) = client.cache().get_pod(&ns, &name).cloned() else {
@@ -89,9 +92,9 @@ pub(super) fn release_pod(
             key: ObjectKey::new(Kind::Pod, &ns, &name),
         });
     }
-    let mut p = Pod::clone(&fresh);
+    let mut p = StoredPod::clone(&fresh);
     remove_owner_reference(&mut p.metadata, rs_uid);
-    match client.update(Object::Pod(Arc::new(p))) {
+    match client.update(Object::Pod(Arc::new(p.into()))) {
         Ok(_) | Err(ApiError::NotFound { .. }) | Err(ApiError::Invalid { .. }) => Ok(()),
         Err(e) => Err(e),
     }
@@ -101,12 +104,28 @@ pub(super) fn release_pod(
 /// labels, annotations, finalizers and spec, `generateName: <rs-name>-`, and the controller
 /// reference.
 pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
-    let template = rs
+    let template = rs.spec.as_ref().and_then(|s| s.template.as_ref());
+    Pod {
+        metadata: pod_meta_from_template(rs),
+        spec: template.and_then(|t| t.spec.clone()),
+        status: None,
+    }
+}
+
+/// [`pod_from_template`] with the template's spec given as the one the ReplicaSet's pods share
+/// (made by [`TemplateSpecs::spec`]).
+fn shared_pod_from_template(rs: &ReplicaSet, spec: Arc<PodSpec>) -> StoredPod {
+    StoredPod::with_shared_spec(pod_meta_from_template(rs), Some(spec), None, None)
+}
+
+/// The metadata of a pod made from the ReplicaSet's template.
+fn pod_meta_from_template(rs: &ReplicaSet) -> ObjectMeta {
+    let tmeta = rs
         .spec
         .as_ref()
-        .and_then(|s| s.template.clone())
+        .and_then(|s| s.template.as_ref())
+        .and_then(|t| t.metadata.clone())
         .unwrap_or_default();
-    let tmeta = template.metadata.unwrap_or_default();
     let rs_name = rs.metadata.name.clone().unwrap_or_default();
     // The dashed prefix must itself be a valid name prefix (at most 253 characters with the
     // generated suffix dropped); otherwise upstream falls back to the bare name.
@@ -115,29 +134,58 @@ pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
     } else {
         rs_name
     };
-    Pod {
-        metadata: ObjectMeta {
-            generate_name: Some(prefix),
-            namespace: rs.metadata.namespace.clone(),
-            labels: tmeta.labels,
-            annotations: tmeta.annotations,
-            finalizers: tmeta.finalizers,
-            owner_references: Some(vec![new_controller_ref(API_VERSION, KIND, &rs.metadata)]),
-            ..Default::default()
-        },
-        spec: template.spec,
-        status: None,
+    ObjectMeta {
+        generate_name: Some(prefix),
+        namespace: rs.metadata.namespace.clone(),
+        labels: tmeta.labels,
+        annotations: tmeta.annotations,
+        finalizers: tmeta.finalizers,
+        owner_references: Some(vec![new_controller_ref(API_VERSION, KIND, &rs.metadata)]),
+        ..Default::default()
+    }
+}
+
+/// The spec each ReplicaSet's pods are created with, one `Arc` per template version, so that
+/// its pods share one spec (and the registry one admitted spec; issue 19's stored pod form).
+#[derive(Debug, Default)]
+pub(super) struct TemplateSpecs(FxHashMap<NsName, Arc<PodSpec>>);
+
+impl TemplateSpecs {
+    /// The shared spec of the ReplicaSet's template as it is now (a new one when the template
+    /// changed). `None` when the template has no spec or sets `nodeName` (each pod then gets
+    /// its own copy, as before).
+    pub(super) fn spec(&mut self, key: &NsName, rs: &ReplicaSet) -> Option<Arc<PodSpec>> {
+        let spec = rs.spec.as_ref()?.template.as_ref()?.spec.as_ref()?;
+        if spec.node_name.is_some() {
+            return None;
+        }
+        if let Some(kept) = self.0.get(key).filter(|kept| ***kept == *spec) {
+            return Some(Arc::clone(kept));
+        }
+        let shared = Arc::new(spec.clone());
+        self.0.insert(key.clone(), Arc::clone(&shared));
+        Some(shared)
+    }
+
+    /// Forgets a deleted ReplicaSet's spec.
+    pub(super) fn forget(&mut self, key: &NsName) {
+        self.0.remove(key);
     }
 }
 
 /// Upstream `RealPodControl.CreatePods` with its events.
+/// `spec` is the template's shared spec ([`TemplateSpecs::spec`]), `None` to copy the template's.
 pub(super) fn create_pod(
     client: &mut dyn Client,
     rs: &ReplicaSet,
+    spec: Option<Arc<PodSpec>>,
     now: SimTime,
 ) -> Result<(), String> {
     let (ns, name) = ns_name(&rs.metadata);
-    let pod = pod_from_template(rs);
+    let pod = match spec {
+        Some(spec) => shared_pod_from_template(rs, spec),
+        None => pod_from_template(rs).into(),
+    };
     if pod.metadata.labels.as_ref().is_none_or(BTreeMap::is_empty) {
         return Err("unable to create pods, no labels".into());
     }

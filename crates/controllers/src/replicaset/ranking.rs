@@ -14,12 +14,12 @@
 //! 7. max container restarts differ [more restarts];
 //! 8. creation times differ [the newer, in log2 buckets, UID for equal buckets].
 
+use kubeplane_api::StoredPod;
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::{json, Value};
 
 use crate::controller_utils::{
@@ -50,12 +50,16 @@ pub struct PodSortKey<'a> {
 }
 
 impl<'a> PodSortKey<'a> {
-    pub fn new(pod: &'a Pod, pods_on_node: usize) -> PodSortKey<'a> {
+    pub fn new(pod: &'a StoredPod, pods_on_node: usize) -> PodSortKey<'a> {
         PodSortKey::with_facts(pod, &SortFacts::of(pod), pods_on_node)
     }
 
     /// The key of a pod whose [`SortFacts`] were computed before.
-    pub fn with_facts(pod: &'a Pod, facts: &SortFacts, pods_on_node: usize) -> PodSortKey<'a> {
+    pub fn with_facts(
+        pod: &'a StoredPod,
+        facts: &SortFacts,
+        pods_on_node: usize,
+    ) -> PodSortKey<'a> {
         PodSortKey {
             namespace: pod.metadata.namespace.as_deref().unwrap_or_default(),
             name: pod.metadata.name.as_deref().unwrap_or_default(),
@@ -91,7 +95,7 @@ pub struct SortFacts {
 }
 
 impl SortFacts {
-    pub fn of(pod: &Pod) -> SortFacts {
+    pub fn of(pod: &StoredPod) -> SortFacts {
         let ready = is_pod_ready(pod);
         SortFacts {
             phase_ordinal: pod_phase_ordinal(pod_phase(pod)),
@@ -106,21 +110,21 @@ impl SortFacts {
 
 /// A pod to rank, with its [`SortFacts`] if the caller computed them before.
 pub trait Candidate {
-    fn pod(&self) -> &Pod;
+    fn pod(&self) -> &StoredPod;
 
     fn facts(&self) -> SortFacts {
         SortFacts::of(self.pod())
     }
 }
 
-impl Candidate for Arc<Pod> {
-    fn pod(&self) -> &Pod {
+impl Candidate for Arc<StoredPod> {
+    fn pod(&self) -> &StoredPod {
         self
     }
 }
 
 impl<T: Candidate> Candidate for &T {
-    fn pod(&self) -> &Pod {
+    fn pod(&self) -> &StoredPod {
         (**self).pod()
     }
 
@@ -365,7 +369,7 @@ fn merge_pass<T: Copy>(src: &[T], dst: &mut [T], width: usize, less: &impl Fn(&T
 #[derive(Clone, Debug)]
 pub struct ScaleDownChoice<'a> {
     /// The pods to delete, first to go first.
-    pub victims: Vec<&'a Pod>,
+    pub victims: Vec<&'a StoredPod>,
     /// Whether the candidates were sorted (false when every pod goes).
     pub sorted: bool,
     /// The candidates' sort keys in input order. Only `--explain` and tests read them in the
@@ -386,7 +390,7 @@ impl<'a> ScaleDownChoice<'a> {
 pub type PodsOnNode<'a> = FxHashMap<&'a str, usize>;
 
 /// Counts active related pods per node name (the empty name included).
-pub fn pods_per_node<'a>(related: impl IntoIterator<Item = &'a Pod>) -> PodsOnNode<'a> {
+pub fn pods_per_node<'a>(related: impl IntoIterator<Item = &'a StoredPod>) -> PodsOnNode<'a> {
     let mut counts = PodsOnNode::default();
     for p in related {
         if is_pod_active(p) {
@@ -399,8 +403,8 @@ pub fn pods_per_node<'a>(related: impl IntoIterator<Item = &'a Pod>) -> PodsOnNo
 /// Upstream `getPodsToDelete(filtered, related, diff)`: when fewer than all pods go, rank them by
 /// active related pods on the same node and sort; otherwise keep the input order.
 pub fn get_pods_to_delete<'a>(
-    filtered: &'a [Arc<Pod>],
-    related: &[Arc<Pod>],
+    filtered: &'a [Arc<StoredPod>],
+    related: &[Arc<StoredPod>],
     diff: usize,
     ctx: &RankContext,
 ) -> ScaleDownChoice<'a> {

@@ -1,10 +1,10 @@
 //! Status calculation and update (upstream `replica_set_utils.go`).
 
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{Client, Kind, Object, ObjectKey};
 
@@ -30,7 +30,11 @@ pub(super) struct StatusCounts {
 
 impl StatusCounts {
     /// The counts over pods as they are.
-    pub(super) fn of_pods(rs: &ReplicaSet, claimed: &[Arc<Pod>], now: Timestamp) -> StatusCounts {
+    pub(super) fn of_pods(
+        rs: &ReplicaSet,
+        claimed: &[Arc<StoredPod>],
+        now: Timestamp,
+    ) -> StatusCounts {
         let template_selector = template_selector(rs);
         let min_ready = min_ready_seconds(rs);
         let mut counts = StatusCounts {
@@ -85,7 +89,7 @@ impl StatusCounts {
 /// condition while creates or deletes fail.
 pub fn calculate_status(
     rs: &ReplicaSet,
-    claimed: &[Arc<Pod>],
+    claimed: &[Arc<StoredPod>],
     manage_err: Option<&str>,
     terminating: Option<i32>,
     now: &Time,

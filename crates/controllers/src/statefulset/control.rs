@@ -2,12 +2,12 @@
 //! current and update revisions, the replicas by ordinal, creation, the condemned pods beyond
 //! the range, the rolling update, the status and the revision history.
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{ApiError, DeleteOptions, DynamicObject, Kind, Object, ObjectKey};
 
 use super::explain;
@@ -30,7 +30,7 @@ const MAX_BATCH_SIZE: usize = 500;
 /// A pod of the replica range: one that exists, or the one the sync would create.
 #[derive(Clone)]
 pub(super) struct Replica {
-    pub(super) pod: Arc<Pod>,
+    pub(super) pod: Arc<StoredPod>,
     pub(super) created: bool,
 }
 
@@ -122,7 +122,7 @@ impl SetControl<'_> {
         &mut self,
         set: &StatefulSet,
         stored: &Arc<DynamicObject>,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<StoredPod>],
         mut revisions: Vec<ControllerRevision>,
     ) -> (Option<StatefulSetStatus>, Result<(), String>) {
         revisions.sort_by(by_revision);
@@ -141,7 +141,7 @@ impl SetControl<'_> {
         &mut self,
         set: &StatefulSet,
         stored: &Arc<DynamicObject>,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<StoredPod>],
         revisions: &[ControllerRevision],
     ) -> (
         Option<ControllerRevision>,
@@ -258,7 +258,7 @@ impl SetControl<'_> {
     fn truncate_history(
         &mut self,
         set: &StatefulSet,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<StoredPod>],
         revisions: &[ControllerRevision],
         current: Option<ControllerRevision>,
         update: Option<ControllerRevision>,
@@ -296,7 +296,7 @@ impl SetControl<'_> {
         current: &ControllerRevision,
         update: &ControllerRevision,
         collisions: i32,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<StoredPod>],
     ) -> (StatefulSetStatus, Result<(), String>) {
         let current_set = apply_revision(set, current);
         let update_set = apply_revision(set, update);

@@ -10,7 +10,7 @@
 //! it ([`crate::explain::record`]); each is written once while it holds
 //! ([`crate::explain::Explained`]).
 
-use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::StoredPod;
 use kubeplane_core::SimTime;
 use serde_json::{json, Value};
 
@@ -25,7 +25,7 @@ fn record(now: SimTime, key: &NsName, decision: &str, reason: &str, message: Str
     shared_record(KIND, CONTROLLER_NAME, now, key, decision, reason, message)
 }
 
-fn name(pod: &Pod) -> &str {
+fn name(pod: &StoredPod) -> &str {
     pod.metadata.name.as_deref().unwrap_or_default()
 }
 
@@ -39,7 +39,7 @@ fn healthy(min_ready_secs: i32) -> String {
 }
 
 /// What `pod` is instead of healthy.
-fn state(pod: &Pod) -> String {
+fn state(pod: &StoredPod) -> String {
     if pod.metadata.deletion_timestamp.is_some() {
         return "terminating".to_string();
     }
@@ -65,7 +65,7 @@ fn state(pod: &Pod) -> String {
 pub(super) fn waiting_for_pod(
     now: SimTime,
     key: &NsName,
-    blocking: &Pod,
+    blocking: &StoredPod,
     next: &str,
     min_ready_secs: i32,
 ) -> Value {
@@ -86,7 +86,7 @@ pub(super) fn waiting_for_pod(
 pub(super) fn rollout_waiting_for_pod(
     now: SimTime,
     key: &NsName,
-    unavailable: &Pod,
+    unavailable: &StoredPod,
     next: &str,
     min_ready_secs: i32,
 ) -> Value {

@@ -22,6 +22,7 @@ pub mod utils;
 #[cfg(test)]
 mod tests;
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -29,7 +30,7 @@ use k8s_openapi::api::apps::v1::{
     ControllerRevision, RollingUpdateStatefulSetStrategy, StatefulSet,
     StatefulSetPersistentVolumeClaimRetentionPolicy, StatefulSetUpdateStrategy,
 };
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{Client, Component, DynamicObject, EventType, Object, WatchEvent};
 use kubeplane_core::features::FeatureGates;
@@ -102,7 +103,7 @@ pub struct StatefulSetController {
     max_unavailable: bool,
     sets: BTreeMap<NsName, CachedSet>,
     /// Pods by namespace, then name (hashed: a claim sorts its candidates by name).
-    pods: FxHashMap<String, FxHashMap<String, Arc<Pod>>>,
+    pods: FxHashMap<String, FxHashMap<String, Arc<StoredPod>>>,
     revisions: BTreeMap<NsName, Arc<ControllerRevision>>,
     claims: Claims,
     queue: WorkQueue,
@@ -138,7 +139,7 @@ impl StatefulSetController {
     // ----- event handlers --------------------------------------------------------------------
 
     /// The set a controller reference names, if it is one this controller has observed.
-    fn resolve(&self, ns: &str, pod: &Pod) -> Option<NsName> {
+    fn resolve(&self, ns: &str, pod: &StoredPod) -> Option<NsName> {
         let r = controller_of(&pod.metadata)?;
         if r.kind != KIND || r.api_version != API_VERSION {
             return None;
@@ -149,7 +150,7 @@ impl StatefulSetController {
     }
 
     /// The sets of the namespace whose selector matches the pod (upstream `getPodStatefulSets`).
-    fn selecting(&self, pod: &Pod) -> Vec<NsName> {
+    fn selecting(&self, pod: &StoredPod) -> Vec<NsName> {
         if self.sets.is_empty() {
             return Vec::new();
         }
@@ -164,7 +165,7 @@ impl StatefulSetController {
             .collect()
     }
 
-    fn pod_changed(&mut self, old: Option<&Pod>, cur: &Pod, deleted: bool) {
+    fn pod_changed(&mut self, old: Option<&StoredPod>, cur: &StoredPod, deleted: bool) {
         let ns = cur.metadata.namespace.as_deref().unwrap_or("default");
         if let Some(old) = old {
             if old.metadata.resource_version == cur.metadata.resource_version && !deleted {
@@ -194,8 +195,8 @@ impl StatefulSetController {
         }
     }
 
-    fn observe_pod(&mut self, ev: &WatchEvent, pod: &Arc<Pod>) {
-        let filed = |p: &Pod| filed_under(&p.metadata, KIND).is_some();
+    fn observe_pod(&mut self, ev: &WatchEvent, pod: &Arc<StoredPod>) {
+        let filed = |p: &StoredPod| filed_under(&p.metadata, KIND).is_some();
         let ev_old = ev.old.as_ref().and_then(Object::as_pod);
         if !filed(pod) && ev_old.is_none_or(|o| !filed(o)) {
             // Another kind's controller before and after: `resolve` finds no set for it and
@@ -348,7 +349,7 @@ impl StatefulSetController {
         set: &StatefulSet,
         selector: &Selector,
         client: &mut dyn Client,
-    ) -> Result<Vec<Arc<Pod>>, String> {
+    ) -> Result<Vec<Arc<StoredPod>>, String> {
         let ns = utils::set_namespace(set);
         let uid = set.metadata.uid.clone().unwrap_or_default();
         let deleting = set.metadata.deletion_timestamp.is_some();
@@ -356,7 +357,7 @@ impl StatefulSetController {
         let mut errs = Vec::new();
         // The namespace's pods in name order (the order of the writes below), without the
         // ones the claim ignores in any case: neither owned by the set nor matching it.
-        let mut candidates: Vec<(&Arc<Pod>, bool, Option<bool>)> = self
+        let mut candidates: Vec<(&Arc<StoredPod>, bool, Option<bool>)> = self
             .pods
             .get(ns)
             .into_iter()
@@ -375,19 +376,19 @@ impl StatefulSetController {
                 ClaimAction::Claim => out.push(pod.clone()),
                 ClaimAction::Ignore => {}
                 ClaimAction::Adopt => {
-                    let mut p = Pod::clone(pod);
+                    let mut p = StoredPod::clone(pod);
                     let cref = new_controller_ref(API_VERSION, KIND, &set.metadata);
                     add_owner_reference(&mut p.metadata, cref);
-                    match client.update(Object::Pod(Arc::new(p))) {
+                    match client.update(Object::Pod(Arc::new(p.into()))) {
                         Ok(Object::Pod(adopted)) => out.push(adopted),
                         Ok(_) => {}
                         Err(e) => errs.push(e.to_string()),
                     }
                 }
                 ClaimAction::Release => {
-                    let mut p = Pod::clone(pod);
+                    let mut p = StoredPod::clone(pod);
                     remove_owner_reference(&mut p.metadata, &uid);
-                    if let Err(e) = client.update(Object::Pod(Arc::new(p))) {
+                    if let Err(e) = client.update(Object::Pod(Arc::new(p.into()))) {
                         if !e.is_not_found() {
                             errs.push(e.to_string());
                         }

@@ -3,11 +3,12 @@
 //! their identity and storage, deleted; claims are created and given the owner references the
 //! retention policy asks for (the garbage collector then deletes them with their owner).
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kubeplane_api::{
     types, ApiError, Client, DeleteOptions, DynamicObject, Kind, Object, ObjectKey,
 };
@@ -37,7 +38,7 @@ fn title(verb: &str) -> String {
         .unwrap_or_default()
 }
 
-fn pod_name(pod: &Pod) -> &str {
+fn pod_name(pod: &StoredPod) -> &str {
     pod.metadata.name.as_deref().unwrap_or_default()
 }
 
@@ -104,7 +105,11 @@ impl PodControl<'_> {
 
     /// Upstream `createPersistentVolumeClaims`: every missing claim of the pod's ordinal is
     /// created; a claim being deleted is an error.
-    pub(super) fn create_claims(&mut self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+    pub(super) fn create_claims(
+        &mut self,
+        set: &StatefulSet,
+        pod: &StoredPod,
+    ) -> Result<(), String> {
         let mut errs = Vec::new();
         for (_, claim) in claims_for(set, ordinal(pod)) {
             let ns = set_namespace(set);
@@ -134,12 +139,19 @@ impl PodControl<'_> {
 
     /// Upstream `CreateStatefulPod`: the claims, then the pod, then the claims' owners. The
     /// created pod is returned.
-    pub(super) fn create_pod(&mut self, set: &StatefulSet, pod: &Pod) -> Result<Arc<Pod>, String> {
+    pub(super) fn create_pod(
+        &mut self,
+        set: &StatefulSet,
+        pod: &StoredPod,
+    ) -> Result<Arc<StoredPod>, String> {
         if let Err(e) = self.create_claims(set, pod) {
             self.pod_event("create", set, pod_name(pod), Some(&e));
             return Err(e);
         }
-        let created = match self.client.create(Object::Pod(Arc::new(pod.clone()))) {
+        let created = match self
+            .client
+            .create(Object::Pod(Arc::new(pod.clone().into())))
+        {
             Ok(Object::Pod(p)) => p,
             Ok(_) => Arc::new(pod.clone()),
             Err(e @ ApiError::AlreadyExists { .. }) => return Err(e.to_string()),
@@ -161,7 +173,7 @@ impl PodControl<'_> {
     pub(super) fn create_missing_claims(
         &mut self,
         set: &StatefulSet,
-        pod: &Pod,
+        pod: &StoredPod,
     ) -> Result<(), String> {
         self.create_claims(set, pod)?;
         if let Err(e) = self.update_claims_for_retention(set, pod) {
@@ -173,7 +185,7 @@ impl PodControl<'_> {
 
     /// Upstream `UpdateStatefulPod`: identity, storage and claim owners brought in line, the
     /// pod written when it changed (retried on conflicts with a fresh copy), and one event.
-    pub(super) fn update_pod(&mut self, set: &StatefulSet, pod: &Pod) -> Result<(), String> {
+    pub(super) fn update_pod(&mut self, set: &StatefulSet, pod: &StoredPod) -> Result<(), String> {
         let mut pod = pod.clone();
         let mut attempted = false;
         let mut result = Ok(());
@@ -203,7 +215,10 @@ impl PodControl<'_> {
                 break;
             }
             attempted = true;
-            match self.client.update(Object::Pod(Arc::new(pod.clone()))) {
+            match self
+                .client
+                .update(Object::Pod(Arc::new(pod.clone().into())))
+            {
                 Ok(_) => {
                     result = Ok(());
                     break;
@@ -213,7 +228,7 @@ impl PodControl<'_> {
                     result = Err(e.to_string());
                     let key = ObjectKey::new(Kind::Pod, set_namespace(set), pod_name(&pod));
                     if let Ok(Object::Pod(fresh)) = self.client.get(&key) {
-                        pod = Pod::clone(&fresh);
+                        pod = StoredPod::clone(&fresh);
                     }
                     if !conflict {
                         break;
@@ -234,7 +249,11 @@ impl PodControl<'_> {
     }
 
     /// Upstream `DeleteStatefulPod`.
-    pub(super) fn delete_pod(&mut self, set: &StatefulSet, pod: &Pod) -> Result<(), ApiError> {
+    pub(super) fn delete_pod(
+        &mut self,
+        set: &StatefulSet,
+        pod: &StoredPod,
+    ) -> Result<(), ApiError> {
         let key = ObjectKey::new(Kind::Pod, set_namespace(set), pod_name(pod));
         let result = self
             .client
@@ -246,7 +265,7 @@ impl PodControl<'_> {
     }
 
     /// Upstream `ClaimsMatchRetentionPolicy` (a missing claim matches).
-    pub(super) fn claims_match_retention(&self, set: &StatefulSet, pod: &Pod) -> bool {
+    pub(super) fn claims_match_retention(&self, set: &StatefulSet, pod: &StoredPod) -> bool {
         let ownership = ClaimOwnership { set, pod };
         claims_for(set, ordinal(pod)).iter().all(|(_, c)| {
             let name = c.metadata.name.as_deref().unwrap_or_default();
@@ -259,7 +278,7 @@ impl PodControl<'_> {
     pub(super) fn update_claims_for_retention(
         &mut self,
         set: &StatefulSet,
-        pod: &Pod,
+        pod: &StoredPod,
     ) -> Result<(), String> {
         let ownership = ClaimOwnership { set, pod };
         for (_, c) in claims_for(set, ordinal(pod)) {
@@ -288,7 +307,7 @@ impl PodControl<'_> {
 
     /// Upstream `PodClaimIsStale`: under `whenScaled: Delete`, a claim that references an older
     /// pod of the same name blocks the creation.
-    pub(super) fn pod_claim_is_stale(&self, set: &StatefulSet, pod: &Pod) -> bool {
+    pub(super) fn pod_claim_is_stale(&self, set: &StatefulSet, pod: &StoredPod) -> bool {
         if super::utils::retention_policy(set).1 == RETAIN {
             return false;
         }

@@ -2,6 +2,7 @@
 //! (upstream `stateful_set_utils.go`): ordinals and names, the pod identity and storage a set
 //! gives each ordinal, pod predicates, the revision patch and its hash, and the status rules.
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
@@ -43,7 +44,7 @@ pub fn parent_and_ordinal(name: &str) -> Option<(&str, i64)> {
 }
 
 /// A pod's ordinal, -1 when its name has none.
-pub fn ordinal(pod: &Pod) -> i64 {
+pub fn ordinal(pod: &StoredPod) -> i64 {
     parent_and_ordinal(pod.metadata.name.as_deref().unwrap_or_default()).map_or(-1, |(_, o)| o)
 }
 
@@ -80,7 +81,7 @@ pub fn end_ordinal(set: &StatefulSet) -> i64 {
     start_ordinal(set) + replicas(set) - 1
 }
 
-pub fn in_ordinal_range(pod: &Pod, set: &StatefulSet) -> bool {
+pub fn in_ordinal_range(pod: &StoredPod, set: &StatefulSet) -> bool {
     let o = ordinal(pod);
     o >= start_ordinal(set) && o <= end_ordinal(set)
 }
@@ -94,7 +95,7 @@ pub fn claim_name(set: &StatefulSet, template: &str, ordinal: i64) -> String {
     format!("{template}-{}-{ordinal}", set_name(set))
 }
 
-pub fn is_member_of(set: &StatefulSet, pod: &Pod) -> bool {
+pub fn is_member_of(set: &StatefulSet, pod: &StoredPod) -> bool {
     parent_and_ordinal(pod.metadata.name.as_deref().unwrap_or_default())
         .is_some_and(|(p, _)| p == set_name(set))
 }
@@ -118,7 +119,7 @@ fn template_name(t: &PersistentVolumeClaim) -> &str {
 }
 
 /// Whether the pod has the name, namespace and pod-name label of a member of the set.
-pub fn identity_matches(set: &StatefulSet, pod: &Pod) -> bool {
+pub fn identity_matches(set: &StatefulSet, pod: &StoredPod) -> bool {
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let Some((parent, o)) = parent_and_ordinal(name) else {
         return false;
@@ -131,7 +132,7 @@ pub fn identity_matches(set: &StatefulSet, pod: &Pod) -> bool {
 }
 
 /// Whether the pod mounts the claims of every volume claim template under its ordinal.
-pub fn storage_matches(set: &StatefulSet, pod: &Pod) -> bool {
+pub fn storage_matches(set: &StatefulSet, pod: &StoredPod) -> bool {
     let o = ordinal(pod);
     if o < 0 {
         return false;
@@ -173,9 +174,9 @@ pub fn claims_for(set: &StatefulSet, ordinal: i64) -> Vec<(String, PersistentVol
 }
 
 /// Points the pod's volumes named after claim templates at its claims (other volumes kept).
-pub fn update_storage(set: &StatefulSet, pod: &mut Pod) {
+pub fn update_storage(set: &StatefulSet, pod: &mut StoredPod) {
     let claims = claims_for(set, ordinal(pod));
-    let spec = pod.spec.get_or_insert_with(Default::default);
+    let spec = pod.spec_mut();
     let current = spec.volumes.take().unwrap_or_default();
     let mut volumes: Vec<Volume> = claims
         .iter()
@@ -197,7 +198,7 @@ pub fn update_storage(set: &StatefulSet, pod: &mut Pod) {
 }
 
 /// Name, namespace and the pod-name and pod-index labels of the pod's ordinal.
-pub fn update_identity(set: &StatefulSet, pod: &mut Pod) {
+pub fn update_identity(set: &StatefulSet, pod: &mut StoredPod) {
     let o = ordinal(pod);
     let name = pod_name(set, o);
     pod.metadata.namespace = Some(set_namespace(set).to_string());
@@ -207,7 +208,7 @@ pub fn update_identity(set: &StatefulSet, pod: &mut Pod) {
     pod.metadata.name = Some(name);
 }
 
-pub fn pod_label<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+pub fn pod_label<'a>(pod: &'a StoredPod, key: &str) -> Option<&'a str> {
     pod.metadata
         .labels
         .as_ref()
@@ -216,21 +217,21 @@ pub fn pod_label<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
 }
 
 /// The revision a pod was made from ("" when unlabelled).
-pub fn pod_revision(pod: &Pod) -> &str {
+pub fn pod_revision(pod: &StoredPod) -> &str {
     pod_label(pod, REVISION_LABEL).unwrap_or_default()
 }
 
 /// A new pod of the set for an ordinal (upstream `newStatefulSetPod`): the template's metadata
 /// and spec, the controller reference, the identity, `hostname`/`subdomain` (set only on
 /// creation) and the claims' volumes.
-pub fn new_pod(set: &StatefulSet, ordinal: i64, revision: &str) -> Pod {
+pub fn new_pod(set: &StatefulSet, ordinal: i64, revision: &str) -> StoredPod {
     let template = set
         .spec
         .as_ref()
         .map(|s| s.template.clone())
         .unwrap_or_default();
     let tmeta = template.metadata.unwrap_or_default();
-    let mut pod = Pod {
+    let mut pod: StoredPod = Pod {
         metadata: ObjectMeta {
             name: Some(pod_name(set, ordinal)),
             labels: tmeta.labels,
@@ -241,10 +242,12 @@ pub fn new_pod(set: &StatefulSet, ordinal: i64, revision: &str) -> Pod {
         },
         spec: template.spec,
         status: None,
-    };
+    }
+    .into();
     update_identity(set, &mut pod);
-    let spec = pod.spec.get_or_insert_with(Default::default);
-    spec.hostname = pod.metadata.name.clone();
+    let hostname = pod.metadata.name.clone();
+    let spec = pod.spec_mut();
+    spec.hostname = hostname;
     let service = service_name(set);
     spec.subdomain = (!service.is_empty()).then_some(service);
     update_storage(set, &mut pod);
@@ -257,29 +260,29 @@ pub fn new_pod(set: &StatefulSet, ordinal: i64, revision: &str) -> Pod {
 
 // ----- pod predicates ----------------------------------------------------------------------------
 
-pub fn is_running_and_ready(pod: &Pod) -> bool {
+pub fn is_running_and_ready(pod: &StoredPod) -> bool {
     pod_phase(pod) == "Running" && is_pod_ready(pod)
 }
 
 /// Ready for `minReadySeconds` (upstream `podutil.IsPodAvailable`; the phase is not read).
-pub fn is_running_and_available(pod: &Pod, min_ready: i32, now: Timestamp) -> bool {
+pub fn is_running_and_available(pod: &StoredPod, min_ready: i32, now: Timestamp) -> bool {
     is_pod_available(pod, min_ready, now)
 }
 
 /// kubeplane's API server leaves a new pod's phase unset; the controller reads that as Pending.
-pub fn is_pending(pod: &Pod) -> bool {
+pub fn is_pending(pod: &StoredPod) -> bool {
     matches!(pod_phase(pod), "Pending" | "")
 }
 
-pub fn is_failed_or_succeeded(pod: &Pod) -> bool {
+pub fn is_failed_or_succeeded(pod: &StoredPod) -> bool {
     matches!(pod_phase(pod), "Failed" | "Succeeded")
 }
 
-pub fn is_terminating(pod: &Pod) -> bool {
+pub fn is_terminating(pod: &StoredPod) -> bool {
     pod.metadata.deletion_timestamp.is_some()
 }
 
-pub fn is_unavailable(pod: &Pod, min_ready: i32, now: Timestamp) -> bool {
+pub fn is_unavailable(pod: &StoredPod, min_ready: i32, now: Timestamp) -> bool {
     !is_running_and_available(pod, min_ready, now) || is_terminating(pod)
 }
 
@@ -548,7 +551,7 @@ pub fn set_owner(set: &StatefulSet) -> Owner<'_> {
     }
 }
 
-pub fn pod_owner(pod: &Pod) -> Owner<'_> {
+pub fn pod_owner(pod: &StoredPod) -> Owner<'_> {
     Owner {
         api_version: "v1",
         kind: "Pod",
@@ -600,7 +603,7 @@ fn has_unexpected_controller(
 /// The claim-ownership questions of one set and pod under the set's retention policy.
 pub struct ClaimOwnership<'a> {
     pub set: &'a StatefulSet,
-    pub pod: &'a Pod,
+    pub pod: &'a StoredPod,
 }
 
 impl ClaimOwnership<'_> {

@@ -29,10 +29,11 @@ mod timed_workers;
 #[cfg(test)]
 mod tests;
 
+use kubeplane_api::StoredPod;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition, Taint, Toleration};
+use k8s_openapi::api::core::v1::{PodCondition, Taint, Toleration};
 use kubeplane_api::{
     ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
 };
@@ -178,7 +179,13 @@ impl TaintEvictionController {
         self.tainted_nodes.contains_key(node)
     }
 
-    fn pod_updated(&mut self, old: Option<&Pod>, new: Option<&Pod>, namespace: &str, name: &str) {
+    fn pod_updated(
+        &mut self,
+        old: Option<&StoredPod>,
+        new: Option<&StoredPod>,
+        namespace: &str,
+        name: &str,
+    ) {
         let node_name = new.or(old).map(pod_node_name).unwrap_or("");
         if new.is_some() && node_name.is_empty() {
             // Upstream queues this too, and its handler does nothing for a pod without a node

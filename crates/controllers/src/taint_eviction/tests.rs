@@ -640,9 +640,9 @@ fn regression_90794_untainting_before_the_deadline_cancels() {
         "NoExecute",
         None,
     ));
-    let mut spec_pod = p.build_pod();
+    let mut spec_pod: StoredPod = p.build_pod().into();
     kubeplane_registry::admission::default_toleration_seconds(&mut spec_pod);
-    p = PodBuilder::from(spec_pod);
+    p = PodBuilder::from(spec_pod.to_k8s());
     h.create(p.build());
     h.at(secs(10));
     h.taint(
@@ -1027,7 +1027,7 @@ fn random_taint_timelines_keep_the_eviction_invariants() {
             if grace_zero {
                 p.spec.as_mut().unwrap().termination_grace_period_seconds = Some(0);
             }
-            h.create(Object::Pod(Arc::new(p)));
+            h.create(Object::Pod(Arc::new(p.into())));
             tolerations.push(tols);
             models.push(ModelPod {
                 scheduled: None,

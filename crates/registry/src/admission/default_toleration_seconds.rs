@@ -10,7 +10,8 @@
 //! the taint's key or empty, and whose effect is NoExecute or empty, counts. Its operator, value
 //! and tolerationSeconds are not looked at.
 
-use k8s_openapi::api::core::v1::{Pod, Toleration};
+use k8s_openapi::api::core::v1::Toleration;
+use kubeplane_api::StoredPod;
 
 use kubeplane_core::taints::{TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE};
 
@@ -24,7 +25,7 @@ pub const DEFAULT_UNREACHABLE_TOLERATION_SECONDS: i64 = 300;
 
 /// Applies DefaultTolerationSeconds with the default 300 s to a pod being created (upstream also
 /// runs it on update).
-pub fn default_toleration_seconds(pod: &mut Pod) {
+pub fn default_toleration_seconds(pod: &mut StoredPod) {
     default_toleration_seconds_with(
         pod,
         DEFAULT_NOT_READY_TOLERATION_SECONDS,
@@ -33,7 +34,11 @@ pub fn default_toleration_seconds(pod: &mut Pod) {
 }
 
 /// DefaultTolerationSeconds with explicit durations (the two apiserver flags).
-pub fn default_toleration_seconds_with(pod: &mut Pod, not_ready_secs: i64, unreachable_secs: i64) {
+pub fn default_toleration_seconds_with(
+    pod: &mut StoredPod,
+    not_ready_secs: i64,
+    unreachable_secs: i64,
+) {
     let tolerations = pod
         .spec
         .as_ref()
@@ -58,8 +63,7 @@ pub fn default_toleration_seconds_with(pod: &mut Pod, not_ready_secs: i64, unrea
         toleration_seconds: Some(secs),
         value: None,
     };
-    let spec = pod.spec.get_or_insert_with(Default::default);
-    let list = spec.tolerations.get_or_insert_with(Vec::new);
+    let list = pod.spec_mut().tolerations.get_or_insert_with(Vec::new);
     if !has_not_ready {
         list.push(added(TAINT_NODE_NOT_READY, not_ready_secs));
     }
@@ -71,11 +75,12 @@ pub fn default_toleration_seconds_with(pod: &mut Pod, not_ready_secs: i64, unrea
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::api::core::v1::PodSpec;
 
     use kubeplane_core::testing::toleration as tol;
 
-    fn pod(tolerations: Vec<Toleration>) -> Pod {
+    fn pod(tolerations: Vec<Toleration>) -> StoredPod {
         Pod {
             spec: Some(PodSpec {
                 tolerations: (!tolerations.is_empty()).then_some(tolerations),
@@ -83,6 +88,7 @@ mod tests {
             }),
             ..Default::default()
         }
+        .into()
     }
 
     fn not_ready(secs: i64) -> Toleration {
@@ -145,17 +151,17 @@ mod tests {
         for (name, given, want) in cases {
             let mut p = pod(given);
             default_toleration_seconds(&mut p);
-            let got = p.spec.unwrap().tolerations.unwrap_or_default();
+            let got = p.spec().unwrap().tolerations.clone().unwrap_or_default();
             assert_eq!(got, want, "{name}");
         }
     }
 
     #[test]
     fn a_pod_without_a_spec_gets_one() {
-        let mut p = Pod::default();
+        let mut p = StoredPod::default();
         default_toleration_seconds(&mut p);
         assert_eq!(
-            p.spec.unwrap().tolerations.unwrap(),
+            p.spec().unwrap().tolerations.clone().unwrap(),
             vec![not_ready(300), unreachable(300)]
         );
     }
@@ -168,7 +174,7 @@ mod tests {
         let mut p = pod(vec![odd.clone()]);
         default_toleration_seconds(&mut p);
         assert_eq!(
-            p.spec.unwrap().tolerations.unwrap(),
+            p.spec().unwrap().tolerations.clone().unwrap(),
             vec![odd, unreachable(300)]
         );
     }

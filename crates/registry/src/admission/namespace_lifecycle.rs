@@ -62,14 +62,17 @@ mod tests {
     use super::*;
 
     fn pod(ns: &str) -> Object {
-        Object::Pod(Arc::new(Pod {
-            metadata: ObjectMeta {
-                name: Some("p".into()),
-                namespace: Some(ns.into()),
+        Object::Pod(Arc::new(
+            Pod {
+                metadata: ObjectMeta {
+                    name: Some("p".into()),
+                    namespace: Some(ns.into()),
+                    ..Default::default()
+                },
                 ..Default::default()
-            },
-            ..Default::default()
-        }))
+            }
+            .into(),
+        ))
     }
 
     fn namespace(name: &str, terminating: bool) -> Object {

@@ -8,9 +8,10 @@
 //! handler covers creates of the `pods` resource too).
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 
 use crate::client::Backend;
 use kubeplane_api::{Kind, Object};
@@ -54,13 +55,13 @@ pub fn admit_created_pod(b: &impl Backend, obj: Object) -> Object {
     if labels.is_empty() {
         return obj;
     }
-    let mut p = Pod::clone(pod);
+    let mut p = StoredPod::clone(pod);
     copy_labels_overwriting(&mut p, &labels);
     Object::Pod(std::sync::Arc::new(p))
 }
 
 /// Writes `labels` onto the pod's labels, replacing the values of keys it already has.
-pub fn copy_labels_overwriting(pod: &mut Pod, labels: &BTreeMap<String, String>) {
+pub fn copy_labels_overwriting(pod: &mut StoredPod, labels: &BTreeMap<String, String>) {
     if labels.is_empty() {
         return;
     }
@@ -136,7 +137,7 @@ mod tests {
             ),
         ];
         for (name, own, want) in cases {
-            let mut pod = Pod::default();
+            let mut pod = StoredPod::default();
             pod.metadata.labels = own.map(|o| labelled(&o));
             copy_labels_overwriting(
                 &mut pod,
@@ -144,7 +145,7 @@ mod tests {
             );
             assert_eq!(pod.metadata.labels, Some(labelled(&want)), "{name}");
         }
-        let mut bare = Pod::default();
+        let mut bare = StoredPod::default();
         copy_labels_overwriting(&mut bare, &BTreeMap::new());
         assert_eq!(bare.metadata.labels, None, "no labels, no empty map");
     }

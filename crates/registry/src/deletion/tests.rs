@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{Namespace, NamespaceSpec, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
+use k8s_openapi::api::core::v1::Pod;
 
 fn clock() -> Clock {
     Clock::new("2025-01-01T00:00:00Z".parse().unwrap())
@@ -35,15 +36,18 @@ fn deployment(finalizers: &[&str]) -> Object {
 }
 
 fn pod(node: Option<&str>, finalizers: &[&str]) -> Object {
-    Object::Pod(Arc::new(Pod {
-        metadata: meta(finalizers),
-        spec: Some(PodSpec {
-            node_name: node.map(str::to_string),
-            termination_grace_period_seconds: Some(30),
-            ..Default::default()
-        }),
-        status: None,
-    }))
+    Object::Pod(Arc::new(
+        Pod {
+            metadata: meta(finalizers),
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_string),
+                termination_grace_period_seconds: Some(30),
+                ..Default::default()
+            }),
+            status: None,
+        }
+        .into(),
+    ))
 }
 
 /// The object marked as being deleted at `at` (seconds) with this grace period.

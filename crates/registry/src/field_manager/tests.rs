@@ -20,23 +20,26 @@ fn client() -> StorageClient {
 }
 
 fn pod(name: &str) -> Object {
-    Object::Pod(Arc::new(Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("default".into()),
-            labels: Some([("app".to_string(), "web".to_string())].into()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "c".into(),
-                image: Some("nginx".into()),
+    Object::Pod(Arc::new(
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                labels: Some([("app".to_string(), "web".to_string())].into()),
                 ..Default::default()
-            }],
+            },
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "c".into(),
+                    image: Some("nginx".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
             ..Default::default()
-        }),
-        ..Default::default()
-    }))
+        }
+        .into(),
+    ))
 }
 
 fn deployment(replicas: i32) -> Object {

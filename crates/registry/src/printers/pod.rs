@@ -3,9 +3,10 @@
 //! `Completed`, `Terminating`, `Unknown` for a deleting pod on a lost node,
 //! `SchedulingGated`, ...), RESTARTS adds how long ago the last restart was (`3 (5m ago)`).
 
-use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{Container, ContainerStatus, PodCondition};
 use kubeplane_api::Object;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use serde_json::{json, Value};
 
 use super::descriptions as d;
@@ -83,21 +84,21 @@ pub(super) struct Summary {
     pub last_restart: Option<jiff::Timestamp>,
 }
 
-fn phase(pod: &Pod) -> &str {
+fn phase(pod: &StoredPod) -> &str {
     pod.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("")
 }
 
-fn conditions(pod: &Pod) -> &[PodCondition] {
+fn conditions(pod: &StoredPod) -> &[PodCondition] {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_deref())
         .unwrap_or(&[])
 }
 
-fn has_condition(pod: &Pod, type_: &str, status: &str) -> bool {
+fn has_condition(pod: &StoredPod, type_: &str, status: &str) -> bool {
     conditions(pod)
         .iter()
         .any(|c| c.type_ == type_ && c.status == status)
@@ -122,7 +123,7 @@ fn later(a: Option<jiff::Timestamp>, b: Option<jiff::Timestamp>) -> Option<jiff:
 }
 
 /// Upstream `printPod`'s status computation.
-pub(super) fn summarize(pod: &Pod) -> Summary {
+pub(super) fn summarize(pod: &StoredPod) -> Summary {
     let status = pod.status.as_ref();
     let spec = pod.spec.as_ref();
     let inits: &[Container] = spec
@@ -164,7 +165,7 @@ pub(super) fn summarize(pod: &Pod) -> Summary {
 /// ready sidecars, and sets `Init:...` while initializing. Returns whether the pod is
 /// initializing and the sidecars' own restarts and last restart.
 fn init_containers(
-    pod: &Pod,
+    pod: &StoredPod,
     inits: &[Container],
     s: &mut Summary,
 ) -> (bool, i64, Option<jiff::Timestamp>) {
@@ -217,7 +218,7 @@ fn init_containers(
 
 /// The app containers, last to first: the first one's reason wins, restarts add up, and a
 /// `Completed` pod with a container still running reads `Running` (or `NotReady`).
-fn app_containers(pod: &Pod, s: &mut Summary) {
+fn app_containers(pod: &StoredPod, s: &mut Summary) {
     let statuses = pod
         .status
         .as_ref()
@@ -258,7 +259,7 @@ fn app_containers(pod: &Pod, s: &mut Summary) {
 }
 
 /// IP, NODE, NOMINATED NODE, READINESS GATES.
-fn wide_cells(pod: &Pod) -> Vec<Value> {
+fn wide_cells(pod: &StoredPod) -> Vec<Value> {
     let status = pod.status.as_ref();
     let spec = pod.spec.as_ref();
     let or_none = |s: Option<&str>| -> Value {

@@ -3,10 +3,11 @@
 //! delete, and the binding (`pods/binding`, upstream `storage/storage.go`'s `assignPod`).
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::DeleteOptions;
 use kubeplane_core::features::FeatureGates;
@@ -23,7 +24,7 @@ pub const MESSAGE_BIND_DELETING: &str = "pod is being deleted, cannot be assigne
 
 /// `podStrategy.PrepareForUpdate`: the stored status is kept. Copies only when they differ,
 /// so an unchanged status stays shared.
-pub fn prepare_for_update(old: &Pod, new: &mut Arc<Pod>) {
+pub fn prepare_for_update(old: &StoredPod, new: &mut Arc<StoredPod>) {
     if new.status != old.status {
         Arc::make_mut(new).status.clone_from(&old.status);
     }
@@ -31,9 +32,12 @@ pub fn prepare_for_update(old: &Pod, new: &mut Arc<Pod>) {
 
 /// `podStatusStrategy.PrepareForUpdate`: the stored spec and ownerReferences are kept; the
 /// rest of the metadata (annotations, labels) may change.
-pub fn prepare_for_status_update(old: &Pod, new: &mut Arc<Pod>) {
-    if new.spec != old.spec {
-        Arc::make_mut(new).spec.clone_from(&old.spec);
+pub fn prepare_for_status_update(old: &StoredPod, new: &mut Arc<StoredPod>) {
+    if new.spec != old.spec || new.node_name() != old.node_name() {
+        // The spec's nodeName is kept too (it is stored outside the shared spec).
+        let kept = Arc::make_mut(new);
+        kept.spec.clone_from(&old.spec);
+        kept.set_node_name(old.node_name().map(str::to_string));
     }
     if new.metadata.owner_references != old.metadata.owner_references {
         Arc::make_mut(new)
@@ -43,12 +47,12 @@ pub fn prepare_for_status_update(old: &Pod, new: &mut Arc<Pod>) {
     }
 }
 
-fn node_name(pod: &Pod) -> Option<&str> {
+fn node_name(pod: &StoredPod) -> Option<&str> {
     pod.node_name()
 }
 
 /// A bound pod's node may not change (upstream's pod update validation).
-pub fn validate_update(old: &Pod, new: &Pod) -> Result<(), String> {
+pub fn validate_update(old: &StoredPod, new: &StoredPod) -> Result<(), String> {
     let old_node = node_name(old);
     if old_node.is_some() && old_node != node_name(new) {
         return Err(MESSAGE_NODE_NAME_IMMUTABLE.into());
@@ -60,7 +64,7 @@ pub fn validate_update(old: &Pod, new: &Pod) -> Result<(), String> {
 /// the pod goes at once. The period is the delete's, else the pod's
 /// terminationGracePeriodSeconds, else 30 s; a pod not bound to a node (no kubelet to stop
 /// it) and a period of 0 go at once.
-pub fn check_graceful_delete(pod: &Pod, opts: &DeleteOptions) -> Option<i64> {
+pub fn check_graceful_delete(pod: &StoredPod, opts: &DeleteOptions) -> Option<i64> {
     let bound = node_name(pod).is_some_and(|n| !n.is_empty());
     let grace = opts.grace_period_secs.unwrap_or_else(|| {
         pod.spec
@@ -107,13 +111,13 @@ impl BindFeatures {
 /// PodScheduled condition True since `now`. Refused for another UID (when `uid` is given), a
 /// pod being deleted, and a pod already bound.
 pub fn bind(
-    pod: &Pod,
+    pod: &StoredPod,
     uid: &str,
     node: &str,
     now: Time,
     features: BindFeatures,
     labels: &BTreeMap<String, String>,
-) -> Result<Pod, BindError> {
+) -> Result<StoredPod, BindError> {
     if !uid.is_empty() && pod.metadata.uid.as_deref() != Some(uid) {
         return Err(BindError::Conflict);
     }
@@ -146,6 +150,7 @@ pub fn bind(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
 
     const OFF: BindFeatures = BindFeatures {
@@ -153,7 +158,7 @@ mod tests {
         topology_labels: false,
     };
 
-    fn pod(node: Option<&str>, phase: Option<&str>) -> Pod {
+    fn pod(node: Option<&str>, phase: Option<&str>) -> StoredPod {
         Pod {
             spec: Some(PodSpec {
                 node_name: node.map(str::to_string),
@@ -165,6 +170,7 @@ mod tests {
             }),
             ..Default::default()
         }
+        .into()
     }
 
     #[test]
@@ -184,6 +190,7 @@ mod tests {
         let mut new = Arc::new(changed);
         prepare_for_status_update(&old, &mut new);
         assert_eq!(new.spec, old.spec);
+        assert_eq!(new.node_name(), None, "the node is the stored one");
         assert_eq!(new.metadata.owner_references, None);
         assert!(new.metadata.annotations.is_some());
         assert_eq!(
@@ -219,7 +226,7 @@ mod tests {
     #[test]
     fn the_grace_period_is_the_deletes_then_the_pods_then_thirty_seconds_for_a_bound_pod() {
         let mut own = pod(Some("n1"), None);
-        own.spec.as_mut().unwrap().termination_grace_period_seconds = Some(5);
+        own.spec_mut().termination_grace_period_seconds = Some(5);
         let with = |g| DeleteOptions {
             grace_period_secs: g,
             ..DeleteOptions::default()

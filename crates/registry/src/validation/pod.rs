@@ -1,10 +1,11 @@
 //! Pods and pod templates (upstream `ValidatePodCreate`, `ValidatePodSpec`, `validateContainers`,
 //! `ValidateTolerations`, `validateTopologySpreadConstraints` in `pkg/apis/core/validation`).
 
+use kubeplane_api::{PodExt, StoredPod};
 use std::fmt::Display;
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, Pod, PodSpec, Toleration, TopologySpreadConstraint,
+    Container, ContainerPort, PodSpec, Toleration, TopologySpreadConstraint,
 };
 use kubeplane_core::labels::{is_qualified_name, is_valid_label_value};
 
@@ -18,12 +19,18 @@ use super::resources::{resource_list, validate_container_resources};
 use super::{quote, Check, FieldError};
 
 /// Upstream `ValidatePodCreate`: metadata and a spec.
-pub fn validate_pod(p: &Pod) -> Check {
+pub fn validate_pod(p: &StoredPod) -> Check {
     validate_meta(&p.metadata, "metadata", NameRule::PathSegment, true)?;
     let Some(spec) = &p.spec else {
         return Err(FieldError::required("spec", ""));
     };
-    validate_pod_spec(spec, "spec", false)
+    validate_pod_spec(spec, "spec", false)?;
+    // A stored pod's nodeName is kept outside its spec, where validate_pod_spec looks.
+    if let Some(n) = p.node_name().filter(|n| !n.is_empty()) {
+        is_path_segment_name(n)
+            .map_err(|e| FieldError::invalid(join("spec", "nodeName"), quote(n), &e))?;
+    }
+    Ok(())
 }
 
 /// Upstream `ValidatePodSpec` at `path`; a template's pods restart `Always`.

@@ -3,9 +3,10 @@
 //! nominatedNodeName). Each call owns what it needs to run, so a runtime may run it on another
 //! thread, later than it was queued.
 
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::{ApiError, Client};
 
@@ -46,7 +47,7 @@ pub struct PodRef {
 }
 
 impl PodRef {
-    pub fn of(pod: &Pod) -> PodRef {
+    pub fn of(pod: &StoredPod) -> PodRef {
         PodRef {
             namespace: pod
                 .metadata
@@ -86,7 +87,7 @@ pub struct PodStatusPatchCall {
 
 impl PodStatusPatchCall {
     pub fn new(
-        pod: &Pod,
+        pod: &StoredPod,
         conditions: Vec<PodCondition>,
         nominating: NominatingMode,
         transition_time: Time,
@@ -149,7 +150,7 @@ impl PodStatusPatchCall {
     /// Upstream `Sync`: a newer state of the pod replaces the status the call compares with
     /// (unless the call already runs), and the pod is returned with the call's changes
     /// applied (`None` when they are all there already).
-    pub fn sync(&mut self, pod: &Pod) -> Option<Pod> {
+    pub fn sync(&mut self, pod: &StoredPod) -> Option<StoredPod> {
         if !self.executed {
             self.pod_status = pod.status.clone().unwrap_or_default();
         }
@@ -261,7 +262,7 @@ impl ApiCall {
 
     /// Brings the call up to date with a newer state of its pod; returns the pod with the
     /// call's changes applied, `None` when the pod needs no change.
-    pub(crate) fn sync(&mut self, pod: &Pod) -> Option<Pod> {
+    pub(crate) fn sync(&mut self, pod: &StoredPod) -> Option<StoredPod> {
         match self {
             ApiCall::PodStatusPatch(c) => Arc::make_mut(c).sync(pod),
             ApiCall::PodBinding(_) => None,

@@ -3,9 +3,9 @@
 //! one, overwrites it, or is skipped, by relevance and type; a call for an object whose call is
 //! running waits until that one is finalized.
 
+use kubeplane_api::StoredPod;
 use std::collections::VecDeque;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::ApiError;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -229,7 +229,7 @@ impl CallQueue {
     /// Two-way sync with a newer state of a pod (upstream `syncObject`): the queued call
     /// compares with it from now on, and the pod comes back with the call's changes applied
     /// (`None`: no call, or nothing to change). A call that has become a no-op is dropped.
-    pub fn sync_object(&mut self, pod: &Pod) -> Option<Pod> {
+    pub fn sync_object(&mut self, pod: &StoredPod) -> Option<StoredPod> {
         let uid = pod.metadata.uid.as_deref()?;
         let queued = self.calls.get_mut(uid)?;
         let synced = queued.call.sync(pod);

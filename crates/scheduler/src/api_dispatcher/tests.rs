@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_api::StoredPod;
 use kubeplane_api::{ApiError, Kind, Object};
 use kubeplane_registry::testing::TestClient;
 
@@ -26,7 +27,7 @@ fn time() -> Time {
     Time("2025-01-01T00:00:00Z".parse().unwrap())
 }
 
-fn patch(pod: &Pod, conditions: Vec<PodCondition>, nominating: NominatingMode) -> ApiCall {
+fn patch(pod: &StoredPod, conditions: Vec<PodCondition>, nominating: NominatingMode) -> ApiCall {
     ApiCall::PodStatusPatch(Arc::new(PodStatusPatchCall::new(
         pod,
         conditions,
@@ -35,7 +36,7 @@ fn patch(pod: &Pod, conditions: Vec<PodCondition>, nominating: NominatingMode) -
     )))
 }
 
-fn binding(pod: &Pod, node: &str) -> ApiCall {
+fn binding(pod: &StoredPod, node: &str) -> ApiCall {
     ApiCall::PodBinding(Arc::new(PodBindingCall {
         pod: PodRef::of(pod),
         node: node.into(),
@@ -46,8 +47,8 @@ fn nominate(node: &str) -> NominatingMode {
     NominatingMode::Override(node.into())
 }
 
-fn pod(name: &str) -> Pod {
-    PodBuilder::new(name).obj()
+fn pod(name: &str) -> StoredPod {
+    PodBuilder::new(name).obj().into()
 }
 
 #[test]
@@ -122,7 +123,7 @@ fn merging_keeps_the_older_conditions_of_other_types() {
 
 #[test]
 fn a_status_patch_that_changes_nothing_is_skipped() {
-    let p = PodBuilder::new("p").nominated("n1").obj();
+    let p: StoredPod = PodBuilder::new("p").nominated("n1").obj().into();
     let mut with_condition = p.clone();
     with_condition.status.as_mut().unwrap().conditions =
         Some(vec![scheduled_false("Unschedulable", "msg")]);
@@ -338,7 +339,9 @@ fn syncing_with_a_newer_pod_drops_a_patch_that_has_become_a_no_op() {
 #[test]
 fn calls_run_against_the_api_server() {
     let mut client = TestClient::new(1);
-    let created = client.create(Object::Pod(Arc::new(pod("p")))).unwrap();
+    let created = client
+        .create(Object::Pod(Arc::new(pod("p").into())))
+        .unwrap();
     let stored = created.as_pod().unwrap().clone();
     let mut d = ApiDispatcher::new(ApiCallDrain::AtOnce);
     d.queue

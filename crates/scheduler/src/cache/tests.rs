@@ -24,18 +24,21 @@ fn node(name: &str, zone: &str) -> Arc<StoredNode> {
 }
 
 fn pod(uid: &str, node: Option<&str>) -> Arc<PodInfo> {
-    Arc::new(PodInfo::new(Arc::new(Pod {
-        metadata: ObjectMeta {
-            name: Some(uid.into()),
-            uid: Some(uid.into()),
+    Arc::new(PodInfo::new(Arc::new(
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(uid.into()),
+                uid: Some(uid.into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_string),
+                ..Default::default()
+            }),
             ..Default::default()
-        },
-        spec: Some(PodSpec {
-            node_name: node.map(str::to_string),
-            ..Default::default()
-        }),
-        ..Default::default()
-    })))
+        }
+        .into(),
+    )))
 }
 
 #[test]

@@ -1,11 +1,11 @@
 //! Cluster events and queueing hints (upstream `framework.ClusterEvent`, `ActionType`,
 //! `QueueingHintFn`): how the queue decides which parked pods a change might help.
 
+use kubeplane_api::StoredPod;
 use std::fmt;
 use std::ops::{BitAnd, BitOr};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::StoredNode;
 
 /// The kind of object an event is about. `AssignedPod` and `UnscheduledPod` are the scheduler's
@@ -153,12 +153,12 @@ pub enum QueueingHint {
 /// The object an event carries (old or new version).
 #[derive(Copy, Clone, Debug)]
 pub enum EventObject<'a> {
-    Pod(&'a Pod),
+    Pod(&'a StoredPod),
     Node(&'a StoredNode),
 }
 
 impl<'a> EventObject<'a> {
-    pub fn as_pod(self) -> Option<&'a Pod> {
+    pub fn as_pod(self) -> Option<&'a StoredPod> {
         match self {
             EventObject::Pod(p) => Some(p),
             _ => None,
@@ -174,7 +174,11 @@ impl<'a> EventObject<'a> {
 
 /// A queueing hint: `(pod waiting, old object, new object)`. An error counts as Queue.
 pub type QueueingHintFn = Arc<
-    dyn Fn(&Pod, Option<EventObject<'_>>, Option<EventObject<'_>>) -> Result<QueueingHint, String>
+    dyn Fn(
+            &StoredPod,
+            Option<EventObject<'_>>,
+            Option<EventObject<'_>>,
+        ) -> Result<QueueingHint, String>
         + Send
         + Sync,
 >;
@@ -193,7 +197,7 @@ impl ClusterEventWithHint {
     pub fn with_hint(
         event: ClusterEvent,
         hint: impl Fn(
-                &Pod,
+                &StoredPod,
                 Option<EventObject<'_>>,
                 Option<EventObject<'_>>,
             ) -> Result<QueueingHint, String>

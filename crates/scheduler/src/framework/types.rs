@@ -2,10 +2,11 @@
 //! `PodInfo`, `NodeInfo`, `QueuedPodInfo`).
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec, Taint, Toleration};
+use k8s_openapi::api::core::v1::{PodSpec, Taint, Toleration};
 use kubeplane_api::StoredNode;
 use kubeplane_core::images::normalized_image_name;
 use kubeplane_core::resources::{self, Resources};
@@ -41,7 +42,7 @@ impl HostPort {
 /// A pod with what the scheduler derives from it computed once.
 #[derive(Clone, Debug)]
 pub struct PodInfo {
-    pub pod: Arc<Pod>,
+    pub pod: Arc<StoredPod>,
     pub namespace: String,
     pub name: String,
     pub uid: String,
@@ -63,7 +64,7 @@ pub struct PodInfo {
     pub start_time: Option<jiff::Timestamp>,
 }
 
-fn start_time_of(pod: &Pod) -> Option<jiff::Timestamp> {
+fn start_time_of(pod: &StoredPod) -> Option<jiff::Timestamp> {
     pod.status.as_ref()?.start_time.as_ref().map(|t| t.0)
 }
 
@@ -107,24 +108,23 @@ fn host_ports(spec: &PodSpec) -> Vec<HostPort> {
     host_ports
 }
 
-fn spec_of(pod: &Pod) -> &PodSpec {
+fn spec_of(pod: &StoredPod) -> &PodSpec {
     static EMPTY: std::sync::OnceLock<PodSpec> = std::sync::OnceLock::new();
-    pod.spec
-        .as_ref()
+    pod.spec()
         .unwrap_or_else(|| EMPTY.get_or_init(PodSpec::default))
 }
 
 impl PodInfo {
     /// Precomputes a pod's data. Quantities were validated when the pod entered the store; one
     /// that still fails to parse counts as zero.
-    pub fn new(pod: Arc<Pod>) -> PodInfo {
+    pub fn new(pod: Arc<StoredPod>) -> PodInfo {
         PodInfo::with_requests(pod, None)
     }
 
     /// [`Self::new`] for a pod that may have the resource lists of `like`'s (the replicas of
     /// a workload arrive one after another): its requests, most of the cost of `new`, are
     /// then taken from `like` instead of parsed again.
-    pub fn new_like(pod: Arc<Pod>, like: Option<&PodInfo>) -> PodInfo {
+    pub fn new_like(pod: Arc<StoredPod>, like: Option<&PodInfo>) -> PodInfo {
         let requests = like
             .filter(|l| same_resource_lists(l.spec(), spec_of(&pod)))
             .map(|l| (l.requests.clone(), l.non_zero_requests.clone()));
@@ -132,7 +132,7 @@ impl PodInfo {
     }
 
     /// [`Self::new`] with the pod's requests and non-zero requests, when they are known.
-    fn with_requests(pod: Arc<Pod>, requests: Option<(Resources, Resources)>) -> PodInfo {
+    fn with_requests(pod: Arc<StoredPod>, requests: Option<(Resources, Resources)>) -> PodInfo {
         let spec = spec_of(&pod);
         let (requests, non_zero_requests) = requests
             .unwrap_or_else(|| resources::pod_requests_and_non_zero(spec).unwrap_or_default());
@@ -184,7 +184,7 @@ impl PodInfo {
 
     /// The same pod after an update: reuses the derived data when nothing it depends on
     /// changed (a binding or a status change), so watch events do not re-parse quantities.
-    pub fn updated(&self, pod: Arc<Pod>) -> PodInfo {
+    pub fn updated(&self, pod: Arc<StoredPod>) -> PodInfo {
         let (a, b) = (self.spec(), spec_of(&pod));
         let same = same_resource_lists(a, b)
             && a.priority == b.priority
@@ -473,7 +473,8 @@ mod tests {
                 PodBuilder::new(name)
                     .req(&[("cpu", cpu), ("memory", "1Gi")])
                     .host_port("", "TCP", 8080)
-                    .obj(),
+                    .obj()
+                    .into(),
             )
         };
         let first = PodInfo::new(web("web-1", "2"));
@@ -497,13 +498,14 @@ mod tests {
 
     #[test]
     fn the_start_time_follows_every_version_of_the_pod() {
-        let unstarted = Arc::new(PodBuilder::new("p").no_status().obj());
+        let unstarted = Arc::new(PodBuilder::new("p").no_status().obj().into());
         let info = PodInfo::new(unstarted);
         assert_eq!(info.start_time, None);
         let started = Arc::new(
             PodBuilder::new("p")
                 .start_time("2025-01-01T00:01:00Z")
-                .obj(),
+                .obj()
+                .into(),
         );
         // A status update keeps the derived data but not the old start time.
         let updated = info.updated(Arc::clone(&started));

@@ -1,8 +1,8 @@
 //! Helpers shared by the plugins (upstream `plugins/helper`): score normalization and the
 //! unpacking of queueing-hint event objects.
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::StoredNode;
+use kubeplane_api::StoredPod;
 
 use crate::framework::EventObject;
 
@@ -55,7 +55,7 @@ pub fn node_event<'a>(
 pub fn pod_event<'a>(
     old: Option<EventObject<'a>>,
     new: Option<EventObject<'a>>,
-) -> Result<(Option<&'a Pod>, Option<&'a Pod>), String> {
+) -> Result<(Option<&'a StoredPod>, Option<&'a StoredPod>), String> {
     let as_pod = |o: Option<EventObject<'a>>, which: &str| match o {
         None => Ok(None),
         Some(o) => o
@@ -72,7 +72,7 @@ pub fn pod_event<'a>(
 }
 
 /// A pod's UID ("" when unset).
-pub fn uid_of(pod: &Pod) -> &str {
+pub fn uid_of(pod: &StoredPod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or("")
 }
 

@@ -13,6 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 
 use crate::cache::Snapshot;
 use crate::framework::{NodeInfo, PodInfo};
+use kubeplane_api::StoredPod;
 
 /// A node selector requirement `key op values`.
 pub fn req(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
@@ -103,11 +104,18 @@ pub use kubeplane_core::testing::{quantities, time, PodBuilder};
 pub trait PodBuilderExt {
     /// The pod as the scheduler's compact `PodInfo`.
     fn info(self) -> PodInfo;
+
+    /// The pod in its stored form.
+    fn stored(self) -> StoredPod;
 }
 
 impl PodBuilderExt for PodBuilder {
     fn info(self) -> PodInfo {
-        PodInfo::new(Arc::new(self.obj()))
+        PodInfo::new(Arc::new(self.stored()))
+    }
+
+    fn stored(self) -> StoredPod {
+        self.obj().into()
     }
 }
 
@@ -195,7 +203,7 @@ impl NodeBuilder {
         let mut ni = NodeInfo::new(&name);
         ni.set_node(Arc::new(self.node.into()));
         for p in pods {
-            ni.add_pod(Arc::new(PodInfo::new(Arc::new(p))));
+            ni.add_pod(Arc::new(PodInfo::new(Arc::new(p.into()))));
         }
         ni
     }

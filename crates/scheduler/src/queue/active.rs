@@ -3,6 +3,7 @@
 //! while they are being scheduled.
 
 use super::*;
+use kubeplane_api::StoredPod;
 
 impl SchedulingQueue {
     /// Puts the pod into activeQ after re-running PreEnqueue (skipped for a pod coming straight
@@ -115,8 +116,8 @@ impl SchedulingQueue {
         &mut self,
         uid: &str,
         events: &[ClusterEvent],
-        old: Option<&Pod>,
-        new: &Arc<Pod>,
+        old: Option<&StoredPod>,
+        new: &Arc<StoredPod>,
     ) -> bool {
         if !self.in_flight_pods.contains_key(uid) {
             return false;
@@ -127,7 +128,7 @@ impl SchedulingQueue {
                 seq,
                 InFlightEntry::Event {
                     event,
-                    old: old.map(|o| OwnedObject::Pod(Arc::new(o.clone()))),
+                    old: old.map(|o| OwnedObject::Pod(Arc::new(o.clone().into()))),
                     new: Some(OwnedObject::Pod(new.clone())),
                 },
             );

@@ -6,9 +6,10 @@
 //! (`NodeUpdateNodeTaint`, `UnschedulablePodUpdatePodLabel`, `AssignedPodUpdate`).
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Node, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kubeplane_api::StoredNode;
 use kubeplane_core::quantity::parse_quantity;
@@ -194,10 +195,10 @@ pub fn node_update_events(old: &StoredNode, new: &StoredNode) -> Vec<E> {
 /// away, the scheduling gates were all removed, the number of tolerations changed, the generated
 /// resource claim statuses changed; the general Update when none applies. The resource is
 /// `AssignedPod` when the new pod has `spec.nodeName`, else `UnscheduledPod`.
-pub fn pod_update_events(old: &Pod, new: &Pod) -> Vec<E> {
+pub fn pod_update_events(old: &StoredPod, new: &StoredPod) -> Vec<E> {
     let empty = PodSpec::default();
-    let old_spec = old.spec.as_ref().unwrap_or(&empty);
-    let new_spec = new.spec.as_ref().unwrap_or(&empty);
+    let old_spec = old.spec().unwrap_or(&empty);
+    let new_spec = new.spec().unwrap_or(&empty);
     let kinds = if new.node_name().is_some_and(|n| !n.is_empty()) {
         &ASSIGNED
     } else {
@@ -223,7 +224,7 @@ pub fn pod_update_events(old: &Pod, new: &Pod) -> Vec<E> {
     if n_tolerations(old_spec) != n_tolerations(new_spec) {
         out.push(kinds.toleration);
     }
-    let claims = |p: &Pod| {
+    let claims = |p: &StoredPod| {
         let s = p.status.as_ref();
         (
             s.and_then(|s| s.resource_claim_statuses.clone())

@@ -239,7 +239,7 @@ mod tests {
             },
             ..Default::default()
         };
-        let mut p = QueuedPodInfo::new(Arc::new(PodInfo::new(Arc::new(pod))), SimTime::ZERO);
+        let mut p = QueuedPodInfo::new(Arc::new(PodInfo::new(Arc::new(pod.into()))), SimTime::ZERO);
         p.backoff_expiration = Some(SimTime(expiry));
         p
     }

@@ -25,10 +25,10 @@ mod nominator;
 mod tests;
 mod unschedulable;
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeplane_api::StoredNode;
 use kubeplane_core::time::{SimDuration, NANOS_PER_SEC};
@@ -185,14 +185,14 @@ enum Strategy {
 
 /// An event object kept while pods are in flight.
 enum OwnedObject {
-    Pod(Arc<Pod>),
+    Pod(Arc<StoredPod>),
     Node(Arc<StoredNode>),
 }
 
 impl OwnedObject {
     fn of(o: EventObject<'_>) -> OwnedObject {
         match o {
-            EventObject::Pod(p) => OwnedObject::Pod(Arc::new(p.clone())),
+            EventObject::Pod(p) => OwnedObject::Pod(Arc::new(p.clone().into())),
             EventObject::Node(n) => OwnedObject::Node(Arc::new(n.clone())),
         }
     }
@@ -260,7 +260,7 @@ fn key_of(p: &QueuedPodInfo) -> String {
     p.pod_info.key()
 }
 
-fn pod_uid(p: &Pod) -> &str {
+fn pod_uid(p: &StoredPod) -> &str {
     p.metadata.uid.as_deref().unwrap_or("")
 }
 
@@ -445,13 +445,13 @@ impl SchedulingQueue {
     /// pod is replaced in place. In unschedulablePods: each derived event goes through the
     /// hints of the rejecting (or gating) plugins and may move the pod. In no queue: added as
     /// new.
-    pub fn update(&mut self, old: &Pod, new: Arc<PodInfo>, now: SimTime) {
+    pub fn update(&mut self, old: &StoredPod, new: Arc<PodInfo>, now: SimTime) {
         let pod = Arc::clone(&new);
         self.update_queued(old, new, now);
         self.refresh_nominated(&pod);
     }
 
-    fn update_queued(&mut self, old: &Pod, new: Arc<PodInfo>, now: SimTime) {
+    fn update_queued(&mut self, old: &StoredPod, new: Arc<PodInfo>, now: SimTime) {
         let events = pod_update_events(old, &new.pod);
         if self.record_events_if_pod_in_flight(&new.uid.clone(), &events, Some(old), &new.pod) {
             return;

@@ -10,7 +10,7 @@
 //! ([`SchedulingQueue::refresh_nominated`]). The other operations only move a pod between
 //! sub-queues, which keeps the same `Arc<PodInfo>` under its key.
 
-use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::StoredPod;
 
 use crate::framework::PodInfo;
 use crate::plugins::helper::FxHashMap;
@@ -107,8 +107,8 @@ impl Nominator {
     /// Refreshes a pod's entry after an update. When neither version carries a
     /// nominatedNodeName but the nominator remembers one (the status patch has not arrived yet),
     /// the remembered node is kept.
-    pub fn update(&mut self, old: &Pod, new: &PodInfo) {
-        let no_nomination = |p: &Pod| {
+    pub fn update(&mut self, old: &StoredPod, new: &PodInfo) {
+        let no_nomination = |p: &StoredPod| {
             p.status
                 .as_ref()
                 .and_then(|s| s.nominated_node_name.as_deref())
@@ -284,15 +284,15 @@ impl SchedulingQueue {
 
 /// A pod with only a name, namespace and UID.
 fn bare_pod_info(namespace: &str, name: &str, uid: &str) -> Arc<PodInfo> {
-    Arc::new(PodInfo::new(Arc::new(Pod {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: Some(namespace.to_string()),
-            uid: Some(uid.to_string()),
-            ..ObjectMeta::default()
-        },
-        ..Pod::default()
-    })))
+    let metadata = ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(namespace.to_string()),
+        uid: Some(uid.to_string()),
+        ..ObjectMeta::default()
+    };
+    Arc::new(PodInfo::new(Arc::new(StoredPod::with_shared_spec(
+        metadata, None, None, None,
+    ))))
 }
 
 #[cfg(test)]

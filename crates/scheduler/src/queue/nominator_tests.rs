@@ -104,7 +104,7 @@ fn random_pod(rng: &mut ChaCha8Rng, i: usize, generation: u32) -> Pod {
 }
 
 fn info(pod: &Pod) -> Arc<PodInfo> {
-    Arc::new(PodInfo::new(Arc::new(pod.clone())))
+    Arc::new(PodInfo::new(Arc::new(pod.clone().into())))
 }
 
 /// The kept resolutions equal the lookups on every node; returns how many were queued pods.
@@ -147,11 +147,11 @@ impl Run {
                 if self.rng.random_bool(0.5) {
                     new.status = old.status.clone();
                 }
-                self.q.update(&old, info(&new), now);
+                self.q.update(&old.clone().into(), info(&new), now);
                 self.pods[i] = Some(new);
             }
             (2, Some(old)) => {
-                self.q.delete(&PodInfo::new(Arc::new(old)));
+                self.q.delete(&PodInfo::new(Arc::new(old.into())));
                 let name = format!("p{i}");
                 for p in self.in_flight.iter().filter(|p| p.pod_info.name == name) {
                     self.q.done(&p.pod_info.uid);
@@ -256,10 +256,10 @@ fn renominating_to_the_same_node_moves_the_pod_last() {
     assert_eq!(names(&n, "n0"), ["a", "b", "c"]);
     n.add(&info(&pod("a", "n0")), None);
     assert_eq!(names(&n, "n0"), ["b", "c", "a"]);
-    n.update(&pod("b", "n0"), &info(&pod("b", "n0")));
+    n.update(&pod("b", "n0").into(), &info(&pod("b", "n0")));
     assert_eq!(names(&n, "n0"), ["c", "a", "b"]);
     assert!(n.has_name("default", "b") && n.node_of("uid-b") == Some("n0"));
-    n.update(&pod("c", "n0"), &info(&pod("c", "n1")));
+    n.update(&pod("c", "n0").into(), &info(&pod("c", "n1")));
     assert_eq!(names(&n, "n0"), ["a", "b"]);
     assert_eq!(names(&n, "n1"), ["c"]);
     n.add(&info(&pod("a", "n0")), Some(""));

@@ -105,7 +105,7 @@ impl Plugin for Fake {
 
 /// Queue only for the node named "good"; an error for the node named "broken".
 fn good_node_hint(
-    _pod: &Pod,
+    _pod: &StoredPod,
     _old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
@@ -234,11 +234,11 @@ impl PodB {
         self.spec().containers = vec![c];
         self
     }
-    fn obj(self) -> Pod {
-        self.0
+    fn obj(self) -> StoredPod {
+        self.0.into()
     }
     fn info(self) -> Arc<PodInfo> {
-        Arc::new(PodInfo::new(Arc::new(self.0)))
+        Arc::new(PodInfo::new(Arc::new(self.0.into())))
     }
 }
 
@@ -693,7 +693,11 @@ fn gated_pods_stay_out_until_their_gates_are_removed() {
 
     // One gate removed: still gated.
     let one_gate = PodB::new("p").gate("a").label("x", "y");
-    q.update(&gated.0, one_gate.0.clone().into_info(), secs(2));
+    q.update(
+        &StoredPod::from(gated.0.clone()),
+        one_gate.0.clone().into_info(),
+        secs(2),
+    );
     assert_eq!(
         q.pending_pods().gated,
         1,
@@ -702,7 +706,11 @@ fn gated_pods_stay_out_until_their_gates_are_removed() {
 
     // All gates removed: the gating plugin's event fires and PreEnqueue now passes.
     let ungated = PodB::new("p").label("x", "y");
-    q.update(&one_gate.0, ungated.0.clone().into_info(), secs(3));
+    q.update(
+        &StoredPod::from(one_gate.0.clone()),
+        ungated.0.clone().into_info(),
+        secs(3),
+    );
     assert_eq!(where_is(&q, "p"), Some(QueueName::Active));
     let p = q.pop(secs(3)).unwrap();
     assert_eq!(p.attempts, 1);
@@ -720,7 +728,7 @@ trait IntoInfo {
 
 impl IntoInfo for Pod {
     fn into_info(self) -> Arc<PodInfo> {
-        Arc::new(PodInfo::new(Arc::new(self)))
+        Arc::new(PodInfo::new(Arc::new(self.into())))
     }
 }
 
@@ -732,7 +740,11 @@ fn updates_of_queued_and_in_flight_pods() {
     q.add(PodB::new("o").priority(5).info(), secs(0));
     // Raising the priority in activeQ re-sorts it.
     let new = PodB::new("p").priority(10);
-    q.update(&old.0, new.0.clone().into_info(), secs(1));
+    q.update(
+        &StoredPod::from(old.0.clone()),
+        new.0.clone().into_info(),
+        secs(1),
+    );
     let p = q.pop(secs(1)).unwrap();
     assert_eq!((p.pod_info.name.as_str(), p.pod_info.priority), ("p", 10));
     assert_eq!(
@@ -744,7 +756,11 @@ fn updates_of_queued_and_in_flight_pods() {
     // While in flight, an update is only recorded; a toleration update does not concern Fake,
     // so after Fake rejects the pod it is parked.
     let newer = PodB::new("p").priority(10).toleration("k");
-    q.update(&new.0, newer.0.clone().into_info(), secs(2));
+    q.update(
+        &StoredPod::from(new.0.clone()),
+        newer.0.clone().into_info(),
+        secs(2),
+    );
     assert!(
         q.get("default/p").is_none(),
         "an in-flight pod is not re-added by an update"
@@ -838,7 +854,7 @@ fn nominator_add_update_delete() {
     // returns the newest version.
     let before = PodB::new("p").label("v", "1");
     q.update(
-        &before.0,
+        &StoredPod::from(before.0.clone()),
         PodB::new("p").label("v", "2").priority(3).info(),
         secs(1),
     );
@@ -848,7 +864,11 @@ fn nominator_add_update_delete() {
     assert_eq!(q.nominated_node_of("uid-p"), Some("n2"));
 
     // An update that sets nominatedNodeName follows it.
-    q.update(&before.0, PodB::new("p").nominated("n3").info(), secs(2));
+    q.update(
+        &StoredPod::from(before.0.clone()),
+        PodB::new("p").nominated("n3").info(),
+        secs(2),
+    );
     assert_eq!(names(&q, "n3"), vec!["p"]);
     assert!(names(&q, "n2").is_empty());
 
@@ -1032,13 +1052,13 @@ fn pod_update_events_in_upstream_order() {
     let cases = [
         (
             "nothing specific: the general update of an unscheduled pod",
-            base.0.clone(),
+            StoredPod::from(base.0.clone()),
             PodB::new("p").cpu("2").gate("g").obj(),
             vec![UNSCHEDULED_POD_UPDATE],
         ),
         (
             "labels, scale down, gates eliminated, tolerations, in that order",
-            base.0.clone(),
+            StoredPod::from(base.0.clone()),
             PodB::new("p")
                 .cpu("1")
                 .label("a", "b")
@@ -1069,7 +1089,7 @@ fn pod_update_events_in_upstream_order() {
         ),
         (
             "a bound pod's update is an assigned pod event; a larger request is no scale down",
-            base.0.clone(),
+            StoredPod::from(base.0.clone()),
             PodB::new("p").cpu("3").gate("g").node_name("n").obj(),
             vec![ASSIGNED_POD_UPDATE],
         ),
@@ -1186,14 +1206,18 @@ fn a_gated_pods_nomination_is_recorded_on_add_only_from_v1_37() {
             "records on add: {records_on_add}"
         );
         // Once the pod leaves the nominator's view by deletion, its room is free again.
-        q.delete(&PodInfo::new(Arc::new(pod.clone())));
+        q.delete(&PodInfo::new(Arc::new(pod.clone().into())));
         assert_eq!(q.nominated_node_of(uid), None);
     }
     // In every release a nomination patched onto a gated pod the queue holds is recorded.
     let mut q = queue(true);
     let gated = PodB::new("p").gate("a").0;
     q.add(gated.clone().into_info(), secs(0));
-    q.update(&gated, pod.clone().into_info(), secs(1));
+    q.update(
+        &StoredPod::from(gated.clone()),
+        pod.clone().into_info(),
+        secs(1),
+    );
     assert_eq!(
         q.nominated_node_of(pod.metadata.uid.as_deref().unwrap()),
         Some("n1")

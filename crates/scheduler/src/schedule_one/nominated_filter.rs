@@ -166,7 +166,7 @@ mod tests {
                 vec![expr("app", "In", &["a"])],
             ));
         }
-        PodInfo::new(Arc::new(p.obj()))
+        PodInfo::new(Arc::new(p.obj().into()))
     }
 
     fn describe(s: &Status) -> (Code, &'static str, String) {
@@ -199,7 +199,7 @@ mod tests {
             for node in &nodes {
                 let mut nominated: Vec<Arc<PodInfo>> = (0..rng.random_range(0..3))
                     .map(|i| random_pod(&mut rng, &format!("nom-{i}")).nominated(&node.name))
-                    .map(|p| Arc::new(PodInfo::new(Arc::new(p.obj()))))
+                    .map(|p| Arc::new(PodInfo::new(Arc::new(p.obj().into()))))
                     .collect();
                 if rng.random_bool(0.1) {
                     nominated.push(Arc::clone(&pod));

@@ -144,12 +144,16 @@ mod reused_failures {
             let pod = PodBuilder::new(&format!("big-{i}"))
                 .req(&[("cpu", "3")])
                 .node(node);
-            client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+            client
+                .create(Object::Pod(Arc::new(pod.obj().into())))
+                .unwrap();
         }
         client.settle(&mut [&mut sched]);
         for i in 0..3 {
             let pod = PodBuilder::new(&format!("web-{i}")).req(&[("cpu", "2")]);
-            client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+            client
+                .create(Object::Pod(Arc::new(pod.obj().into())))
+                .unwrap();
             client.settle(&mut [&mut sched]);
         }
         let messages = client
@@ -200,7 +204,9 @@ mod reused_failures {
                 .unwrap();
         }
         let big = PodBuilder::new("big").req(&[("cpu", "3")]).node("full");
-        client.create(Object::Pod(Arc::new(big.obj()))).unwrap();
+        client
+            .create(Object::Pod(Arc::new(big.obj().into())))
+            .unwrap();
         client.settle(&mut [&mut sched]);
         for i in 0..4 {
             let pod = PodBuilder::new(&format!("web-{i}"))
@@ -210,7 +216,9 @@ mod reused_failures {
                     vec![expr("app", "In", &["web"])],
                     "kubernetes.io/hostname",
                 ));
-            client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+            client
+                .create(Object::Pod(Arc::new(pod.obj().into())))
+                .unwrap();
             client.settle(&mut [&mut sched]);
         }
         let mut said: Vec<String> = client
@@ -301,12 +309,16 @@ mod pool_windows {
             };
             for i in 0..24 {
                 let pod = apart(&format!("web-{i}"), "web", "kubernetes.io/hostname");
-                client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+                client
+                    .create(Object::Pod(Arc::new(pod.obj().into())))
+                    .unwrap();
                 client.settle(&mut [&mut sched]);
             }
             for i in 0..4 {
                 let pod = apart(&format!("db-{i}"), "db", "topology.kubernetes.io/zone");
-                client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+                client
+                    .create(Object::Pod(Arc::new(pod.obj().into())))
+                    .unwrap();
                 client.settle(&mut [&mut sched]);
             }
             ["FailedScheduling", "Scheduled"]

@@ -7,12 +7,13 @@ use k8s_openapi::api::core::v1::{
     NodeCondition, Pod,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_api::StoredPod;
 use kubeplane_core::time::SimDuration;
 
 use super::{EXIT_CODE_ANNOTATION, RUN_DURATION_ANNOTATION};
 
 /// The pod's `kubeplane.io/run-duration`, if it has a valid one.
-pub(super) fn run_duration(pod: &Pod) -> Option<SimDuration> {
+pub(super) fn run_duration(pod: &StoredPod) -> Option<SimDuration> {
     let v = pod
         .metadata
         .annotations
@@ -24,7 +25,7 @@ pub(super) fn run_duration(pod: &Pod) -> Option<SimDuration> {
 }
 
 /// The pod's `kubeplane.io/exit-code` (0 when absent or not a number).
-pub(super) fn exit_code(pod: &Pod) -> i32 {
+pub(super) fn exit_code(pod: &StoredPod) -> i32 {
     pod.metadata
         .annotations
         .as_ref()
@@ -52,8 +53,8 @@ fn terminated(cs: &ContainerStatus, code: i32, ts: &Time) -> ContainerStateTermi
 
 /// The pod as the kubelet reports it once its containers exited for good: Succeeded or
 /// Failed, every container terminated, Ready and ContainersReady false (`PodCompleted`).
-pub(crate) fn finished_pod(pod: &Pod, code: i32, ts: &Time) -> Pod {
-    let mut np = Pod::clone(pod);
+pub(crate) fn finished_pod(pod: &StoredPod, code: i32, ts: &Time) -> StoredPod {
+    let mut np = StoredPod::clone(pod);
     let status = np.status.get_or_insert_with(Default::default);
     status.phase = Some(if code == 0 { "Succeeded" } else { "Failed" }.into());
     for cs in status.container_statuses.iter_mut().flatten() {
@@ -78,8 +79,8 @@ pub(crate) fn finished_pod(pod: &Pod, code: i32, ts: &Time) -> Pod {
 
 /// The pod after its containers exited and were restarted at once: the last state is the
 /// terminated run, the restart count grows.
-pub(super) fn restarted_pod(pod: &Pod, code: i32, ts: &Time) -> Pod {
-    let mut np = Pod::clone(pod);
+pub(super) fn restarted_pod(pod: &StoredPod, code: i32, ts: &Time) -> StoredPod {
+    let mut np = StoredPod::clone(pod);
     let status = np.status.get_or_insert_with(Default::default);
     for cs in status.container_statuses.iter_mut().flatten() {
         let t = terminated(cs, code, ts);

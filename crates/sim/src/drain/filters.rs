@@ -10,6 +10,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kubeplane_api::StoredPod;
 
 use super::DrainOptions;
 
@@ -76,7 +77,7 @@ impl Status {
 }
 
 /// The pod's controller reference (upstream `metav1.GetControllerOf`).
-pub fn controller_of(pod: &Pod) -> Option<&OwnerReference> {
+pub fn controller_of(pod: &StoredPod) -> Option<&OwnerReference> {
     pod.metadata
         .owner_references
         .as_ref()?
@@ -84,7 +85,7 @@ pub fn controller_of(pod: &Pod) -> Option<&OwnerReference> {
         .find(|r| r.controller == Some(true))
 }
 
-fn finished(pod: &Pod) -> bool {
+fn finished(pod: &StoredPod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")
@@ -92,7 +93,7 @@ fn finished(pod: &Pod) -> bool {
 }
 
 fn daemon_set_filter(
-    pod: &Pod,
+    pod: &StoredPod,
     opts: &DrainOptions,
     daemon_set_exists: &mut dyn FnMut(&str, &str) -> bool,
 ) -> Status {
@@ -122,7 +123,7 @@ fn daemon_set_filter(
     Status::warning(false, DAEMON_SET_WARNING)
 }
 
-fn mirror_pod_filter(pod: &Pod) -> Status {
+fn mirror_pod_filter(pod: &StoredPod) -> Status {
     let mirror = pod
         .metadata
         .annotations
@@ -135,7 +136,7 @@ fn mirror_pod_filter(pod: &Pod) -> Status {
     }
 }
 
-fn local_storage_filter(pod: &Pod, opts: &DrainOptions) -> Status {
+fn local_storage_filter(pod: &StoredPod, opts: &DrainOptions) -> Status {
     let empty_dir = pod
         .spec
         .as_ref()
@@ -150,7 +151,7 @@ fn local_storage_filter(pod: &Pod, opts: &DrainOptions) -> Status {
     Status::warning(true, LOCAL_STORAGE_WARNING)
 }
 
-fn unreplicated_filter(pod: &Pod, opts: &DrainOptions) -> Status {
+fn unreplicated_filter(pod: &StoredPod, opts: &DrainOptions) -> Status {
     if finished(pod) || controller_of(pod).is_some() {
         return Status::okay();
     }
@@ -166,7 +167,7 @@ fn unreplicated_filter(pod: &Pod, opts: &DrainOptions) -> Status {
 /// (The first filter, which skips pods deleted longer ago than
 /// `--skip-wait-for-delete-timeout`, always passes: that option is not offered.)
 pub fn filter_pod(
-    pod: &Pod,
+    pod: &StoredPod,
     opts: &DrainOptions,
     daemon_set_exists: &mut dyn FnMut(&str, &str) -> bool,
 ) -> Status {
@@ -446,7 +447,7 @@ mod tests {
         ];
         for (name, spec, o, exists, want) in cases {
             let mut looked_up = Vec::new();
-            let got = filter_pod(&pod(spec), &o, &mut |ns, n| {
+            let got = filter_pod(&pod(spec).into(), &o, &mut |ns, n| {
                 looked_up.push(format!("{ns}/{n}"));
                 exists
             });

@@ -18,6 +18,7 @@ pub mod filters;
 mod result;
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -148,7 +149,7 @@ impl Drain {
             "--pod-selector=<pod_selector> must be a valid label selector".to_string()
         })?;
         cordon(&opts.node, client)?;
-        let pods: Vec<Arc<Pod>> = client
+        let pods: Vec<Arc<StoredPod>> = client
             .cache()
             .list(Kind::Pod)
             .filter_map(Object::as_pod)
@@ -185,7 +186,7 @@ impl Drain {
     }
 
     /// Sorts the node's pods by kubectl's filters into targets, refusals and skipped pods.
-    fn filter(&mut self, pods: &[Arc<Pod>], now: SimTime, client: &mut dyn Client) {
+    fn filter(&mut self, pods: &[Arc<StoredPod>], now: SimTime, client: &mut dyn Client) {
         let ds_type =
             kubeplane_api::types::builtin("apps/v1", "DaemonSet").expect("a built-in kind");
         for pod in pods {

@@ -8,10 +8,10 @@ fn store() -> Store {
 }
 
 fn pod(name: &str) -> Object {
-    let mut p = Pod::default();
+    let mut p = kubeplane_api::StoredPod::default();
     p.metadata.name = Some(name.into());
     p.metadata.namespace = Some("default".into());
-    Object::Pod(Arc::new(p))
+    Object::Pod(Arc::new(p.into()))
 }
 
 fn keep(_: &Object, _: &mut Object) -> Result<Prepared, ApiError> {
@@ -84,10 +84,10 @@ fn lookups_and_listings_stay_right_when_removed_slots_are_reused() {
     for name in ["c", "a", "b"] {
         s.create(pod(name)).unwrap();
     }
-    let mut other = Pod::default();
+    let mut other = kubeplane_api::StoredPod::default();
     other.metadata.name = Some("a".into());
     other.metadata.namespace = Some("kube-system".into());
-    s.create(Object::Pod(Arc::new(other))).unwrap();
+    s.create(Object::Pod(Arc::new(other.into()))).unwrap();
     s.delete(&ObjectKey::new(Kind::Pod, "default", "a"))
         .unwrap();
     // The freed slot goes to a new object, which lists in its own place.

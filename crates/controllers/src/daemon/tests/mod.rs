@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodCondition, Taint};
+use k8s_openapi::api::core::v1::{Node, NodeSpec, PodCondition, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kubeplane_api::{Client, Component, DeleteOptions, DynamicObject, Kind, Object, ObjectKey};
+use kubeplane_api::{
+    Client, Component, DeleteOptions, DynamicObject, Kind, Object, ObjectKey, PodExt, StoredPod,
+};
 use kubeplane_core::time::SimDuration;
 use kubeplane_registry::testing::TestClient;
 use serde_json::{json, Value};
@@ -112,8 +114,8 @@ impl Harness {
         self.client.run_until(until, &mut [&mut self.dsc]);
     }
 
-    fn pods(&self) -> Vec<Arc<Pod>> {
-        let mut pods: Vec<Arc<Pod>> = self
+    fn pods(&self) -> Vec<Arc<StoredPod>> {
+        let mut pods: Vec<Arc<StoredPod>> = self
             .client
             .cache()
             .list(Kind::Pod)
@@ -174,7 +176,7 @@ impl Harness {
             }
             self.set_pod(&pod, |p| {
                 let node = get_target_node_name(p).unwrap().to_string();
-                p.spec.as_mut().unwrap().node_name = Some(node);
+                p.set_node_name(Some(node));
             });
             let pod = self.pod(pod.metadata.name.as_deref().unwrap());
             self.set_status(&pod, "Running", Some(now.clone()));
@@ -182,7 +184,7 @@ impl Harness {
         self.settle();
     }
 
-    fn pod(&self, name: &str) -> Arc<Pod> {
+    fn pod(&self, name: &str) -> Arc<StoredPod> {
         self.client
             .cache()
             .get_pod("default", name)
@@ -190,13 +192,13 @@ impl Harness {
             .clone()
     }
 
-    fn set_pod(&mut self, pod: &Pod, f: impl FnOnce(&mut Pod)) {
+    fn set_pod(&mut self, pod: &StoredPod, f: impl FnOnce(&mut StoredPod)) {
         let mut p = pod.clone();
         f(&mut p);
-        self.client.update(Object::Pod(Arc::new(p))).unwrap();
+        self.client.update(Object::Pod(Arc::new(p.into()))).unwrap();
     }
 
-    fn set_status(&mut self, pod: &Pod, phase: &str, ready_since: Option<Time>) {
+    fn set_status(&mut self, pod: &StoredPod, phase: &str, ready_since: Option<Time>) {
         let mut p = pod.clone();
         let st = p.status.get_or_insert_with(Default::default);
         st.phase = Some(phase.into());
@@ -208,7 +210,9 @@ impl Harness {
                 ..Default::default()
             }]
         });
-        self.client.update_status(Object::Pod(Arc::new(p))).unwrap();
+        self.client
+            .update_status(Object::Pod(Arc::new(p.into())))
+            .unwrap();
     }
 
     fn events(&self, reason: &str) -> Vec<String> {
@@ -484,14 +488,14 @@ fn of_several_pods_on_one_node_the_oldest_stays_and_the_others_are_deleted() {
     let mut h = Harness::new(nodes(1), daemon_set_json(json!({})));
     let first = h.pods()[0].clone();
     // A second pod for the same node, created later (a copy under another name).
-    let mut dup = Pod::clone(&first);
+    let mut dup = StoredPod::clone(&first);
     dup.metadata.name = Some("foo-zzz".into());
     dup.metadata.generate_name = None;
     dup.metadata.uid = None;
     dup.metadata.resource_version = None;
     h.client.now = h.client.now + SimDuration::from_secs(5);
     dup.metadata.creation_timestamp = Some(h.client.clock().timestamp(h.client.now));
-    h.client.create(Object::Pod(Arc::new(dup))).unwrap();
+    h.client.create(Object::Pod(Arc::new(dup.into()))).unwrap();
     h.settle();
     let names: Vec<String> = h
         .pods()
@@ -512,7 +516,7 @@ fn a_matching_orphan_is_adopted_instead_of_creating_a_pod() {
         .label("name", "simple-daemon")
         .node("node-0")
         .obj();
-    client.create(Object::Pod(Arc::new(orphan))).unwrap();
+    client.create(Object::Pod(Arc::new(orphan.into()))).unwrap();
     client
         .create(ds_object(&daemon_set_json(json!({}))))
         .unwrap();
@@ -742,9 +746,7 @@ fn a_binding_to_the_pods_own_node_does_not_sync_but_readiness_does() {
     let mut h = Harness::new(nodes(1), daemon_set_json(json!({})));
     let before = syncs(&h.dsc);
     let pod = h.pods()[0].clone();
-    h.set_pod(&pod, |p| {
-        p.spec.as_mut().unwrap().node_name = Some("node-0".into())
-    });
+    h.set_pod(&pod, |p| p.set_node_name(Some("node-0".into())));
     h.settle();
     assert_eq!(
         syncs(&h.dsc),

@@ -34,7 +34,9 @@ fn one_sync(nodes: Vec<Node>, pods: &[(&str, &str, &str, bool)]) -> Outcome {
         if *terminating {
             b = b.deleted_at(client.clock().timestamp(client.now).0);
         }
-        client.create(Object::Pod(Arc::new(b.obj()))).unwrap();
+        client
+            .create(Object::Pod(Arc::new(b.obj().into())))
+            .unwrap();
     }
     let mut dsc = DaemonSetsController::new();
     client.dispatch(&mut [&mut dsc]);
@@ -121,7 +123,7 @@ fn a_pod_without_revision_labels_counts_as_current_and_is_not_rolled() {
         .ready()
         .owner_reference(new_controller_ref(API_VERSION, KIND, ds.meta()))
         .obj();
-    client.create(Object::Pod(Arc::new(pod))).unwrap();
+    client.create(Object::Pod(Arc::new(pod.into()))).unwrap();
     let mut dsc = DaemonSetsController::new();
     client.settle(&mut [&mut dsc]);
     assert!(client

@@ -16,7 +16,9 @@ fn pod(name: &str, owned: bool) -> Object {
         "apiVersion": "v1", "kind": "Pod", "metadata": meta,
         "spec": {"containers": [{"name": "main", "image": "busybox"}]},
     });
-    Object::Pod(Arc::new(serde_json::from_value(pod).unwrap()))
+    Object::Pod(Arc::new(
+        serde_json::from_value::<kubeplane_api::StoredPod>(pod).unwrap(),
+    ))
 }
 
 fn orphans(h: &Harness) -> Vec<String> {
@@ -32,7 +34,7 @@ fn set_owned(h: &mut Harness, name: &str, owned: bool) {
     let Object::Pod(p) = pod(name, owned) else {
         unreachable!()
     };
-    let mut p = Pod::clone(&p);
+    let mut p = StoredPod::clone(&p);
     p.metadata.uid = h
         .client
         .cache()
@@ -41,7 +43,7 @@ fn set_owned(h: &mut Harness, name: &str, owned: bool) {
         .metadata
         .uid
         .clone();
-    h.client.update(Object::Pod(Arc::new(p))).unwrap();
+    h.client.update(Object::Pod(Arc::new(p.into()))).unwrap();
     h.settle();
 }
 

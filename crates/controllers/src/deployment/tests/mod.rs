@@ -7,12 +7,10 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, RollingUpdateDeployment,
 };
-use k8s_openapi::api::core::v1::{
-    Container, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec,
-};
+use k8s_openapi::api::core::v1::{Container, PodCondition, PodSpec, PodStatus, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kubeplane_api::{Client, Component, EventType, Kind, Object, WatchEvent};
+use kubeplane_api::{Client, Component, EventType, Kind, Object, StoredPod, WatchEvent};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::version::{v1, KubeVersion};
@@ -80,7 +78,7 @@ impl Component for FakeKubelet {
             if !is_pod_active(&pod) {
                 continue;
             }
-            let mut p = Pod::clone(&pod);
+            let mut p = StoredPod::clone(&pod);
             p.status = Some(PodStatus {
                 phase: Some("Running".into()),
                 conditions: Some(vec![PodCondition {
@@ -91,7 +89,9 @@ impl Component for FakeKubelet {
                 }]),
                 ..Default::default()
             });
-            client.update_status(Object::Pod(Arc::new(p))).unwrap();
+            client
+                .update_status(Object::Pod(Arc::new(p.into())))
+                .unwrap();
         }
     }
     fn next_wakeup(&self) -> Option<SimTime> {
@@ -268,7 +268,7 @@ impl World {
             .find(|rs| equal_ignore_hash(&rs_template(rs), &template(image)))
     }
 
-    fn active_pods(&self) -> Vec<Arc<Pod>> {
+    fn active_pods(&self) -> Vec<Arc<StoredPod>> {
         self.client
             .store
             .pods()

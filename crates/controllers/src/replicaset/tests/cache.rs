@@ -13,7 +13,7 @@ fn label_map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 }
 
 /// A cache holding `pods` (all in `default`, with distinct names).
-fn cache_of(pods: &[Arc<Pod>]) -> Cache {
+fn cache_of(pods: &[Arc<StoredPod>]) -> Cache {
     let mut cache = Cache::default();
     for p in pods {
         cache.replace_pod(&ns_name(&p.metadata), Some(p));
@@ -27,7 +27,7 @@ fn cached<'a>(cache: &'a Cache, name: &str) -> &'a CachedPod {
 }
 
 /// The cached versions of `pods`, in their order.
-fn cached_all<'a>(cache: &'a Cache, pods: &[Arc<Pod>]) -> Vec<&'a CachedPod> {
+fn cached_all<'a>(cache: &'a Cache, pods: &[Arc<StoredPod>]) -> Vec<&'a CachedPod> {
     pods.iter()
         .map(|p| cached(cache, p.metadata.name.as_deref().unwrap()))
         .collect()
@@ -89,7 +89,7 @@ fn pods_with_labels_of_their_own_coming_and_going_do_not_grow_the_label_sets() {
 
 /// Every pod of `current` is cached once in `pods` and once in the index of its controller (or
 /// among the orphans), with the number of its labels, and the label sets count their pods.
-fn assert_cache_holds(cache: &Cache, current: &BTreeMap<String, Arc<Pod>>) {
+fn assert_cache_holds(cache: &Cache, current: &BTreeMap<String, Arc<StoredPod>>) {
     let cached: Vec<(&String, &CachedPod)> = cache
         .pods
         .namespace("default")
@@ -142,7 +142,7 @@ fn the_cache_indexes_follow_adds_updates_and_deletes() {
     let owners = [owner("uid-a"), owner("uid-b")];
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let mut cache = Cache::default();
-    let mut current: BTreeMap<String, Arc<Pod>> = BTreeMap::new();
+    let mut current: BTreeMap<String, Arc<StoredPod>> = BTreeMap::new();
     for _ in 0..3000 {
         let name = format!("p{}", rng.random_range(0..20));
         let key = ("default".to_string(), name.clone());
@@ -229,7 +229,7 @@ fn status_counts_from_the_cache_equal_calculate_status() {
 
 /// A pod of a random scale-down: any node (or none), phase, readiness, restarts, deletion cost
 /// and creation time.
-fn random_ranked_pod(rng: &mut ChaCha8Rng, name: &str, now: Timestamp) -> Arc<Pod> {
+fn random_ranked_pod(rng: &mut ChaCha8Rng, name: &str, now: Timestamp) -> Arc<StoredPod> {
     let mut b = pod_builder(name)
         .node(["", "n1", "n2", "n3", "n4"][rng.random_range(0..5)])
         .created(Some(ago(now, rng.random_range(0..4 * HOUR_SECS))));
@@ -254,7 +254,7 @@ fn random_ranked_pod(rng: &mut ChaCha8Rng, name: &str, now: Timestamp) -> Arc<Po
 #[test]
 fn get_pods_to_delete_with_counts_equals_get_pods_to_delete() {
     let now = start();
-    let names = |pods: &[&Pod]| -> Vec<String> {
+    let names = |pods: &[&StoredPod]| -> Vec<String> {
         pods.iter()
             .map(|p| p.metadata.name.clone().unwrap())
             .collect()
@@ -264,10 +264,10 @@ fn get_pods_to_delete_with_counts_equals_get_pods_to_delete() {
     };
     for seed in 0..30 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let pods: Vec<Arc<Pod>> = (0..40)
+        let pods: Vec<Arc<StoredPod>> = (0..40)
             .map(|i| random_ranked_pod(&mut rng, &format!("p{i}"), now))
             .collect();
-        let mut related: Vec<Arc<Pod>> = pods
+        let mut related: Vec<Arc<StoredPod>> = pods
             .iter()
             .filter(|_| rng.random_bool(0.7))
             .cloned()
@@ -298,11 +298,15 @@ fn get_pods_to_delete_with_counts_equals_get_pods_to_delete() {
 fn related_pod_counts_equal_those_of_the_indirectly_related_pods() {
     // Upstream getIndirectlyRelatedPods, as kubeplane computed it before counting from its
     // cache: every sibling's selected pods of the namespace, in name order, de-duplicated by UID.
-    fn related_pods(cache: &Cache, rs: &ReplicaSet, pods: &[Arc<Pod>]) -> Vec<Arc<Pod>> {
+    fn related_pods(
+        cache: &Cache,
+        rs: &ReplicaSet,
+        pods: &[Arc<StoredPod>],
+    ) -> Vec<Arc<StoredPod>> {
         let Some(c) = controller_of(&rs.metadata) else {
             return Vec::new();
         };
-        let mut by_name: Vec<&Arc<Pod>> = pods.iter().collect();
+        let mut by_name: Vec<&Arc<StoredPod>> = pods.iter().collect();
         by_name.sort_by_key(|p| p.metadata.name.clone());
         let mut seen = std::collections::BTreeSet::new();
         let mut related = Vec::new();
@@ -340,10 +344,10 @@ fn related_pod_counts_equal_those_of_the_indirectly_related_pods() {
     let mut deduplicated = false;
     for seed in 0..20 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let pods: Vec<Arc<Pod>> = (0..60)
+        let pods: Vec<Arc<StoredPod>> = (0..60)
             .map(|i| {
                 let pod = random_ranked_pod(&mut rng, &format!("p{i:02}"), now);
-                let mut b = PodBuilder::from(Pod::clone(&pod))
+                let mut b = PodBuilder::from(pod.to_k8s())
                     .label("app", ["web", "db"][rng.random_range(0..2)]);
                 if rng.random_bool(0.4) {
                     b = b.label("tier", "fe");

@@ -29,17 +29,19 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                 }
                 2 => {
                     // Someone makes a random pod ready.
-                    let pods: Vec<Arc<Pod>> = client.store.pods().cloned().collect();
+                    let pods: Vec<Arc<StoredPod>> = client.store.pods().cloned().collect();
                     if let Some(p) = pods.get(rng.random_range(0..pods.len().max(1))) {
-                        let mut p = Pod::clone(p);
+                        let mut p = StoredPod::clone(p);
                         let t = client.store.timestamp(client.now).0;
                         p.status = pod_builder("x").ready_since(Some(t)).build().status;
-                        client.update_status(Object::Pod(Arc::new(p))).unwrap();
+                        client
+                            .update_status(Object::Pod(Arc::new(p.into())))
+                            .unwrap();
                     }
                 }
                 3 => {
                     // Someone deletes a random pod.
-                    let pods: Vec<Arc<Pod>> = client.store.pods().cloned().collect();
+                    let pods: Vec<Arc<StoredPod>> = client.store.pods().cloned().collect();
                     if let Some(p) = pods.get(rng.random_range(0..pods.len().max(1))) {
                         let key = ObjectKey::new(
                             Kind::Pod,

@@ -9,7 +9,9 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
-use kubeplane_api::{ApiError, Client, Component, DeleteOptions, Kind, Object, ObjectKey};
+use kubeplane_api::{
+    ApiError, Client, Component, DeleteOptions, Kind, Object, ObjectKey, StoredPod,
+};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_registry::testing::TestClient;
@@ -58,7 +60,7 @@ trait ReplicaSetPod {
     fn owned_by(self, rs: &Object) -> Self;
     fn terminating(self) -> Self;
     fn build(self) -> Pod;
-    fn arc(self) -> Arc<Pod>;
+    fn arc(self) -> Arc<StoredPod>;
     fn object(self) -> Object;
 }
 
@@ -75,11 +77,11 @@ impl ReplicaSetPod for PodBuilder {
     fn build(self) -> Pod {
         self.obj()
     }
-    fn arc(self) -> Arc<Pod> {
-        Arc::new(self.obj())
+    fn arc(self) -> Arc<StoredPod> {
+        Arc::new(self.obj().into())
     }
     fn object(self) -> Object {
-        Object::Pod(Arc::new(self.obj()))
+        Object::Pod(Arc::new(self.obj().into()))
     }
 }
 
@@ -138,7 +140,7 @@ fn set_replicas(client: &mut TestClient, name: &str, replicas: i32) {
     client.update(rs_object(rs)).unwrap();
 }
 
-fn pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<Pod>> {
+fn pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<StoredPod>> {
     let uid = get_rs(client, rs_name).metadata.uid.clone();
     client
         .store
@@ -148,7 +150,7 @@ fn pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<Pod>> {
         .collect()
 }
 
-fn active_pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<Pod>> {
+fn active_pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<StoredPod>> {
     pods_of(client, rs_name)
         .into_iter()
         .filter(|p| is_pod_active(p))
@@ -450,9 +452,9 @@ fn orphans_are_adopted_and_non_matching_pods_released() {
     assert_eq!(controller_of(&orphan.metadata).unwrap().uid, rs.uid());
 
     // Relabelling a pod releases it and a replacement is created.
-    let mut p = Pod::clone(client.store.get_pod("default", "owned").unwrap());
+    let mut p = StoredPod::clone(client.store.get_pod("default", "owned").unwrap());
     p.metadata.labels = Some([("app".to_string(), "debug".to_string())].into());
-    client.update(Object::Pod(Arc::new(p))).unwrap();
+    client.update(Object::Pod(Arc::new(p.into()))).unwrap();
     settle(&mut client, &mut rsc);
     let released = client.store.get_pod("default", "owned").unwrap();
     assert!(controller_of(&released.metadata).is_none());
@@ -757,4 +759,51 @@ fn related_pods_of_sibling_replica_sets_raise_the_rank() {
         rec["why"]["default/main-b"],
         "more related pods on its node (2 > 1)"
     );
+}
+
+#[test]
+fn the_pods_of_one_template_version_share_one_spec_after_creation_and_binding() {
+    let mut client = TestClient::new(1);
+    let mut rsc = ReplicaSetController::new();
+    create(&mut client, rs_object(replica_set("web", 3, "web")));
+    settle(&mut client, &mut rsc);
+    let spec = |p: &Arc<StoredPod>| Arc::clone(p.spec.as_ref().expect("a spec"));
+    let pods = pods_of(&client, "web");
+    assert_eq!(pods.len(), 3);
+    let first = spec(&pods[0]);
+    assert!(pods.iter().all(|p| Arc::ptr_eq(&spec(p), &first)));
+    for (i, p) in pods.iter().enumerate() {
+        let (ns, name) = (
+            p.metadata.namespace.as_deref().unwrap(),
+            p.metadata.name.as_deref().unwrap(),
+        );
+        let uid = p.metadata.uid.as_deref().unwrap();
+        let bound = client.bind(ns, name, uid, &format!("n{i}")).unwrap();
+        let bound = bound.as_pod().unwrap();
+        assert_eq!(
+            kubeplane_api::PodExt::node_name(&**bound),
+            Some(format!("n{i}").as_str())
+        );
+        assert!(
+            Arc::ptr_eq(bound.spec.as_ref().unwrap(), &first),
+            "binding keeps it"
+        );
+    }
+    // A new template version gets a spec of its own, shared by its pods.
+    let mut rs = ReplicaSet::clone(&get_rs(&client, "web"));
+    let template = rs.spec.as_mut().unwrap().template.as_mut().unwrap();
+    template.spec.as_mut().unwrap().containers[0].image = Some("busybox".into());
+    rs.spec.as_mut().unwrap().replicas = Some(5);
+    client.update(rs_object(rs)).unwrap();
+    settle(&mut client, &mut rsc);
+    let pods = pods_of(&client, "web");
+    assert_eq!(pods.len(), 5);
+    let new: Vec<Arc<PodSpec>> = pods
+        .iter()
+        .map(spec)
+        .filter(|s| !Arc::ptr_eq(s, &first))
+        .collect();
+    assert_eq!(new.len(), 2);
+    assert!(Arc::ptr_eq(&new[0], &new[1]));
+    assert_eq!(new[0].containers[0].image.as_deref(), Some("busybox"));
 }

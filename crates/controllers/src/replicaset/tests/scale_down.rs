@@ -48,7 +48,7 @@ fn active_pods_sort_in_the_full_upstream_order_whatever_the_input_order() {
         .iter()
         .map(|b| b.as_pod().metadata.name.clone().unwrap())
         .collect();
-    let pods: Vec<Arc<Pod>> = expected.into_iter().map(PodBuilder::arc).collect();
+    let pods: Vec<Arc<StoredPod>> = expected.into_iter().map(PodBuilder::arc).collect();
     let ctx = ctx_at(now);
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     for _ in 0..50 {
@@ -60,8 +60,12 @@ fn active_pods_sort_in_the_full_upstream_order_whatever_the_input_order() {
     }
 }
 
-fn key(b: &PodBuilder, rank: usize) -> PodSortKey<'_> {
-    PodSortKey::new(b.as_pod(), rank)
+fn stored(b: &PodBuilder) -> StoredPod {
+    b.as_pod().clone().into()
+}
+
+fn key(p: &StoredPod, rank: usize) -> PodSortKey<'_> {
+    PodSortKey::new(p, rank)
 }
 
 #[test]
@@ -115,7 +119,8 @@ fn ranked_pairs_follow_the_upstream_table() {
         (&ready_5h, 1, &ready_8h, 1),
     ];
     for (a, ra, b, rb) in equivalent {
-        let (ka, kb) = (key(a, ra), key(b, rb));
+        let (a, b) = (stored(a), stored(b));
+        let (ka, kb) = (key(&a, ra), key(&b, rb));
         assert!(
             !less(&ka, &kb, &on) && !less(&kb, &ka, &on),
             "{} ~ {}",
@@ -170,7 +175,8 @@ fn ranked_pairs_follow_the_upstream_table() {
         (&ready_2h, 1, &ready_5h, 1, "log2 buckets 42 < 44", on),
     ];
     for (a, ra, b, rb, why, ctx) in strict {
-        let (ka, kb) = (key(a, ra), key(b, rb));
+        let (a, b) = (stored(a), stored(b));
+        let (ka, kb) = (key(&a, ra), key(&b, rb));
         assert!(less(&ka, &kb, &ctx), "{why}: {} < {}", ka.name, kb.name);
         assert!(
             !less(&kb, &ka, &ctx),
@@ -208,6 +214,7 @@ fn a_same_bucket_tie_is_decided_by_uid_and_stops_there() {
         .uid("b")
         .ready_since(Some(ago(now, 5 * HOUR_SECS)))
         .restarts(5);
+    let (a, b) = (stored(&a), stored(&b));
     let (ka, kb) = (key(&a, 1), key(&b, 1));
     let (ord, rule) = compare(&ka, &kb, &ctx_at(now));
     assert_eq!(ord, std::cmp::Ordering::Less);
@@ -250,13 +257,14 @@ fn get_pods_to_delete_follows_the_upstream_cases() {
         .ready_since(Some(now))
         .arc();
     let ctx = ctx_at(now);
-    let names = |pods: &[Arc<Pod>], related: Option<&[Arc<Pod>]>, diff: usize| -> Vec<String> {
-        get_pods_to_delete(pods, related.unwrap_or(pods), diff, &ctx)
-            .victims
-            .iter()
-            .map(|p| p.metadata.name.clone().unwrap())
-            .collect()
-    };
+    let names =
+        |pods: &[Arc<StoredPod>], related: Option<&[Arc<StoredPod>]>, diff: usize| -> Vec<String> {
+            get_pods_to_delete(pods, related.unwrap_or(pods), diff, &ctx)
+                .victims
+                .iter()
+                .map(|p| p.metadata.name.clone().unwrap())
+                .collect()
+        };
     assert!(names(&[], None, 0).is_empty(), "no pods, diff 0");
     assert_eq!(
         names(&[ready_n1.clone(), not_ready.clone()], None, 2),

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kubeplane_api::{types, Client, DynamicObject, Kind, Object, ObjectKey};
+use kubeplane_api::{types, Client, DynamicObject, Kind, Object, ObjectKey, StoredPod};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_registry::testing::TestClient;
 use serde_json::{json, Value};
@@ -116,14 +116,14 @@ impl Harness {
         names
     }
 
-    pub(super) fn pod(&self, name: &str) -> Arc<Pod> {
+    pub(super) fn pod(&self, name: &str) -> Arc<kubeplane_api::StoredPod> {
         self.client.store.get_pod("default", name).cloned().unwrap()
     }
 
     /// The kubelet reports the pod `phase`, Ready when `ready`, since now.
     pub(super) fn report(&mut self, name: &str, phase: &str, ready: bool) {
         let now = self.client.clock().timestamp(self.client.now);
-        let mut pod = Pod::clone(&self.pod(name));
+        let mut pod = StoredPod::clone(&self.pod(name));
         pod.status = Some(PodStatus {
             phase: Some(phase.into()),
             conditions: Some(vec![PodCondition {
@@ -135,7 +135,7 @@ impl Harness {
             ..Default::default()
         });
         self.client
-            .update_status(Object::Pod(Arc::new(pod)))
+            .update_status(Object::Pod(Arc::new(pod.into())))
             .unwrap();
         self.settle();
     }

@@ -19,7 +19,9 @@ fn pod(name: &str, owned: bool, uid: Option<&str>) -> Object {
         "apiVersion": "v1", "kind": "Pod", "metadata": meta,
         "spec": {"containers": [{"name": "main", "image": "busybox"}]},
     });
-    Object::Pod(Arc::new(serde_json::from_value(pod).unwrap()))
+    Object::Pod(Arc::new(
+        serde_json::from_value::<kubeplane_api::StoredPod>(pod).unwrap(),
+    ))
 }
 
 /// The cached pods' names, sorted (the cache is hashed).

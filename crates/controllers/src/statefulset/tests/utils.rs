@@ -2,9 +2,10 @@
 //! storage, maxUnavailable, claim ownership under the retention policy, revisions.
 
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kubeplane_api::StoredPod;
 
 use super::{set_manifest, typed_set};
 use crate::statefulset::utils::*;
@@ -29,7 +30,7 @@ fn pod_names_give_their_parent_and_ordinal() {
     }
 }
 
-fn member(set: &StatefulSet, o: i64) -> Pod {
+fn member(set: &StatefulSet, o: i64) -> StoredPod {
     new_pod(set, o, "web-rev")
 }
 
@@ -56,7 +57,7 @@ fn a_new_pod_has_the_identity_and_storage_of_its_ordinal() {
 #[test]
 fn identity_and_storage_stop_matching_when_a_pod_drifts() {
     let set = typed_set(set_manifest("web", 3, &[]));
-    type Drift = fn(&mut Pod);
+    type Drift = fn(&mut StoredPod);
     let cases: &[(&str, Drift, bool, bool)] = &[
         (
             "another namespace",
@@ -78,16 +79,11 @@ fn identity_and_storage_stop_matching_when_a_pod_drifts() {
             false,
             true,
         ),
-        (
-            "no volumes",
-            |p| p.spec.as_mut().unwrap().volumes = None,
-            true,
-            false,
-        ),
+        ("no volumes", |p| p.spec_mut().volumes = None, true, false),
         (
             "another claim",
             |p| {
-                let v = &mut p.spec.as_mut().unwrap().volumes.as_mut().unwrap()[0];
+                let v = &mut p.spec_mut().volumes.as_mut().unwrap()[0];
                 v.persistent_volume_claim.as_mut().unwrap().claim_name = "datadir-web-2".into();
             },
             true,
@@ -182,8 +178,8 @@ fn policy_set(name: &str, uid: &str, replicas: i32, scaled: &str, deleted: &str)
     set
 }
 
-fn bare_pod(name: &str, uid: &str) -> Pod {
-    let mut pod = Pod::default();
+fn bare_pod(name: &str, uid: &str) -> StoredPod {
+    let mut pod = StoredPod::default();
     pod.metadata.name = Some(name.into());
     pod.metadata.uid = Some(uid.into());
     pod

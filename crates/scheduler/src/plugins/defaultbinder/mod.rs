@@ -51,7 +51,7 @@ mod tests {
         let mut client = TestClient::new(0);
         let created = kubeplane_registry::client::create(
             &mut client.store,
-            Object::Pod(Arc::new(PodBuilder::new("foo").obj())),
+            Object::Pod(Arc::new(PodBuilder::new("foo").obj().into())),
             client.now,
         )
         .unwrap();

@@ -14,10 +14,11 @@ mod victims;
 #[cfg(test)]
 mod victims_tests;
 
+use kubeplane_api::StoredPod;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use kubeplane_api::{ApiError, Client, DeleteOptions, Kind, ObjectKey};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::version::changes;
@@ -239,7 +240,7 @@ impl PostFilterPlugin for DefaultPreemption {
 
 /// Whether the pod is terminating because the scheduler preempted it: deletion requested and
 /// its first DisruptionTarget condition True with reason PreemptionByScheduler.
-pub fn pod_terminating_by_preemption(pod: &Pod) -> bool {
+pub fn pod_terminating_by_preemption(pod: &StoredPod) -> bool {
     if pod.metadata.deletion_timestamp.is_none() {
         return false;
     }

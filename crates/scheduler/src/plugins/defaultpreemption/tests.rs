@@ -65,7 +65,7 @@ impl Env {
             for p in &pods {
                 kubeplane_registry::client::create(
                     &mut client.store,
-                    Object::Pod(Arc::new(p.clone())),
+                    Object::Pod(Arc::new(p.clone().into())),
                     SimTime::ZERO,
                 )
                 .unwrap();
@@ -118,11 +118,11 @@ impl Env {
         let obj = preemptor.obj();
         kubeplane_registry::client::create(
             &mut self.client.store,
-            Object::Pod(Arc::new(obj.clone())),
+            Object::Pod(Arc::new(obj.clone().into())),
             SimTime::ZERO,
         )
         .unwrap();
-        let pod = PodInfo::new(Arc::new(obj));
+        let pod = PodInfo::new(Arc::new(obj.into()));
         let snap = snapshot(self.nodes.clone());
         let mut state = CycleState::new();
         let pre = self.fwk.run_pre_filter_plugins(&mut state, &pod, &snap);
@@ -563,7 +563,7 @@ fn lower_priority_pods_nominated_to_the_node_lose_their_nomination() {
     let waiting = pod("waiting", 50, "100m").nominated("node1");
     kubeplane_registry::client::create(
         &mut env.client.store,
-        Object::Pod(Arc::new(waiting.clone().obj())),
+        Object::Pod(Arc::new(waiting.clone().obj().into())),
         SimTime::ZERO,
     )
     .unwrap();

@@ -134,7 +134,7 @@ fn random_nominated(
         if rng.random_bool(0.3) {
             let pods = (0..rng.random_range(1..3))
                 .map(|i| random_pod(rng, &format!("nominated-{}-{i}", n.name)).nominated(&n.name))
-                .map(|p| Arc::new(PodInfo::new(Arc::new(p.obj()))))
+                .map(|p| Arc::new(PodInfo::new(Arc::new(p.obj().into()))))
                 .collect();
             nominated.insert(n.name.clone(), pods);
         }
@@ -173,7 +173,7 @@ fn the_direct_way_finds_the_same_victims_as_the_general_way_on_random_clusters()
     for seed in 0..400 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let nodes = random_nodes(&mut rng);
-        let pod = PodInfo::new(Arc::new(random_preemptor(&mut rng).obj()));
+        let pod = PodInfo::new(Arc::new(random_preemptor(&mut rng).obj().into()));
         let nominated = random_nominated(&mut rng, &nodes);
         let pdbs = random_pdbs(&mut rng);
         let snap = snapshot(nodes.clone());

@@ -10,10 +10,10 @@ mod scoring;
 mod tests;
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 
 use crate::cache::Snapshot;
@@ -304,13 +304,13 @@ impl Plugin for InterPodAffinity {
     }
 }
 
-fn terms_of(pod: &Pod) -> PodAffinityTerms {
+fn terms_of(pod: &StoredPod) -> PodAffinityTerms {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     PodAffinityTerms::parse(ns, pod.spec.as_ref().and_then(|s| s.affinity.as_ref()))
         .unwrap_or_default()
 }
 
-fn matches_all(terms: &[AffinityTerm], pod: &Pod) -> bool {
+fn matches_all(terms: &[AffinityTerm], pod: &StoredPod) -> bool {
     static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
     matches_all_terms(
         terms,
@@ -319,7 +319,7 @@ fn matches_all(terms: &[AffinityTerm], pod: &Pod) -> bool {
     )
 }
 
-fn is_assigned(p: &Pod) -> bool {
+fn is_assigned(p: &StoredPod) -> bool {
     p.node_name().is_some_and(|n| !n.is_empty())
 }
 
@@ -327,7 +327,7 @@ fn is_assigned(p: &Pod) -> bool {
 /// to match), stops matching its anti-affinity terms (updated), or was deleted while matching
 /// them. Changes of unscheduled pods never help.
 fn is_schedulable_after_pod_change(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
@@ -373,7 +373,7 @@ fn is_schedulable_after_pod_change(
 /// Queue when the added or updated node has the topology key of one of the pod's required
 /// (anti-)affinity terms.
 fn is_schedulable_after_node_change(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {

@@ -590,10 +590,11 @@ fn args_are_validated() {
 #[test]
 fn queueing_hints() {
     use crate::framework::EventObject;
-    let pod = PodBuilder::new("p")
+    let pod: kubeplane_api::StoredPod = PodBuilder::new("p")
         .pod_affinity_required(security_s1("region"))
         .pod_anti_affinity_required(service_in(&["scan"], "region"))
-        .obj();
+        .obj()
+        .into();
     let s1 = PodBuilder::new("a")
         .label("security", "S1")
         .node("m1")
@@ -606,8 +607,18 @@ fn queueing_hints() {
         .obj();
     let hint = |old: Option<&k8s_openapi::api::core::v1::Pod>,
                 new: Option<&k8s_openapi::api::core::v1::Pod>| {
-        is_schedulable_after_pod_change(&pod, old.map(EventObject::Pod), new.map(EventObject::Pod))
-            .unwrap()
+        is_schedulable_after_pod_change(
+            &pod,
+            old.cloned()
+                .map(kubeplane_api::StoredPod::from)
+                .as_ref()
+                .map(EventObject::Pod),
+            new.cloned()
+                .map(kubeplane_api::StoredPod::from)
+                .as_ref()
+                .map(EventObject::Pod),
+        )
+        .unwrap()
     };
     assert_eq!(
         hint(None, Some(&s1)),

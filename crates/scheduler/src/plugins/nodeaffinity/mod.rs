@@ -2,7 +2,8 @@
 //! affinity must match the node, preferred terms add their weights to its score; the plugin's
 //! `addedAffinity` args apply to every pod (upstream `plugins/nodeaffinity/node_affinity.go`).
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
+use kubeplane_api::StoredPod;
 use kubeplane_core::nodeaffinity::{
     required_node_names, NodeNameRestriction, NodeSelectorMatcher, PreferredNodeAffinity,
     RequiredNodeAffinity,
@@ -293,7 +294,7 @@ fn node_name_and_labels(n: &Node) -> (&str, &std::collections::BTreeMap<String, 
 /// an update turns a non-matching node into a matching one.
 fn is_schedulable_after_node_change(
     added: Option<&NodeSelectorMatcher>,
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
@@ -304,7 +305,7 @@ fn is_schedulable_after_node_change(
     }
     static NO_SPEC: std::sync::LazyLock<k8s_openapi::api::core::v1::PodSpec> =
         std::sync::LazyLock::new(Default::default);
-    let required = RequiredNodeAffinity::from_pod(pod.spec.as_ref().unwrap_or(&NO_SPEC));
+    let required = RequiredNodeAffinity::from_pod(pod.spec().unwrap_or(&NO_SPEC));
     let matches = |n: &Node| -> Result<bool, String> {
         let (name, labels) = node_name_and_labels(n);
         let m = required.matches(name, labels);

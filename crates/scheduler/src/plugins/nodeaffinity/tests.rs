@@ -325,7 +325,10 @@ fn args_validation() {
 
 #[test]
 fn node_change_hints() {
-    let pod = PodBuilder::new("p").node_selector("foo", "bar").obj();
+    let pod: kubeplane_api::StoredPod = PodBuilder::new("p")
+        .node_selector("foo", "bar")
+        .obj()
+        .into();
     let matching = NodeBuilder::new("n").label("foo", "bar").obj();
     let other = NodeBuilder::new("n").label("foo", "baz").obj();
     let pl = NodeAffinity::default();

@@ -12,7 +12,8 @@
 
 pub mod features;
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use k8s_openapi::api::core::v1::PodSpec;
+use kubeplane_api::StoredPod;
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::version::{v1, KubeVersion, Versioned};
 
@@ -73,7 +74,7 @@ impl NodeDeclaredFeatures {
         features::infer_for_scheduling(spec, self.version)
     }
 
-    fn required_by(&self, pod: &Pod) -> Vec<&'static str> {
+    fn required_by(&self, pod: &StoredPod) -> Vec<&'static str> {
         pod.spec
             .as_ref()
             .map(|s| self.required(s))
@@ -175,7 +176,7 @@ impl NodeDeclaredFeatures {
     /// Queue on a node add, or when a node's declared features changed.
     fn is_schedulable_after_node_change(
         &self,
-        _pod: &Pod,
+        _pod: &StoredPod,
         old: Option<EventObject<'_>>,
         new: Option<EventObject<'_>>,
     ) -> Result<QueueingHint, String> {
@@ -191,7 +192,7 @@ impl NodeDeclaredFeatures {
     /// Queue when the waiting pod itself was updated and now requires other features.
     fn is_schedulable_after_pod_update(
         &self,
-        pod: &Pod,
+        pod: &StoredPod,
         old: Option<EventObject<'_>>,
         new: Option<EventObject<'_>>,
     ) -> Result<QueueingHint, String> {

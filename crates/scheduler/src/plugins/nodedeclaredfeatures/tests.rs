@@ -67,7 +67,7 @@ fn node(declared: Option<&[&str]>) -> NodeInfo {
 
 /// PreFilter, then Filter unless skipped.
 fn run(pl: &NodeDeclaredFeatures, pod: Pod, node: &NodeInfo) -> Status {
-    let pod = PodInfo::new(Arc::new(pod));
+    let pod = PodInfo::new(Arc::new(pod.into()));
     let mut state = CycleState::new();
     let (result, st) = pl.pre_filter(&mut state, &pod, &snapshot(vec![]));
     assert!(result.is_none(), "PreFilter never narrows the nodes");
@@ -289,7 +289,7 @@ fn pre_filter_and_filter_by_release() {
 #[test]
 fn filter_without_its_pre_filter_state_is_an_error() {
     let pl = plugin("1.37.0");
-    let pod = PodInfo::new(Arc::new(PodBuilder::new("p").obj()));
+    let pod = PodInfo::new(Arc::new(PodBuilder::new("p").obj().into()));
     let st = pl.filter(&CycleState::new(), &pod, &node(None));
     assert_eq!(st.code, Code::Error);
     assert!(
@@ -306,7 +306,7 @@ fn queueing_hints_follow_declared_features_and_the_pods_own_requirements() {
     assert_eq!(events.len(), 2);
     let node_hint = events[0].hint.clone().unwrap();
     let pod_hint = events[1].hint.clone().unwrap();
-    let waiting = restart_rule_pod("RestartAllContainers", false);
+    let waiting: kubeplane_api::StoredPod = restart_rule_pod("RestartAllContainers", false).into();
     let stored = |d: &[&str]| StoredNode {
         node: NodeBuilder::new("n").obj(),
         declared_features: Some(d.iter().map(|s| s.to_string()).collect()),
@@ -337,7 +337,7 @@ fn queueing_hints_follow_declared_features_and_the_pods_own_requirements() {
     }
     let mut waiting_uid = waiting.clone();
     waiting_uid.metadata.uid = Some("w".into());
-    let mut relaxed = PodBuilder::new("p").obj();
+    let mut relaxed: kubeplane_api::StoredPod = PodBuilder::new("p").obj().into();
     relaxed.metadata.uid = Some("w".into());
     let mut other = relaxed.clone();
     other.metadata.uid = Some("other".into());

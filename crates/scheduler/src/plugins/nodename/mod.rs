@@ -1,8 +1,8 @@
 //! NodeName (Filter): a pod with `spec.nodeName` set only fits the node of that name
 //! (upstream `plugins/nodename/node_name.go`).
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 
 use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EventObject, EventResource,
@@ -50,7 +50,7 @@ impl FilterPlugin for NodeName {
 
 /// Queue when the added node is the one the pod names (or the pod names none).
 fn is_schedulable_after_node_add(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn node_add_hint_queues_only_for_the_named_node() {
-        let pod = PodBuilder::new("p").node("foo").obj();
+        let pod: kubeplane_api::StoredPod = PodBuilder::new("p").node("foo").obj().into();
         let foo: kubeplane_api::StoredNode = NodeBuilder::new("foo").obj().into();
         let bar: kubeplane_api::StoredNode = NodeBuilder::new("bar").obj().into();
         let hint =

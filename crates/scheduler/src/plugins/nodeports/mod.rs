@@ -1,8 +1,8 @@
 //! NodePorts (PreFilter, Filter): a pod's host ports must be free on the node (upstream
 //! `plugins/nodeports/node_ports.go`).
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 
 use crate::cache::Snapshot;
 use crate::framework::{
@@ -31,7 +31,7 @@ pub struct NodePorts;
 /// regular containers and of the restartable (sidecar) init containers, which run for the
 /// pod's whole life; a plain init container's ports are free again once it finished. Empty IP
 /// means 0.0.0.0 and empty protocol TCP.
-pub fn host_ports(pod: &Pod) -> Vec<HostPort> {
+pub fn host_ports(pod: &StoredPod) -> Vec<HostPort> {
     let Some(spec) = pod.spec.as_ref() else {
         return Vec::new();
     };
@@ -126,7 +126,7 @@ impl FilterPlugin for NodePorts {
 
 /// Queue when the deleted pod was bound or nominated and used a port the waiting pod wants.
 fn is_schedulable_after_pod_deleted(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {

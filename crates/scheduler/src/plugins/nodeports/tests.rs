@@ -85,11 +85,12 @@ fn node_ports() {
 
 #[test]
 fn host_ports_of_a_pod() {
-    let pod = PodBuilder::new("p")
+    let pod: kubeplane_api::StoredPod = PodBuilder::new("p")
         .init_host_port("", "", 80, false)
         .init_host_port("", "UDP", 81, true)
         .host_port("10.0.0.1", "", 82)
-        .obj();
+        .obj()
+        .into();
     let want = vec![
         HostPort {
             ip: "0.0.0.0".into(),
@@ -111,7 +112,8 @@ fn host_ports_of_a_pod() {
 
 #[test]
 fn pod_deleted_hints() {
-    let pod = PodBuilder::new("p").host_port("", "TCP", 8080).obj();
+    let pod: kubeplane_api::StoredPod =
+        PodBuilder::new("p").host_port("", "TCP", 8080).obj().into();
     let cases = [
         (
             "a deleted bound pod using the wanted port queues the pod",
@@ -150,7 +152,8 @@ fn pod_deleted_hints() {
     ];
     for (name, deleted, want) in cases {
         let got =
-            is_schedulable_after_pod_deleted(&pod, Some(EventObject::Pod(&deleted)), None).unwrap();
+            is_schedulable_after_pod_deleted(&pod, Some(EventObject::Pod(&deleted.into())), None)
+                .unwrap();
         assert_eq!(got, want, "{name}");
     }
 }

@@ -1,8 +1,9 @@
 //! NodeResourcesFit (PreFilter, Filter, PreScore, Score): the node must have room for the
 //! pod's requests; nodes are scored by the configured strategy (upstream `fit.go`).
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::resources::{
     is_extended_resource_name, node_allocatable, pod_requests, Resources,
@@ -388,14 +389,14 @@ impl ScorePlugin for Fit {
     }
 }
 
-fn requests_of(pod: &Pod) -> Result<Resources, String> {
+fn requests_of(pod: &StoredPod) -> Result<Resources, String> {
     match pod.spec.as_ref() {
         Some(spec) => pod_requests(spec).map_err(|e| e.to_string()),
         None => Ok(Resources::default()),
     }
 }
 
-fn node_name_of(pod: &Pod) -> &str {
+fn node_name_of(pod: &StoredPod) -> &str {
     pod.node_name().unwrap_or("")
 }
 
@@ -403,7 +404,7 @@ fn node_name_of(pod: &Pod) -> &str {
 /// pod itself or a bound pod shrank a resource the waiting pod requests.
 pub(super) fn is_schedulable_after_pod_event(
     in_place: bool,
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
@@ -453,7 +454,7 @@ pub(super) fn is_schedulable_after_pod_event(
 /// Queue when the pod fits the (empty) added node, or an update grew a resource the pod
 /// requests (or the pod count) on a node it fits.
 pub(super) fn is_schedulable_after_node_change(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {

@@ -532,9 +532,10 @@ fn balanced_allocation_args_validation() {
 
 #[test]
 fn node_change_hints() {
-    let pod = PodBuilder::new("p")
+    let pod: kubeplane_api::StoredPod = PodBuilder::new("p")
         .req(&[("cpu", "2"), ("memory", "2Gi")])
-        .obj();
+        .obj()
+        .into();
     let small = NodeBuilder::new("n")
         .alloc(&[("cpu", "1"), ("memory", "4Gi"), ("pods", "10")])
         .obj();
@@ -608,9 +609,10 @@ fn node_change_hints() {
 
 #[test]
 fn pod_event_hints() {
-    let pod = PodBuilder::new("p").req(&[("cpu", "2")]).obj();
+    let pod: kubeplane_api::StoredPod = PodBuilder::new("p").req(&[("cpu", "2")]).obj().into();
     let deleted = |p: &Pod| {
-        is_schedulable_after_pod_event(true, &pod, Some(EventObject::Pod(p)), None).unwrap()
+        is_schedulable_after_pod_event(true, &pod, Some(EventObject::Pod(&p.clone().into())), None)
+            .unwrap()
     };
     assert_eq!(
         deleted(&PodBuilder::new("e").node("n").obj()),
@@ -632,8 +634,8 @@ fn pod_event_hints() {
         is_schedulable_after_pod_event(
             true,
             &pod,
-            Some(EventObject::Pod(old)),
-            Some(EventObject::Pod(new)),
+            Some(EventObject::Pod(&old.clone().into())),
+            Some(EventObject::Pod(&new.clone().into())),
         )
         .unwrap()
     };
@@ -661,7 +663,7 @@ fn pod_event_hints() {
     );
     let me_big = PodBuilder::new("p").req(&[("cpu", "3")]).obj();
     assert_eq!(
-        updated(&me_big, &pod),
+        updated(&me_big, &pod.to_k8s()),
         QueueingHint::Queue,
         "the waiting pod itself scaled down"
     );
@@ -669,8 +671,8 @@ fn pod_event_hints() {
         is_schedulable_after_pod_event(
             false,
             &pod,
-            Some(EventObject::Pod(&big)),
-            Some(EventObject::Pod(&less_cpu))
+            Some(EventObject::Pod(&big.clone().into())),
+            Some(EventObject::Pod(&less_cpu.clone().into()))
         )
         .unwrap(),
         QueueingHint::QueueSkip,

@@ -2,9 +2,10 @@
 //! tolerate the `node.kubernetes.io/unschedulable:NoSchedule` taint (upstream
 //! `plugins/nodeunschedulable/node_unschedulable.go`).
 
+use kubeplane_api::StoredPod;
 use std::sync::LazyLock;
 
-use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::core::v1::{Node, Taint};
 use kubeplane_core::taints::{tolerates_any, EFFECT_NO_SCHEDULE};
 
 use crate::framework::{
@@ -89,7 +90,7 @@ fn node_unschedulable(n: &Node) -> bool {
 
 /// Queue when a schedulable node is added or a node stops being unschedulable.
 fn is_schedulable_after_node_change(
-    _pod: &Pod,
+    _pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
@@ -104,7 +105,7 @@ fn is_schedulable_after_node_change(
 
 /// Queue when the waiting pod itself now tolerates the unschedulable taint.
 fn is_schedulable_after_pod_toleration_change(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
@@ -128,6 +129,7 @@ fn is_schedulable_after_pod_toleration_change(
 mod tests {
     use super::*;
     use crate::plugins::testing::{toleration, NodeBuilder, PodBuilder, PodBuilderExt};
+    use k8s_openapi::api::core::v1::Pod;
 
     #[test]
     fn filter() {
@@ -166,7 +168,7 @@ mod tests {
 
     #[test]
     fn node_change_hints() {
-        let pod = PodBuilder::new("p").obj();
+        let pod: kubeplane_api::StoredPod = PodBuilder::new("p").obj().into();
         let sched = NodeBuilder::new("n").obj();
         let unsched = NodeBuilder::new("n").unschedulable(true).obj();
         let hint = |old: Option<&Node>, new: &Node| {
@@ -204,7 +206,7 @@ mod tests {
 
     #[test]
     fn pod_toleration_hints() {
-        let pod = PodBuilder::new("p").obj();
+        let pod: kubeplane_api::StoredPod = PodBuilder::new("p").obj().into();
         let tol = toleration(TAINT_NODE_UNSCHEDULABLE, "Exists", "", "NoSchedule");
         let same_tolerating = PodBuilder::new("p").toleration(tol.clone()).obj();
         let same_other = PodBuilder::new("p")
@@ -215,7 +217,7 @@ mod tests {
             is_schedulable_after_pod_toleration_change(
                 &pod,
                 Some(EventObject::Pod(&pod)),
-                Some(EventObject::Pod(new)),
+                Some(EventObject::Pod(&new.clone().into())),
             )
             .unwrap()
         };

@@ -12,10 +12,11 @@ mod scoring_tests;
 mod tests;
 
 use kubeplane_api::PodExt;
+use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodSpec, TopologySpreadConstraint};
+use k8s_openapi::api::core::v1::{Node, PodSpec, TopologySpreadConstraint};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::labels::{from_optional, is_qualified_name, Requirement, Selector};
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
@@ -245,7 +246,7 @@ impl PodTopologySpread {
     /// has no Services, ReplicationControllers or StatefulSets).
     fn default_constraints_for(
         &self,
-        pod: &Pod,
+        pod: &StoredPod,
         action: &str,
         snapshot: Option<&Snapshot>,
     ) -> Result<Vec<Constraint>, String> {
@@ -277,7 +278,7 @@ impl PodTopologySpread {
     /// `getConstraints` for DoNotSchedule).
     pub(crate) fn constraints(
         &self,
-        pod: &Pod,
+        pod: &StoredPod,
         action: &str,
         snapshot: Option<&Snapshot>,
     ) -> Result<Vec<Constraint>, String> {
@@ -297,7 +298,7 @@ impl PodTopologySpread {
 
 /// The selector of the ReplicaSet (apps/v1) that controls the pod, empty when there is none
 /// (upstream `helper.DefaultSelector`).
-fn default_selector(pod: &Pod, snapshot: &Snapshot) -> Selector {
+fn default_selector(pod: &StoredPod, snapshot: &Snapshot) -> Selector {
     let owner = pod
         .metadata
         .owner_references
@@ -465,7 +466,7 @@ impl Plugin for PodTopologySpread {
     }
 }
 
-fn labels_of(p: &Pod) -> &BTreeMap<String, String> {
+fn labels_of(p: &StoredPod) -> &BTreeMap<String, String> {
     static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
     p.metadata.labels.as_ref().unwrap_or(&NO_LABELS)
 }
@@ -484,7 +485,7 @@ fn node_labels_of(n: &Node) -> &BTreeMap<String, String> {
 
 /// Whether `other` takes part in the spreading of `pod`: the pod itself, or an assigned pod in
 /// its namespace.
-fn involved_in_spreading(other: &Pod, pod: &Pod) -> bool {
+fn involved_in_spreading(other: &StoredPod, pod: &StoredPod) -> bool {
     uid_of(other) == uid_of(pod)
         || (other.node_name().is_some_and(|n| !n.is_empty())
             && other.metadata.namespace == pod.metadata.namespace)
@@ -496,7 +497,7 @@ impl PodTopologySpread {
     /// got new tolerations and a constraint honors taints.
     fn is_schedulable_after_pod_change(
         &self,
-        pod: &Pod,
+        pod: &StoredPod,
         old: Option<EventObject<'_>>,
         new: Option<EventObject<'_>>,
     ) -> Result<QueueingHint, String> {
@@ -513,7 +514,7 @@ impl PodTopologySpread {
         match (old, new) {
             (Some(old), Some(new)) => {
                 // Semantic equality: an absent list equals an empty one.
-                fn tolerations(p: &Pod) -> &[k8s_openapi::api::core::v1::Toleration] {
+                fn tolerations(p: &StoredPod) -> &[k8s_openapi::api::core::v1::Toleration] {
                     p.spec
                         .as_ref()
                         .and_then(|s| s.tolerations.as_deref())
@@ -551,7 +552,7 @@ impl PodTopologySpread {
     /// them.
     fn is_schedulable_after_node_change(
         &self,
-        pod: &Pod,
+        pod: &StoredPod,
         old: Option<EventObject<'_>>,
         new: Option<EventObject<'_>>,
     ) -> Result<QueueingHint, String> {

@@ -265,7 +265,7 @@ struct PodInfoBuilder(k8s_openapi::api::core::v1::Pod);
 
 impl PodInfoBuilder {
     fn info(self) -> crate::framework::PodInfo {
-        crate::framework::PodInfo::new(Arc::new(self.0))
+        crate::framework::PodInfo::new(Arc::new(self.0.into()))
     }
 }
 
@@ -497,9 +497,10 @@ fn args_are_defaulted_and_validated() {
 fn queueing_hints() {
     use crate::framework::EventObject;
     let pl = plugin();
-    let pod = foo_pod("p")
+    let pod: kubeplane_api::StoredPod = foo_pod("p")
         .spread(spread(1, "zone", DO_NOT_SCHEDULE, foo_exists()))
-        .obj();
+        .obj()
+        .into();
     let matching = foo_pod("a").node("n1").obj();
     let other = PodBuilder::new("b").node("n1").obj();
     let other_ns = foo_pod("c").namespace("ns2").node("n1").obj();
@@ -507,8 +508,14 @@ fn queueing_hints() {
                     new: Option<&k8s_openapi::api::core::v1::Pod>| {
         pl.is_schedulable_after_pod_change(
             &pod,
-            old.map(EventObject::Pod),
-            new.map(EventObject::Pod),
+            old.cloned()
+                .map(kubeplane_api::StoredPod::from)
+                .as_ref()
+                .map(EventObject::Pod),
+            new.cloned()
+                .map(kubeplane_api::StoredPod::from)
+                .as_ref()
+                .map(EventObject::Pod),
         )
         .unwrap()
     };

@@ -6,7 +6,7 @@ use crate::framework::{
     PreEnqueuePlugin, QueueingHint, Status,
 };
 use crate::plugins::helper::{pod_event, uid_of};
-use k8s_openapi::api::core::v1::Pod;
+use kubeplane_api::StoredPod;
 
 pub const NAME: &str = "SchedulingGates";
 
@@ -48,7 +48,7 @@ impl PreEnqueuePlugin for SchedulingGates {
 
 /// Queue only when the pod whose gates were removed is the waiting pod itself.
 fn is_schedulable_after_gates_eliminated(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
@@ -64,6 +64,7 @@ mod tests {
     use super::*;
     use crate::framework::Code;
     use crate::plugins::testing::{PodBuilder, PodBuilderExt};
+    use k8s_openapi::api::core::v1::Pod;
 
     #[test]
     fn pre_enqueue() {
@@ -91,14 +92,15 @@ mod tests {
 
     #[test]
     fn hint_queues_only_the_pod_whose_gates_were_removed() {
-        let pod = PodBuilder::new("p").scheduling_gate("foo").obj();
+        let pod: kubeplane_api::StoredPod =
+            PodBuilder::new("p").scheduling_gate("foo").obj().into();
         let same_new = PodBuilder::new("p").obj();
         let other_new = PodBuilder::new("other").obj();
         let hint = |new: &Pod| {
             is_schedulable_after_gates_eliminated(
                 &pod,
                 Some(EventObject::Pod(&pod)),
-                Some(EventObject::Pod(new)),
+                Some(EventObject::Pod(&new.clone().into())),
             )
             .unwrap()
         };

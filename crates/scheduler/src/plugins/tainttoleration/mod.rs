@@ -2,7 +2,8 @@
 //! NoExecute taints, and prefers nodes with fewer PreferNoSchedule taints it does not tolerate
 //! (upstream `plugins/tainttoleration/taint_toleration.go`).
 
-use k8s_openapi::api::core::v1::{Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Taint, Toleration};
+use kubeplane_api::StoredPod;
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::taints::{
     find_untolerated_taint, tolerates_any, EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE,
@@ -159,7 +160,7 @@ fn node_taints(n: &k8s_openapi::api::core::v1::Node) -> &[Taint] {
         .unwrap_or(&[])
 }
 
-fn pod_tolerations(p: &Pod) -> &[Toleration] {
+fn pod_tolerations(p: &StoredPod) -> &[Toleration] {
     p.spec
         .as_ref()
         .and_then(|s| s.tolerations.as_deref())
@@ -169,7 +170,7 @@ fn pod_tolerations(p: &Pod) -> &[Toleration] {
 /// Queue when the node had an untolerated NoSchedule/NoExecute taint before (an added node
 /// counts as having had one) and has none now.
 fn is_schedulable_after_node_change(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {
@@ -186,7 +187,7 @@ fn is_schedulable_after_node_change(
 
 /// Queue when the updated pod is the waiting pod itself.
 fn is_schedulable_after_pod_toleration_change(
-    pod: &Pod,
+    pod: &StoredPod,
     old: Option<EventObject<'_>>,
     new: Option<EventObject<'_>>,
 ) -> Result<QueueingHint, String> {

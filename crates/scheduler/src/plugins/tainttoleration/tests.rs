@@ -7,6 +7,7 @@ use crate::framework::Code;
 use crate::plugins::testing::{
     snapshot, taint, toleration, NodeBuilder, PodBuilder, PodBuilderExt,
 };
+use k8s_openapi::api::core::v1::Pod;
 
 fn scores(pod: PodBuilder, nodes: Vec<NodeBuilder>) -> Vec<i64> {
     let pod = pod.info();
@@ -200,9 +201,10 @@ fn filter() {
 
 #[test]
 fn node_change_hints() {
-    let pod = PodBuilder::new("p")
+    let pod: kubeplane_api::StoredPod = PodBuilder::new("p")
         .toleration(toleration("foo", "Equal", "bar", "NoSchedule"))
-        .obj();
+        .obj()
+        .into();
     let tolerated = NodeBuilder::new("n")
         .taint(taint("foo", "bar", "NoSchedule"))
         .obj();
@@ -259,7 +261,7 @@ fn node_change_hints() {
 
 #[test]
 fn pod_toleration_hint_queues_only_the_waiting_pod() {
-    let pod = PodBuilder::new("p").obj();
+    let pod: kubeplane_api::StoredPod = PodBuilder::new("p").obj().into();
     let same = PodBuilder::new("p")
         .toleration(toleration("foo", "Exists", "", ""))
         .obj();
@@ -270,7 +272,7 @@ fn pod_toleration_hint_queues_only_the_waiting_pod() {
         is_schedulable_after_pod_toleration_change(
             &pod,
             Some(EventObject::Pod(&pod)),
-            Some(EventObject::Pod(n)),
+            Some(EventObject::Pod(&n.clone().into())),
         )
         .unwrap()
     };

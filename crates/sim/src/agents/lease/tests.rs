@@ -60,10 +60,13 @@ fn object(kind: &str, name: &str) -> Object {
             }
             .into(),
         )),
-        _ => Object::Pod(Arc::new(Pod {
-            metadata: meta,
-            ..Default::default()
-        })),
+        _ => Object::Pod(Arc::new(
+            Pod {
+                metadata: meta,
+                ..Default::default()
+            }
+            .into(),
+        )),
     }
 }
 
