@@ -10,7 +10,7 @@ use kubeplane_api::PodExt;
 use kubeplane_api::StoredPod;
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeplane_controllers::controller_utils::is_pod_ready;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStatus, Pod, PodCondition,
+    ContainerState, ContainerStateRunning, ContainerStatus, PodCondition,
 };
 use kubeplane_api::{SlotHint, StoredNode};
 use kubeplane_core::time::SimDuration;

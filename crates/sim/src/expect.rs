@@ -10,7 +10,6 @@ use kubeplane_api::StoredPod;
 use std::fmt;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_core::{EventRecord, SimTime};
 use kubeplane_store::{Kind, Object, Store};
 

@@ -6,7 +6,7 @@ use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{ContainerStatus, NodeSpec, Pod, PodCondition, PodStatus, Taint};
+use k8s_openapi::api::core::v1::{ContainerStatus, NodeSpec, PodCondition, PodStatus, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::StoredNode;
 use kubeplane_core::SimTime;

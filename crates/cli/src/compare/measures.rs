@@ -19,7 +19,6 @@ use kubeplane_api::PodExt;
 use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_core::resources::{node_allocatable, pod_requests};
 use kubeplane_sim::{Record, Simulation};
 

@@ -3,8 +3,7 @@
 //! apart from the agent's timers and API writes.
 
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
-    NodeCondition, Pod,
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, NodeCondition,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubeplane_api::StoredPod;

@@ -8,7 +8,6 @@
 //! last status it was given (so the local-storage warning is dropped by the filter after it,
 //! as upstream's TODO notes).
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kubeplane_api::StoredPod;
 

@@ -21,7 +21,6 @@ use kubeplane_api::PodExt;
 use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use kubeplane_api::{ApiError, Client, DeleteOptions, Kind, Object, ObjectKey, StoredNode};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
