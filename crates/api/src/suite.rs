@@ -159,7 +159,7 @@ fn with_phase(obj: &Object, phase: &str) -> Object {
         phase: Some(phase.into()),
         ..Default::default()
     });
-    Object::Pod(Arc::new(p.into()))
+    Object::Pod(Arc::new(p))
 }
 
 fn phase(obj: &Object) -> Option<String> {
@@ -223,9 +223,7 @@ fn update_status_keeps_spec(make: Factory) {
     let created = c.create(pod("a", None)).unwrap();
     let mut changed = StoredPod::clone(with_phase(&created, "Running").as_pod().unwrap());
     changed.set_node_name(Some("n9".into()));
-    let after = c
-        .update_status(Object::Pod(Arc::new(changed.into())))
-        .unwrap();
+    let after = c.update_status(Object::Pod(Arc::new(changed))).unwrap();
     assert_eq!(phase(&after).as_deref(), Some("Running"));
     let node = after.as_pod().unwrap().node_name().map(str::to_string);
     assert_eq!(node, None);
@@ -358,8 +356,7 @@ fn ready_web_pod(c: &mut dyn Client, name: &str) -> Object {
         }]),
         ..Default::default()
     });
-    c.update_status(Object::Pod(Arc::new(running.into())))
-        .unwrap()
+    c.update_status(Object::Pod(Arc::new(running))).unwrap()
 }
 
 /// A budget over `app=web` whose status allows `allowed` disruptions.

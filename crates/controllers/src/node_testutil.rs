@@ -188,9 +188,7 @@ pub fn set_pod_tolerations(client: &mut TestClient, ns: &str, name: &str, tols: 
     let mut p = StoredPod::clone(pod);
     p.metadata.resource_version = None;
     p.spec_mut().tolerations = (!tols.is_empty()).then_some(tols);
-    client
-        .update(Object::Pod(Arc::new(p.into())))
-        .expect("update pod");
+    client.update(Object::Pod(Arc::new(p))).expect("update pod");
 }
 
 pub fn delete_object(client: &mut TestClient, kind: Kind, ns: &str, name: &str) {

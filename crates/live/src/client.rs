@@ -343,7 +343,7 @@ impl Client for LiveClient {
             .map(|p| (**p).clone())
             .unwrap_or_default();
         pod.set_node_name(Some(node.to_string()));
-        Ok(Object::Pod(Arc::new(pod.into())))
+        Ok(Object::Pod(Arc::new(pod)))
     }
 
     fn update_scale(

@@ -284,7 +284,7 @@ pub fn patch_pod_status_then(
         patch(p.status.get_or_insert_with(Default::default));
         // Only the status changed: the status strategy and `BeforeUpdate` have nothing to keep
         // (the spec, ownerReferences, uid and timestamps are the current ones).
-        Ok(then(current, Object::Pod(Arc::new(p.into()))))
+        Ok(then(current, Object::Pod(Arc::new(p))))
     })
 }
 
@@ -330,7 +330,7 @@ pub fn bind(
             unreachable!("the pod bucket holds pods")
         };
         match strategy::pod::bind(pod, uid, node, ts, features, &labels) {
-            Ok(p) => Ok(Object::Pod(Arc::new(p.into()))),
+            Ok(p) => Ok(Object::Pod(Arc::new(p))),
             Err(BindError::Conflict) => Err(ApiError::Conflict { key: current.key() }),
             Err(BindError::Invalid(message)) => Err(ApiError::Invalid {
                 key: current.key(),
@@ -619,7 +619,7 @@ mod tests {
     fn bound(name: &str, node: &str) -> Object {
         let mut p = StoredPod::clone(pod(name).as_pod().unwrap());
         p.set_node_name(Some(node.into()));
-        Object::Pod(Arc::new(p.into()))
+        Object::Pod(Arc::new(p))
     }
 
     #[test]
@@ -704,7 +704,7 @@ mod tests {
             assert_eq!(err.code(), 422, "{err}");
             let mut p = StoredPod::clone(bound("a", "n1").as_pod().unwrap());
             p.metadata.creation_timestamp = None;
-            let after = api.update(Object::Pod(Arc::new(p.into()))).unwrap();
+            let after = api.update(Object::Pod(Arc::new(p))).unwrap();
             assert_eq!(after.uid(), created.uid());
             assert_eq!(
                 after.meta().creation_timestamp,

@@ -546,9 +546,7 @@ mod tests {
         let mut pod = StoredPod::clone(obj.as_pod().unwrap());
         pod.status.get_or_insert_with(Default::default).phase = Some(phase.into());
         pod.metadata.resource_version = None;
-        client
-            .update_status(Object::Pod(Arc::new(pod.into())))
-            .unwrap();
+        client.update_status(Object::Pod(Arc::new(pod))).unwrap();
     }
 
     fn second() -> Object {
@@ -622,7 +620,7 @@ mod tests {
         assert!(held(&sched, &bound));
         let mut pod = StoredPod::clone(bound.as_pod().unwrap());
         pod.status.get_or_insert_with(Default::default).message = Some("later".into());
-        let newer = Object::Pod(Arc::new(pod.into()));
+        let newer = Object::Pod(Arc::new(pod));
         let ev = WatchEvent {
             type_: EventType::Modified,
             object: newer.clone(),

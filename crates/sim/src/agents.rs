@@ -305,7 +305,7 @@ impl NodeAgents {
                 }
             }
             p.metadata.resource_version = None;
-            let _ = client.update_status(Object::Pod(Arc::new(p.into())));
+            let _ = client.update_status(Object::Pod(Arc::new(p)));
         }
     }
 
@@ -498,7 +498,7 @@ impl NodeAgents {
                 .collect(),
         );
         np.metadata.resource_version = None;
-        let _ = client.update_status(Object::Pod(Arc::new(np.into())));
+        let _ = client.update_status(Object::Pod(Arc::new(np)));
         self.schedule_end(p, &pod, now);
     }
 
@@ -536,7 +536,7 @@ impl NodeAgents {
         } else {
             restarted_pod(&pod, code, &ts)
         };
-        let _ = client.update_status(Object::Pod(Arc::new(np.into())));
+        let _ = client.update_status(Object::Pod(Arc::new(np)));
         if !terminal {
             self.schedule_end(p, &pod, now);
         }

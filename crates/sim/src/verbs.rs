@@ -250,7 +250,7 @@ impl Target<'_> {
             // The containers exit now, as the kubelet reports a run that ended.
             p = crate::agents::finished_pod(&p, *code, &ts);
         }
-        self.write(Object::Pod(Arc::new(p.into())), true)
+        self.write(Object::Pod(Arc::new(p)), true)
     }
 }
 

@@ -199,7 +199,7 @@ fn pod_with(
         r.limits = Some(requests);
     }
     f(&mut pod);
-    Object::Pod(Arc::new(pod.into()))
+    Object::Pod(Arc::new(pod))
 }
 
 /// `n` default nodes labelled `topology.kubernetes.io/zone` with `zones` in turn (upstream

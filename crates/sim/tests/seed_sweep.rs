@@ -40,7 +40,7 @@ use kubeplane_api::{PodExt, StoredPod};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::core::v1::{Node, Taint};
 use kubeplane_core::resources::{from_resource_list, pod_requests, Resources};
 use kubeplane_core::taints::{find_untolerated_taint, matching_tolerations};
 use kubeplane_core::time::SimDuration;

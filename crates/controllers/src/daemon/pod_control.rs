@@ -165,7 +165,7 @@ pub fn adopt_pod(
         &mut p.metadata,
         new_controller_ref(API_VERSION, KIND, &ds.ds.metadata),
     );
-    match client.update(Object::Pod(Arc::new(p.into()))) {
+    match client.update(Object::Pod(Arc::new(p))) {
         Ok(_) => Ok(true),
         Err(ApiError::NotFound { .. }) => Ok(false),
         Err(e) => Err(e),
@@ -186,7 +186,7 @@ pub fn release_pod(client: &mut dyn Client, ds_uid: &str, pod: &StoredPod) -> Re
     }
     let mut p = StoredPod::clone(&fresh);
     remove_owner_reference(&mut p.metadata, ds_uid);
-    match client.update(Object::Pod(Arc::new(p.into()))) {
+    match client.update(Object::Pod(Arc::new(p))) {
         Ok(_) | Err(ApiError::NotFound { .. }) | Err(ApiError::Invalid { .. }) => Ok(()),
         Err(e) => Err(e),
     }

@@ -646,7 +646,7 @@ fn adopt_pod(client: &mut dyn Client, job: &Job, pod: &StoredPod) -> Option<Arc<
         finalizers.push(JOB_TRACKING_FINALIZER.into());
     }
     p.metadata.resource_version = None;
-    match client.update(Object::Pod(Arc::new(p.into()))) {
+    match client.update(Object::Pod(Arc::new(p))) {
         Ok(Object::Pod(p)) => Some(p),
         _ => None,
     }
@@ -664,5 +664,5 @@ fn release_pod(client: &mut dyn Client, uid: &str, pod: &StoredPod) {
         f.retain(|f| f != JOB_TRACKING_FINALIZER);
     }
     p.metadata.resource_version = None;
-    let _ = client.update(Object::Pod(Arc::new(p.into())));
+    let _ = client.update(Object::Pod(Arc::new(p)));
 }

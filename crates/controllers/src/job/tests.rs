@@ -131,9 +131,7 @@ impl Harness {
             ..Default::default()
         });
         p.metadata.resource_version = None;
-        self.client
-            .update_status(Object::Pod(Arc::new(p.into())))
-            .unwrap();
+        self.client.update_status(Object::Pod(Arc::new(p))).unwrap();
     }
 
     fn end_active(&mut self, n: usize, exit_code: i32) {
@@ -669,7 +667,7 @@ fn pods_of_other_controllers_are_not_filed_until_they_are_orphaned_and_then_adop
     let mut p = StoredPod::clone(h.client.store.get_pod("default", "rs-pod").unwrap());
     p.metadata.owner_references = None;
     p.metadata.resource_version = None;
-    h.client.update(Object::Pod(Arc::new(p.into()))).unwrap();
+    h.client.update(Object::Pod(Arc::new(p))).unwrap();
     h.settle();
     assert!(h.jc.orphans["default"].contains_key("rs-pod"));
     h.create_job(json!({

@@ -56,7 +56,7 @@ pub(super) fn remove_tracking_finalizer(
         }
     }
     p.metadata.resource_version = None;
-    match client.update(Object::Pod(Arc::new(p.into()))) {
+    match client.update(Object::Pod(Arc::new(p))) {
         Ok(_) | Err(ApiError::NotFound { .. }) => Ok(()),
         Err(e) => Err(e),
     }

@@ -560,7 +560,7 @@ pub(super) fn mark_pods_not_ready(
             continue;
         }
         // Upstream `UpdatePodStatus`: the status subresource, at the version read.
-        match client.update_status(Object::Pod(Arc::new(updated.into()))) {
+        match client.update_status(Object::Pod(Arc::new(updated))) {
             Err(ApiError::NotFound { .. }) => continue,
             Err(_) => failed = true,
             Ok(_) => {}

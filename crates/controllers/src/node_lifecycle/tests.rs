@@ -505,7 +505,7 @@ fn a_silent_node_is_tainted_after_the_grace_period_and_its_pods_go_300_s_later()
     let mut p: kubeplane_api::StoredPod =
         pod("default", "web").node("n1").ready().build_pod().into();
     kubeplane_registry::admission::default_toleration_seconds(&mut p);
-    h.create(Object::Pod(Arc::new(p.into())));
+    h.create(Object::Pod(Arc::new(p)));
     h.create(
         pod("default", "db")
             .node("n1")

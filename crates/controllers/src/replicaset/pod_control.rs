@@ -69,7 +69,7 @@ pub(super) fn adopt_pod(
     }
     let mut p = StoredPod::clone(&fresh);
     add_owner_reference(&mut p.metadata, controller_ref);
-    match client.update(Object::Pod(Arc::new(p.into()))) {
+    match client.update(Object::Pod(Arc::new(p))) {
         Ok(_) => Ok(true),
         Err(ApiError::NotFound { .. }) => Ok(false),
         Err(e) => Err(e),
@@ -94,7 +94,7 @@ pub(super) fn release_pod(
     }
     let mut p = StoredPod::clone(&fresh);
     remove_owner_reference(&mut p.metadata, rs_uid);
-    match client.update(Object::Pod(Arc::new(p.into()))) {
+    match client.update(Object::Pod(Arc::new(p))) {
         Ok(_) | Err(ApiError::NotFound { .. }) | Err(ApiError::Invalid { .. }) => Ok(()),
         Err(e) => Err(e),
     }

@@ -379,7 +379,7 @@ impl StatefulSetController {
                     let mut p = StoredPod::clone(pod);
                     let cref = new_controller_ref(API_VERSION, KIND, &set.metadata);
                     add_owner_reference(&mut p.metadata, cref);
-                    match client.update(Object::Pod(Arc::new(p.into()))) {
+                    match client.update(Object::Pod(Arc::new(p))) {
                         Ok(Object::Pod(adopted)) => out.push(adopted),
                         Ok(_) => {}
                         Err(e) => errs.push(e.to_string()),
@@ -388,7 +388,7 @@ impl StatefulSetController {
                 ClaimAction::Release => {
                     let mut p = StoredPod::clone(pod);
                     remove_owner_reference(&mut p.metadata, &uid);
-                    if let Err(e) = client.update(Object::Pod(Arc::new(p.into()))) {
+                    if let Err(e) = client.update(Object::Pod(Arc::new(p))) {
                         if !e.is_not_found() {
                             errs.push(e.to_string());
                         }

@@ -148,10 +148,7 @@ impl PodControl<'_> {
             self.pod_event("create", set, pod_name(pod), Some(&e));
             return Err(e);
         }
-        let created = match self
-            .client
-            .create(Object::Pod(Arc::new(pod.clone().into())))
-        {
+        let created = match self.client.create(Object::Pod(Arc::new(pod.clone()))) {
             Ok(Object::Pod(p)) => p,
             Ok(_) => Arc::new(pod.clone()),
             Err(e @ ApiError::AlreadyExists { .. }) => return Err(e.to_string()),
@@ -215,10 +212,7 @@ impl PodControl<'_> {
                 break;
             }
             attempted = true;
-            match self
-                .client
-                .update(Object::Pod(Arc::new(pod.clone().into())))
-            {
+            match self.client.update(Object::Pod(Arc::new(pod.clone()))) {
                 Ok(_) => {
                     result = Ok(());
                     break;

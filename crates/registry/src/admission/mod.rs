@@ -47,11 +47,12 @@ pub fn admit_create(obj: Object, cache: &dyn Cache) -> Result<Object, ApiError> 
 /// How many input specs [`share_defaulted`] remembers (it forgets them all when full).
 const DEFAULTED_KEPT: usize = 4096;
 
+/// The admitted spec last made from each input spec, by the input's address; the input is
+/// held so that its address is not reused while it is remembered.
+type Defaulted = HashMap<usize, (Arc<PodSpec>, Arc<PodSpec>)>;
+
 thread_local! {
-    /// The admitted spec last made from each input spec, by the input's address; the input is
-    /// held so that its address is not reused while it is remembered.
-    static DEFAULTED: RefCell<HashMap<usize, (Arc<PodSpec>, Arc<PodSpec>)>> =
-        RefCell::new(HashMap::new());
+    static DEFAULTED: RefCell<Defaulted> = RefCell::new(HashMap::new());
 }
 
 /// When admission changed a spec shared with its maker (`input`), the pod takes the spec

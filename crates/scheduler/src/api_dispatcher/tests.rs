@@ -339,9 +339,7 @@ fn syncing_with_a_newer_pod_drops_a_patch_that_has_become_a_no_op() {
 #[test]
 fn calls_run_against_the_api_server() {
     let mut client = TestClient::new(1);
-    let created = client
-        .create(Object::Pod(Arc::new(pod("p").into())))
-        .unwrap();
+    let created = client.create(Object::Pod(Arc::new(pod("p")))).unwrap();
     let stored = created.as_pod().unwrap().clone();
     let mut d = ApiDispatcher::new(ApiCallDrain::AtOnce);
     d.queue

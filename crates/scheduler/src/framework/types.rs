@@ -518,7 +518,7 @@ mod tests {
     fn a_held_pod_is_removed_by_its_address_and_else_by_its_uid() {
         let web = |cpu: &str| {
             Arc::new(PodInfo::new(Arc::new(
-                PodBuilder::new("web").req(&[("cpu", cpu)]).obj(),
+                PodBuilder::new("web").req(&[("cpu", cpu)]).obj().into(),
             )))
         };
         // Two PodInfos of one UID: the address tells which one goes.

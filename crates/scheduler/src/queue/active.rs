@@ -128,7 +128,7 @@ impl SchedulingQueue {
                 seq,
                 InFlightEntry::Event {
                     event,
-                    old: old.map(|o| OwnedObject::Pod(Arc::new(o.clone().into()))),
+                    old: old.map(|o| OwnedObject::Pod(Arc::new(o.clone()))),
                     new: Some(OwnedObject::Pod(new.clone())),
                 },
             );

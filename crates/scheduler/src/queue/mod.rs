@@ -192,7 +192,7 @@ enum OwnedObject {
 impl OwnedObject {
     fn of(o: EventObject<'_>) -> OwnedObject {
         match o {
-            EventObject::Pod(p) => OwnedObject::Pod(Arc::new(p.clone().into())),
+            EventObject::Pod(p) => OwnedObject::Pod(Arc::new(p.clone())),
             EventObject::Node(n) => OwnedObject::Node(Arc::new(n.clone())),
         }
     }

@@ -298,7 +298,9 @@ mod tests {
                         .priority(0)
                         .req(&[("cpu", "3")])
                         .node(&name);
-                    client.create(Object::Pod(Arc::new(low.obj()))).unwrap();
+                    client
+                        .create(Object::Pod(Arc::new(low.obj().into())))
+                        .unwrap();
                 }
                 client.settle(&mut [&mut sched]);
                 for round in 0..3 {
@@ -306,7 +308,9 @@ mod tests {
                         let pod = PodBuilder::new(&format!("high-{round}-{i}"))
                             .priority(100)
                             .req(&[("cpu", "2")]);
-                        client.create(Object::Pod(Arc::new(pod.obj()))).unwrap();
+                        client
+                            .create(Object::Pod(Arc::new(pod.obj().into())))
+                            .unwrap();
                     }
                     client.settle(&mut [&mut sched]);
                 }

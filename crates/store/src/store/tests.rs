@@ -11,7 +11,7 @@ fn pod(name: &str) -> Object {
     let mut p = kubeplane_api::StoredPod::default();
     p.metadata.name = Some(name.into());
     p.metadata.namespace = Some("default".into());
-    Object::Pod(Arc::new(p.into()))
+    Object::Pod(Arc::new(p))
 }
 
 fn keep(_: &Object, _: &mut Object) -> Result<Prepared, ApiError> {
@@ -87,7 +87,7 @@ fn lookups_and_listings_stay_right_when_removed_slots_are_reused() {
     let mut other = kubeplane_api::StoredPod::default();
     other.metadata.name = Some("a".into());
     other.metadata.namespace = Some("kube-system".into());
-    s.create(Object::Pod(Arc::new(other.into()))).unwrap();
+    s.create(Object::Pod(Arc::new(other))).unwrap();
     s.delete(&ObjectKey::new(Kind::Pod, "default", "a"))
         .unwrap();
     // The freed slot goes to a new object, which lists in its own place.

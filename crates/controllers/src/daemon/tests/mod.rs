@@ -195,7 +195,7 @@ impl Harness {
     fn set_pod(&mut self, pod: &StoredPod, f: impl FnOnce(&mut StoredPod)) {
         let mut p = pod.clone();
         f(&mut p);
-        self.client.update(Object::Pod(Arc::new(p.into()))).unwrap();
+        self.client.update(Object::Pod(Arc::new(p))).unwrap();
     }
 
     fn set_status(&mut self, pod: &StoredPod, phase: &str, ready_since: Option<Time>) {
@@ -210,9 +210,7 @@ impl Harness {
                 ..Default::default()
             }]
         });
-        self.client
-            .update_status(Object::Pod(Arc::new(p.into())))
-            .unwrap();
+        self.client.update_status(Object::Pod(Arc::new(p))).unwrap();
     }
 
     fn events(&self, reason: &str) -> Vec<String> {
@@ -495,7 +493,7 @@ fn of_several_pods_on_one_node_the_oldest_stays_and_the_others_are_deleted() {
     dup.metadata.resource_version = None;
     h.client.now = h.client.now + SimDuration::from_secs(5);
     dup.metadata.creation_timestamp = Some(h.client.clock().timestamp(h.client.now));
-    h.client.create(Object::Pod(Arc::new(dup.into()))).unwrap();
+    h.client.create(Object::Pod(Arc::new(dup))).unwrap();
     h.settle();
     let names: Vec<String> = h
         .pods()

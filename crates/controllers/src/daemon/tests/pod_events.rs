@@ -43,7 +43,7 @@ fn set_owned(h: &mut Harness, name: &str, owned: bool) {
         .metadata
         .uid
         .clone();
-    h.client.update(Object::Pod(Arc::new(p.into()))).unwrap();
+    h.client.update(Object::Pod(Arc::new(p))).unwrap();
     h.settle();
 }
 

@@ -89,9 +89,7 @@ impl Component for FakeKubelet {
                 }]),
                 ..Default::default()
             });
-            client
-                .update_status(Object::Pod(Arc::new(p.into())))
-                .unwrap();
+            client.update_status(Object::Pod(Arc::new(p))).unwrap();
         }
     }
     fn next_wakeup(&self) -> Option<SimTime> {

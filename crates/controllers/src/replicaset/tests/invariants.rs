@@ -34,9 +34,7 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                         let mut p = StoredPod::clone(p);
                         let t = client.store.timestamp(client.now).0;
                         p.status = pod_builder("x").ready_since(Some(t)).build().status;
-                        client
-                            .update_status(Object::Pod(Arc::new(p.into())))
-                            .unwrap();
+                        client.update_status(Object::Pod(Arc::new(p))).unwrap();
                     }
                 }
                 3 => {

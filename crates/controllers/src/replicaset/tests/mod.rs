@@ -454,7 +454,7 @@ fn orphans_are_adopted_and_non_matching_pods_released() {
     // Relabelling a pod releases it and a replacement is created.
     let mut p = StoredPod::clone(client.store.get_pod("default", "owned").unwrap());
     p.metadata.labels = Some([("app".to_string(), "debug".to_string())].into());
-    client.update(Object::Pod(Arc::new(p.into()))).unwrap();
+    client.update(Object::Pod(Arc::new(p))).unwrap();
     settle(&mut client, &mut rsc);
     let released = client.store.get_pod("default", "owned").unwrap();
     assert!(controller_of(&released.metadata).is_none());

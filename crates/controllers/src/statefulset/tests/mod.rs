@@ -135,7 +135,7 @@ impl Harness {
             ..Default::default()
         });
         self.client
-            .update_status(Object::Pod(Arc::new(pod.into())))
+            .update_status(Object::Pod(Arc::new(pod)))
             .unwrap();
         self.settle();
     }

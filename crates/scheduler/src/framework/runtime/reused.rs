@@ -295,9 +295,9 @@ impl ReusedScores {
         }
         // The rows summed plugin by plugin now keep their partial totals.
         for seg in self.segments.iter().filter(|s| !s.partial) {
-            for j in seg.start..seg.end {
-                let row = self.rows[j];
-                self.partials[row] = totals[j] - constant;
+            let range = seg.start..seg.end;
+            for (&row, &total) in self.rows[range.clone()].iter().zip(&totals[range]) {
+                self.partials[row] = total - constant;
                 self.partial_ok[row] = true;
             }
         }
