@@ -157,6 +157,7 @@ impl TemplateSpecs {
     pub(super) fn spec(&mut self, key: &NsName, rs: &ReplicaSet) -> Option<Arc<PodSpec>> {
         let spec = rs.spec.as_ref()?.template.as_ref()?.spec.as_ref()?;
         if spec.node_name.is_some() {
+            // not a stored pod's spec
             return None;
         }
         if let Some(kept) = self.0.get(key).filter(|kept| ***kept == *spec) {

@@ -104,36 +104,8 @@ fn write_priority(
 /// without a selector is left alone (it selects nothing anyway).
 pub fn apply_match_label_keys(pod: &mut StoredPod) {
     use k8s_openapi::api::core::v1::PodAffinityTerm;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
     let labels = pod.metadata.labels.clone().unwrap_or_default();
-    let apply = |term: &mut PodAffinityTerm| {
-        let keys_given = term
-            .match_label_keys
-            .as_ref()
-            .is_some_and(|k| !k.is_empty())
-            || term
-                .mismatch_label_keys
-                .as_ref()
-                .is_some_and(|k| !k.is_empty());
-        let Some(sel) = term.label_selector.as_mut().filter(|_| keys_given) else {
-            return;
-        };
-        let exprs = sel.match_expressions.get_or_insert_with(Vec::new);
-        for (keys, op) in [
-            (&term.match_label_keys, "In"),
-            (&term.mismatch_label_keys, "NotIn"),
-        ] {
-            for key in keys.iter().flatten() {
-                if let Some(v) = labels.get(key) {
-                    exprs.push(LabelSelectorRequirement {
-                        key: key.clone(),
-                        operator: op.to_string(),
-                        values: Some(vec![v.clone()]),
-                    });
-                }
-            }
-        }
-    };
+    let apply = |term: &mut PodAffinityTerm| add_label_key_requirements(term, &labels);
     let affinity = pod.spec().and_then(|s| s.affinity.as_ref());
     if !affinity.is_some_and(has_label_keys) {
         // Nothing to add: the spec is not copied (it may be shared).
@@ -172,6 +144,41 @@ pub fn apply_match_label_keys(pod: &mut StoredPod) {
             .flatten()
         {
             apply(t);
+        }
+    }
+}
+
+/// One term's matchLabelKeys and mismatchLabelKeys as `In` and `NotIn` requirements on the
+/// pod's own label values, added to its selector (a term without keys or selector is left).
+fn add_label_key_requirements(
+    term: &mut k8s_openapi::api::core::v1::PodAffinityTerm,
+    labels: &std::collections::BTreeMap<String, String>,
+) {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+    let keys_given = term
+        .match_label_keys
+        .as_ref()
+        .is_some_and(|k| !k.is_empty())
+        || term
+            .mismatch_label_keys
+            .as_ref()
+            .is_some_and(|k| !k.is_empty());
+    let Some(sel) = term.label_selector.as_mut().filter(|_| keys_given) else {
+        return;
+    };
+    let exprs = sel.match_expressions.get_or_insert_with(Vec::new);
+    for (keys, op) in [
+        (&term.match_label_keys, "In"),
+        (&term.mismatch_label_keys, "NotIn"),
+    ] {
+        for key in keys.iter().flatten() {
+            if let Some(v) = labels.get(key) {
+                exprs.push(LabelSelectorRequirement {
+                    key: key.clone(),
+                    operator: op.to_string(),
+                    values: Some(vec![v.clone()]),
+                });
+            }
         }
     }
 }
