@@ -533,11 +533,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use kubeplane_api::PodExt;
 
-    struct Discard;
-    impl Sink for Discard {
-        fn event(&mut self, _: EventRecord) {}
-        fn record(&mut self, _: serde_json::Value) {}
-    }
+    use crate::testing::Discard;
 
     fn pod(name: &str) -> Object {
         Object::Pod(Arc::new(

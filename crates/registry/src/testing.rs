@@ -92,6 +92,14 @@ impl TestClient {
     }
 }
 
+/// A sink that drops every event and record (for tests of the API calls themselves).
+pub struct Discard;
+
+impl Sink for Discard {
+    fn event(&mut self, _: EventRecord) {}
+    fn record(&mut self, _: serde_json::Value) {}
+}
+
 /// The events and records a [`TestClient`] keeps.
 struct Kept<'a> {
     events: &'a mut Vec<EventRecord>,

@@ -88,16 +88,11 @@ mod tests {
     use k8s_openapi::api::core::v1::{Container, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use kubeplane_api::{Client, Object, PodExt, StoredPod};
-    use kubeplane_core::{EventRecord, SimTime};
+    use kubeplane_core::SimTime;
     use kubeplane_store::Store;
 
-    use crate::client::{ApiClient, Sink};
-
-    struct Discard;
-    impl Sink for Discard {
-        fn event(&mut self, _: EventRecord) {}
-        fn record(&mut self, _: serde_json::Value) {}
-    }
+    use crate::client::ApiClient;
+    use crate::testing::Discard;
 
     fn from_template(name: &str, template: &Arc<PodSpec>) -> Object {
         let meta = ObjectMeta {

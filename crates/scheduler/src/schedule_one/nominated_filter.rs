@@ -263,23 +263,8 @@ mod tests {
         use kubeplane_api::{Client, Object};
         use kubeplane_registry::testing::TestClient;
 
-        use crate::queue::SchedulingQueue;
-        use crate::scheduler::Scheduler;
-
         let run = |threads: usize, reuse: bool| -> Vec<String> {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            pool.install(|| {
-                let setup = crate::config::resolve(None, &FeatureGates::default()).unwrap();
-                let mut sched = Scheduler::new(
-                    setup.frameworks,
-                    SchedulingQueue::new(setup.queue),
-                    setup.percentage_of_nodes_to_score,
-                    1,
-                );
-                sched.set_reuse_node_local(reuse);
+            crate::schedule_one::tests::in_pool(threads, reuse, |sched| {
                 let mut client = TestClient::new(1);
                 let alloc = [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")];
                 for i in 0..1300 {
@@ -302,7 +287,7 @@ mod tests {
                         .create(Object::Pod(Arc::new(low.obj().into())))
                         .unwrap();
                 }
-                client.settle(&mut [&mut sched]);
+                client.settle(&mut [&mut *sched]);
                 for round in 0..3 {
                     for i in 0..4 {
                         let pod = PodBuilder::new(&format!("high-{round}-{i}"))
@@ -312,7 +297,7 @@ mod tests {
                             .create(Object::Pod(Arc::new(pod.obj().into())))
                             .unwrap();
                     }
-                    client.settle(&mut [&mut sched]);
+                    client.settle(&mut [&mut *sched]);
                 }
                 ["FailedScheduling", "Scheduled", "Preempted"]
                     .iter()

@@ -3,6 +3,31 @@
 
 use super::*;
 
+/// `body` run on a pool of `threads` threads with a scheduler of the default profile (one
+/// replica per pod), its node-local memo on or off (`reuse`).
+pub(super) fn in_pool<T: Send>(
+    threads: usize,
+    reuse: bool,
+    body: impl FnOnce(&mut crate::scheduler::Scheduler) -> T + Send,
+) -> T {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let features = kubeplane_core::features::FeatureGates::default();
+        let setup = crate::config::resolve(None, &features).unwrap();
+        let mut sched = crate::scheduler::Scheduler::new(
+            setup.frameworks,
+            crate::queue::SchedulingQueue::new(setup.queue),
+            setup.percentage_of_nodes_to_score,
+            1,
+        );
+        sched.set_reuse_node_local(reuse);
+        body(&mut sched)
+    })
+}
+
 #[test]
 fn the_number_of_nodes_to_find_follows_the_adaptive_percentage() {
     assert_eq!(num_feasible_nodes_to_find(0, 10), 10);
@@ -259,12 +284,9 @@ mod pool_windows {
     use std::sync::Arc;
 
     use kubeplane_api::{Client, Object};
-    use kubeplane_core::features::FeatureGates;
     use kubeplane_registry::testing::TestClient;
 
     use crate::plugins::testing::{expr, pod_term, taint, NodeBuilder, PodBuilder};
-    use crate::queue::SchedulingQueue;
-    use crate::scheduler::Scheduler;
 
     /// 1,300 nodes in 3 zones (every 7th tainted, every 11th too small), so that the first
     /// window of a cycle (520 nodes to find) goes to the pool when it has two threads; then
@@ -272,19 +294,7 @@ mod pool_windows {
     /// that refuse to share a zone (the fourth fails on every node). What the scheduler said
     /// and where the pods went.
     fn run(threads: usize, reuse: bool) -> Vec<String> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            let setup = crate::config::resolve(None, &FeatureGates::default()).unwrap();
-            let mut sched = Scheduler::new(
-                setup.frameworks,
-                SchedulingQueue::new(setup.queue),
-                setup.percentage_of_nodes_to_score,
-                1,
-            );
-            sched.set_reuse_node_local(reuse);
+        super::in_pool(threads, reuse, |sched| {
             let mut client = TestClient::new(1);
             for i in 0..1300 {
                 let name = format!("n{i}");
@@ -300,7 +310,7 @@ mod pool_windows {
                     .create(Object::Node(Arc::new(n.obj().into())))
                     .unwrap();
             }
-            client.settle(&mut [&mut sched]);
+            client.settle(&mut [&mut *sched]);
             let apart = |name: &str, app: &str, key: &str| {
                 PodBuilder::new(name)
                     .label("app", app)
@@ -312,14 +322,14 @@ mod pool_windows {
                 client
                     .create(Object::Pod(Arc::new(pod.obj().into())))
                     .unwrap();
-                client.settle(&mut [&mut sched]);
+                client.settle(&mut [&mut *sched]);
             }
             for i in 0..4 {
                 let pod = apart(&format!("db-{i}"), "db", "topology.kubernetes.io/zone");
                 client
                     .create(Object::Pod(Arc::new(pod.obj().into())))
                     .unwrap();
-                client.settle(&mut [&mut sched]);
+                client.settle(&mut [&mut *sched]);
             }
             ["FailedScheduling", "Scheduled"]
                 .iter()
