@@ -217,8 +217,6 @@ struct Entry {
     /// The NodeInfo the results were computed from.
     node: Weak<NodeInfo>,
     filter: FilterVerdict,
-    /// The node's row of raw scores is known.
-    scored: bool,
 }
 
 /// Past this many distinct failure statuses for one key, the failures are forgotten at the
@@ -231,6 +229,9 @@ pub struct NodeLocalMemo {
     key: Option<Key>,
     /// By place in the snapshot's node list.
     entries: Vec<Entry>,
+    /// By place, a bit per entry: the node's row of raw scores is known (bit `place % 64` of
+    /// word `place / 64`; a word for every 64 entries).
+    scored: Vec<u64>,
     /// The Score plugins whose raw scores `scores` holds, in order.
     score_plugins: Vec<&'static str>,
     /// Per plugin of `score_plugins`, a column of one raw score per place (lent to the
@@ -242,7 +243,7 @@ pub struct NodeLocalMemo {
     failures: NodeToStatus,
     /// Where the last [`Self::begin`] read the snapshot's change log.
     seen: Option<SnapshotCursor>,
-    /// Set by [`Self::begin`] when the snapshot is tracked: every entry's `scored` flag is then
+    /// Set by [`Self::begin`] when the snapshot is tracked: every entry's `scored` bit is then
     /// true only for the NodeInfo now at its place (the places the change log names were
     /// cleared), so [`Self::reused_scores`] reads the flags without comparing NodeInfos.
     /// The snapshot must not change between `begin` and [`Self::record_scores`].
@@ -269,6 +270,7 @@ impl NodeLocalMemo {
                 image_generation: snapshot.image_generation,
             });
             self.entries.clear();
+            self.scored.clear();
             self.score_plugins.clear();
             self.scores.clear();
             self.spare.forget_partials();
@@ -283,10 +285,11 @@ impl NodeLocalMemo {
             }
         }
         self.entries.resize_with(num_nodes, Entry::default);
+        self.scored.resize(num_nodes.div_ceil(64), 0);
         self.follow_changes(snapshot);
     }
 
-    /// Clears the `scored` flag of every entry whose place the snapshot replaced since the
+    /// Clears the `scored` bit of every entry whose place the snapshot replaced since the
     /// last cycle (by its change log, else by comparing every scored entry's NodeInfo), so
     /// that a set flag means "scored from the NodeInfo now at this place" (see
     /// `scored_current`); an untracked snapshot leaves the comparisons to each cycle.
@@ -297,19 +300,33 @@ impl NodeLocalMemo {
         match since {
             Some(places) => {
                 for &place in places {
-                    if let Some(e) = self.entries.get_mut(place) {
-                        e.scored = false;
-                    }
+                    self.set_scored(place, false);
                 }
             }
             None if self.scored_current => {
-                for (e, node) in self.entries.iter_mut().zip(&snapshot.node_infos) {
-                    if e.scored && !std::ptr::eq(e.node.as_ptr(), Arc::as_ptr(node)) {
-                        e.scored = false;
+                let nodes = self.entries.iter().zip(&snapshot.node_infos);
+                for (place, (e, node)) in nodes.enumerate() {
+                    if !std::ptr::eq(e.node.as_ptr(), Arc::as_ptr(node)) {
+                        self.scored[place / 64] &= !(1 << (place % 64));
                     }
                 }
             }
             None => {}
+        }
+    }
+
+    /// Whether the row of raw scores of the entry at `place` is known.
+    fn is_scored(&self, place: usize) -> bool {
+        self.scored
+            .get(place / 64)
+            .is_some_and(|&w| (w >> (place % 64)) & 1 == 1)
+    }
+
+    /// Sets or clears the `scored` bit of the entry at `place` (none past the entries).
+    fn set_scored(&mut self, place: usize, scored: bool) {
+        if place < self.entries.len() {
+            let (word, bit) = (&mut self.scored[place / 64], 1u64 << (place % 64));
+            *word = if scored { *word | bit } else { *word & !bit };
         }
     }
 
@@ -359,8 +376,8 @@ impl NodeLocalMemo {
             *e = Entry {
                 node: Arc::downgrade(node),
                 filter: verdict,
-                scored: false,
             };
+            self.set_scored(place, false);
         } else {
             e.filter = verdict;
         }
@@ -378,13 +395,10 @@ impl NodeLocalMemo {
         r.places = self.entries.len();
         // `known` and its segments in one pass (the list is cut as `prepare` would cut it).
         let reused = match self.scored_current {
-            true => {
-                let entries = &self.entries;
-                r.set_known(|place| entries.get(place).is_some_and(|e| e.scored))
-            }
-            false => {
-                r.set_known(|place| self.entry(place, &nodes[place]).is_some_and(|e| e.scored))
-            }
+            true => r.set_known_from_bits(&self.scored),
+            false => r.set_known(|place| {
+                self.is_scored(place) && self.entry(place, &nodes[place]).is_some()
+            }),
         };
         self.scores_reused += reused;
         r.scores = std::mem::take(&mut self.scores);
@@ -403,12 +417,12 @@ impl NodeLocalMemo {
         let stride = r.plugins.len();
         if r.plugins != self.score_plugins {
             self.score_plugins.clone_from(&r.plugins);
-            self.entries.iter_mut().for_each(|e| e.scored = false);
+            self.scored.fill(0);
         }
         self.scores = std::mem::take(&mut r.scores);
         if r.places != self.entries.len() {
             // Columns of another length (not lent by this memo): nothing is kept.
-            self.entries.iter_mut().for_each(|e| e.scored = false);
+            self.scored.fill(0);
             self.scores.clear();
             r.forget_partials();
             r.filled = false;
@@ -427,10 +441,9 @@ impl NodeLocalMemo {
                     *e = Entry {
                         node: Arc::downgrade(node),
                         filter: FilterVerdict::Unknown,
-                        scored: false,
                     };
                 }
-                self.entries[place].scored = true;
+                self.set_scored(place, true);
             }
         }
         self.spare = r;
@@ -689,6 +702,39 @@ mod tests {
         score(&mut r, &["A"], &[&[7]]);
         memo.record_scores(&[1], &s.node_infos, r);
         assert_eq!(known(&mut memo, &[1, 2], &s), [Some(vec![7]), None]);
+    }
+
+    #[test]
+    fn the_scored_bits_of_places_in_several_words_follow_the_change_log() {
+        // 150 places (three words of bits), a list wrapping around and crossing words.
+        let mut s = snap(150);
+        let nodes = s.node_infos.clone();
+        s.set_nodes(nodes);
+        let pod = PodBuilder::new("p").info();
+        let mut memo = NodeLocalMemo::default();
+        memo.begin(&pod, &s);
+        let first: Vec<usize> = (60..140).chain(0..10).collect();
+        let mut r = memo.reused_scores(&first, &s.node_infos);
+        let rows: Vec<[i64; 1]> = first.iter().map(|&p| [p as i64]).collect();
+        let rows: Vec<&[i64]> = rows.iter().map(|r| r.as_slice()).collect();
+        score(&mut r, &["A"], &rows);
+        memo.record_scores(&first, &s.node_infos, r);
+        let replaced = [63, 64, 127];
+        for place in replaced {
+            s.replace_node(place, Arc::new((*s.node_infos[place]).clone()));
+        }
+        memo.begin(&pod, &s);
+        assert!(memo.scored_current);
+        let all: Vec<usize> = (0..150).collect();
+        for (place, row) in known(&mut memo, &all, &s).into_iter().enumerate() {
+            let kept = first.contains(&place) && !replaced.contains(&place);
+            assert_eq!(row, kept.then(|| vec![place as i64]), "{place}");
+        }
+        // A filter verdict recorded for a new NodeInfo at a scored place clears its bit.
+        memo.begin(&pod, &s);
+        let fresh = Arc::new((*s.node_infos[65]).clone());
+        memo.record_filter(65, &fresh, FilterVerdict::Passed);
+        assert_eq!(known(&mut memo, &[64, 65, 66], &s)[1], None);
     }
 
     #[test]

@@ -137,6 +137,53 @@ impl ReusedScores {
         count
     }
 
+    /// [`Self::set_known`] with the known rows given as a bitmap: row `r` is known when bit
+    /// `r % 64` of `bits[r / 64]` is set (rows past the bitmap are not). The list is walked by
+    /// its runs of consecutive rows, and each run by words of the bitmap, so a long run costs
+    /// a few instructions per 64 rows besides the check that its rows are consecutive.
+    pub fn set_known_from_bits(&mut self, bits: &[u64]) -> u64 {
+        let n = self.rows.len();
+        self.known.clear();
+        self.known.resize(n, false);
+        self.segments.clear();
+        let (mut count, mut j) = (0, 0);
+        while j < n {
+            let first = self.rows[j];
+            let len = consecutive_run(&self.rows[j..]);
+            let mut off = 0;
+            while off < len {
+                let known = bit_at(bits, first + off);
+                let run = same_bits(bits, first + off, len - off, known);
+                let (start, end) = (j + off, j + off + run);
+                if known {
+                    self.known[start..end].fill(true);
+                    count += run as u64;
+                    self.segments.push(Segment {
+                        start,
+                        end,
+                        row: Some(first + off),
+                        partial: false,
+                    });
+                } else {
+                    // Unknown nodes continue an unknown segment whatever their rows.
+                    match self.segments.last_mut() {
+                        Some(last) if last.row.is_none() => last.end = end,
+                        _ => self.segments.push(Segment {
+                            start,
+                            end,
+                            row: None,
+                            partial: false,
+                        }),
+                    }
+                }
+                off += run;
+            }
+            j += len;
+        }
+        self.segmented = true;
+        count
+    }
+
     /// Cuts the list into [`Segment`]s by `known` and `rows`.
     fn segment(&mut self) {
         self.segments.clear();
@@ -356,6 +403,53 @@ impl ReusedScores {
     }
 }
 
+/// How many rows from the first of `rows` (not empty) are consecutive: `rows[k]` is
+/// `rows[0] + k`. Checked by blocks of 8 rows without a branch per row.
+fn consecutive_run(rows: &[usize]) -> usize {
+    let first = rows[0];
+    let mut k = 1;
+    while let Some(block) = rows.get(k..k + 8) {
+        let off = block
+            .iter()
+            .zip(first + k..)
+            .fold(0, |acc, (&r, want)| acc | (r ^ want));
+        if off != 0 {
+            break;
+        }
+        k += 8;
+    }
+    k + rows[k..]
+        .iter()
+        .zip(first + k..)
+        .take_while(|&(&r, want)| r == want)
+        .count()
+}
+
+/// Bit `row` of the bitmap `bits` (false past its end).
+fn bit_at(bits: &[u64], row: usize) -> bool {
+    bits.get(row / 64)
+        .is_some_and(|&w| (w >> (row % 64)) & 1 == 1)
+}
+
+/// How many bits from `start` (at most `max`) are `value` in the bitmap `bits` (the bits past
+/// its end are false), a word at a time.
+fn same_bits(bits: &[u64], start: usize, max: usize, value: bool) -> usize {
+    let mut len = 0;
+    while len < max {
+        let at = start + len;
+        let word = bits.get(at / 64).copied().unwrap_or(0);
+        // The bits that differ from `value`, from `at` on.
+        let differ = if value { !word } else { word } >> (at % 64);
+        let left = 64 - at % 64;
+        let same = (differ.trailing_zeros() as usize).min(left);
+        len += same;
+        if same < left {
+            break;
+        }
+    }
+    len.min(max)
+}
+
 /// One node-local plugin's raw scores of the nodes `start..start + run.len()` of the list:
 /// the known ones copied from `reused` (its column `m`, a slice per run of consecutive rows);
 /// the others from the plugin's [`ScorePlugin::score_nodes`], one call per run of unknown
@@ -460,6 +554,48 @@ mod tests {
         assert_eq!(pushed.segments, cut);
         assert_eq!(pushed.unknown_count(), 3);
         assert_eq!(pushed.unknown_nodes().collect::<Vec<_>>(), [3, 4, 9]);
+    }
+
+    #[test]
+    fn known_from_a_bitmap_is_known_and_its_cut_as_by_row() {
+        // Lists of runs of consecutive rows (long ones crossing words, a wrap to row 0,
+        // repeated and descending rows, rows past the bitmap) against bitmaps of every kind.
+        let mut seed: u64 = 7;
+        let mut next = |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        for case in 0..300 {
+            let places = 1 + next(400) as usize;
+            let bits: Vec<u64> = (0..places.div_ceil(64) - usize::from(case % 7 == 0))
+                .map(|_| match next(4) {
+                    0 => 0,
+                    1 => u64::MAX,
+                    2 => u64::MAX << next(64),
+                    _ => (next(1 << 31) << 33) ^ next(1 << 31),
+                })
+                .collect();
+            let mut rows = Vec::new();
+            while rows.len() < 300 && next(8) != 0 {
+                let start = next(places as u64 + 70) as usize;
+                let len = 1 + next(150) as usize;
+                match next(5) {
+                    0 => rows.extend((0..len).map(|k| (start + k) % places)),
+                    1 => rows.extend((start.saturating_sub(len)..start).rev()),
+                    _ => rows.extend(start..start + len),
+                }
+            }
+            let mut from_bits = reused(&[false; 2], &[0, 1], places + 300);
+            from_bits.rows.clone_from(&rows);
+            let mut by_row = from_bits.clone();
+            let count = from_bits.set_known_from_bits(&bits);
+            assert_eq!(count, by_row.set_known(|r| bit_at(&bits, r)), "{case}");
+            assert_eq!(from_bits.known, by_row.known, "{case}");
+            assert_eq!(from_bits.segments, by_row.segments, "{case}: {rows:?}");
+            assert!(from_bits.segmented);
+        }
     }
 
     #[test]
