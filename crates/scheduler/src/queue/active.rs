@@ -36,7 +36,7 @@ impl SchedulingQueue {
             self.nominator.add(&p.pod_info, None);
         }
         let seq = self.next_seq();
-        self.active_q.add_or_update(seq, p);
+        self.active_q.add_or_update_keyed(seq, key, p);
         true
     }
 

@@ -46,16 +46,19 @@ struct Entry {
     seq: u64,
     /// `namespace/name`.
     key: String,
-    /// The entry's slot in `PodHeap::positions`.
-    slot: usize,
     info: QueuedPodInfo,
 }
 
+/// The heap orders slots, not entries: an entry stays in its slot of `entries` while it
+/// moves, so a move is two slot numbers and two positions, whatever the size of a pod's
+/// queue entry.
 pub(crate) struct PodHeap {
     order: Order,
-    items: Vec<Entry>,
-    /// key → slot (never iterated, so its order does not matter). An entry keeps its slot
-    /// while it moves, so moving it updates `positions` without hashing its key.
+    /// Slots in heap order.
+    items: Vec<usize>,
+    /// slot → its entry (`None` while the slot is free).
+    entries: Vec<Option<Entry>>,
+    /// key → slot (never iterated, so its order does not matter).
     index: FxHashMap<String, usize>,
     /// slot → position in `items`.
     positions: Vec<usize>,
@@ -68,6 +71,7 @@ impl PodHeap {
         PodHeap {
             order,
             items: Vec::new(),
+            entries: Vec::new(),
             index: FxHashMap::default(),
             positions: Vec::new(),
             free: Vec::new(),
@@ -86,45 +90,64 @@ impl PodHeap {
         self.index.contains_key(key)
     }
 
+    /// The entry at position `i` of `items`.
+    fn at(&self, i: usize) -> &Entry {
+        self.entries[self.items[i]]
+            .as_ref()
+            .expect("a slot in the heap holds its entry")
+    }
+
+    /// The entry at position `i` of `items`, to change.
+    fn at_mut(&mut self, i: usize) -> &mut Entry {
+        self.entries[self.items[i]]
+            .as_mut()
+            .expect("a slot in the heap holds its entry")
+    }
+
     /// The position in `items` of the entry with this key.
     fn position(&self, key: &str) -> Option<usize> {
         self.index.get(key).map(|&slot| self.positions[slot])
     }
 
     pub fn get(&self, key: &str) -> Option<&QueuedPodInfo> {
-        self.position(key).map(|i| &self.items[i].info)
+        self.position(key).map(|i| &self.at(i).info)
     }
 
     pub fn peek(&self) -> Option<&QueuedPodInfo> {
-        self.items.first().map(|e| &e.info)
+        (!self.items.is_empty()).then(|| &self.at(0).info)
     }
 
     /// Adds the pod, or replaces the entry with the same key (keeping its sequence number).
     pub fn add_or_update(&mut self, seq: u64, info: QueuedPodInfo) {
         let key = info.pod_info.key();
+        self.add_or_update_keyed(seq, key, info);
+    }
+
+    /// [`Self::add_or_update`] with the pod's key (`namespace/name`) made by the caller.
+    pub fn add_or_update_keyed(&mut self, seq: u64, key: String, info: QueuedPodInfo) {
+        debug_assert_eq!(key, info.pod_info.key());
         if let Some(i) = self.position(&key) {
-            self.items[i].info = info;
+            self.at_mut(i).info = info;
             self.fix(i);
             return;
         }
         let i = self.items.len();
+        let entry = Some(Entry { seq, key, info });
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.positions[slot] = i;
+                self.entries[slot] = entry;
                 slot
             }
             None => {
                 self.positions.push(i);
+                self.entries.push(entry);
                 self.positions.len() - 1
             }
         };
+        let key = &self.entries[slot].as_ref().expect("just filled").key;
         self.index.insert(key.clone(), slot);
-        self.items.push(Entry {
-            seq,
-            key,
-            slot,
-            info,
-        });
+        self.items.push(slot);
         self.sift_up(i);
     }
 
@@ -133,7 +156,7 @@ impl PodHeap {
         let Some(i) = self.position(key) else {
             return false;
         };
-        f(&mut self.items[i].info);
+        f(&mut self.at_mut(i).info);
         self.fix(i);
         true
     }
@@ -153,17 +176,22 @@ impl PodHeap {
     fn remove_at(&mut self, i: usize) -> QueuedPodInfo {
         let last = self.items.len() - 1;
         self.swap(i, last);
-        let entry = self.items.pop().expect("heap is not empty");
+        let slot = self.items.pop().expect("heap is not empty");
+        let entry = self.entries[slot]
+            .take()
+            .expect("a slot in the heap holds its entry");
         self.index.remove(&entry.key);
-        self.free.push(entry.slot);
-        if i < self.items.len() {
+        self.free.push(slot);
+        if i == 0 && !self.items.is_empty() {
+            self.sift_down_to_leaf();
+        } else if i < self.items.len() {
             self.fix(i);
         }
         entry.info
     }
 
     fn before(&self, a: usize, b: usize) -> bool {
-        let (x, y) = (&self.items[a], &self.items[b]);
+        let (x, y) = (self.at(a), self.at(b));
         if self.order.less(&x.info, &y.info) {
             return true;
         }
@@ -178,8 +206,8 @@ impl PodHeap {
             return;
         }
         self.items.swap(a, b);
-        self.positions[self.items[a].slot] = a;
-        self.positions[self.items[b].slot] = b;
+        self.positions[self.items[a]] = a;
+        self.positions[self.items[b]] = b;
     }
 
     fn fix(&mut self, i: usize) {
@@ -188,8 +216,13 @@ impl PodHeap {
         }
     }
 
-    fn sift_up(&mut self, mut i: usize) {
-        while i > 0 {
+    fn sift_up(&mut self, i: usize) {
+        self.sift_up_to(i, 0);
+    }
+
+    /// Moves the entry at `i` up while it comes before its parent, not above position `top`.
+    fn sift_up_to(&mut self, mut i: usize, top: usize) {
+        while i > top {
             let parent = (i - 1) / 2;
             if !self.before(i, parent) {
                 break;
@@ -197,6 +230,30 @@ impl PodHeap {
             self.swap(i, parent);
             i = parent;
         }
+    }
+
+    /// Restores the order after the last entry was put at the root (a pop): the root goes
+    /// down the path of the children that come first to a leaf, one comparison a level,
+    /// then up from there as far as it comes before its parents. The entry put at the root
+    /// was a leaf, so it usually belongs near the bottom: about half the comparisons of a
+    /// sift-down, and the same heap order (the order is total, so any heap pops the same).
+    fn sift_down_to_leaf(&mut self) {
+        let n = self.items.len();
+        let mut i = 0;
+        loop {
+            let left = 2 * i + 1;
+            if left >= n {
+                break;
+            }
+            let child = if left + 1 < n && self.before(left + 1, left) {
+                left + 1
+            } else {
+                left
+            };
+            self.swap(i, child);
+            i = child;
+        }
+        self.sift_up_to(i, 0);
     }
 
     /// Returns whether the entry moved.
