@@ -575,6 +575,12 @@ impl SchedulingQueue {
         if !self.is_event_of_interest(&event) {
             return;
         }
+        if self.unschedulable_pods.is_empty() {
+            // Nothing parked to move (the event of every pod bound while none waits): the
+            // hints are not gathered.
+            self.record_event_if_any_in_flight(event, old, new);
+            return;
+        }
         // Hints are pure functions of the pod and the event, and requeueing one pod changes no
         // other parked pod: deciding for every pod first, then moving those that go, gives the
         // same result as deciding pod by pod without copying every parked pod's key (a node
