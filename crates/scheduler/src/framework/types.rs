@@ -69,12 +69,14 @@ fn start_time_of(pod: &StoredPod) -> Option<jiff::Timestamp> {
 }
 
 /// Whether two specs have the same containers, init containers, overhead and pod-level
-/// resources: everything a pod's requests and host ports are derived from.
+/// resources: everything a pod's requests and host ports are derived from. One spec shared
+/// (the versions of a pod, the pods of one template version) is the same without a look.
 fn same_resource_lists(a: &PodSpec, b: &PodSpec) -> bool {
-    a.containers == b.containers
-        && a.init_containers == b.init_containers
-        && a.overhead == b.overhead
-        && a.resources == b.resources
+    std::ptr::eq(a, b)
+        || a.containers == b.containers
+            && a.init_containers == b.init_containers
+            && a.overhead == b.overhead
+            && a.resources == b.resources
 }
 
 /// The host ports a pod's containers ask for. Ports of regular init containers are released
@@ -186,9 +188,8 @@ impl PodInfo {
     /// changed (a binding or a status change), so watch events do not re-parse quantities.
     pub fn updated(&self, pod: Arc<StoredPod>) -> PodInfo {
         let (a, b) = (self.spec(), spec_of(&pod));
-        let same = same_resource_lists(a, b)
-            && a.priority == b.priority
-            && a.affinity == b.affinity
+        let same = (std::ptr::eq(a, b)
+            || (same_resource_lists(a, b) && a.priority == b.priority && a.affinity == b.affinity))
             && self.pod.metadata.uid == pod.metadata.uid;
         if !same {
             return PodInfo::new(pod);
@@ -494,6 +495,21 @@ mod tests {
             PodInfo::new_like(web("w", "1"), None).requests.milli_cpu,
             1000
         );
+    }
+
+    #[test]
+    fn a_version_sharing_the_spec_keeps_the_derived_data_and_another_spec_parses_its_own() {
+        let pod: StoredPod = PodBuilder::new("p").req(&[("cpu", "2")]).obj().into();
+        let info = PodInfo::new(Arc::new(pod.clone()));
+        let mut next = pod.clone();
+        next.metadata.resource_version = Some("2".into());
+        let updated = info.updated(Arc::new(next));
+        assert!(std::ptr::eq(updated.spec(), info.spec()));
+        assert_eq!(updated.requests.milli_cpu, 2000);
+        let other: StoredPod = PodBuilder::new("p").req(&[("cpu", "3")]).obj().into();
+        assert_eq!(info.updated(Arc::new(other)).requests.milli_cpu, 3000);
+        let like = PodInfo::new_like(Arc::new(pod), Some(&info));
+        assert_eq!(like.requests, info.requests);
     }
 
     #[test]
