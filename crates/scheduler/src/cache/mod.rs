@@ -337,18 +337,17 @@ impl Cache {
 
     /// Accounts a pod to the node the scheduler chose, before binding is confirmed.
     pub fn assume_pod(&mut self, pod: Arc<PodInfo>, node: &str) -> Result<(), CacheError> {
-        if self.pods.contains_key(&pod.uid) {
+        // One lookup of the UID: its String is the new entry's key.
+        let std::collections::hash_map::Entry::Vacant(slot) = self.pods.entry(pod.uid.clone())
+        else {
             return Err(CacheError::AlreadyAssumed(pod.key()));
-        }
-        self.add_to_node(pod.clone(), node);
-        self.pods.insert(
-            pod.uid.clone(),
-            PodState {
-                pod,
-                node: node.to_string(),
-                assumed: true,
-            },
-        );
+        };
+        slot.insert(PodState {
+            pod: pod.clone(),
+            node: node.to_string(),
+            assumed: true,
+        });
+        self.add_to_node(pod, node);
         Ok(())
     }
 
