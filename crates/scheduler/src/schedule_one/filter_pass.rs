@@ -431,8 +431,9 @@ impl FilterPass<'_> {
     /// and the nodes the memo does not know (the first pod of a spec, or after the node list
     /// changed) are filtered there, if there are enough of them; then each stretch of passing
     /// nodes is taken at once, and every other node node by node ([`Self::quick_check`]).
-    /// Otherwise (one thread, or a small window) the nodes are checked one by one, each
-    /// verdict read once ([`Self::quick_nodes`]).
+    /// Otherwise (one thread, a small window, or a memo that knows all but too few nodes to
+    /// filter on the pool: a full cluster's preemptors) the nodes are checked one by one, each
+    /// verdict read once ([`Self::quick_nodes`]); the outcome is the same either way.
     pub fn quick_window(
         &self,
         range: Range<usize>,
@@ -440,7 +441,7 @@ impl FilterPass<'_> {
         taken: &mut Taken<'_>,
         feasible: &mut Vec<usize>,
     ) -> Result<(), ScheduleError> {
-        if !use_parallel(range.len()) {
+        if !use_parallel(range.len()) || !use_parallel(self.memo.unknown_count()) {
             return self.quick_nodes(range, to_find, taken, feasible);
         }
         let (words, computed) = self.known_in_parallel(range.clone());
