@@ -99,7 +99,7 @@ pub(super) struct FilterPass<'a> {
     pub memo: &'a NodeLocalMemo,
     pub snapshot: &'a Snapshot,
     pub queue: &'a SchedulingQueue,
-    pub nominated: &'a NominatedPlaces,
+    pub nominated: &'a NominatedPlaces<'a>,
     /// The first of the two passes on a node with nominated pods (see `nominated_filter`).
     pub first_pass: &'a FirstPass<'a>,
     pub candidates: &'a [usize],
@@ -493,7 +493,7 @@ impl FilterPass<'_> {
         let node = &self.snapshot.node_infos[idx];
         let verdict = self.memo.verdict(idx, node);
         if self.nominated.has(idx) {
-            return self.quick_nominated(node, verdict);
+            return self.quick_nominated(idx, node, verdict);
         }
         self.quick_own(node, verdict)
     }
@@ -512,12 +512,13 @@ impl FilterPass<'_> {
         }
     }
 
-    /// A node with nominated pods when every filter is node-local ([`Self::with_nominated`]
-    /// with the memo's `verdict` on the node, which is then the node's own): the first pass
+    /// A node with nominated pods (at `place`, its pods as marked there) when every filter is
+    /// node-local ([`Self::with_nominated`] with the memo's `verdict` on the node, which is
+    /// then the node's own): the first pass
     /// need not run the pod-independent filters that come before the one that failed the node
     /// (every one when it passed), as they pass with the nominated pods too.
-    fn quick_nominated(&self, node: &NodeInfo, verdict: FilterVerdict) -> Outcome {
-        let pods = self.queue.nominated_pods_in_place(&node.name);
+    fn quick_nominated(&self, place: usize, node: &NodeInfo, verdict: FilterVerdict) -> Outcome {
+        let pods = self.nominated.pods(place).iter();
         let own = match verdict {
             FilterVerdict::Passed => Own::Passed,
             FilterVerdict::Failed(m) => Own::Failed(self.memo.failure(m)),
@@ -588,7 +589,7 @@ impl FilterPass<'_> {
                 }
             }
             let outcome = match nominated {
-                true => self.quick_nominated(node, verdict),
+                true => self.quick_nominated(idx, node, verdict),
                 false => self.quick_own(node, verdict),
             };
             self.take_stretch(from, j, failing, to_find, taken, feasible);
