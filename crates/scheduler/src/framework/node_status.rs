@@ -93,23 +93,6 @@ impl NodeToStatus {
         self.counts[id as usize] += 1;
     }
 
-    /// Sets the status of each node at `places` (distinct) to the interned status `id`, as
-    /// [`Self::set`] on each.
-    pub fn set_many(&mut self, places: &[usize], id: StatusId) {
-        let mut new = 0;
-        for &place in places {
-            if place >= self.places.len() {
-                self.grow(place);
-            }
-            match std::mem::replace(&mut self.places[place], id + 1) {
-                0 => new += 1,
-                old => self.counts[old as usize - 1] -= 1,
-            }
-        }
-        self.len += new;
-        self.counts[id as usize] += places.len();
-    }
-
     /// Room for `place` (and for every place of the snapshot, if said).
     #[cold]
     fn grow(&mut self, place: usize) {
@@ -218,36 +201,6 @@ mod tests {
         assert_eq!((m.len(), m.get(8), m.get(20)), (4, None, None));
         let counts: Vec<usize> = m.counted().map(|(_, n)| n).collect();
         assert_eq!(counts, [3, 1]);
-    }
-
-    #[test]
-    fn places_set_at_once_are_as_set_one_by_one() {
-        let cpu = Status::unschedulable("Insufficient cpu");
-        let pods = Status::unschedulable("Too many pods");
-        let (mut one, mut many) = (NodeToStatus::default(), NodeToStatus::default());
-        for m in [&mut one, &mut many] {
-            m.size_for(8);
-            m.insert(2, pods.clone());
-            m.insert(6, cpu.clone());
-        }
-        let id = one.intern(pods.clone());
-        for place in [5, 6, 7, 0, 1, 9] {
-            one.set(place, id);
-        }
-        assert_eq!(many.intern(pods), id);
-        many.set_many(&[5, 6, 7], id);
-        many.set_many(&[0, 1, 9], id);
-        many.set_many(&[], id);
-        let all = |m: &NodeToStatus| (m.iter().map(|(p, s)| (p, s.message())).collect::<Vec<_>>());
-        assert_eq!(all(&many), all(&one));
-        assert_eq!(many.len(), 7);
-        let counts = |m: &NodeToStatus| {
-            m.counted()
-                .map(|(s, n)| (s.message(), n))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(counts(&many), counts(&one));
-        assert_eq!(counts(&many), [("Too many pods".to_string(), 7)]);
     }
 
     #[test]

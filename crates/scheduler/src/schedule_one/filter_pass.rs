@@ -388,25 +388,14 @@ impl FilterPass<'_> {
         feasible: &mut Vec<usize>,
     ) -> bool {
         let n = n.min(to_find - feasible.len());
-        let (first, wrapped) = self.places_from(j, n);
-        taken.passed_many(first, feasible);
-        taken.passed_many(wrapped, feasible);
-        feasible.len() >= to_find
-    }
-
-    /// The places of the `n` nodes checked from the `j`th on (`n` at most the candidates'
-    /// number): the candidates from the `j`th node's on, and those wrapped around to the
-    /// first ones.
-    #[inline(always)]
-    fn places_from(&self, j: usize, n: usize) -> (&[usize], &[usize]) {
         let all = self.candidates.len();
         let k = self.start + j;
         let a = if k >= all { k - all } else { k };
+        // The candidates from `a` on, wrapping around to the first ones.
         let first = n.min(all - a);
-        (
-            &self.candidates[a..a + first],
-            &self.candidates[..n - first],
-        )
+        taken.passed_many(&self.candidates[a..a + first], feasible);
+        taken.passed_many(&self.candidates[..n - first], feasible);
+        feasible.len() >= to_find
     }
 
     /// The nodes `places` (at most [`RUN`]) whose node-local filters are known to pass, given
@@ -514,9 +503,9 @@ impl FilterPass<'_> {
 
     /// A node with nominated pods (at `place`, its pods as marked there) when every filter is
     /// node-local ([`Self::with_nominated`] with the memo's `verdict` on the node, which is
-    /// then the node's own): the first pass
-    /// need not run the pod-independent filters that come before the one that failed the node
-    /// (every one when it passed), as they pass with the nominated pods too.
+    /// then the node's own): the first pass need not run the pod-independent filters that come
+    /// before the one that failed the node (every one when it passed), as they pass with the
+    /// nominated pods too.
     fn quick_nominated(&self, place: usize, node: &NodeInfo, verdict: FilterVerdict) -> Outcome {
         let pods = self.nominated.pods(place).iter();
         let own = match verdict {
@@ -537,12 +526,11 @@ impl FilterPass<'_> {
         }
     }
 
-    /// The nodes of `range` checked one by one when every filter is node-local (one thread, a
-    /// window too small for the pool, or a memo that knows nearly every node): the memo's
-    /// verdict on each node is read once, and a stretch of nodes without nominated pods that
-    /// pass, or that fail with the same kept failure (on a full cluster nearly every node), is
-    /// taken at once where a node that does not continue it ends it, or, passing, where it
-    /// holds enough nodes.
+    /// The nodes of `range` checked one by one when every filter is node-local (one thread, or
+    /// a window too small for the pool): the memo's verdict on each node is read once (on a
+    /// full cluster nearly every node fails, from the memo), and a stretch of passing nodes
+    /// without nominated pods is taken at once where a node that does not pass ends it, or
+    /// where it holds enough nodes.
     fn quick_nodes(
         &self,
         range: Range<usize>,
@@ -550,86 +538,39 @@ impl FilterPass<'_> {
         taken: &mut Taken<'_>,
         feasible: &mut Vec<usize>,
     ) -> Result<(), ScheduleError> {
-        // The stretch not taken yet starts at the `from`th node checked: nodes that fail with
-        // the kept failure `failing`, or (`None`) that pass, which end the search once they
-        // are `room`.
+        // The stretch of passing nodes not taken yet starts at the `from`th node checked; it
+        // ends the search once it holds `room` nodes.
         let mut from = range.start;
         let mut room = to_find - feasible.len();
-        let mut failing: Option<StatusId> = None;
         for j in range.clone() {
             let idx = self.place(j);
             let node = &self.snapshot.node_infos[idx];
             let verdict = self.memo.verdict(idx, node);
-            let nominated = self.nominated.has(idx);
-            if !nominated {
-                match (verdict, failing) {
-                    (FilterVerdict::Passed, None) if j - from + 1 < room => continue,
-                    (FilterVerdict::Passed, None) => {
+            let outcome = if self.nominated.has(idx) {
+                self.quick_nominated(idx, node, verdict)
+            } else {
+                match verdict {
+                    FilterVerdict::Passed if j - from + 1 < room => continue,
+                    FilterVerdict::Passed => {
                         self.take_passed(from, room, to_find, taken, feasible);
                         return Ok(());
                     }
-                    (FilterVerdict::Failed(m), Some(f)) if m == f => continue,
-                    // A stretch ends (if a passing one, short of `room`), another starts here.
-                    (FilterVerdict::Failed(m), _) => {
-                        self.take_stretch(from, j, failing, to_find, taken, feasible);
-                        (from, failing, room) = (j, Some(m), to_find - feasible.len());
-                        continue;
-                    }
-                    (FilterVerdict::Passed, Some(_)) if room > 1 => {
-                        self.take_stretch(from, j, failing, to_find, taken, feasible);
-                        (from, failing) = (j, None);
-                        continue;
-                    }
-                    (FilterVerdict::Passed, Some(_)) => {
-                        self.take_stretch(from, j, failing, to_find, taken, feasible);
-                        self.take_passed(j, 1, to_find, taken, feasible);
-                        return Ok(());
-                    }
-                    (FilterVerdict::Unknown, _) => {}
+                    verdict => self.quick_own(node, verdict),
                 }
-            }
-            let outcome = match nominated {
-                true => self.quick_nominated(idx, node, verdict),
-                false => self.quick_own(node, verdict),
             };
-            self.take_stretch(from, j, failing, to_find, taken, feasible);
-            failing = None;
+            // The stretch before this node holds fewer than `room` nodes: it cannot end the
+            // search.
+            if j > from {
+                self.take_passed(from, j - from, to_find, taken, feasible);
+            }
             if taken.take(idx, outcome, feasible)? >= to_find {
                 return Ok(());
             }
             from = j + 1;
             room = to_find - feasible.len();
         }
-        self.take_stretch(from, range.end, failing, to_find, taken, feasible);
+        self.take_passed(from, range.end - from, to_find, taken, feasible);
         Ok(())
-    }
-
-    /// Takes the nodes checked from the `from`th to before the `end`th: they fail with the
-    /// kept failure `failing`, or pass (fewer than can still be taken, unless they are the
-    /// window's last).
-    #[inline]
-    fn take_stretch(
-        &self,
-        from: usize,
-        end: usize,
-        failing: Option<StatusId>,
-        to_find: usize,
-        taken: &mut Taken<'_>,
-        feasible: &mut Vec<usize>,
-    ) {
-        if end == from {
-            return;
-        }
-        match failing {
-            None => {
-                self.take_passed(from, end - from, to_find, taken, feasible);
-            }
-            Some(m) => {
-                let (first, wrapped) = self.places_from(from, end - from);
-                taken.failed_many(first, m);
-                taken.failed_many(wrapped, m);
-            }
-        }
     }
 
     /// When the window is large enough for the thread pool: its words (a word per run of
@@ -736,26 +677,6 @@ impl<'a> Taken<'a> {
         self.statuses.set(idx, id);
     }
 
-    /// The id in the diagnosis of the memo's failure `m` (interned at its first use).
-    #[inline(always)]
-    fn memo_failure(&mut self, m: StatusId) -> StatusId {
-        let (memo, statuses) = (self.memo, &mut *self.statuses);
-        *self.from_memo[m as usize].get_or_insert_with(|| statuses.intern(memo.failure(m).clone()))
-    }
-
-    /// Takes nodes that fail with the memo's failure `m` (as [`Outcome::ReusedFailure`] each),
-    /// `places` in node order.
-    #[inline]
-    pub fn failed_many(&mut self, places: &[usize], m: StatusId) {
-        if places.is_empty() {
-            return;
-        }
-        self.processed += places.len();
-        self.reused += places.len() as u64;
-        let id = self.memo_failure(m);
-        self.statuses.set_many(places, id);
-    }
-
     /// Takes the outcome of the node at `idx`, in node order: how many feasible nodes are
     /// found now. An error ends the search.
     #[inline(always)]
@@ -770,7 +691,9 @@ impl<'a> Taken<'a> {
             Outcome::ReusedFailure(m) => {
                 self.processed += 1;
                 self.reused += 1;
-                let id = self.memo_failure(m);
+                let (memo, statuses) = (self.memo, &mut *self.statuses);
+                let id = *self.from_memo[m as usize]
+                    .get_or_insert_with(|| statuses.intern(memo.failure(m).clone()));
                 self.statuses.set(idx, id);
             }
             Outcome::Ran(status, verdict) => {
