@@ -219,6 +219,13 @@ struct Entry {
     filter: FilterVerdict,
 }
 
+impl Entry {
+    /// Whether a filter verdict is kept.
+    fn is_known(&self) -> bool {
+        self.filter != FilterVerdict::Unknown
+    }
+}
+
 /// Past this many distinct failure statuses for one key, the failures are forgotten at the
 /// start of the next cycle (the successes are kept).
 const MAX_FAILURES: usize = 1024;
@@ -248,6 +255,9 @@ pub struct NodeLocalMemo {
     /// cleared), so [`Self::reused_scores`] reads the flags without comparing NodeInfos.
     /// The snapshot must not change between `begin` and [`Self::record_scores`].
     scored_current: bool,
+    /// How many entries hold a filter verdict (not [`FilterVerdict::Unknown`]): after
+    /// [`Self::begin`], each for the NodeInfo now at its place (see [`Self::unknown_count`]).
+    known_filters: usize,
     /// How many filter verdicts (one per node) and rows of raw scores were reused.
     pub filters_reused: u64,
     pub scores_reused: u64,
@@ -271,6 +281,7 @@ impl NodeLocalMemo {
             });
             self.entries.clear();
             self.scored.clear();
+            self.known_filters = 0;
             self.score_plugins.clear();
             self.scores.clear();
             self.spare.forget_partials();
@@ -283,10 +294,47 @@ impl NodeLocalMemo {
                     e.filter = FilterVerdict::Unknown;
                 }
             }
+            self.known_filters = self.entries.iter().filter(|e| e.is_known()).count();
         }
         self.entries.resize_with(num_nodes, Entry::default);
         self.scored.resize(num_nodes.div_ceil(64), 0);
+        self.forget_replaced(snapshot);
         self.follow_changes(snapshot);
+    }
+
+    /// Forgets the filter verdict of every entry whose place the snapshot replaced since the
+    /// last cycle (by its change log, else by comparing every known entry's NodeInfo), so that
+    /// `known_filters` counts the verdicts known for the NodeInfos now at their places.
+    fn forget_replaced(&mut self, snapshot: &Snapshot) {
+        match snapshot.changed_since(self.seen) {
+            Some(places) => {
+                for &place in places {
+                    match self.entries.get_mut(place) {
+                        Some(e) if e.is_known() => {
+                            e.filter = FilterVerdict::Unknown;
+                            self.known_filters -= 1;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            None => {
+                let nodes = &snapshot.node_infos;
+                for (e, node) in self.entries.iter_mut().zip(nodes) {
+                    if e.is_known() && !std::ptr::eq(e.node.as_ptr(), Arc::as_ptr(node)) {
+                        e.filter = FilterVerdict::Unknown;
+                    }
+                }
+                self.known_filters = self.entries.iter().filter(|e| e.is_known()).count();
+            }
+        }
+    }
+
+    /// At most how many places of the snapshot given to [`Self::begin`] have no known filter
+    /// verdict (exact unless a NodeInfo was replaced without the change log saying so; the
+    /// filter pass takes it as a hint, its outcome does not depend on it).
+    pub fn unknown_count(&self) -> usize {
+        self.entries.len().saturating_sub(self.known_filters)
     }
 
     /// Clears the `scored` bit of every entry whose place the snapshot replaced since the
@@ -372,6 +420,12 @@ impl NodeLocalMemo {
         let Some(e) = self.entries.get_mut(place) else {
             return;
         };
+        let now_known = verdict != FilterVerdict::Unknown;
+        match (e.is_known(), now_known) {
+            (false, true) => self.known_filters += 1,
+            (true, false) => self.known_filters -= 1,
+            _ => {}
+        }
         if !known {
             *e = Entry {
                 node: Arc::downgrade(node),
@@ -530,6 +584,51 @@ mod tests {
         assert_eq!(memo.failure_count(), 0);
         assert_eq!(memo.verdict(0, &s.node_infos[0]), FilterVerdict::Unknown);
         assert!(memo.passed(1, &n1));
+    }
+
+    #[test]
+    fn the_unknown_count_follows_the_verdicts_and_the_replaced_places() {
+        let mut s = snap(5);
+        let nodes = s.node_infos.clone();
+        s.set_nodes(nodes);
+        let pod = PodBuilder::new("p").info();
+        let mut memo = NodeLocalMemo::default();
+        memo.begin(&pod, &s);
+        assert_eq!(memo.unknown_count(), 5);
+        let cpu = memo.intern_failure(&Status::unschedulable("Insufficient cpu"));
+        for place in 0..4 {
+            let verdict = match place % 2 {
+                0 => FilterVerdict::Passed,
+                _ => FilterVerdict::Failed(cpu),
+            };
+            memo.record_filter(place, &s.node_infos[place].clone(), verdict);
+        }
+        memo.record_filter(1, &s.node_infos[1].clone(), FilterVerdict::Failed(cpu));
+        memo.begin(&pod, &s);
+        assert_eq!(memo.unknown_count(), 1);
+        // Places 0 and 4 replaced through the log (4 twice): 0's verdict is forgotten.
+        for place in [0, 4, 4] {
+            s.replace_node(place, Arc::new((*s.node_infos[place]).clone()));
+        }
+        memo.begin(&pod, &s);
+        assert_eq!(memo.unknown_count(), 2);
+        assert_eq!(memo.verdict(0, &s.node_infos[0]), FilterVerdict::Unknown);
+        assert_eq!(
+            memo.verdict(1, &s.node_infos[1]),
+            FilterVerdict::Failed(cpu)
+        );
+        memo.record_filter(4, &s.node_infos[4].clone(), FilterVerdict::Passed);
+        memo.begin(&pod, &s);
+        assert_eq!(memo.unknown_count(), 1);
+        // A new list (no log to read) with place 2 replaced: found by comparing NodeInfos.
+        let mut nodes = s.node_infos.clone();
+        nodes[2] = Arc::new((*nodes[2]).clone());
+        s.set_nodes(nodes);
+        memo.begin(&pod, &s);
+        assert_eq!(memo.unknown_count(), 2);
+        // Another spec knows nothing.
+        memo.begin(&PodBuilder::new("big").req(&[("cpu", "2")]).info(), &s);
+        assert_eq!(memo.unknown_count(), 5);
     }
 
     /// Rejects the nodes whose names are listed (with `code`), counting its calls.

@@ -46,6 +46,7 @@ pub use events::{
     NODE_UPDATE_DECLARED_FEATURE, NODE_UPDATE_LABEL, NODE_UPDATE_TAINT, UNSCHEDULED_POD_UPDATE,
 };
 use heap::{Order, PodHeap};
+pub(crate) use nominator::NominatedPods;
 use nominator::Nominator;
 use unschedulable::UnschedulablePods;
 

@@ -42,9 +42,20 @@ impl PodRef {
     }
 }
 
+/// The pods nominated to one node, in nomination order, read in place.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NominatedPods<'q>(&'q [PodRef]);
+
+impl<'q> NominatedPods<'q> {
+    /// Each as its latest queued version (as [`SchedulingQueue::nominated_pods_for_node`]).
+    pub fn iter(self) -> impl Iterator<Item = &'q Arc<PodInfo>> + Clone {
+        self.0.iter().map(|r| &r.resolved)
+    }
+}
+
 /// Both maps are looked up by key only (the preemption's dry runs ask for every candidate
 /// node's nominated pods); nothing iterates them in an order that reaches a decision
-/// ([`Nominator::node_names`] feeds a set).
+/// ([`Nominator::nodes`] feeds a table by snapshot place).
 #[derive(Default)]
 pub(crate) struct Nominator {
     /// node → nominated pods, in nomination order.
@@ -178,9 +189,11 @@ impl Nominator {
         self.by_node.get(node).map_or(&[], Vec::as_slice)
     }
 
-    /// The nodes with nominated pods, in no particular order.
-    pub fn node_names(&self) -> impl Iterator<Item = &str> {
-        self.by_node.keys().map(String::as_str)
+    /// The nodes with nominated pods, each with its pods, in no particular order.
+    pub fn nodes(&self) -> impl Iterator<Item = (&str, NominatedPods<'_>)> {
+        self.by_node
+            .iter()
+            .map(|(node, pods)| (node.as_str(), NominatedPods(pods)))
     }
 
     pub fn has_any(&self) -> bool {
@@ -233,9 +246,10 @@ impl SchedulingQueue {
         self.nominator.has_any()
     }
 
-    /// The nodes that have nominated pods, in no particular order.
-    pub fn nominated_node_names(&self) -> impl Iterator<Item = &str> {
-        self.nominator.node_names()
+    /// The nodes that have nominated pods, each with its pods read in place (the filter
+    /// pass's first pass on such a node), in no particular order.
+    pub(crate) fn nominated_nodes(&self) -> impl Iterator<Item = (&str, NominatedPods<'_>)> {
+        self.nominator.nodes()
     }
 
     /// The node a pod is nominated to, by UID.
@@ -252,18 +266,6 @@ impl SchedulingQueue {
             .iter()
             .map(|r| Arc::clone(&r.resolved))
             .collect()
-    }
-
-    /// The same without copying them (the filter pass's first pass on a node with nominated
-    /// pods reads them in place).
-    pub(crate) fn nominated_pods_in_place(
-        &self,
-        node: &str,
-    ) -> impl Iterator<Item = &Arc<PodInfo>> + Clone {
-        self.nominator
-            .pods_for_node(node)
-            .iter()
-            .map(|r| &r.resolved)
     }
 
     /// The same, each looked up in the queues by its key (what the kept resolutions must

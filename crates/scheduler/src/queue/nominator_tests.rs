@@ -119,6 +119,24 @@ fn check(q: &SchedulingQueue, context: &str) -> usize {
             queued += usize::from(a.pod.spec.is_some());
         }
     }
+    // The nodes with their pods read in place: each node once, with the same pods.
+    let mut nodes: Vec<&str> = Vec::new();
+    for (node, pods) in q.nominated_nodes() {
+        let kept = q.nominated_pods_for_node(node);
+        let same = pods
+            .iter()
+            .map(Arc::as_ptr)
+            .eq(kept.iter().map(Arc::as_ptr));
+        assert!(same, "{context}, {node}");
+        if !kept.is_empty() {
+            nodes.push(node);
+        }
+    }
+    nodes.sort_unstable();
+    let with_pods = NODES
+        .iter()
+        .filter(|n| !q.nominated_pods_for_node(n).is_empty());
+    assert!(nodes.iter().copied().eq(with_pods.copied()), "{context}");
     queued
 }
 

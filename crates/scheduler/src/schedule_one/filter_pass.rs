@@ -99,7 +99,7 @@ pub(super) struct FilterPass<'a> {
     pub memo: &'a NodeLocalMemo,
     pub snapshot: &'a Snapshot,
     pub queue: &'a SchedulingQueue,
-    pub nominated: &'a NominatedPlaces,
+    pub nominated: &'a NominatedPlaces<'a>,
     /// The first of the two passes on a node with nominated pods (see `nominated_filter`).
     pub first_pass: &'a FirstPass<'a>,
     pub candidates: &'a [usize],
@@ -431,8 +431,9 @@ impl FilterPass<'_> {
     /// and the nodes the memo does not know (the first pod of a spec, or after the node list
     /// changed) are filtered there, if there are enough of them; then each stretch of passing
     /// nodes is taken at once, and every other node node by node ([`Self::quick_check`]).
-    /// Otherwise (one thread, or a small window) the nodes are checked one by one, each
-    /// verdict read once ([`Self::quick_nodes`]).
+    /// Otherwise (one thread, a small window, or a memo that knows all but too few nodes to
+    /// filter on the pool: a full cluster's preemptors) the nodes are checked one by one, each
+    /// verdict read once ([`Self::quick_nodes`]); the outcome is the same either way.
     pub fn quick_window(
         &self,
         range: Range<usize>,
@@ -440,7 +441,7 @@ impl FilterPass<'_> {
         taken: &mut Taken<'_>,
         feasible: &mut Vec<usize>,
     ) -> Result<(), ScheduleError> {
-        if !use_parallel(range.len()) {
+        if !use_parallel(range.len()) || !use_parallel(self.memo.unknown_count()) {
             return self.quick_nodes(range, to_find, taken, feasible);
         }
         let (words, computed) = self.known_in_parallel(range.clone());
@@ -481,7 +482,7 @@ impl FilterPass<'_> {
         let node = &self.snapshot.node_infos[idx];
         let verdict = self.memo.verdict(idx, node);
         if self.nominated.has(idx) {
-            return self.quick_nominated(node, verdict);
+            return self.quick_nominated(idx, node, verdict);
         }
         self.quick_own(node, verdict)
     }
@@ -500,12 +501,13 @@ impl FilterPass<'_> {
         }
     }
 
-    /// A node with nominated pods when every filter is node-local ([`Self::with_nominated`]
-    /// with the memo's `verdict` on the node, which is then the node's own): the first pass
-    /// need not run the pod-independent filters that come before the one that failed the node
-    /// (every one when it passed), as they pass with the nominated pods too.
-    fn quick_nominated(&self, node: &NodeInfo, verdict: FilterVerdict) -> Outcome {
-        let pods = self.queue.nominated_pods_in_place(&node.name);
+    /// A node with nominated pods (at `place`, its pods as marked there) when every filter is
+    /// node-local ([`Self::with_nominated`] with the memo's `verdict` on the node, which is
+    /// then the node's own): the first pass need not run the pod-independent filters that come
+    /// before the one that failed the node (every one when it passed), as they pass with the
+    /// nominated pods too.
+    fn quick_nominated(&self, place: usize, node: &NodeInfo, verdict: FilterVerdict) -> Outcome {
+        let pods = self.nominated.pods(place).iter();
         let own = match verdict {
             FilterVerdict::Passed => Own::Passed,
             FilterVerdict::Failed(m) => Own::Failed(self.memo.failure(m)),
@@ -545,7 +547,7 @@ impl FilterPass<'_> {
             let node = &self.snapshot.node_infos[idx];
             let verdict = self.memo.verdict(idx, node);
             let outcome = if self.nominated.has(idx) {
-                self.quick_nominated(node, verdict)
+                self.quick_nominated(idx, node, verdict)
             } else {
                 match verdict {
                     FilterVerdict::Passed if j - from + 1 < room => continue,

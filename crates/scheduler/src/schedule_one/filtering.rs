@@ -130,7 +130,7 @@ impl Scheduler {
         // The places of the nodes with nominated pods, marked once per cycle: usually few nodes
         // have any, and the others take the plain filter path. A marked node's nominated pods
         // are resolved when it is checked (each node is checked at most once per cycle).
-        let nominated = NominatedPlaces::mark(&self.snapshot, self.queue.nominated_node_names());
+        let nominated = NominatedPlaces::mark(&self.snapshot, self.queue.nominated_nodes());
         let memoize = self.reuse_node_local;
         let first_pass = match nominated.is_empty() {
             true => FirstPass::default(),

@@ -1,31 +1,44 @@
 //! The snapshot places of the nodes that have nominated pods, marked once per scheduling
 //! cycle (upstream's filter pass asks the nominator per node, `addGENominatedPods`). A bit per
 //! place: the filter pass tests every node it checks, and the nodes with nominated pods are
-//! usually few.
+//! usually few; each marked place keeps its node's pods, so that a node checked is not looked
+//! up by name again.
 
 use crate::cache::Snapshot;
+use crate::queue::NominatedPods;
 
-/// A bit per snapshot place, set for the nodes with nominated pods. Empty (and every test
-/// false) when no pod is nominated, or none to a node of the snapshot.
+/// A bit per snapshot place, set for the nodes with nominated pods, and those nodes' pods by
+/// place. Empty (and every test false) when no pod is nominated, or none to a node of the
+/// snapshot.
 #[derive(Debug, Default)]
-pub(crate) struct NominatedPlaces {
+pub(crate) struct NominatedPlaces<'q> {
     bits: Vec<u64>,
+    /// Per place (once a node is marked): 0, or one more than the index in `pods` of the
+    /// node's nominated pods.
+    slots: Vec<u32>,
+    pods: Vec<NominatedPods<'q>>,
 }
 
-impl NominatedPlaces {
-    /// Marks the places of `names` (the nominator's nodes); names the snapshot does not have
-    /// are skipped (such a node cannot be checked).
-    pub fn mark<'a>(snapshot: &Snapshot, names: impl Iterator<Item = &'a str>) -> Self {
-        let mut bits = Vec::new();
-        for name in names {
+impl<'q> NominatedPlaces<'q> {
+    /// Marks the places of `nodes` (the nominator's nodes, with their pods); names the
+    /// snapshot does not have are skipped (such a node cannot be checked).
+    pub fn mark(
+        snapshot: &Snapshot,
+        nodes: impl Iterator<Item = (&'q str, NominatedPods<'q>)>,
+    ) -> Self {
+        let mut marked = NominatedPlaces::default();
+        for (name, pods) in nodes {
             if let Some(&place) = snapshot.index.get(name) {
-                if bits.is_empty() {
-                    bits = vec![0u64; snapshot.num_nodes().div_ceil(64)];
+                if marked.bits.is_empty() {
+                    marked.bits = vec![0u64; snapshot.num_nodes().div_ceil(64)];
+                    marked.slots = vec![0u32; snapshot.num_nodes()];
                 }
-                bits[place / 64] |= 1 << (place % 64);
+                marked.bits[place / 64] |= 1 << (place % 64);
+                marked.pods.push(pods);
+                marked.slots[place] = marked.pods.len() as u32;
             }
         }
-        NominatedPlaces { bits }
+        marked
     }
 
     /// Whether no node is marked.
@@ -39,6 +52,15 @@ impl NominatedPlaces {
         self.bits
             .get(place / 64)
             .is_some_and(|w| w >> (place % 64) & 1 == 1)
+    }
+
+    /// The pods nominated to the node at `place` (none unless it is marked).
+    #[inline]
+    pub fn pods(&self, place: usize) -> NominatedPods<'q> {
+        match self.slots.get(place) {
+            Some(&slot) if slot > 0 => self.pods[slot as usize - 1],
+            _ => NominatedPods::default(),
+        }
     }
 }
 
@@ -54,7 +76,8 @@ mod tests {
     #[test]
     fn the_places_of_named_nodes_are_marked_and_no_others() {
         let s = snapshot(130);
-        let marked = NominatedPlaces::mark(&s, ["n0", "n64", "n129", "gone"].into_iter());
+        let names = ["n0", "n64", "n129", "gone"].into_iter();
+        let marked = NominatedPlaces::mark(&s, names.map(|n| (n, NominatedPods::default())));
         let places: Vec<usize> = (0..130).filter(|&p| marked.has(p)).collect();
         let expected: Vec<usize> = ["n0", "n64", "n129"].iter().map(|n| s.index[*n]).collect();
         let mut expected = expected;
@@ -67,6 +90,7 @@ mod tests {
     fn nothing_is_marked_without_nominations_or_known_nodes() {
         let s = snapshot(3);
         assert!(!(0..3).any(|p| NominatedPlaces::mark(&s, std::iter::empty()).has(p)));
-        assert!(!(0..3).any(|p| NominatedPlaces::mark(&s, ["x"].into_iter()).has(p)));
+        let unknown = [("x", NominatedPods::default())].into_iter();
+        assert!(!(0..3).any(|p| NominatedPlaces::mark(&s, unknown.clone()).has(p)));
     }
 }
