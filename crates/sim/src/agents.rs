@@ -715,12 +715,13 @@ mod tests {
         for (name, node) in [("a", "n1"), ("b", "n1"), ("c", "n2")] {
             agents.observe(&bound("ns", name, node), SimTime::ZERO);
         }
-        let entry = |key: &str| {
+        fn entry<'a>(agents: &'a NodeAgents, key: &str) -> &'a PodEntry {
             let (k, &i) = agents.pod_index.get_key_value(key).unwrap();
             assert!(Arc::ptr_eq(k, &agents.pods[i].key));
             &agents.pods[i]
-        };
-        let (a, b, c) = (entry("ns/a"), entry("ns/b"), entry("ns/c"));
+        }
+        let (a, b) = (entry(&agents, "ns/a"), entry(&agents, "ns/b"));
+        let c = entry(&agents, "ns/c");
         assert_eq!(a.namespace_name(), ("ns", "a"));
         assert_eq!(&*b.uid, "uid-b");
         assert!(Arc::ptr_eq(&a.node, &b.node));
@@ -732,7 +733,7 @@ mod tests {
         agents.observe(&gone, SimTime::ZERO);
         agents.observe(&bound("other", "d", "n2"), SimTime::ZERO);
         assert_eq!(agents.pods.len(), 3);
-        assert_eq!(entry("other/d").namespace_name(), ("other", "d"));
+        assert_eq!(entry(&agents, "other/d").namespace_name(), ("other", "d"));
         assert!(agents.pod_index.get("ns/a").is_none());
     }
 }
