@@ -32,7 +32,41 @@ pub(crate) type PodRef = (String, String);
 /// walk over a node's pods is deterministic (upstream's index order is unspecified).
 #[derive(Default, Debug)]
 pub(crate) struct PodsByNode {
-    by_node: HashMap<String, BTreeSet<PodRef>>,
+    by_node: HashMap<String, BTreeSet<PodName>>,
+}
+
+/// A pod's namespace and name in one allocation (`namespace/name`), ordered as the pair
+/// [`PodRef`] is: the index holds every bound pod, twice (node lifecycle, taint eviction).
+#[derive(Debug, PartialEq, Eq)]
+struct PodName {
+    text: Box<str>,
+    /// The namespace's length in `text`.
+    ns_len: usize,
+}
+
+impl PodName {
+    fn new(namespace: &str, name: &str) -> PodName {
+        PodName {
+            text: format!("{namespace}/{name}").into(),
+            ns_len: namespace.len(),
+        }
+    }
+
+    fn parts(&self) -> (&str, &str) {
+        (&self.text[..self.ns_len], &self.text[self.ns_len + 1..])
+    }
+}
+
+impl Ord for PodName {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.parts().cmp(&other.parts())
+    }
+}
+
+impl PartialOrd for PodName {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl PodsByNode {
@@ -55,12 +89,7 @@ impl PodsByNode {
         if old_node == new_node && ev.type_ == EventType::Modified {
             return;
         }
-        let key = || {
-            (
-                ev.object.namespace().to_string(),
-                ev.object.name().to_string(),
-            )
-        };
+        let key = || PodName::new(ev.object.namespace(), ev.object.name());
         if !old_node.is_empty() {
             if let Some(set) = self.by_node.get_mut(old_node) {
                 set.remove(&key());
@@ -81,7 +110,14 @@ impl PodsByNode {
     pub(crate) fn pods_on(&self, node: &str) -> Vec<PodRef> {
         self.by_node
             .get(node)
-            .map(|s| s.iter().cloned().collect())
+            .map(|s| {
+                s.iter()
+                    .map(|p| {
+                        let (ns, name) = p.parts();
+                        (ns.to_string(), name.to_string())
+                    })
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -188,6 +224,48 @@ mod tests {
     use super::*;
 
     use kubeplane_core::testing::toleration as tol;
+
+    fn pod_event(type_: EventType, ns: &str, name: &str, node: &str) -> WatchEvent {
+        let mut pod = StoredPod::default();
+        pod.metadata.namespace = Some(ns.into());
+        pod.metadata.name = Some(name.into());
+        pod.set_node_name(Some(node.into()));
+        WatchEvent {
+            type_,
+            object: kubeplane_api::Object::Pod(std::sync::Arc::new(pod)),
+            old: None,
+            resource_version: 1,
+        }
+    }
+
+    #[test]
+    fn pods_on_a_node_come_in_namespace_then_name_order_and_leave_with_their_deletion() {
+        let mut index = PodsByNode::default();
+        // "a-b/y" sorts before "a/x" as text; the pair ("a", "x") comes first.
+        for (ns, name) in [("a-b", "y"), ("a", "x"), ("a", "w"), ("b", "z")] {
+            index.observe(&pod_event(EventType::Added, ns, name, "n1"));
+        }
+        index.observe(&pod_event(EventType::Added, "a", "v", "n2"));
+        let pair = |ns: &str, name: &str| (ns.to_string(), name.to_string());
+        assert_eq!(
+            index.pods_on("n1"),
+            [
+                pair("a", "w"),
+                pair("a", "x"),
+                pair("a-b", "y"),
+                pair("b", "z")
+            ]
+        );
+        let mut gone = pod_event(EventType::Deleted, "a", "x", "n1");
+        gone.old = Some(gone.object.clone());
+        index.observe(&gone);
+        assert_eq!(
+            index.pods_on("n1"),
+            [pair("a", "w"), pair("a-b", "y"), pair("b", "z")]
+        );
+        assert_eq!(index.pods_on("n2"), [pair("a", "v")]);
+        assert!(index.pods_on("n3").is_empty());
+    }
 
     #[test]
     fn tolerations_print_like_kubectl_describe() {

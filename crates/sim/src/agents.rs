@@ -85,13 +85,15 @@ struct NodeAgent {
     exists: bool,
 }
 
-/// A pod the agents track.
+/// A pod the agents track. An envelope run tracks 200,000 at once, so an entry holds one
+/// allocation of its own (the UID): its key `namespace/name` is the index's, and its node's
+/// name is shared by the node's pods ([`NodeAgents::node_names`]).
 #[derive(Clone, Debug)]
 struct PodEntry {
-    namespace: String,
-    name: String,
-    uid: String,
-    node: String,
+    /// `namespace/name`, the same allocation as the key of [`NodeAgents::pod_index`].
+    key: Arc<str>,
+    uid: Box<str>,
+    node: Arc<str>,
     /// When the pod should start (bound and Pending).
     start_at: Option<SimTime>,
     /// When the pod should be removed (Terminating).
@@ -104,8 +106,10 @@ pub struct NodeAgents {
     nodes: Vec<NodeAgent>,
     node_index: FxHashMap<String, usize>,
     pods: Vec<PodEntry>,
-    pod_index: FxHashMap<String, usize>,
+    pod_index: FxHashMap<Arc<str>, usize>,
     free_pods: Vec<usize>,
+    /// The node names the tracked pods name, one allocation each.
+    node_names: FxHashSet<Arc<str>>,
     timers: timers::Timers,
     startup_latency: Option<SimDuration>,
     /// Pods the scenario reported not ready (`podStatus` with `ready: false`).
@@ -123,6 +127,13 @@ pub struct NodeAgents {
 
 fn pod_key(ns: &str, name: &str) -> String {
     format!("{ns}/{name}")
+}
+
+impl PodEntry {
+    /// The namespace and the name (a namespace has no `/`).
+    fn namespace_name(&self) -> (&str, &str) {
+        self.key.split_once('/').unwrap_or(("", &self.key))
+    }
 }
 
 fn node_of(pod: &StoredPod) -> Option<&str> {
@@ -146,6 +157,7 @@ impl NodeAgents {
             pods: Vec::new(),
             pod_index: FxHashMap::default(),
             free_pods: Vec::new(),
+            node_names: FxHashSet::default(),
             timers: Default::default(),
             startup_latency,
             reported_not_ready: Default::default(),
@@ -237,7 +249,7 @@ impl NodeAgents {
             .pod_index
             .values()
             .copied()
-            .filter(|&p| self.pods[p].node == node)
+            .filter(|&p| *self.pods[p].node == *node)
             .collect();
         let mut pods = pods;
         pods.sort_unstable();
@@ -334,14 +346,22 @@ impl NodeAgents {
         let Some(node) = node_of(pod) else {
             return;
         };
-        let idx = match self.pod_index.get(&key) {
+        let idx = match self.pod_index.get(key.as_str()) {
             Some(&i) => i,
             None => {
+                let key: Arc<str> = Arc::from(key);
+                let node = match self.node_names.get(node) {
+                    Some(n) => Arc::clone(n),
+                    None => {
+                        let n: Arc<str> = Arc::from(node);
+                        self.node_names.insert(Arc::clone(&n));
+                        n
+                    }
+                };
                 let entry = PodEntry {
-                    namespace: ns.to_string(),
-                    name: name.to_string(),
-                    uid: pod.metadata.uid.clone().unwrap_or_default(),
-                    node: node.to_string(),
+                    key: Arc::clone(&key),
+                    uid: pod.metadata.uid.as_deref().unwrap_or_default().into(),
+                    node,
                     start_at: None,
                     stop_at: None,
                     end_at: None,
@@ -384,7 +404,7 @@ impl NodeAgents {
     }
 
     fn untrack_pod(&mut self, ns: &str, name: &str) {
-        if let Some(i) = self.pod_index.remove(&pod_key(ns, name)) {
+        if let Some(i) = self.pod_index.remove(pod_key(ns, name).as_str()) {
             self.pods[i].start_at = None;
             self.pods[i].stop_at = None;
             self.pods[i].end_at = None;
@@ -425,11 +445,9 @@ impl NodeAgents {
     /// deleted, and in `phase`.
     fn tracked_pod(&self, p: usize, phase: &str, client: &dyn Client) -> Option<Arc<StoredPod>> {
         let entry = &self.pods[p];
-        let pod = client
-            .cache()
-            .get_pod(&entry.namespace, &entry.name)?
-            .clone();
-        let same = pod.metadata.uid.as_deref() == Some(entry.uid.as_str());
+        let (namespace, name) = entry.namespace_name();
+        let pod = client.cache().get_pod(namespace, name)?.clone();
+        let same = pod.metadata.uid.as_deref() == Some(&*entry.uid);
         (same && pod.metadata.deletion_timestamp.is_none() && phase_of(&pod) == phase)
             .then_some(pod)
     }
@@ -457,7 +475,7 @@ impl NodeAgents {
             .unwrap_or_default();
         let status = np.status.get_or_insert_with(Default::default);
         if let Some(ips) = &mut self.pod_ips {
-            let node = &self.pods[p].node;
+            let node = &*self.pods[p].node;
             let index = self.node_index.get(node).copied().unwrap_or(0);
             ips.assign(
                 index,
@@ -547,12 +565,13 @@ impl NodeAgents {
         if entry.stop_at.is_none_or(|t| t > now) || !self.node_up(&entry.node) {
             return;
         }
-        let key = ObjectKey::new(Kind::Pod, &entry.namespace, &entry.name);
+        let (namespace, name) = entry.namespace_name();
+        let key = ObjectKey::new(Kind::Pod, namespace, name);
         let _ = client.delete(
             &key,
             DeleteOptions {
                 grace_period_secs: Some(0),
-                precondition_uid: Some(entry.uid.clone()),
+                precondition_uid: Some(entry.uid.to_string()),
                 ..DeleteOptions::default()
             },
         );
@@ -669,5 +688,52 @@ impl NodeAgents {
             (p.start_at.is_some() || p.stop_at.is_some() || p.end_at.is_some())
                 && self.node_up(&p.node)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bound(ns: &str, name: &str, node: &str) -> WatchEvent {
+        let mut pod = StoredPod::default();
+        pod.metadata.namespace = Some(ns.into());
+        pod.metadata.name = Some(name.into());
+        pod.metadata.uid = Some(format!("uid-{name}"));
+        pod.set_node_name(Some(node.into()));
+        WatchEvent {
+            type_: EventType::Added,
+            object: Object::Pod(Arc::new(pod)),
+            old: None,
+            resource_version: 1,
+        }
+    }
+
+    #[test]
+    fn tracked_pods_share_their_key_with_the_index_and_their_node_name_with_each_other() {
+        let mut agents = NodeAgents::new(Some(SimDuration::from_secs(1)));
+        for (name, node) in [("a", "n1"), ("b", "n1"), ("c", "n2")] {
+            agents.observe(&bound("ns", name, node), SimTime::ZERO);
+        }
+        fn entry<'a>(agents: &'a NodeAgents, key: &str) -> &'a PodEntry {
+            let (k, &i) = agents.pod_index.get_key_value(key).unwrap();
+            assert!(Arc::ptr_eq(k, &agents.pods[i].key));
+            &agents.pods[i]
+        }
+        let (a, b) = (entry(&agents, "ns/a"), entry(&agents, "ns/b"));
+        let c = entry(&agents, "ns/c");
+        assert_eq!(a.namespace_name(), ("ns", "a"));
+        assert_eq!(&*b.uid, "uid-b");
+        assert!(Arc::ptr_eq(&a.node, &b.node));
+        assert_eq!((&*a.node, &*c.node), ("n1", "n2"));
+        assert_eq!(agents.node_names.len(), 2);
+        // Untracked and tracked again: the entry is reused with the new pod's key.
+        let mut gone = bound("ns", "a", "n1");
+        gone.type_ = EventType::Deleted;
+        agents.observe(&gone, SimTime::ZERO);
+        agents.observe(&bound("other", "d", "n2"), SimTime::ZERO);
+        assert_eq!(agents.pods.len(), 3);
+        assert_eq!(entry(&agents, "other/d").namespace_name(), ("other", "d"));
+        assert!(agents.pod_index.get("ns/a").is_none());
     }
 }

@@ -2,6 +2,8 @@
 //! clock. Everything that happens at an instant happens in a fixed order, so a run is a pure
 //! function of its input and seed.
 
+mod record;
+
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -18,6 +20,7 @@ use thiserror::Error;
 use crate::agents::NodeAgents;
 use crate::drain::Drains;
 use crate::scenario::{Assertion, Input, Step, StepAction};
+pub use record::{ExpectationRecord, Record};
 
 /// A run without `duration` stops when nothing is pending, and at the latest after this long.
 pub const DEFAULT_DURATION_CAP: SimDuration = SimDuration(24 * 3600 * 1_000_000_000);
@@ -131,40 +134,6 @@ impl Observers<'_> {
     }
 }
 
-/// One line of output, in order of virtual time, then of occurrence.
-#[derive(Clone, Debug)]
-pub enum Record {
-    /// An event, shared with the run's event list ([`Simulation::events`]).
-    Event(Arc<EventRecord>),
-    Expectation {
-        time: SimTime,
-        passed: bool,
-        message: String,
-    },
-    /// An explanation record (`SchedulingAttempt`, `EvictionDecision`, `ScaleDownDecision`) or
-    /// a `StepFailed` record, already in its JSON form.
-    Json(Value),
-}
-
-impl Record {
-    pub fn to_json(&self) -> Value {
-        match self {
-            Record::Event(e) => e.to_json(),
-            Record::Expectation {
-                time,
-                passed,
-                message,
-            } => json!({
-                "time": time.as_secs_f64(),
-                "kind": "Expectation",
-                "reason": if *passed { "ExpectationPassed" } else { "ExpectationFailed" },
-                "message": message,
-            }),
-            Record::Json(v) => v.clone(),
-        }
-    }
-}
-
 #[derive(Debug, Error)]
 pub enum SimError {
     #[error("the simulation did not settle at t={time}: after {rounds} rounds of work at this instant, components kept rescheduling work (a livelock): {components}; seed {seed}")]
@@ -206,7 +175,7 @@ impl Sink for Output<'_> {
         self.records.push(Record::Event(ev));
     }
     fn record(&mut self, record: Value) {
-        self.records.push(Record::Json(record));
+        self.records.push(Record::Json(Box::new(record)));
     }
 }
 
@@ -629,12 +598,12 @@ impl Simulation {
                 action => {
                     if let Err(message) = self.apply(&action) {
                         self.n_step_errors += 1;
-                        self.records.push(Record::Json(json!({
+                        self.records.push(Record::Json(Box::new(json!({
                             "time": self.now.as_secs_f64(),
                             "kind": "StepFailed",
                             "reason": "StepFailed",
                             "message": format!("step {} ({}) at {}: {}", step.index + 1, action.name(), kubeplane_core::duration::format_duration(self.now - SimTime::ZERO), message),
-                        })));
+                        }))));
                     }
                 }
             }
@@ -664,17 +633,15 @@ impl Simulation {
             };
             for j in 0..list.len() {
                 self.n_failed += 1;
-                self.records.push(Record::Expectation {
-                    time: self.now,
-                    passed: false,
-                    message: format!(
-                        "not checked: expectation {} of step {} is due at {}, after the run ended at {}",
-                        j + 1,
-                        step.index + 1,
-                        show(step.at),
-                        show(self.now)
-                    ),
-                });
+                let message = format!(
+                    "not checked: expectation {} of step {} is due at {}, after the run ended at {}",
+                    j + 1,
+                    step.index + 1,
+                    show(step.at),
+                    show(self.now)
+                );
+                self.records
+                    .push(Record::expectation(self.now, false, message));
             }
         }
     }
@@ -686,11 +653,11 @@ impl Simulation {
         } else {
             self.n_failed += 1;
         }
-        self.records.push(Record::Expectation {
-            time: self.now,
-            passed: outcome.passed,
-            message: outcome.message,
-        });
+        self.records.push(Record::expectation(
+            self.now,
+            outcome.passed,
+            outcome.message,
+        ));
     }
 
     /// Applies one step action through the same client the components use.

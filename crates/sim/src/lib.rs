@@ -12,4 +12,4 @@ pub mod scenario;
 pub mod verbs;
 pub mod workloads;
 
-pub use engine::{Record, RunOptions, SimError, Simulation};
+pub use engine::{ExpectationRecord, Record, RunOptions, SimError, Simulation};

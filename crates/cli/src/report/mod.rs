@@ -124,7 +124,7 @@ pub fn write(
         let mut kept = Vec::with_capacity(records.len());
         for r in records.drain(..) {
             match r {
-                kubeplane_sim::Record::Json(v) if is_explanation(&v) => json.push(v),
+                kubeplane_sim::Record::Json(v) if is_explanation(&v) => json.push(*v),
                 r => {
                     json.push(r.to_json());
                     kept.push(r);
