@@ -9,6 +9,8 @@
 mod addresses;
 mod lease;
 mod pod_status;
+#[cfg(test)]
+mod status_post_tests;
 mod timers;
 
 use kubeplane_api::PodExt;
@@ -399,6 +401,8 @@ impl NodeAgents {
         };
         let ts = client.clock().timestamp(now);
         let mut n = StoredNode::clone(&node);
+        // Whether this post changes more than the heartbeats (a status or conditions added).
+        let mut changed = n.status.as_ref().is_none_or(|s| s.conditions.is_none());
         let conditions = n
             .status
             .get_or_insert_with(Default::default)
@@ -413,7 +417,11 @@ impl NodeAgents {
                 None => continue,
             };
             let reason = reason.unwrap_or_else(|| default_reason(type_, want_status));
-            set_condition(conditions, type_, want_status, reason, &ts);
+            changed |= set_condition(conditions, type_, want_status, reason, &ts);
+        }
+        // A post that renews only heartbeats says so to the watchers (the clone has no mark).
+        if !changed {
+            n.heartbeats_of = kubeplane_api::heartbeats_mark_of(&node);
         }
         n.metadata.resource_version = None;
         if client.update_status(Object::Node(Arc::new(n))).is_ok() {
