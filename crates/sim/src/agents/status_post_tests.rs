@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kubeplane_api::{only_heartbeats_changed, only_heartbeats_changed_by_fields, StoredNode};
 use kubeplane_core::SimTime;
 use kubeplane_registry::testing::TestClient;
 use kubeplane_store::{Client, Component, EventType, Kind, Object};
 
-use crate::agents::NodeAgents;
+use crate::agents::{NodeAgents, Posts};
 
 fn node(name: &str) -> Object {
     Object::Node(Arc::new(StoredNode::from(Node {
@@ -65,6 +65,10 @@ fn heartbeat_marks_give_the_verdicts_of_the_fields() {
     // update that is not heartbeats only.
     let mut held: BTreeMap<String, Arc<StoredNode>> = BTreeMap::new();
     let (mut by_mark, mut other) = (0, 0);
+    // Per node, the addresses of its versions; a post that edits the version before the last
+    // one stores at that address.
+    let mut addresses: BTreeMap<String, Vec<*const StoredNode>> = BTreeMap::new();
+    let mut reused = 0;
     for secs in (0..=6000).step_by(10) {
         let now = SimTime::from_secs(secs);
         client.now = now;
@@ -85,6 +89,10 @@ fn heartbeat_marks_give_the_verdicts_of_the_fields() {
                     } else {
                         other += 1;
                     }
+                    let seen = addresses.entry(ev.object.name().to_string()).or_default();
+                    reused +=
+                        usize::from(seen.len() >= 2 && seen[seen.len() - 2] == Arc::as_ptr(new));
+                    seen.push(at);
                     let h = held
                         .entry(ev.object.name().to_string())
                         .or_insert(old.clone());
@@ -105,6 +113,52 @@ fn heartbeat_marks_give_the_verdicts_of_the_fields() {
     // 21 posts a node; the first, the changes and the posts after them are not heartbeats.
     assert!(by_mark >= 30, "{by_mark} verdicts by mark");
     assert!(other >= 5, "{other} other updates");
+    assert!(
+        reused >= 20,
+        "{reused} posts edited the version before the last"
+    );
+}
+
+#[test]
+fn a_post_edits_the_version_before_the_last_only_when_alone_with_it_and_heartbeats_apart() {
+    let version = |rv: &str, heartbeat: &str, status: &str| {
+        let mut n = StoredNode::from(Node::default());
+        n.metadata.resource_version = Some(rv.into());
+        n.status = Some(Default::default());
+        n.status.as_mut().unwrap().conditions = Some(vec![NodeCondition {
+            type_: "Ready".into(),
+            status: status.into(),
+            last_heartbeat_time: Some(Time(heartbeat.parse().unwrap())),
+            ..Default::default()
+        }]);
+        n
+    };
+    let root = version("5", "2025-01-01T00:00:00Z", "True");
+    let mut base = version("9", "2025-01-01T00:10:00Z", "True");
+    base.heartbeats_of = Some(5);
+    // Alone with it, heartbeats apart: the spare itself, with the base's heartbeats.
+    let spare = Arc::new(root.clone());
+    let address = Arc::as_ptr(&spare);
+    let mut posts = Posts {
+        last: None,
+        spare: Some(spare),
+    };
+    let copy = posts.copy_of(&base);
+    assert_eq!(Arc::as_ptr(&copy), address);
+    let mut want = base.clone();
+    want.metadata.resource_version = Some("5".into());
+    assert_eq!(*copy, want);
+    // Shared: a clone.
+    let shared = Arc::new(root.clone());
+    posts.spare = Some(shared.clone());
+    assert_ne!(Arc::as_ptr(&posts.copy_of(&base)), Arc::as_ptr(&shared));
+    // Another Ready status (at another version than the base's mark names): a clone of the
+    // base.
+    posts.spare = Some(Arc::new(version("6", "2025-01-01T00:00:00Z", "False")));
+    let copy = posts.copy_of(&base);
+    assert_eq!(copy.metadata.resource_version.as_deref(), Some("9"));
+    assert_eq!(*copy, base);
+    assert!(posts.spare.is_none());
 }
 
 #[test]
