@@ -31,7 +31,7 @@ fn stored(client: &TestClient, name: &str) -> StoredNode {
 }
 
 /// What other writers do at an instant, between the agents' posts.
-fn interfere(client: &mut TestClient, agents: &mut NodeAgents, secs: u64) {
+fn interfere(client: &mut TestClient, agents: &mut NodeAgents, secs: i64) {
     let now = SimTime::from_secs(secs);
     match secs {
         1000 => agents.set_node_condition("n1", "MemoryPressure", "True", None, now),
@@ -90,8 +90,8 @@ fn heartbeat_marks_give_the_verdicts_of_the_fields() {
                         other += 1;
                     }
                     let seen = addresses.entry(ev.object.name().to_string()).or_default();
-                    reused +=
-                        usize::from(seen.len() >= 2 && seen[seen.len() - 2] == Arc::as_ptr(new));
+                    let at = Arc::as_ptr(new);
+                    reused += usize::from(seen.len() >= 2 && seen[seen.len() - 2] == at);
                     seen.push(at);
                     let h = held
                         .entry(ev.object.name().to_string())
