@@ -34,7 +34,9 @@ pub use component::Component;
 pub use delegate::__reexport;
 pub use error::ApiError;
 pub use informer::Informer;
-pub use node::{only_heartbeats_changed, StoredNode};
+pub use node::{
+    heartbeats_mark_of, only_heartbeats_changed, only_heartbeats_changed_by_fields, StoredNode,
+};
 pub use object::{DynamicObject, Kind, Object, ObjectKey};
 pub use pod::{PodExt, StoredPod};
 pub use watch::{EventType, WatchEvent};

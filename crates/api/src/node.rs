@@ -16,12 +16,50 @@ use serde::de::Error as _;
 use serde_json::Value;
 
 /// A Node with the fields of later releases that k8s-openapi's v1.34 `Node` lacks.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct StoredNode {
     pub node: Node,
     /// `status.declaredFeatures`: the features the node's kubelet declares (upstream keeps it
     /// sorted and without duplicates, `+listType=set`). `None` when the manifest has none.
     pub declared_features: Option<Vec<String>>,
+    /// Not part of the object (never serialized, compared or cloned): `Some(r)` when its
+    /// writer knows that this node differs from the version with resourceVersion `r` at most
+    /// in what [`only_heartbeats_changed`] allows (the conditions' heartbeats and the
+    /// resourceVersion). A node agent's status post that renews only heartbeats sets it to
+    /// its base's mark, or to its base's version when the base has none, so that every
+    /// version of a run of such posts names the version the run started from; watchers then
+    /// compare two of them by the mark instead of field by field. A clone starts without it
+    /// (whoever edits a copy makes a new root), and the write path clears it where it
+    /// changes a marked node (`registry` node strategy). Resource versions are never reused,
+    /// so a mark cannot name another version.
+    pub heartbeats_of: Option<u64>,
+}
+
+impl Clone for StoredNode {
+    /// A copy without the heartbeat mark (see [`StoredNode::heartbeats_of`]).
+    fn clone(&self) -> Self {
+        StoredNode {
+            node: self.node.clone(),
+            declared_features: self.declared_features.clone(),
+            heartbeats_of: None,
+        }
+    }
+}
+
+impl PartialEq for StoredNode {
+    /// The node's fields; the heartbeat mark is not one.
+    fn eq(&self, other: &Self) -> bool {
+        self.node == other.node && self.declared_features == other.declared_features
+    }
+}
+
+impl std::fmt::Debug for StoredNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredNode")
+            .field("node", &self.node)
+            .field("declared_features", &self.declared_features)
+            .finish()
+    }
 }
 
 impl StoredNode {
@@ -39,7 +77,34 @@ impl StoredNode {
 /// (the scheduler, the controllers' NoSchedule taint and label reconciliation) can skip such
 /// an update; upstream's scheduler finds no scheduling property change in it either
 /// (`NodeSchedulingPropertiesChange` compares condition statuses, not heartbeats).
+///
+/// Two versions whose heartbeat marks ([`StoredNode::heartbeats_of`]) name one version, or
+/// one of which is the version the other's mark names, both differ from that version only so:
+/// the answer is known without comparing their fields.
+#[inline]
 pub fn only_heartbeats_changed(old: &StoredNode, new: &StoredNode) -> bool {
+    if let Some(root) = new.heartbeats_of {
+        if old.heartbeats_of == Some(root) || version_of(old) == Some(root) {
+            return true;
+        }
+    }
+    only_heartbeats_changed_by_fields(old, new)
+}
+
+/// The number of a node's resourceVersion, when it is one.
+fn version_of(node: &StoredNode) -> Option<u64> {
+    node.metadata.resource_version.as_deref()?.parse().ok()
+}
+
+/// The heartbeat mark a node agent's post gives a copy of `base` in which it changed nothing
+/// but the conditions' heartbeats and the resourceVersion: `base`'s own mark, else `base`'s
+/// version (`None` when it has neither).
+pub fn heartbeats_mark_of(base: &StoredNode) -> Option<u64> {
+    base.heartbeats_of.or_else(|| version_of(base))
+}
+
+/// [`only_heartbeats_changed`] field by field, without the heartbeat marks.
+pub fn only_heartbeats_changed_by_fields(old: &StoredNode, new: &StoredNode) -> bool {
     old.declared_features == new.declared_features
         && old.spec == new.spec
         && status_equal_but_heartbeats(old.status.as_ref(), new.status.as_ref())
@@ -148,6 +213,7 @@ impl From<Node> for StoredNode {
         StoredNode {
             node,
             declared_features: None,
+            heartbeats_of: None,
         }
     }
 }
@@ -197,6 +263,7 @@ impl<'de> serde::Deserialize<'de> for StoredNode {
         Ok(StoredNode {
             node,
             declared_features,
+            heartbeats_of: None,
         })
     }
 }
@@ -237,6 +304,7 @@ mod tests {
         let node = StoredNode {
             node: Node::default(),
             declared_features: Some(vec!["A".into()]),
+            heartbeats_of: None,
         };
         let v = serde_json::to_value(&node).unwrap();
         assert_eq!(v["status"], json!({"declaredFeatures": ["A"]}));
@@ -329,6 +397,39 @@ mod tests {
             assert!(!only_heartbeats_changed(&old, &new), "{what}");
             assert!(!only_heartbeats_changed(&new, &old), "{what}, backwards");
         }
+    }
+
+    #[test]
+    fn marks_naming_one_version_answer_without_the_fields() {
+        let root = posted("2024-01-01T00:00:00Z", "7");
+        let mut a = posted("2024-01-01T00:05:00Z", "9");
+        let mut b = posted("2024-01-01T00:10:00Z", "12");
+        assert_eq!(heartbeats_mark_of(&root), Some(7));
+        a.heartbeats_of = heartbeats_mark_of(&root);
+        b.heartbeats_of = heartbeats_mark_of(&a);
+        assert_eq!(b.heartbeats_of, Some(7));
+        // The mark decides: a (wrongly) marked node with another label still passes, which
+        // shows that the fields were not compared.
+        let mut relabelled = a.clone();
+        relabelled.metadata.labels = None;
+        assert!(
+            !only_heartbeats_changed(&root, &relabelled),
+            "a copy loses the mark"
+        );
+        relabelled.heartbeats_of = Some(7);
+        assert!(only_heartbeats_changed(&root, &relabelled));
+        assert!(only_heartbeats_changed(&a, &relabelled));
+        // Marks naming another version, or none, fall back to the fields.
+        let mut other = posted("2024-01-01T00:10:00Z", "12");
+        other.heartbeats_of = Some(8);
+        assert!(only_heartbeats_changed(&a, &other));
+        other.metadata.labels = None;
+        assert!(!only_heartbeats_changed(&a, &other));
+        let unmarked = relabelled.clone();
+        assert!(
+            !only_heartbeats_changed(&b, &unmarked),
+            "the old one's mark alone"
+        );
     }
 
     #[test]

@@ -9,6 +9,8 @@
 mod addresses;
 mod lease;
 mod pod_status;
+#[cfg(test)]
+mod status_post_tests;
 mod timers;
 
 use kubeplane_api::PodExt;
@@ -83,6 +85,52 @@ struct NodeAgent {
     /// Where the store keeps the Lease (quiet renewals look it up there first).
     lease_slot: SlotHint,
     exists: bool,
+    /// The node as the agent's last two status posts stored it (last, the one before): the
+    /// one before is the copy the next post edits when nothing else holds it any more.
+    posts: Posts,
+}
+
+/// The node versions of an agent's last two status posts.
+#[derive(Clone, Debug, Default)]
+struct Posts {
+    last: Option<Arc<StoredNode>>,
+    spare: Option<Arc<StoredNode>>,
+}
+
+impl Posts {
+    /// A copy of `base` to post. The version before the last post, when the agent holds it
+    /// alone and it differs from `base` at most in heartbeats (by their marks, or else by
+    /// their fields): given `base`'s heartbeats it equals `base` in every field but the
+    /// resourceVersion, as a clone would, without the clone's allocations (nor the dropped
+    /// version's frees). Else a clone.
+    fn copy_of(&mut self, base: &StoredNode) -> Arc<StoredNode> {
+        if let Some(mut spare) = self.spare.take() {
+            if let Some(n) = Arc::get_mut(&mut spare) {
+                if kubeplane_api::only_heartbeats_changed(n, base) {
+                    copy_heartbeats(n, base);
+                    return spare;
+                }
+            }
+        }
+        Arc::new(StoredNode::clone(base))
+    }
+
+    /// After a successful post that stored `stored`.
+    fn posted(&mut self, stored: Arc<StoredNode>) {
+        self.spare = self.last.replace(stored);
+    }
+}
+
+/// Gives `n` the conditions' heartbeats of `base`, from which it differs at most in those
+/// (same conditions, in the same order) and the resourceVersion.
+fn copy_heartbeats(n: &mut StoredNode, base: &StoredNode) {
+    let from = base.status.as_ref().and_then(|s| s.conditions.as_deref());
+    let to = n.status.as_mut().and_then(|s| s.conditions.as_mut());
+    if let (Some(from), Some(to)) = (from, to) {
+        for (c, b) in to.iter_mut().zip(from) {
+            c.last_heartbeat_time.clone_from(&b.last_heartbeat_time);
+        }
+    }
 }
 
 /// A pod the agents track. An envelope run tracks 200,000 at once, so an entry holds one
@@ -206,6 +254,7 @@ impl NodeAgents {
             lease: None,
             lease_slot: SlotHint::default(),
             exists: false,
+            posts: Posts::default(),
         });
         self.node_index.insert(name.to_string(), i);
         i
@@ -413,12 +462,15 @@ impl NodeAgents {
     }
 
     fn post_status(&mut self, i: usize, now: SimTime, client: &mut dyn Client) {
-        let agent = &self.nodes[i];
+        let agent = &mut self.nodes[i];
         let Some(node) = client.cache().get_node(&agent.name).cloned() else {
             return;
         };
         let ts = client.clock().timestamp(now);
-        let mut n = StoredNode::clone(&node);
+        let mut post = agent.posts.copy_of(&node);
+        let n = Arc::get_mut(&mut post).expect("a new or unshared copy");
+        // Whether this post changes more than the heartbeats (a status or conditions added).
+        let mut changed = n.status.as_ref().is_none_or(|s| s.conditions.is_none());
         let conditions = n
             .status
             .get_or_insert_with(Default::default)
@@ -433,11 +485,21 @@ impl NodeAgents {
                 None => continue,
             };
             let reason = reason.unwrap_or_else(|| default_reason(type_, want_status));
-            set_condition(conditions, type_, want_status, reason, &ts);
+            changed |= set_condition(conditions, type_, want_status, reason, &ts);
         }
+        // A post that renews only heartbeats says so to the watchers.
+        n.heartbeats_of = match changed {
+            false => kubeplane_api::heartbeats_mark_of(&node),
+            true => None,
+        };
         n.metadata.resource_version = None;
-        if client.update_status(Object::Node(Arc::new(n))).is_ok() {
-            self.statuses_posted += 1;
+        match client.update_status(Object::Node(post)) {
+            Ok(Object::Node(stored)) => {
+                agent.posts.posted(stored);
+                self.statuses_posted += 1;
+            }
+            Ok(_) => self.statuses_posted += 1,
+            Err(_) => {}
         }
     }
 
@@ -598,6 +660,7 @@ impl Component for NodeAgents {
                     .get(n.metadata.name.as_deref().unwrap_or(""))
                 {
                     self.nodes[i].exists = false;
+                    self.nodes[i].posts = Posts::default();
                     self.nodes[i].epoch += 1;
                     self.nodes[i].timer_epoch = Some(self.nodes[i].epoch);
                 }

@@ -5,23 +5,27 @@ use std::sync::Arc;
 use kubeplane_api::StoredNode;
 
 /// `nodeStrategy.PrepareForUpdate`: the stored status is kept, `status.declaredFeatures`
-/// included.
+/// included. A node changed here loses its heartbeat mark (`StoredNode::heartbeats_of`).
 pub fn prepare_for_update(old: &StoredNode, new: &mut Arc<StoredNode>) {
     if new.status != old.status {
-        Arc::make_mut(new).status.clone_from(&old.status);
+        let n = Arc::make_mut(new);
+        n.status.clone_from(&old.status);
+        n.heartbeats_of = None;
     }
     if new.declared_features != old.declared_features {
-        Arc::make_mut(new)
-            .declared_features
-            .clone_from(&old.declared_features);
+        let n = Arc::make_mut(new);
+        n.declared_features.clone_from(&old.declared_features);
+        n.heartbeats_of = None;
     }
 }
 
 /// `nodeStatusStrategy.PrepareForUpdate`: the stored spec is kept (taints and
-/// unschedulable are the main resource's).
+/// unschedulable are the main resource's). A node changed here loses its heartbeat mark.
 pub fn prepare_for_status_update(old: &StoredNode, new: &mut Arc<StoredNode>) {
     if new.spec != old.spec {
-        Arc::make_mut(new).spec.clone_from(&old.spec);
+        let n = Arc::make_mut(new);
+        n.spec.clone_from(&old.spec);
+        n.heartbeats_of = None;
     }
 }
 

@@ -132,14 +132,15 @@ pub(super) fn default_message(type_: &str, status: &str) -> &'static str {
 /// Sets the node condition `type_` as a node agent's status post reports it: its status and
 /// reason, a new transition time and message when the status changed, and the heartbeat; a
 /// condition the node lacks is added. Strings already equal are kept, not replaced by copies
-/// (a post that renews only heartbeats allocates none).
+/// (a post that renews only heartbeats allocates none). Whether anything but the heartbeat
+/// changed.
 pub(super) fn set_condition(
     conditions: &mut Vec<NodeCondition>,
     type_: &str,
     status: &str,
     reason: &str,
     ts: &Time,
-) {
+) -> bool {
     let Some(c) = conditions.iter_mut().find(|c| c.type_ == type_) else {
         conditions.push(NodeCondition {
             type_: type_.to_string(),
@@ -149,17 +150,21 @@ pub(super) fn set_condition(
             last_heartbeat_time: Some(ts.clone()),
             last_transition_time: Some(ts.clone()),
         });
-        return;
+        return true;
     };
+    let mut changed = false;
     if c.status != status {
         c.last_transition_time = Some(ts.clone());
         c.message = Some(default_message(type_, status).to_string());
         c.status = status.to_string();
+        changed = true;
     }
     if c.reason.as_deref() != Some(reason) {
         c.reason = Some(reason.to_string());
+        changed = true;
     }
     c.last_heartbeat_time = Some(ts.clone());
+    changed
 }
 
 #[cfg(test)]
@@ -178,7 +183,7 @@ mod tests {
             at("2025-01-01T00:10:00Z"),
         );
         let mut cs = Vec::new();
-        set_condition(&mut cs, "Ready", "True", "KubeletReady", &t0);
+        assert!(set_condition(&mut cs, "Ready", "True", "KubeletReady", &t0));
         let first = cs[0].clone();
         assert_eq!(first.type_, "Ready");
         assert_eq!(first.status, "True");
@@ -192,7 +197,13 @@ mod tests {
         // The same report again: only the heartbeat moves, and the strings are the same
         // allocations (kept, not replaced by copies).
         let reason_ptr = cs[0].reason.as_ref().unwrap().as_ptr();
-        set_condition(&mut cs, "Ready", "True", "KubeletReady", &t1);
+        assert!(!set_condition(
+            &mut cs,
+            "Ready",
+            "True",
+            "KubeletReady",
+            &t1
+        ));
         assert_eq!(cs.len(), 1);
         assert_eq!(cs[0].last_heartbeat_time, Some(t1.clone()));
         let mut expected = first.clone();
@@ -200,11 +211,17 @@ mod tests {
         assert_eq!(cs[0], expected);
         assert_eq!(cs[0].reason.as_ref().unwrap().as_ptr(), reason_ptr);
         // Another reason with the same status: the reason changes, the transition does not.
-        set_condition(&mut cs, "Ready", "True", "Custom", &t1);
+        assert!(set_condition(&mut cs, "Ready", "True", "Custom", &t1));
         assert_eq!(cs[0].reason.as_deref(), Some("Custom"));
         assert_eq!(cs[0].last_transition_time, Some(t0.clone()));
         // A status change: transition, message, status, reason and heartbeat.
-        set_condition(&mut cs, "Ready", "False", "KubeletNotReady", &t2);
+        assert!(set_condition(
+            &mut cs,
+            "Ready",
+            "False",
+            "KubeletNotReady",
+            &t2
+        ));
         assert_eq!(cs[0].status, "False");
         assert_eq!(cs[0].reason.as_deref(), Some("KubeletNotReady"));
         assert_eq!(
@@ -214,13 +231,13 @@ mod tests {
         assert_eq!(cs[0].last_transition_time, Some(t2.clone()));
         assert_eq!(cs[0].last_heartbeat_time, Some(t2.clone()));
         // Another type is appended after the existing one.
-        set_condition(
+        assert!(set_condition(
             &mut cs,
             "DiskPressure",
             "False",
             "KubeletHasNoDiskPressure",
             &t2,
-        );
+        ));
         let types: Vec<&str> = cs.iter().map(|c| c.type_.as_str()).collect();
         assert_eq!(types, ["Ready", "DiskPressure"]);
         assert_eq!(

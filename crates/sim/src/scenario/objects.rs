@@ -222,6 +222,7 @@ fn typed_node(
     Ok(StoredNode {
         node: typed::<Node>(&rest, strict, warnings)?,
         declared_features,
+        heartbeats_of: None,
     })
 }
 

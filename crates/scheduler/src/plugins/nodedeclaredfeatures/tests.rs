@@ -59,6 +59,7 @@ fn node(declared: Option<&[&str]>) -> NodeInfo {
     let stored = StoredNode {
         node: NodeBuilder::new("n").obj(),
         declared_features: declared.map(|d| d.iter().map(|s| s.to_string()).collect()),
+        heartbeats_of: None,
     };
     let mut info = NodeInfo::new("n");
     info.set_node(Arc::new(stored));
@@ -310,6 +311,7 @@ fn queueing_hints_follow_declared_features_and_the_pods_own_requirements() {
     let stored = |d: &[&str]| StoredNode {
         node: NodeBuilder::new("n").obj(),
         declared_features: Some(d.iter().map(|s| s.to_string()).collect()),
+        heartbeats_of: None,
     };
     let (a, a2, b) = (stored(&["A"]), stored(&["A"]), stored(&["A", "B"]));
     let node_cases = [
@@ -383,6 +385,7 @@ fn a_change_of_declared_features_is_a_node_update_event_of_its_own() {
     let with = |d: Option<&[&str]>| StoredNode {
         node: NodeBuilder::new("n").obj(),
         declared_features: d.map(|d| d.iter().map(|s| s.to_string()).collect()),
+        heartbeats_of: None,
     };
     let cases = [
         (
