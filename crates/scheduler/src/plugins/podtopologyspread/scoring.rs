@@ -348,13 +348,15 @@ impl Tally<'_> {
     fn run(&self, nodes: &[&NodeInfo], domains: &mut DomainIds, s: &mut PreScoreState) -> Tallied {
         let (memo, n_constraints) = (self.memo, self.constraints.len());
         let mut t = Tallied {
-            rows: Vec::with_capacity(nodes.len() * n_constraints),
+            rows: vec![NO_VALUE; nodes.len() * n_constraints],
             totals: vec![Vec::new(); n_constraints],
             sizes: vec![0; n_constraints],
             n_ignored: 0,
         };
+        s.ignored.resize(nodes.len(), false);
         let mut fresh;
-        for (j, &node) in nodes.iter().enumerate() {
+        let rows = t.rows.chunks_exact_mut(n_constraints);
+        for (j, ((&node, row), ignored)) in nodes.iter().zip(rows).zip(&mut s.ignored).enumerate() {
             // With the node's place, its entry is read from the memo without its NodeInfo, and
             // its hostname counts are the kept ones.
             let (counted_at, known) = match self.places.map(|places| places[j]) {
@@ -374,24 +376,23 @@ impl Tally<'_> {
                     (fresh.all_keys, &fresh.cells[..])
                 }
             };
-            let ignored = self.require_all && !all_keys;
-            s.ignored.push(ignored);
-            if ignored {
+            if self.require_all && !all_keys {
+                *ignored = true;
                 t.n_ignored += 1;
-                t.rows.resize(t.rows.len() + n_constraints, NO_VALUE);
                 continue;
             }
-            for (i, (&is_hostname, cell)) in self.hostname.iter().zip(entry_cells).enumerate() {
+            let cells = self.hostname.iter().zip(entry_cells).zip(row).enumerate();
+            for (i, ((&is_hostname, cell), slot)) in cells {
                 if is_hostname {
-                    t.rows.push(match cell.has_value {
-                        true => self.host_count(counted_at, node, i),
-                        false => NO_VALUE,
-                    });
+                    if cell.has_value {
+                        *slot = self.host_count(counted_at, node, i);
+                    }
                     continue;
                 }
                 let id = cell.id as usize;
-                t.rows
-                    .push(if cell.has_value { id as i64 } else { NO_VALUE });
+                if cell.has_value {
+                    *slot = id as i64;
+                }
                 let seen = &mut t.totals[i];
                 if seen.len() <= id {
                     seen.resize(id + 1, None);
@@ -452,9 +453,20 @@ fn normalizing_weights(
         .collect()
 }
 
-/// The filtered nodes' raw scores from their rows, in PreScore's order. A domain's term
-/// (`score_for_count` of its count) is computed once per domain, and each node's terms are
-/// added in the constraints' order as before, so the sums round as they did.
+/// What one constraint adds to a node's raw score: `count × weight + (maxSkew − 1)`
+/// ([`score_for_count`]), with the count the node's own (hostname) or its domain's, whose
+/// terms are computed once per domain.
+struct Term {
+    weight: f64,
+    skew: f64,
+    /// By domain id, for the constraints that are not the hostname's; empty for it.
+    by_domain: Vec<f64>,
+    hostname: bool,
+}
+
+/// The filtered nodes' raw scores from their rows, in PreScore's order. Each node's terms are
+/// the ones [`score_for_count`] gives and are added in the constraints' order as before, so
+/// the sums round as they did.
 fn raw_scores(
     nodes: &[&NodeInfo],
     s: &PreScoreState,
@@ -462,40 +474,39 @@ fn raw_scores(
     hostname: &[bool],
     t: &Tallied,
 ) -> Vec<(usize, i64)> {
-    let weights = &s.topology_normalizing_weight;
-    let terms: Vec<Vec<f64>> = constraints
+    let terms: Vec<Term> = constraints
         .iter()
         .zip(&t.totals)
-        .zip(weights)
-        .map(|((c, totals), &w)| {
-            totals
+        .zip(&s.topology_normalizing_weight)
+        .zip(hostname)
+        .map(|(((c, totals), &weight), &hostname)| Term {
+            weight,
+            skew: (c.max_skew - 1) as f64,
+            by_domain: totals
                 .iter()
-                .map(|total| score_for_count(total.unwrap_or(0), c.max_skew, w))
-                .collect()
+                .map(|total| score_for_count(total.unwrap_or(0), c.max_skew, weight))
+                .collect(),
+            hostname,
         })
         .collect();
     let rows = t.rows.chunks_exact(constraints.len());
-    nodes
-        .iter()
-        .zip(rows)
-        .zip(&s.ignored)
-        .map(|((node, row), &ignored)| {
-            if ignored {
-                return (node_address(node), 0);
-            }
-            let mut score = 0.0;
-            for (i, &v) in row.iter().enumerate() {
+    let mut raw = Vec::with_capacity(nodes.len());
+    for ((node, row), &ignored) in nodes.iter().zip(rows).zip(&s.ignored) {
+        let mut score = 0.0;
+        if !ignored {
+            for (term, &v) in terms.iter().zip(row) {
                 if v == NO_VALUE {
                     continue;
                 }
-                score += match hostname[i] {
-                    true => score_for_count(v, constraints[i].max_skew, weights[i]),
-                    false => terms[i][v as usize],
+                score += match term.hostname {
+                    true => v as f64 * term.weight + term.skew,
+                    false => term.by_domain[v as usize],
                 };
             }
-            (node_address(node), score.round() as i64)
-        })
-        .collect()
+        }
+        raw.push((node_address(node), score.round() as i64));
+    }
+    raw
 }
 
 impl PreScorePlugin for PodTopologySpread {
@@ -698,26 +709,28 @@ impl ScorePlugin for PodTopologySpread {
         let Some(s) = state.read::<PreScoreState>(&PRE_SCORE_KEY) else {
             return Status::error(format!("error reading {PRE_SCORE_KEY:?} from cycleState"));
         };
-        let ignored = &s.ignored;
-        let mut min = i64::MAX;
-        let mut max = 0;
-        for (i, &score) in scores.iter().enumerate() {
-            if ignored.get(i).copied().unwrap_or(false) {
-                continue;
+        // The nodes PreScore saw have a flag each; any node past them is not ignored.
+        let seen = s.ignored.len().min(scores.len());
+        let ignored = &s.ignored[..seen];
+        let (flagged, rest) = scores.split_at_mut(seen);
+        let (mut min, mut max) = (i64::MAX, 0);
+        for (&score, &ignored) in flagged.iter().zip(ignored) {
+            if !ignored {
+                (min, max) = (min.min(score), max.max(score));
             }
-            min = min.min(score);
-            max = max.max(score);
         }
-        for (i, score) in scores.iter_mut().enumerate() {
-            if ignored.get(i).copied().unwrap_or(false) {
-                *score = 0;
-                continue;
-            }
-            if max == 0 {
-                *score = MAX_NODE_SCORE;
-                continue;
-            }
-            *score = MAX_NODE_SCORE * (max + min - *score) / max;
+        for &score in rest.iter() {
+            (min, max) = (min.min(score), max.max(score));
+        }
+        let normalized = |score: i64| match max {
+            0 => MAX_NODE_SCORE,
+            _ => MAX_NODE_SCORE * (max + min - score) / max,
+        };
+        for (score, &ignored) in flagged.iter_mut().zip(ignored) {
+            *score = if ignored { 0 } else { normalized(*score) };
+        }
+        for score in rest {
+            *score = normalized(*score);
         }
         Status::success()
     }
