@@ -539,11 +539,8 @@ impl PreScorePlugin for PodTopologySpread {
         let key = score_memo_key(pod, &constraints, &required);
         let mut domains = self.score_domains.lock().expect("domains lock");
         if domains.ids.len() > DomainIds::LIMIT {
-            let defaults = std::mem::take(&mut guard.defaults);
-            *guard = ScoreMemos {
-                defaults,
-                ..Default::default()
-            };
+            guard.entries = ScoreMemo::default();
+            guard.counts = ScoreCounts::default();
             *domains = DomainIds::default();
         }
         let domains = &mut *domains;
