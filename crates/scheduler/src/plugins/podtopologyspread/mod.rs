@@ -8,6 +8,7 @@ mod score_counts;
 mod scoring;
 #[cfg(test)]
 mod scoring_tests;
+mod soft_defaults;
 #[cfg(test)]
 mod tests;
 

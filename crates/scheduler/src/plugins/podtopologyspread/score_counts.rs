@@ -12,6 +12,8 @@
 //! node: the places counted before are reset and the namespace's matching pods added, so a
 //! new key costs what the old and the new namespace hold, not what the cluster holds.
 
+use std::sync::Arc;
+
 use crate::cache::Snapshot;
 use crate::plugins::pods_by_namespace::PodsByNamespace;
 
@@ -22,7 +24,7 @@ use super::{count_pods_match_selector, Constraint, LABEL_HOSTNAME};
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct CountKey {
     pub namespace: String,
-    pub constraints: Vec<Constraint>,
+    pub constraints: Arc<[Constraint]>,
     /// Whether only nodes with every topology key count toward their domains.
     pub require_all: bool,
 }
@@ -179,11 +181,11 @@ impl ScoreCounts {
             if !self.is_touched[place] {
                 self.is_touched[place] = true;
                 self.touched.push(place as u32);
-                for ((slot, c), cell) in cells.iter_mut().zip(&key.constraints).zip(entry) {
+                for ((slot, c), cell) in cells.iter_mut().zip(key.constraints.iter()).zip(entry) {
                     slot.domain = domain_of(c, key.require_all, all_keys, cell);
                 }
             }
-            for (i, (slot, c)) in cells.iter_mut().zip(&key.constraints).enumerate() {
+            for (i, (slot, c)) in cells.iter_mut().zip(key.constraints.iter()).enumerate() {
                 if c.selector.matches(p.labels()) {
                     slot.count += 1;
                     add_to_domain(&mut self.domain_counts[i], *slot, 1);

@@ -1,6 +1,8 @@
 //! PodTopologySpread PreScore, Score and NormalizeScore (upstream
 //! `podtopologyspread/scoring.go`).
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::Toleration;
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
 
@@ -12,6 +14,7 @@ use crate::plugins::helper::FxHashMap;
 use crate::plugins::memo::NodeMemo;
 
 use super::score_counts::{CountKey, ScoreCounts};
+use super::soft_defaults::{replica_set_of, SoftDefaults};
 
 use super::{
     count_pods_match_selector, node_labels_match_constraints, Constraint, PodTopologySpread,
@@ -24,7 +27,8 @@ pub(crate) static PRE_SCORE_KEY: crate::framework::StateKey =
 /// What PreScore computes for Score.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PreScoreState {
-    pub constraints: Vec<Constraint>,
+    /// Shared with the counts' key ([`CountKey`]), which keeps them across cycles.
+    pub constraints: Arc<[Constraint]>,
     /// Whether nodes must have every topology key (else they are ignored: score 0).
     pub require_all: bool,
     /// Per filtered node, in the order PreScore saw them (the order of Score and
@@ -32,26 +36,11 @@ pub(crate) struct PreScoreState {
     pub ignored: Vec<bool>,
     /// Per constraint (hostname constraints excluded): topology value → matching pods.
     pub topology_value_to_pod_counts: Vec<FxHashMap<String, i64>>,
-    /// The same by domain id (see [`DomainIds`]), for the nodes with an entry.
-    pub(crate) domain_counts: Vec<Vec<Option<i64>>>,
-    /// Per constraint: whether its topology key is the hostname label.
-    pub(crate) hostname: Vec<bool>,
     /// Per constraint: `ln(number of domains among the filtered nodes + 2)`.
     pub topology_normalizing_weight: Vec<f64>,
     /// Per filtered node, in PreScore's order: its address and raw score, computed by
     /// PreScore so that scoring a run of nodes (see [`ScorePlugin::score_nodes`]) is a copy.
     pub(crate) raw: Vec<(usize, i64)>,
-}
-
-/// What PreScore keeps of one constraint for one filtered node to compute its raw score.
-#[derive(Clone, Copy)]
-enum Cell {
-    /// The node has no value for the topology key: the constraint does not count.
-    NoValue,
-    /// The node's own count (hostname constraints).
-    Count(i64),
-    /// The node's domain (other constraints): its count is known once every node is seen.
-    Domain(usize),
 }
 
 /// One node's entry for one memo key: what the node is for the constraints (its domains,
@@ -201,6 +190,8 @@ pub(crate) type ScoreMemo = NodeMemo<ScoreMemoKey, NodeEntry, ScoreAgg>;
 pub(crate) struct ScoreMemos {
     pub(crate) entries: ScoreMemo,
     pub(crate) counts: ScoreCounts,
+    /// The default constraints of the last ReplicaSet's pods.
+    pub(crate) defaults: SoftDefaults,
 }
 
 /// One node's entry.
@@ -248,19 +239,34 @@ fn score_for_count(count: i64, max_skew: i32, weight: f64) -> f64 {
 
 impl PodTopologySpread {
     /// The pod's soft constraints (its own or the defaults) and whether they are its own, or
-    /// PreScore's error.
-    fn soft_constraints(
+    /// PreScore's error. The defaults of a ReplicaSet's pods are kept in `defaults` for the
+    /// next pod of the same ReplicaSet.
+    pub(super) fn soft_constraints(
         &self,
         pod: &PodInfo,
         snapshot: &Snapshot,
-    ) -> Result<(Vec<Constraint>, bool), Status> {
+        defaults: &mut SoftDefaults,
+    ) -> Result<(Arc<[Constraint]>, bool), Status> {
         let has_own = pod
             .spec()
             .topology_spread_constraints
             .as_ref()
             .is_some_and(|c| !c.is_empty());
+        let reusable = match has_own || !self.defaults_per_replica_set() {
+            true => None,
+            false => replica_set_of(pod),
+        };
+        if let Some(kept) = reusable.and_then(|rs| defaults.get(snapshot, rs)) {
+            return Ok((kept, false));
+        }
         match self.constraints(&pod.pod, SCHEDULE_ANYWAY, Some(snapshot)) {
-            Ok(c) => Ok((c, has_own)),
+            Ok(c) => {
+                let c: Arc<[Constraint]> = c.into();
+                if let Some(rs) = reusable {
+                    defaults.keep(snapshot, rs, &c);
+                }
+                Ok((c, has_own))
+            }
             Err(e) => {
                 let what = if has_own {
                     "obtaining pod's soft topology spread constraints"
@@ -316,81 +322,100 @@ struct Tally<'a> {
     places: Option<&'a [usize]>,
 }
 
+/// A [`Tallied::rows`] cell of a constraint that does not count on the node (it has no value
+/// for the topology key, or the node is ignored).
+const NO_VALUE: i64 = -1;
+
+/// What PreScore's one pass over the filtered nodes keeps for their raw scores.
+#[derive(Default)]
+struct Tallied {
+    /// Per filtered node × constraint (a node's constraints in a row): the node's own count
+    /// (hostname constraints), its domain id (other constraints), or [`NO_VALUE`].
+    rows: Vec<i64>,
+    /// Per constraint: domain id → the domain's count, for the domains of the nodes not
+    /// ignored (hostname constraints: none).
+    totals: Vec<Vec<Option<i64>>>,
+    /// Per constraint: how many domains `totals` holds.
+    sizes: Vec<usize>,
+    /// How many filtered nodes are ignored.
+    n_ignored: usize,
+}
+
 impl Tally<'_> {
-    /// Goes through the filtered nodes: whether each is ignored and its cells (`s.ignored`,
-    /// `cells`, a node's constraints in a row), and the counts of the domains they are in
-    /// (`s.domain_counts`, `s.topology_value_to_pod_counts`). Returns per constraint the
-    /// number of those domains, and the number of ignored nodes.
-    fn run(
-        &self,
-        nodes: &[&NodeInfo],
-        domains: &mut DomainIds,
-        s: &mut PreScoreState,
-        cells: &mut Vec<Cell>,
-    ) -> (Vec<usize>, usize) {
-        let (memo, counts, constraints) = (self.memo, self.counts, self.constraints);
-        let mut topo_size = vec![0usize; constraints.len()];
-        let mut n_ignored = 0;
+    /// Goes through the filtered nodes once: whether each is ignored (`s.ignored`), what its
+    /// raw score reads (`Tallied::rows`), and the counts of the domains they are in
+    /// (`Tallied::totals`, `s.topology_value_to_pod_counts`).
+    fn run(&self, nodes: &[&NodeInfo], domains: &mut DomainIds, s: &mut PreScoreState) -> Tallied {
+        let (memo, n_constraints) = (self.memo, self.constraints.len());
+        let mut t = Tallied {
+            rows: vec![NO_VALUE; nodes.len() * n_constraints],
+            totals: vec![Vec::new(); n_constraints],
+            sizes: vec![0; n_constraints],
+            n_ignored: 0,
+        };
+        s.ignored.resize(nodes.len(), false);
         let mut fresh;
-        for (j, &node) in nodes.iter().enumerate() {
-            // With the node's place, its entry is read from the memo without its NodeInfo.
-            let place = self.places.map(|places| places[j]);
-            let known = match place {
-                Some(p) => memo.contribution(p).map(|(info, e)| {
-                    debug_assert!(std::ptr::eq(info, node));
-                    memo.agg.cells_of(e)
-                }),
-                None => memo.agg.lookup(node),
+        let rows = t.rows.chunks_exact_mut(n_constraints);
+        for (j, ((&node, row), ignored)) in nodes.iter().zip(rows).zip(&mut s.ignored).enumerate() {
+            // With the node's place, its entry is read from the memo without its NodeInfo, and
+            // its hostname counts are the kept ones.
+            let (counted_at, known) = match self.places.map(|places| places[j]) {
+                Some(p) => match memo.contribution(p) {
+                    Some((info, e)) => {
+                        debug_assert!(std::ptr::eq(info, node));
+                        (Some(p), Some(memo.agg.cells_of(e)))
+                    }
+                    None => (None, None),
+                },
+                None => (None, memo.agg.lookup(node)),
             };
             let (all_keys, entry_cells) = match known {
                 Some(e) => e,
                 None => {
-                    fresh = node_entry(self.pod, constraints, self.required, node, domains);
+                    fresh = node_entry(self.pod, self.constraints, self.required, node, domains);
                     (fresh.all_keys, &fresh.cells[..])
                 }
             };
-            let ignored = self.require_all && !all_keys;
-            s.ignored.push(ignored);
-            for (i, (&is_hostname, cell)) in self.hostname.iter().zip(entry_cells).enumerate() {
-                cells.push(if ignored || !cell.has_value {
-                    Cell::NoValue
-                } else if is_hostname {
-                    Cell::Count(self.host_count(place, node, i))
-                } else {
-                    Cell::Domain(cell.id as usize)
-                });
-            }
-            if ignored {
-                n_ignored += 1;
+            if self.require_all && !all_keys {
+                *ignored = true;
+                t.n_ignored += 1;
                 continue;
             }
-            for (i, &is_hostname) in self.hostname.iter().enumerate() {
+            let cells = self.hostname.iter().zip(entry_cells).zip(row).enumerate();
+            for (i, ((&is_hostname, cell), slot)) in cells {
                 if is_hostname {
+                    if cell.has_value {
+                        *slot = self.host_count(counted_at, node, i);
+                    }
                     continue;
                 }
-                let id = entry_cells[i].id as usize;
-                let seen = &mut s.domain_counts[i];
+                let id = cell.id as usize;
+                if cell.has_value {
+                    *slot = id as i64;
+                }
+                let seen = &mut t.totals[i];
                 if seen.len() <= id {
                     seen.resize(id + 1, None);
                 }
                 if seen[id].is_none() {
                     // Domains of no filtered node do not matter; hostname counts are per node.
-                    let total = counts.domain_total(i, id);
+                    let total = self.counts.domain_total(i, id);
                     seen[id] = Some(total);
                     let value = domains.names[id].clone();
                     s.topology_value_to_pod_counts[i].insert(value, total);
-                    topo_size[i] += 1;
+                    t.sizes[i] += 1;
                 }
             }
         }
-        (topo_size, n_ignored)
+        t
     }
 
-    /// The `i`th (hostname) constraint's count on `node`, at `place` when known.
-    fn host_count(&self, place: Option<usize>, node: &NodeInfo, i: usize) -> i64 {
-        match place {
-            Some(p) if self.memo.contribution(p).is_some() => self.counts.at(p, i),
-            _ => count_pods_match_selector(
+    /// The `i`th (hostname) constraint's count on `node`: the kept one at `counted_at` when
+    /// the memo holds that place, else counted from its pods.
+    fn host_count(&self, counted_at: Option<usize>, node: &NodeInfo, i: usize) -> i64 {
+        match counted_at {
+            Some(p) => self.counts.at(p, i),
+            None => count_pods_match_selector(
                 &node.pods,
                 &self.constraints[i].selector,
                 &self.pod.namespace,
@@ -404,7 +429,6 @@ impl PreScoreState {
     fn new(n_constraints: usize, require_all: bool, n_nodes: usize) -> PreScoreState {
         PreScoreState {
             topology_value_to_pod_counts: vec![FxHashMap::default(); n_constraints],
-            domain_counts: vec![Vec::new(); n_constraints],
             require_all,
             ignored: Vec::with_capacity(n_nodes),
             ..Default::default()
@@ -429,33 +453,60 @@ fn normalizing_weights(
         .collect()
 }
 
-/// The filtered nodes' raw scores from their cells, in PreScore's order.
+/// What one constraint adds to a node's raw score: `count × weight + (maxSkew − 1)`
+/// ([`score_for_count`]), with the count the node's own (hostname) or its domain's, whose
+/// terms are computed once per domain.
+struct Term {
+    weight: f64,
+    skew: f64,
+    /// By domain id, for the constraints that are not the hostname's; empty for it.
+    by_domain: Vec<f64>,
+    hostname: bool,
+}
+
+/// The filtered nodes' raw scores from their rows, in PreScore's order. Each node's terms are
+/// the ones [`score_for_count`] gives and are added in the constraints' order as before, so
+/// the sums round as they did.
 fn raw_scores(
     nodes: &[&NodeInfo],
     s: &PreScoreState,
     constraints: &[Constraint],
-    cells: &[Cell],
+    hostname: &[bool],
+    t: &Tallied,
 ) -> Vec<(usize, i64)> {
-    let n_constraints = constraints.len();
-    nodes
+    let terms: Vec<Term> = constraints
         .iter()
-        .enumerate()
-        .map(|(j, node)| {
-            if s.ignored[j] {
-                return (node_address(node), 0);
-            }
-            let mut score = 0.0;
-            for (i, c) in constraints.iter().enumerate() {
-                let count = match cells[j * n_constraints + i] {
-                    Cell::NoValue => continue,
-                    Cell::Count(count) => count,
-                    Cell::Domain(id) => s.domain_counts[i].get(id).copied().flatten().unwrap_or(0),
-                };
-                score += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i]);
-            }
-            (node_address(node), score.round() as i64)
+        .zip(&t.totals)
+        .zip(&s.topology_normalizing_weight)
+        .zip(hostname)
+        .map(|(((c, totals), &weight), &hostname)| Term {
+            weight,
+            skew: (c.max_skew - 1) as f64,
+            by_domain: totals
+                .iter()
+                .map(|total| score_for_count(total.unwrap_or(0), c.max_skew, weight))
+                .collect(),
+            hostname,
         })
-        .collect()
+        .collect();
+    let rows = t.rows.chunks_exact(constraints.len());
+    let mut raw = Vec::with_capacity(nodes.len());
+    for ((node, row), &ignored) in nodes.iter().zip(rows).zip(&s.ignored) {
+        let mut score = 0.0;
+        if !ignored {
+            for (term, &v) in terms.iter().zip(row) {
+                if v == NO_VALUE {
+                    continue;
+                }
+                score += match term.hostname {
+                    true => v as f64 * term.weight + term.skew,
+                    false => term.by_domain[v as usize],
+                };
+            }
+        }
+        raw.push((node_address(node), score.round() as i64));
+    }
+    raw
 }
 
 impl PreScorePlugin for PodTopologySpread {
@@ -472,7 +523,9 @@ impl PreScorePlugin for PodTopologySpread {
         if snapshot.node_infos.is_empty() {
             return Status::skip();
         }
-        let (constraints, has_own) = match self.soft_constraints(pod, snapshot) {
+        let mut guard = self.score_memo.lock().expect("memo lock");
+        let (constraints, has_own) = match self.soft_constraints(pod, snapshot, &mut guard.defaults)
+        {
             Ok(c) => c,
             Err(status) => return status,
         };
@@ -484,10 +537,10 @@ impl PreScorePlugin for PodTopologySpread {
         let require_all = has_own || !self.system_defaulted;
         let required = RequiredNodeAffinity::from_pod(pod.spec());
         let key = score_memo_key(pod, &constraints, &required);
-        let mut guard = self.score_memo.lock().expect("memo lock");
         let mut domains = self.score_domains.lock().expect("domains lock");
         if domains.ids.len() > DomainIds::LIMIT {
-            *guard = ScoreMemos::default();
+            guard.entries = ScoreMemo::default();
+            guard.counts = ScoreCounts::default();
             *domains = DomainIds::default();
         }
         let domains = &mut *domains;
@@ -510,7 +563,6 @@ impl PreScorePlugin for PodTopologySpread {
         memos.counts.update(count_key, &memos.entries, snapshot);
         let constraints = &memos.counts.key().expect("just updated").constraints;
         let mut s = PreScoreState::new(constraints.len(), require_all, nodes.len());
-        let mut cells: Vec<Cell> = Vec::with_capacity(nodes.len() * constraints.len());
         let places = &state.node_places;
         let tally = Tally {
             pod,
@@ -522,13 +574,12 @@ impl PreScorePlugin for PodTopologySpread {
             counts: &memos.counts,
             places: (places.len() == nodes.len()).then_some(places.as_slice()),
         };
-        let (topo_size, n_ignored) = tally.run(nodes, domains, &mut s, &mut cells);
+        let t = tally.run(nodes, domains, &mut s);
         s.topology_normalizing_weight =
-            normalizing_weights(constraints, &topo_size, nodes.len() - n_ignored);
-        s.raw = raw_scores(nodes, &s, constraints, &cells);
-        s.constraints = constraints.clone();
+            normalizing_weights(constraints, &t.sizes, nodes.len() - t.n_ignored);
+        s.raw = raw_scores(nodes, &s, constraints, &hostname, &t);
+        s.constraints = Arc::clone(constraints);
         drop(guard);
-        s.hostname = hostname;
         state.write(&PRE_SCORE_KEY, s);
         Status::success()
     }
@@ -613,7 +664,7 @@ pub(crate) fn pre_score_recount(
             *count += count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64;
         }
     }
-    s.constraints = constraints;
+    s.constraints = constraints.into();
     Some(s)
 }
 
@@ -655,26 +706,28 @@ impl ScorePlugin for PodTopologySpread {
         let Some(s) = state.read::<PreScoreState>(&PRE_SCORE_KEY) else {
             return Status::error(format!("error reading {PRE_SCORE_KEY:?} from cycleState"));
         };
-        let ignored = &s.ignored;
-        let mut min = i64::MAX;
-        let mut max = 0;
-        for (i, &score) in scores.iter().enumerate() {
-            if ignored.get(i).copied().unwrap_or(false) {
-                continue;
+        // The nodes PreScore saw have a flag each; any node past them is not ignored.
+        let seen = s.ignored.len().min(scores.len());
+        let ignored = &s.ignored[..seen];
+        let (flagged, rest) = scores.split_at_mut(seen);
+        let (mut min, mut max) = (i64::MAX, 0);
+        for (&score, &ignored) in flagged.iter().zip(ignored) {
+            if !ignored {
+                (min, max) = (min.min(score), max.max(score));
             }
-            min = min.min(score);
-            max = max.max(score);
         }
-        for (i, score) in scores.iter_mut().enumerate() {
-            if ignored.get(i).copied().unwrap_or(false) {
-                *score = 0;
-                continue;
-            }
-            if max == 0 {
-                *score = MAX_NODE_SCORE;
-                continue;
-            }
-            *score = MAX_NODE_SCORE * (max + min - *score) / max;
+        for &score in rest.iter() {
+            (min, max) = (min.min(score), max.max(score));
+        }
+        let normalized = |score: i64| match max {
+            0 => MAX_NODE_SCORE,
+            _ => MAX_NODE_SCORE * (max + min - score) / max,
+        };
+        for (score, &ignored) in flagged.iter_mut().zip(ignored) {
+            *score = if ignored { 0 } else { normalized(*score) };
+        }
+        for score in rest {
+            *score = normalized(*score);
         }
         Status::success()
     }

@@ -382,3 +382,125 @@ fn the_counts_are_the_same_whether_kept_for_one_namespace_or_started_from_anothe
         }
     }
 }
+
+/// The raw scores of the recount's state, node by node (`score`), on the filtered places.
+fn recount_raw(
+    pod: &crate::framework::PodInfo,
+    filtered: &[usize],
+    snap: &crate::cache::Snapshot,
+) -> Vec<i64> {
+    let scorer = plugin();
+    let refs: Vec<&NodeInfo> = filtered.iter().map(|&i| &*snap.node_infos[i]).collect();
+    let mut state = CycleState::new();
+    let s = super::scoring::pre_score_recount(&scorer, pod, &refs, snap).expect("constraints");
+    state.write(&PRE_SCORE_KEY, s);
+    refs.iter()
+        .map(|n| scorer.score(&state, pod, n).unwrap())
+        .collect()
+}
+
+#[test]
+fn raw_scores_from_one_pass_equal_the_per_node_sums_across_many_domains() {
+    // 30 nodes in 7 zones and 4 regions; every fifth node has no region (ignored: the pod's
+    // own constraints need every key); 0 to 4 matching pods per node.
+    let infos: Vec<Arc<NodeInfo>> = (0..30)
+        .map(|i| {
+            let name = format!("n{i}");
+            let mut b = NodeBuilder::new(&name)
+                .label(LABEL_HOSTNAME, &name)
+                .label("zone", &format!("z{}", (i * 3) % 7));
+            if i % 5 != 4 {
+                b = b.label("region", &format!("r{}", i % 4));
+            }
+            let pods = (0..(i * 7) % 5)
+                .map(|k| foo_pod(&format!("p{i}-{k}")).node(&name).obj())
+                .collect();
+            let mut info = b.info_with_pods(pods);
+            info.id = i as u32;
+            Arc::new(info)
+        })
+        .collect();
+    let mut snap = snapshot(Vec::new());
+    snap.set_nodes(infos);
+    let pod = foo_pod("in")
+        .spread(spread(2, LABEL_HOSTNAME, SCHEDULE_ANYWAY, foo_exists()))
+        .spread(spread(1, "zone", SCHEDULE_ANYWAY, foo_exists()))
+        .spread(spread(3, "region", SCHEDULE_ANYWAY, foo_exists()))
+        .info();
+    let pl = plugin();
+    let subsets: [Vec<usize>; 3] = [
+        (0..30).collect(),
+        (0..30).step_by(3).collect(),
+        vec![29, 4, 17, 9, 0, 14, 22, 5],
+    ];
+    // Twice: the second time the memo knows every node (the kept hostname counts).
+    for round in 0..2 {
+        for filtered in &subsets {
+            let want = recount_raw(&pod, filtered, &snap);
+            assert!(want.iter().any(|&s| s > 0) && want.contains(&0));
+            let (got, _) = scores_at_places(&pl, &pod, filtered, &snap);
+            let raw: Vec<i64> = got.raw.iter().map(|r| r.1).collect();
+            assert_eq!(raw, want, "at places, round {round}, {filtered:?}");
+            // Without places the entries are found by NodeInfo.
+            let fresh = plugin();
+            let refs: Vec<&NodeInfo> = filtered.iter().map(|&i| &*snap.node_infos[i]).collect();
+            let mut state = CycleState::new();
+            assert!(fresh.pre_score(&mut state, &pod, &refs, &snap).is_success());
+            assert_eq!(
+                batch_scores(&fresh, &state, &pod, &refs),
+                want,
+                "{filtered:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_default_soft_constraints_are_reused_only_for_the_same_replica_set_and_selectors() {
+    use super::soft_defaults::SoftDefaults;
+    use kubeplane_core::labels::parse;
+    let pl = plugin();
+    let mut snap = snapshot(vec![zone_node("n0", "z0").info()]);
+    let selectors = |web1: &str| {
+        let mut rs = crate::cache::ReplicaSetSelectors::default();
+        rs.insert("ns0/web".into(), Some(parse("app=web").unwrap()));
+        rs.insert("ns0/db".into(), Some(parse("app=db").unwrap()));
+        rs.insert("ns1/web".into(), Some(parse(web1).unwrap()));
+        Arc::new(rs)
+    };
+    snap.replica_sets = selectors("app=web");
+    let replica = |ns: &str, rs: &str, name: &str| {
+        PodBuilder::new(name)
+            .namespace(ns)
+            .label("app", rs)
+            .owner("apps/v1", "ReplicaSet", rs)
+    };
+    let mut defaults = SoftDefaults::default();
+    let mut last: Option<Arc<[Constraint]>> = None;
+    // (pod, whether the previous pod's constraints are reused)
+    let mut check = |snap: &crate::cache::Snapshot, pod: PodBuilder, reused: bool| {
+        let pod = pod.info();
+        let (got, _) = pl.soft_constraints(&pod, snap, &mut defaults).unwrap();
+        let want = pl
+            .constraints(&pod.pod, SCHEDULE_ANYWAY, Some(snap))
+            .unwrap();
+        assert_eq!(&got[..], &want[..], "{}", pod.name);
+        let same = last.as_ref().is_some_and(|l| Arc::ptr_eq(l, &got));
+        assert_eq!(same, reused, "{}", pod.name);
+        last = Some(got);
+    };
+    check(&snap, replica("ns0", "web", "a"), false);
+    check(&snap, replica("ns0", "web", "b"), true);
+    check(&snap, replica("ns0", "db", "c"), false);
+    check(&snap, replica("ns1", "web", "d"), false);
+    check(&snap, replica("ns1", "web", "e"), true);
+    // New selectors (the scheduler's cache copies them on write): built again.
+    snap.replica_sets = selectors("app=other");
+    check(&snap, replica("ns1", "web", "f"), false);
+    check(&snap, replica("ns1", "web", "g"), true);
+    // A pod no ReplicaSet controls, and one with constraints of its own.
+    check(&snap, PodBuilder::new("h").namespace("ns1"), false);
+    let own = replica("ns1", "web", "i").spread(spread(1, "zone", SCHEDULE_ANYWAY, foo_exists()));
+    check(&snap, own, false);
+    check(&snap, replica("ns1", "web", "j"), false);
+}
