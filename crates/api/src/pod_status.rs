@@ -182,6 +182,56 @@ impl StoredPodStatus {
         }
     }
 
+    /// The status and lastTransitionTime of the first condition of type `type_`.
+    pub fn condition_status_time(&self, type_: &str) -> Option<(&str, Option<Time>)> {
+        match self {
+            StoredPodStatus::Compact(c) => {
+                let t = code(&CONDITION_TYPES, type_)?;
+                let cond = c.conditions.iter().find(|x| x.type_ == t)?;
+                Some((
+                    CONDITION_STATUSES[usize::from(cond.status)],
+                    cond.last_transition_time.to_k8s(),
+                ))
+            }
+            StoredPodStatus::Full(s) => s
+                .conditions
+                .as_ref()?
+                .iter()
+                .find(|x| x.type_ == type_)
+                .map(|x| (x.status.as_str(), x.last_transition_time.clone())),
+        }
+    }
+
+    /// The highest restartCount of the containerStatuses (`None` when there are none).
+    pub fn max_restart_count(&self) -> Option<i32> {
+        match self {
+            StoredPodStatus::Compact(c) => c.containers.iter().map(|x| x.restart_count).max(),
+            StoredPodStatus::Full(s) => s
+                .container_statuses
+                .as_ref()?
+                .iter()
+                .map(|x| x.restart_count)
+                .max(),
+        }
+    }
+
+    /// Whether any condition's type and status satisfy `f`.
+    pub fn any_condition(&self, f: impl Fn(&str, &str) -> bool) -> bool {
+        match self {
+            StoredPodStatus::Compact(c) => c.conditions.iter().any(|x| {
+                f(
+                    CONDITION_TYPES[usize::from(x.type_)],
+                    CONDITION_STATUSES[usize::from(x.status)],
+                )
+            }),
+            StoredPodStatus::Full(s) => s
+                .conditions
+                .iter()
+                .flatten()
+                .any(|x| f(&x.type_, &x.status)),
+        }
+    }
+
     /// The first condition of type `type_` (rebuilt).
     pub fn condition(&self, type_: &str) -> Option<PodCondition> {
         match self {
@@ -203,6 +253,14 @@ impl StoredPodStatus {
         match self {
             StoredPodStatus::Compact(_) => None,
             StoredPodStatus::Full(s) => s.nominated_node_name.as_deref(),
+        }
+    }
+
+    /// `status.reason` (never set in the compact form).
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            StoredPodStatus::Compact(_) => None,
+            StoredPodStatus::Full(s) => s.reason.as_deref(),
         }
     }
 

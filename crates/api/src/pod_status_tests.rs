@@ -192,6 +192,12 @@ fn the_accessors_read_both_forms_alike() {
         assert_eq!(s.condition_status("DisruptionTarget"), None);
         assert_eq!(s.condition_status("example.com/Gate"), None);
         assert_eq!(s.condition("Ready"), Some(cond("Ready", "True", 100)));
+        assert_eq!(
+            s.condition_status_time("Ready"),
+            Some(("True", Some(ts(100))))
+        );
+        assert_eq!(s.condition_status_time("DisruptionTarget"), None);
+        assert_eq!(s.max_restart_count(), Some(0));
         assert_eq!(s.pod_ip(), Some("10.244.0.5"));
         assert_eq!(s.host_ip(), Some("10.0.0.1"));
         assert_eq!(s.start_time(), Some(ts(100)));
@@ -369,8 +375,21 @@ proptest! {
         let first = |t: &str| {
             s.conditions.as_ref().and_then(|cs| cs.iter().find(|c| c.type_ == t)).cloned()
         };
+        for (t, st) in [("Ready", "True"), ("PodScheduled", "False"), ("x", "True")] {
+            let any = s.conditions.iter().flatten().any(|c| c.type_ == t && c.status == st);
+            prop_assert_eq!(stored.any_condition(|a, b| a == t && b == st), any);
+        }
+        let restarts = s
+            .container_statuses
+            .as_ref()
+            .and_then(|cs| cs.iter().map(|c| c.restart_count).max());
+        prop_assert_eq!(stored.max_restart_count(), restarts);
         for t in ["Ready", "PodScheduled", "DisruptionTarget"] {
             let want = first(t);
+            prop_assert_eq!(
+                stored.condition_status_time(t),
+                want.as_ref().map(|c| (c.status.as_str(), c.last_transition_time.clone()))
+            );
             prop_assert_eq!(stored.condition(t), want.clone());
             prop_assert_eq!(
                 stored.condition_status(t),

@@ -296,13 +296,8 @@ pub fn pod_condition(
     client
         .store
         .get_pod(ns, name)?
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-        .cloned()
+        .status()?
+        .condition(type_)
 }
 
 /// Whether deletion was requested for the pod (terminating or gone).

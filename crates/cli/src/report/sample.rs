@@ -223,7 +223,7 @@ impl Samples {
                 continue;
             };
             let terminal = matches!(
-                pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+                pod.phase(),
                 Some("Succeeded" | "Failed")
             );
             match pod.node_name() {

@@ -86,7 +86,7 @@ pub fn controller_of(pod: &StoredPod) -> Option<&OwnerReference> {
 
 fn finished(pod: &StoredPod) -> bool {
     matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        pod.phase(),
         Some("Succeeded" | "Failed")
     )
 }
