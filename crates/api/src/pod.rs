@@ -388,10 +388,7 @@ mod tests {
         assert_eq!(stored.phase(), Some("Running"));
         stored.update_status(|s| s.nominated_node_name = Some("n2".into()));
         assert!(!stored.status().unwrap().is_compact());
-        assert_eq!(
-            stored.status().unwrap().nominated_node_name(),
-            Some("n2")
-        );
+        assert_eq!(stored.status().unwrap().nominated_node_name(), Some("n2"));
         stored.update_status(|s| s.nominated_node_name = None);
         assert_eq!(stored.to_k8s(), plain);
         stored.set_status(None);

@@ -237,7 +237,10 @@ impl StoredPodStatus {
         match self {
             StoredPodStatus::Compact(c) => {
                 let t = code(&CONDITION_TYPES, type_)?;
-                c.conditions.iter().find(|x| x.type_ == t).map(|x| x.to_k8s())
+                c.conditions
+                    .iter()
+                    .find(|x| x.type_ == t)
+                    .map(|x| x.to_k8s())
             }
             StoredPodStatus::Full(s) => s
                 .conditions
@@ -312,40 +315,56 @@ impl StoredPodStatus {
 }
 
 impl CompactPodStatus {
-    fn try_from_k8s(s: &PodStatus) -> Option<CompactPodStatus> {
+    /// Whether every field the compact form does not hold is unset (destructured, so that a
+    /// field k8s-openapi adds fails to compile here instead of being dropped).
+    fn only_compact_fields(s: &PodStatus) -> bool {
         let PodStatus {
-            conditions,
-            container_statuses,
+            conditions: _,
+            container_statuses: _,
             ephemeral_container_statuses,
             extended_resource_claim_status,
-            host_ip,
-            host_ips,
+            host_ip: _,
+            host_ips: _,
             init_container_statuses,
             message,
             nominated_node_name,
             observed_generation,
-            phase,
-            pod_ip,
-            pod_ips,
+            phase: _,
+            pod_ip: _,
+            pod_ips: _,
             qos_class,
             reason,
             resize,
             resource_claim_statuses,
-            start_time,
+            start_time: _,
         } = s;
-        if ephemeral_container_statuses.is_some()
-            || extended_resource_claim_status.is_some()
-            || init_container_statuses.is_some()
-            || message.is_some()
-            || nominated_node_name.is_some()
-            || observed_generation.is_some()
-            || qos_class.is_some()
-            || reason.is_some()
-            || resize.is_some()
-            || resource_claim_statuses.is_some()
-        {
+        ephemeral_container_statuses.is_none()
+            && extended_resource_claim_status.is_none()
+            && init_container_statuses.is_none()
+            && message.is_none()
+            && nominated_node_name.is_none()
+            && observed_generation.is_none()
+            && qos_class.is_none()
+            && reason.is_none()
+            && resize.is_none()
+            && resource_claim_statuses.is_none()
+    }
+
+    fn try_from_k8s(s: &PodStatus) -> Option<CompactPodStatus> {
+        if !CompactPodStatus::only_compact_fields(s) {
             return None;
         }
+        let PodStatus {
+            conditions,
+            container_statuses,
+            host_ip,
+            host_ips,
+            phase,
+            pod_ip,
+            pod_ips,
+            start_time,
+            ..
+        } = s;
         let phase = match phase {
             None => u8::MAX,
             Some(p) => code(&PHASES, p)?,
@@ -514,9 +533,9 @@ impl CompactState {
         };
         Some(match (&s.running, &s.terminated, &s.waiting) {
             (None, None, None) => CompactState::Empty,
-            (Some(r), None, None) => CompactState::Running(CompactTime::from_k8s(
-                r.started_at.as_ref(),
-            )),
+            (Some(r), None, None) => {
+                CompactState::Running(CompactTime::from_k8s(r.started_at.as_ref()))
+            }
             (None, Some(t), None) => CompactState::Terminated(Box::new(t.clone())),
             (None, None, Some(w)) => CompactState::Waiting(Box::new(w.clone())),
             _ => return None,

@@ -120,7 +120,9 @@ fn the_statuses_the_control_plane_writes_are_compact_and_exact() {
     cases.push(finished.clone());
     let mut restarted = running();
     let cs = &mut restarted.container_statuses.as_mut().unwrap()[0];
-    cs.last_state = finished.container_statuses.as_ref().unwrap()[0].state.clone();
+    cs.last_state = finished.container_statuses.as_ref().unwrap()[0]
+        .state
+        .clone();
     cs.restart_count = 3;
     cases.push(restarted);
     // Empty lists and an empty state are kept as written.
@@ -144,7 +146,9 @@ fn other_statuses_are_kept_whole() {
     nominated.nominated_node_name = Some("n1".into());
     cases.push(nominated);
     let mut two_ips = running();
-    two_ips.pod_ips.as_mut().unwrap().push(PodIP { ip: "fd00::5".into() });
+    two_ips.pod_ips.as_mut().unwrap().push(PodIP {
+        ip: "fd00::5".into(),
+    });
     cases.push(two_ips);
     let mut other_ip = running();
     other_ip.host_ips = Some(vec![HostIP { ip: "x".into() }]);
@@ -267,40 +271,46 @@ fn arb_condition() -> impl Strategy<Value = PodCondition> {
         prop::option::of(arb_str()),
         prop::option::weighted(0.1, any::<i64>()),
     )
-        .prop_map(|(type_, status, ltt, probe, reason, message, gen)| PodCondition {
-            type_,
-            status,
-            last_transition_time: ltt,
-            last_probe_time: probe.flatten(),
-            reason,
-            message,
-            observed_generation: gen,
-        })
+        .prop_map(
+            |(type_, status, ltt, probe, reason, message, gen)| PodCondition {
+                type_,
+                status,
+                last_transition_time: ltt,
+                last_probe_time: probe.flatten(),
+                reason,
+                message,
+                observed_generation: gen,
+            },
+        )
 }
 
 fn arb_state() -> impl Strategy<Value = Option<ContainerState>> {
-    let running = prop::option::of(arb_time().prop_map(|t| ContainerStateRunning { started_at: t }));
-    let terminated = prop::option::of((any::<i32>(), arb_time(), prop::option::of(arb_str())).prop_map(
-        |(code, at, reason)| ContainerStateTerminated {
-            exit_code: code,
-            finished_at: at,
-            reason,
-            ..Default::default()
-        },
-    ));
-    let waiting = prop::option::of(prop::option::of(arb_str()).prop_map(|reason| {
-        ContainerStateWaiting {
-            reason,
-            message: None,
-        }
-    }));
-    prop::option::of((running, terminated, waiting).prop_map(|(running, terminated, waiting)| {
-        ContainerState {
+    let running =
+        prop::option::of(arb_time().prop_map(|t| ContainerStateRunning { started_at: t }));
+    let terminated = prop::option::of(
+        (any::<i32>(), arb_time(), prop::option::of(arb_str())).prop_map(|(code, at, reason)| {
+            ContainerStateTerminated {
+                exit_code: code,
+                finished_at: at,
+                reason,
+                ..Default::default()
+            }
+        }),
+    );
+    let waiting =
+        prop::option::of(
+            prop::option::of(arb_str()).prop_map(|reason| ContainerStateWaiting {
+                reason,
+                message: None,
+            }),
+        );
+    prop::option::of(
+        (running, terminated, waiting).prop_map(|(running, terminated, waiting)| ContainerState {
             running,
             terminated,
             waiting,
-        }
-    }))
+        }),
+    )
 }
 
 fn arb_container() -> impl Strategy<Value = ContainerStatus> {
@@ -350,8 +360,7 @@ fn arb_status() -> impl Strategy<Value = PodStatus> {
                     phase,
                     conditions,
                     container_statuses: containers,
-                    host_ips: hosts
-                        .map(|l| l.into_iter().map(|ip| HostIP { ip }).collect()),
+                    host_ips: hosts.map(|l| l.into_iter().map(|ip| HostIP { ip }).collect()),
                     host_ip: host,
                     pod_ips: pods.map(|l| l.into_iter().map(|ip| PodIP { ip }).collect()),
                     pod_ip: pod,

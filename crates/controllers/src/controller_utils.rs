@@ -62,8 +62,7 @@ pub fn pod_node(pod: &StoredPod) -> &str {
 
 /// The status and lastTransitionTime of the pod's Ready condition.
 pub fn pod_ready_condition(pod: &StoredPod) -> Option<(&str, Option<Time>)> {
-    pod.status()
-        .and_then(|s| s.condition_status_time("Ready"))
+    pod.status().and_then(|s| s.condition_status_time("Ready"))
 }
 
 /// The pod's Ready condition is True (upstream `podutil.IsPodReady`).

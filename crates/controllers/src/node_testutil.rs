@@ -293,11 +293,7 @@ pub fn pod_condition(
     name: &str,
     type_: &str,
 ) -> Option<PodCondition> {
-    client
-        .store
-        .get_pod(ns, name)?
-        .status()?
-        .condition(type_)
+    client.store.get_pod(ns, name)?.status()?.condition(type_)
 }
 
 /// Whether deletion was requested for the pod (terminating or gone).

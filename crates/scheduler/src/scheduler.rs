@@ -63,10 +63,7 @@ fn is_assigned(pod: &StoredPod) -> bool {
 
 /// Whether a pod has ended (phase Succeeded or Failed).
 fn is_terminal(pod: &StoredPod) -> bool {
-    matches!(
-        pod.phase(),
-        Some("Succeeded" | "Failed")
-    )
+    matches!(pod.phase(), Some("Succeeded" | "Failed"))
 }
 
 /// A pod event as the scheduler's informer sees it. Upstream's `newPodInformer` watches pods
@@ -710,12 +707,7 @@ mod tests {
         ];
         for (case, ev, want) in cases {
             let got = non_terminal_pod_event(&ev).map(|e| {
-                let phase = e
-                    .object
-                    .as_pod()
-                    .unwrap()
-                    .phase()
-                    .map(String::from);
+                let phase = e.object.as_pod().unwrap().phase().map(String::from);
                 (e.type_, phase.unwrap())
             });
             let want = want.map(|(t, p)| (t, p.to_string()));

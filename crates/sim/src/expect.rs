@@ -66,9 +66,7 @@ fn bound_node(p: &StoredPod) -> Option<&str> {
 
 /// `status.phase`; a pod without one is Pending, as the API server makes it on creation.
 fn phase(p: &StoredPod) -> &str {
-    p.phase()
-        .filter(|s| !s.is_empty())
-        .unwrap_or("Pending")
+    p.phase().filter(|s| !s.is_empty()).unwrap_or("Pending")
 }
 
 fn is_ready(p: &StoredPod) -> bool {

@@ -220,10 +220,7 @@ fn node_name(p: &StoredPod) -> Option<&str> {
 }
 
 fn terminated(p: &StoredPod) -> bool {
-    matches!(
-        p.phase(),
-        Some("Succeeded" | "Failed")
-    )
+    matches!(p.phase(), Some("Succeeded" | "Failed"))
 }
 
 fn requests(p: &StoredPod) -> Resources {

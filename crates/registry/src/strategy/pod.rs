@@ -194,10 +194,7 @@ mod tests {
         assert_eq!(new.node_name(), None, "the node is the stored one");
         assert_eq!(new.metadata.owner_references, None);
         assert!(new.metadata.annotations.is_some());
-        assert_eq!(
-            new.phase(),
-            Some("Running")
-        );
+        assert_eq!(new.phase(), Some("Running"));
     }
 
     #[test]

@@ -125,9 +125,8 @@ fn merging_keeps_the_older_conditions_of_other_types() {
 fn a_status_patch_that_changes_nothing_is_skipped() {
     let p: StoredPod = PodBuilder::new("p").nominated("n1").obj().into();
     let mut with_condition = p.clone();
-    with_condition.update_status(|s| {
-        s.conditions = Some(vec![scheduled_false("Unschedulable", "msg")])
-    });
+    with_condition
+        .update_status(|s| s.conditions = Some(vec![scheduled_false("Unschedulable", "msg")]));
     let cases = [
         (
             "the same condition and no nomination",
