@@ -24,6 +24,7 @@ pub mod informer;
 pub mod node;
 pub mod object;
 pub mod pod;
+pub mod pod_status;
 pub mod suite;
 pub mod types;
 pub mod watch;
@@ -39,4 +40,5 @@ pub use node::{
 };
 pub use object::{DynamicObject, Kind, Object, ObjectKey};
 pub use pod::{PodExt, StoredPod};
+pub use pod_status::StoredPodStatus;
 pub use watch::{EventType, WatchEvent};

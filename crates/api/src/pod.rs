@@ -16,6 +16,8 @@ use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::ser::SerializeStruct;
 
+use crate::pod_status::StoredPodStatus;
+
 /// Accessors of a pod that do not depend on how its spec is stored.
 pub trait PodExt {
     /// `spec.nodeName` as written: `None` when unset, `Some("")` when set to the empty string
@@ -45,7 +47,10 @@ pub struct StoredPod {
     /// The spec without `nodeName` (always `None` inside; see [`StoredPod::node_name`]),
     /// shared by every version of the pod and by the pods of one template version.
     pub spec: Option<Arc<PodSpec>>,
-    pub status: Option<PodStatus>,
+    /// The status in its stored form (compact when it fits): read through the accessors or
+    /// [`StoredPod::status_k8s`], written through [`StoredPod::set_status`] or
+    /// [`StoredPod::update_status`].
+    status: Option<StoredPodStatus>,
     node_name: Option<String>,
 }
 
@@ -67,7 +72,7 @@ impl StoredPod {
         StoredPod {
             metadata,
             spec,
-            status,
+            status: status.map(StoredPodStatus::from_k8s),
             node_name,
         }
     }
@@ -87,7 +92,7 @@ impl StoredPod {
         StoredPod {
             metadata,
             spec,
-            status,
+            status: status.map(StoredPodStatus::from_k8s),
             node_name,
         }
     }
@@ -97,8 +102,44 @@ impl StoredPod {
         Pod {
             metadata: self.metadata.clone(),
             spec: self.full_spec(),
-            status: self.status.clone(),
+            status: self.status_k8s(),
         }
+    }
+
+    /// The status in its stored form, for the accessors (`phase`, `condition_status`, ...).
+    #[inline]
+    pub fn status(&self) -> Option<&StoredPodStatus> {
+        self.status.as_ref()
+    }
+
+    /// `status.phase`.
+    #[inline]
+    pub fn phase(&self) -> Option<&str> {
+        self.status.as_ref().and_then(|s| s.phase())
+    }
+
+    /// k8s-openapi's status (rebuilt): for the cold readers and the edges.
+    pub fn status_k8s(&self) -> Option<PodStatus> {
+        self.status.as_ref().map(StoredPodStatus::to_k8s)
+    }
+
+    /// Replaces the status.
+    pub fn set_status(&mut self, status: Option<PodStatus>) {
+        self.status = status.map(StoredPodStatus::from_k8s);
+    }
+
+    /// Replaces the status with another pod's stored one.
+    pub fn set_stored_status(&mut self, status: Option<StoredPodStatus>) {
+        self.status = status;
+    }
+
+    /// Edits the status in k8s-openapi's form (an empty one when the pod has none), then
+    /// stores it again.
+    pub fn update_status<R>(&mut self, edit: impl FnOnce(&mut PodStatus) -> R) -> R {
+        let mut status = self.status_k8s().unwrap_or_default();
+        let r = edit(&mut status);
+        self.status = Some(StoredPodStatus::from_k8s(status));
+        r
     }
 
     /// The spec with `nodeName` in its place (a copy).
@@ -190,7 +231,7 @@ impl serde::Serialize for StoredPod {
             (None, None) => {}
         }
         if let Some(status) = &self.status {
-            state.serialize_field("status", status)?;
+            state.serialize_field("status", &status.to_k8s())?;
         }
         state.end()
     }
@@ -323,6 +364,35 @@ mod tests {
         let mut k = Pod::default();
         k.set_node_name(Some("n1".into()));
         assert_eq!(v, serde_json::to_value(&k).unwrap());
+    }
+
+    #[test]
+    fn a_running_pods_status_is_stored_compact_and_written_as_k8s_openapis() {
+        let mut m = manifest(Some("n1"));
+        m["status"] = json!({"phase": "Running", "hostIP": "10.0.0.1",
+            "hostIPs": [{"ip": "10.0.0.1"}], "podIP": "10.244.0.2", "podIPs": [{"ip": "10.244.0.2"}],
+            "startTime": "2026-01-01T00:00:05Z",
+            "conditions": [{"type": "Ready", "status": "True",
+                "lastTransitionTime": "2026-01-01T00:00:05Z"}],
+            "containerStatuses": [{"name": "c", "image": "i", "imageID": "", "ready": true,
+                "restartCount": 0, "started": true,
+                "state": {"running": {"startedAt": "2026-01-01T00:00:05Z"}}}]});
+        let plain: Pod = serde_json::from_value(m.clone()).unwrap();
+        let mut stored: StoredPod = serde_json::from_value(m).unwrap();
+        assert!(stored.status().unwrap().is_compact());
+        assert_eq!(
+            serde_json::to_string(&stored).unwrap(),
+            serde_json::to_string(&plain).unwrap()
+        );
+        assert_eq!(stored.to_k8s(), plain);
+        assert_eq!(stored.phase(), Some("Running"));
+        stored.update_status(|s| s.nominated_node_name = Some("n2".into()));
+        assert!(!stored.status().unwrap().is_compact());
+        assert_eq!(stored.status().unwrap().nominated_node_name(), Some("n2"));
+        stored.update_status(|s| s.nominated_node_name = None);
+        assert_eq!(stored.to_k8s(), plain);
+        stored.set_status(None);
+        assert_eq!(stored.status(), None);
     }
 
     #[test]

@@ -155,15 +155,15 @@ fn pod(name: &str, node: Option<&str>) -> Object {
 
 fn with_phase(obj: &Object, phase: &str) -> Object {
     let mut p = StoredPod::clone(obj.as_pod().expect("a pod"));
-    p.status = Some(PodStatus {
+    p.set_status(Some(PodStatus {
         phase: Some(phase.into()),
         ..Default::default()
-    });
+    }));
     Object::Pod(Arc::new(p))
 }
 
 fn phase(obj: &Object) -> Option<String> {
-    obj.as_pod()?.status.as_ref()?.phase.clone()
+    obj.as_pod()?.phase().map(String::from)
 }
 
 fn rv(obj: &Object) -> u64 {
@@ -329,11 +329,9 @@ fn binding(make: Factory) {
     let scheduled = stored
         .as_pod()
         .unwrap()
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled"))
-        .map(|c| c.status.clone());
+        .status()
+        .and_then(|s| s.condition_status("PodScheduled"))
+        .map(String::from);
     assert_eq!(scheduled.as_deref(), Some("True"));
     assert!(c
         .bind("default", "a", created.uid(), "n2")
@@ -347,7 +345,7 @@ fn ready_web_pod(c: &mut dyn Client, name: &str) -> Object {
     p.meta_mut().labels = Some([("app".to_string(), "web".to_string())].into());
     let created = c.create(p).unwrap();
     let mut running = StoredPod::clone(created.as_pod().unwrap());
-    running.status = Some(PodStatus {
+    running.set_status(Some(PodStatus {
         phase: Some("Running".into()),
         conditions: Some(vec![PodCondition {
             type_: "Ready".into(),
@@ -355,7 +353,7 @@ fn ready_web_pod(c: &mut dyn Client, name: &str) -> Object {
             ..Default::default()
         }]),
         ..Default::default()
-    });
+    }));
     c.update_status(Object::Pod(Arc::new(running))).unwrap()
 }
 

@@ -39,9 +39,7 @@ impl EndState {
         match store.get_pod(namespace, name) {
             Some(p) => EndState::Present {
                 node: p.node_name().map(str::to_string),
-                phase: (p.status.as_ref())
-                    .and_then(|s| s.phase.clone())
-                    .unwrap_or_default(),
+                phase: p.phase().map(String::from).unwrap_or_default(),
                 terminating: p.metadata.deletion_timestamp.is_some(),
                 owner: (p.metadata.owner_references.iter().flatten())
                     .find(|o| o.controller == Some(true))

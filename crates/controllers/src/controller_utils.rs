@@ -8,8 +8,7 @@ use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::PodCondition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 
@@ -54,33 +53,28 @@ pub fn is_pod_active(pod: &StoredPod) -> bool {
 }
 
 pub fn pod_phase(pod: &StoredPod) -> &str {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("")
+    pod.phase().unwrap_or("")
 }
 
 pub fn pod_node(pod: &StoredPod) -> &str {
     pod.node_name().unwrap_or("")
 }
 
-pub fn pod_ready_condition(pod: &StoredPod) -> Option<&PodCondition> {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+/// The status and lastTransitionTime of the pod's Ready condition.
+pub fn pod_ready_condition(pod: &StoredPod) -> Option<(&str, Option<Time>)> {
+    pod.status().and_then(|s| s.condition_status_time("Ready"))
 }
 
 /// The pod's Ready condition is True (upstream `podutil.IsPodReady`).
 pub fn is_pod_ready(pod: &StoredPod) -> bool {
-    pod_ready_condition(pod).is_some_and(|c| c.status == "True")
+    pod_ready_condition(pod).is_some_and(|(status, _)| status == "True")
 }
 
 /// The `lastTransitionTime` of a True Ready condition; `None` stands for Go's zero time.
 pub fn pod_ready_time(pod: &StoredPod) -> Option<Timestamp> {
     pod_ready_condition(pod)
-        .filter(|c| c.status == "True")
-        .and_then(|c| c.last_transition_time.as_ref())
+        .filter(|(status, _)| *status == "True")
+        .and_then(|(_, t)| t)
         .map(|t| t.0)
 }
 
@@ -119,11 +113,10 @@ pub fn available_at(ready_since: Timestamp, min_ready_secs: i32) -> Timestamp {
 /// The highest restartCount over the regular containers (init and ephemeral containers are
 /// not counted, as upstream).
 pub fn max_container_restarts(pod: &StoredPod) -> i32 {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .map(|cs| cs.iter().map(|c| c.restart_count).max().unwrap_or(0).max(0))
+    pod.status()
+        .and_then(|s| s.max_restart_count())
         .unwrap_or(0)
+        .max(0)
 }
 
 /// Pending 0, Unknown 1, Running 2; any other phase (the empty one included) is 0.

@@ -293,16 +293,7 @@ pub fn pod_condition(
     name: &str,
     type_: &str,
 ) -> Option<PodCondition> {
-    client
-        .store
-        .get_pod(ns, name)?
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-        .cloned()
+    client.store.get_pod(ns, name)?.status()?.condition(type_)
 }
 
 /// Whether deletion was requested for the pod (terminating or gone).

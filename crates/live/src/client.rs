@@ -254,7 +254,7 @@ impl Client for LiveClient {
             .cloned();
         let old = match (base, &known) {
             (Some(s), _) => s,
-            (None, Some(p)) => p.status.clone().unwrap_or_default(),
+            (None, Some(p)) => p.status_k8s().unwrap_or_default(),
             (None, None) => {
                 let pods = self.pods(namespace);
                 let p = self.call(&key, pods.get(name))?;

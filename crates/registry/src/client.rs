@@ -281,7 +281,7 @@ pub fn patch_pod_status_then(
             return Err(ApiError::Conflict { key: current.key() });
         }
         let mut p = StoredPod::clone(pod);
-        patch(p.status.get_or_insert_with(Default::default));
+        p.update_status(patch);
         // Only the status changed: the status strategy and `BeforeUpdate` have nothing to keep
         // (the spec, ownerReferences, uid and timestamps are the current ones).
         Ok(then(current, Object::Pod(Arc::new(p))))
@@ -587,7 +587,7 @@ mod tests {
                 })
                 .unwrap();
             let p = patched.as_pod().unwrap();
-            assert_eq!(p.status.as_ref().unwrap().phase.as_deref(), Some("Failed"));
+            assert_eq!(p.phase(), Some("Failed"));
             assert!(p.metadata.labels.is_some(), "the newer version was patched");
             // Another pod of the same name (another UID) is not patched.
             let err = api

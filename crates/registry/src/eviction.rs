@@ -47,7 +47,7 @@ pub fn evict(
     let Object::Pod(pod) = api.get(&key)? else {
         unreachable!("a pod key reads a pod")
     };
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    let phase = pod.phase();
     let terminal = matches!(phase, Some("Succeeded" | "Failed"));
     let terminating = pod.metadata.deletion_timestamp.is_some();
     if terminal || terminating || phase == Some("Pending") {
@@ -86,11 +86,9 @@ fn with_resource_version(mut opts: DeleteOptions, pod: &StoredPod) -> DeleteOpti
 }
 
 fn is_ready(pod: &StoredPod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-        .is_some_and(|c| c.status == "True")
+    pod.status()
+        .and_then(|s| s.condition_status("Ready"))
+        .is_some_and(|c| c == "True")
 }
 
 /// The budgets of the pod's namespace that select it (a budget without a selector, or with an

@@ -48,7 +48,7 @@ fn owns_status(e: &ManagedFieldsEntry) -> bool {
 /// records its entry even when no entry owns status yet).
 fn status_view(obj: &Object, entries: &[&ManagedFieldsEntry]) -> Value {
     let status = match obj {
-        Object::Pod(p) => serde_json::to_value(&p.status).unwrap_or_default(),
+        Object::Pod(p) => serde_json::to_value(p.status_k8s()).unwrap_or_default(),
         Object::Node(n) => serde_json::to_value(&n.status).unwrap_or_default(),
         _ => obj.to_json().get("status").cloned().unwrap_or_default(),
     };

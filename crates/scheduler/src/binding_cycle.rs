@@ -316,7 +316,7 @@ mod tests {
         let want = format!("running Bind plugin \"DefaultBinder\": {err}");
         assert_eq!(failed.len(), 1, "{case}");
         assert_eq!(failed[0].message, want, "{case}");
-        let status = stored_pod(client).status.clone().unwrap();
+        let status = stored_pod(client).status_k8s().unwrap();
         let cond = &status.conditions.unwrap()[0];
         assert_eq!(
             (

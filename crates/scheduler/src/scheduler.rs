@@ -63,10 +63,7 @@ fn is_assigned(pod: &StoredPod) -> bool {
 
 /// Whether a pod has ended (phase Succeeded or Failed).
 fn is_terminal(pod: &StoredPod) -> bool {
-    matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    )
+    matches!(pod.phase(), Some("Succeeded" | "Failed"))
 }
 
 /// A pod event as the scheduler's informer sees it. Upstream's `newPodInformer` watches pods
@@ -264,14 +261,12 @@ impl Scheduler {
                         let info = Arc::new(PodInfo::new(pod.clone()));
                         self.queue.update(old, info, now);
                         let old_nnn = old
-                            .status
-                            .as_ref()
-                            .and_then(|s| s.nominated_node_name.as_deref())
+                            .status()
+                            .and_then(|s| s.nominated_node_name())
                             .unwrap_or("");
                         let new_nnn = pod
-                            .status
-                            .as_ref()
-                            .and_then(|s| s.nominated_node_name.as_deref())
+                            .status()
+                            .and_then(|s| s.nominated_node_name())
                             .unwrap_or("");
                         if !old_nnn.is_empty() && old_nnn != new_nnn {
                             let prio = old.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
@@ -544,7 +539,7 @@ mod tests {
     fn end(client: &mut TestClient, name: &str, phase: &str) {
         let obj = client.store.get(Kind::Pod, "default", name).unwrap();
         let mut pod = StoredPod::clone(obj.as_pod().unwrap());
-        pod.status.get_or_insert_with(Default::default).phase = Some(phase.into());
+        pod.update_status(|s| s.phase = Some(phase.into()));
         pod.metadata.resource_version = None;
         client.update_status(Object::Pod(Arc::new(pod))).unwrap();
     }
@@ -619,7 +614,7 @@ mod tests {
         };
         assert!(held(&sched, &bound));
         let mut pod = StoredPod::clone(bound.as_pod().unwrap());
-        pod.status.get_or_insert_with(Default::default).message = Some("later".into());
+        pod.update_status(|s| s.message = Some("later".into()));
         let newer = Object::Pod(Arc::new(pod));
         let ev = WatchEvent {
             type_: EventType::Modified,
@@ -712,15 +707,7 @@ mod tests {
         ];
         for (case, ev, want) in cases {
             let got = non_terminal_pod_event(&ev).map(|e| {
-                let phase = e
-                    .object
-                    .as_pod()
-                    .unwrap()
-                    .status
-                    .as_ref()
-                    .unwrap()
-                    .phase
-                    .clone();
+                let phase = e.object.as_pod().unwrap().phase().map(String::from);
                 (e.type_, phase.unwrap())
             });
             let want = want.map(|(t, p)| (t, p.to_string()));

@@ -136,7 +136,8 @@ pub fn field_value(obj: &Object, field: &str) -> Option<String> {
     }
     if let Some(pod) = obj.as_pod() {
         let spec = pod.spec.as_ref();
-        let status = pod.status.as_ref();
+        let status = pod.status_k8s();
+        let status = status.as_ref();
         return Some(match field {
             "spec.nodeName" => pod.node_name().unwrap_or_default().to_string(),
             "spec.restartPolicy" => spec

@@ -189,10 +189,7 @@ fn node_of(pod: &StoredPod) -> Option<&str> {
 }
 
 fn phase_of(pod: &StoredPod) -> &str {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("Pending")
+    pod.phase().unwrap_or("Pending")
 }
 
 impl NodeAgents {
@@ -342,28 +339,30 @@ impl NodeAgents {
                 !self.reported_not_ready.contains(&key)
             })
             .filter(|p| {
-                p.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status != "True"))
+                p.status()
+                    .is_some_and(|s| s.any_condition(|t, st| t == "Ready" && st != "True"))
             })
             .cloned()
             .collect();
         let ts = client.clock().timestamp(now);
         for pod in stale {
             let mut p = StoredPod::clone(&pod);
-            if let Some(conditions) = p.status.as_mut().and_then(|s| s.conditions.as_mut()) {
-                for c in conditions
-                    .iter_mut()
-                    .filter(|c| c.type_ == "Ready" || c.type_ == "ContainersReady")
-                {
-                    if c.status != "True" {
-                        c.status = "True".into();
-                        c.reason = None;
-                        c.message = None;
-                        c.last_transition_time = Some(ts.clone());
+            if p.status().is_some() {
+                p.update_status(|s| {
+                    for c in s
+                        .conditions
+                        .iter_mut()
+                        .flatten()
+                        .filter(|c| c.type_ == "Ready" || c.type_ == "ContainersReady")
+                    {
+                        if c.status != "True" {
+                            c.status = "True".into();
+                            c.reason = None;
+                            c.message = None;
+                            c.last_transition_time = Some(ts.clone());
+                        }
                     }
-                }
+                });
             }
             p.metadata.resource_version = None;
             let _ = client.update_status(Object::Pod(Arc::new(p)));
@@ -535,14 +534,14 @@ impl NodeAgents {
                     .collect()
             })
             .unwrap_or_default();
-        let status = np.status.get_or_insert_with(Default::default);
+        let mut status = np.status_k8s().unwrap_or_default();
         if let Some(ips) = &mut self.pod_ips {
             let node = &*self.pods[p].node;
             let index = self.node_index.get(node).copied().unwrap_or(0);
             ips.assign(
                 index,
                 client.cache().get_node(node).map(|n| &n.node),
-                status,
+                &mut status,
             );
         }
         status.phase = Some("Running".into());
@@ -577,6 +576,7 @@ impl NodeAgents {
                 })
                 .collect(),
         );
+        np.set_status(Some(status));
         np.metadata.resource_version = None;
         let _ = client.update_status(Object::Pod(Arc::new(np)));
         self.schedule_end(p, &pod, now);

@@ -66,26 +66,17 @@ fn bound_node(p: &StoredPod) -> Option<&str> {
 
 /// `status.phase`; a pod without one is Pending, as the API server makes it on creation.
 fn phase(p: &StoredPod) -> &str {
-    p.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .filter(|s| !s.is_empty())
-        .unwrap_or("Pending")
+    p.phase().filter(|s| !s.is_empty()).unwrap_or("Pending")
 }
 
 fn is_ready(p: &StoredPod) -> bool {
-    p.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
+    p.status()
+        .is_some_and(|s| s.any_condition(|t, st| t == "Ready" && st == "True"))
 }
 
 fn nominated_node(p: &StoredPod) -> Option<&str> {
-    p.status
-        .as_ref()
-        .and_then(|s| s.nominated_node_name.as_deref())
+    p.status()
+        .and_then(|s| s.nominated_node_name())
         .filter(|n| !n.is_empty())
 }
 

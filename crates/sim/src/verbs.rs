@@ -236,16 +236,17 @@ impl Target<'_> {
             .as_ref()
             .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
             .unwrap_or_default();
-        let status = p.status.get_or_insert_with(Default::default);
-        if let Some(phase) = phase {
-            status.phase = Some(phase.clone());
-        }
-        if let Some(ready) = ready {
-            set_ready_conditions(status, *ready, &ts);
-        }
-        if ready.is_some() || restart_count.is_some() {
-            set_container_statuses(status, &containers, *ready, *restart_count);
-        }
+        p.update_status(|status| {
+            if let Some(phase) = phase {
+                status.phase = Some(phase.clone());
+            }
+            if let Some(ready) = ready {
+                set_ready_conditions(status, *ready, &ts);
+            }
+            if ready.is_some() || restart_count.is_some() {
+                set_container_statuses(status, &containers, *ready, *restart_count);
+            }
+        });
         if let Some(code) = exit_code {
             // The containers exit now, as the kubelet reports a run that ended.
             p = crate::agents::finished_pod(&p, *code, &ts);

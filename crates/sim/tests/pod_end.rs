@@ -46,8 +46,9 @@ fn pods_end_after_their_run_duration_as_the_restart_policy_says() {
             .map(|p| kubeplane_api::StoredPod::clone(p))
             .unwrap()
     };
-    let phase = |name: &str| get(name).status.as_ref().unwrap().phase.clone().unwrap();
-    let container = |name: &str| get(name).status.unwrap().container_statuses.unwrap()[0].clone();
+    let phase = |name: &str| get(name).phase().unwrap().to_string();
+    let container =
+        |name: &str| get(name).status_k8s().unwrap().container_statuses.unwrap()[0].clone();
     let cases: &[(&str, &str)] = &[
         ("ok", "Succeeded"),
         ("fails", "Failed"),
@@ -64,7 +65,7 @@ fn pods_end_after_their_run_duration_as_the_restart_policy_says() {
     assert_eq!((t.exit_code, t.reason.as_deref()), (0, Some("Completed")));
     // Started at 1 s, ended at 11 s.
     assert_eq!(t.finished_at.unwrap().0.to_string(), "2025-01-01T00:00:11Z");
-    let ready = get("ok").status.unwrap().conditions.unwrap();
+    let ready = get("ok").status_k8s().unwrap().conditions.unwrap();
     let ready = ready.iter().find(|c| c.type_ == "Ready").unwrap();
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_deref()),
@@ -89,7 +90,7 @@ fn a_pod_status_step_with_an_exit_code_ends_the_containers_at_its_time() {
         sim.store
             .pods()
             .find(|p| p.metadata.name.as_deref() == Some(name))
-            .and_then(|p| p.status.clone())
+            .and_then(|p| p.status_k8s())
             .unwrap()
     };
     for (name, phase, code) in [("crashes", "Failed", 137), ("finishes", "Succeeded", 0)] {

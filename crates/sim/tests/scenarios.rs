@@ -428,10 +428,8 @@ fn a_rolling_update_keeps_the_surge_and_unavailability_bounds_at_every_instant()
         let available = pods
             .iter()
             .filter(|p| {
-                p.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+                p.status()
+                    .is_some_and(|s| s.any_condition(|t, st| t == "Ready" && st == "True"))
             })
             .count();
         if now >= kubeplane_core::SimTime::from_secs(30) {

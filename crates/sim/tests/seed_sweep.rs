@@ -220,10 +220,7 @@ fn node_name(p: &StoredPod) -> Option<&str> {
 }
 
 fn terminated(p: &StoredPod) -> bool {
-    matches!(
-        p.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    )
+    matches!(p.phase(), Some("Succeeded" | "Failed"))
 }
 
 fn requests(p: &StoredPod) -> Resources {
@@ -462,10 +459,7 @@ fn has_room(
     let prio = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
     let mut u = used.get(name).cloned().unwrap_or_default();
     for other in store.pods() {
-        let nominated = other
-            .status
-            .as_ref()
-            .and_then(|s| s.nominated_node_name.as_deref());
+        let nominated = other.status().and_then(|s| s.nominated_node_name());
         let other_prio = other.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
         if nominated == Some(name) && uid(other) != uid(pod) && other_prio >= prio {
             u.add(&requests(other));

@@ -106,7 +106,7 @@ impl Run {
 }
 
 fn finished(p: &StoredPod) -> bool {
-    let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+    let phase = p.phase();
     matches!(phase, Some("Succeeded" | "Failed"))
 }
 

@@ -222,10 +222,7 @@ impl Samples {
             let Some(spec) = pod.spec.as_ref() else {
                 continue;
             };
-            let terminal = matches!(
-                pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-                Some("Succeeded" | "Failed")
-            );
+            let terminal = matches!(pod.phase(), Some("Succeeded" | "Failed"));
             match pod.node_name() {
                 None if pod.metadata.deletion_timestamp.is_none() => pending += 1,
                 Some(n) if !terminal => {

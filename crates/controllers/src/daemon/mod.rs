@@ -336,8 +336,7 @@ impl DaemonSetsController {
 /// it, whether it is active or terminal, its readiness, or the node it counts for.
 fn sync_relevant_change(old: &StoredPod, cur: &StoredPod) -> bool {
     let ready = |p: &StoredPod| {
-        crate::controller_utils::pod_ready_condition(p)
-            .map(|c| (c.status.clone(), c.last_transition_time.clone()))
+        crate::controller_utils::pod_ready_condition(p).map(|(status, t)| (status.to_string(), t))
     };
     let target = |p: &StoredPod| util::get_target_node_name(p).ok().map(str::to_string);
     old.metadata.labels != cur.metadata.labels

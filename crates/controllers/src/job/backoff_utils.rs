@@ -88,7 +88,8 @@ pub fn remaining_for_failures(failures: i32, last: Timestamp, now: Timestamp) ->
 /// container terminated, else the transition of a false Ready condition, else the deletion
 /// timestamp minus the grace period, else the creation time.
 pub fn finished_time(pod: &StoredPod) -> Timestamp {
-    let status = pod.status.as_ref();
+    let status = pod.status_k8s();
+    let status = status.as_ref();
     let containers = status
         .and_then(|s| s.container_statuses.as_deref())
         .unwrap_or(&[]);
@@ -142,7 +143,7 @@ mod tests {
 
     fn finished_at(secs: i64) -> StoredPod {
         let mut pod: StoredPod = PodBuilder::new("p").obj().into();
-        pod.status = Some(PodStatus {
+        pod.set_status(Some(PodStatus {
             container_statuses: Some(vec![ContainerStatus {
                 name: "c".into(),
                 state: Some(ContainerState {
@@ -155,7 +156,7 @@ mod tests {
                 ..Default::default()
             }]),
             ..Default::default()
-        });
+        }));
         pod
     }
 

@@ -4,7 +4,7 @@
 //! pod's index (FailIndex).
 
 use k8s_openapi::api::batch::v1::{PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement};
-use k8s_openapi::api::core::v1::ContainerStatus;
+use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
 use kubeplane_api::StoredPod;
 
 /// What a pod failure policy says about one failed pod.
@@ -30,9 +30,10 @@ pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &StoredP
     };
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     let name = pod.metadata.name.as_deref().unwrap_or("");
+    let status = pod.status_k8s();
     for (index, rule) in policy.rules.iter().enumerate() {
         let message = if let Some(req) = rule.on_exit_codes.as_ref() {
-            let Some(cs) = match_on_exit_codes(pod, req) else {
+            let Some(cs) = match_on_exit_codes(status.as_ref(), req) else {
                 continue;
             };
             let code = cs
@@ -45,8 +46,7 @@ pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &StoredP
                 cs.name, rule.action
             )
         } else if let Some(patterns) = rule.on_pod_conditions.as_ref() {
-            let conditions = pod
-                .status
+            let conditions = status
                 .as_ref()
                 .and_then(|s| s.conditions.as_deref())
                 .unwrap_or(&[]);
@@ -90,10 +90,10 @@ pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &StoredP
 /// The first terminated container (regular, then init) with a non-zero exit code the
 /// requirement accepts.
 fn match_on_exit_codes<'a>(
-    pod: &'a StoredPod,
+    status: Option<&'a PodStatus>,
     req: &PodFailurePolicyOnExitCodesRequirement,
 ) -> Option<&'a ContainerStatus> {
-    let status = pod.status.as_ref()?;
+    let status = status?;
     let lists = [
         status.container_statuses.as_deref().unwrap_or(&[]),
         status.init_container_statuses.as_deref().unwrap_or(&[]),
@@ -126,7 +126,7 @@ mod tests {
 
     fn failed_pod(exit_codes: &[(&str, i32)], conditions: &[(&str, &str)]) -> StoredPod {
         let mut pod: StoredPod = PodBuilder::new("p").namespace("ns").obj().into();
-        pod.status = Some(PodStatus {
+        pod.set_status(Some(PodStatus {
             phase: Some("Failed".into()),
             container_statuses: Some(
                 exit_codes
@@ -155,7 +155,7 @@ mod tests {
                     .collect(),
             ),
             ..Default::default()
-        });
+        }));
         pod
     }
 

@@ -471,14 +471,15 @@ fn past_backoff_limit_on_failure(job: &Job, pods: &[Arc<StoredPod>]) -> bool {
     let restarts: i32 = pods
         .iter()
         .filter(|p| pod_phase_is(p, "Running") || pod_phase_is(p, "Pending"))
-        .filter_map(|p| p.status.as_ref())
-        .flat_map(|s| {
+        .filter_map(|p| p.status_k8s())
+        .map(|s| {
             s.init_container_statuses
                 .iter()
                 .flatten()
                 .chain(s.container_statuses.iter().flatten())
+                .map(|c| c.restart_count)
+                .sum::<i32>()
         })
-        .map(|c| c.restart_count)
         .sum();
     match spec(job).backoff_limit.unwrap_or(6) {
         0 => restarts > 0,

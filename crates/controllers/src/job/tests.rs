@@ -101,7 +101,7 @@ impl Harness {
     fn end_pod(&mut self, pod: &StoredPod, exit_code: i32) {
         let mut p = StoredPod::clone(pod);
         let ts = self.client.clock().timestamp(self.client.now);
-        p.status = Some(PodStatus {
+        p.set_status(Some(PodStatus {
             phase: Some(
                 if exit_code == 0 {
                     "Succeeded"
@@ -129,7 +129,7 @@ impl Harness {
                 ..Default::default()
             }]),
             ..Default::default()
-        });
+        }));
         p.metadata.resource_version = None;
         self.client.update_status(Object::Pod(Arc::new(p))).unwrap();
     }

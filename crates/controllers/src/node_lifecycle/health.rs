@@ -542,21 +542,16 @@ pub(super) fn mark_pods_not_ready(
         if pod_node_name(&pod) != node_name {
             continue;
         }
-        let Some(ready) = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-        else {
+        let Some(ready) = pod.status().and_then(|s| s.condition("Ready")) else {
             continue;
         };
         let cond = PodCondition {
             status: "False".to_string(),
-            ..ready.clone()
+            ..ready
         };
         let mut updated = StoredPod::clone(&pod);
-        let status = updated.status.get_or_insert_with(Default::default);
-        if !update_pod_condition(status, cond, client.clock().timestamp(now)) {
+        let ts = client.clock().timestamp(now);
+        if !updated.update_status(|status| update_pod_condition(status, cond, ts)) {
             continue;
         }
         // Upstream `UpdatePodStatus`: the status subresource, at the version read.

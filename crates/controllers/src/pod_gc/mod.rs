@@ -81,10 +81,7 @@ impl Default for PodGcController {
 }
 
 fn phase(pod: &StoredPod) -> &str {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("Pending")
+    pod.phase().unwrap_or("Pending")
 }
 
 /// Upstream `isPodTerminated`.
@@ -97,8 +94,8 @@ fn node_name(pod: &StoredPod) -> &str {
 }
 
 fn is_evicted(pod: &StoredPod) -> bool {
-    let status = pod.status.as_ref();
-    phase(pod) == "Failed" && status.and_then(|s| s.reason.as_deref()) == Some("Evicted")
+    let reason = pod.status().and_then(|s| s.reason());
+    phase(pod) == "Failed" && reason == Some("Evicted")
 }
 
 fn has_out_of_service_taint(node: &Node) -> bool {

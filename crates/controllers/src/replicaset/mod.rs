@@ -584,8 +584,7 @@ impl<'a> SyncCx<'a> {
 /// cost matter only when pods are ranked, which reads them at that moment.
 fn status_relevant_change(old: &StoredPod, cur: &StoredPod) -> bool {
     let ready = |p: &StoredPod| {
-        crate::controller_utils::pod_ready_condition(p)
-            .map(|c| (c.status.clone(), c.last_transition_time.clone()))
+        crate::controller_utils::pod_ready_condition(p).map(|(status, t)| (status.to_string(), t))
     };
     old.metadata.labels != cur.metadata.labels
         || old.metadata.owner_references != cur.metadata.owner_references

@@ -43,17 +43,11 @@ fn state(pod: &StoredPod) -> String {
     if pod.metadata.deletion_timestamp.is_some() {
         return "terminating".to_string();
     }
-    let phase = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("Pending");
+    let phase = pod.phase().unwrap_or("Pending");
     let ready = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
-        .is_some_and(|c| c.status == "True");
+        .status()
+        .and_then(|s| s.condition_status("Ready"))
+        .is_some_and(|c| c == "True");
     match (phase, ready) {
         ("Running", true) => "Ready for less than minReadySeconds".to_string(),
         ("Running", false) => "Running, not Ready".to_string(),

@@ -532,7 +532,7 @@ fn add_condition_and_delete_pod(
     };
     let mut status = pod
         .as_pod()
-        .and_then(|p| p.status.clone())
+        .and_then(|p| p.status_k8s())
         .unwrap_or_default();
     let ts = client.clock().timestamp(now);
     if update_pod_condition(&mut status, cond.clone(), ts.clone()) {

@@ -85,17 +85,13 @@ pub(super) struct Summary {
 }
 
 fn phase(pod: &StoredPod) -> &str {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("")
+    pod.phase().unwrap_or("")
 }
 
-fn conditions(pod: &StoredPod) -> &[PodCondition] {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or(&[])
+fn conditions(pod: &StoredPod) -> Vec<PodCondition> {
+    pod.status_k8s()
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
 }
 
 fn has_condition(pod: &StoredPod, type_: &str, status: &str) -> bool {
@@ -124,7 +120,8 @@ fn later(a: Option<jiff::Timestamp>, b: Option<jiff::Timestamp>) -> Option<jiff:
 
 /// Upstream `printPod`'s status computation.
 pub(super) fn summarize(pod: &StoredPod) -> Summary {
-    let status = pod.status.as_ref();
+    let status = pod.status_k8s();
+    let status = status.as_ref();
     let spec = pod.spec.as_ref();
     let inits: &[Container] = spec
         .and_then(|s| s.init_containers.as_deref())
@@ -169,8 +166,8 @@ fn init_containers(
     inits: &[Container],
     s: &mut Summary,
 ) -> (bool, i64, Option<jiff::Timestamp>) {
-    let statuses = pod
-        .status
+    let status = pod.status_k8s();
+    let statuses = status
         .as_ref()
         .and_then(|st| st.init_container_statuses.as_deref())
         .unwrap_or(&[]);
@@ -219,8 +216,8 @@ fn init_containers(
 /// The app containers, last to first: the first one's reason wins, restarts add up, and a
 /// `Completed` pod with a container still running reads `Running` (or `NotReady`).
 fn app_containers(pod: &StoredPod, s: &mut Summary) {
-    let statuses = pod
-        .status
+    let status = pod.status_k8s();
+    let statuses = status
         .as_ref()
         .and_then(|st| st.container_statuses.as_deref())
         .unwrap_or(&[]);
@@ -260,7 +257,8 @@ fn app_containers(pod: &StoredPod, s: &mut Summary) {
 
 /// IP, NODE, NOMINATED NODE, READINESS GATES.
 fn wide_cells(pod: &StoredPod) -> Vec<Value> {
-    let status = pod.status.as_ref();
+    let status = pod.status_k8s();
+    let status = status.as_ref();
     let spec = pod.spec.as_ref();
     let or_none = |s: Option<&str>| -> Value {
         match s.filter(|s| !s.is_empty()) {

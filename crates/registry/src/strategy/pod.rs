@@ -25,8 +25,8 @@ pub const MESSAGE_BIND_DELETING: &str = "pod is being deleted, cannot be assigne
 /// `podStrategy.PrepareForUpdate`: the stored status is kept. Copies only when they differ,
 /// so an unchanged status stays shared.
 pub fn prepare_for_update(old: &StoredPod, new: &mut Arc<StoredPod>) {
-    if new.status != old.status {
-        Arc::make_mut(new).status.clone_from(&old.status);
+    if new.status() != old.status() {
+        Arc::make_mut(new).set_stored_status(old.status().cloned());
     }
 }
 
@@ -132,17 +132,18 @@ pub fn bind(
     if features.topology_labels {
         crate::admission::pod_topology_labels::copy_labels_overwriting(&mut p, labels);
     }
-    let status = p.status.get_or_insert_with(Default::default);
-    if features.clear_nominated_node_name {
-        status.nominated_node_name = None;
-    }
-    let conditions = status.conditions.get_or_insert_with(Vec::new);
-    conditions.retain(|c| c.type_ != "PodScheduled");
-    conditions.push(PodCondition {
-        type_: "PodScheduled".into(),
-        status: "True".into(),
-        last_transition_time: Some(now),
-        ..Default::default()
+    p.update_status(|status| {
+        if features.clear_nominated_node_name {
+            status.nominated_node_name = None;
+        }
+        let conditions = status.conditions.get_or_insert_with(Vec::new);
+        conditions.retain(|c| c.type_ != "PodScheduled");
+        conditions.push(PodCondition {
+            type_: "PodScheduled".into(),
+            status: "True".into(),
+            last_transition_time: Some(now),
+            ..Default::default()
+        });
     });
     Ok(p)
 }
@@ -178,7 +179,7 @@ mod tests {
         let old = pod(Some("n1"), Some("Running"));
         let mut new = Arc::new(pod(Some("n1"), None));
         prepare_for_update(&old, &mut new);
-        assert_eq!(new.status, old.status);
+        assert_eq!(new.status(), old.status());
     }
 
     #[test]
@@ -193,10 +194,7 @@ mod tests {
         assert_eq!(new.node_name(), None, "the node is the stored one");
         assert_eq!(new.metadata.owner_references, None);
         assert!(new.metadata.annotations.is_some());
-        assert_eq!(
-            new.status.as_ref().unwrap().phase.as_deref(),
-            Some("Running")
-        );
+        assert_eq!(new.phase(), Some("Running"));
     }
 
     #[test]
@@ -256,7 +254,7 @@ mod tests {
         );
         let bound = bind(&p, "u1", "n1", now.clone(), OFF, &none).unwrap();
         assert_eq!(node_name(&bound), Some("n1"));
-        let cond = &bound.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
+        let cond = &bound.status_k8s().unwrap().conditions.unwrap()[0];
         assert_eq!(
             (cond.type_.as_str(), cond.status.as_str()),
             ("PodScheduled", "True")
@@ -276,10 +274,10 @@ mod tests {
     #[test]
     fn the_v1_35_binding_clears_the_nomination_and_writes_the_binding_labels() {
         let mut p = pod(None, None);
-        p.status = Some(PodStatus {
+        p.set_status(Some(PodStatus {
             nominated_node_name: Some("n2".into()),
             ..Default::default()
-        });
+        }));
         p.metadata.labels =
             Some([("topology.kubernetes.io/zone".to_string(), "own".to_string())].into());
         let labels: BTreeMap<String, String> =
@@ -318,8 +316,8 @@ mod tests {
         ];
         for (name, features, nominated, zone) in cases {
             let bound = bind(&p, "", "n1", now.clone(), features, &labels).unwrap();
-            let status = bound.status.as_ref().unwrap();
-            assert_eq!(status.nominated_node_name.as_deref(), nominated, "{name}");
+            let status = bound.status().unwrap();
+            assert_eq!(status.nominated_node_name(), nominated, "{name}");
             assert_eq!(
                 bound.metadata.labels.as_ref().unwrap()["topology.kubernetes.io/zone"],
                 zone,

@@ -94,7 +94,7 @@ impl PodStatusPatchCall {
     ) -> PodStatusPatchCall {
         PodStatusPatchCall {
             pod: PodRef::of(pod),
-            pod_status: pod.status.clone().unwrap_or_default(),
+            pod_status: pod.status_k8s().unwrap_or_default(),
             conditions,
             nominating,
             transition_time,
@@ -152,10 +152,10 @@ impl PodStatusPatchCall {
     /// applied (`None` when they are all there already).
     pub fn sync(&mut self, pod: &StoredPod) -> Option<StoredPod> {
         if !self.executed {
-            self.pod_status = pod.status.clone().unwrap_or_default();
+            self.pod_status = pod.status_k8s().unwrap_or_default();
         }
         let mut synced = pod.clone();
-        let changed = self.apply(synced.status.get_or_insert_with(Default::default));
+        let changed = synced.update_status(|s| self.apply(s));
         changed.then_some(synced)
     }
 

@@ -125,8 +125,8 @@ fn merging_keeps_the_older_conditions_of_other_types() {
 fn a_status_patch_that_changes_nothing_is_skipped() {
     let p: StoredPod = PodBuilder::new("p").nominated("n1").obj().into();
     let mut with_condition = p.clone();
-    with_condition.status.as_mut().unwrap().conditions =
-        Some(vec![scheduled_false("Unschedulable", "msg")]);
+    with_condition
+        .update_status(|s| s.conditions = Some(vec![scheduled_false("Unschedulable", "msg")]));
     let cases = [
         (
             "the same condition and no nomination",
@@ -317,11 +317,11 @@ fn syncing_with_a_newer_pod_drops_a_patch_that_has_become_a_no_op() {
     )
     .unwrap();
     let mut newer = p.clone();
-    newer.status.as_mut().unwrap().nominated_node_name = Some("n1".into());
+    newer.update_status(|s| s.nominated_node_name = Some("n1".into()));
     let synced = q
         .sync_object(&newer)
         .expect("the condition is still missing");
-    let cond = &synced.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
+    let cond = &synced.status_k8s().unwrap().conditions.unwrap()[0];
     assert_eq!(
         cond.reason.as_deref(),
         Some("Unschedulable"),
@@ -329,7 +329,7 @@ fn syncing_with_a_newer_pod_drops_a_patch_that_has_become_a_no_op() {
     );
     assert_eq!(q.len(), 1);
     let mut newest = synced.clone();
-    newest.status.as_mut().unwrap().conditions = Some(vec![scheduled_false("Unschedulable", "m")]);
+    newest.update_status(|s| s.conditions = Some(vec![scheduled_false("Unschedulable", "m")]));
     assert!(q.sync_object(&newest).is_none(), "nothing left to change");
     assert!(q.is_empty(), "the no-op call is dropped");
     let told = q.take_completion().unwrap();
@@ -355,7 +355,7 @@ fn calls_run_against_the_api_server() {
     d.queue.add(binding(&pod("gone"), "n1"), true).unwrap();
     d.run_pending(&mut client);
     let p = client.store.get(Kind::Pod, "default", "p").unwrap();
-    let status = p.as_pod().unwrap().status.clone().unwrap();
+    let status = p.as_pod().unwrap().status_k8s().unwrap();
     assert_eq!(status.nominated_node_name.as_deref(), Some("n1"));
     let cond = &status.conditions.unwrap()[0];
     assert_eq!(

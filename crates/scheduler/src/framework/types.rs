@@ -65,7 +65,7 @@ pub struct PodInfo {
 }
 
 fn start_time_of(pod: &StoredPod) -> Option<jiff::Timestamp> {
-    pod.status.as_ref()?.start_time.as_ref().map(|t| t.0)
+    pod.status()?.start_time().map(|t| t.0)
 }
 
 /// Whether two specs have the same containers, init containers, overhead and pod-level
@@ -233,9 +233,8 @@ impl PodInfo {
 
     pub fn nominated_node_name(&self) -> Option<&str> {
         self.pod
-            .status
-            .as_ref()
-            .and_then(|s| s.nominated_node_name.as_deref())
+            .status()
+            .and_then(|s| s.nominated_node_name())
             .filter(|n| !n.is_empty())
     }
 

@@ -225,7 +225,10 @@ pub fn pod_update_events(old: &StoredPod, new: &StoredPod) -> Vec<E> {
         out.push(kinds.toleration);
     }
     let claims = |p: &StoredPod| {
-        let s = p.status.as_ref();
+        let s = match p.status() {
+            Some(kubeplane_api::StoredPodStatus::Full(s)) => Some(&**s),
+            _ => None,
+        };
         (
             s.and_then(|s| s.resource_claim_statuses.clone())
                 .unwrap_or_default(),

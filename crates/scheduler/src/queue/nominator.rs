@@ -120,9 +120,8 @@ impl Nominator {
     /// the remembered node is kept.
     pub fn update(&mut self, old: &StoredPod, new: &PodInfo) {
         let no_nomination = |p: &StoredPod| {
-            p.status
-                .as_ref()
-                .and_then(|s| s.nominated_node_name.as_deref())
+            p.status()
+                .and_then(|s| s.nominated_node_name())
                 .unwrap_or("")
                 .is_empty()
         };

@@ -54,7 +54,7 @@ fn terminated(cs: &ContainerStatus, code: i32, ts: &Time) -> ContainerStateTermi
 /// Failed, every container terminated, Ready and ContainersReady false (`PodCompleted`).
 pub(crate) fn finished_pod(pod: &StoredPod, code: i32, ts: &Time) -> StoredPod {
     let mut np = StoredPod::clone(pod);
-    let status = np.status.get_or_insert_with(Default::default);
+    let mut status = np.status_k8s().unwrap_or_default();
     status.phase = Some(if code == 0 { "Succeeded" } else { "Failed" }.into());
     for cs in status.container_statuses.iter_mut().flatten() {
         let t = terminated(cs, code, ts);
@@ -72,6 +72,7 @@ pub(crate) fn finished_pod(pod: &StoredPod, code: i32, ts: &Time) -> StoredPod {
             c.last_transition_time = Some(ts.clone());
         }
     }
+    np.set_status(Some(status));
     np.metadata.resource_version = None;
     np
 }
@@ -80,7 +81,7 @@ pub(crate) fn finished_pod(pod: &StoredPod, code: i32, ts: &Time) -> StoredPod {
 /// terminated run, the restart count grows.
 pub(super) fn restarted_pod(pod: &StoredPod, code: i32, ts: &Time) -> StoredPod {
     let mut np = StoredPod::clone(pod);
-    let status = np.status.get_or_insert_with(Default::default);
+    let mut status = np.status_k8s().unwrap_or_default();
     for cs in status.container_statuses.iter_mut().flatten() {
         let t = terminated(cs, code, ts);
         cs.last_state = Some(ContainerState {
@@ -95,6 +96,7 @@ pub(super) fn restarted_pod(pod: &StoredPod, code: i32, ts: &Time) -> StoredPod 
         });
         cs.restart_count += 1;
     }
+    np.set_status(Some(status));
     np.metadata.resource_version = None;
     np
 }

@@ -85,10 +85,7 @@ pub fn controller_of(pod: &StoredPod) -> Option<&OwnerReference> {
 }
 
 fn finished(pod: &StoredPod) -> bool {
-    matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    )
+    matches!(pod.phase(), Some("Succeeded" | "Failed"))
 }
 
 fn daemon_set_filter(

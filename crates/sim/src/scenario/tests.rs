@@ -380,7 +380,7 @@ items:
     let p = pod.object.as_pod().unwrap();
     assert_eq!(p.metadata.uid.as_deref(), Some("u-1"));
     assert!(p.metadata.creation_timestamp.is_some());
-    assert_eq!(p.status.as_ref().unwrap().phase.as_deref(), Some("Running"));
+    assert_eq!(p.phase(), Some("Running"));
 }
 
 const SCENARIO: &str = "apiVersion: kubeplane.io/v1alpha1

@@ -200,15 +200,16 @@ impl Harness {
 
     fn set_status(&mut self, pod: &StoredPod, phase: &str, ready_since: Option<Time>) {
         let mut p = pod.clone();
-        let st = p.status.get_or_insert_with(Default::default);
-        st.phase = Some(phase.into());
-        st.conditions = ready_since.map(|t| {
-            vec![PodCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                last_transition_time: Some(t),
-                ..Default::default()
-            }]
+        p.update_status(|st| {
+            st.phase = Some(phase.into());
+            st.conditions = ready_since.map(|t| {
+                vec![PodCondition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    last_transition_time: Some(t),
+                    ..Default::default()
+                }]
+            });
         });
         self.client.update_status(Object::Pod(Arc::new(p))).unwrap();
     }

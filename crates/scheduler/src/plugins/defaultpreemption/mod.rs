@@ -244,10 +244,8 @@ pub fn pod_terminating_by_preemption(pod: &StoredPod) -> bool {
     if pod.metadata.deletion_timestamp.is_none() {
         return false;
     }
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == CONDITION_DISRUPTION_TARGET))
+    pod.status()
+        .and_then(|s| s.condition(CONDITION_DISRUPTION_TARGET))
         .is_some_and(|c| {
             c.status == "True" && c.reason.as_deref() == Some(REASON_PREEMPTION_BY_SCHEDULER)
         })
@@ -275,14 +273,9 @@ pub(crate) fn preempt_pod(
         preemptor.scheduler_name()
     );
     let ts = client.clock().timestamp(now);
-    let conditions = current
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref());
-    let existing = conditions
-        .unwrap_or_default()
-        .iter()
-        .find(|c| c.type_ == CONDITION_DISRUPTION_TARGET);
+    let existing = current
+        .status()
+        .and_then(|s| s.condition(CONDITION_DISRUPTION_TARGET));
     let unchanged = existing.is_some_and(|c| {
         c.status == "True"
             && c.reason.as_deref() == Some(REASON_PREEMPTION_BY_SCHEDULER)
@@ -364,9 +357,8 @@ pub(crate) fn clear_nominated_node_name(
         return Ok(());
     };
     let has = current
-        .status
-        .as_ref()
-        .and_then(|s| s.nominated_node_name.as_deref())
+        .status()
+        .and_then(|s| s.nominated_node_name())
         .is_some_and(|n| !n.is_empty());
     if !has {
         return Ok(());

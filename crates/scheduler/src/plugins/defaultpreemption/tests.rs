@@ -573,7 +573,7 @@ fn lower_priority_pods_nominated_to_the_node_lose_their_nomination() {
     assert!(s.is_success());
     assert_eq!(nominated_to(&r), Some("node1"));
     let w = env.client.store.get_pod("default", "waiting").unwrap();
-    assert_eq!(w.status.as_ref().unwrap().nominated_node_name, None);
+    assert_eq!(w.status().unwrap().nominated_node_name(), None);
 }
 
 #[test]

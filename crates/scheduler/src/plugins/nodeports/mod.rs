@@ -136,9 +136,8 @@ fn is_schedulable_after_pod_deleted(
     };
     let bound = deleted.node_name().is_some_and(|n| !n.is_empty());
     let nominated = deleted
-        .status
-        .as_ref()
-        .and_then(|s| s.nominated_node_name.as_deref())
+        .status()
+        .and_then(|s| s.nominated_node_name())
         .is_some_and(|n| !n.is_empty());
     if !bound && !nominated {
         return Ok(QueueingHint::QueueSkip);

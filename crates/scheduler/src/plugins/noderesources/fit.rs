@@ -412,9 +412,8 @@ pub(super) fn is_schedulable_after_pod_event(
     let Some(modified) = modified else {
         let deleted = original.ok_or("a pod delete event without the deleted pod")?;
         let nominated = deleted
-            .status
-            .as_ref()
-            .and_then(|s| s.nominated_node_name.as_deref())
+            .status()
+            .and_then(|s| s.nominated_node_name())
             .unwrap_or("");
         if node_name_of(deleted).is_empty() && nominated.is_empty() {
             return Ok(QueueingHint::QueueSkip);
