@@ -189,8 +189,8 @@ fn the_binding_over_storage_follows_the_clients_binding_features() {
         let Object::Pod(bound) = c.bind("default", pod.name(), "", "n1").unwrap() else {
             panic!("{name}: not a pod")
         };
-        let status = bound.status.as_ref().unwrap();
-        assert_eq!(status.nominated_node_name.as_deref(), nominated, "{name}");
+        let status = bound.status().unwrap();
+        assert_eq!(status.nominated_node_name(), nominated, "{name}");
         let labels = bound.metadata.labels.as_ref();
         let got = labels.and_then(|l| l.get("topology.kubernetes.io/zone"));
         assert_eq!(got.map(String::as_str), zone, "{name}");

@@ -797,6 +797,6 @@ mod tests {
         agents.observe(&bound("other", "d", "n2"), SimTime::ZERO);
         assert_eq!(agents.pods.len(), 3);
         assert_eq!(entry(&agents, "other/d").namespace_name(), ("other", "d"));
-        assert!(agents.pod_index.get("ns/a").is_none());
+        assert!(!agents.pod_index.contains_key("ns/a"));
     }
 }

@@ -120,7 +120,7 @@ fn an_orphan_is_marked_failed_with_the_disruption_condition_before_its_deletion(
     let events = tc.store.take_events();
     assert_eq!(events.len(), 2, "a status patch, then the delete");
     let patched = events[0].object.as_pod().unwrap();
-    let status = patched.status.as_ref().unwrap();
+    let status = patched.status_k8s().unwrap();
     assert_eq!(status.phase.as_deref(), Some("Failed"));
     let cond = &status.conditions.as_ref().unwrap()[0];
     assert_eq!(cond.type_, CONDITION_DISRUPTION_TARGET);

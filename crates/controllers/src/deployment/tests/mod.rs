@@ -79,7 +79,7 @@ impl Component for FakeKubelet {
                 continue;
             }
             let mut p = StoredPod::clone(&pod);
-            p.status = Some(PodStatus {
+            p.set_status(Some(PodStatus {
                 phase: Some("Running".into()),
                 conditions: Some(vec![PodCondition {
                     type_: "Ready".into(),
@@ -88,7 +88,7 @@ impl Component for FakeKubelet {
                     ..Default::default()
                 }]),
                 ..Default::default()
-            });
+            }));
             client.update_status(Object::Pod(Arc::new(p))).unwrap();
         }
     }

@@ -33,7 +33,7 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                     if let Some(p) = pods.get(rng.random_range(0..pods.len().max(1))) {
                         let mut p = StoredPod::clone(p);
                         let t = client.store.timestamp(client.now).0;
-                        p.status = pod_builder("x").ready_since(Some(t)).build().status;
+                        p.set_status(pod_builder("x").ready_since(Some(t)).build().status);
                         client.update_status(Object::Pod(Arc::new(p))).unwrap();
                     }
                 }

@@ -124,7 +124,7 @@ impl Harness {
     pub(super) fn report(&mut self, name: &str, phase: &str, ready: bool) {
         let now = self.client.clock().timestamp(self.client.now);
         let mut pod = StoredPod::clone(&self.pod(name));
-        pod.status = Some(PodStatus {
+        pod.set_status(Some(PodStatus {
             phase: Some(phase.into()),
             conditions: Some(vec![PodCondition {
                 type_: "Ready".into(),
@@ -133,7 +133,7 @@ impl Harness {
                 ..Default::default()
             }]),
             ..Default::default()
-        });
+        }));
         self.client
             .update_status(Object::Pod(Arc::new(pod)))
             .unwrap();
