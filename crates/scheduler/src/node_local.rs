@@ -298,36 +298,7 @@ impl NodeLocalMemo {
         }
         self.entries.resize_with(num_nodes, Entry::default);
         self.scored.resize(num_nodes.div_ceil(64), 0);
-        self.forget_replaced(snapshot);
         self.follow_changes(snapshot);
-    }
-
-    /// Forgets the filter verdict of every entry whose place the snapshot replaced since the
-    /// last cycle (by its change log, else by comparing every known entry's NodeInfo), so that
-    /// `known_filters` counts the verdicts known for the NodeInfos now at their places.
-    fn forget_replaced(&mut self, snapshot: &Snapshot) {
-        match snapshot.changed_since(self.seen) {
-            Some(places) => {
-                for &place in places {
-                    match self.entries.get_mut(place) {
-                        Some(e) if e.is_known() => {
-                            e.filter = FilterVerdict::Unknown;
-                            self.known_filters -= 1;
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            None => {
-                let nodes = &snapshot.node_infos;
-                for (e, node) in self.entries.iter_mut().zip(nodes) {
-                    if e.is_known() && !std::ptr::eq(e.node.as_ptr(), Arc::as_ptr(node)) {
-                        e.filter = FilterVerdict::Unknown;
-                    }
-                }
-                self.known_filters = self.entries.iter().filter(|e| e.is_known()).count();
-            }
-        }
     }
 
     /// At most how many places of the snapshot given to [`Self::begin`] have no known filter
@@ -337,10 +308,12 @@ impl NodeLocalMemo {
         self.entries.len().saturating_sub(self.known_filters)
     }
 
-    /// Clears the `scored` bit of every entry whose place the snapshot replaced since the
-    /// last cycle (by its change log, else by comparing every scored entry's NodeInfo), so
-    /// that a set flag means "scored from the NodeInfo now at this place" (see
-    /// `scored_current`); an untracked snapshot leaves the comparisons to each cycle.
+    /// Forgets what the memo knows of every entry whose place the snapshot replaced since the
+    /// last cycle (by its change log, else by comparing every entry's NodeInfo): its filter
+    /// verdict, so that `known_filters` counts the verdicts known for the NodeInfos now at
+    /// their places, and its `scored` bit, so that a set bit means "scored from the NodeInfo
+    /// now at this place" (see `scored_current`; an untracked snapshot leaves the scored
+    /// comparisons to each cycle).
     fn follow_changes(&mut self, snapshot: &Snapshot) {
         let since = snapshot.changed_since(self.seen);
         self.seen = snapshot.cursor();
@@ -348,18 +321,28 @@ impl NodeLocalMemo {
         match since {
             Some(places) => {
                 for &place in places {
+                    match self.entries.get_mut(place) {
+                        Some(e) if e.is_known() => {
+                            e.filter = FilterVerdict::Unknown;
+                            self.known_filters -= 1;
+                        }
+                        _ => {}
+                    }
                     self.set_scored(place, false);
                 }
             }
-            None if self.scored_current => {
-                let nodes = self.entries.iter().zip(&snapshot.node_infos);
+            None => {
+                let nodes = self.entries.iter_mut().zip(&snapshot.node_infos);
                 for (place, (e, node)) in nodes.enumerate() {
                     if !std::ptr::eq(e.node.as_ptr(), Arc::as_ptr(node)) {
-                        self.scored[place / 64] &= !(1 << (place % 64));
+                        e.filter = FilterVerdict::Unknown;
+                        if self.scored_current {
+                            self.scored[place / 64] &= !(1 << (place % 64));
+                        }
                     }
                 }
+                self.known_filters = self.entries.iter().filter(|e| e.is_known()).count();
             }
-            None => {}
         }
     }
 
