@@ -157,6 +157,37 @@ impl RateLimitedTimedQueue {
         true
     }
 
+    /// [`Self::remove`] then [`Self::add`] (upstream `markNodeForTainting` for a node that
+    /// lacks its taint, at every monitor pass while it waits for a token): the value goes to
+    /// the back of the queue at `now`, as a new item would, with `uid`. A queued value keeps
+    /// its item and its strings, moved to its new place, instead of being freed and made
+    /// anew. Always true, as the add after a removal is.
+    pub fn requeue(&mut self, value: &str, uid: &str, now: SimTime) -> bool {
+        if !self.set.contains(value) {
+            return self.add(value, uid, now);
+        }
+        let Some(key) = self.keys.get_mut(value) else {
+            // Processed and kept in the set only: the add makes its item.
+            self.push(TimedValue {
+                value: value.to_string(),
+                uid: uid.to_string(),
+                added_at: now,
+                process_at: now,
+            });
+            return true;
+        };
+        let mut v = self.items.remove(key).expect("an indexed value is queued");
+        *key = (now, self.next_seq);
+        self.next_seq += 1;
+        if v.uid != uid {
+            v.uid = uid.to_string();
+        }
+        v.added_at = now;
+        v.process_at = now;
+        self.items.insert(*key, v);
+        true
+    }
+
     /// Whether the value is in the de-duplication set (queued, or processed and not removed).
     pub fn contains(&self, value: &str) -> bool {
         self.set.contains(value)
@@ -392,9 +423,13 @@ mod tests {
         for step in 0..4000 {
             let now = SimTime::from_millis(step);
             let value = format!("node-{}", next(300));
-            match next(4) {
+            match next(5) {
                 0 | 1 => assert_eq!(q.add(&value, "", now), m.add(&value, now)),
                 2 => assert_eq!(q.remove(&value), m.remove(&value)),
+                3 => {
+                    m.remove(&value);
+                    assert_eq!(q.requeue(&value, "", now), m.add(&value, now));
+                }
                 _ => {
                     let fail = next(3) == 0;
                     q.try_process(now, |v| {
@@ -426,6 +461,38 @@ mod tests {
             "the passes processed values: {}",
             got.len()
         );
+    }
+
+    /// A re-queued value goes behind the values added before, at its new time and with its
+    /// new uid, whether it was queued, processed (kept in the set) or unknown.
+    #[test]
+    fn a_requeue_is_a_removal_and_an_add() {
+        let mut q = RateLimitedTimedQueue::new(Limiter::new(1000.0));
+        q.add("a", "1", secs(0));
+        q.add("b", "2", secs(0));
+        assert_eq!(drain(&mut q, secs(0)), ["a"]);
+        q.add("c", "3", secs(1));
+        assert!(q.requeue("b", "2b", secs(2)));
+        assert!(q.requeue("a", "1a", secs(2)));
+        assert!(q.requeue("d", "4", secs(2)));
+        assert_eq!(q.len(), 4);
+        let head = q.head().expect("queued");
+        assert_eq!((head.value.as_str(), head.process_at), ("c", secs(1)));
+        let mut seen = Vec::new();
+        let mut t = secs(3);
+        while !q.is_empty() {
+            q.try_process(t, |v| {
+                seen.push((v.value.clone(), v.uid.clone(), v.added_at));
+                (true, SimDuration::ZERO)
+            });
+            t = t + SimDuration::from_millis(1);
+        }
+        let want = [("c", "3", 1), ("b", "2b", 2), ("a", "1a", 2), ("d", "4", 2)];
+        let want: Vec<_> = want
+            .iter()
+            .map(|&(v, u, at)| (v.to_string(), u.to_string(), secs(at)))
+            .collect();
+        assert_eq!(seen, want);
     }
 
     #[test]

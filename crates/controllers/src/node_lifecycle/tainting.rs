@@ -197,7 +197,7 @@ pub(super) fn mark_node_for_tainting(
         _ => false,
     };
     if lacks {
-        tainter.remove(name);
+        return tainter.requeue(name, &entry.uid, now);
     }
     tainter.add(name, &entry.uid, now)
 }
