@@ -33,6 +33,7 @@ impl NodeLifecycleController {
             lease_reads,
             steady_epoch,
             steady_visits,
+            steady_down_visits,
             ..
         } = self;
         for (name, entry) in nodes.iter_mut() {
@@ -40,13 +41,21 @@ impl NodeLifecycleController {
                 continue;
             }
             let read = refresh_lease(name, entry, &*client, lease_writes, lease_reads);
-            if entry.steady == *steady_epoch && steady_pass(entry, zones, config, read, now) {
-                *steady_visits += 1;
-                continue;
+            if entry.steady == *steady_epoch {
+                if entry.steady_down {
+                    if steady_down_pass(entry, zones, read) {
+                        *steady_down_visits += 1;
+                        continue;
+                    }
+                } else if steady_pass(entry, zones, config, read, now) {
+                    *steady_visits += 1;
+                    continue;
+                }
             }
             entry.steady = 0;
             if quick_pass(name, entry, zones, config, now, client) {
                 entry.steady = *steady_epoch;
+                entry.steady_down = false;
                 continue;
             }
             let outcome = update_node_health(name, entry, config, start, now, client);
@@ -78,6 +87,10 @@ impl NodeLifecycleController {
                 continue;
             }
             entry.retry = false;
+            if marks_steady_down(name, entry, zones) {
+                entry.steady = *steady_epoch;
+                entry.steady_down = true;
+            }
         }
         self.handle_disruption(now, client);
     }
@@ -95,26 +108,38 @@ impl NodeLifecycleController {
             z.n_not_ready = 0;
         }
         let epoch = self.steady_epoch;
-        let mut visits = 0;
+        let (mut visits, mut down_visits) = (0, 0);
         let all = lease_writes.is_some()
             && self.nodes.values().all(|e| {
                 if !e.exists {
                     return true;
                 }
-                if e.steady != epoch || e.lease_read != lease_writes || now > e.steady_until {
+                if e.steady != epoch || e.lease_read != lease_writes {
+                    return false;
+                }
+                let z = &mut self.zones.list[e.zone];
+                if e.steady_down {
+                    // Without a Lease read nothing can have renewed it: `steady_down_pass`.
+                    down_visits += 1;
+                    z.n_not_ready += u32::from(!e.excluded);
+                    return true;
+                }
+                if now > e.steady_until {
                     return false;
                 }
                 visits += 1;
-                self.zones.list[e.zone].n_ready += u32::from(!e.excluded);
+                z.n_ready += u32::from(!e.excluded);
                 true
             });
         if !all {
             for z in &mut self.zones.list {
                 z.n_ready = 0;
+                z.n_not_ready = 0;
             }
             return false;
         }
         self.steady_visits += visits;
+        self.steady_down_visits += down_visits;
         self.all_steady_passes += 1;
         true
     }
@@ -439,6 +464,59 @@ fn steady_pass(
     true
 }
 
+/// Whether the next pass's general steps, for a node left as this one is, would only count
+/// it not ready in its zone, so that its visit can be the not-ready steady mark's
+/// ([`steady_down_pass`]) while nothing changes its record. Called after the general steps.
+/// Its Ready condition is Unknown (the health update never writes over an Unknown, within
+/// the grace period or past it, and then returns Unknown as both the observed and the
+/// current status), its health record saw this condition (so the next `refresh_health` can
+/// only move the probe time, by a renewed Lease), it carries the unreachable NoExecute taint
+/// and not the not-ready one (`processTaintBaseEviction` then re-adds it to its zone's
+/// tainting queue, a no-op while it is in the queue's set), its zone has a state (no
+/// evictor to create) and it has nothing to retry (no pods to mark).
+///
+/// Only this node's own general steps take it out of the set (`quick_pass`,
+/// `markNodeAsReachable`, `markNodeForTainting` when it lacks the taint) or a change that
+/// moves the controller's `steady_epoch` (a zone that lost its state gets a fresh queue; the
+/// disruption modes); every change of its record clears the mark.
+fn marks_steady_down(name: &str, entry: &NodeEntry, zones: &Zones) -> bool {
+    let ready = match entry.ready {
+        Some(r) if r.status == CondStatus::Unknown => r,
+        _ => return false,
+    };
+    let seen = entry
+        .health
+        .as_ref()
+        .and_then(|h| h.saved_ready)
+        .is_some_and(|saved| saved.heartbeat == ready.heartbeat);
+    let zone = &zones.list[entry.zone];
+    seen && !entry.retry
+        && entry.has_unreachable_no_execute
+        && !entry.has_not_ready_no_execute
+        && zone.state.is_some()
+        && zone.tainter.as_ref().is_some_and(|t| t.contains(name))
+}
+
+/// A node with the not-ready steady mark ([`marks_steady_down`]; the caller checked it and
+/// refreshed the Lease, `lease_read`: it read it): unless the Lease was renewed since the
+/// last pass saw it (the general steps then move the probe time), the node counts as not
+/// ready and is done. False: the general steps.
+#[inline]
+fn steady_down_pass(entry: &NodeEntry, zones: &mut Zones, lease_read: bool) -> bool {
+    if lease_read {
+        let Some(health) = entry.health.as_ref() else {
+            return false;
+        };
+        if lease_renewed(health, entry.lease) {
+            return false;
+        }
+    }
+    if !entry.excluded {
+        zones.list[entry.zone].n_not_ready += 1;
+    }
+    true
+}
+
 /// Refreshes the node's health record from its Ready condition and Lease: a new heartbeat or
 /// a renewed Lease moves the probe time to `now`.
 fn refresh_health(entry: &mut NodeEntry, start: Timestamp, now: SimTime) {
@@ -489,15 +567,21 @@ fn refresh_health(entry: &mut NodeEntry, start: Timestamp, now: SimTime) {
 /// A Lease renewed since the one last seen (or the first one seen) moves the probe time to
 /// `now`.
 fn note_lease(health: &mut Health, lease: Option<Option<Timestamp>>, now: SimTime) {
-    if let Some(renew) = lease {
-        let newer = match health.saved_lease {
-            None => true,
-            Some(saved) => matches!((saved, renew), (Some(s), Some(o)) if s < o),
-        };
-        if newer {
-            health.saved_lease = Some(renew);
-            health.probe = now;
-        }
+    if lease_renewed(health, lease) {
+        health.saved_lease = lease;
+        health.probe = now;
+    }
+}
+
+/// Whether `lease` is a renewal the health record has not seen (the first one seen counts).
+#[inline]
+fn lease_renewed(health: &Health, lease: Option<Option<Timestamp>>) -> bool {
+    let Some(renew) = lease else {
+        return false;
+    };
+    match health.saved_lease {
+        None => true,
+        Some(saved) => matches!((saved, renew), (Some(s), Some(o)) if s < o),
     }
 }
 

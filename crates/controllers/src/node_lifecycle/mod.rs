@@ -258,6 +258,11 @@ struct NodeEntry {
     /// since; 0 when anything did (a watch event, a write of this controller, a general
     /// step). While it holds, a pass only refreshes the Lease and checks `steady_until`.
     steady: u64,
+    /// With `steady`: the mark is the not-ready one (see `health::marks_steady_down`): the
+    /// last pass found the node Unknown, tainted unreachable and in its zone's tainting set,
+    /// with nothing to retry. While it holds and the Lease is not renewed, a pass only counts
+    /// the node not ready.
+    steady_down: bool,
     /// While steady: the probe time plus the grace period (the last instant the node stays
     /// within it).
     steady_until: SimTime,
@@ -286,6 +291,7 @@ impl NodeEntry {
             retry: false,
             reconciled: None,
             steady: 0,
+            steady_down: false,
             steady_until: SimTime::ZERO,
         }
     }
@@ -425,6 +431,8 @@ pub struct NodeLifecycleController {
     steady_epoch: u64,
     /// Node visits the monitor passed as steady, without the common case's checks.
     steady_visits: u64,
+    /// Node visits the monitor passed as steady and not ready (a silent, tainted node).
+    steady_down_visits: u64,
     /// Passes in which every node was steady without a Lease read (`pass_all_steady`).
     all_steady_passes: u64,
 }
@@ -447,6 +455,7 @@ impl NodeLifecycleController {
             lease_reads: 0,
             steady_epoch: 1,
             steady_visits: 0,
+            steady_down_visits: 0,
             all_steady_passes: 0,
         }
     }
@@ -476,6 +485,12 @@ impl NodeLifecycleController {
     /// How many node visits the monitor passed as steady so far.
     pub fn steady_visits(&self) -> u64 {
         self.steady_visits
+    }
+
+    /// How many node visits the monitor passed as steady and not ready so far (counted in
+    /// neither [`Self::steady_visits`] nor the passes without visits).
+    pub fn steady_down_visits(&self) -> u64 {
+        self.steady_down_visits
     }
 
     /// How many monitor passes found every node steady without a Lease read (counted

@@ -85,7 +85,8 @@ fn steady_step(h: &mut Harness, t: i64) {
 /// the common case's full checks, over nodes that go silent and come back, post NotReady,
 /// renew only heartbeats, get a taint, a zone that is fully disrupted, every zone down (the
 /// disruption modes), a new node and a deleted Lease; NoExecute taints at a fast rate. The
-/// passes that find every node steady without a Lease read count the zones' nodes alike.
+/// passes that find every node steady without a Lease read count the zones' nodes alike, and
+/// so do the visits of silent tainted nodes under the not-ready mark.
 #[test]
 fn steady_passes_give_the_verdicts_of_checking_every_node_at_every_pass() {
     let mut steady = Harness::new(fast_config());
@@ -130,6 +131,13 @@ fn steady_passes_give_the_verdicts_of_checking_every_node_at_every_pass() {
     assert!(steady.events("NodeNotReady", "b0").len() >= 2);
     assert_eq!(checking.nlc.steady_visits(), 0);
     assert_eq!(checking.nlc.all_steady_passes(), 0);
+    assert_eq!(checking.nlc.steady_down_visits(), 0);
+    // Silent nodes tainted unreachable (a0, then b0 and b1) passed as steady and not ready.
+    assert!(
+        steady.nlc.steady_down_visits() > 40,
+        "{}",
+        steady.nlc.steady_down_visits()
+    );
     // Passes between renewal rounds with every node steady, counted without visits.
     assert!(
         steady.nlc.all_steady_passes() > 20,
