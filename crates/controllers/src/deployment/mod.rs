@@ -14,6 +14,7 @@
 //!   ([`util::compute_hash`]);
 //! - the deprecated rollback annotation of extensions/v1beta1 is not supported.
 
+mod pod_index;
 mod progress;
 mod recreate;
 mod rolling;
@@ -45,6 +46,7 @@ use crate::controller_utils::{
     new_controller_ref, ns_name, pod_phase, remove_owner_reference, resolve_controller_ref,
     selecting, ClaimAction, NsName, WorkQueue,
 };
+use pod_index::{ByUid, PodsByUid};
 use util::*;
 
 /// The event source of everything this controller records.
@@ -159,7 +161,7 @@ pub struct DeploymentController {
     /// Pods with a controller, by the controller's UID and then the pod's UID (for the
     /// Recreate strategy's pod map, which sorts them by namespace and name). Hash maps keyed
     /// by UIDs: every pod event looks them up with borrowed strings, allocating nothing.
-    pods_by_controller_uid: FxHashMap<String, FxHashMap<String, Arc<StoredPod>>>,
+    pods_by_controller_uid: FxHashMap<String, PodsByUid>,
     queue: WorkQueue,
     metrics: Metrics,
     /// `DeploymentReplicaSetTerminatingReplicas`: the status reports terminating replicas.
@@ -289,13 +291,12 @@ impl DeploymentController {
         if ev.type_ == EventType::Modified {
             if let (Some(Object::Pod(old)), Some(r)) = (&ev.old, controller_of(&pod.metadata)) {
                 if controller_of(&old.metadata).is_some_and(|o| o.uid == r.uid) {
-                    if let Some(slot) = self
-                        .pods_by_controller_uid
-                        .get_mut(r.uid.as_str())
-                        .and_then(|m| m.get_mut(pod_uid))
-                    {
-                        *slot = pod.clone();
-                        return;
+                    if let Some(m) = self.pods_by_controller_uid.get_mut(r.uid.as_str()) {
+                        if m.replace(ByUid(pod.clone())).is_some() {
+                            return;
+                        }
+                        // Not indexed: undone, and indexed below as a new entry.
+                        m.remove(pod_uid);
                     }
                 }
             }
@@ -320,7 +321,7 @@ impl DeploymentController {
                         .entry(r.uid.clone())
                         .or_default(),
                 };
-                pods.insert(pod_uid.to_string(), pod.clone());
+                pods.replace(ByUid(pod.clone()));
             }
         }
     }
@@ -496,7 +497,7 @@ impl DeploymentController {
                 .pods_by_controller_uid
                 .get(&uid)
                 .into_iter()
-                .flat_map(|m| m.values())
+                .flat_map(|m| m.iter().map(|p| &p.0))
                 .filter(|p| selector.matches(labels(&p.metadata)))
                 .cloned()
                 .collect();

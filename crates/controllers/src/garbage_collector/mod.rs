@@ -47,6 +47,7 @@
 //! namespaced owner is left alone without upstream's `OwnerRefInvalidNamespace` event.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kubeplane_api::{ApiError, PropagationPolicy, WatchEvent};
@@ -54,13 +55,35 @@ use kubeplane_api::{Client, Component, DeleteOptions, EventType, Kind, Object, O
 use kubeplane_core::SimTime;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+/// An object in the graph: its key, held compactly (the graph holds every object, pods
+/// included): the namespace shared with the other objects of the namespace.
+struct GraphNode {
+    kind: Kind,
+    namespace: Arc<str>,
+    name: Box<str>,
+}
+
+impl GraphNode {
+    fn key(&self) -> ObjectKey {
+        ObjectKey {
+            kind: self.kind,
+            namespace: self.namespace.to_string(),
+            name: self.name.to_string(),
+        }
+    }
+}
+
 /// The garbage collector.
 #[derive(Default)]
 pub struct GarbageCollector {
-    /// Every object seen and not deleted: UID → key.
-    nodes: FxHashMap<String, ObjectKey>,
-    /// Owner UID → the UIDs of the objects that name it.
-    dependents: FxHashMap<String, FxHashSet<String>>,
+    /// Every object seen and not deleted: UID → key. The UID is one allocation shared with
+    /// the dependents' sets of the object's owners.
+    nodes: FxHashMap<Arc<str>, GraphNode>,
+    /// Owner UID → the UIDs of the objects that name it (the nodes' keys).
+    dependents: FxHashMap<String, FxHashSet<Arc<str>>>,
+    /// The namespaces of the graph's objects, one string each for all their objects (kept
+    /// once seen: a handful of strings).
+    namespaces: FxHashSet<Arc<str>>,
     /// The attempt-to-delete queue: UIDs of dependents to check, and the set of them queued.
     queue: VecDeque<(String, ObjectKey)>,
     queued: FxHashSet<String>,
@@ -139,6 +162,25 @@ impl GarbageCollector {
         }
     }
 
+    /// The graph's node of an object: its key, with the namespace's shared string.
+    fn node_of(&mut self, obj: &Object) -> GraphNode {
+        let kind = obj.kind();
+        let ns = if kind.is_namespaced() { obj.namespace() } else { "" };
+        let namespace = match self.namespaces.get(ns) {
+            Some(ns) => ns.clone(),
+            None => {
+                let ns: Arc<str> = Arc::from(ns);
+                self.namespaces.insert(ns.clone());
+                ns
+            }
+        };
+        GraphNode {
+            kind,
+            namespace,
+            name: obj.name().into(),
+        }
+    }
+
     /// Adds an object to the graph; queues it when it names an owner the graph does not hold.
     fn added(&mut self, obj: &Object, old_refs: Option<&[OwnerReference]>) {
         let uid = obj.uid();
@@ -146,12 +188,17 @@ impl GarbageCollector {
             return;
         }
         if !self.nodes.contains_key(uid) {
-            self.nodes.insert(uid.to_string(), obj.key());
+            let node = self.node_of(obj);
+            self.nodes.insert(Arc::from(uid), node);
         }
         let refs = obj.meta().owner_references.as_deref().unwrap_or(&[]);
         if old_refs == Some(refs) {
             return;
         }
+        let Some((shared, _)) = self.nodes.get_key_value(uid) else {
+            return;
+        };
+        let shared = shared.clone();
         for r in old_refs.unwrap_or(&[]) {
             if !refs.iter().any(|n| n.uid == r.uid) {
                 if let Some(deps) = self.dependents.get_mut(&r.uid) {
@@ -164,8 +211,8 @@ impl GarbageCollector {
             self.dependents
                 .entry(r.uid.clone())
                 .or_default()
-                .insert(uid.to_string());
-            unknown_owner |= !self.nodes.contains_key(&r.uid);
+                .insert(shared.clone());
+            unknown_owner |= !self.nodes.contains_key(r.uid.as_str());
         }
         if unknown_owner {
             self.enqueue(uid, obj.key());
@@ -179,7 +226,7 @@ impl GarbageCollector {
         for r in old.meta().owner_references.iter().flatten() {
             let unblocked = r.block_owner_deletion == Some(true) && !blocks(new, &r.uid);
             if unblocked && self.deleting_dependents.contains(&r.uid) {
-                if let Some(key) = self.nodes.get(&r.uid).cloned() {
+                if let Some(key) = self.nodes.get(r.uid.as_str()).map(GraphNode::key) {
                     self.enqueue(&r.uid, key);
                 }
             }
@@ -206,13 +253,13 @@ impl GarbageCollector {
     }
 
     /// The dependents of `uid` in the graph, in kind, namespace, name order.
-    fn sorted_dependents(&self, uid: &str) -> Vec<(ObjectKey, String)> {
-        let mut keyed: Vec<(ObjectKey, String)> = self
+    fn sorted_dependents(&self, uid: &str) -> Vec<(ObjectKey, Arc<str>)> {
+        let mut keyed: Vec<(ObjectKey, Arc<str>)> = self
             .dependents
             .get(uid)
             .into_iter()
             .flatten()
-            .filter_map(|d| self.nodes.get(d).map(|k| (k.clone(), d.clone())))
+            .filter_map(|d| self.nodes.get(d).map(|k| (k.key(), d.clone())))
             .collect();
         keyed.sort();
         keyed
@@ -229,7 +276,10 @@ impl GarbageCollector {
             .iter()
             .flatten()
             .filter(|r| self.deleting_dependents.contains(&r.uid))
-            .filter_map(|r| self.nodes.get(&r.uid).map(|k| (r.uid.clone(), k.clone())))
+            .filter_map(|r| {
+                let node = self.nodes.get(r.uid.as_str())?;
+                Some((r.uid.clone(), node.key()))
+            })
             .collect();
         self.deleted_node(obj);
         for (owner, key) in waiting {
@@ -252,9 +302,9 @@ impl GarbageCollector {
         let Some(deps) = self.dependents.remove(uid) else {
             return;
         };
-        let mut keyed: Vec<(ObjectKey, String)> = deps
+        let mut keyed: Vec<(ObjectKey, Arc<str>)> = deps
             .into_iter()
-            .filter_map(|d| self.nodes.get(&d).map(|k| (k.clone(), d)))
+            .filter_map(|d| self.nodes.get(&d).map(|k| (k.key(), d)))
             .collect();
         keyed.sort();
         for (key, dep) in keyed {
@@ -344,7 +394,7 @@ impl GarbageCollector {
     /// dependent blocking it left, its `foregroundDeletion` finalizer goes; otherwise the
     /// blocking dependents not yet deleting theirs are queued.
     fn process_deleting_dependents(&mut self, uid: &str, key: &ObjectKey, client: &mut dyn Client) {
-        let blocking: Vec<(ObjectKey, String)> = self
+        let blocking: Vec<(ObjectKey, Arc<str>)> = self
             .sorted_dependents(uid)
             .into_iter()
             .filter(|(k, _)| client.cache().get_key(k).is_some_and(|d| blocks(d, uid)))

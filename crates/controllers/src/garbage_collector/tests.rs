@@ -402,3 +402,32 @@ fn an_object_with_another_partys_finalizer_stays_terminating() {
     // Background: the owner still exists, so its dependent is kept.
     assert!(exists(&tc, Kind::ReplicaSet, "web-a"));
 }
+
+#[test]
+fn the_graph_shares_a_uid_between_its_node_and_the_owners_sets_and_a_namespace_between_nodes() {
+    let mut tc = TestClient::new(1);
+    let mut gc = GarbageCollector::new();
+    tc.create(replicaset("web-a", "rs-a", None)).unwrap();
+    tc.create(replicaset("web-b", "rs-b", None)).unwrap();
+    // Two owners: one node's UID in both dependents' sets.
+    tc.create(pod(
+        "p1",
+        None,
+        &[rs_owner("web-a", "rs-a"), rs_owner("web-b", "rs-b")],
+    ))
+    .unwrap();
+    tc.settle(&mut [&mut gc]);
+    let (uid, node) = gc.nodes.get_key_value("uid-p1").unwrap();
+    assert_eq!(node.key(), ObjectKey::new(Kind::Pod, "default", "p1"));
+    for owner in ["rs-a", "rs-b"] {
+        let shared = gc.dependents[owner].get("uid-p1").unwrap();
+        assert!(Arc::ptr_eq(uid, shared), "{owner}");
+    }
+    let owner = &gc.nodes["rs-a"];
+    assert!(Arc::ptr_eq(&owner.namespace, &node.namespace));
+    // A deletion takes the node out of the graph and of its owners' sets.
+    delete(&mut tc, Kind::Pod, "p1");
+    tc.settle(&mut [&mut gc]);
+    assert!(!gc.nodes.contains_key("uid-p1"));
+    assert!(!gc.dependents.contains_key("rs-a") && !gc.dependents.contains_key("rs-b"));
+}

@@ -2,6 +2,8 @@
 //! indexes by controller UID and of orphans per namespace), with what syncs read of each pod.
 
 use kubeplane_api::StoredPod;
+use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -208,37 +210,100 @@ impl Eq for ByUid<'_> {}
 
 // ----- the controller ----------------------------------------------------------------------------
 
+/// A cached pod as filed in the indexes, ordered and found by its name (the key's name: the
+/// cache files a pod under `metadata.name`). `pods` and the index of its controller share one
+/// [`CachedPod`]: each index holds a pointer, no copy of the record nor of the name. (A
+/// `BTreeMap` of names to inline records cost about 290 bytes per pod and index at the
+/// envelope's 15 pods per namespace, most of it the nodes' unused room.)
+#[derive(Clone, Debug)]
+pub(super) struct ByName(pub(super) Arc<CachedPod>);
+
+impl ByName {
+    pub(super) fn name(&self) -> &str {
+        self.0.pod.metadata.name.as_deref().unwrap_or_default()
+    }
+}
+
+impl std::ops::Deref for ByName {
+    type Target = CachedPod;
+
+    fn deref(&self) -> &CachedPod {
+        &self.0
+    }
+}
+
+impl Borrow<str> for ByName {
+    fn borrow(&self) -> &str {
+        self.name()
+    }
+}
+
+impl PartialEq for ByName {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for ByName {}
+
+impl PartialOrd for ByName {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByName {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.name().cmp(other.name())
+    }
+}
+
+/// The cached pods of one namespace, in name order.
+pub(super) type PodsByName = BTreeSet<ByName>;
+
 /// Cached pods by namespace, then name. The pods of a namespace are one lookup away and come in
 /// name order without comparing namespaces pod by pod (each a string of its own to read).
 #[derive(Debug, Default)]
-pub(super) struct PodsByNamespace(pub(super) BTreeMap<String, BTreeMap<String, CachedPod>>);
+pub(super) struct PodsByNamespace(pub(super) BTreeMap<String, PodsByName>);
 
 impl PodsByNamespace {
     /// The pods of one namespace, by name.
-    pub(super) fn namespace(&self, namespace: &str) -> Option<&BTreeMap<String, CachedPod>> {
+    pub(super) fn namespace(&self, namespace: &str) -> Option<&PodsByName> {
         self.0.get(namespace)
     }
 
-    pub(super) fn get_mut(&mut self, (namespace, name): &NsName) -> Option<&mut CachedPod> {
-        self.0.get_mut(namespace)?.get_mut(name)
-    }
-
-    pub(super) fn insert(&mut self, (namespace, name): &NsName, pod: CachedPod) {
+    /// Files `pod` under its name in `namespace`, in place of the version filed before, which
+    /// it returns (one search either way).
+    pub(super) fn insert(&mut self, namespace: &str, pod: ByName) -> Option<ByName> {
         match self.0.get_mut(namespace) {
-            Some(pods) => {
-                pods.insert(name.clone(), pod);
-            }
+            Some(pods) => pods.replace(pod),
             None => {
                 self.0
-                    .insert(namespace.clone(), BTreeMap::from([(name.clone(), pod)]));
+                    .insert(namespace.to_string(), BTreeSet::from([pod]));
+                None
             }
         }
     }
 
+    /// Puts `pod` in place of the version filed under its name in `namespace`; changes nothing
+    /// and returns `false` when none is.
+    pub(super) fn replace_existing(&mut self, namespace: &str, pod: ByName) -> bool {
+        let Some(pods) = self.0.get_mut(namespace) else {
+            return false;
+        };
+        let probe = pod.clone();
+        if pods.replace(pod).is_some() {
+            return true;
+        }
+        // Not filed (the indexes never allow it): take it out again.
+        pods.remove(&probe);
+        false
+    }
+
     /// Removes a pod, and its namespace with the last one.
-    pub(super) fn remove(&mut self, (namespace, name): &NsName) -> Option<CachedPod> {
+    pub(super) fn remove(&mut self, (namespace, name): &NsName) -> Option<ByName> {
         let pods = self.0.get_mut(namespace)?;
-        let old = pods.remove(name);
+        let old = pods.take(name.as_str());
         if pods.is_empty() {
             self.0.remove(namespace);
         }
@@ -296,16 +361,6 @@ fn same_controller(a: Option<&OwnerReference>, b: Option<&OwnerReference>) -> bo
         (Some(a), Some(b)) => a.uid == b.uid && a.kind == b.kind && a.name == b.name,
         _ => false,
     }
-}
-
-/// What [`Cache::update_in_place`] did.
-enum InPlace {
-    /// Replaced the pod where it was; the version cached before.
-    Replaced(CachedPod),
-    /// Nothing: the pod is not cached.
-    NotCached,
-    /// Nothing: the pod is cached but must move to another index entry.
-    Moved,
 }
 
 /// The informer caches: every ReplicaSet and pod the controller has observed, indexed.
@@ -376,7 +431,9 @@ impl Cache {
     }
 
     /// Caches `pod` as the current version of the pod `key` (`None`: forgets the pod) and
-    /// returns the version cached before.
+    /// returns the version cached before. Most updates (a binding, a status change) keep the
+    /// pod's controller: the new version then takes the old one's place in `pods` and in its
+    /// controller's index, neither removing nor inserting tree entries.
     pub(super) fn replace_pod(
         &mut self,
         key: &NsName,
@@ -384,57 +441,50 @@ impl Cache {
     ) -> Option<Arc<StoredPod>> {
         // The new version takes its label map before the old one lets go of it, so that a map
         // that did not change keeps its number.
-        let cur = pod.map(|p| CachedPod::new(p.clone(), &mut self.label_sets));
-        let old = match cur {
+        let old = match pod {
             None => self.unindex_pod(key),
-            Some(cur) => match self.update_in_place(key, &cur) {
-                InPlace::Replaced(old) => Some(old),
-                InPlace::NotCached => {
+            Some(p) => {
+                let cur = ByName(Arc::new(CachedPod::new(p.clone(), &mut self.label_sets)));
+                debug_assert_eq!(cur.name(), key.1, "a pod is cached under its name");
+                // One search in `pods` whether the pod was cached or not.
+                let old = self.pods.insert(&key.0, cur.clone());
+                match &old {
                     // A pod seen for the first time: nothing to take out of the indexes.
-                    self.index_pod(key, cur);
-                    None
+                    None => self.index_controlled(key, cur),
+                    Some(old) => {
+                        let same = same_controller(
+                            controller_of(&old.pod.metadata),
+                            controller_of(&cur.pod.metadata),
+                        );
+                        if !(same && self.replace_controlled(key, cur.clone())) {
+                            self.unindex_controlled(key, old);
+                            self.index_controlled(key, cur);
+                        }
+                    }
                 }
-                InPlace::Moved => {
-                    let old = self.unindex_pod(key);
-                    self.index_pod(key, cur);
-                    old
-                }
-            },
+                old
+            }
         };
-        let old = old?;
+        let old = Arc::unwrap_or_clone(old?.0);
         self.label_sets.release(old.labels);
         Some(old.pod)
     }
 
-    /// Replaces a cached pod whose controller did not change where its entries are, and
-    /// returns the version cached before; changes nothing when the pod is not cached or
-    /// changed controller (or, which the indexes never allow, is missing from its index).
-    /// Most updates (a binding, a status change) take this path, which neither removes nor
-    /// inserts tree entries.
-    fn update_in_place(&mut self, key: &NsName, cur: &CachedPod) -> InPlace {
-        let controller = controller_of(&cur.pod.metadata);
-        let Some(cached) = self.pods.get_mut(key) else {
-            return InPlace::NotCached;
-        };
-        if !same_controller(controller_of(&cached.pod.metadata), controller) {
-            return InPlace::Moved;
-        }
-        let indexed = match controller {
+    /// Puts `pod` in place of the version in its controller's index (or the orphans'); changes
+    /// nothing and returns `false` when that index does not hold it.
+    fn replace_controlled(&mut self, key: &NsName, pod: ByName) -> bool {
+        let group = match controller_of(&pod.pod.metadata) {
             Some(c) => self
                 .pods_by_controller
                 .get_mut(c.uid.as_str())
-                .and_then(|g| g.group_mut(c))
-                .and_then(|g| g.get_mut(key)),
-            None => self.orphan_pods.get_mut(key),
+                .and_then(|g| g.group_mut(c)),
+            None => Some(&mut self.orphan_pods),
         };
-        let Some(indexed) = indexed else {
-            return InPlace::Moved;
-        };
-        *indexed = cur.clone();
-        InPlace::Replaced(std::mem::replace(cached, cur.clone()))
+        group.is_some_and(|g| g.replace_existing(&key.0, pod))
     }
 
-    pub(super) fn index_pod(&mut self, key: &NsName, pod: CachedPod) {
+    /// Files a pod in its controller's index, or among the orphans.
+    fn index_controlled(&mut self, key: &NsName, pod: ByName) {
         match controller_of(&pod.pod.metadata) {
             Some(c) => {
                 // The UID is copied only for a controller seen for the first time.
@@ -442,15 +492,14 @@ impl Cache {
                     Some(groups) => groups,
                     None => self.pods_by_controller.entry(c.uid.clone()).or_default(),
                 };
-                groups.group_or_insert(c).insert(key, pod.clone())
+                groups.group_or_insert(c).insert(&key.0, pod)
             }
-            None => self.orphan_pods.insert(key, pod.clone()),
-        }
-        self.pods.insert(key, pod);
+            None => self.orphan_pods.insert(&key.0, pod),
+        };
     }
 
-    pub(super) fn unindex_pod(&mut self, key: &NsName) -> Option<CachedPod> {
-        let old = self.pods.remove(key)?;
+    /// Takes a cached version out of its controller's index, or the orphans'.
+    fn unindex_controlled(&mut self, key: &NsName, old: &CachedPod) {
         match controller_of(&old.pod.metadata) {
             Some(c) => {
                 if let Some(groups) = self.pods_by_controller.get_mut(c.uid.as_str()) {
@@ -464,6 +513,11 @@ impl Cache {
                 self.orphan_pods.remove(key);
             }
         }
+    }
+
+    pub(super) fn unindex_pod(&mut self, key: &NsName) -> Option<ByName> {
+        let old = self.pods.remove(key)?;
+        self.unindex_controlled(key, &old);
         Some(old)
     }
 
@@ -477,7 +531,7 @@ impl Cache {
         &self,
         rs: &ReplicaSet,
         full_key: bool,
-    ) -> Vec<&BTreeMap<String, CachedPod>> {
+    ) -> Vec<&PodsByName> {
         let (ns, name) = ns_name(&rs.metadata);
         let uid = rs.metadata.uid.as_deref().unwrap_or_default();
         let groups = self
@@ -531,14 +585,9 @@ impl Cache {
                 continue;
             };
             let mut selects = SelectorMemo::new(&selector, &self.label_sets);
-            for pod in self
-                .pods
-                .namespace(&key.0)
-                .into_iter()
-                .flat_map(|m| m.values())
-            {
+            for pod in self.pods.namespace(&key.0).into_iter().flatten() {
                 // A pod counts once however many ReplicaSets select it, inactive or not.
-                if selects.matches(pod.labels) && seen.insert(ByUid(pod)) && pod.active {
+                if selects.matches(pod.labels) && seen.insert(ByUid(&pod.0)) && pod.active {
                     *counts.entry(pod_node(&pod.pod)).or_insert(0) += 1;
                 }
             }

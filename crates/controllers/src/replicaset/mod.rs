@@ -22,7 +22,7 @@ mod status;
 mod tests;
 
 use kubeplane_api::StoredPod;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -399,16 +399,13 @@ impl<'a> SyncCx<'a> {
         let owned = cache.controlled_pods(rs, self.full_controller_key);
         let orphans = cache.orphan_pods.namespace(ns);
         let n_candidates =
-            owned.iter().map(|m| m.len()).sum::<usize>() + orphans.map_or(0, BTreeMap::len);
+            owned.iter().map(|m| m.len()).sum::<usize>() + orphans.map_or(0, BTreeSet::len);
         let owned = owned
             .into_iter()
-            .flat_map(|m| m.values())
+            .flatten()
             .filter(|p| p.namespaced)
-            .map(|p| (p, true));
-        let orphans = orphans
-            .into_iter()
-            .flat_map(|m| m.values())
-            .map(|p| (p, false));
+            .map(|p| (&*p.0, true));
+        let orphans = orphans.into_iter().flatten().map(|p| (&*p.0, false));
         let mut claim = Claim {
             rs,
             deleting: rs.metadata.deletion_timestamp.is_some(),

@@ -23,7 +23,7 @@ fn cache_of(pods: &[Arc<StoredPod>]) -> Cache {
 
 /// The cached version of the pod `default/name`.
 fn cached<'a>(cache: &'a Cache, name: &str) -> &'a CachedPod {
-    &cache.pods.namespace("default").unwrap()[name]
+    cache.pods.namespace("default").unwrap().get(name).unwrap()
 }
 
 /// The cached versions of `pods`, in their order.
@@ -90,7 +90,7 @@ fn pods_with_labels_of_their_own_coming_and_going_do_not_grow_the_label_sets() {
 /// Every pod of `current` is cached once in `pods` and once in the index of its controller (or
 /// among the orphans), with the number of its labels, and the label sets count their pods.
 fn assert_cache_holds(cache: &Cache, current: &BTreeMap<String, Arc<StoredPod>>) {
-    let cached: Vec<(&String, &CachedPod)> = cache
+    let cached: Vec<&ByName> = cache
         .pods
         .namespace("default")
         .into_iter()
@@ -98,7 +98,8 @@ fn assert_cache_holds(cache: &Cache, current: &BTreeMap<String, Arc<StoredPod>>)
         .collect();
     assert_eq!(cached.len(), current.len());
     let mut users: BTreeMap<LabelSetId, usize> = BTreeMap::new();
-    for (name, cp) in cached {
+    for cp in cached {
+        let name = cp.name();
         let pod = &current[name];
         assert!(Arc::ptr_eq(&cp.pod, pod), "{name}");
         assert_eq!(cache.label_sets.get(cp.labels), Some(labels(&pod.metadata)));
@@ -114,7 +115,7 @@ fn assert_cache_holds(cache: &Cache, current: &BTreeMap<String, Arc<StoredPod>>)
         let indexed = indexed
             .and_then(|m| m.namespace("default"))
             .and_then(|m| m.get(name));
-        assert!(indexed.is_some_and(|i| Arc::ptr_eq(&i.pod, pod)), "{name}");
+        assert!(indexed.is_some_and(|i| Arc::ptr_eq(&i.0, &cp.0)), "{name}: one shared record");
         *users.entry(cp.labels).or_default() += 1;
     }
     let indexed: usize = cache
@@ -123,7 +124,7 @@ fn assert_cache_holds(cache: &Cache, current: &BTreeMap<String, Arc<StoredPod>>)
         .flat_map(|g| g.0.iter().map(|(_, pods)| pods))
         .chain([&cache.orphan_pods])
         .flat_map(|m| m.0.values())
-        .map(BTreeMap::len)
+        .map(BTreeSet::len)
         .sum();
     assert_eq!(indexed, current.len());
     assert_eq!(cache.label_sets.ids.len(), users.len());

@@ -2,7 +2,7 @@
 //! (sorting), `replica_set_test.go` (getPodsToDelete, expectations, slow start, adoption) and
 //! `replica_set_utils_test.go` (status), plus invariants over many seeds.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
@@ -19,7 +19,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::cache::{LabelSetId, LabelSets};
+use super::cache::{ByName, LabelSetId, LabelSets};
 use super::ranking::{compare, get_pods_to_delete, less, log2_bucket, PodSortKey, RankContext};
 use super::*;
 use crate::controller_utils::POD_DELETION_COST_ANNOTATION;
