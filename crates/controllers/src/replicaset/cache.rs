@@ -14,8 +14,8 @@ use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 use super::ranking::{Candidate, SortFacts};
 use super::{ranking, rs_selector, KIND};
 use crate::controller_utils::{
-    controller_of, is_pod_active, labels, ns_name, pod_node, resolve_controller_ref, selecting,
-    NsName,
+    controller_of, is_pod_active, ns_name, pod_controller, pod_labels, pod_node,
+    resolve_controller_ref, selecting, NsName,
 };
 
 // ----- label sets and cached pods ----------------------------------------------------------------
@@ -161,7 +161,7 @@ pub(super) struct CachedPod {
 impl CachedPod {
     pub(super) fn new(pod: Arc<StoredPod>, sets: &mut LabelSets) -> CachedPod {
         CachedPod {
-            labels: sets.acquire(labels(&pod.metadata)),
+            labels: sets.acquire(pod_labels(&pod)),
             namespaced: pod.metadata.namespace.is_some(),
             active: is_pod_active(&pod),
             deleting: pod.metadata.deletion_timestamp.is_some(),
@@ -412,11 +412,11 @@ impl Cache {
     /// Most updates (a binding, a status change) take this path, which neither removes nor
     /// inserts tree entries.
     fn update_in_place(&mut self, key: &NsName, cur: &CachedPod) -> InPlace {
-        let controller = controller_of(&cur.pod.metadata);
+        let controller = pod_controller(&cur.pod);
         let Some(cached) = self.pods.get_mut(key) else {
             return InPlace::NotCached;
         };
-        if !same_controller(controller_of(&cached.pod.metadata), controller) {
+        if !same_controller(pod_controller(&cached.pod), controller) {
             return InPlace::Moved;
         }
         let indexed = match controller {
@@ -435,7 +435,7 @@ impl Cache {
     }
 
     pub(super) fn index_pod(&mut self, key: &NsName, pod: CachedPod) {
-        match controller_of(&pod.pod.metadata) {
+        match pod_controller(&pod.pod) {
             Some(c) => {
                 // The UID is copied only for a controller seen for the first time.
                 let groups = match self.pods_by_controller.get_mut(c.uid.as_str()) {
@@ -451,7 +451,7 @@ impl Cache {
 
     pub(super) fn unindex_pod(&mut self, key: &NsName) -> Option<CachedPod> {
         let old = self.pods.remove(key)?;
-        match controller_of(&old.pod.metadata) {
+        match pod_controller(&old.pod) {
             Some(c) => {
                 if let Some(groups) = self.pods_by_controller.get_mut(c.uid.as_str()) {
                     groups.remove(c, key);
@@ -510,7 +510,7 @@ impl Cache {
     /// Every ReplicaSet in the pod's namespace whose (non-empty) selector matches it.
     pub(super) fn pod_replica_sets(&self, pod: &StoredPod) -> Vec<NsName> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-        selecting(&self.replica_sets, ns, labels(&pod.metadata), rs_selector)
+        selecting(&self.replica_sets, ns, pod_labels(&pod), rs_selector)
     }
 
     /// Upstream `getIndirectlyRelatedPods` reduced to what the ranking reads of it
