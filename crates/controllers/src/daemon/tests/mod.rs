@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::util::{get_target_node_name, DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY};
 use super::*;
-use crate::controller_utils::{labels, pod_labels};
+use crate::controller_utils::pod_labels;
 
 // ----- builders ---------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 //! index by controller.
 
 use super::*;
-use crate::controller_utils::{pod_controller, pod_labels};
+use crate::controller_utils::{controller_of, pod_controller, pod_labels};
 
 // ----- the cache: label sets, cached pods, and what syncs compute from them ---------------------
 

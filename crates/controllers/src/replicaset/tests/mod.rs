@@ -23,7 +23,7 @@ use super::cache::{LabelSetId, LabelSets};
 use super::ranking::{compare, get_pods_to_delete, less, log2_bucket, PodSortKey, RankContext};
 use super::*;
 use crate::controller_utils::POD_DELETION_COST_ANNOTATION;
-use crate::controller_utils::{is_pod_active, labels, new_controller_ref, pod_controller};
+use crate::controller_utils::{is_pod_active, new_controller_ref, pod_controller};
 use k8s_openapi::api::apps::v1::ReplicaSetCondition;
 use kubeplane_core::testing::PodBuilder;
 
@@ -449,7 +449,7 @@ fn orphans_are_adopted_and_non_matching_pods_released() {
         client.events
     );
     let orphan = client.store.get_pod("default", "orphan").unwrap();
-    assert_eq!(controller_of(&orphan.metadata).unwrap().uid, rs.uid());
+    assert_eq!(pod_controller(&orphan).unwrap().uid, rs.uid());
 
     // Relabelling a pod releases it and a replacement is created.
     let mut p = StoredPod::clone(client.store.get_pod("default", "owned").unwrap());
