@@ -180,6 +180,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::pod::PodExt;
 
     fn full_meta() -> serde_json::Value {
         json!({"annotations": {"a": "1"}, "creationTimestamp": "2026-01-01T00:00:00Z",
