@@ -24,6 +24,7 @@ pub mod informer;
 pub mod node;
 pub mod object;
 pub mod pod;
+pub mod pod_meta;
 pub mod pod_status;
 pub mod suite;
 pub mod types;

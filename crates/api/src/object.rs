@@ -2,6 +2,7 @@
 //! plus [`Object::Other`] for every other built-in kind and for custom resources (see
 //! [`crate::types`]), kept as JSON.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
@@ -337,13 +338,60 @@ impl Object {
         }
     }
 
+    /// The metadata. A pod's has no labels and ownerReferences (its stored form keeps them
+    /// outside, shared: [`crate::pod_meta`]): read those through [`Object::labels`] and
+    /// [`Object::owner_references`].
     pub fn meta(&self) -> &ObjectMeta {
         each_object!(self, o => &o.metadata)
     }
 
-    /// A mutable view of the metadata; clones the object if it is shared.
+    /// A mutable view of the metadata; clones the object if it is shared. A pod's labels and
+    /// ownerReferences are not in it: write them through [`Object::set_labels`] and
+    /// [`Object::set_owner_references`].
     pub fn meta_mut(&mut self) -> &mut ObjectMeta {
         each_object!(self, o => &mut Arc::make_mut(o).metadata)
+    }
+
+    /// `metadata.labels`, for every kind.
+    pub fn labels(&self) -> Option<&BTreeMap<String, String>> {
+        match self {
+            Object::Pod(p) => p.labels(),
+            _ => self.meta().labels.as_ref(),
+        }
+    }
+
+    /// `metadata.ownerReferences`, for every kind.
+    pub fn owner_references(&self) -> Option<&Vec<OwnerReference>> {
+        match self {
+            Object::Pod(p) => p.owner_references(),
+            _ => self.meta().owner_references.as_ref(),
+        }
+    }
+
+    /// Replaces `metadata.labels` (clones the object if it is shared).
+    pub fn set_labels(&mut self, labels: Option<BTreeMap<String, String>>) {
+        match self {
+            Object::Pod(p) => Arc::make_mut(p).set_labels(labels),
+            _ => self.meta_mut().labels = labels,
+        }
+    }
+
+    /// Replaces `metadata.ownerReferences` (clones the object if it is shared).
+    pub fn set_owner_references(&mut self, refs: Option<Vec<OwnerReference>>) {
+        match self {
+            Object::Pod(p) => Arc::make_mut(p).set_owner_references(refs),
+            _ => self.meta_mut().owner_references = refs,
+        }
+    }
+
+    /// Edits `metadata.ownerReferences` in place (clones the object, and a pod's shared list,
+    /// if they are shared); `None` when the object has none (nothing is cloned then).
+    pub fn owner_references_mut(&mut self) -> Option<&mut Vec<OwnerReference>> {
+        self.owner_references()?;
+        Some(match self {
+            Object::Pod(p) => Arc::make_mut(p).owner_references_mut(),
+            _ => self.meta_mut().owner_references.as_mut()?,
+        })
     }
 
     pub fn name(&self) -> &str {

@@ -9,13 +9,20 @@
 //! spec. A read of `spec.node_name` on a stored pod would therefore see nothing: every read of
 //! a pod's node goes through [`PodExt::node_name`], implemented for both forms (the tidy test
 //! forbids the field read outside this file). Its JSON is exactly k8s-openapi's `Pod`'s.
+//!
+//! The metadata's labels and ownerReferences are kept outside `metadata` the same way (behind
+//! `Arc`s shared by the versions of a pod and by the pods of one template version; see
+//! [`crate::pod_meta`]): `metadata.labels` and `metadata.owner_references` of a stored pod are
+//! always `None`, and every read goes through [`StoredPod::labels`] and
+//! [`StoredPod::owner_references`].
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde::ser::SerializeStruct;
 
+use crate::pod_meta::{Labels, PodMetaJson};
 use crate::pod_status::StoredPodStatus;
 
 /// Accessors of a pod that do not depend on how its spec is stored.
@@ -43,6 +50,9 @@ impl PodExt for Pod {
 /// `spec.nodeName` outside the shared spec.
 #[derive(Clone, Debug, Default)]
 pub struct StoredPod {
+    /// The metadata without its labels and ownerReferences (always `None` here): those are
+    /// read through [`StoredPod::labels`] and [`StoredPod::owner_references`] and written
+    /// through their `set_`/`_mut` accessors.
     pub metadata: ObjectMeta,
     /// The spec without `nodeName` (always `None` inside; see [`StoredPod::node_name`]),
     /// shared by every version of the pod and by the pods of one template version.
@@ -52,13 +62,17 @@ pub struct StoredPod {
     /// [`StoredPod::update_status`].
     status: Option<StoredPodStatus>,
     node_name: Option<String>,
+    /// `metadata.labels`, shared by the versions of a pod and the pods of a template version.
+    pub(crate) labels: Option<Arc<Labels>>,
+    /// `metadata.ownerReferences`, shared the same way.
+    pub(crate) owner_references: Option<Arc<Vec<OwnerReference>>>,
 }
 
 impl StoredPod {
     /// The stored form of a k8s-openapi pod (its `spec.nodeName` moved out of the spec).
     pub fn from_k8s(pod: Pod) -> StoredPod {
         let Pod {
-            metadata,
+            mut metadata,
             spec,
             status,
         } = pod;
@@ -69,18 +83,21 @@ impl StoredPod {
             }
             None => (None, None),
         };
+        let (labels, owner_references) = take_shared_meta(&mut metadata);
         StoredPod {
             metadata,
             spec,
             status: status.map(StoredPodStatus::from_k8s),
             node_name,
+            labels,
+            owner_references,
         }
     }
 
     /// A pod with a spec that may already be shared (a template's): `spec` must have no
     /// `nodeName`, which is `node_name` here.
     pub fn with_shared_spec(
-        metadata: ObjectMeta,
+        mut metadata: ObjectMeta,
         spec: Option<Arc<PodSpec>>,
         status: Option<PodStatus>,
         node_name: Option<String>,
@@ -89,18 +106,21 @@ impl StoredPod {
             spec.as_ref().is_none_or(|s| s.node_name.is_none()),
             "a shared pod spec has no nodeName"
         );
+        let (labels, owner_references) = take_shared_meta(&mut metadata);
         StoredPod {
             metadata,
             spec,
             status: status.map(StoredPodStatus::from_k8s),
             node_name,
+            labels,
+            owner_references,
         }
     }
 
     /// The k8s-openapi pod (the spec copied, `spec.nodeName` put back in it): for the edges.
     pub fn to_k8s(&self) -> Pod {
         Pod {
-            metadata: self.metadata.clone(),
+            metadata: self.metadata_k8s(),
             spec: self.full_spec(),
             status: self.status_k8s(),
         }
@@ -170,6 +190,16 @@ impl StoredPod {
     }
 }
 
+/// Moves the labels and ownerReferences out of a pod's metadata into their shared form.
+fn take_shared_meta(
+    metadata: &mut ObjectMeta,
+) -> (Option<Arc<Labels>>, Option<Arc<Vec<OwnerReference>>>) {
+    (
+        metadata.labels.take().map(Arc::new),
+        metadata.owner_references.take().map(Arc::new),
+    )
+}
+
 impl PodExt for StoredPod {
     #[inline]
     fn node_name(&self) -> Option<&str> {
@@ -210,6 +240,7 @@ impl PartialEq for StoredPod {
         };
         spec_eq
             && self.node_name == other.node_name
+            && self.shared_meta_eq(other)
             && self.metadata == other.metadata
             && self.status == other.status
     }
@@ -224,7 +255,7 @@ impl serde::Serialize for StoredPod {
         let mut state = s.serialize_struct("Pod", fields)?;
         state.serialize_field("apiVersion", "v1")?;
         state.serialize_field("kind", "Pod")?;
-        state.serialize_field("metadata", &self.metadata)?;
+        state.serialize_field("metadata", &PodMetaJson(self))?;
         match (&self.spec, &self.node_name) {
             (Some(shared), None) => state.serialize_field("spec", &**shared)?,
             (_, Some(_)) => state.serialize_field("spec", &self.full_spec())?,

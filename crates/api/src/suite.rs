@@ -212,10 +212,10 @@ fn update_keeps_status(make: Factory) {
     let created = c.create(pod("a", Some("n1"))).unwrap();
     c.update_status(with_phase(&created, "Running")).unwrap();
     let mut labelled = pod("a", Some("n1"));
-    labelled.meta_mut().labels = Some([("k".to_string(), "v".to_string())].into());
+    labelled.set_labels(Some([("k".to_string(), "v".to_string())].into()));
     let after = c.update(labelled).unwrap();
     assert_eq!(phase(&after).as_deref(), Some("Running"));
-    assert!(after.meta().labels.is_some());
+    assert!(after.labels().is_some());
 }
 
 fn update_status_keeps_spec(make: Factory) {
@@ -342,7 +342,7 @@ fn binding(make: Factory) {
 /// A running, ready pod labelled `app=web`, bound to n1.
 fn ready_web_pod(c: &mut dyn Client, name: &str) -> Object {
     let mut p = pod(name, Some("n1"));
-    p.meta_mut().labels = Some([("app".to_string(), "web".to_string())].into());
+    p.set_labels(Some([("app".to_string(), "web".to_string())].into()));
     let created = c.create(p).unwrap();
     let mut running = StoredPod::clone(created.as_pod().unwrap());
     running.set_status(Some(PodStatus {
@@ -442,7 +442,7 @@ fn eviction_with_two_budgets(make: Factory) {
 fn eviction_of_a_pending_pod(make: Factory) {
     let mut c = make();
     let mut p = pod("a", None);
-    p.meta_mut().labels = Some([("app".to_string(), "web".to_string())].into());
+    p.set_labels(Some([("app".to_string(), "web".to_string())].into()));
     let created = c.create(p).unwrap();
     let pending = with_phase(&created, "Pending");
     c.update_status(pending).unwrap();

@@ -41,7 +41,7 @@ impl EndState {
                 node: p.node_name().map(str::to_string),
                 phase: p.phase().map(String::from).unwrap_or_default(),
                 terminating: p.metadata.deletion_timestamp.is_some(),
-                owner: (p.metadata.owner_references.iter().flatten())
+                owner: (p.owner_references().into_iter().flatten())
                     .find(|o| o.controller == Some(true))
                     .map(|o| (o.kind.clone(), o.name.clone())),
             },

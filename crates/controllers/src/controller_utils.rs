@@ -148,11 +148,21 @@ pub fn deletion_cost(annotations: Option<&BTreeMap<String, String>>) -> Result<i
         .map_err(|e| format!("invalid value {value:?}: {e}"))
 }
 
-/// The owner reference with `controller: true` (upstream `metav1.GetControllerOf`).
+/// The owner reference with `controller: true` (upstream `metav1.GetControllerOf`). Not for
+/// a stored pod, whose owner references are outside its metadata: [`pod_controller`].
 pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
-    meta.owner_references
-        .as_ref()
-        .and_then(|refs| refs.iter().find(|r| r.controller == Some(true)))
+    controller_among(meta.owner_references.as_ref())
+}
+
+/// [`controller_of`] of a pod.
+#[inline]
+pub fn pod_controller(pod: &StoredPod) -> Option<&OwnerReference> {
+    controller_among(pod.owner_references())
+}
+
+/// The reference with `controller: true` among `refs`.
+pub fn controller_among(refs: Option<&Vec<OwnerReference>>) -> Option<&OwnerReference> {
+    refs.and_then(|refs| refs.iter().find(|r| r.controller == Some(true)))
 }
 
 /// A controller reference `{apiVersion, kind, name, uid, controller: true,
@@ -190,7 +200,44 @@ pub fn claim_action(
     obj: &ObjectMeta,
     matches: bool,
 ) -> ClaimAction {
-    let controlled_by_owner = controller_of(obj).map(|r| r.uid == owner_uid);
+    claim_action_of(
+        owner_uid,
+        owner_namespace,
+        owner_deleting,
+        obj,
+        controller_of(obj),
+        matches,
+    )
+}
+
+/// [`claim_action`] of a pod.
+pub fn claim_pod_action(
+    owner_uid: &str,
+    owner_namespace: &str,
+    owner_deleting: bool,
+    pod: &StoredPod,
+    matches: bool,
+) -> ClaimAction {
+    let controller = pod_controller(pod);
+    claim_action_of(
+        owner_uid,
+        owner_namespace,
+        owner_deleting,
+        &pod.metadata,
+        controller,
+        matches,
+    )
+}
+
+fn claim_action_of(
+    owner_uid: &str,
+    owner_namespace: &str,
+    owner_deleting: bool,
+    obj: &ObjectMeta,
+    controller: Option<&OwnerReference>,
+    matches: bool,
+) -> ClaimAction {
+    let controlled_by_owner = controller.map(|r| r.uid == owner_uid);
     let adoptable = obj.deletion_timestamp.is_none()
         && obj.namespace.as_deref().unwrap_or("default") == owner_namespace;
     claim_rule(controlled_by_owner, adoptable, owner_deleting, matches)
@@ -231,6 +278,28 @@ pub fn remove_owner_reference(meta: &mut ObjectMeta, uid: &str) {
         if refs.is_empty() {
             meta.owner_references = None;
         }
+    }
+}
+
+/// [`add_owner_reference`] on a pod (its shared list copied first).
+pub fn add_pod_owner_reference(pod: &mut StoredPod, controller_ref: OwnerReference) {
+    let refs = pod.owner_references_mut();
+    refs.retain(|r| r.uid != controller_ref.uid);
+    refs.push(controller_ref);
+}
+
+/// [`remove_owner_reference`] on a pod (its shared list copied first, if it has the UID).
+pub fn remove_pod_owner_reference(pod: &mut StoredPod, uid: &str) {
+    let Some(refs) = pod.owner_references() else {
+        return;
+    };
+    if refs.len() == 1 && refs[0].uid == uid {
+        pod.set_owner_references(None);
+        return;
+    }
+    pod.owner_references_mut().retain(|r| r.uid != uid);
+    if pod.owner_references().is_some_and(Vec::is_empty) {
+        pod.set_owner_references(None);
     }
 }
 
@@ -440,10 +509,18 @@ impl WorkQueue {
 
 // ----- informer-cache lookups shared by the ReplicaSet and Deployment controllers -----------
 
-/// An object's labels (none when unset).
+static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
+/// An object's labels (none when unset). Not for a stored pod, whose labels are outside its
+/// metadata: [`pod_labels`].
 pub fn labels(meta: &ObjectMeta) -> &BTreeMap<String, String> {
-    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
-    meta.labels.as_ref().unwrap_or(&EMPTY)
+    meta.labels.as_ref().unwrap_or(&NO_LABELS)
+}
+
+/// A pod's labels (none when unset).
+#[inline]
+pub fn pod_labels(pod: &StoredPod) -> &BTreeMap<String, String> {
+    pod.labels().unwrap_or(&NO_LABELS)
 }
 
 /// The cached objects of one namespace, in name order.

@@ -11,7 +11,7 @@ use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::controller_utils::{controller_of, is_pod_ready};
+use crate::controller_utils::{controller_of, is_pod_ready, pod_controller};
 use jiff::Timestamp;
 use k8s_openapi::api::policy::v1::{
     PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
@@ -59,7 +59,7 @@ impl DisruptionController {
     fn pod_changed(&mut self, pod: &StoredPod) {
         static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        let labels = pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS);
+        let labels = pod.labels().unwrap_or(&NO_LABELS);
         for ((pns, name), sel) in &self.selectors {
             if pns == ns && sel.matches(labels) {
                 self.dirty.insert((pns.clone(), name.clone()));
@@ -157,7 +157,7 @@ fn expected_scale(
     let mut unmanaged = Vec::new();
     for pod in pods {
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let Some(owner) = controller_of(&pod.metadata) else {
+        let Some(owner) = pod_controller(&pod) else {
             unmanaged.push(name);
             continue;
         };
@@ -202,7 +202,7 @@ pub fn compute_status(
         .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == ns)
         .filter(|p| {
             static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
-            selector.matches(p.metadata.labels.as_ref().unwrap_or(&NO_LABELS))
+            selector.matches(p.labels().unwrap_or(&NO_LABELS))
         })
         .collect();
     let (expected, desired) = expected_and_desired(store, &spec, &pods)?;
@@ -474,7 +474,7 @@ impl Component for DisruptionController {
             Object::Pod(pod) => {
                 self.pod_changed(pod);
                 if let Some(Object::Pod(old)) = &ev.old {
-                    if old.metadata.labels != pod.metadata.labels {
+                    if old.labels() != pod.labels() {
                         self.pod_changed(old);
                     }
                 }

@@ -4,14 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeplane_api::StoredPod;
 use rustc_hash::FxHashMap;
 
 /// Where a controller of `kind` files a pod it watches: `Some(Some(uid))` under the UID of its
 /// controller of that kind, `Some(None)` as an orphan (an adoption candidate), `None` nowhere
 /// (another kind's controller: upstream's handlers ignore such a pod).
-pub fn filed_under<'a>(meta: &'a ObjectMeta, kind: &str) -> Option<Option<&'a str>> {
-    match crate::controller_utils::controller_of(meta) {
+pub fn filed_under<'a>(pod: &'a StoredPod, kind: &str) -> Option<Option<&'a str>> {
+    match crate::controller_utils::pod_controller(pod) {
         None => Some(None),
         Some(r) if r.kind == kind => Some(Some(r.uid.as_str())),
         Some(_) => None,

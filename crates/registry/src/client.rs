@@ -579,7 +579,7 @@ mod tests {
             let uid = created.uid().to_string();
             // A write after the caller's read: the patch still applies, to the newer version.
             let mut labelled = created.clone();
-            labelled.meta_mut().labels = Some([("a".to_string(), "b".to_string())].into());
+            labelled.set_labels(Some([("a".to_string(), "b".to_string())].into()));
             api.update(labelled).unwrap();
             let patched = api
                 .patch_pod_status("default", "p", &uid, &mut |s| {
@@ -588,7 +588,7 @@ mod tests {
                 .unwrap();
             let p = patched.as_pod().unwrap();
             assert_eq!(p.phase(), Some("Failed"));
-            assert!(p.metadata.labels.is_some(), "the newer version was patched");
+            assert!(p.labels().is_some(), "the newer version was patched");
             // Another pod of the same name (another UID) is not patched.
             let err = api
                 .patch_pod_status("default", "p", "other-uid", &mut |_| {})
@@ -684,7 +684,7 @@ mod tests {
             assert_eq!(deadline(&moved), (SimTime::from_secs(15), Some(10)));
             // An update that sets no deletionTimestamp keeps the stored one.
             let mut relabelled = bound("a", "n1");
-            relabelled.meta_mut().labels = Some([("x".to_string(), "y".to_string())].into());
+            relabelled.set_labels(Some([("x".to_string(), "y".to_string())].into()));
             let kept = api.update(relabelled).unwrap();
             assert_eq!(deadline(&kept), (SimTime::from_secs(15), Some(10)));
             assert!(api.delete(&key, DeleteOptions::now()).unwrap().is_none());

@@ -96,7 +96,7 @@ fn is_ready(pod: &StoredPod) -> bool {
 fn budgets_of(cache: &dyn Cache, pod: &StoredPod) -> Vec<Arc<PodDisruptionBudget>> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let empty = Default::default();
-    let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
+    let labels = pod.labels().unwrap_or(&empty);
     cache
         .list(Kind::PodDisruptionBudget)
         .filter_map(|o| match o {

@@ -191,7 +191,7 @@ fn the_binding_over_storage_follows_the_clients_binding_features() {
         };
         let status = bound.status().unwrap();
         assert_eq!(status.nominated_node_name(), nominated, "{name}");
-        let labels = bound.metadata.labels.as_ref();
+        let labels = bound.labels();
         let got = labels.and_then(|l| l.get("topology.kubernetes.io/zone"));
         assert_eq!(got.map(String::as_str), zone, "{name}");
     }

@@ -40,7 +40,7 @@ impl Filter {
         let labels_ok = match &self.labels {
             Some(sel) => {
                 let empty = Default::default();
-                sel.matches(obj.meta().labels.as_ref().unwrap_or(&empty))
+                sel.matches(obj.labels().unwrap_or(&empty))
             }
             None => true,
         };

@@ -187,7 +187,7 @@ fn pods(a: &PodsAssertion, store: &Store) -> Outcome {
             a.namespace.as_deref().is_none_or(|want| want == ns)
                 && a.selector.as_ref().is_none_or(|s| {
                     s.selector
-                        .matches(p.metadata.labels.as_ref().unwrap_or(&empty))
+                        .matches(p.labels().unwrap_or(&empty))
                 })
                 && a.node
                     .as_ref()

@@ -260,10 +260,7 @@ pub fn high_priority_pods(namespace: &str, prefix: &str, n: usize) -> Vec<Object
 }
 
 fn label_pod(p: &mut StoredPod, key: &str, value: &str) {
-    p.metadata
-        .labels
-        .get_or_insert_with(Default::default)
-        .insert(key.to_string(), value.to_string());
+    p.labels_mut().insert(key.to_string(), value.to_string());
 }
 
 fn color_term(color: &str, topology_key: &str) -> k8s_openapi::api::core::v1::PodAffinityTerm {

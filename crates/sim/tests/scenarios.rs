@@ -544,7 +544,7 @@ fn a_foreground_delete_keeps_the_deployment_until_its_replicaset_and_pods_are_go
     assert!(store.get(Kind::Deployment, "default", "web").is_none());
     assert!(store.get(Kind::Deployment, "default", "api").is_none());
     let api = rs(store, "api-").expect("orphaned, kept");
-    assert_eq!(api.meta().owner_references, None);
+    assert_eq!(api.owner_references(), None);
     assert_eq!(
         store
             .pods()

@@ -550,9 +550,8 @@ fn check_replicas(c: &mut Checker, store: &Store) {
             .filter(|p| {
                 p.metadata.deletion_timestamp.is_none()
                     && !terminated(p)
-                    && p.metadata
-                        .owner_references
-                        .iter()
+                    && p.owner_references()
+                        .into_iter()
                         .flatten()
                         .any(|r| r.uid == rs_uid && r.controller == Some(true))
             })

@@ -58,15 +58,13 @@ fn owned_pods(sim: &Simulation, app: &str) -> Vec<(String, usize)> {
         .store
         .pods()
         .filter(|p| {
-            p.metadata
-                .labels
-                .as_ref()
+            p.labels()
                 .and_then(|l| l.get("app"))
                 .map(String::as_str)
                 == Some(app)
         })
         .map(|p| {
-            let owners = p.metadata.owner_references.as_ref().map_or(0, Vec::len);
+            let owners = p.owner_references().map_or(0, Vec::len);
             (p.metadata.name.clone().unwrap(), owners)
         })
         .collect();

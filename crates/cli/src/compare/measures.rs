@@ -113,7 +113,7 @@ fn finished(p: &StoredPod) -> bool {
 fn placement(p: &StoredPod) -> Placement {
     let m = &p.metadata;
     let generated_by = m.generate_name.as_ref().and_then(|_| {
-        let owners = m.owner_references.as_deref().unwrap_or_default();
+        let owners = p.owner_references().map_or(&[][..], Vec::as_slice);
         let c = owners.iter().find(|o| o.controller == Some(true))?;
         Some((c.kind.clone(), c.name.clone()))
     });

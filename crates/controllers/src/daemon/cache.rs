@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 
 use super::util::add_or_update_daemon_pod_tolerations;
 use super::KIND;
-use crate::controller_utils::{controller_of, labels, ns_name, NsName};
+use crate::controller_utils::{controller_of, labels, ns_name, pod_labels, NsName};
 use crate::pod_filing::{filed_under, put_hashed, take_hashed};
 
 /// What upstream's `NewPod` + `predicates` read of a DaemonSet's template, computed once per
@@ -130,7 +130,7 @@ pub struct Cache {
 }
 
 fn daemon_controller_uid(pod: &StoredPod) -> Option<Option<&str>> {
-    filed_under(&pod.metadata, KIND)
+    filed_under(&pod, KIND)
 }
 
 /// Whether the controller caches the pod: it has no controller reference or one to a
@@ -258,7 +258,7 @@ impl Cache {
             .filter(|(_, ds)| {
                 ds.selector
                     .as_ref()
-                    .is_ok_and(|s| !s.is_empty() && s.matches(labels(&pod.metadata)))
+                    .is_ok_and(|s| !s.is_empty() && s.matches(pod_labels(&pod)))
             })
             .map(|(k, _)| k.clone())
             .collect()

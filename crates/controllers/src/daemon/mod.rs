@@ -36,7 +36,8 @@ use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 
 use crate::controller_utils::{
-    controller_of, is_pod_ready, key_string, ns_name, Expectations, NsName, WorkQueue,
+    controller_of, is_pod_ready, key_string, ns_name, pod_controller, Expectations, NsName,
+    WorkQueue,
 };
 use backoff::Backoff;
 pub use cache::DaemonPodView;
@@ -182,7 +183,7 @@ impl DaemonSetsController {
             return;
         }
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        if let Some(r) = controller_of(&pod.metadata) {
+        if let Some(r) = pod_controller(&pod) {
             if let Some(key) = self.cache.resolve_controller_ref(ns, r) {
                 self.expectations.creation_observed(&key);
                 self.queue.add(key);
@@ -209,8 +210,8 @@ impl DaemonSetsController {
             return;
         }
         let ns = cur.metadata.namespace.as_deref().unwrap_or("default");
-        let cur_ref = controller_of(&cur.metadata);
-        let old_ref = controller_of(&old.metadata);
+        let cur_ref = pod_controller(&cur);
+        let old_ref = pod_controller(&old);
         let ref_changed = cur_ref != old_ref;
         if ref_changed {
             if let Some(key) = old_ref.and_then(|r| self.cache.resolve_controller_ref(ns, r)) {
@@ -230,7 +231,7 @@ impl DaemonSetsController {
             self.queue.add(key);
             return;
         }
-        if old.metadata.labels != cur.metadata.labels || ref_changed {
+        if old.labels() != cur.labels() || ref_changed {
             for key in self.cache.pod_daemon_sets(cur) {
                 self.queue.add(key);
             }
@@ -238,7 +239,7 @@ impl DaemonSetsController {
     }
 
     fn delete_pod(&mut self, pod: &StoredPod) {
-        let Some(r) = controller_of(&pod.metadata) else {
+        let Some(r) = pod_controller(&pod) else {
             return;
         };
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
@@ -312,7 +313,7 @@ impl DaemonSetsController {
         let name = pod.metadata.name.as_deref().unwrap_or("");
         let current = (ev.type_ != EventType::Deleted).then_some(pod);
         let cached = self.cache.replace_pod(ns, name, current);
-        let orphan = |p: &StoredPod| controller_of(&p.metadata).is_none();
+        let orphan = |p: &StoredPod| pod_controller(&p).is_none();
         let before = cached.as_deref().or(old.map(|o| &**o));
         if self.cache.daemon_sets.is_empty() && orphan(pod) && before.is_none_or(orphan) {
             // An orphan, kept for adoption, concerns no DaemonSet while there is none.
@@ -339,8 +340,8 @@ fn sync_relevant_change(old: &StoredPod, cur: &StoredPod) -> bool {
         crate::controller_utils::pod_ready_condition(p).map(|(status, t)| (status.to_string(), t))
     };
     let target = |p: &StoredPod| util::get_target_node_name(p).ok().map(str::to_string);
-    old.metadata.labels != cur.metadata.labels
-        || old.metadata.owner_references != cur.metadata.owner_references
+    old.labels() != cur.labels()
+        || old.owner_references() != cur.owner_references()
         || old.metadata.deletion_timestamp != cur.metadata.deletion_timestamp
         || crate::controller_utils::pod_phase(old) != crate::controller_utils::pod_phase(cur)
         || ready(old) != ready(cur)

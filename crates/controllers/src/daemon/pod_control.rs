@@ -18,7 +18,8 @@ use super::{
     REASON_FAILED_DELETE, REASON_SUCCESSFUL_CREATE, REASON_SUCCESSFUL_DELETE,
 };
 use crate::controller_utils::{
-    add_owner_reference, controller_of, new_controller_ref, ns_name, remove_owner_reference,
+    add_pod_owner_reference, new_controller_ref, ns_name, pod_controller,
+    remove_pod_owner_reference,
 };
 
 /// Whether a create failed because its namespace is being deleted (upstream
@@ -157,12 +158,12 @@ pub fn adopt_pod(
         return Ok(false);
     };
     let key = ObjectKey::new(Kind::Pod, &ns, &name);
-    if fresh.metadata.uid != pod.metadata.uid || controller_of(&fresh.metadata).is_some() {
+    if fresh.metadata.uid != pod.metadata.uid || pod_controller(&fresh).is_some() {
         return Err(ApiError::Conflict { key });
     }
     let mut p = StoredPod::clone(&fresh);
-    add_owner_reference(
-        &mut p.metadata,
+    add_pod_owner_reference(
+        &mut p,
         new_controller_ref(API_VERSION, KIND, &ds.ds.metadata),
     );
     match client.update(Object::Pod(Arc::new(p))) {
@@ -185,7 +186,7 @@ pub fn release_pod(client: &mut dyn Client, ds_uid: &str, pod: &StoredPod) -> Re
         });
     }
     let mut p = StoredPod::clone(&fresh);
-    remove_owner_reference(&mut p.metadata, ds_uid);
+    remove_pod_owner_reference(&mut p, ds_uid);
     match client.update(Object::Pod(Arc::new(p))) {
         Ok(_) | Err(ApiError::NotFound { .. }) | Err(ApiError::Invalid { .. }) => Ok(()),
         Err(e) => Err(e),

@@ -22,7 +22,7 @@ use super::util::{
     DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY,
 };
 use super::{controller_revision_type, daemon_set_type, API_VERSION, KIND};
-use crate::controller_utils::{labels, new_controller_ref, ns_name, NsName};
+use crate::controller_utils::{labels, new_controller_ref, ns_name, pod_labels, NsName};
 use crate::deployment::util::hash::compute_hash;
 
 /// A node's pod of the current revision and its older one, either possibly absent.
@@ -403,7 +403,7 @@ impl SyncCx<'_> {
         }
         let live: std::collections::BTreeSet<&str> = claimed
             .iter()
-            .filter_map(|p| labels(&p.metadata).get(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY))
+            .filter_map(|p| pod_labels(&p).get(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY))
             .map(String::as_str)
             .collect();
         let mut old: Vec<&Arc<ControllerRevision>> = old.iter().collect();

@@ -43,8 +43,8 @@ use rustc_hash::FxHashMap;
 
 use crate::controller_utils::{
     add_owner_reference, claim_action, controller_of, in_namespace, key_string, labels,
-    new_controller_ref, ns_name, pod_phase, remove_owner_reference, resolve_controller_ref,
-    selecting, ClaimAction, NsName, WorkQueue,
+    new_controller_ref, ns_name, pod_controller, pod_labels, pod_phase, remove_owner_reference,
+    resolve_controller_ref, selecting, ClaimAction, NsName, WorkQueue,
 };
 use pod_index::{ByUid, PodsByUid};
 use util::*;
@@ -289,8 +289,8 @@ impl DeploymentController {
         let pod_uid = pod.metadata.uid.as_deref().unwrap_or_default();
         // An update under the same controller replaces the entry in place.
         if ev.type_ == EventType::Modified {
-            if let (Some(Object::Pod(old)), Some(r)) = (&ev.old, controller_of(&pod.metadata)) {
-                if controller_of(&old.metadata).is_some_and(|o| o.uid == r.uid) {
+            if let (Some(Object::Pod(old)), Some(r)) = (&ev.old, pod_controller(pod)) {
+                if pod_controller(old).is_some_and(|o| o.uid == r.uid) {
                     if let Some(m) = self.pods_by_controller_uid.get_mut(r.uid.as_str()) {
                         if m.replace(ByUid(pod.clone())).is_some() {
                             return;
@@ -303,7 +303,7 @@ impl DeploymentController {
         }
         // Unindex the previous version.
         if let Some(Object::Pod(old)) = &ev.old {
-            if let Some(r) = controller_of(&old.metadata) {
+            if let Some(r) = pod_controller(&old) {
                 if let Some(m) = self.pods_by_controller_uid.get_mut(r.uid.as_str()) {
                     m.remove(old.metadata.uid.as_deref().unwrap_or_default());
                     if m.is_empty() {
@@ -313,7 +313,7 @@ impl DeploymentController {
             }
         }
         if ev.type_ != EventType::Deleted {
-            if let Some(r) = controller_of(&pod.metadata) {
+            if let Some(r) = pod_controller(&pod) {
                 let pods = match self.pods_by_controller_uid.get_mut(r.uid.as_str()) {
                     Some(m) => m,
                     None => self
@@ -329,7 +329,7 @@ impl DeploymentController {
     /// A deleted pod may be the last one a Recreate rollout waits for.
     fn pod_deleted(&mut self, pod: &Arc<StoredPod>) {
         let key = ns_name(&pod.metadata);
-        let Some(rs) = controller_of(&pod.metadata)
+        let Some(rs) = pod_controller(&pod)
             .filter(|r| r.kind == "ReplicaSet")
             .and_then(|r| {
                 self.replica_sets
@@ -498,7 +498,7 @@ impl DeploymentController {
                 .get(&uid)
                 .into_iter()
                 .flat_map(|m| m.iter().map(|p| &p.0))
-                .filter(|p| selector.matches(labels(&p.metadata)))
+                .filter(|p| selector.matches(pod_labels(p)))
                 .cloned()
                 .collect();
             // The order of a namespace/name listing, whatever the index's order.

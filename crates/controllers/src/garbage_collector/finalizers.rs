@@ -56,13 +56,12 @@ pub(super) fn patch_references(
             Err(ApiError::NotFound { .. }) => return true,
             Err(_) => return false,
         };
-        let meta = obj.meta_mut();
-        let mut refs = meta.owner_references.clone().unwrap_or_default();
+        let mut refs = obj.owner_references().cloned().unwrap_or_default();
         change(&mut refs);
-        if meta.owner_references.as_ref().unwrap_or(&Vec::new()) == &refs {
+        if obj.owner_references().unwrap_or(&Vec::new()) == &refs {
             return true;
         }
-        meta.owner_references = (!refs.is_empty()).then_some(refs);
+        obj.set_owner_references((!refs.is_empty()).then_some(refs));
         match client.update(obj) {
             Ok(_) | Err(ApiError::NotFound { .. }) => return true,
             Err(ApiError::Conflict { .. }) => continue,

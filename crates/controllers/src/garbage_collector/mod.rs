@@ -144,9 +144,8 @@ fn starts_deletion_with(old: Option<&Object>, new: &Object, finalizer: &str) -> 
 /// Whether `dependent`'s reference to `owner_uid` blocks the owner's deletion.
 fn blocks(dependent: &Object, owner_uid: &str) -> bool {
     dependent
-        .meta()
-        .owner_references
-        .iter()
+        .owner_references()
+        .into_iter()
         .flatten()
         .any(|r| r.uid == owner_uid && r.block_owner_deletion == Some(true))
 }
@@ -191,7 +190,7 @@ impl GarbageCollector {
             let node = self.node_of(obj);
             self.nodes.insert(Arc::from(uid), node);
         }
-        let refs = obj.meta().owner_references.as_deref().unwrap_or(&[]);
+        let refs = obj.owner_references().map_or(&[][..], Vec::as_slice);
         if old_refs == Some(refs) {
             return;
         }
@@ -223,7 +222,7 @@ impl GarbageCollector {
     /// (upstream `addUnblockedOwnersToDeleteQueue`): a blocking reference removed, or no
     /// longer blocking.
     fn unblocked_owners(&mut self, old: &Object, new: &Object) {
-        for r in old.meta().owner_references.iter().flatten() {
+        for r in old.owner_references().into_iter().flatten() {
             let unblocked = r.block_owner_deletion == Some(true) && !blocks(new, &r.uid);
             if unblocked && self.deleting_dependents.contains(&r.uid) {
                 if let Some(key) = self.nodes.get(r.uid.as_str()).map(GraphNode::key) {
@@ -271,9 +270,8 @@ impl GarbageCollector {
         let uid = obj.uid();
         self.deleting_dependents.remove(uid);
         let waiting: Vec<(String, ObjectKey)> = obj
-            .meta()
-            .owner_references
-            .iter()
+            .owner_references()
+            .into_iter()
             .flatten()
             .filter(|r| self.deleting_dependents.contains(&r.uid))
             .filter_map(|r| {
@@ -291,7 +289,7 @@ impl GarbageCollector {
     fn deleted_node(&mut self, obj: &Object) {
         let uid = obj.uid();
         self.nodes.remove(uid);
-        for r in obj.meta().owner_references.iter().flatten() {
+        for r in obj.owner_references().into_iter().flatten() {
             if let Some(deps) = self.dependents.get_mut(&r.uid) {
                 deps.remove(uid);
                 if deps.is_empty() {
@@ -357,7 +355,7 @@ impl GarbageCollector {
             self.process_deleting_dependents(uid, key, client);
             return;
         }
-        let refs = latest.meta().owner_references.clone().unwrap_or_default();
+        let refs = latest.owner_references().cloned().unwrap_or_default();
         if refs.is_empty() {
             return;
         }
@@ -468,7 +466,7 @@ impl GarbageCollector {
             Err(ApiError::Conflict { .. }) => {
                 let Ok(live) = client.get(key) else { return };
                 let unchanged = live.uid() == latest.uid()
-                    && live.meta().owner_references == latest.meta().owner_references;
+                    && live.owner_references() == latest.owner_references();
                 if unchanged {
                     let opts = DeleteOptions {
                         precondition_uid: Some(latest.uid().to_string()),
@@ -489,8 +487,7 @@ impl GarbageCollector {
 /// patches them away, with the item's UID as precondition).
 fn remove_references(latest: Object, dangling: &[&OwnerReference], client: &mut dyn Client) {
     let mut obj = latest;
-    let meta = obj.meta_mut();
-    if let Some(refs) = meta.owner_references.as_mut() {
+    if let Some(refs) = obj.owner_references_mut() {
         refs.retain(|r| !dangling.iter().any(|d| d.uid == r.uid));
     }
     // A failed write is retried when the item is queued again.
@@ -515,7 +512,7 @@ impl Component for GarbageCollector {
                 let old = ev
                     .old
                     .as_ref()
-                    .map(|o| o.meta().owner_references.as_deref().unwrap_or(&[]));
+                    .map(|o| o.owner_references().map_or(&[][..], Vec::as_slice));
                 self.added(&ev.object, Some(old.unwrap_or(&[])));
                 self.transitions(ev.old.as_ref(), &ev.object);
             }

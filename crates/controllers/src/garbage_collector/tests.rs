@@ -180,7 +180,7 @@ fn a_solid_owner_keeps_the_object_and_the_dangling_reference_goes() {
     tc.create(pod("p1", None, &owners)).unwrap();
     tc.settle(&mut [&mut gc]);
     let p = tc.store.get_pod("default", "p1").expect("kept");
-    let refs = p.metadata.owner_references.as_ref().unwrap();
+    let refs = p.owner_references().unwrap();
     assert_eq!(refs.len(), 1);
     assert_eq!(refs[0].uid, "rs-a");
     assert_eq!(gc.deletions, 0);
@@ -223,7 +223,7 @@ fn observing_a_change_without_new_references_queues_nothing() {
         .get_key(&ObjectKey::new(Kind::Pod, "default", "p1"))
         .unwrap()
         .clone();
-    p.meta_mut().labels = Some([("a".to_string(), "b".to_string())].into());
+    p.set_labels(Some([("a".to_string(), "b".to_string())].into()));
     p.meta_mut().resource_version = None;
     tc.update(p).unwrap();
     let events = tc.store.take_events();
@@ -247,7 +247,7 @@ fn delete_with(tc: &mut TestClient, kind: Kind, name: &str, policy: PropagationP
 fn blocking_tree(tc: &mut TestClient) {
     let mut block = |obj: Object| {
         let mut obj = obj;
-        for r in obj.meta_mut().owner_references.iter_mut().flatten() {
+        for r in obj.owner_references_mut().into_iter().flatten() {
             r.block_owner_deletion = Some(true);
         }
         tc.create(obj).unwrap();
@@ -342,7 +342,7 @@ fn a_dependent_that_stops_blocking_releases_its_waiting_owner() {
         .get(Kind::ReplicaSet, "default", "web-a")
         .unwrap()
         .clone();
-    for r in rs.meta_mut().owner_references.iter_mut().flatten() {
+    for r in rs.owner_references_mut().into_iter().flatten() {
         r.block_owner_deletion = Some(false);
     }
     tc.update(rs).unwrap();
@@ -368,15 +368,12 @@ fn an_orphan_delete_removes_the_references_and_keeps_the_dependents() {
     assert!(!exists(&tc, Kind::Deployment, "web"));
     for rs in ["web-a", "web-b"] {
         let obj = tc.store.get(Kind::ReplicaSet, "default", rs).unwrap();
-        assert_eq!(obj.meta().owner_references, None, "{rs}");
+        assert_eq!(obj.owner_references(), None, "{rs}");
     }
     // The pods keep their ReplicaSet.
     for p in ["p1", "p2"] {
         let pod = tc.store.get_pod("default", p).unwrap();
-        assert_eq!(
-            pod.metadata.owner_references.as_ref().unwrap()[0].uid,
-            "rs-a"
-        );
+        assert_eq!(pod.owner_references().unwrap()[0].uid, "rs-a");
     }
     assert_eq!(gc.deletions, 0);
 }

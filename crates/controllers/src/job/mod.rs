@@ -38,7 +38,7 @@ use kubeplane_core::time::SimDuration;
 use kubeplane_core::SimTime;
 use rustc_hash::FxHashMap;
 
-use crate::controller_utils::{controller_of, ns_name, Expectations, NsName, WorkQueue};
+use crate::controller_utils::{ns_name, pod_controller, Expectations, NsName, WorkQueue};
 use crate::pod_filing::{filed_under, put_hashed, put_nested, take_hashed, take_nested};
 use backoff_utils::BackoffRecord;
 use util::{job_from_object, JOB_TRACKING_FINALIZER};
@@ -96,7 +96,7 @@ impl JobController {
 
     /// The cached Job a controller reference names (same kind, name and UID).
     fn resolve(&self, namespace: &str, pod: &StoredPod) -> Option<&CachedJob> {
-        let r = controller_of(&pod.metadata)?;
+        let r = pod_controller(&pod)?;
         if r.kind != KIND {
             return None;
         }
@@ -110,7 +110,7 @@ impl JobController {
             return Vec::new();
         }
         let (ns, _) = ns_name(&pod.metadata);
-        let labels = crate::controller_utils::labels(&pod.metadata);
+        let labels = crate::controller_utils::pod_labels(&pod);
         crate::controller_utils::in_namespace(&self.jobs, &ns)
             .filter(|(_, j)| {
                 let sel = util::spec(&j.job).selector.as_ref();
@@ -220,8 +220,8 @@ impl JobController {
         let old = ev.old.as_ref().and_then(Object::as_pod);
         // Where the pod was filed: by its old version (a deleted pod's own, without one).
         let prev = if deleted { old.or(Some(pod)) } else { old };
-        let prev_at = prev.and_then(|p| filed_under(&p.metadata, KIND));
-        let cur_at = filed_under(&pod.metadata, KIND);
+        let prev_at = prev.and_then(|p| filed_under(&p, KIND));
+        let cur_at = filed_under(&pod, KIND);
         if prev_at.is_none() && cur_at.is_none() {
             // Another kind's controller before and after (upstream: `resolveControllerRef`
             // finds no Job, and a pod with a controller is never an adoption candidate).
@@ -231,18 +231,18 @@ impl JobController {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         // The old controller, if the reference changed.
         if let Some(old) = old {
-            if controller_of(&old.metadata) != controller_of(&pod.metadata) {
+            if pod_controller(&old) != pod_controller(&pod) {
                 if let Some(j) = self.resolve(ns, old) {
                     let k = ns_name(&j.job.metadata);
                     self.enqueue_batched(k, now);
                 }
             }
         }
-        if controller_of(&pod.metadata).is_none() {
+        if pod_controller(&pod).is_none() {
             if has_tracking_finalizer(pod) && !deleted {
                 self.orphan_queue.insert(ns_name(&pod.metadata));
             }
-            let labels_changed = old.is_none_or(|o| o.metadata.labels != pod.metadata.labels);
+            let labels_changed = old.is_none_or(|o| o.labels() != pod.labels());
             if !deleted && labels_changed {
                 for k in self.selecting_jobs(pod) {
                     self.enqueue_batched(k, now);
@@ -277,7 +277,7 @@ impl JobController {
         let Some(pod) = client.cache().get_pod(&key.0, &key.1).cloned() else {
             return;
         };
-        if let Some(r) = controller_of(&pod.metadata) {
+        if let Some(r) = pod_controller(&pod) {
             if r.kind != KIND || r.api_version != API_VERSION {
                 return;
             }

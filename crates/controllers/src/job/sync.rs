@@ -24,7 +24,7 @@ use super::success_policy::match_success_policy;
 use super::tracking::is_pod_failed;
 use super::util::*;
 use super::{has_tracking_finalizer, JobController, CONTROLLER_NAME, KIND};
-use crate::controller_utils::{controller_of, is_pod_active, is_pod_ready, ns_name, NsName};
+use crate::controller_utils::{is_pod_active, is_pod_ready, ns_name, pod_controller, NsName};
 
 /// The controller name a Job may name in `spec.managedBy` and still be synced here.
 const JOB_CONTROLLER_MANAGER: &str = "kubernetes.io/job-controller";
@@ -586,7 +586,7 @@ impl JobController {
             .map_err(|e| format!("couldn't convert Job selector: {e}"))?;
         let matches = |p: &StoredPod| {
             selector.as_ref().is_some_and(|s| {
-                !s.is_empty() && s.matches(crate::controller_utils::labels(&p.metadata))
+                !s.is_empty() && s.matches(crate::controller_utils::pod_labels(&p))
             })
         };
         let deleting = job.metadata.deletion_timestamp.is_some();
@@ -636,12 +636,12 @@ impl JobController {
 fn adopt_pod(client: &mut dyn Client, job: &Job, pod: &StoredPod) -> Option<Arc<StoredPod>> {
     let (ns, name) = ns_name(&pod.metadata);
     let fresh = client.cache().get_pod(&ns, &name).cloned()?;
-    if fresh.metadata.uid != pod.metadata.uid || controller_of(&fresh.metadata).is_some() {
+    if fresh.metadata.uid != pod.metadata.uid || pod_controller(&fresh).is_some() {
         return None;
     }
     let mut p = StoredPod::clone(&fresh);
     let r = crate::controller_utils::new_controller_ref(super::API_VERSION, KIND, &job.metadata);
-    crate::controller_utils::add_owner_reference(&mut p.metadata, r);
+    crate::controller_utils::add_pod_owner_reference(&mut p, r);
     let finalizers = p.metadata.finalizers.get_or_insert_with(Vec::new);
     if !finalizers.iter().any(|f| f == JOB_TRACKING_FINALIZER) {
         finalizers.push(JOB_TRACKING_FINALIZER.into());
@@ -660,7 +660,7 @@ fn release_pod(client: &mut dyn Client, uid: &str, pod: &StoredPod) {
         return;
     };
     let mut p = StoredPod::clone(&fresh);
-    crate::controller_utils::remove_owner_reference(&mut p.metadata, uid);
+    crate::controller_utils::remove_pod_owner_reference(&mut p, uid);
     if let Some(f) = p.metadata.finalizers.as_mut() {
         f.retain(|f| f != JOB_TRACKING_FINALIZER);
     }

@@ -16,8 +16,8 @@ use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 use super::ranking::{Candidate, SortFacts};
 use super::{ranking, rs_selector, KIND};
 use crate::controller_utils::{
-    controller_of, is_pod_active, labels, ns_name, pod_node, resolve_controller_ref, selecting,
-    NsName,
+    controller_of, is_pod_active, ns_name, pod_controller, pod_labels, pod_node,
+    resolve_controller_ref, selecting, NsName,
 };
 
 // ----- label sets and cached pods ----------------------------------------------------------------
@@ -163,7 +163,7 @@ pub(super) struct CachedPod {
 impl CachedPod {
     pub(super) fn new(pod: Arc<StoredPod>, sets: &mut LabelSets) -> CachedPod {
         CachedPod {
-            labels: sets.acquire(labels(&pod.metadata)),
+            labels: sets.acquire(pod_labels(&pod)),
             namespaced: pod.metadata.namespace.is_some(),
             active: is_pod_active(&pod),
             deleting: pod.metadata.deletion_timestamp.is_some(),
@@ -453,8 +453,8 @@ impl Cache {
                     None => self.index_controlled(key, cur),
                     Some(old) => {
                         let same = same_controller(
-                            controller_of(&old.pod.metadata),
-                            controller_of(&cur.pod.metadata),
+                            pod_controller(&old.pod),
+                            pod_controller(&cur.pod),
                         );
                         if !(same && self.replace_controlled(key, cur.clone())) {
                             self.unindex_controlled(key, old);
@@ -473,7 +473,7 @@ impl Cache {
     /// Puts `pod` in place of the version in its controller's index (or the orphans'); changes
     /// nothing and returns `false` when that index does not hold it.
     fn replace_controlled(&mut self, key: &NsName, pod: ByName) -> bool {
-        let group = match controller_of(&pod.pod.metadata) {
+        let group = match pod_controller(&pod.pod) {
             Some(c) => self
                 .pods_by_controller
                 .get_mut(c.uid.as_str())
@@ -485,7 +485,7 @@ impl Cache {
 
     /// Files a pod in its controller's index, or among the orphans.
     fn index_controlled(&mut self, key: &NsName, pod: ByName) {
-        match controller_of(&pod.pod.metadata) {
+        match pod_controller(&pod.pod) {
             Some(c) => {
                 // The UID is copied only for a controller seen for the first time.
                 let groups = match self.pods_by_controller.get_mut(c.uid.as_str()) {
@@ -500,7 +500,7 @@ impl Cache {
 
     /// Takes a cached version out of its controller's index, or the orphans'.
     fn unindex_controlled(&mut self, key: &NsName, old: &CachedPod) {
-        match controller_of(&old.pod.metadata) {
+        match pod_controller(&old.pod) {
             Some(c) => {
                 if let Some(groups) = self.pods_by_controller.get_mut(c.uid.as_str()) {
                     groups.remove(c, key);
@@ -564,7 +564,7 @@ impl Cache {
     /// Every ReplicaSet in the pod's namespace whose (non-empty) selector matches it.
     pub(super) fn pod_replica_sets(&self, pod: &StoredPod) -> Vec<NsName> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-        selecting(&self.replica_sets, ns, labels(&pod.metadata), rs_selector)
+        selecting(&self.replica_sets, ns, pod_labels(&pod), rs_selector)
     }
 
     /// Upstream `getIndirectlyRelatedPods` reduced to what the ranking reads of it

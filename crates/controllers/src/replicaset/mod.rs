@@ -37,7 +37,7 @@ use kubeplane_core::version::changes;
 use kubeplane_core::{EventRecord, SimTime};
 
 use crate::controller_utils::{
-    available_at, claim_rule, controller_of, is_pod_ready, key_string, ns_name, ready_long_enough,
+    available_at, claim_rule, is_pod_ready, key_string, ns_name, pod_controller, ready_long_enough,
     slow_start_batch, ClaimAction, Expectations, NsName, WorkQueue, BURST_REPLICAS,
     SLOW_START_INITIAL_BATCH_SIZE,
 };
@@ -245,7 +245,7 @@ impl ReplicaSetController {
             return;
         }
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        if let Some(r) = controller_of(&pod.metadata) {
+        if let Some(r) = pod_controller(&pod) {
             if let Some(key) = self.cache.resolve_controller_ref(ns, r) {
                 self.expectations.creation_observed(&key);
                 self.queue.add(key);
@@ -267,7 +267,7 @@ impl ReplicaSetController {
             // find nothing to do, so kubeplane skips it (it matters with 10,000 pods).
             return;
         }
-        let label_changed = old.metadata.labels != cur.metadata.labels;
+        let label_changed = old.labels() != cur.labels();
         if cur.metadata.deletion_timestamp.is_some() {
             self.delete_pod(cur);
             if label_changed {
@@ -276,8 +276,8 @@ impl ReplicaSetController {
             return;
         }
         let ns = cur.metadata.namespace.as_deref().unwrap_or("default");
-        let cur_ref = controller_of(&cur.metadata);
-        let old_ref = controller_of(&old.metadata);
+        let cur_ref = pod_controller(&cur);
+        let old_ref = pod_controller(&old);
         let ref_changed = cur_ref != old_ref;
         if ref_changed {
             if let Some(key) = old_ref.and_then(|r| self.cache.resolve_controller_ref(ns, r)) {
@@ -300,7 +300,7 @@ impl ReplicaSetController {
     }
 
     fn delete_pod(&mut self, pod: &StoredPod) {
-        let Some(r) = controller_of(&pod.metadata) else {
+        let Some(r) = pod_controller(&pod) else {
             return;
         };
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
@@ -583,8 +583,8 @@ fn status_relevant_change(old: &StoredPod, cur: &StoredPod) -> bool {
     let ready = |p: &StoredPod| {
         crate::controller_utils::pod_ready_condition(p).map(|(status, t)| (status.to_string(), t))
     };
-    old.metadata.labels != cur.metadata.labels
-        || old.metadata.owner_references != cur.metadata.owner_references
+    old.labels() != cur.labels()
+        || old.owner_references() != cur.owner_references()
         || old.metadata.deletion_timestamp != cur.metadata.deletion_timestamp
         || crate::controller_utils::pod_phase(old) != crate::controller_utils::pod_phase(cur)
         || ready(old) != ready(cur)

@@ -1,6 +1,6 @@
 //! Writes to pods: adoption and release (upstream `controller_ref_manager.go`) and creation from
 //! the template (upstream `controller_utils.go`, `RealPodControl`), the pods of one template
-//! version sharing one spec ([`TemplateSpecs`]).
+//! version sharing one spec, one label map and one controller reference ([`TemplateSpecs`]).
 
 use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
@@ -8,14 +8,16 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kubeplane_api::pod_meta::Labels;
 use kubeplane_api::{ApiError, Client, Kind, Object, ObjectKey};
 use kubeplane_core::{EventRecord, SimTime};
 use rustc_hash::FxHashMap;
 
 use super::{API_VERSION, CONTROLLER_NAME, KIND, REASON_FAILED_CREATE, REASON_SUCCESSFUL_CREATE};
 use crate::controller_utils::{
-    add_owner_reference, controller_of, new_controller_ref, ns_name, remove_owner_reference, NsName,
+    add_pod_owner_reference, new_controller_ref, ns_name, pod_controller,
+    remove_pod_owner_reference, NsName,
 };
 
 /// Upstream `RecheckDeletionTimestamp` over an uncached GET of the ReplicaSet: adoption is only
@@ -59,7 +61,7 @@ pub(super) fn adopt_pod(
         return Err(ApiError::Conflict { key });
     }
     let controller_ref = new_controller_ref(API_VERSION, KIND, &rs.metadata);
-    if let Some(other) = controller_of(&fresh.metadata) {
+    if let Some(other) = pod_controller(&fresh) {
         if other.uid != controller_ref.uid {
             return Err(ApiError::Invalid {
                 key,
@@ -68,7 +70,7 @@ pub(super) fn adopt_pod(
         }
     }
     let mut p = StoredPod::clone(&fresh);
-    add_owner_reference(&mut p.metadata, controller_ref);
+    add_pod_owner_reference(&mut p, controller_ref);
     match client.update(Object::Pod(Arc::new(p))) {
         Ok(_) => Ok(true),
         Err(ApiError::NotFound { .. }) => Ok(false),
@@ -93,7 +95,7 @@ pub(super) fn release_pod(
         });
     }
     let mut p = StoredPod::clone(&fresh);
-    remove_owner_reference(&mut p.metadata, rs_uid);
+    remove_pod_owner_reference(&mut p, rs_uid);
     match client.update(Object::Pod(Arc::new(p))) {
         Ok(_) | Err(ApiError::NotFound { .. }) | Err(ApiError::Invalid { .. }) => Ok(()),
         Err(e) => Err(e),
@@ -112,10 +114,23 @@ pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
     }
 }
 
-/// [`pod_from_template`] with the template's spec given as the one the ReplicaSet's pods share
-/// (made by [`TemplateSpecs::spec`]).
-fn shared_pod_from_template(rs: &ReplicaSet, spec: Arc<PodSpec>) -> StoredPod {
-    StoredPod::with_shared_spec(pod_meta_from_template(rs), Some(spec), None, None)
+/// [`pod_from_template`] with the template's spec, labels and controller reference given as
+/// the ones the ReplicaSet's pods share (made by [`TemplateSpecs::spec`]).
+fn shared_pod_from_template(rs: &ReplicaSet, shared: SharedTemplate) -> StoredPod {
+    let tmeta = rs
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.as_ref())
+        .and_then(|t| t.metadata.as_ref());
+    let meta = ObjectMeta {
+        generate_name: Some(generate_name(rs)),
+        namespace: rs.metadata.namespace.clone(),
+        annotations: tmeta.and_then(|m| m.annotations.clone()),
+        finalizers: tmeta.and_then(|m| m.finalizers.clone()),
+        ..Default::default()
+    };
+    StoredPod::with_shared_spec(meta, Some(shared.spec), None, None)
+        .with_shared_meta(shared.labels, Some(shared.owner_references))
 }
 
 /// The metadata of a pod made from the ReplicaSet's template.
@@ -126,16 +141,8 @@ fn pod_meta_from_template(rs: &ReplicaSet) -> ObjectMeta {
         .and_then(|s| s.template.as_ref())
         .and_then(|t| t.metadata.clone())
         .unwrap_or_default();
-    let rs_name = rs.metadata.name.clone().unwrap_or_default();
-    // The dashed prefix must itself be a valid name prefix (at most 253 characters with the
-    // generated suffix dropped); otherwise upstream falls back to the bare name.
-    let prefix = if rs_name.len() < 253 {
-        format!("{rs_name}-")
-    } else {
-        rs_name
-    };
     ObjectMeta {
-        generate_name: Some(prefix),
+        generate_name: Some(generate_name(rs)),
         namespace: rs.metadata.namespace.clone(),
         labels: tmeta.labels,
         annotations: tmeta.annotations,
@@ -145,27 +152,71 @@ fn pod_meta_from_template(rs: &ReplicaSet) -> ObjectMeta {
     }
 }
 
-/// The spec each ReplicaSet's pods are created with, one `Arc` per template version, so that
-/// its pods share one spec (and the registry one admitted spec; issue 19's stored pod form).
+/// The `generateName` of the ReplicaSet's pods.
+fn generate_name(rs: &ReplicaSet) -> String {
+    let rs_name = rs.metadata.name.clone().unwrap_or_default();
+    // The dashed prefix must itself be a valid name prefix (at most 253 characters with the
+    // generated suffix dropped); otherwise upstream falls back to the bare name.
+    if rs_name.len() < 253 {
+        format!("{rs_name}-")
+    } else {
+        rs_name
+    }
+}
+
+/// What the pods of one template version of a ReplicaSet share (issue 19's stored pod form):
+/// the spec (and so the registry's one admitted spec), the labels and the controller
+/// reference, each one `Arc`.
+#[derive(Clone, Debug)]
+pub(super) struct SharedTemplate {
+    spec: Arc<PodSpec>,
+    labels: Option<Arc<Labels>>,
+    owner_references: Arc<Vec<OwnerReference>>,
+}
+
+/// The [`SharedTemplate`] each ReplicaSet's pods are created with.
 #[derive(Debug, Default)]
-pub(super) struct TemplateSpecs(FxHashMap<NsName, Arc<PodSpec>>);
+pub(super) struct TemplateSpecs(FxHashMap<NsName, SharedTemplate>);
 
 impl TemplateSpecs {
-    /// The shared spec of the ReplicaSet's template as it is now (a new one when the template
+    /// The shared parts of the ReplicaSet's template as it is now (new ones for the parts that
     /// changed). `None` when the template has no spec or sets `nodeName` (each pod then gets
-    /// its own copy, as before).
-    pub(super) fn spec(&mut self, key: &NsName, rs: &ReplicaSet) -> Option<Arc<PodSpec>> {
-        let spec = rs.spec.as_ref()?.template.as_ref()?.spec.as_ref()?;
+    /// its own copies, as before).
+    pub(super) fn spec(&mut self, key: &NsName, rs: &ReplicaSet) -> Option<SharedTemplate> {
+        let template = rs.spec.as_ref()?.template.as_ref()?;
+        let spec = template.spec.as_ref()?;
         if spec.node_name.is_some() {
             // not a stored pod's spec
             return None;
         }
-        if let Some(kept) = self.0.get(key).filter(|kept| ***kept == *spec) {
-            return Some(Arc::clone(kept));
+        let labels = template.metadata.as_ref().and_then(|m| m.labels.as_ref());
+        let Some(kept) = self.0.get_mut(key) else {
+            let shared = SharedTemplate {
+                spec: Arc::new(spec.clone()),
+                labels: labels.cloned().map(Arc::new),
+                owner_references: Arc::new(vec![new_controller_ref(
+                    API_VERSION,
+                    KIND,
+                    &rs.metadata,
+                )]),
+            };
+            self.0.insert(key.clone(), shared.clone());
+            return Some(shared);
+        };
+        if *kept.spec != *spec {
+            kept.spec = Arc::new(spec.clone());
         }
-        let shared = Arc::new(spec.clone());
-        self.0.insert(key.clone(), Arc::clone(&shared));
-        Some(shared)
+        if kept.labels.as_deref() != labels {
+            kept.labels = labels.cloned().map(Arc::new);
+        }
+        let owner = &kept.owner_references[0];
+        if Some(owner.uid.as_str()) != rs.metadata.uid.as_deref()
+            || Some(owner.name.as_str()) != rs.metadata.name.as_deref()
+        {
+            kept.owner_references =
+                Arc::new(vec![new_controller_ref(API_VERSION, KIND, &rs.metadata)]);
+        }
+        Some(kept.clone())
     }
 
     /// Forgets a deleted ReplicaSet's spec.
@@ -175,11 +226,12 @@ impl TemplateSpecs {
 }
 
 /// Upstream `RealPodControl.CreatePods` with its events.
-/// `spec` is the template's shared spec ([`TemplateSpecs::spec`]), `None` to copy the template's.
+/// `spec` is the template's shared parts ([`TemplateSpecs::spec`]), `None` to copy the
+/// template's.
 pub(super) fn create_pod(
     client: &mut dyn Client,
     rs: &ReplicaSet,
-    spec: Option<Arc<PodSpec>>,
+    spec: Option<SharedTemplate>,
     now: SimTime,
 ) -> Result<(), String> {
     let (ns, name) = ns_name(&rs.metadata);
@@ -187,7 +239,7 @@ pub(super) fn create_pod(
         Some(spec) => shared_pod_from_template(rs, spec),
         None => pod_from_template(rs).into(),
     };
-    if pod.metadata.labels.as_ref().is_none_or(BTreeMap::is_empty) {
+    if pod.labels().is_none_or(BTreeMap::is_empty) {
         return Err("unable to create pods, no labels".into());
     }
     match client.create(Object::Pod(Arc::new(pod))) {

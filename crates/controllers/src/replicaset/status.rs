@@ -13,7 +13,9 @@ use super::{
     min_ready_seconds, spec_replicas, template_selector, CONDITION_REPLICA_FAILURE,
     REASON_FAILED_CREATE, REASON_FAILED_DELETE,
 };
-use crate::controller_utils::{is_pod_available, is_pod_ready, labels, ns_name, ready_long_enough};
+use crate::controller_utils::{
+    is_pod_available, is_pod_ready, ns_name, pod_labels, ready_long_enough,
+};
 
 pub(super) fn non_zero(n: i32) -> Option<i32> {
     (n != 0).then_some(n)
@@ -42,7 +44,7 @@ impl StatusCounts {
             ..StatusCounts::default()
         };
         for pod in claimed {
-            if template_selector.matches(labels(&pod.metadata)) {
+            if template_selector.matches(pod_labels(&pod)) {
                 counts.fully_labeled += 1;
             }
             if is_pod_ready(pod) {

@@ -39,9 +39,9 @@ use kubeplane_core::SimTime;
 use rustc_hash::FxHashMap;
 
 use crate::controller_utils::{
-    add_owner_reference, available_at, claim_rule, controller_of, is_pod_ready, labels,
-    new_controller_ref, ns_name, pod_ready_time, remove_owner_reference, ClaimAction, NsName,
-    WorkQueue,
+    add_owner_reference, add_pod_owner_reference, available_at, claim_rule, controller_of,
+    is_pod_ready, labels, new_controller_ref, ns_name, pod_controller, pod_labels, pod_ready_time,
+    remove_pod_owner_reference, ClaimAction, NsName, WorkQueue,
 };
 use crate::pod_filing::{filed_under, put_hashed, take_hashed};
 use control::{parse_revision, SetControl};
@@ -140,7 +140,7 @@ impl StatefulSetController {
 
     /// The set a controller reference names, if it is one this controller has observed.
     fn resolve(&self, ns: &str, pod: &StoredPod) -> Option<NsName> {
-        let r = controller_of(&pod.metadata)?;
+        let r = pod_controller(&pod)?;
         if r.kind != KIND || r.api_version != API_VERSION {
             return None;
         }
@@ -158,9 +158,7 @@ impl StatefulSetController {
         self.sets
             .range((ns.to_string(), String::new())..)
             .take_while(|(k, _)| k.0 == ns)
-            .filter(|(_, s)| {
-                selector_of(&s.set).is_ok_and(|sel| sel.matches(labels(&pod.metadata)))
-            })
+            .filter(|(_, s)| selector_of(&s.set).is_ok_and(|sel| sel.matches(pod_labels(&pod))))
             .map(|(k, _)| k.clone())
             .collect()
     }
@@ -171,7 +169,7 @@ impl StatefulSetController {
             if old.metadata.resource_version == cur.metadata.resource_version && !deleted {
                 return;
             }
-            if controller_of(&old.metadata) != controller_of(&cur.metadata) {
+            if pod_controller(&old) != pod_controller(&cur) {
                 if let Some(key) = self.resolve(ns, old) {
                     self.queue.add(key);
                 }
@@ -181,12 +179,11 @@ impl StatefulSetController {
             self.queue.add(key);
             return;
         }
-        if deleted || controller_of(&cur.metadata).is_some() {
+        if deleted || pod_controller(&cur).is_some() {
             return;
         }
         let relevant = old.is_none_or(|o| {
-            o.metadata.labels != cur.metadata.labels
-                || controller_of(&o.metadata) != controller_of(&cur.metadata)
+            o.labels() != cur.labels() || pod_controller(&o) != pod_controller(&cur)
         });
         if relevant {
             for key in self.selecting(cur) {
@@ -196,7 +193,7 @@ impl StatefulSetController {
     }
 
     fn observe_pod(&mut self, ev: &WatchEvent, pod: &Arc<StoredPod>) {
-        let filed = |p: &StoredPod| filed_under(&p.metadata, KIND).is_some();
+        let filed = |p: &StoredPod| filed_under(&p, KIND).is_some();
         let ev_old = ev.old.as_ref().and_then(Object::as_pod);
         if !filed(pod) && ev_old.is_none_or(|o| !filed(o)) {
             // Another kind's controller before and after: `resolve` finds no set for it and
@@ -363,9 +360,8 @@ impl StatefulSetController {
             .into_iter()
             .flat_map(|m| m.values())
             .filter_map(|pod| {
-                let matches =
-                    selector.matches(labels(&pod.metadata)) && utils::is_member_of(set, pod);
-                let owned = controller_of(&pod.metadata).map(|c| c.uid == uid);
+                let matches = selector.matches(pod_labels(&pod)) && utils::is_member_of(set, pod);
+                let owned = pod_controller(&pod).map(|c| c.uid == uid);
                 (matches || owned == Some(true)).then_some((pod, matches, owned))
             })
             .collect();
@@ -378,7 +374,7 @@ impl StatefulSetController {
                 ClaimAction::Adopt => {
                     let mut p = StoredPod::clone(pod);
                     let cref = new_controller_ref(API_VERSION, KIND, &set.metadata);
-                    add_owner_reference(&mut p.metadata, cref);
+                    add_pod_owner_reference(&mut p, cref);
                     match client.update(Object::Pod(Arc::new(p))) {
                         Ok(Object::Pod(adopted)) => out.push(adopted),
                         Ok(_) => {}
@@ -387,7 +383,7 @@ impl StatefulSetController {
                 }
                 ClaimAction::Release => {
                     let mut p = StoredPod::clone(pod);
-                    remove_owner_reference(&mut p.metadata, &uid);
+                    remove_pod_owner_reference(&mut p, &uid);
                     if let Err(e) = client.update(Object::Pod(Arc::new(p))) {
                         if !e.is_not_found() {
                             errs.push(e.to_string());

@@ -202,18 +202,14 @@ pub fn update_identity(set: &StatefulSet, pod: &mut StoredPod) {
     let o = ordinal(pod);
     let name = pod_name(set, o);
     pod.metadata.namespace = Some(set_namespace(set).to_string());
-    let labels = pod.metadata.labels.get_or_insert_with(BTreeMap::new);
+    let labels = pod.labels_mut();
     labels.insert(POD_NAME_LABEL.into(), name.clone());
     labels.insert(POD_INDEX_LABEL.into(), o.to_string());
     pod.metadata.name = Some(name);
 }
 
 pub fn pod_label<'a>(pod: &'a StoredPod, key: &str) -> Option<&'a str> {
-    pod.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(key))
-        .map(String::as_str)
+    pod.labels().and_then(|l| l.get(key)).map(String::as_str)
 }
 
 /// The revision a pod was made from ("" when unlabelled).
@@ -251,9 +247,7 @@ pub fn new_pod(set: &StatefulSet, ordinal: i64, revision: &str) -> StoredPod {
     let service = service_name(set);
     spec.subdomain = (!service.is_empty()).then_some(service);
     update_storage(set, &mut pod);
-    pod.metadata
-        .labels
-        .get_or_insert_with(BTreeMap::new)
+    pod.labels_mut()
         .insert(REVISION_LABEL.into(), revision.to_string());
     pod
 }

@@ -104,13 +104,13 @@ fn write_priority(
 /// without a selector is left alone (it selects nothing anyway).
 pub fn apply_match_label_keys(pod: &mut StoredPod) {
     use k8s_openapi::api::core::v1::PodAffinityTerm;
-    let labels = pod.metadata.labels.clone().unwrap_or_default();
-    let apply = |term: &mut PodAffinityTerm| add_label_key_requirements(term, &labels);
     let affinity = pod.spec().and_then(|s| s.affinity.as_ref());
     if !affinity.is_some_and(has_label_keys) {
-        // Nothing to add: the spec is not copied (it may be shared).
+        // Nothing to add: the spec is not copied (it may be shared), nor the labels.
         return;
     }
+    let labels = pod.labels().cloned().unwrap_or_default();
+    let apply = |term: &mut PodAffinityTerm| add_label_key_requirements(term, &labels);
     let Some(affinity) = pod.spec_mut().affinity.as_mut() else {
         return;
     };

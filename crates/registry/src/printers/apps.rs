@@ -167,9 +167,8 @@ const CONTROLLER_REVISION_COLUMNS: &[Column] = &[
 /// `formatResourceName` over the controller's group and kind).
 pub(super) fn controller_name(object: &Object) -> String {
     let owner = object
-        .meta()
-        .owner_references
-        .iter()
+        .owner_references()
+        .into_iter()
         .flatten()
         .find(|r| r.controller == Some(true));
     let Some(owner) = owner else {

@@ -267,11 +267,18 @@ fn row_json(object: &Object, row: Row, options: &TableOptions) -> Value {
     let obj = match options.include_object {
         IncludeObject::None => Value::Null,
         IncludeObject::Object => object.to_json(),
-        IncludeObject::Metadata => json!({
-            "kind": "PartialObjectMetadata",
-            "apiVersion": options.api_version,
-            "metadata": serde_json::to_value(object.meta()).unwrap_or(Value::Null),
-        }),
+        IncludeObject::Metadata => {
+            // A pod's labels and ownerReferences are kept outside its `meta()`.
+            let metadata = match object {
+                Object::Pod(p) => serde_json::to_value(p.metadata_k8s()),
+                _ => serde_json::to_value(object.meta()),
+            };
+            json!({
+                "kind": "PartialObjectMetadata",
+                "apiVersion": options.api_version,
+                "metadata": metadata.unwrap_or(Value::Null),
+            })
+        }
     };
     out.insert("object".into(), obj);
     Value::Object(out)

@@ -39,11 +39,8 @@ pub fn prepare_for_status_update(old: &StoredPod, new: &mut Arc<StoredPod>) {
         kept.spec.clone_from(&old.spec);
         kept.set_node_name(old.node_name().map(str::to_string));
     }
-    if new.metadata.owner_references != old.metadata.owner_references {
-        Arc::make_mut(new)
-            .metadata
-            .owner_references
-            .clone_from(&old.metadata.owner_references);
+    if new.owner_references() != old.owner_references() {
+        Arc::make_mut(new).set_shared_owner_references(old.shared_owner_references().cloned());
     }
 }
 
@@ -186,13 +183,13 @@ mod tests {
     fn a_status_update_keeps_the_spec_and_the_owner_references_but_not_the_annotations() {
         let old = pod(None, None);
         let mut changed = pod(Some("elsewhere"), Some("Running"));
-        changed.metadata.owner_references = Some(vec![Default::default()]);
+        changed.set_owner_references(Some(vec![Default::default()]));
         changed.metadata.annotations = Some([("a".to_string(), "b".to_string())].into());
         let mut new = Arc::new(changed);
         prepare_for_status_update(&old, &mut new);
         assert_eq!(new.spec, old.spec);
         assert_eq!(new.node_name(), None, "the node is the stored one");
-        assert_eq!(new.metadata.owner_references, None);
+        assert_eq!(new.owner_references(), None);
         assert!(new.metadata.annotations.is_some());
         assert_eq!(new.phase(), Some("Running"));
     }
@@ -278,8 +275,9 @@ mod tests {
             nominated_node_name: Some("n2".into()),
             ..Default::default()
         }));
-        p.metadata.labels =
-            Some([("topology.kubernetes.io/zone".to_string(), "own".to_string())].into());
+        p.set_labels(Some(
+            [("topology.kubernetes.io/zone".to_string(), "own".to_string())].into(),
+        ));
         let labels: BTreeMap<String, String> =
             [("topology.kubernetes.io/zone".to_string(), "z1".to_string())].into();
         let now = Time(jiff::Timestamp::UNIX_EPOCH);
@@ -319,7 +317,7 @@ mod tests {
             let status = bound.status().unwrap();
             assert_eq!(status.nominated_node_name(), nominated, "{name}");
             assert_eq!(
-                bound.metadata.labels.as_ref().unwrap()["topology.kubernetes.io/zone"],
+                bound.labels().unwrap()["topology.kubernetes.io/zone"],
                 zone,
                 "{name}"
             );

@@ -71,6 +71,18 @@ fn check_name(rule: NameRule, name: &str) -> Result<(), String> {
 /// namespace for namespaced kinds, valid labels, qualified annotation keys within the size
 /// limit.
 pub fn validate_meta(m: &ObjectMeta, path: &str, rule: NameRule, namespaced: bool) -> Check {
+    validate_meta_labelled(m, m.labels.as_ref(), path, rule, namespaced)
+}
+
+/// [`validate_meta`] with the labels given apart (a stored pod keeps them outside its
+/// metadata).
+pub fn validate_meta_labelled(
+    m: &ObjectMeta,
+    labels: Option<&BTreeMap<String, String>>,
+    path: &str,
+    rule: NameRule,
+    namespaced: bool,
+) -> Check {
     match (m.name.as_deref(), m.generate_name.as_deref()) {
         (Some(name), _) if !name.is_empty() => check_name(rule, name)
             .map_err(|e| FieldError::invalid(join(path, "name"), quote(name), &e))?,
@@ -88,8 +100,8 @@ pub fn validate_meta(m: &ObjectMeta, path: &str, rule: NameRule, namespaced: boo
                 .map_err(|e| FieldError::invalid(join(path, "namespace"), quote(ns), &e))?;
         }
     }
-    if m.labels.is_some() {
-        check_labels(m.labels.as_ref(), &|| join(path, "labels"))?;
+    if labels.is_some() {
+        check_labels(labels, &|| join(path, "labels"))?;
     }
     let Some(annotations) = &m.annotations else {
         return Ok(());

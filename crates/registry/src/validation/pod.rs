@@ -11,7 +11,7 @@ use kubeplane_core::labels::{is_qualified_name, is_valid_label_value};
 
 use super::affinity::validate_affinity;
 use super::meta::{
-    check_labels, is_dns1123_label, is_path_segment_name, validate_meta, validate_selector,
+    check_labels, is_dns1123_label, is_path_segment_name, validate_meta_labelled, validate_selector,
     NameRule,
 };
 use super::node::TAINT_EFFECTS;
@@ -20,7 +20,13 @@ use super::{quote, Check, FieldError};
 
 /// Upstream `ValidatePodCreate`: metadata and a spec.
 pub fn validate_pod(p: &StoredPod) -> Check {
-    validate_meta(&p.metadata, "metadata", NameRule::PathSegment, true)?;
+    validate_meta_labelled(
+        &p.metadata,
+        p.labels(),
+        "metadata",
+        NameRule::PathSegment,
+        true,
+    )?;
     let Some(spec) = &p.spec else {
         return Err(FieldError::required("spec", ""));
     };

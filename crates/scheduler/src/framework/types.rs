@@ -215,7 +215,7 @@ impl PodInfo {
     }
 
     pub fn labels(&self) -> &BTreeMap<String, String> {
-        self.pod.metadata.labels.as_ref().unwrap_or(&EMPTY_LABELS)
+        self.pod.labels().unwrap_or(&EMPTY_LABELS)
     }
 
     pub fn tolerations(&self) -> &[Toleration] {

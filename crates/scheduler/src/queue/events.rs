@@ -205,9 +205,9 @@ pub fn pod_update_events(old: &StoredPod, new: &StoredPod) -> Vec<E> {
         &UNSCHEDULED
     };
     let mut out = Vec::new();
-    if old.metadata.labels.clone().unwrap_or_default()
-        != new.metadata.labels.clone().unwrap_or_default()
-    {
+    // Unset and empty compare equal, as upstream's label maps do.
+    let no_labels = BTreeMap::new();
+    if old.labels().unwrap_or(&no_labels) != new.labels().unwrap_or(&no_labels) {
         out.push(kinds.label);
     }
     if scaled_down(

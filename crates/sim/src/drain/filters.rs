@@ -77,9 +77,7 @@ impl Status {
 
 /// The pod's controller reference (upstream `metav1.GetControllerOf`).
 pub fn controller_of(pod: &StoredPod) -> Option<&OwnerReference> {
-    pod.metadata
-        .owner_references
-        .as_ref()?
+    pod.owner_references()?
         .iter()
         .find(|r| r.controller == Some(true))
 }

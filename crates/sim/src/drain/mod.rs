@@ -155,7 +155,7 @@ impl Drain {
             .filter(|p| p.node_name() == Some(&opts.node))
             .filter(|p| {
                 let empty = Default::default();
-                selector.matches(p.metadata.labels.as_ref().unwrap_or(&empty))
+                selector.matches(p.labels().unwrap_or(&empty))
             })
             .cloned()
             .collect();

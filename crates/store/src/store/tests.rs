@@ -137,7 +137,7 @@ fn label_quietly(o: &mut Object, rv: &str) -> Result<(), ApiError> {
         return Err(ApiError::Conflict { key: o.key() });
     };
     let p = Arc::make_mut(p);
-    p.metadata.labels = Some([("k".to_string(), "v".to_string())].into());
+    p.set_labels(Some([("k".to_string(), "v".to_string())].into()));
     p.metadata.resource_version = Some(rv.to_string());
     Ok(())
 }
@@ -155,7 +155,7 @@ fn a_quiet_write_takes_the_next_resource_version_without_a_watch_event() {
     assert!(!s.has_events(), "no watch event");
     let stored = s.get_pod("default", "a").unwrap();
     assert_eq!(stored.metadata.resource_version.as_deref(), Some("2"));
-    assert!(stored.metadata.labels.is_some());
+    assert!(stored.labels().is_some());
     assert_eq!(
         a.resource_version(),
         "1",

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::util::{get_target_node_name, DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY};
 use super::*;
-use crate::controller_utils::labels;
+use crate::controller_utils::pod_labels;
 
 // ----- builders ---------------------------------------------------------------------------------
 
@@ -259,8 +259,8 @@ fn a_daemon_set_launches_one_pod_per_node_pinned_by_a_node_affinity_term() {
             (field.key.as_str(), field.operator.as_str()),
             ("metadata.name", "In")
         );
-        assert!(labels(&pod.metadata).contains_key(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY));
-        assert_eq!(labels(&pod.metadata)["name"], "simple-daemon");
+        assert!(pod_labels(&pod).contains_key(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY));
+        assert_eq!(pod_labels(&pod)["name"], "simple-daemon");
     }
     let created = h.events(REASON_SUCCESSFUL_CREATE);
     assert_eq!(created.len(), 5);
@@ -525,7 +525,7 @@ fn a_matching_orphan_is_adopted_instead_of_creating_a_pod() {
         .events_with_reason(REASON_SUCCESSFUL_CREATE)
         .is_empty());
     let pod = client.cache().get_pod("default", "orphan").unwrap();
-    let owner = crate::controller_utils::controller_of(&pod.metadata).unwrap();
+    let owner = crate::controller_utils::pod_controller(&pod).unwrap();
     assert_eq!(
         (owner.kind.as_str(), owner.name.as_str()),
         ("DaemonSet", "foo")
@@ -720,7 +720,7 @@ fn each_template_gets_a_controller_revision_named_after_its_hash() {
     };
     let first = revisions(&h);
     assert_eq!(first.len(), 1);
-    let hash = labels(&h.pods()[0].metadata)[DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY].clone();
+    let hash = pod_labels(&h.pods()[0])[DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY].clone();
     assert_eq!(first[&1], format!("foo-{hash}"));
     h.apply_ds(v2(strategy.clone()));
     let second = revisions(&h);

@@ -1,6 +1,7 @@
 //! Invariants of a Deployment rollout over many seeds.
 
 use super::*;
+use crate::controller_utils::pod_controller;
 
 // ----- invariants over many seeds ---------------------------------------------------------------
 
@@ -86,7 +87,11 @@ fn rolling_updates_respect_max_surge_and_max_unavailable() {
         let pods = w.active_pods();
         assert_eq!(pods.len() as i32, replicas, "seed {seed}");
         let new_uid = newest.metadata.uid.clone();
-        assert!(pods.iter().all(|p| controller_of(&p.metadata).map(|r| Some(&r.uid)) == Some(new_uid.as_ref())), "seed {seed}");
+        assert!(
+            pods.iter()
+                .all(|p| pod_controller(&p).map(|r| Some(&r.uid)) == Some(new_uid.as_ref())),
+            "seed {seed}"
+        );
         for rs in w.replica_sets() {
             if rs.metadata.uid != new_uid {
                 assert_eq!(rs_replicas(&rs), 0, "seed {seed}: old {}", name(&rs));

@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::util::*;
 use super::*;
-use crate::controller_utils::{is_pod_active, is_pod_ready};
+use crate::controller_utils::{is_pod_active, is_pod_ready, pod_controller};
 use crate::replicaset::ReplicaSetController;
 
 mod invariants;
@@ -345,7 +345,7 @@ fn a_new_deployment_gets_a_hashed_replica_set_and_reports_progress() {
     assert!(w
         .active_pods()
         .iter()
-        .all(|p| p.metadata.labels.as_ref().unwrap()[POD_TEMPLATE_HASH_LABEL] == hash));
+        .all(|p| p.labels().unwrap()[POD_TEMPLATE_HASH_LABEL] == hash));
     w.run_until(5);
     let d = w.deployment();
     let s = d.status.as_ref().unwrap();
@@ -446,7 +446,7 @@ fn recreate_removes_every_old_pod_before_creating_new_ones() {
         let pods = w.active_pods();
         let old = pods
             .iter()
-            .filter(|p| controller_of(&p.metadata).map(|r| Some(&r.uid)) == Some(old_uid.as_ref()))
+            .filter(|p| pod_controller(&p).map(|r| Some(&r.uid)) == Some(old_uid.as_ref()))
             .count();
         assert!(
             old == 0 || old == pods.len(),

@@ -2,6 +2,7 @@
 //! index by controller.
 
 use super::*;
+use crate::controller_utils::{controller_of, pod_controller, pod_labels};
 
 // ----- the cache: label sets, cached pods, and what syncs compute from them ---------------------
 
@@ -102,9 +103,9 @@ fn assert_cache_holds(cache: &Cache, current: &BTreeMap<String, Arc<StoredPod>>)
         let name = cp.name();
         let pod = &current[name];
         assert!(Arc::ptr_eq(&cp.pod, pod), "{name}");
-        assert_eq!(cache.label_sets.get(cp.labels), Some(labels(&pod.metadata)));
+        assert_eq!(cache.label_sets.get(cp.labels), Some(pod_labels(&pod)));
         assert_eq!(cp.facts, ranking::SortFacts::of(pod));
-        let indexed = match controller_of(&pod.metadata) {
+        let indexed = match pod_controller(&pod) {
             Some(c) => cache
                 .pods_by_controller
                 .get(&c.uid)
@@ -314,7 +315,7 @@ fn related_pod_counts_equal_those_of_the_indirectly_related_pods() {
         for key in &cache.rs_by_controller_uid[&c.uid] {
             let selector = rs_selector(&cache.replica_sets[key]).unwrap();
             for pod in &by_name {
-                if selector.matches(labels(&pod.metadata))
+                if selector.matches(pod_labels(&pod))
                     && seen.insert(pod.metadata.uid.clone().unwrap_or_default())
                 {
                     related.push(Arc::clone(pod));
@@ -380,7 +381,7 @@ fn related_pod_counts_equal_those_of_the_indirectly_related_pods() {
             .iter()
             .filter(|p| is_pod_active(p))
             .filter(|p| {
-                let l = labels(&p.metadata);
+                let l = pod_labels(&p);
                 l.get("app").is_some_and(|v| v == "web") || l.contains_key("tier")
             })
             .count();
@@ -537,7 +538,7 @@ fn the_pod_index_keys_by_the_whole_controller_reference_from_v1_34_2() {
             );
             let stray = client.store.get_pod(case.namespace, "stray").unwrap();
             assert_eq!(
-                controller_of(&stray.metadata).is_some(),
+                pod_controller(&stray).is_some(),
                 case.keeps_controller[i],
                 "{what}"
             );

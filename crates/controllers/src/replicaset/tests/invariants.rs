@@ -1,6 +1,7 @@
 //! Invariants of the ReplicaSet controller over many seeds.
 
 use super::*;
+use crate::controller_utils::{pod_controller, pod_labels};
 
 // ----- invariants over many seeds ---------------------------------------------------------------
 
@@ -76,10 +77,8 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                         let orphans = client
                             .store
                             .pods()
-                            .filter(|p| is_pod_active(p) && controller_of(&p.metadata).is_none())
-                            .filter(|p| {
-                                labels(&p.metadata).get("app").map(String::as_str) == Some(*n)
-                            })
+                            .filter(|p| is_pod_active(p) && pod_controller(&p).is_none())
+                            .filter(|p| pod_labels(&p).get("app").map(String::as_str) == Some(*n))
                             .count();
                         let active = (active_pods_of(&client, n).len() + orphans) as i64;
                         (

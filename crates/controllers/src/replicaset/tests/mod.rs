@@ -23,7 +23,7 @@ use super::cache::{ByName, LabelSetId, LabelSets};
 use super::ranking::{compare, get_pods_to_delete, less, log2_bucket, PodSortKey, RankContext};
 use super::*;
 use crate::controller_utils::POD_DELETION_COST_ANNOTATION;
-use crate::controller_utils::{is_pod_active, labels, new_controller_ref};
+use crate::controller_utils::{is_pod_active, new_controller_ref, pod_controller};
 use k8s_openapi::api::apps::v1::ReplicaSetCondition;
 use kubeplane_core::testing::PodBuilder;
 
@@ -145,7 +145,7 @@ fn pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<StoredPod>> {
     client
         .store
         .pods()
-        .filter(|p| controller_of(&p.metadata).map(|r| Some(&r.uid)) == Some(uid.as_ref()))
+        .filter(|p| pod_controller(&p).map(|r| Some(&r.uid)) == Some(uid.as_ref()))
         .cloned()
         .collect()
 }
@@ -316,9 +316,9 @@ fn missing_pods_are_created_from_the_template_with_a_controller_reference() {
     }
     let pod = &pods[0];
     assert_eq!(pod.metadata.generate_name.as_deref(), Some("web-"));
-    assert_eq!(pod.metadata.labels.as_ref().unwrap()["app"], "web");
+    assert_eq!(pod.labels().unwrap()["app"], "web");
     assert_eq!(pod.metadata.annotations.as_ref().unwrap()["a"], "b");
-    let owner = controller_of(&pod.metadata).unwrap();
+    let owner = pod_controller(&pod).unwrap();
     assert_eq!(
         (
             owner.kind.as_str(),
@@ -449,15 +449,15 @@ fn orphans_are_adopted_and_non_matching_pods_released() {
         client.events
     );
     let orphan = client.store.get_pod("default", "orphan").unwrap();
-    assert_eq!(controller_of(&orphan.metadata).unwrap().uid, rs.uid());
+    assert_eq!(pod_controller(&orphan).unwrap().uid, rs.uid());
 
     // Relabelling a pod releases it and a replacement is created.
     let mut p = StoredPod::clone(client.store.get_pod("default", "owned").unwrap());
-    p.metadata.labels = Some([("app".to_string(), "debug".to_string())].into());
+    p.set_labels(Some([("app".to_string(), "debug".to_string())].into()));
     client.update(Object::Pod(Arc::new(p))).unwrap();
     settle(&mut client, &mut rsc);
     let released = client.store.get_pod("default", "owned").unwrap();
-    assert!(controller_of(&released.metadata).is_none());
+    assert!(pod_controller(&released).is_none());
     assert_eq!(client.events_with_reason(REASON_SUCCESSFUL_CREATE).len(), 1);
     assert_eq!(active_pods_of(&client, "web").len(), 2);
 }
@@ -473,7 +473,7 @@ fn a_replica_set_being_deleted_neither_adopts_nor_creates() {
     create(&mut client, pod_builder("orphan").object());
     settle(&mut client, &mut rsc);
     assert!(client.events.is_empty());
-    assert!(controller_of(&client.store.get_pod("default", "orphan").unwrap().metadata).is_none());
+    assert!(pod_controller(&client.store.get_pod("default", "orphan").unwrap()).is_none());
 }
 
 #[test]

@@ -92,7 +92,7 @@ fn spec_ordinals_start_numbers_the_pods() {
     h.ready("web-5");
     assert_eq!(h.pod_names(), names(&["web-5", "web-6"]));
     assert_eq!(
-        h.pod("web-6").metadata.labels.as_ref().unwrap()["apps.kubernetes.io/pod-index"],
+        h.pod("web-6").labels().unwrap()["apps.kubernetes.io/pod-index"],
         "6"
     );
 }
@@ -171,7 +171,7 @@ fn a_rolling_update_replaces_pods_from_the_highest_ordinal_one_ready_pod_at_a_ti
     assert_ne!(status["updateRevision"], before);
     let update = status["updateRevision"].as_str().unwrap().to_string();
     assert_eq!(
-        h.pod("web-2").metadata.labels.as_ref().unwrap()["controller-revision-hash"],
+        h.pod("web-2").labels().unwrap()["controller-revision-hash"],
         update
     );
     assert_eq!(deleted(&h).len(), 1, "web-1 waits for the new web-2");
@@ -205,7 +205,7 @@ fn a_partition_keeps_the_lower_ordinals_at_the_current_revision() {
     assert_ne!(status["currentRevision"], status["updateRevision"]);
     // A deleted pod below the partition comes back at the current revision.
     h.delete_pod("web-0");
-    let labels = h.pod("web-0").metadata.labels.clone().unwrap();
+    let labels = h.pod("web-0").labels().cloned().unwrap();
     assert_eq!(
         json!(labels["controller-revision-hash"]),
         status["currentRevision"]
@@ -224,7 +224,7 @@ fn on_delete_updates_a_pod_only_when_it_is_deleted() {
         .image
         .clone();
     assert_eq!(image.as_deref(), Some("nginx:2"));
-    let labels = h.pod("web-0").metadata.labels.clone().unwrap();
+    let labels = h.pod("web-0").labels().cloned().unwrap();
     assert_eq!(
         json!(labels["controller-revision-hash"]),
         status["updateRevision"]

@@ -68,7 +68,7 @@ fn identity_and_storage_stop_matching_when_a_pod_drifts() {
         (
             "no pod-name label",
             |p| {
-                p.metadata.labels.as_mut().unwrap().remove(POD_NAME_LABEL);
+                p.labels_mut().remove(POD_NAME_LABEL);
             },
             false,
             true,

@@ -315,7 +315,7 @@ fn matches_all(terms: &[AffinityTerm], pod: &StoredPod) -> bool {
     matches_all_terms(
         terms,
         pod.metadata.namespace.as_deref().unwrap_or("default"),
-        pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS),
+        pod.labels().unwrap_or(&NO_LABELS),
     )
 }
 

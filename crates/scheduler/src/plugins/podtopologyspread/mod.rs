@@ -267,7 +267,7 @@ impl PodTopologySpread {
         if selector.is_empty() {
             return Ok(Vec::new());
         }
-        let labels = pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS);
+        let labels = pod.labels().unwrap_or(&NO_LABELS);
         let mut constraints = self.filter_constraints(&self.default_constraints, labels, action)?;
         for c in &mut constraints {
             c.selector = selector.clone();
@@ -290,7 +290,7 @@ impl PodTopologySpread {
             .and_then(|s| s.topology_spread_constraints.as_deref())
             .unwrap_or(&[]);
         if !spec_constraints.is_empty() {
-            let labels = pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS);
+            let labels = pod.labels().unwrap_or(&NO_LABELS);
             return self.filter_constraints(spec_constraints, labels, action);
         }
         self.default_constraints_for(pod, action, snapshot)
@@ -301,9 +301,8 @@ impl PodTopologySpread {
 /// (upstream `helper.DefaultSelector`).
 fn default_selector(pod: &StoredPod, snapshot: &Snapshot) -> Selector {
     let owner = pod
-        .metadata
-        .owner_references
-        .iter()
+        .owner_references()
+        .into_iter()
         .flatten()
         .find(|o| o.controller == Some(true));
     let Some(owner) = owner else {
@@ -469,7 +468,7 @@ impl Plugin for PodTopologySpread {
 
 fn labels_of(p: &StoredPod) -> &BTreeMap<String, String> {
     static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
-    p.metadata.labels.as_ref().unwrap_or(&NO_LABELS)
+    p.labels().unwrap_or(&NO_LABELS)
 }
 
 fn taints_of(n: &Node) -> &[k8s_openapi::api::core::v1::Taint] {

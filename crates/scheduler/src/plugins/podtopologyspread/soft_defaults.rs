@@ -34,9 +34,10 @@ pub(crate) struct SoftDefaults {
 /// reads them (`default_selector`); `None` for a pod that no ReplicaSet controls.
 pub(crate) fn replica_set_of(pod: &PodInfo) -> Option<(&str, &str)> {
     let meta = &pod.pod.metadata;
-    let owner = meta
-        .owner_references
-        .iter()
+    let owner = pod
+        .pod
+        .owner_references()
+        .into_iter()
         .flatten()
         .find(|o| o.controller == Some(true))?;
     if owner.kind != "ReplicaSet" || owner.api_version != "apps/v1" {
