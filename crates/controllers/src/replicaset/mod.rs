@@ -43,7 +43,7 @@ use crate::controller_utils::{
 };
 use cache::{Cache, CachedPod, SelectorMemo};
 pub use pod_control::pod_from_template;
-use pod_control::{adopt_pod, create_pod, recheck_replica_set, release_pod, TemplateSpecs};
+use pod_control::{adopt_pod, create_pod, recheck_replica_set, release_pod, template_spec};
 use ranking::{get_pods_to_delete_with_counts, RankContext};
 pub use status::{calculate_status, get_condition, remove_condition, set_condition};
 use status::{status_with_counts, update_replica_set_status, StatusCounts};
@@ -115,8 +115,6 @@ pub struct ReplicaSetController {
     queue: WorkQueue,
     expectations: Expectations,
     metrics: Metrics,
-    /// The spec each ReplicaSet's pods share.
-    template_specs: TemplateSpecs,
 }
 
 impl Default for ReplicaSetController {
@@ -204,7 +202,6 @@ struct SyncCx<'a> {
     queue: &'a mut WorkQueue,
     expectations: &'a mut Expectations,
     metrics: &'a mut Metrics,
-    template_specs: &'a mut TemplateSpecs,
     pod_deletion_cost: bool,
     terminating_replicas: bool,
     full_controller_key: bool,
@@ -228,7 +225,6 @@ impl ReplicaSetController {
             queue: WorkQueue::default(),
             expectations: Expectations::default(),
             metrics: Metrics::default(),
-            template_specs: TemplateSpecs::default(),
         }
     }
 
@@ -321,7 +317,6 @@ impl ReplicaSetController {
             queue: &mut self.queue,
             expectations: &mut self.expectations,
             metrics: &mut self.metrics,
-            template_specs: &mut self.template_specs,
             pod_deletion_cost: self.pod_deletion_cost,
             terminating_replicas: self.terminating_replicas,
             full_controller_key: self.full_controller_key,
@@ -467,7 +462,7 @@ impl<'a> SyncCx<'a> {
         // Expect the creates before making any: their watch events may arrive at any time.
         self.expectations.expect_creations(key, n, now);
         let mut created = 0u64;
-        let spec = self.template_specs.spec(key, rs);
+        let spec = template_spec(rs);
         let (successes, err) = slow_start_batch(n, SLOW_START_INITIAL_BATCH_SIZE, || {
             let r = create_pod(client, rs, spec.clone(), now);
             if r.is_ok() {
@@ -623,7 +618,6 @@ impl Component for ReplicaSetController {
                     }
                     EventType::Deleted => {
                         self.expectations.delete(&key);
-                        self.template_specs.forget(&key);
                     }
                 }
                 self.queue.add(key);

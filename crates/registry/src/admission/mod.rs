@@ -23,8 +23,8 @@ pub fn admit_create(obj: Object, cache: &dyn Cache) -> Result<Object, ApiError> 
         return Ok(obj);
     };
     // A spec shared with its maker (a controller's template) is copied by the first change;
-    // the copies made from one input spec are then shared (see `share_defaulted`).
-    let input = pod.spec.clone().filter(|s| Arc::strong_count(s) > 2);
+    // the specs admitted for one controller are then shared (see `share_defaulted`).
+    let from_template = pod.spec.as_ref().is_some_and(|s| Arc::strong_count(s) > 1);
     // Changed in place when the caller handed over the only reference (the pod is not moved
     // out of its allocation and into a new one).
     let p = Arc::make_mut(&mut pod);
@@ -40,42 +40,66 @@ pub fn admit_create(obj: Object, cache: &dyn Cache) -> Result<Object, ApiError> 
     }
     default_toleration_seconds(p);
     apply_match_label_keys(p);
-    share_defaulted(input, p);
+    share_defaulted(from_template, p);
     Ok(Object::Pod(pod))
 }
 
-/// How many input specs [`share_defaulted`] remembers (it forgets them all when full).
-const DEFAULTED_KEPT: usize = 4096;
+/// How many controllers' admitted specs [`share_defaulted`] remembers. When full, it forgets
+/// those no pod uses any more, and everything when that frees less than half.
+const DEFAULTED_KEPT: usize = 16384;
 
-/// The admitted spec last made from each input spec, by the input's address; the input is
-/// held so that its address is not reused while it is remembered.
-type Defaulted = HashMap<usize, (Arc<PodSpec>, Arc<PodSpec>)>;
+/// The admitted spec last made for each controller, by the controller's UID. Only the admitted
+/// spec is held (the pods share it anyway): the maker's spec is not, so that a controller
+/// need not keep its template's spec between creations for the pods to share one.
+type Defaulted = HashMap<String, Arc<PodSpec>>;
 
 thread_local! {
     static DEFAULTED: RefCell<Defaulted> = RefCell::new(HashMap::new());
 }
 
-/// When admission changed a spec shared with its maker (`input`), the pod takes the spec
-/// admitted last time from the same input if it is equal, so that every pod created from one
-/// template version shares one admitted spec; the spec is left as it is otherwise. Sharing
-/// only: the pod's contents do not change.
-fn share_defaulted(input: Option<Arc<PodSpec>>, pod: &mut StoredPod) {
-    let (Some(input), Some(admitted)) = (input, pod.spec.as_mut()) else {
-        return;
-    };
-    if Arc::ptr_eq(&input, admitted) {
+/// When the pod's spec was shared with its maker (`from_template`: a controller's template),
+/// the pod takes the spec admitted last time for the same controller if it is equal, so that
+/// every pod a controller creates from one template version shares one admitted spec (also
+/// across its creation batches, each of which has a spec of its own); the spec is left as it
+/// is otherwise, and for a pod without a controller. Sharing only: the pod's contents do not
+/// change, whatever the memo holds.
+fn share_defaulted(from_template: bool, pod: &mut StoredPod) {
+    if !from_template {
         return;
     }
+    // The UID is copied: the accessor borrows the whole pod, whose spec is written below.
+    let Some(controller_uid) = pod
+        .owner_references()
+        .into_iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.clone())
+    else {
+        return;
+    };
+    // `admitted` is the maker's spec itself when admission changed nothing: the memo then
+    // shares it between batches all the same.
+    let Some(admitted) = pod.spec.as_mut() else {
+        return;
+    };
     DEFAULTED.with(|memo| {
         let mut memo = memo.borrow_mut();
-        let key = Arc::as_ptr(&input) as usize;
-        match memo.get(&key) {
-            Some((_, earlier)) if **earlier == **admitted => *admitted = Arc::clone(earlier),
-            _ => {
-                if memo.len() >= DEFAULTED_KEPT {
-                    memo.clear();
+        match memo.get(controller_uid.as_str()) {
+            Some(earlier) if **earlier == **admitted => *admitted = Arc::clone(earlier),
+            Some(_) => {
+                // The template changed: its pods share the new admitted spec from now on.
+                if let Some(kept) = memo.get_mut(controller_uid.as_str()) {
+                    *kept = Arc::clone(admitted);
                 }
-                memo.insert(key, (input, Arc::clone(admitted)));
+            }
+            None => {
+                if memo.len() >= DEFAULTED_KEPT {
+                    memo.retain(|_, spec| Arc::strong_count(spec) > 1);
+                    if memo.len() >= DEFAULTED_KEPT / 2 {
+                        memo.clear();
+                    }
+                }
+                memo.insert(controller_uid, Arc::clone(admitted));
             }
         }
     });
@@ -86,7 +110,7 @@ mod tests {
     use std::sync::Arc;
 
     use k8s_openapi::api::core::v1::{Container, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
     use kubeplane_api::{Client, Object, PodExt, StoredPod};
     use kubeplane_core::SimTime;
     use kubeplane_store::Store;
@@ -94,10 +118,27 @@ mod tests {
     use crate::client::ApiClient;
     use crate::testing::Discard;
 
+    /// A pod made from a controller's template (`controller`: its UID), as the ReplicaSet
+    /// controller makes one, with the template's spec shared.
     fn from_template(name: &str, template: &Arc<PodSpec>) -> Object {
+        made_by(name, template, Some("rs-uid-1"))
+    }
+
+    fn made_by(name: &str, template: &Arc<PodSpec>, controller: Option<&str>) -> Object {
+        let owner_references = controller.map(|uid| {
+            vec![OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: "ReplicaSet".into(),
+                name: "rs".into(),
+                uid: uid.into(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]
+        });
         let meta = ObjectMeta {
             name: Some(name.into()),
             namespace: Some("default".into()),
+            owner_references,
             ..Default::default()
         };
         let pod = StoredPod::with_shared_spec(meta, Some(Arc::clone(template)), None, None);
@@ -149,6 +190,21 @@ mod tests {
         let c = api.create(from_template("c", &other)).unwrap();
         assert!(!Arc::ptr_eq(&spec_of(&c), &sa));
         assert_eq!(spec_of(&c).priority, Some(2_000_001_000));
+        // A later batch from the same template has a spec of its own (the controller keeps
+        // none between batches): its pods still share the admitted one.
+        let batch = Arc::new(PodSpec::clone(&other));
+        let d = api.create(from_template("d", &batch)).unwrap();
+        assert!(
+            Arc::ptr_eq(&spec_of(&d), &spec_of(&c)),
+            "one admitted spec across batches"
+        );
+        // Another controller's pods, and a pod without a controller, do not take it.
+        let e = api.create(made_by("e", &batch, Some("rs-uid-2"))).unwrap();
+        let f = api.create(made_by("f", &batch, None)).unwrap();
+        assert!(!Arc::ptr_eq(&spec_of(&e), &spec_of(&c)));
+        assert!(!Arc::ptr_eq(&spec_of(&f), &spec_of(&c)));
+        assert_eq!(*spec_of(&e), *spec_of(&c));
+        assert_eq!(*spec_of(&f), *spec_of(&c));
     }
 
     #[test]
