@@ -157,7 +157,10 @@ impl serde::Serialize for PodMetaJson<'_> {
         }
         field!("annotations", &m.annotations);
         field!("creationTimestamp", &m.creation_timestamp);
-        field!("deletionGracePeriodSeconds", &m.deletion_grace_period_seconds);
+        field!(
+            "deletionGracePeriodSeconds",
+            &m.deletion_grace_period_seconds
+        );
         field!("deletionTimestamp", &m.deletion_timestamp);
         field!("finalizers", &m.finalizers);
         field!("generateName", &m.generate_name);

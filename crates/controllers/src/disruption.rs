@@ -157,7 +157,7 @@ fn expected_scale(
     let mut unmanaged = Vec::new();
     for pod in pods {
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let Some(owner) = pod_controller(&pod) else {
+        let Some(owner) = pod_controller(pod) else {
             unmanaged.push(name);
             continue;
         };

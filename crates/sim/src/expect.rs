@@ -185,10 +185,9 @@ fn pods(a: &PodsAssertion, store: &Store) -> Outcome {
         .filter(|p| {
             let ns = p.metadata.namespace.as_deref().unwrap_or("default");
             a.namespace.as_deref().is_none_or(|want| want == ns)
-                && a.selector.as_ref().is_none_or(|s| {
-                    s.selector
-                        .matches(p.labels().unwrap_or(&empty))
-                })
+                && a.selector
+                    .as_ref()
+                    .is_none_or(|s| s.selector.matches(p.labels().unwrap_or(&empty)))
                 && a.node
                     .as_ref()
                     .is_none_or(|want| want.as_deref() == bound_node(p))

@@ -57,12 +57,7 @@ fn owned_pods(sim: &Simulation, app: &str) -> Vec<(String, usize)> {
     let mut pods: Vec<(String, usize)> = sim
         .store
         .pods()
-        .filter(|p| {
-            p.labels()
-                .and_then(|l| l.get("app"))
-                .map(String::as_str)
-                == Some(app)
-        })
+        .filter(|p| p.labels().and_then(|l| l.get("app")).map(String::as_str) == Some(app))
         .map(|p| {
             let owners = p.owner_references().map_or(0, Vec::len);
             (p.metadata.name.clone().unwrap(), owners)

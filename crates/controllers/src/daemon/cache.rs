@@ -130,7 +130,7 @@ pub struct Cache {
 }
 
 fn daemon_controller_uid(pod: &StoredPod) -> Option<Option<&str>> {
-    filed_under(&pod, KIND)
+    filed_under(pod, KIND)
 }
 
 /// Whether the controller caches the pod: it has no controller reference or one to a
@@ -258,7 +258,7 @@ impl Cache {
             .filter(|(_, ds)| {
                 ds.selector
                     .as_ref()
-                    .is_ok_and(|s| !s.is_empty() && s.matches(pod_labels(&pod)))
+                    .is_ok_and(|s| !s.is_empty() && s.matches(pod_labels(pod)))
             })
             .map(|(k, _)| k.clone())
             .collect()

@@ -183,7 +183,7 @@ impl DaemonSetsController {
             return;
         }
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        if let Some(r) = pod_controller(&pod) {
+        if let Some(r) = pod_controller(pod) {
             if let Some(key) = self.cache.resolve_controller_ref(ns, r) {
                 self.expectations.creation_observed(&key);
                 self.queue.add(key);
@@ -210,8 +210,8 @@ impl DaemonSetsController {
             return;
         }
         let ns = cur.metadata.namespace.as_deref().unwrap_or("default");
-        let cur_ref = pod_controller(&cur);
-        let old_ref = pod_controller(&old);
+        let cur_ref = pod_controller(cur);
+        let old_ref = pod_controller(old);
         let ref_changed = cur_ref != old_ref;
         if ref_changed {
             if let Some(key) = old_ref.and_then(|r| self.cache.resolve_controller_ref(ns, r)) {
@@ -239,7 +239,7 @@ impl DaemonSetsController {
     }
 
     fn delete_pod(&mut self, pod: &StoredPod) {
-        let Some(r) = pod_controller(&pod) else {
+        let Some(r) = pod_controller(pod) else {
             return;
         };
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
@@ -313,7 +313,7 @@ impl DaemonSetsController {
         let name = pod.metadata.name.as_deref().unwrap_or("");
         let current = (ev.type_ != EventType::Deleted).then_some(pod);
         let cached = self.cache.replace_pod(ns, name, current);
-        let orphan = |p: &StoredPod| pod_controller(&p).is_none();
+        let orphan = |p: &StoredPod| pod_controller(p).is_none();
         let before = cached.as_deref().or(old.map(|o| &**o));
         if self.cache.daemon_sets.is_empty() && orphan(pod) && before.is_none_or(orphan) {
             // An orphan, kept for adoption, concerns no DaemonSet while there is none.

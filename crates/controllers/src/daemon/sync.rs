@@ -230,7 +230,7 @@ impl<'a> SyncCx<'a> {
             if pod.metadata.namespace.as_deref().unwrap_or("default") != ns {
                 continue;
             }
-            if selector.matches(pod_labels(&pod)) {
+            if selector.matches(pod_labels(pod)) {
                 claimed.push(pod.clone());
             } else if let Err(e) = release_pod(client, ds.uid(), pod) {
                 errors.push(e.to_string());
@@ -238,7 +238,7 @@ impl<'a> SyncCx<'a> {
         }
         let mut can_adopt: Option<Result<(), String>> = None;
         for pod in self.cache.orphan_pods(&ns) {
-            if pod.metadata.deletion_timestamp.is_some() || !selector.matches(pod_labels(&pod)) {
+            if pod.metadata.deletion_timestamp.is_some() || !selector.matches(pod_labels(pod)) {
                 continue;
             }
             if let Err(e) = can_adopt.get_or_insert_with(|| recheck_daemon_set(client, ds)) {
@@ -423,7 +423,7 @@ impl<'a> SyncCx<'a> {
         let mut oldest_new: Option<&Arc<StoredPod>> = None;
         let mut oldest_old: Option<&Arc<StoredPod>> = None;
         for pod in &running {
-            let slot = if pod_labels(&pod)
+            let slot = if pod_labels(pod)
                 .get(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY)
                 .map(String::as_str)
                 == Some(hash)

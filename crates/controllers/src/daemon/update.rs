@@ -403,7 +403,7 @@ impl SyncCx<'_> {
         }
         let live: std::collections::BTreeSet<&str> = claimed
             .iter()
-            .filter_map(|p| pod_labels(&p).get(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY))
+            .filter_map(|p| pod_labels(p).get(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY))
             .map(String::as_str)
             .collect();
         let mut old: Vec<&Arc<ControllerRevision>> = old.iter().collect();

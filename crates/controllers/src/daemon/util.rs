@@ -176,7 +176,7 @@ pub fn allows_surge(ds: &DaemonSet) -> bool {
 /// controller's own pods always have the hash) counts as current, where upstream would replace
 /// it (docs/daemonset.md §5).
 pub fn is_pod_updated(pod: &StoredPod, hash: &str, generation: Option<i64>) -> bool {
-    let labels = crate::controller_utils::pod_labels(&pod);
+    let labels = crate::controller_utils::pod_labels(pod);
     if !labels.contains_key(DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY)
         && !labels.contains_key(DAEMON_SET_TEMPLATE_GENERATION_KEY)
     {

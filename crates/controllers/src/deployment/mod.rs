@@ -303,7 +303,7 @@ impl DeploymentController {
         }
         // Unindex the previous version.
         if let Some(Object::Pod(old)) = &ev.old {
-            if let Some(r) = pod_controller(&old) {
+            if let Some(r) = pod_controller(old) {
                 if let Some(m) = self.pods_by_controller_uid.get_mut(r.uid.as_str()) {
                     m.remove(old.metadata.uid.as_deref().unwrap_or_default());
                     if m.is_empty() {
@@ -313,7 +313,7 @@ impl DeploymentController {
             }
         }
         if ev.type_ != EventType::Deleted {
-            if let Some(r) = pod_controller(&pod) {
+            if let Some(r) = pod_controller(pod) {
                 let pods = match self.pods_by_controller_uid.get_mut(r.uid.as_str()) {
                     Some(m) => m,
                     None => self
@@ -329,7 +329,7 @@ impl DeploymentController {
     /// A deleted pod may be the last one a Recreate rollout waits for.
     fn pod_deleted(&mut self, pod: &Arc<StoredPod>) {
         let key = ns_name(&pod.metadata);
-        let Some(rs) = pod_controller(&pod)
+        let Some(rs) = pod_controller(pod)
             .filter(|r| r.kind == "ReplicaSet")
             .and_then(|r| {
                 self.replica_sets

@@ -63,7 +63,9 @@ mod tests {
         assert!(set.replace(ByUid(pod("a", "u1", "1"))).is_none());
         assert!(set.replace(ByUid(pod("b", "u2", "2"))).is_none());
         let newer = pod("a", "u1", "3");
-        let old = set.replace(ByUid(newer.clone())).expect("the version before");
+        let old = set
+            .replace(ByUid(newer.clone()))
+            .expect("the version before");
         assert_eq!(old.0.metadata.resource_version.as_deref(), Some("1"));
         assert_eq!(set.len(), 2);
         assert!(Arc::ptr_eq(&set.get("u1").unwrap().0, &newer));

@@ -164,7 +164,11 @@ impl GarbageCollector {
     /// The graph's node of an object: its key, with the namespace's shared string.
     fn node_of(&mut self, obj: &Object) -> GraphNode {
         let kind = obj.kind();
-        let ns = if kind.is_namespaced() { obj.namespace() } else { "" };
+        let ns = if kind.is_namespaced() {
+            obj.namespace()
+        } else {
+            ""
+        };
         let namespace = match self.namespaces.get(ns) {
             Some(ns) => ns.clone(),
             None => {

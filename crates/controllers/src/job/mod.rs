@@ -96,7 +96,7 @@ impl JobController {
 
     /// The cached Job a controller reference names (same kind, name and UID).
     fn resolve(&self, namespace: &str, pod: &StoredPod) -> Option<&CachedJob> {
-        let r = pod_controller(&pod)?;
+        let r = pod_controller(pod)?;
         if r.kind != KIND {
             return None;
         }
@@ -110,7 +110,7 @@ impl JobController {
             return Vec::new();
         }
         let (ns, _) = ns_name(&pod.metadata);
-        let labels = crate::controller_utils::pod_labels(&pod);
+        let labels = crate::controller_utils::pod_labels(pod);
         crate::controller_utils::in_namespace(&self.jobs, &ns)
             .filter(|(_, j)| {
                 let sel = util::spec(&j.job).selector.as_ref();
@@ -220,8 +220,8 @@ impl JobController {
         let old = ev.old.as_ref().and_then(Object::as_pod);
         // Where the pod was filed: by its old version (a deleted pod's own, without one).
         let prev = if deleted { old.or(Some(pod)) } else { old };
-        let prev_at = prev.and_then(|p| filed_under(&p, KIND));
-        let cur_at = filed_under(&pod, KIND);
+        let prev_at = prev.and_then(|p| filed_under(p, KIND));
+        let cur_at = filed_under(pod, KIND);
         if prev_at.is_none() && cur_at.is_none() {
             // Another kind's controller before and after (upstream: `resolveControllerRef`
             // finds no Job, and a pod with a controller is never an adoption candidate).
@@ -231,14 +231,14 @@ impl JobController {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         // The old controller, if the reference changed.
         if let Some(old) = old {
-            if pod_controller(&old) != pod_controller(&pod) {
+            if pod_controller(old) != pod_controller(pod) {
                 if let Some(j) = self.resolve(ns, old) {
                     let k = ns_name(&j.job.metadata);
                     self.enqueue_batched(k, now);
                 }
             }
         }
-        if pod_controller(&pod).is_none() {
+        if pod_controller(pod).is_none() {
             if has_tracking_finalizer(pod) && !deleted {
                 self.orphan_queue.insert(ns_name(&pod.metadata));
             }

@@ -585,9 +585,9 @@ impl JobController {
             .transpose()
             .map_err(|e| format!("couldn't convert Job selector: {e}"))?;
         let matches = |p: &StoredPod| {
-            selector.as_ref().is_some_and(|s| {
-                !s.is_empty() && s.matches(crate::controller_utils::pod_labels(&p))
-            })
+            selector
+                .as_ref()
+                .is_some_and(|s| !s.is_empty() && s.matches(crate::controller_utils::pod_labels(p)))
         };
         let deleting = job.metadata.deletion_timestamp.is_some();
         let mut claimed = Vec::new();

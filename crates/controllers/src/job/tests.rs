@@ -195,7 +195,7 @@ fn a_new_job_creates_parallelism_pods_with_the_tracking_finalizer() {
         for p in &pods {
             assert!(has_tracking_finalizer(p), "{name}");
             assert_eq!(
-                crate::controller_utils::pod_labels(&p)[JOB_NAME_LABEL],
+                crate::controller_utils::pod_labels(p)[JOB_NAME_LABEL],
                 "j",
                 "{name}"
             );
@@ -676,7 +676,7 @@ fn pods_of_other_controllers_are_not_filed_until_they_are_orphaned_and_then_adop
         "template": {"metadata": {"labels": labels}},
     }));
     let adopted = h.client.store.get_pod("default", "rs-pod").unwrap();
-    let r = crate::controller_utils::pod_controller(&adopted).unwrap();
+    let r = crate::controller_utils::pod_controller(adopted).unwrap();
     assert_eq!((r.kind.as_str(), r.name.as_str()), ("Job", "j"));
     assert!(has_tracking_finalizer(adopted));
     assert_eq!(

@@ -278,8 +278,7 @@ impl PodsByNamespace {
         match self.0.get_mut(namespace) {
             Some(pods) => pods.replace(pod),
             None => {
-                self.0
-                    .insert(namespace.to_string(), BTreeSet::from([pod]));
+                self.0.insert(namespace.to_string(), BTreeSet::from([pod]));
                 None
             }
         }
@@ -452,10 +451,8 @@ impl Cache {
                     // A pod seen for the first time: nothing to take out of the indexes.
                     None => self.index_controlled(key, cur),
                     Some(old) => {
-                        let same = same_controller(
-                            pod_controller(&old.pod),
-                            pod_controller(&cur.pod),
-                        );
+                        let same =
+                            same_controller(pod_controller(&old.pod), pod_controller(&cur.pod));
                         if !(same && self.replace_controlled(key, cur.clone())) {
                             self.unindex_controlled(key, old);
                             self.index_controlled(key, cur);
@@ -527,11 +524,7 @@ impl Cache {
     /// pods in the ReplicaSet's namespace whose reference names this very ReplicaSet are
     /// listed. Before, it was keyed by the UID alone: every pod whose controller reference
     /// carries the ReplicaSet's UID, whatever kind and name it gives and in any namespace.
-    pub(super) fn controlled_pods(
-        &self,
-        rs: &ReplicaSet,
-        full_key: bool,
-    ) -> Vec<&PodsByName> {
+    pub(super) fn controlled_pods(&self, rs: &ReplicaSet, full_key: bool) -> Vec<&PodsByName> {
         let (ns, name) = ns_name(&rs.metadata);
         let uid = rs.metadata.uid.as_deref().unwrap_or_default();
         let groups = self
@@ -564,7 +557,7 @@ impl Cache {
     /// Every ReplicaSet in the pod's namespace whose (non-empty) selector matches it.
     pub(super) fn pod_replica_sets(&self, pod: &StoredPod) -> Vec<NsName> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-        selecting(&self.replica_sets, ns, pod_labels(&pod), rs_selector)
+        selecting(&self.replica_sets, ns, pod_labels(pod), rs_selector)
     }
 
     /// Upstream `getIndirectlyRelatedPods` reduced to what the ranking reads of it

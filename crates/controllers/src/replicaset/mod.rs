@@ -241,7 +241,7 @@ impl ReplicaSetController {
             return;
         }
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        if let Some(r) = pod_controller(&pod) {
+        if let Some(r) = pod_controller(pod) {
             if let Some(key) = self.cache.resolve_controller_ref(ns, r) {
                 self.expectations.creation_observed(&key);
                 self.queue.add(key);
@@ -272,8 +272,8 @@ impl ReplicaSetController {
             return;
         }
         let ns = cur.metadata.namespace.as_deref().unwrap_or("default");
-        let cur_ref = pod_controller(&cur);
-        let old_ref = pod_controller(&old);
+        let cur_ref = pod_controller(cur);
+        let old_ref = pod_controller(old);
         let ref_changed = cur_ref != old_ref;
         if ref_changed {
             if let Some(key) = old_ref.and_then(|r| self.cache.resolve_controller_ref(ns, r)) {
@@ -296,7 +296,7 @@ impl ReplicaSetController {
     }
 
     fn delete_pod(&mut self, pod: &StoredPod) {
-        let Some(r) = pod_controller(&pod) else {
+        let Some(r) = pod_controller(pod) else {
             return;
         };
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");

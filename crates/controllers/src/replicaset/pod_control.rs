@@ -16,7 +16,7 @@ use kubeplane_core::{EventRecord, SimTime};
 use super::{API_VERSION, CONTROLLER_NAME, KIND, REASON_FAILED_CREATE, REASON_SUCCESSFUL_CREATE};
 use crate::controller_utils::{
     add_pod_owner_reference, new_controller_ref, ns_name, pod_controller,
-    remove_pod_owner_reference, NsName,
+    remove_pod_owner_reference,
 };
 
 /// Upstream `RecheckDeletionTimestamp` over an uncached GET of the ReplicaSet: adoption is only

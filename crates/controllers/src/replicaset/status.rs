@@ -44,7 +44,7 @@ impl StatusCounts {
             ..StatusCounts::default()
         };
         for pod in claimed {
-            if template_selector.matches(pod_labels(&pod)) {
+            if template_selector.matches(pod_labels(pod)) {
                 counts.fully_labeled += 1;
             }
             if is_pod_ready(pod) {

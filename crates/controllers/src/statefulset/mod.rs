@@ -140,7 +140,7 @@ impl StatefulSetController {
 
     /// The set a controller reference names, if it is one this controller has observed.
     fn resolve(&self, ns: &str, pod: &StoredPod) -> Option<NsName> {
-        let r = pod_controller(&pod)?;
+        let r = pod_controller(pod)?;
         if r.kind != KIND || r.api_version != API_VERSION {
             return None;
         }
@@ -158,7 +158,7 @@ impl StatefulSetController {
         self.sets
             .range((ns.to_string(), String::new())..)
             .take_while(|(k, _)| k.0 == ns)
-            .filter(|(_, s)| selector_of(&s.set).is_ok_and(|sel| sel.matches(pod_labels(&pod))))
+            .filter(|(_, s)| selector_of(&s.set).is_ok_and(|sel| sel.matches(pod_labels(pod))))
             .map(|(k, _)| k.clone())
             .collect()
     }
@@ -169,7 +169,7 @@ impl StatefulSetController {
             if old.metadata.resource_version == cur.metadata.resource_version && !deleted {
                 return;
             }
-            if pod_controller(&old) != pod_controller(&cur) {
+            if pod_controller(old) != pod_controller(cur) {
                 if let Some(key) = self.resolve(ns, old) {
                     self.queue.add(key);
                 }
@@ -179,12 +179,11 @@ impl StatefulSetController {
             self.queue.add(key);
             return;
         }
-        if deleted || pod_controller(&cur).is_some() {
+        if deleted || pod_controller(cur).is_some() {
             return;
         }
-        let relevant = old.is_none_or(|o| {
-            o.labels() != cur.labels() || pod_controller(&o) != pod_controller(&cur)
-        });
+        let relevant = old
+            .is_none_or(|o| o.labels() != cur.labels() || pod_controller(o) != pod_controller(cur));
         if relevant {
             for key in self.selecting(cur) {
                 self.queue.add(key);
@@ -193,7 +192,7 @@ impl StatefulSetController {
     }
 
     fn observe_pod(&mut self, ev: &WatchEvent, pod: &Arc<StoredPod>) {
-        let filed = |p: &StoredPod| filed_under(&p, KIND).is_some();
+        let filed = |p: &StoredPod| filed_under(p, KIND).is_some();
         let ev_old = ev.old.as_ref().and_then(Object::as_pod);
         if !filed(pod) && ev_old.is_none_or(|o| !filed(o)) {
             // Another kind's controller before and after: `resolve` finds no set for it and
@@ -360,8 +359,8 @@ impl StatefulSetController {
             .into_iter()
             .flat_map(|m| m.values())
             .filter_map(|pod| {
-                let matches = selector.matches(pod_labels(&pod)) && utils::is_member_of(set, pod);
-                let owned = pod_controller(&pod).map(|c| c.uid == uid);
+                let matches = selector.matches(pod_labels(pod)) && utils::is_member_of(set, pod);
+                let owned = pod_controller(pod).map(|c| c.uid == uid);
                 (matches || owned == Some(true)).then_some((pod, matches, owned))
             })
             .collect();

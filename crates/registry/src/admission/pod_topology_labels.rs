@@ -219,13 +219,27 @@ mod tests {
         copy_labels_overwriting(&mut c, &zone("z2"));
         let want = labelled(&[("app", "a"), ("topology.kubernetes.io/zone", "z1")]);
         assert_eq!(a.labels(), Some(&want));
-        assert!(Arc::ptr_eq(a.shared_labels().unwrap(), b.shared_labels().unwrap()));
+        assert!(Arc::ptr_eq(
+            a.shared_labels().unwrap(),
+            b.shared_labels().unwrap()
+        ));
         assert_eq!(c.labels().unwrap()["topology.kubernetes.io/zone"], "z2");
-        assert_eq!(*template, labelled(&[("app", "a")]), "the template's map is untouched");
+        assert_eq!(
+            *template,
+            labelled(&[("app", "a")]),
+            "the template's map is untouched"
+        );
         let before = Arc::as_ptr(a.shared_labels().unwrap());
         copy_labels_overwriting(&mut a, &zone("z1"));
-        assert_eq!(Arc::as_ptr(a.shared_labels().unwrap()), before, "nothing to write");
+        assert_eq!(
+            Arc::as_ptr(a.shared_labels().unwrap()),
+            before,
+            "nothing to write"
+        );
         a.labels_mut().insert("own".into(), "x".into());
-        assert!(!b.labels().unwrap().contains_key("own"), "a write copies the shared map");
+        assert!(
+            !b.labels().unwrap().contains_key("own"),
+            "a write copies the shared map"
+        );
     }
 }

@@ -11,8 +11,8 @@ use kubeplane_core::labels::{is_qualified_name, is_valid_label_value};
 
 use super::affinity::validate_affinity;
 use super::meta::{
-    check_labels, is_dns1123_label, is_path_segment_name, validate_meta_labelled, validate_selector,
-    NameRule,
+    check_labels, is_dns1123_label, is_path_segment_name, validate_meta_labelled,
+    validate_selector, NameRule,
 };
 use super::node::TAINT_EFFECTS;
 use super::resources::{resource_list, validate_container_resources};

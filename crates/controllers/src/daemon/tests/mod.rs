@@ -525,7 +525,7 @@ fn a_matching_orphan_is_adopted_instead_of_creating_a_pod() {
         .events_with_reason(REASON_SUCCESSFUL_CREATE)
         .is_empty());
     let pod = client.cache().get_pod("default", "orphan").unwrap();
-    let owner = crate::controller_utils::pod_controller(&pod).unwrap();
+    let owner = crate::controller_utils::pod_controller(pod).unwrap();
     assert_eq!(
         (owner.kind.as_str(), owner.name.as_str()),
         ("DaemonSet", "foo")

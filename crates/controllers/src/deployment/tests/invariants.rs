@@ -89,7 +89,7 @@ fn rolling_updates_respect_max_surge_and_max_unavailable() {
         let new_uid = newest.metadata.uid.clone();
         assert!(
             pods.iter()
-                .all(|p| pod_controller(&p).map(|r| Some(&r.uid)) == Some(new_uid.as_ref())),
+                .all(|p| pod_controller(p).map(|r| Some(&r.uid)) == Some(new_uid.as_ref())),
             "seed {seed}"
         );
         for rs in w.replica_sets() {

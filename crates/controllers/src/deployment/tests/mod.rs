@@ -446,7 +446,7 @@ fn recreate_removes_every_old_pod_before_creating_new_ones() {
         let pods = w.active_pods();
         let old = pods
             .iter()
-            .filter(|p| pod_controller(&p).map(|r| Some(&r.uid)) == Some(old_uid.as_ref()))
+            .filter(|p| pod_controller(p).map(|r| Some(&r.uid)) == Some(old_uid.as_ref()))
             .count();
         assert!(
             old == 0 || old == pods.len(),

@@ -103,9 +103,9 @@ fn assert_cache_holds(cache: &Cache, current: &BTreeMap<String, Arc<StoredPod>>)
         let name = cp.name();
         let pod = &current[name];
         assert!(Arc::ptr_eq(&cp.pod, pod), "{name}");
-        assert_eq!(cache.label_sets.get(cp.labels), Some(pod_labels(&pod)));
+        assert_eq!(cache.label_sets.get(cp.labels), Some(pod_labels(pod)));
         assert_eq!(cp.facts, ranking::SortFacts::of(pod));
-        let indexed = match pod_controller(&pod) {
+        let indexed = match pod_controller(pod) {
             Some(c) => cache
                 .pods_by_controller
                 .get(&c.uid)
@@ -116,7 +116,10 @@ fn assert_cache_holds(cache: &Cache, current: &BTreeMap<String, Arc<StoredPod>>)
         let indexed = indexed
             .and_then(|m| m.namespace("default"))
             .and_then(|m| m.get(name));
-        assert!(indexed.is_some_and(|i| Arc::ptr_eq(&i.0, &cp.0)), "{name}: one shared record");
+        assert!(
+            indexed.is_some_and(|i| Arc::ptr_eq(&i.0, &cp.0)),
+            "{name}: one shared record"
+        );
         *users.entry(cp.labels).or_default() += 1;
     }
     let indexed: usize = cache
@@ -315,7 +318,7 @@ fn related_pod_counts_equal_those_of_the_indirectly_related_pods() {
         for key in &cache.rs_by_controller_uid[&c.uid] {
             let selector = rs_selector(&cache.replica_sets[key]).unwrap();
             for pod in &by_name {
-                if selector.matches(pod_labels(&pod))
+                if selector.matches(pod_labels(pod))
                     && seen.insert(pod.metadata.uid.clone().unwrap_or_default())
                 {
                     related.push(Arc::clone(pod));
@@ -381,7 +384,7 @@ fn related_pod_counts_equal_those_of_the_indirectly_related_pods() {
             .iter()
             .filter(|p| is_pod_active(p))
             .filter(|p| {
-                let l = pod_labels(&p);
+                let l = pod_labels(p);
                 l.get("app").is_some_and(|v| v == "web") || l.contains_key("tier")
             })
             .count();
@@ -538,7 +541,7 @@ fn the_pod_index_keys_by_the_whole_controller_reference_from_v1_34_2() {
             );
             let stray = client.store.get_pod(case.namespace, "stray").unwrap();
             assert_eq!(
-                pod_controller(&stray).is_some(),
+                pod_controller(stray).is_some(),
                 case.keeps_controller[i],
                 "{what}"
             );

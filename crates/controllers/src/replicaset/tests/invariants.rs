@@ -77,8 +77,8 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                         let orphans = client
                             .store
                             .pods()
-                            .filter(|p| is_pod_active(p) && pod_controller(&p).is_none())
-                            .filter(|p| pod_labels(&p).get("app").map(String::as_str) == Some(*n))
+                            .filter(|p| is_pod_active(p) && pod_controller(p).is_none())
+                            .filter(|p| pod_labels(p).get("app").map(String::as_str) == Some(*n))
                             .count();
                         let active = (active_pods_of(&client, n).len() + orphans) as i64;
                         (

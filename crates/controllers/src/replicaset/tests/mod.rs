@@ -145,7 +145,7 @@ fn pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<StoredPod>> {
     client
         .store
         .pods()
-        .filter(|p| pod_controller(&p).map(|r| Some(&r.uid)) == Some(uid.as_ref()))
+        .filter(|p| pod_controller(p).map(|r| Some(&r.uid)) == Some(uid.as_ref()))
         .cloned()
         .collect()
 }
@@ -318,7 +318,7 @@ fn missing_pods_are_created_from_the_template_with_a_controller_reference() {
     assert_eq!(pod.metadata.generate_name.as_deref(), Some("web-"));
     assert_eq!(pod.labels().unwrap()["app"], "web");
     assert_eq!(pod.metadata.annotations.as_ref().unwrap()["a"], "b");
-    let owner = pod_controller(&pod).unwrap();
+    let owner = pod_controller(pod).unwrap();
     assert_eq!(
         (
             owner.kind.as_str(),
@@ -449,7 +449,7 @@ fn orphans_are_adopted_and_non_matching_pods_released() {
         client.events
     );
     let orphan = client.store.get_pod("default", "orphan").unwrap();
-    assert_eq!(pod_controller(&orphan).unwrap().uid, rs.uid());
+    assert_eq!(pod_controller(orphan).unwrap().uid, rs.uid());
 
     // Relabelling a pod releases it and a replacement is created.
     let mut p = StoredPod::clone(client.store.get_pod("default", "owned").unwrap());
@@ -457,7 +457,7 @@ fn orphans_are_adopted_and_non_matching_pods_released() {
     client.update(Object::Pod(Arc::new(p))).unwrap();
     settle(&mut client, &mut rsc);
     let released = client.store.get_pod("default", "owned").unwrap();
-    assert!(pod_controller(&released).is_none());
+    assert!(pod_controller(released).is_none());
     assert_eq!(client.events_with_reason(REASON_SUCCESSFUL_CREATE).len(), 1);
     assert_eq!(active_pods_of(&client, "web").len(), 2);
 }
@@ -473,7 +473,7 @@ fn a_replica_set_being_deleted_neither_adopts_nor_creates() {
     create(&mut client, pod_builder("orphan").object());
     settle(&mut client, &mut rsc);
     assert!(client.events.is_empty());
-    assert!(pod_controller(&client.store.get_pod("default", "orphan").unwrap()).is_none());
+    assert!(pod_controller(client.store.get_pod("default", "orphan").unwrap()).is_none());
 }
 
 #[test]
