@@ -32,8 +32,8 @@ impl NodeLifecycleController {
             config,
             lease_reads,
             steady_epoch,
-            steady_visits,
-            steady_down_visits,
+            steady_visits: visits,
+            steady_down_visits: down_visits,
             ..
         } = self;
         for (name, entry) in nodes.iter_mut() {
@@ -41,21 +41,14 @@ impl NodeLifecycleController {
                 continue;
             }
             let read = refresh_lease(name, entry, &*client, lease_writes, lease_reads);
-            if entry.steady == *steady_epoch {
-                if entry.steady_down {
-                    if steady_down_pass(entry, zones, read) {
-                        *steady_down_visits += 1;
-                        continue;
-                    }
-                } else if steady_pass(entry, zones, config, read, now) {
-                    *steady_visits += 1;
-                    continue;
-                }
+            if entry.steady == *steady_epoch
+                && steady_visit(entry, zones, config, read, now, visits, down_visits)
+            {
+                continue;
             }
             entry.steady = 0;
             if quick_pass(name, entry, zones, config, now, client) {
-                entry.steady = *steady_epoch;
-                entry.steady_down = false;
+                entry.mark_steady(*steady_epoch, false);
                 continue;
             }
             let outcome = update_node_health(name, entry, config, start, now, client);
@@ -64,12 +57,7 @@ impl NodeLifecycleController {
                 continue;
             };
             if !entry.excluded {
-                let z = &mut zones.list[entry.zone];
-                if current == Some(CondStatus::True) {
-                    z.n_ready += 1;
-                } else {
-                    z.n_not_ready += 1;
-                }
+                zones.list[entry.zone].count(current == Some(CondStatus::True));
             }
             let Some(current) = current else {
                 entry.retry = false;
@@ -88,8 +76,7 @@ impl NodeLifecycleController {
             }
             entry.retry = false;
             if marks_steady_down(name, entry, zones) {
-                entry.steady = *steady_epoch;
-                entry.steady_down = true;
+                entry.mark_steady(*steady_epoch, true);
             }
         }
         self.handle_disruption(now, client);
@@ -429,6 +416,34 @@ fn stays_ready(entry: &mut NodeEntry, config: &NodeLifecycleConfig, now: SimTime
     note_lease(health, entry.lease, now);
     entry.steady_until = health.probe + config.node_monitor_grace_period;
     now <= entry.steady_until
+}
+
+/// A visit of a node marked steady at this epoch: the steady-down check for a silent node
+/// already tainted unreachable, the steady check for the others; true (and counted) when the
+/// mark holds and the node needs nothing more this pass.
+#[inline]
+fn steady_visit(
+    entry: &mut NodeEntry,
+    zones: &mut Zones,
+    config: &NodeLifecycleConfig,
+    lease_read: bool,
+    now: SimTime,
+    steady_visits: &mut u64,
+    steady_down_visits: &mut u64,
+) -> bool {
+    let (held, visits) = if entry.steady_down {
+        (
+            steady_down_pass(entry, zones, lease_read),
+            steady_down_visits,
+        )
+    } else {
+        (
+            steady_pass(entry, zones, config, lease_read, now),
+            steady_visits,
+        )
+    };
+    *visits += u64::from(held);
+    held
 }
 
 /// A node the last pass found in the common case ([`quick_pass`]) with its record unchanged

@@ -358,6 +358,25 @@ struct Zone {
     n_not_ready: u32,
 }
 
+impl NodeEntry {
+    /// Marks the node steady at `epoch` (`down`: a silent node tainted unreachable).
+    fn mark_steady(&mut self, epoch: u64, down: bool) {
+        self.steady = epoch;
+        self.steady_down = down;
+    }
+}
+
+impl Zone {
+    /// Counts one node of the zone's at a monitor pass, ready or not.
+    fn count(&mut self, ready: bool) {
+        if ready {
+            self.n_ready += 1;
+        } else {
+            self.n_not_ready += 1;
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct Zones {
     list: Vec<Zone>,
