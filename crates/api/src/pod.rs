@@ -275,7 +275,7 @@ impl<'de> serde::Deserialize<'de> for StoredPod {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::json;
 
     use super::*;
@@ -299,6 +299,19 @@ mod tests {
         pod.set_node_name(None);
         assert_eq!(pod.node_name(), None);
         assert!(pod.spec.is_some());
+    }
+
+    /// The manifest read as k8s-openapi's `Pod` and as a [`StoredPod`], checked to write the
+    /// same JSON.
+    pub(crate) fn read_both(m: &serde_json::Value) -> (Pod, StoredPod) {
+        let plain: Pod = serde_json::from_value(m.clone()).unwrap();
+        let stored: StoredPod = serde_json::from_value(m.clone()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&stored).unwrap(),
+            serde_json::to_string(&plain).unwrap(),
+            "{m}"
+        );
+        (plain, stored)
     }
 
     fn manifest(node: Option<&str>) -> serde_json::Value {
@@ -327,13 +340,7 @@ mod tests {
                 "spec": {"nodeName": "n2"}}),
         ];
         for m in cases {
-            let plain: Pod = serde_json::from_value(m.clone()).unwrap();
-            let stored: StoredPod = serde_json::from_value(m.clone()).unwrap();
-            assert_eq!(
-                serde_json::to_string(&stored).unwrap(),
-                serde_json::to_string(&plain).unwrap(),
-                "{m}"
-            );
+            let (plain, stored) = read_both(&m);
             assert_eq!(stored.node_name(), plain.node_name(), "{m}");
             assert_eq!(stored.to_k8s(), plain, "{m}");
             assert_eq!(StoredPod::from_k8s(plain), stored, "{m}");

@@ -266,9 +266,16 @@ pub fn claim_rule(
 /// Adds `controller_ref` to the object's owner references, replacing one with the same UID (the
 /// strategic merge patch upstream sends merges the list by UID).
 pub fn add_owner_reference(meta: &mut ObjectMeta, controller_ref: OwnerReference) {
-    let refs = meta.owner_references.get_or_insert_with(Vec::new);
-    refs.retain(|r| r.uid != controller_ref.uid);
-    refs.push(controller_ref);
+    put_reference(
+        meta.owner_references.get_or_insert_with(Vec::new),
+        controller_ref,
+    );
+}
+
+/// `r` in `refs` in place of any with its UID, at the end.
+fn put_reference(refs: &mut Vec<OwnerReference>, r: OwnerReference) {
+    refs.retain(|o| o.uid != r.uid);
+    refs.push(r);
 }
 
 /// Removes the owner reference with this UID (the `$patch: delete` of a release).
@@ -283,23 +290,19 @@ pub fn remove_owner_reference(meta: &mut ObjectMeta, uid: &str) {
 
 /// [`add_owner_reference`] on a pod (its shared list copied first).
 pub fn add_pod_owner_reference(pod: &mut StoredPod, controller_ref: OwnerReference) {
-    let refs = pod.owner_references_mut();
-    refs.retain(|r| r.uid != controller_ref.uid);
-    refs.push(controller_ref);
+    put_reference(pod.owner_references_mut(), controller_ref);
 }
 
-/// [`remove_owner_reference`] on a pod (its shared list copied first, if it has the UID).
+/// [`remove_owner_reference`] on a pod (its shared list copied first, only if it has the UID
+/// beside others).
 pub fn remove_pod_owner_reference(pod: &mut StoredPod, uid: &str) {
     let Some(refs) = pod.owner_references() else {
         return;
     };
-    if refs.len() == 1 && refs[0].uid == uid {
+    if refs.iter().all(|r| r.uid == uid) {
         pod.set_owner_references(None);
-        return;
-    }
-    pod.owner_references_mut().retain(|r| r.uid != uid);
-    if pod.owner_references().is_some_and(Vec::is_empty) {
-        pod.set_owner_references(None);
+    } else if refs.iter().any(|r| r.uid == uid) {
+        pod.owner_references_mut().retain(|r| r.uid != uid);
     }
 }
 

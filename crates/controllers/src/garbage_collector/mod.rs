@@ -190,18 +190,20 @@ impl GarbageCollector {
         if uid.is_empty() {
             return;
         }
-        if !self.nodes.contains_key(uid) {
-            let node = self.node_of(obj);
-            self.nodes.insert(Arc::from(uid), node);
-        }
+        // The node's UID, the one string its owners' dependents sets share.
+        let shared = match self.nodes.get_key_value(uid) {
+            Some((shared, _)) => shared.clone(),
+            None => {
+                let shared: Arc<str> = Arc::from(uid);
+                let node = self.node_of(obj);
+                self.nodes.insert(shared.clone(), node);
+                shared
+            }
+        };
         let refs = obj.owner_references().map_or(&[][..], Vec::as_slice);
         if old_refs == Some(refs) {
             return;
         }
-        let Some((shared, _)) = self.nodes.get_key_value(uid) else {
-            return;
-        };
-        let shared = shared.clone();
         for r in old_refs.unwrap_or(&[]) {
             if !refs.iter().any(|n| n.uid == r.uid) {
                 if let Some(deps) = self.dependents.get_mut(&r.uid) {
