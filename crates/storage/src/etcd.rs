@@ -326,13 +326,9 @@ impl<V: Clone + Send + Sync + 'static> EtcdStorage<V> {
         T: Send + 'static,
         F: Future<Output = std::result::Result<T, etcd_client::Error>> + Send + 'static,
     {
-        let admitted = self.health.admit().map_err(Failure::Unreachable)?;
+        let admitted = self.health.admit()?;
         let answer = self.call_etcd(f);
-        let unavailable = match &answer {
-            Err(Failure::Unreachable(m) | Failure::TimedOut(m)) => Some(m.as_str()),
-            _ => None,
-        };
-        self.health.record(admitted, unavailable);
+        self.health.record(admitted, answer.as_ref().err());
         answer
     }
 

@@ -13,6 +13,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Why a call to etcd failed.
+#[derive(Debug)]
 pub(crate) enum Failure {
     Compacted,
     Future,
@@ -75,6 +76,9 @@ pub(crate) struct Health {
 struct Down {
     /// What it answered (or that it did not answer).
     message: String,
+    /// It did not answer in time (504 Timeout), rather than refusing (503): calls that fail at
+    /// once answer as the call that found it did.
+    timed_out: bool,
     /// When the next call may ask etcd again.
     retry_at: Instant,
     /// A call is asking etcd now.
@@ -85,12 +89,20 @@ struct Down {
 pub(crate) struct Admitted(());
 
 impl Health {
-    /// Whether a call may go to etcd now; else the message of the failure it answers with.
-    pub(crate) fn admit(&self) -> Result<Admitted, String> {
+    /// Whether a call may go to etcd now; else the failure it answers with, the one the last
+    /// admitted call found.
+    pub(crate) fn admit(&self) -> Result<Admitted, Failure> {
         let mut down = self.down.lock().unwrap_or_else(PoisonError::into_inner);
         match down.as_mut() {
             None => Ok(Admitted(())),
-            Some(d) if d.probing || Instant::now() < d.retry_at => Err(d.message.clone()),
+            Some(d) if d.probing || Instant::now() < d.retry_at => {
+                let message = d.message.clone();
+                Err(if d.timed_out {
+                    Failure::TimedOut(message)
+                } else {
+                    Failure::Unreachable(message)
+                })
+            }
             Some(d) => {
                 d.probing = true;
                 Ok(Admitted(()))
@@ -98,19 +110,26 @@ impl Health {
         }
     }
 
-    /// Records what an admitted call found: `Some(message)` when etcd was unavailable, `None`
-    /// when it answered (even with an error of the request's own).
-    pub(crate) fn record(&self, _call: Admitted, unavailable: Option<&str>) {
+    /// Records how an admitted call failed, or `None` when it succeeded. etcd is unavailable
+    /// after a call that timed out or found it unreachable; any other answer (even an error of
+    /// the request's own) shows it serves.
+    pub(crate) fn record(&self, _call: Admitted, failed: Option<&Failure>) {
         let mut down = self.down.lock().unwrap_or_else(PoisonError::into_inner);
-        match unavailable {
-            Some(message) => {
-                *down = Some(Down {
-                    message: message.to_string(),
-                    retry_at: Instant::now() + PAUSE,
-                    probing: false,
-                })
-            }
-            None => *down = None,
+        *down = match failed {
+            Some(Failure::TimedOut(message)) => Some(Down::new(message, true)),
+            Some(Failure::Unreachable(message)) => Some(Down::new(message, false)),
+            _ => None,
+        };
+    }
+}
+
+impl Down {
+    fn new(message: &str, timed_out: bool) -> Down {
+        Down {
+            message: message.to_string(),
+            timed_out,
+            retry_at: Instant::now() + PAUSE,
+            probing: false,
         }
     }
 }
@@ -123,10 +142,10 @@ mod tests {
     fn after_a_failure_calls_fail_at_once_until_one_asks_again_and_finds_etcd_back() {
         let health = Health::default();
         let first = health.admit().expect("etcd is presumed up");
-        health.record(first, Some("etcdserver: request timed out"));
-        assert_eq!(
-            health.admit().err().as_deref(),
-            Some("etcdserver: request timed out"),
+        let found = Failure::Unreachable("etcdserver: request timed out".into());
+        health.record(first, Some(&found));
+        assert!(
+            matches!(health.admit(), Err(Failure::Unreachable(m)) if m == "etcdserver: request timed out"),
             "a call within the pause fails at once"
         );
         std::thread::sleep(PAUSE + Duration::from_millis(50));
@@ -137,5 +156,20 @@ mod tests {
             health.admit().is_ok(),
             "etcd answered: calls go to it again"
         );
+    }
+
+    #[test]
+    fn calls_refused_after_a_timeout_time_out_too_and_a_request_error_shows_etcd_serves() {
+        let health = Health::default();
+        let first = health.admit().expect("etcd is presumed up");
+        health.record(first, Some(&Failure::TimedOut("Timeout expired".into())));
+        assert!(
+            matches!(health.admit(), Err(Failure::TimedOut(m)) if m == "Timeout expired"),
+            "a timeout stays a timeout (504), not ServiceUnavailable (503)"
+        );
+        std::thread::sleep(PAUSE + Duration::from_millis(50));
+        let probe = health.admit().expect("after the pause one call asks etcd");
+        health.record(probe, Some(&Failure::Compacted));
+        assert!(health.admit().is_ok(), "etcd answered the request");
     }
 }
