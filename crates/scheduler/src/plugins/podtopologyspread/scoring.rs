@@ -34,9 +34,8 @@ pub(crate) struct PreScoreState {
     /// Per filtered node, in the order PreScore saw them (the order of Score and
     /// NormalizeScore): whether it is ignored.
     pub ignored: Vec<bool>,
-    /// Per constraint (hostname constraints excluded): topology value → matching pods. The
-    /// values are shared with [`DomainIds`], so that PreScore copies no name.
-    pub topology_value_to_pod_counts: Vec<FxHashMap<Arc<str>, i64>>,
+    /// Per constraint (hostname constraints excluded): topology value → matching pods.
+    pub topology_value_to_pod_counts: Vec<FxHashMap<String, i64>>,
     /// Per constraint: `ln(number of domains among the filtered nodes + 2)`.
     pub topology_normalizing_weight: Vec<f64>,
     /// Per filtered node, in PreScore's order: its address and raw score, computed by
@@ -89,8 +88,8 @@ fn node_address(node: &NodeInfo) -> usize {
 #[derive(Debug, Default)]
 pub(crate) struct DomainIds {
     ids: FxHashMap<String, u32>,
-    /// By id; shared with each PreScore's [`PreScoreState::topology_value_to_pod_counts`].
-    names: Vec<Arc<str>>,
+    /// By id.
+    names: Vec<String>,
 }
 
 impl DomainIds {
@@ -103,7 +102,7 @@ impl DomainIds {
         }
         let id = self.ids.len() as u32;
         self.ids.insert(value.to_string(), id);
-        self.names.push(value.into());
+        self.names.push(value.to_string());
         id
     }
 }
@@ -193,8 +192,6 @@ pub(crate) struct ScoreMemos {
     pub(crate) counts: ScoreCounts,
     /// The default constraints of the last ReplicaSet's pods.
     pub(crate) defaults: SoftDefaults,
-    /// PreScore's buffers for one pass over the filtered nodes.
-    pub(crate) tallied: Tallied,
 }
 
 /// One node's entry.
@@ -329,77 +326,49 @@ struct Tally<'a> {
 /// for the topology key, or the node is ignored).
 const NO_VALUE: i64 = -1;
 
-/// What PreScore's one pass over the filtered nodes keeps for their raw scores. Kept in the
-/// plugin's state ([`ScoreMemos::tallied`]) and reused from one pod to the next, so that a
-/// cycle allocates and zeroes none of it.
+/// What PreScore's one pass over the filtered nodes keeps for their raw scores.
 #[derive(Default)]
-pub(crate) struct Tallied {
+struct Tallied {
     /// Per filtered node × constraint (a node's constraints in a row): the node's own count
     /// (hostname constraints), its domain id (other constraints), or [`NO_VALUE`].
     rows: Vec<i64>,
     /// Per constraint: domain id → the domain's count, for the domains of the nodes not
-    /// ignored (hostname constraints: none); `None` past the filtered nodes' domains.
+    /// ignored (hostname constraints: none).
     totals: Vec<Vec<Option<i64>>>,
     /// Per constraint: how many domains `totals` holds.
     sizes: Vec<usize>,
     /// How many filtered nodes are ignored.
     n_ignored: usize,
-    /// Per constraint: domain id → its term in a raw score (see [`raw_scores`]).
-    by_domain: Vec<Vec<f64>>,
-}
-
-impl Tallied {
-    /// Empties the buffers for `n_nodes` filtered nodes and `n_constraints` constraints.
-    fn start(&mut self, n_nodes: usize, n_constraints: usize) {
-        self.rows.clear();
-        self.rows.resize(n_nodes * n_constraints, NO_VALUE);
-        self.totals.resize_with(n_constraints, Vec::new);
-        self.by_domain.resize_with(n_constraints, Vec::new);
-        for seen in &mut self.totals {
-            seen.clear();
-        }
-        self.sizes.clear();
-        self.sizes.resize(n_constraints, 0);
-        self.n_ignored = 0;
-    }
 }
 
 impl Tally<'_> {
-    /// The entry of the `j`th filtered node (whether it has every key, and its cells) and its
-    /// place, when the memo holds them: with the node's place, the entry is read without its
-    /// NodeInfo, and its hostname counts are the kept ones.
-    #[inline]
-    fn known(&self, j: usize, node: &NodeInfo) -> (Option<usize>, Option<(bool, &[EntryCell])>) {
-        let memo = self.memo;
-        match self.places {
-            Some(places) => match memo.contribution(places[j]) {
-                Some((info, e)) => {
-                    debug_assert!(std::ptr::eq(info, node));
-                    (Some(places[j]), Some(memo.agg.cells_of(e)))
-                }
-                None => (None, None),
-            },
-            None => (None, memo.agg.lookup(node)),
-        }
-    }
-
     /// Goes through the filtered nodes once: whether each is ignored (`s.ignored`), what its
-    /// raw score reads (`t.rows`), and the counts of the domains they are in (`t.totals`,
-    /// `s.topology_value_to_pod_counts`).
-    fn run(
-        &self,
-        nodes: &[&NodeInfo],
-        domains: &mut DomainIds,
-        s: &mut PreScoreState,
-        t: &mut Tallied,
-    ) {
-        let n_constraints = self.constraints.len();
-        t.start(nodes.len(), n_constraints);
-        s.ignored.clear();
+    /// raw score reads (`Tallied::rows`), and the counts of the domains they are in
+    /// (`Tallied::totals`, `s.topology_value_to_pod_counts`).
+    fn run(&self, nodes: &[&NodeInfo], domains: &mut DomainIds, s: &mut PreScoreState) -> Tallied {
+        let (memo, n_constraints) = (self.memo, self.constraints.len());
+        let mut t = Tallied {
+            rows: vec![NO_VALUE; nodes.len() * n_constraints],
+            totals: vec![Vec::new(); n_constraints],
+            sizes: vec![0; n_constraints],
+            n_ignored: 0,
+        };
         s.ignored.resize(nodes.len(), false);
-        for (j, &node) in nodes.iter().enumerate() {
-            let (counted_at, known) = self.known(j, node);
-            let fresh;
+        let mut fresh;
+        let rows = t.rows.chunks_exact_mut(n_constraints);
+        for (j, ((&node, row), ignored)) in nodes.iter().zip(rows).zip(&mut s.ignored).enumerate() {
+            // With the node's place, its entry is read from the memo without its NodeInfo, and
+            // its hostname counts are the kept ones.
+            let (counted_at, known) = match self.places.map(|places| places[j]) {
+                Some(p) => match memo.contribution(p) {
+                    Some((info, e)) => {
+                        debug_assert!(std::ptr::eq(info, node));
+                        (Some(p), Some(memo.agg.cells_of(e)))
+                    }
+                    None => (None, None),
+                },
+                None => (None, memo.agg.lookup(node)),
+            };
             let (all_keys, entry_cells) = match known {
                 Some(e) => e,
                 None => {
@@ -408,11 +377,10 @@ impl Tally<'_> {
                 }
             };
             if self.require_all && !all_keys {
-                s.ignored[j] = true;
+                *ignored = true;
                 t.n_ignored += 1;
                 continue;
             }
-            let row = &mut t.rows[j * n_constraints..(j + 1) * n_constraints];
             let cells = self.hostname.iter().zip(entry_cells).zip(row).enumerate();
             for (i, ((&is_hostname, cell), slot)) in cells {
                 if is_hostname {
@@ -433,12 +401,13 @@ impl Tally<'_> {
                     // Domains of no filtered node do not matter; hostname counts are per node.
                     let total = self.counts.domain_total(i, id);
                     seen[id] = Some(total);
-                    let value = Arc::clone(&domains.names[id]);
+                    let value = domains.names[id].clone();
                     s.topology_value_to_pod_counts[i].insert(value, total);
                     t.sizes[i] += 1;
                 }
             }
         }
+        t
     }
 
     /// The `i`th (hostname) constraint's count on `node`: the kept one at `counted_at` when
@@ -484,45 +453,54 @@ fn normalizing_weights(
         .collect()
 }
 
-/// The filtered nodes' raw scores from their rows, in PreScore's order. What one constraint
-/// adds to a node's raw score is `count × weight + (maxSkew − 1)` ([`score_for_count`]), with
-/// the count the node's own (hostname) or its domain's, whose terms are computed once per
-/// domain (`t.by_domain`). Each node's terms are added in the constraints' order as before, so
+/// What one constraint adds to a node's raw score: `count × weight + (maxSkew − 1)`
+/// ([`score_for_count`]), with the count the node's own (hostname) or its domain's, whose
+/// terms are computed once per domain.
+struct Term {
+    weight: f64,
+    skew: f64,
+    /// By domain id, for the constraints that are not the hostname's; empty for it.
+    by_domain: Vec<f64>,
+    hostname: bool,
+}
+
+/// The filtered nodes' raw scores from their rows, in PreScore's order. Each node's terms are
+/// the ones [`score_for_count`] gives and are added in the constraints' order as before, so
 /// the sums round as they did.
 fn raw_scores(
     nodes: &[&NodeInfo],
     s: &PreScoreState,
     constraints: &[Constraint],
     hostname: &[bool],
-    t: &mut Tallied,
+    t: &Tallied,
 ) -> Vec<(usize, i64)> {
-    let n_constraints = constraints.len();
-    let weights = &s.topology_normalizing_weight[..n_constraints];
-    for (((c, totals), &weight), by_domain) in
-        constraints.iter().zip(&t.totals).zip(weights).zip(&mut t.by_domain)
-    {
-        by_domain.clear();
-        by_domain.extend(
-            totals
+    let terms: Vec<Term> = constraints
+        .iter()
+        .zip(&t.totals)
+        .zip(&s.topology_normalizing_weight)
+        .zip(hostname)
+        .map(|(((c, totals), &weight), &hostname)| Term {
+            weight,
+            skew: (c.max_skew - 1) as f64,
+            by_domain: totals
                 .iter()
-                .map(|total| score_for_count(total.unwrap_or(0), c.max_skew, weight)),
-        );
-    }
-    let (hostname, by_domain) = (&hostname[..n_constraints], &t.by_domain[..n_constraints]);
-    let rows = &t.rows[..nodes.len() * n_constraints];
-    let ignored = &s.ignored[..nodes.len()];
+                .map(|total| score_for_count(total.unwrap_or(0), c.max_skew, weight))
+                .collect(),
+            hostname,
+        })
+        .collect();
+    let rows = t.rows.chunks_exact(constraints.len());
     let mut raw = Vec::with_capacity(nodes.len());
-    for (j, node) in nodes.iter().enumerate() {
+    for ((node, row), &ignored) in nodes.iter().zip(rows).zip(&s.ignored) {
         let mut score = 0.0;
-        if !ignored[j] {
-            let row = &rows[j * n_constraints..(j + 1) * n_constraints];
-            for (i, &v) in row.iter().enumerate() {
+        if !ignored {
+            for (term, &v) in terms.iter().zip(row) {
                 if v == NO_VALUE {
                     continue;
                 }
-                score += match hostname[i] {
-                    true => score_for_count(v, constraints[i].max_skew, weights[i]),
-                    false => by_domain[i][v as usize],
+                score += match term.hostname {
+                    true => v as f64 * term.weight + term.skew,
+                    false => term.by_domain[v as usize],
                 };
             }
         }
@@ -596,11 +574,10 @@ impl PreScorePlugin for PodTopologySpread {
             counts: &memos.counts,
             places: (places.len() == nodes.len()).then_some(places.as_slice()),
         };
-        let t = &mut memos.tallied;
-        tally.run(nodes, domains, &mut s, t);
+        let t = tally.run(nodes, domains, &mut s);
         s.topology_normalizing_weight =
             normalizing_weights(constraints, &t.sizes, nodes.len() - t.n_ignored);
-        s.raw = raw_scores(nodes, &s, constraints, &hostname, t);
+        s.raw = raw_scores(nodes, &s, constraints, &hostname, &t);
         s.constraints = Arc::clone(constraints);
         drop(guard);
         state.write(&PRE_SCORE_KEY, s);
@@ -650,7 +627,7 @@ pub(crate) fn pre_score_recount(
             }
             let value = labels.get(&c.topology_key).map_or("", String::as_str);
             if !s.topology_value_to_pod_counts[i].contains_key(value) {
-                s.topology_value_to_pod_counts[i].insert(value.into(), 0);
+                s.topology_value_to_pod_counts[i].insert(value.to_string(), 0);
                 topo_size[i] += 1;
             }
         }
