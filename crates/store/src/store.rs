@@ -307,7 +307,9 @@ impl Store {
     }
 
     /// [`Store::get_hinted`] for a Lease (see [`Cache::get_lease_hinted`]): its bucket is
-    /// known without the kind's match, and the slot's object without the caller's.
+    /// known without the kind's match, and the slot's object without the caller's. Inlined
+    /// into the cache's method (the monitor reads every Lease at every renewal round).
+    #[inline]
     pub fn get_lease_hinted(
         &self,
         namespace: &str,
@@ -411,6 +413,7 @@ impl Store {
     }
 
     /// Takes the next resourceVersion (its text was `next_text`).
+    #[inline]
     fn next_rv(&mut self) -> u64 {
         self.resource_version += 1;
         increment(&mut self.next_text);
@@ -582,11 +585,8 @@ impl Store {
         resource_version: u64,
         renew: Timestamp,
     ) -> Result<u64, ApiError> {
-        let not_found = || ApiError::NotFound {
-            key: ObjectKey::new(Kind::Lease, namespace, name),
-        };
         let Some(b) = Kind::Lease.index() else {
-            return Err(not_found());
+            return Err(lease_not_found(namespace, name));
         };
         let Store {
             buckets,
@@ -595,18 +595,23 @@ impl Store {
             ..
         } = self;
         let bucket = &mut buckets[b];
-        let i = bucket
-            .slot_hinted(namespace, name, hint)
-            .ok_or_else(not_found)?;
-        let slot = bucket.slots[i].as_mut().ok_or_else(not_found)?;
+        let Some(i) = bucket.slot_hinted(namespace, name, hint) else {
+            return Err(lease_not_found(namespace, name));
+        };
         let at_version = bucket.rvs[i] == resource_version;
-        let l = match slot {
-            Object::Lease(l) if at_version => Arc::make_mut(l),
-            other => return Err(ApiError::Conflict { key: other.key() }),
+        let l = match &mut bucket.slots[i] {
+            Some(Object::Lease(l)) if at_version => Arc::make_mut(l),
+            Some(other) => return Err(conflict(other)),
+            None => return Err(lease_not_found(namespace, name)),
         };
         l.spec.get_or_insert_with(Default::default).renew_time = Some(MicroTime(renew));
+        // `clear` and `push_str` inline into a copy where `clone_from` is a call (the texts
+        // are a few digits, within the old text's capacity).
         match &mut l.metadata.resource_version {
-            Some(s) => s.clone_from(next_text),
+            Some(s) => {
+                s.clear();
+                s.push_str(next_text);
+            }
             None => l.metadata.resource_version = Some(next_text.clone()),
         }
         bucket.rvs[i] = *counter + 1;
@@ -629,18 +634,42 @@ impl Store {
     }
 }
 
-/// Adds one to a decimal number in place (the next resourceVersion's text).
-fn increment(digits: &mut String) {
-    // Nine times in ten the last digit is 0 to 8: it alone changes.
-    if let Some(&d) = digits
-        .as_bytes()
-        .last()
-        .filter(|d| (b'0'..=b'8').contains(*d))
-    {
-        digits.pop();
-        digits.push(char::from(d + 1));
-        return;
+/// [`Store::renew_lease_quietly`]'s NotFound, out of line (the renewal's path builds no
+/// error).
+#[cold]
+#[inline(never)]
+fn lease_not_found(namespace: &str, name: &str) -> ApiError {
+    ApiError::NotFound {
+        key: ObjectKey::new(Kind::Lease, namespace, name),
     }
+}
+
+/// [`Store::renew_lease_quietly`]'s Conflict, out of line.
+#[cold]
+#[inline(never)]
+fn conflict(stored: &Object) -> ApiError {
+    ApiError::Conflict { key: stored.key() }
+}
+
+/// Adds one to a decimal number in place (the next resourceVersion's text). Inlined into
+/// every write: nine times in ten the last digit is 0 to 8 and it alone changes, which takes
+/// a few instructions without a call (the carry is out of line, so the callers keep no
+/// registers for it; `truncate` rather than `pop`, which decodes the char it removes).
+#[inline]
+fn increment(digits: &mut String) {
+    match digits.as_bytes().last() {
+        Some(&d) if (b'0'..=b'8').contains(&d) => {
+            digits.truncate(digits.len() - 1);
+            digits.push(char::from(d + 1));
+        }
+        _ => increment_carry(digits),
+    }
+}
+
+/// [`increment`] when the last digit is a 9 (or the text is empty).
+#[cold]
+#[inline(never)]
+fn increment_carry(digits: &mut String) {
     let bytes = digits.as_bytes();
     let Some(last) = bytes.iter().rposition(|&d| d != b'9') else {
         // All nines (or empty): one more digit.
