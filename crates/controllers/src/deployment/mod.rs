@@ -168,6 +168,9 @@ pub struct DeploymentController {
     terminating_replicas: bool,
     /// The template comparisons of the sync in progress (cleared at each sync's start).
     template_verdicts: TemplateVerdicts,
+    /// The sync's last unchanged finding of its new and old ReplicaSets (cleared with the
+    /// verdicts).
+    found_replica_sets: Option<sync::FoundReplicaSets>,
 }
 
 impl Default for DeploymentController {
@@ -192,6 +195,7 @@ impl DeploymentController {
             metrics: Metrics::default(),
             terminating_replicas: features.enabled("DeploymentReplicaSetTerminatingReplicas"),
             template_verdicts: TemplateVerdicts::default(),
+            found_replica_sets: None,
         }
     }
 
@@ -636,8 +640,10 @@ impl Component for DeploymentController {
         let keys: BTreeSet<NsName> = self.queue.take_due(now);
         for key in keys {
             self.template_verdicts.clear();
+            self.found_replica_sets = None;
             let synced = self.sync_deployment(&key, &mut cx);
             self.template_verdicts.clear();
+            self.found_replica_sets = None;
             match synced {
                 Ok(()) => self.queue.forget(&key),
                 Err(_) => {

@@ -96,6 +96,11 @@ impl DeploymentController {
 
     /// Upstream `getAllReplicaSetsAndSyncRevision`: the new ReplicaSet (created when asked and
     /// missing) and every old one.
+    ///
+    /// A sync calls it twice (for the scaling check, then for the rollout). A call that found
+    /// the new ReplicaSet and changed nothing is a function of the Deployment's and the
+    /// ReplicaSets' versions alone, so the second call with the same versions returns what the
+    /// first found ([`FoundReplicaSets`]) without finding and checking it again.
     pub(super) fn get_all_replica_sets_and_sync_revision(
         &mut self,
         d: &mut DeploymentRef,
@@ -103,10 +108,20 @@ impl DeploymentController {
         create: bool,
         cx: &mut SyncCtx,
     ) -> Result<(Option<Arc<ReplicaSet>>, RsList), String> {
+        if let Some(found) = self.found_replica_sets.as_ref().filter(|f| f.holds(d, rs_list)) {
+            return Ok((Some(found.new_rs.clone()), found.old_rss.clone()));
+        }
+        let before = FoundReplicaSets::key(d, rs_list);
         let verdicts = &mut self.template_verdicts;
         let existing = find_new_replica_set_by(rs_list, |rs| verdicts.equal(d, rs));
         let old_rss = old_replica_sets(existing.as_deref(), rs_list);
         let new_rs = self.get_new_replica_set(d, rs_list, existing, &old_rss, create, cx)?;
+        if let Some(rs) = &new_rs {
+            let found = before.found(rs, &old_rss);
+            if found.holds(d, rs_list) {
+                self.found_replica_sets = Some(found);
+            }
+        }
         Ok((new_rs, old_rss))
     }
 
@@ -188,10 +203,9 @@ impl DeploymentController {
             .and_then(|s| s.min_ready_seconds)
             .unwrap_or(0)
             != want_min_ready.unwrap_or(0);
-        let (annotations_updated, rs_copy) =
+        let (annotations_updated, ann) =
             existing_annotations(d, &existing, new_revision, min_ready_update);
         if annotations_updated || min_ready_update {
-            let ann = rs_copy.metadata.annotations.clone();
             let updated = patch_replica_set(cx.client, &existing, |r| {
                 r.metadata.annotations = ann.clone();
                 r.spec
@@ -559,26 +573,78 @@ pub(super) fn set_available_condition(
 }
 
 /// `SetNewReplicaSetAnnotations` on an existing new ReplicaSet: whether it changed them, and
-/// a ReplicaSet holding only the annotations. Only the annotations can change here (an
-/// existing ReplicaSet gets no replica annotations), so only they are copied, not the
-/// template, and only when they change or the ReplicaSet is written anyway (`write`, which
-/// sends them): this runs a few times in every sync of a Deployment.
+/// the annotations it leaves. Only the annotations can change here (an existing ReplicaSet
+/// gets no replica annotations), so only they are copied, not the template, and only when
+/// they change or the ReplicaSet is written anyway (`write`, which sends them): this runs a
+/// few times in every sync of a Deployment. The unchanged case builds no ReplicaSet at all
+/// (an empty one is a large value to build, move and drop).
 fn existing_annotations(
     d: &Deployment,
     existing: &ReplicaSet,
     new_revision: i64,
     write: bool,
-) -> (bool, ReplicaSet) {
-    let mut rs_copy = ReplicaSet::default();
+) -> (bool, Option<BTreeMap<String, String>>) {
     if !write && new_replica_set_annotations_unchanged(d, existing, new_revision) {
-        return (false, rs_copy);
+        return (false, None);
     }
+    let mut rs_copy = ReplicaSet::default();
     rs_copy
         .metadata
         .annotations
         .clone_from(&existing.metadata.annotations);
     let updated = set_new_replica_set_annotations(d, &mut rs_copy, new_revision, true);
-    (updated, rs_copy)
+    (updated, rs_copy.metadata.annotations)
+}
+
+/// What [`DeploymentController::get_all_replica_sets_and_sync_revision`] found for one
+/// version of a Deployment and of its ReplicaSets when it found the new ReplicaSet and changed
+/// nothing (the sync's Deployment is the same allocation, the list the same `Arc`s). The
+/// Deployment is held weakly, as [`TemplateVerdicts`] holds it: a change of it (`Arc::make_mut`)
+/// moves it to a new allocation while this is held, so an equal pointer with a live
+/// allocation is the same version. The owner clears it at each sync.
+pub(super) struct FoundReplicaSets {
+    d: std::sync::Weak<Deployment>,
+    rs_list: RsList,
+    new_rs: Arc<ReplicaSet>,
+    old_rss: RsList,
+}
+
+/// The versions a call starts from, to be kept when the call changes nothing.
+pub(super) struct FoundKey {
+    d: std::sync::Weak<Deployment>,
+    rs_list: RsList,
+}
+
+impl FoundReplicaSets {
+    fn key(d: &DeploymentRef, rs_list: &RsList) -> FoundKey {
+        FoundKey {
+            d: Arc::downgrade(d),
+            rs_list: rs_list.clone(),
+        }
+    }
+
+    /// Whether `d` and `rs_list` are the versions this was found for.
+    fn holds(&self, d: &DeploymentRef, rs_list: &RsList) -> bool {
+        std::ptr::eq(self.d.as_ptr(), Arc::as_ptr(d))
+            && self.d.strong_count() > 0
+            && self.rs_list.len() == rs_list.len()
+            && self
+                .rs_list
+                .iter()
+                .zip(rs_list)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
+
+impl FoundKey {
+    fn found(self, new_rs: &Arc<ReplicaSet>, old_rss: &RsList) -> FoundReplicaSets {
+        FoundReplicaSets {
+            d: self.d,
+            rs_list: self.rs_list,
+            new_rs: new_rs.clone(),
+            old_rss: old_rss.clone(),
+        }
+    }
 }
 
 /// The new ReplicaSet of upstream `getNewReplicaSet`, not yet created: named after the hash of
