@@ -66,7 +66,8 @@ impl Scheduler {
                     let status = fwk.run_bind_plugins(state, pod, host, &mut queueing);
                     if status.is_success() && queueing.queued {
                         cycle.bind_plugin = status.plugin;
-                        self.binding_cycles.insert(cycle.assumed.uid().to_string(), cycle);
+                        self.binding_cycles
+                            .insert(cycle.assumed.uid().to_string(), cycle);
                         return;
                     }
                     status

@@ -62,8 +62,7 @@ impl Scheduler {
             .cache()
             .get_pod(&pod_key.namespace, &pod_key.name)
             .cloned();
-        let Some(current) =
-            current.filter(|p| p.metadata.uid.as_deref() == Some(pod_key.uid()))
+        let Some(current) = current.filter(|p| p.metadata.uid.as_deref() == Some(pod_key.uid()))
         else {
             self.queue.done(pod_key.uid());
             return;
