@@ -49,7 +49,7 @@ impl Scheduler {
     ) {
         // Failures from here on are errors, not unschedulability: the pod's in-flight events
         // can go.
-        self.queue.done(&cycle.assumed.uid);
+        self.queue.done(cycle.assumed.uid());
         let fwk = cycle.fwk.clone();
         let (state, pod, host) = (&mut cycle.state, &cycle.assumed, cycle.host.as_str());
         let mut status = fwk.run_pre_bind_plugins(state, pod, host, client);
@@ -66,7 +66,8 @@ impl Scheduler {
                     let status = fwk.run_bind_plugins(state, pod, host, &mut queueing);
                     if status.is_success() && queueing.queued {
                         cycle.bind_plugin = status.plugin;
-                        self.binding_cycles.insert(cycle.assumed.uid.clone(), cycle);
+                        self.binding_cycles
+                            .insert(cycle.assumed.uid().to_string(), cycle);
                         return;
                     }
                     status
@@ -122,9 +123,9 @@ impl Scheduler {
         cycle
             .fwk
             .run_reserve_plugins_unreserve(&mut cycle.state, assumed, host);
-        let _ = self.cache.forget_pod(&assumed.uid);
-        let uid = assumed.uid.clone();
-        let not_self = move |p: &PodInfo| p.uid != uid;
+        let _ = self.cache.forget_pod(assumed.uid());
+        let uid = assumed.uid().to_string();
+        let not_self = move |p: &PodInfo| p.uid() != uid;
         self.queue.move_all_to_active_or_backoff_queue(
             ev::ASSIGNED_POD_DELETE,
             Some(EventObject::Pod(&assumed.pod)),

@@ -62,14 +62,13 @@ impl Scheduler {
             .cache()
             .get_pod(&pod_key.namespace, &pod_key.name)
             .cloned();
-        let Some(current) =
-            current.filter(|p| p.metadata.uid.as_deref() == Some(pod_key.uid.as_str()))
+        let Some(current) = current.filter(|p| p.metadata.uid.as_deref() == Some(pod_key.uid()))
         else {
-            self.queue.done(&pod_key.uid);
+            self.queue.done(pod_key.uid());
             return;
         };
         if current.node_name().is_some_and(|n| !n.is_empty()) {
-            self.queue.done(&pod_key.uid);
+            self.queue.done(pod_key.uid());
             return;
         }
         qpi.pod_info = Arc::new(PodInfo::new(current.clone()));

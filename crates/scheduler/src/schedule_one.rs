@@ -137,11 +137,11 @@ impl Scheduler {
         };
         let pod = qpi.pod_info.clone();
         let Some(fwk) = self.profiles.get(pod.scheduler_name()).cloned() else {
-            self.queue.done(&pod.uid);
+            self.queue.done(pod.uid());
             return;
         };
         if self.skip_pod_schedule(now, client, &pod) {
-            self.queue.done(&pod.uid);
+            self.queue.done(pod.uid());
             return;
         }
         let mut state = CycleState::new();
@@ -192,7 +192,7 @@ impl Scheduler {
             ));
             return true;
         }
-        self.cache.is_assumed(&pod.uid)
+        self.cache.is_assumed(pod.uid())
     }
 
     /// Upstream `schedulingCycle`: SchedulePod (and PostFilter when no node fits), assume,
@@ -235,7 +235,7 @@ impl Scheduler {
         };
         if !permit.is_success() {
             fwk.run_reserve_plugins_unreserve(state, &assumed, &host);
-            let _ = self.cache.forget_pod(&pod.uid);
+            let _ = self.cache.forget_pod(pod.uid());
             return Err(CycleFailure::clearing(
                 self.single_node_failure(&host, permit),
                 self.failure_nominating(),

@@ -12,6 +12,7 @@ use kubeplane_core::labels::Selector;
 
 use crate::framework::{NodeInfo, PodInfo};
 use crate::plugins::helper::FxHashMap;
+use rustc_hash::FxHashSet;
 pub use snapshot::{NamespaceLabels, ReplicaSetSelectors, Snapshot, SnapshotCursor};
 
 const ZONE_LABELS: [&str; 2] = [
@@ -40,13 +41,51 @@ pub fn zone_key(node: &Node) -> String {
     }
 }
 
-/// How the cache knows a pod (upstream `podState`).
+/// How the cache knows a pod (upstream `podState`), found in the cache's set by the pod's
+/// UID (the set holds no key of its own: one per bound pod, for as long as it runs).
 #[derive(Clone, Debug)]
 struct PodState {
     pod: Arc<PodInfo>,
-    node: String,
+    /// The node the pod is accounted to, when it is not the pod's own `spec.nodeName` (an
+    /// assumed pod's copy names its host, a bound pod its node: `None`, no name kept).
+    node: Option<Box<str>>,
     /// Assumed by the scheduler, not yet confirmed by a watch event.
     assumed: bool,
+}
+
+impl PodState {
+    fn new(pod: Arc<PodInfo>, node: &str, assumed: bool) -> PodState {
+        let node = (pod.node_name().unwrap_or_default() != node).then(|| node.into());
+        PodState { pod, node, assumed }
+    }
+
+    fn node(&self) -> &str {
+        match &self.node {
+            Some(node) => node,
+            None => self.pod.node_name().unwrap_or_default(),
+        }
+    }
+}
+
+/// By UID, as a map keyed by the UID string would be (the same hash, so the same layout).
+impl std::hash::Hash for PodState {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.pod.uid().hash(state);
+    }
+}
+
+impl PartialEq for PodState {
+    fn eq(&self, other: &PodState) -> bool {
+        self.pod.uid() == other.pod.uid()
+    }
+}
+
+impl Eq for PodState {}
+
+impl std::borrow::Borrow<str> for PodState {
+    fn borrow(&self) -> &str {
+        self.pod.uid()
+    }
 }
 
 /// Nodes grouped by zone in insertion order (upstream `nodeTree`).
@@ -175,7 +214,7 @@ pub struct Cache {
     nodes: FxHashMap<String, CachedNode>,
     zones: FxHashMap<String, String>,
     tree: NodeTree,
-    pods: FxHashMap<String, PodState>,
+    pods: FxHashSet<PodState>,
     image_num_nodes: FxHashMap<String, usize>,
     generation: u64,
     /// Nodes changed since the last snapshot update (each flagged in `nodes`, so that a node
@@ -337,16 +376,10 @@ impl Cache {
 
     /// Accounts a pod to the node the scheduler chose, before binding is confirmed.
     pub fn assume_pod(&mut self, pod: Arc<PodInfo>, node: &str) -> Result<(), CacheError> {
-        // One lookup of the UID: its String is the new entry's key.
-        let std::collections::hash_map::Entry::Vacant(slot) = self.pods.entry(pod.uid.clone())
-        else {
+        if self.pods.contains(pod.uid()) {
             return Err(CacheError::AlreadyAssumed(pod.key()));
-        };
-        slot.insert(PodState {
-            pod: pod.clone(),
-            node: node.to_string(),
-            assumed: true,
-        });
+        }
+        self.pods.insert(PodState::new(pod.clone(), node, true));
         self.add_to_node(pod, node);
         Ok(())
     }
@@ -355,9 +388,8 @@ impl Cache {
     pub fn forget_pod(&mut self, uid: &str) -> Result<(), CacheError> {
         match self.pods.get(uid) {
             Some(s) if s.assumed => {
-                let node = s.node.clone();
-                self.pods.remove(uid);
-                self.remove_from_node(uid, &node);
+                let s = self.pods.take(uid).expect("found above");
+                self.remove_from_node(uid, s.node());
                 Ok(())
             }
             Some(s) => Err(CacheError::NotAssumed(s.pod.key())),
@@ -379,8 +411,8 @@ impl Cache {
         let node = pod.node_name().unwrap_or_default();
         // Whether the pod was assumed, and then on this node; the assumed PodInfo's address
         // (the node holds that very PodInfo).
-        let (assumed_on, held) = match self.pods.get(&pod.uid) {
-            Some(s) if s.assumed => (Some(s.node.as_str() == node), Arc::as_ptr(&s.pod)),
+        let (assumed_on, held) = match self.pods.get(pod.uid()) {
+            Some(s) if s.assumed => (Some(s.node() == node), Arc::as_ptr(&s.pod)),
             Some(_) => return Err(CacheError::AlreadyAdded(pod.key())),
             None => (None, std::ptr::null()),
         };
@@ -398,50 +430,37 @@ impl Cache {
             }
             let info = Arc::make_mut(&mut entry.info);
             info.generation = self.generation;
-            info.remove_pod_held(held, &pod.uid);
+            info.remove_pod_held(held, pod.uid());
             info.add_pod(pod.clone());
         } else {
             if let Some(old) = assumed_on
                 .is_some()
-                .then(|| self.pods[&pod.uid].node.clone())
+                .then(|| self.pods.get(pod.uid()).map(|s| s.node().to_string()))
+                .flatten()
             {
-                self.remove_from_node(&pod.uid, &old);
+                self.remove_from_node(pod.uid(), &old);
             }
             self.add_to_node(pod.clone(), node);
         }
-        // The assumed pod's entry is updated where it is (its node's name kept when the same).
-        match assumed_on.and_then(|_| self.pods.get_mut(&pod.uid)) {
-            Some(s) => {
-                if s.node != node {
-                    s.node = node.to_string();
-                }
-                s.pod = pod;
-                s.assumed = false;
-            }
-            None => {
-                let state = PodState {
-                    node: node.to_string(),
-                    pod,
-                    assumed: false,
-                };
-                self.pods.insert(state.pod.uid.clone(), state);
-            }
-        }
+        // The assumed pod's entry is replaced where it is; the pod names its own node.
+        self.pods.replace(PodState {
+            pod,
+            node: None,
+            assumed: false,
+        });
         Ok(())
     }
 
     pub fn update_pod(&mut self, pod: Arc<PodInfo>) {
-        if let Some(s) = self.pods.get(&pod.uid) {
-            let node = s.node.clone();
-            self.remove_from_node(&pod.uid, &node);
+        if let Some(s) = self.pods.take(pod.uid()) {
+            self.remove_from_node(pod.uid(), s.node());
         }
-        self.pods.remove(&pod.uid);
         let _ = self.add_pod(pod);
     }
 
     pub fn remove_pod(&mut self, uid: &str) {
-        if let Some(s) = self.pods.remove(uid) {
-            self.remove_from_node(uid, &s.node);
+        if let Some(s) = self.pods.take(uid) {
+            self.remove_from_node(uid, s.node());
         }
     }
 
@@ -530,7 +549,7 @@ impl Cache {
     /// next cycle. The nodes are marked changed, so [`Self::update_snapshot`] puts them back.
     /// Only between cycles (nothing may read the snapshot before it is updated again).
     pub fn release_from_snapshot(&mut self, uid: &str, node: Option<&str>, snap: &mut Snapshot) {
-        let known = self.pods.get(uid).map(|s| s.node.as_str());
+        let known = self.pods.get(uid).map(PodState::node);
         let also = node.filter(|n| !n.is_empty() && Some(*n) != known);
         for name in known.into_iter().chain(also) {
             let Some(&place) = snap.index.get(name) else {

@@ -116,7 +116,7 @@ fn a_confirmed_pod_replaces_its_assumed_self_where_a_removal_and_addition_would_
             .unwrap()
             .pods
             .iter()
-            .map(|p| p.uid.clone())
+            .map(|p| p.uid().to_string())
             .collect()
     };
     assert_eq!(uids(&c, "n1"), ["c", "b", "a"]);

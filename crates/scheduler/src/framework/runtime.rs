@@ -214,7 +214,7 @@ impl Framework {
     ) -> Status {
         let relevant: Vec<&Arc<PodInfo>> = nominated
             .iter()
-            .filter(|np| np.priority >= pod.priority && np.uid != pod.uid)
+            .filter(|np| np.priority >= pod.priority && np.uid() != pod.uid())
             .collect();
         if relevant.is_empty() {
             return self.run_filter_plugins(state, pod, node);

@@ -45,7 +45,6 @@ pub struct PodInfo {
     pub pod: Arc<StoredPod>,
     pub namespace: String,
     pub name: String,
-    pub uid: String,
     /// `spec.priority`, 0 when unset.
     pub priority: i32,
     /// The effective request (init containers, sidecars, overhead).
@@ -169,7 +168,6 @@ impl PodInfo {
             .unwrap_or_else(|| "default".into());
         PodInfo {
             name: pod.metadata.name.clone().unwrap_or_default(),
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
             priority: spec.priority.unwrap_or(0),
             requests,
             non_zero_requests,
@@ -197,7 +195,6 @@ impl PodInfo {
         PodInfo {
             namespace: self.namespace.clone(),
             name: self.name.clone(),
-            uid: self.uid.clone(),
             priority: self.priority,
             requests: self.requests.clone(),
             non_zero_requests: self.non_zero_requests.clone(),
@@ -212,6 +209,12 @@ impl PodInfo {
 
     pub fn spec(&self) -> &PodSpec {
         spec_of(&self.pod)
+    }
+
+    /// The pod's UID, empty when unset (read from the pod: a copy would be one more string
+    /// per PodInfo, and every bound pod's PodInfo stays in the cache while it runs).
+    pub fn uid(&self) -> &str {
+        self.pod.metadata.uid.as_deref().unwrap_or_default()
     }
 
     pub fn labels(&self) -> &BTreeMap<String, String> {
@@ -375,7 +378,7 @@ impl NodeInfo {
 
     /// Removes the pod with this UID; returns whether it was there.
     pub fn remove_pod(&mut self, uid: &str) -> bool {
-        let Some(i) = self.pods.iter().position(|p| p.uid == uid) else {
+        let Some(i) = self.pods.iter().position(|p| p.uid() == uid) else {
             return false;
         };
         self.remove_pod_at(i);
@@ -541,14 +544,14 @@ mod tests {
         let mut node = NodeInfo::new("n");
         node.add_pod(first.clone());
         node.add_pod(second.clone());
-        assert!(node.remove_pod_held(Arc::as_ptr(&second), &second.uid));
+        assert!(node.remove_pod_held(Arc::as_ptr(&second), second.uid()));
         assert!(Arc::ptr_eq(&node.pods[0], &first));
         assert_eq!(node.requested.milli_cpu, 1000);
         // Not held: the pod with the UID.
         let other = web("3");
-        assert!(node.remove_pod_held(Arc::as_ptr(&other), &other.uid));
+        assert!(node.remove_pod_held(Arc::as_ptr(&other), other.uid()));
         assert!(node.pods.is_empty());
         assert_eq!(node.requested.milli_cpu, 0);
-        assert!(!node.remove_pod_held(Arc::as_ptr(&other), &other.uid));
+        assert!(!node.remove_pod_held(Arc::as_ptr(&other), other.uid()));
     }
 }

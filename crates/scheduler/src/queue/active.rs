@@ -51,7 +51,7 @@ impl SchedulingQueue {
                 None => return None,
             };
             self.refresh_nominated(&p.pod_info);
-            let uid = p.pod_info.uid.clone();
+            let uid = p.pod_info.uid().to_string();
             if self.in_flight_pods.contains_key(&uid) {
                 // The same pod tracked twice: discard this copy, as upstream does.
                 continue;

@@ -65,7 +65,7 @@ impl SchedulingQueue {
             // A wildcard event carrying a pod is meant for that pod only (ForceActivate).
             if let Some(obj) = new {
                 match obj.as_pod() {
-                    Some(pod) if pod_uid(pod) == p.pod_info.uid => {}
+                    Some(pod) if pod_uid(pod) == p.pod_info.uid() => {}
                     _ => return Strategy::Skip,
                 }
             }
@@ -105,7 +105,7 @@ impl SchedulingQueue {
         if p.unschedulable_plugins.is_empty() && p.pending_plugins.is_empty() {
             return Strategy::AfterBackoff;
         }
-        let Some(&(seq, _)) = self.in_flight_pods.get(&p.pod_info.uid) else {
+        let Some(&(seq, _)) = self.in_flight_pods.get(p.pod_info.uid()) else {
             return Strategy::AfterBackoff;
         };
         let mut strategy = Strategy::Skip;

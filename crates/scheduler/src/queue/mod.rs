@@ -454,7 +454,7 @@ impl SchedulingQueue {
 
     fn update_queued(&mut self, old: &StoredPod, new: Arc<PodInfo>, now: SimTime) {
         let events = pod_update_events(old, &new.pod);
-        if self.record_events_if_pod_in_flight(&new.uid.clone(), &events, Some(old), &new.pod) {
+        if self.record_events_if_pod_in_flight(new.uid(), &events, Some(old), &new.pod) {
             return;
         }
         let key = new.key();
@@ -501,7 +501,7 @@ impl SchedulingQueue {
 
     /// An unscheduled pod was deleted: drops its nomination and removes it from every queue.
     pub fn delete(&mut self, pod: &PodInfo) {
-        self.nominator.delete(&pod.uid);
+        self.nominator.delete(pod.uid());
         let key = pod.key();
         if self.active_q.remove(&key).is_none()
             && self.backoff_q.remove(&key).is_none()
@@ -523,7 +523,7 @@ impl SchedulingQueue {
         _pod_scheduling_cycle: i64,
         now: SimTime,
     ) -> Result<(), String> {
-        let uid = pinfo.pod_info.uid.clone();
+        let uid = pinfo.pod_info.uid().to_string();
         let pod = Arc::clone(&pinfo.pod_info);
         let key = key_of(&pinfo);
         let err = if self.unschedulable_pods.contains_key(&key) {
@@ -670,7 +670,7 @@ impl SchedulingQueue {
                 .map(|(_, p)| p.clone());
             if let Some(pod) = in_flight {
                 self.record_events_if_pod_in_flight(
-                    &pod.uid,
+                    pod.uid(),
                     &[labels::FORCE_ACTIVATE],
                     None,
                     &pod.pod,

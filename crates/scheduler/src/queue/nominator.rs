@@ -35,8 +35,8 @@ impl PodRef {
         PodRef {
             namespace: pod.namespace.clone(),
             name: pod.name.clone(),
-            uid: pod.uid.clone(),
-            resolved: bare_pod_info(&pod.namespace, &pod.name, &pod.uid),
+            uid: pod.uid().to_string(),
+            resolved: bare_pod_info(&pod.namespace, &pod.name, pod.uid()),
             queued: false,
         }
     }
@@ -81,15 +81,15 @@ impl Nominator {
         if nominates && self.renominate_in_place(pod, node) {
             return;
         }
-        self.delete(&pod.uid);
+        self.delete(pod.uid());
         if !nominates {
             return;
         }
-        self.node_of.insert(pod.uid.clone(), node.to_string());
+        self.node_of.insert(pod.uid().to_string(), node.to_string());
         let list = self.by_node.entry(node.to_string()).or_default();
-        if !list.iter().any(|r| r.uid == pod.uid) {
+        if !list.iter().any(|r| r.uid == pod.uid()) {
             let uids = self.uids_of_name.entry(pod.name.clone()).or_default();
-            uids.push((pod.namespace.clone(), pod.uid.clone()));
+            uids.push((pod.namespace.clone(), pod.uid().to_string()));
             list.push(PodRef::of(pod));
         }
     }
@@ -99,13 +99,13 @@ impl Nominator {
     /// is left for the [`SchedulingQueue::refresh_nominated`] that ends every queue operation
     /// (a fresh entry's bare pod and a kept one resolve alike). Returns whether it applied.
     fn renominate_in_place(&mut self, pod: &PodInfo, node: &str) -> bool {
-        if self.node_of.get(&pod.uid).map(String::as_str) != Some(node) {
+        if self.node_of.get(pod.uid()).map(String::as_str) != Some(node) {
             return false;
         }
         let Some(list) = self.by_node.get_mut(node) else {
             return false;
         };
-        let Some(i) = list.iter().position(|r| r.uid == pod.uid) else {
+        let Some(i) = list.iter().position(|r| r.uid == pod.uid()) else {
             return false;
         };
         if list[i].name != pod.name || list[i].namespace != pod.namespace {
@@ -130,7 +130,7 @@ impl Nominator {
         if no_nomination(old) && no_nomination(&new.pod) {
             keep = self.node_of.get(old_uid).cloned();
         }
-        if old_uid != new.uid {
+        if old_uid != new.uid() {
             self.delete(old_uid);
         }
         self.add(new, keep.as_deref());
@@ -237,7 +237,7 @@ impl SchedulingQueue {
     }
 
     pub fn delete_nominated_pod_if_exists(&mut self, pod: &PodInfo) {
-        self.nominator.delete(&pod.uid);
+        self.nominator.delete(pod.uid());
     }
 
     /// Whether any pod is nominated to any node.

@@ -172,7 +172,7 @@ impl Run {
                 self.q.delete(&PodInfo::new(Arc::new(old.into())));
                 let name = format!("p{i}");
                 for p in self.in_flight.iter().filter(|p| p.pod_info.name == name) {
-                    self.q.done(&p.pod_info.uid);
+                    self.q.done(p.pod_info.uid());
                 }
                 self.in_flight.retain(|p| p.pod_info.name != name);
                 self.pods[i] = None;
@@ -182,7 +182,7 @@ impl Run {
             (4, _) if !self.in_flight.is_empty() => self.fail(now),
             (5, _) if !self.in_flight.is_empty() => {
                 let p = self.in_flight.remove(0);
-                self.q.done(&p.pod_info.uid);
+                self.q.done(p.pod_info.uid());
                 self.q.delete_nominated_pod_if_exists(&p.pod_info);
             }
             (6, Some(pod)) => {

@@ -876,7 +876,7 @@ fn nominator_add_update_delete() {
     let popped = q.pop(secs(3)).unwrap();
     let bare = q.nominated_pods_for_node("n3");
     assert_eq!((bare[0].name.as_str(), bare[0].priority), ("p", 0));
-    q.done(&popped.pod_info.uid);
+    q.done(popped.pod_info.uid());
 
     q.delete_nominated_pod_if_exists(&popped.pod_info);
     assert!(names(&q, "n3").is_empty());
@@ -962,13 +962,13 @@ fn done_drops_events_no_in_flight_pod_needs() {
     let b = q.pop(secs(0)).unwrap();
     q.move_all_to_active_or_backoff_queue(labels::NODE_DELETE, None, None, None, secs(0));
     assert_eq!(q.in_flight_events.len(), 4);
-    q.done(&b.pod_info.uid);
+    q.done(b.pod_info.uid());
     assert_eq!(
         q.in_flight_events.len(),
         3,
         "events after b are still needed by a"
     );
-    q.done(&a.pod_info.uid);
+    q.done(a.pod_info.uid());
     assert!(q.in_flight_events.is_empty());
 }
 

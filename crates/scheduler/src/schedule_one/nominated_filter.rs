@@ -65,7 +65,7 @@ impl<'a> FirstPass<'a> {
         nominated: impl Iterator<Item = &'n Arc<PodInfo>> + Clone,
         own: Own<'_>,
     ) -> Option<Status> {
-        let relevant = |np: &&Arc<PodInfo>| np.priority >= pod.priority && np.uid != pod.uid;
+        let relevant = |np: &&Arc<PodInfo>| np.priority >= pod.priority && np.uid() != pod.uid();
         if !nominated.clone().any(|np| relevant(&np)) {
             return Some(Status::success());
         }

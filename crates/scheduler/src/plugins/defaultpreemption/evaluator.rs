@@ -433,7 +433,7 @@ impl DefaultPreemption {
                 self.preempting
                     .lock()
                     .expect("preempting lock")
-                    .insert(preemptor.uid.clone());
+                    .insert(preemptor.uid().to_string());
                 self.pending
                     .lock()
                     .expect("pending lock")

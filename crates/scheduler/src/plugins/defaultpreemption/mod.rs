@@ -186,7 +186,7 @@ impl Plugin for DefaultPreemption {
 
 impl PreEnqueuePlugin for DefaultPreemption {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
-        if self.async_preemption && self.is_pod_running_preemption(&pod.uid) {
+        if self.async_preemption && self.is_pod_running_preemption(pod.uid()) {
             return Status::unresolvable(REASON_WAITING);
         }
         Status::success()
@@ -228,7 +228,7 @@ impl PostFilterPlugin for DefaultPreemption {
             self.preempting
                 .lock()
                 .expect("preempting lock")
-                .remove(&p.preemptor.uid);
+                .remove(p.preemptor.uid());
             if failed {
                 // The preemptor may be stuck in unschedulablePods: retry it at once.
                 activate.push(p.preemptor.key());
@@ -313,7 +313,7 @@ pub(crate) fn preempt_pod(
         &victim.namespace,
         &victim.name,
         EVENT_PREEMPTED,
-        format!("Preempted by pod {} on node {}", preemptor.uid, node),
+        format!("Preempted by pod {} on node {}", preemptor.uid(), node),
     ));
     Ok(())
 }

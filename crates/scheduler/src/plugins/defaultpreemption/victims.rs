@@ -175,7 +175,7 @@ impl<'a> VictimSearch<'a> {
             .collect();
         let relevant: Vec<Arc<PodInfo>> = nominated
             .iter()
-            .filter(|np| np.priority >= pod.priority && np.uid != pod.uid)
+            .filter(|np| np.priority >= pod.priority && np.uid() != pod.uid())
             .cloned()
             .collect();
         match self.direct.take() {
@@ -312,7 +312,7 @@ impl<'a> VictimSearch<'a> {
         let (state, pod) = (self.state, self.pod);
         copy_node_into(&mut self.scratch, node);
         for p in potential.iter() {
-            self.scratch.remove_pod(&p.uid);
+            self.scratch.remove_pod(p.uid());
         }
         let (scratch, with) = (&mut self.scratch, &mut self.with_nominated);
         let s = filter_with_nominated(all, state, pod, scratch, with, relevant);
@@ -324,7 +324,7 @@ impl<'a> VictimSearch<'a> {
             let fits =
                 filter_with_nominated(dependent, state, pod, scratch, with, relevant).is_success();
             if !fits {
-                scratch.remove_pod(&p.uid);
+                scratch.remove_pod(p.uid());
             }
             Ok(fits)
         };
@@ -544,7 +544,7 @@ fn remove_pod(
     victim: &PodInfo,
     node: &mut NodeInfo,
 ) -> Result<(), Status> {
-    node.remove_pod(&victim.uid);
+    node.remove_pod(victim.uid());
     let s = fwk.run_pre_filter_extension_remove_pod(state, pod, victim, node);
     if s.is_success() {
         Ok(())
