@@ -91,7 +91,7 @@ impl Harness {
         self.client
             .events
             .iter()
-            .map(|e| e.reason.clone())
+            .map(|e| e.reason.to_string())
             .collect()
     }
 }

@@ -150,11 +150,7 @@ impl Harness {
     }
 
     fn reasons(&self) -> Vec<&str> {
-        self.client
-            .events
-            .iter()
-            .map(|e| e.reason.as_str())
-            .collect()
+        self.client.events.iter().map(|e| &*e.reason).collect()
     }
 }
 

@@ -485,7 +485,7 @@ fn the_eviction_and_cancel_events_read_as_upstream() {
             e.kind,
             e.namespace.as_str(),
             e.name.as_str(),
-            e.message.as_str(),
+            &*e.message,
             e.source
         ),
         (

@@ -397,7 +397,7 @@ fn a_rolling_update_surges_then_scales_the_old_replica_set_down() {
     let messages: Vec<String> = w
         .events(REASON_SCALING_REPLICA_SET)
         .iter()
-        .map(|e| e.message.clone())
+        .map(|e| e.message.to_string())
         .collect();
     assert_eq!(
         messages,
@@ -456,7 +456,7 @@ fn recreate_removes_every_old_pod_before_creating_new_ones() {
     let messages: Vec<String> = w
         .events(REASON_SCALING_REPLICA_SET)
         .iter()
-        .map(|e| e.message.clone())
+        .map(|e| e.message.to_string())
         .collect();
     let old_name = name(&w.rs_for_image("v1").unwrap());
     let new_name = name(&w.rs_for_image("v2").unwrap());
@@ -544,7 +544,7 @@ fn a_paused_deployment_scales_proportionally_and_does_not_roll_out() {
     let messages: Vec<String> = w
         .events(REASON_SCALING_REPLICA_SET)
         .iter()
-        .map(|e| e.message.clone())
+        .map(|e| e.message.to_string())
         .collect();
     assert_eq!(messages.len(), 2);
     assert!(
