@@ -787,7 +787,7 @@ fn a_new_node_is_registered_once() {
     let evs = h.client.events_with_reason("RegisteredNode");
     assert_eq!(evs.len(), 1);
     assert_eq!(
-        evs[0].message,
+        &*evs[0].message,
         "Node n event: Registered Node n in Controller"
     );
     assert_eq!((evs[0].kind, evs[0].source), ("Node", EVENT_SOURCE));
@@ -797,7 +797,7 @@ fn a_new_node_is_registered_once() {
     let evs = h.client.events_with_reason("RemovingNode");
     assert_eq!(evs.len(), 1);
     assert_eq!(
-        evs[0].message,
+        &*evs[0].message,
         "Node n event: Removing Node n from Controller"
     );
 }

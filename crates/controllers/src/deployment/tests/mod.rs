@@ -326,7 +326,7 @@ fn a_new_deployment_gets_a_hashed_replica_set_and_reports_progress() {
     let scaling = w.events(REASON_SCALING_REPLICA_SET);
     assert_eq!(scaling.len(), 1);
     assert_eq!(
-        scaling[0].message,
+        &*scaling[0].message,
         format!("Scaled up replica set web-{hash} from 0 to 3")
     );
     assert_eq!(
@@ -636,7 +636,7 @@ fn a_deployment_selecting_everything_only_gets_a_warning() {
     assert_eq!(ev.len(), 2);
     assert_eq!(ev[0].type_, "Warning");
     assert_eq!(
-        ev[0].message,
+        &*ev[0].message,
         "This deployment is selecting all pods. A non-empty selector is required."
     );
     assert!(w.replica_sets().is_empty());
