@@ -328,7 +328,7 @@ pub fn envelope(version: KubeVersion, e: Envelope, metrics: bool) -> Result<(), 
         }
         let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
         for ev in sim.events() {
-            *reasons.entry(ev.reason.as_str()).or_default() += 1;
+            *reasons.entry(&*ev.reason).or_default() += 1;
         }
         for (reason, n) in reasons {
             println!("  events{{reason=\"{reason}\"}} {n}");

@@ -12,6 +12,9 @@
 //!   never as the `node_name` field of a pod spec: the stored pod form keeps it outside the
 //!   spec it shares. A line that reads the field of a spec that is not a stored pod's (a
 //!   template's, a manifest's as written) says so with [`NOT_A_STORED_POD`].
+//! - A stored pod's `metadata.labels` and `metadata.owner_references` are always `None` (the
+//!   stored form keeps them outside its metadata): outside `kubeplane_api::pod_meta`, no name
+//!   bound to a `StoredPod` reads or writes them (see [`stored_pod_meta_fields`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -527,4 +530,157 @@ match spec.node_name.as_deref() {
 let j = spec.node_name.clone();
 ";
     assert_eq!(node_name_field_reads(text), vec![1, 2, 5]);
+}
+
+/// The files that may touch a stored pod's `metadata.labels` and
+/// `metadata.owner_references`: the stored form keeps both outside its `metadata` (always
+/// `None` there, session 21), behind `StoredPod::labels()` and `owner_references()`, which
+/// `pod_meta.rs` implements; this file holds the rule's sample violations.
+const POD_META_FIELDS_ALLOWED: &[&str] =
+    &["crates/api/src/pod_meta.rs", "crates/cli/tests/tidy.rs"];
+
+/// Whether `line` starts a function (its parameters follow, on it or on the next lines).
+fn starts_fn(line: &str) -> bool {
+    let t = line.trim_start();
+    let t = t
+        .strip_prefix("pub(crate) ")
+        .or_else(|| t.strip_prefix("pub(super) "));
+    let t = t.unwrap_or(line.trim_start());
+    let t = t.strip_prefix("pub ").unwrap_or(t);
+    let t = t.strip_prefix("const ").unwrap_or(t);
+    t.starts_with("fn ")
+}
+
+/// The names `code` binds to a stored pod: `name: &StoredPod` (also `&mut`, `Arc<…>`,
+/// `&Arc<…>`, `Option<&…>`), `Object::Pod(name)` and `Some(name) = ….as_pod()`.
+fn stored_pod_bindings(code: &str, names: &mut BTreeSet<String>) {
+    let ident_before = |s: &str| -> Option<String> {
+        let s = s.trim_end();
+        let start = s
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(0, |i| i + 1);
+        let id = &s[start..];
+        (!id.is_empty() && !id.starts_with(|c: char| c.is_ascii_digit())).then(|| id.to_string())
+    };
+    for (at, _) in code.match_indices("StoredPod") {
+        let mut before = code[..at].trim_end();
+        for wrapper in ["Arc<", "Option<", "mut ", "mut", "&"] {
+            before = before.strip_suffix(wrapper).unwrap_or(before).trim_end();
+        }
+        for wrapper in ["Arc<", "&", "Option<"] {
+            before = before.strip_suffix(wrapper).unwrap_or(before).trim_end();
+        }
+        if let Some(b) = before.strip_suffix(':').filter(|b| !b.ends_with(':')) {
+            names.extend(ident_before(b));
+        }
+    }
+    for (at, _) in code.match_indices("Object::Pod(") {
+        let rest = &code[at + "Object::Pod(".len()..];
+        let id = rest.split(')').next().unwrap_or_default().trim();
+        if !id.is_empty() && id.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            names.insert(id.to_string());
+        }
+    }
+    if let (Some(at), true) = (code.find("Some("), code.contains(".as_pod()")) {
+        let id = code[at + "Some(".len()..]
+            .split(')')
+            .next()
+            .unwrap_or_default()
+            .trim();
+        if !id.is_empty() && id.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            names.insert(id.to_string());
+        }
+    }
+}
+
+/// The 1-based lines of `text` where a name bound to a stored pod in the same function reads
+/// or writes `name.metadata.labels` or `name.metadata.owner_references` (see
+/// [`stored_pod_bindings`]). A k8s `Pod`, a Deployment or a ReplicaSet under the same name in
+/// another function is not one: the bindings are forgotten at every `fn`.
+fn stored_pod_meta_fields(text: &str) -> Vec<usize> {
+    let mut names = BTreeSet::new();
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or_default();
+        if starts_fn(code) {
+            names.clear();
+        }
+        stored_pod_bindings(code, &mut names);
+        let hit = ["labels", "owner_references"].iter().any(|field| {
+            code.match_indices(&format!(".metadata.{field}"))
+                .any(|(at, _)| {
+                    let after = &code[at + ".metadata.".len() + field.len()..];
+                    !after.starts_with(|c: char| c == '_' || c.is_alphanumeric())
+                        && names.iter().any(|n| {
+                            code[..at].ends_with(n.as_str())
+                                && !code[..at - n.len()]
+                                    .ends_with(|c: char| c == '_' || c.is_alphanumeric())
+                        })
+                })
+        });
+        if hit {
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_stored_pods_labels_and_owner_references_are_read_through_their_accessors() {
+    let root = workspace_root();
+    let mut problems = Vec::new();
+    for dir in crate_dirs(&root) {
+        let mut files = Vec::new();
+        rust_files(&dir.join("src"), &mut files);
+        rust_files(&dir.join("tests"), &mut files);
+        rust_files(&dir.join("benches"), &mut files);
+        for f in files {
+            let rel = relative(&root, &f);
+            if POD_META_FIELDS_ALLOWED.contains(&rel.as_str()) {
+                continue;
+            }
+            let text = fs::read_to_string(&f).expect("a source file");
+            for line in stored_pod_meta_fields(&text) {
+                problems.push(format!(
+                    "{rel}:{line}: a stored pod's metadata.labels and metadata.owner_references \
+                     are always None: use labels() / owner_references() and their setters"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_stored_pod_metadata_scanner_finds_field_uses_and_skips_other_objects() {
+    let text = "\
+fn a(pod: &StoredPod, d: &Deployment) -> bool {
+    let l = pod.metadata.labels.as_ref();
+    let n = d.metadata.labels.as_ref();
+    pod.metadata.name.is_some()
+}
+fn b(old: &Arc<StoredPod>, new: &mut StoredPod, maybe: Option<&StoredPod>) {
+    old.metadata.owner_references.clone();
+    new.metadata.labels = None;
+}
+fn c(pod: Pod, rs: &ReplicaSet) {
+    let l = pod.metadata.labels.as_ref();
+    let o = rs.metadata.owner_references.clone();
+}
+fn d(obj: &Object) {
+    match obj {
+        Object::Pod(p) => p.metadata.labels.is_some(),
+        _ => false,
+    };
+    if let Some(q) = obj.as_pod() {
+        q.metadata.owner_references.as_ref();
+    }
+    let x = pod.metadata.labels_count;
+    let y = the_pod.metadata.labels; // pod is bound, the_pod is not
+}
+fn e(mut pods: Vec<StoredPod>, pod: &StoredPod) {
+    let k = pod.metadata.labels.clone(); // a comment: .metadata.labels
+}
+";
+    assert_eq!(stored_pod_meta_fields(text), vec![2, 7, 8, 16, 20, 26]);
 }

@@ -187,7 +187,7 @@ mod tests {
         assert_eq!(o["reportingController"], "kubeplane-live");
         assert_eq!(o["reportingInstance"], "kubeplane-live-h1");
         assert_eq!(o["action"], "Scheduling");
-        assert_eq!(o["note"], ev.message);
+        assert_eq!(o["note"], *ev.message);
         assert_eq!(o["regarding"]["uid"], "u1");
         assert_eq!(o["eventTime"], "2023-11-14T22:13:20.123456Z");
     }

@@ -161,7 +161,7 @@ impl Loop {
                 .and_then(|p| p.spec.as_ref()?.scheduler_name.clone())
                 .filter(|n| self.profiles.contains(n))
                 .unwrap_or_else(|| ev.source.to_string());
-            if ev.kind == "Pod" && matches!(ev.reason.as_str(), "Scheduled" | "FailedScheduling") {
+            if ev.kind == "Pod" && matches!(&*ev.reason, "Scheduled" | "FailedScheduling") {
                 let key = format!("{}/{}", ev.namespace, ev.name);
                 step.pods
                     .push((key, controller.clone(), ev.reason == "Scheduled"));

@@ -181,7 +181,7 @@ struct SyncCx<'c> {
 }
 
 impl SyncCx<'_> {
-    fn event(&mut self, warning: bool, reason: &str, message: String) {
+    fn event(&mut self, warning: bool, reason: &'static str, message: String) {
         let (ns, name) = &self.key;
         let ev = if warning {
             EventRecord::warning(self.now, CONTROLLER_NAME, KIND, ns, name, reason, message)

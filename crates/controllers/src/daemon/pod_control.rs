@@ -61,7 +61,13 @@ pub fn new_daemon_pod(ds: &CachedDs, template: &PodTemplateSpec, node: &str) -> 
 }
 
 /// An event about the DaemonSet.
-pub fn event(now: SimTime, ds: &CachedDs, warning: bool, reason: &str, msg: String) -> EventRecord {
+pub fn event(
+    now: SimTime,
+    ds: &CachedDs,
+    warning: bool,
+    reason: &'static str,
+    msg: String,
+) -> EventRecord {
     let (ns, name) = ns_name(&ds.ds.metadata);
     let make = if warning {
         EventRecord::warning

@@ -155,7 +155,14 @@ pub struct StatusCounts {
 }
 
 impl<'a> SyncCx<'a> {
-    fn event(&self, c: &mut dyn Client, ds: &CachedDs, warning: bool, reason: &str, m: String) {
+    fn event(
+        &self,
+        c: &mut dyn Client,
+        ds: &CachedDs,
+        warning: bool,
+        reason: &'static str,
+        m: String,
+    ) {
         c.record_event(event(self.now, ds, warning, reason, m));
     }
 

@@ -75,7 +75,12 @@ fn uid_of(p: &StoredPod) -> String {
     p.metadata.uid.clone().unwrap_or_default()
 }
 
-pub(super) fn event(ctx: &JobCtx, warning: bool, reason: &str, message: String) -> EventRecord {
+pub(super) fn event(
+    ctx: &JobCtx,
+    warning: bool,
+    reason: &'static str,
+    message: String,
+) -> EventRecord {
     let (ns, name) = &ctx.key;
     let f = if warning {
         EventRecord::warning

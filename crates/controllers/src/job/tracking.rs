@@ -5,6 +5,7 @@
 //! once nothing is uncounted and no pod is terminating.
 
 use kubeplane_api::StoredPod;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -443,7 +444,7 @@ fn record_job_finished(ctx: &JobCtx, client: &mut dyn Client) {
         return;
     };
     let (ns, name) = &ctx.key;
-    let ev = |warning: bool, reason: &str, message: &str| {
+    let ev = |warning: bool, reason: Cow<'static, str>, message: &str| {
         let f = if warning {
             EventRecord::warning
         } else {
@@ -469,15 +470,17 @@ fn record_job_finished(ctx: &JobCtx, client: &mut dyn Client) {
         if ctx.completions().is_some_and(|c| succeeded > c) {
             client.record_event(ev(
                 true,
-                "TooManySucceededPods",
+                "TooManySucceededPods".into(),
                 "Too many succeeded pods running after completion count reached",
             ));
         }
-        client.record_event(ev(false, "Completed", "Job completed"));
+        client.record_event(ev(false, "Completed".into(), "Job completed"));
     } else {
         let reason = fin.reason.clone().unwrap_or_default();
         let message = fin.message.clone().unwrap_or_default();
-        client.record_event(ev(true, &reason, &message));
+        // The condition's reason is the object's text (normally one of this controller's
+        // constants, but a status writer may have set any).
+        client.record_event(ev(true, Cow::Owned(reason.clone()), &message));
         if client.explain() {
             let clock = client.clock();
             client.emit_record(super::explain::failed(ctx, &reason, &message, &clock));

@@ -215,7 +215,7 @@ fn record_node_not_ready(name: &str, now: SimTime, client: &mut dyn Client) {
 fn record_node_event(
     name: &str,
     now: SimTime,
-    reason: &str,
+    reason: &'static str,
     message: String,
     client: &mut dyn Client,
 ) {

@@ -31,11 +31,34 @@ pub(super) struct PodControl<'a> {
     pub(super) now: SimTime,
 }
 
-fn title(verb: &str) -> String {
-    let mut c = verb.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
+/// What a pod event reports (upstream passes the verb as text and titles it for the reason;
+/// an enum gives the reasons as constants, which an event keeps without an allocation).
+#[derive(Clone, Copy)]
+pub(super) enum Verb {
+    Create,
+    Update,
+    Delete,
+}
+
+impl Verb {
+    fn text(self) -> &'static str {
+        match self {
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Delete => "delete",
+        }
+    }
+
+    fn reason(self, ok: bool) -> &'static str {
+        match (self, ok) {
+            (Verb::Create, true) => "SuccessfulCreate",
+            (Verb::Update, true) => "SuccessfulUpdate",
+            (Verb::Delete, true) => "SuccessfulDelete",
+            (Verb::Create, false) => "FailedCreate",
+            (Verb::Update, false) => "FailedUpdate",
+            (Verb::Delete, false) => "FailedDelete",
+        }
+    }
 }
 
 fn pod_name(pod: &StoredPod) -> &str {
@@ -43,12 +66,12 @@ fn pod_name(pod: &StoredPod) -> &str {
 }
 
 impl PodControl<'_> {
-    fn event(&mut self, set: &StatefulSet, ok: bool, reason: String, message: String) {
+    fn event(&mut self, set: &StatefulSet, ok: bool, reason: &'static str, message: String) {
         let (ns, name) = (set_namespace(set), set_name(set));
         let ev = if ok {
-            EventRecord::normal(self.now, CONTROLLER_NAME, KIND, ns, name, &reason, message)
+            EventRecord::normal(self.now, CONTROLLER_NAME, KIND, ns, name, reason, message)
         } else {
-            EventRecord::warning(self.now, CONTROLLER_NAME, KIND, ns, name, &reason, message)
+            EventRecord::warning(self.now, CONTROLLER_NAME, KIND, ns, name, reason, message)
         };
         self.client.record_event(ev);
     }
@@ -56,23 +79,24 @@ impl PodControl<'_> {
     /// Upstream `recordPodEvent`.
     pub(super) fn pod_event(
         &mut self,
-        verb: &str,
+        verb: Verb,
         set: &StatefulSet,
         pod: &str,
         err: Option<&str>,
     ) {
         let set_name = set_name(set).to_string();
+        let (reason, verb) = (|ok| verb.reason(ok), verb.text());
         match err {
             None => self.event(
                 set,
                 true,
-                format!("Successful{}", title(verb)),
+                reason(true),
                 format!("{verb} Pod {pod} in StatefulSet {set_name} successful"),
             ),
             Some(e) => self.event(
                 set,
                 false,
-                format!("Failed{}", title(verb)),
+                reason(false),
                 format!("{verb} Pod {pod} in StatefulSet {set_name} failed error: {e}"),
             ),
         }
@@ -85,13 +109,13 @@ impl PodControl<'_> {
             None => self.event(
                 set,
                 true,
-                "SuccessfulCreate".into(),
+                "SuccessfulCreate",
                 format!("create Claim {claim} Pod {pod} in StatefulSet {set_name} success"),
             ),
             Some(e) => self.event(
                 set,
                 false,
-                "FailedCreate".into(),
+                "FailedCreate",
                 format!(
                     "create Claim {claim} for Pod {pod} in StatefulSet {set_name} failed error: {e}"
                 ),
@@ -145,7 +169,7 @@ impl PodControl<'_> {
         pod: &StoredPod,
     ) -> Result<Arc<StoredPod>, String> {
         if let Err(e) = self.create_claims(set, pod) {
-            self.pod_event("create", set, pod_name(pod), Some(&e));
+            self.pod_event(Verb::Create, set, pod_name(pod), Some(&e));
             return Err(e);
         }
         let created = match self.client.create(Object::Pod(Arc::new(pod.clone()))) {
@@ -154,15 +178,15 @@ impl PodControl<'_> {
             Err(e @ ApiError::AlreadyExists { .. }) => return Err(e.to_string()),
             Err(e) => {
                 let e = e.to_string();
-                self.pod_event("create", set, pod_name(pod), Some(&e));
+                self.pod_event(Verb::Create, set, pod_name(pod), Some(&e));
                 return Err(e);
             }
         };
         if let Err(e) = self.update_claims_for_retention(set, &created) {
-            self.pod_event("update", set, pod_name(pod), Some(&e));
+            self.pod_event(Verb::Update, set, pod_name(pod), Some(&e));
             return Err(e);
         }
-        self.pod_event("create", set, pod_name(pod), None);
+        self.pod_event(Verb::Create, set, pod_name(pod), None);
         Ok(created)
     }
 
@@ -174,7 +198,7 @@ impl PodControl<'_> {
     ) -> Result<(), String> {
         self.create_claims(set, pod)?;
         if let Err(e) = self.update_claims_for_retention(set, pod) {
-            self.pod_event("update", set, pod_name(pod), Some(&e));
+            self.pod_event(Verb::Update, set, pod_name(pod), Some(&e));
             return Err(e);
         }
         Ok(())
@@ -195,14 +219,14 @@ impl PodControl<'_> {
             if !storage_matches(set, &pod) {
                 update_storage(set, &mut pod);
                 if let Err(e) = self.create_claims(set, &pod) {
-                    self.pod_event("update", set, pod_name(&pod), Some(&e));
+                    self.pod_event(Verb::Update, set, pod_name(&pod), Some(&e));
                     return Err(e);
                 }
                 consistent = false;
             }
             if !self.claims_match_retention(set, &pod) {
                 if let Err(e) = self.update_claims_for_retention(set, &pod) {
-                    self.pod_event("update", set, pod_name(&pod), Some(&e));
+                    self.pod_event(Verb::Update, set, pod_name(&pod), Some(&e));
                     return Err(e);
                 }
                 consistent = false;
@@ -233,7 +257,7 @@ impl PodControl<'_> {
         if attempted {
             let name = pod_name(&pod).to_string();
             self.pod_event(
-                "update",
+                Verb::Update,
                 set,
                 &name,
                 result.as_ref().err().map(String::as_str),
@@ -254,7 +278,7 @@ impl PodControl<'_> {
             .delete(&key, DeleteOptions::default())
             .map(|_| ());
         let err = result.as_ref().err().map(ToString::to_string);
-        self.pod_event("delete", set, pod_name(pod), err.as_deref());
+        self.pod_event(Verb::Delete, set, pod_name(pod), err.as_deref());
         result
     }
 
@@ -282,7 +306,7 @@ impl PodControl<'_> {
             };
             if ownership.conflicting(&claim) {
                 let message = format!("PersistentVolumeClaim {name} has a conflicting OwnerReference that acts as a manging controller, the retention policy is ignored for this claim");
-                self.event(set, false, "ConflictingController".into(), message);
+                self.event(set, false, "ConflictingController", message);
             }
             if ownership.up_to_date(&claim) {
                 continue;

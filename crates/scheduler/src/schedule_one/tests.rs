@@ -255,7 +255,7 @@ mod reused_failures {
             client
                 .events_with_reason("Scheduled")
                 .iter()
-                .map(|e| e.message.clone()),
+                .map(|e| e.message.to_string()),
         );
         (said, sched.node_local.filters_reused)
     }
