@@ -457,7 +457,7 @@ status: {replicas: 2, readyReplicas: 1}
     }
 
     fn events() -> Vec<Arc<EventRecord>> {
-        let ev = |secs, kind, ns: &str, name: &str, reason: &str, message: &str| {
+        let ev = |secs, kind, ns: &str, name: &str, reason: &'static str, message: &str| {
             Arc::new(EventRecord::normal(
                 SimTime::from_secs(secs),
                 "test",
