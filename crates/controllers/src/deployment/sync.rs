@@ -108,7 +108,11 @@ impl DeploymentController {
         create: bool,
         cx: &mut SyncCtx,
     ) -> Result<(Option<Arc<ReplicaSet>>, RsList), String> {
-        if let Some(found) = self.found_replica_sets.as_ref().filter(|f| f.holds(d, rs_list)) {
+        if let Some(found) = self
+            .found_replica_sets
+            .as_ref()
+            .filter(|f| f.holds(d, rs_list))
+        {
             return Ok((Some(found.new_rs.clone()), found.old_rss.clone()));
         }
         let before = FoundReplicaSets::key(d, rs_list);
