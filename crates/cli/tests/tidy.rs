@@ -228,6 +228,22 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every `.rs` file under the given folders of every crate, with its path from the
+/// workspace's root.
+fn crate_sources(subdirs: &[&str]) -> Vec<(String, PathBuf)> {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in crate_dirs(&root) {
+        for sub in subdirs {
+            rust_files(&dir.join(sub), &mut files);
+        }
+    }
+    files
+        .into_iter()
+        .map(|f| (relative(&root, &f), f))
+        .collect()
+}
+
 fn relative(root: &Path, p: &Path) -> String {
     p.strip_prefix(root)
         .expect("under the root")
@@ -489,21 +505,15 @@ fn node_name_field_reads(text: &str) -> Vec<usize> {
 
 #[test]
 fn a_pods_node_is_read_through_its_accessor() {
-    let root = workspace_root();
     let mut problems = Vec::new();
-    for dir in crate_dirs(&root) {
-        let mut files = Vec::new();
-        rust_files(&dir.join("src"), &mut files);
-        for f in files {
-            let rel = relative(&root, &f);
-            let is_test = rel.contains("/tests/") || rel.ends_with("tests.rs");
-            if is_test || NODE_NAME_FIELD_ALLOWED.contains(&rel.as_str()) {
-                continue;
-            }
-            let text = fs::read_to_string(&f).expect("a source file");
-            for line in node_name_field_reads(&text) {
-                problems.push(format!("{rel}:{line}: use PodExt::node_name"));
-            }
+    for (rel, f) in crate_sources(&["src"]) {
+        let is_test = rel.contains("/tests/") || rel.ends_with("tests.rs");
+        if is_test || NODE_NAME_FIELD_ALLOWED.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = fs::read_to_string(&f).expect("a source file");
+        for line in node_name_field_reads(&text) {
+            problems.push(format!("{rel}:{line}: use PodExt::node_name"));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -627,25 +637,17 @@ fn stored_pod_meta_fields(text: &str) -> Vec<usize> {
 
 #[test]
 fn a_stored_pods_labels_and_owner_references_are_read_through_their_accessors() {
-    let root = workspace_root();
     let mut problems = Vec::new();
-    for dir in crate_dirs(&root) {
-        let mut files = Vec::new();
-        rust_files(&dir.join("src"), &mut files);
-        rust_files(&dir.join("tests"), &mut files);
-        rust_files(&dir.join("benches"), &mut files);
-        for f in files {
-            let rel = relative(&root, &f);
-            if POD_META_FIELDS_ALLOWED.contains(&rel.as_str()) {
-                continue;
-            }
-            let text = fs::read_to_string(&f).expect("a source file");
-            for line in stored_pod_meta_fields(&text) {
-                problems.push(format!(
-                    "{rel}:{line}: a stored pod's metadata.labels and metadata.owner_references \
-                     are always None: use labels() / owner_references() and their setters"
-                ));
-            }
+    for (rel, f) in crate_sources(&["src", "tests", "benches"]) {
+        if POD_META_FIELDS_ALLOWED.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = fs::read_to_string(&f).expect("a source file");
+        for line in stored_pod_meta_fields(&text) {
+            problems.push(format!(
+                "{rel}:{line}: a stored pod's metadata.labels and metadata.owner_references \
+                 are always None: use labels() / owner_references() and their setters"
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

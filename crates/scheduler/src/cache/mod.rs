@@ -433,12 +433,9 @@ impl Cache {
             info.remove_pod_held(held, pod.uid());
             info.add_pod(pod.clone());
         } else {
-            if let Some(old) = assumed_on
-                .is_some()
-                .then(|| self.pods.get(pod.uid()).map(|s| s.node().to_string()))
-                .flatten()
-            {
-                self.remove_from_node(pod.uid(), &old);
+            // An assumed pod leaves the node it was assumed on (its entry is put back below).
+            if let Some(s) = assumed_on.and_then(|_| self.pods.take(pod.uid())) {
+                self.remove_from_node(pod.uid(), s.node());
             }
             self.add_to_node(pod.clone(), node);
         }
