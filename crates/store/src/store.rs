@@ -22,11 +22,11 @@ use crate::names::NameSource;
 /// namespace → name → slot for lookups (every write and every cache read looks an object
 /// up, and a tree walk compares strings at every level), and the same keys in nested trees
 /// for listing in namespace and name order. Nested maps let lookups borrow `&str` keys
-/// without allocating.
+/// without allocating. The two maps share one string per name (every pod is in both).
 #[derive(Default)]
 struct Bucket {
-    index: FxHashMap<String, FxHashMap<String, usize>>,
-    order: BTreeMap<String, BTreeMap<String, usize>>,
+    index: FxHashMap<String, FxHashMap<Arc<str>, usize>>,
+    order: BTreeMap<String, BTreeMap<Arc<str>, usize>>,
     slots: Vec<Option<Object>>,
     /// Per slot, how many times it was emptied: a [`SlotHint`] names a slot and this count,
     /// so a hint taken before the slot changed hands no longer matches.
@@ -127,8 +127,9 @@ impl Bucket {
                 self.slots.len() - 1
             }
         };
-        names_in!(self.index, ns).insert(name.to_string(), i);
-        names_in!(self.order, ns).insert(name.to_string(), i);
+        let name: Arc<str> = Arc::from(name);
+        names_in!(self.index, ns).insert(name.clone(), i);
+        names_in!(self.order, ns).insert(name, i);
         true
     }
 
@@ -168,7 +169,7 @@ impl Bucket {
     /// The objects of the slots `names` lists, in its order.
     fn in_order<'a>(
         &'a self,
-        names: &'a BTreeMap<String, usize>,
+        names: &'a BTreeMap<Arc<str>, usize>,
     ) -> impl Iterator<Item = &'a Object> + 'a {
         names.values().filter_map(|&i| self.slots[i].as_ref())
     }
