@@ -35,6 +35,28 @@ pub(crate) struct BindingCycle {
     pub bind_plugin: &'static str,
 }
 
+/// By the assumed pod's UID, as a map keyed by a copy of the UID would be (the same hash),
+/// without the copy.
+impl std::hash::Hash for BindingCycle {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.assumed.uid().hash(state);
+    }
+}
+
+impl PartialEq for BindingCycle {
+    fn eq(&self, other: &BindingCycle) -> bool {
+        self.assumed.uid() == other.assumed.uid()
+    }
+}
+
+impl Eq for BindingCycle {}
+
+impl std::borrow::Borrow<str> for BindingCycle {
+    fn borrow(&self) -> &str {
+        self.assumed.uid()
+    }
+}
+
 impl Scheduler {
     /// Upstream `bindingCycle`: PreBind, then Bind; the rest follows in
     /// [`Scheduler::finish_binding`], now or when a queued binding call completes. Upstream's
@@ -66,8 +88,7 @@ impl Scheduler {
                     let status = fwk.run_bind_plugins(state, pod, host, &mut queueing);
                     if status.is_success() && queueing.queued {
                         cycle.bind_plugin = status.plugin;
-                        self.binding_cycles
-                            .insert(cycle.assumed.uid().to_string(), cycle);
+                        self.binding_cycles.replace(cycle);
                         return;
                     }
                     status
@@ -156,7 +177,7 @@ impl Scheduler {
         if c.call_type != ApiCallType::PodBinding {
             return;
         }
-        let Some(cycle) = self.binding_cycles.remove(&c.uid) else {
+        let Some(cycle) = self.binding_cycles.take(c.uid.as_str()) else {
             return;
         };
         let status = match c.result {

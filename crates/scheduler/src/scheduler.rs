@@ -11,7 +11,7 @@ use kubeplane_core::version::KubeVersion;
 use kubeplane_core::SimTime;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
 
 use crate::cache::{Cache, Snapshot};
 use crate::framework::events::labels as ev;
@@ -50,8 +50,8 @@ pub struct Scheduler {
     pub(crate) every_place: Vec<usize>,
     /// The API-call dispatcher, with `SchedulerAsyncAPICalls` (none: calls are made at once).
     pub(crate) api_dispatcher: Option<crate::api_dispatcher::ApiDispatcher>,
-    /// Binding cycles waiting for their queued binding call, by pod UID.
-    pub(crate) binding_cycles: FxHashMap<String, crate::binding_cycle::BindingCycle>,
+    /// Binding cycles waiting for their queued binding call, found by pod UID.
+    pub(crate) binding_cycles: FxHashSet<crate::binding_cycle::BindingCycle>,
     /// Whether a failed scheduling or binding cycle leaves the pod's nomination alone instead
     /// of clearing it (v1.34: kubernetes#133276; v1.35 clears again, #135007).
     pub(crate) keeps_nomination_on_failure: bool,
@@ -124,7 +124,7 @@ impl Scheduler {
             last_added: None,
             every_place: Vec::new(),
             api_dispatcher: None,
-            binding_cycles: FxHashMap::default(),
+            binding_cycles: Default::default(),
             keeps_nomination_on_failure: false,
         }
     }

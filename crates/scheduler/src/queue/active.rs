@@ -5,6 +5,40 @@
 use super::*;
 use kubeplane_api::StoredPod;
 
+/// A popped pod not yet done: its entry in `in_flight_events` and the pod as popped. Found
+/// and ordered by the pod's UID (as a map keyed by a copy of the UID would be, without the
+/// copy per pop).
+pub(super) struct InFlightPod {
+    pub seq: u64,
+    pub pod: Arc<PodInfo>,
+}
+
+impl std::borrow::Borrow<str> for InFlightPod {
+    fn borrow(&self) -> &str {
+        self.pod.uid()
+    }
+}
+
+impl Ord for InFlightPod {
+    fn cmp(&self, other: &InFlightPod) -> std::cmp::Ordering {
+        self.pod.uid().cmp(other.pod.uid())
+    }
+}
+
+impl PartialOrd for InFlightPod {
+    fn partial_cmp(&self, other: &InFlightPod) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for InFlightPod {
+    fn eq(&self, other: &InFlightPod) -> bool {
+        self.pod.uid() == other.pod.uid()
+    }
+}
+
+impl Eq for InFlightPod {}
+
 impl SchedulingQueue {
     /// Puts the pod into activeQ after re-running PreEnqueue (skipped for a pod coming straight
     /// from backoffQ with PopFromBackoffQ: it passed PreEnqueue on entering backoffQ). A gated
@@ -51,8 +85,7 @@ impl SchedulingQueue {
                 None => return None,
             };
             self.refresh_nominated(&p.pod_info);
-            let uid = p.pod_info.uid().to_string();
-            if self.in_flight_pods.contains_key(&uid) {
+            if self.in_flight_pods.contains(p.pod_info.uid()) {
                 // The same pod tracked twice: discard this copy, as upstream does.
                 continue;
             }
@@ -63,7 +96,8 @@ impl SchedulingQueue {
             self.scheduling_cycle += 1;
             let seq = self.next_seq();
             self.in_flight_events.insert(seq, InFlightEntry::Pod);
-            self.in_flight_pods.insert(uid, (seq, p.pod_info.clone()));
+            let pod = p.pod_info.clone();
+            self.in_flight_pods.insert(InFlightPod { seq, pod });
             return Some(p);
         }
     }
@@ -71,7 +105,7 @@ impl SchedulingQueue {
     /// The pod's attempt is over: it is no longer in flight, and events no remaining in-flight
     /// pod needs are dropped.
     pub fn done(&mut self, uid: &str) {
-        let Some((seq, _)) = self.in_flight_pods.remove(uid) else {
+        let Some(InFlightPod { seq, .. }) = self.in_flight_pods.take(uid) else {
             return;
         };
         self.in_flight_events.remove(&seq);
@@ -119,7 +153,7 @@ impl SchedulingQueue {
         old: Option<&StoredPod>,
         new: &Arc<StoredPod>,
     ) -> bool {
-        if !self.in_flight_pods.contains_key(uid) {
+        if !self.in_flight_pods.contains(uid) {
             return false;
         }
         for &event in events {
@@ -137,11 +171,11 @@ impl SchedulingQueue {
     }
 
     pub fn is_in_flight(&self, uid: &str) -> bool {
-        self.in_flight_pods.contains_key(uid)
+        self.in_flight_pods.contains(uid)
     }
 
     /// The pods popped and not yet done, by UID.
     pub fn in_flight_pods(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
-        self.in_flight_pods.values().map(|(_, p)| p)
+        self.in_flight_pods.iter().map(|f| &f.pod)
     }
 }

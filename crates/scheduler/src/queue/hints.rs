@@ -105,7 +105,7 @@ impl SchedulingQueue {
         if p.unschedulable_plugins.is_empty() && p.pending_plugins.is_empty() {
             return Strategy::AfterBackoff;
         }
-        let Some(&(seq, _)) = self.in_flight_pods.get(p.pod_info.uid()) else {
+        let Some(seq) = self.in_flight_pods.get(p.pod_info.uid()).map(|f| f.seq) else {
             return Strategy::AfterBackoff;
         };
         let mut strategy = Strategy::Skip;

@@ -26,7 +26,7 @@ mod tests;
 mod unschedulable;
 
 use kubeplane_api::StoredPod;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -45,6 +45,7 @@ pub use events::{
     NODE_UPDATE_ALLOCATABLE, NODE_UPDATE_ANNOTATION, NODE_UPDATE_CONDITION,
     NODE_UPDATE_DECLARED_FEATURE, NODE_UPDATE_LABEL, NODE_UPDATE_TAINT, UNSCHEDULED_POD_UPDATE,
 };
+use active::InFlightPod;
 use heap::{Order, PodHeap};
 pub(crate) use nominator::NominatedPods;
 use nominator::Nominator;
@@ -243,8 +244,8 @@ pub struct SchedulingQueue {
     /// Sequence for heap ties and the in-flight list.
     seq: u64,
     scheduling_cycle: i64,
-    /// uid → (its entry in `in_flight_events`, the pod as popped).
-    in_flight_pods: BTreeMap<String, (u64, Arc<PodInfo>)>,
+    /// The pods popped and not yet done, by UID.
+    in_flight_pods: BTreeSet<InFlightPod>,
     in_flight_events: BTreeMap<u64, InFlightEntry>,
     nominator: Nominator,
     /// Whether adding a pod records its nomination before PreEnqueue, so that a gated pod's
@@ -345,7 +346,7 @@ impl SchedulingQueue {
             unschedulable_pods: UnschedulablePods::default(),
             seq: 0,
             scheduling_cycle: 0,
-            in_flight_pods: BTreeMap::new(),
+            in_flight_pods: BTreeSet::new(),
             in_flight_events: BTreeMap::new(),
             nominator: Nominator::default(),
             records_nomination_on_add: false,
@@ -523,7 +524,6 @@ impl SchedulingQueue {
         _pod_scheduling_cycle: i64,
         now: SimTime,
     ) -> Result<(), String> {
-        let uid = pinfo.pod_info.uid().to_string();
         let pod = Arc::clone(&pinfo.pod_info);
         let key = key_of(&pinfo);
         let err = if self.unschedulable_pods.contains_key(&key) {
@@ -536,7 +536,7 @@ impl SchedulingQueue {
             None
         };
         if let Some(q) = err {
-            self.done(&uid);
+            self.done(pod.uid());
             self.refresh_nominated(&pod);
             return Err(format!("Pod {key} is already present in the {q}"));
         }
@@ -550,7 +550,7 @@ impl SchedulingQueue {
         pinfo.backoff_expiration = None;
         let strategy = self.hint_for_in_flight_pod(&pinfo);
         self.requeue(pinfo, strategy, move_labels::SCHEDULE_ATTEMPT_FAILURE, now);
-        self.done(&uid);
+        self.done(pod.uid());
         self.refresh_nominated(&pod);
         Ok(())
     }
@@ -665,9 +665,9 @@ impl SchedulingQueue {
             }
             let in_flight = self
                 .in_flight_pods
-                .values()
-                .find(|(_, p)| &p.key() == key)
-                .map(|(_, p)| p.clone());
+                .iter()
+                .find(|f| &f.pod.key() == key)
+                .map(|f| f.pod.clone());
             if let Some(pod) = in_flight {
                 self.record_events_if_pod_in_flight(
                     pod.uid(),
