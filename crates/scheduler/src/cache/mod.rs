@@ -356,12 +356,16 @@ impl Cache {
         self.touch(node).add_pod(pod);
     }
 
-    fn remove_from_node(&mut self, uid: &str, node: &str) {
+    /// Takes the pod the cache's entry `held` names off `node`: found by the address of the
+    /// very PodInfo the node was given (a pointer compare per pod of the node, where the UID
+    /// compare reads each pod's UID), else by UID.
+    fn remove_from_node(&mut self, held: &PodState) {
+        let node = held.node();
         if !self.nodes.contains_key(node) {
             return;
         }
         let info = self.touch(node);
-        info.remove_pod(uid);
+        info.remove_pod_held(Arc::as_ptr(&held.pod), held.pod.uid());
         if info.node.is_none() && info.pods.is_empty() {
             self.forget_node(node);
         }
@@ -389,7 +393,7 @@ impl Cache {
         match self.pods.get(uid) {
             Some(s) if s.assumed => {
                 let s = self.pods.take(uid).expect("found above");
-                self.remove_from_node(uid, s.node());
+                self.remove_from_node(&s);
                 Ok(())
             }
             Some(s) => Err(CacheError::NotAssumed(s.pod.key())),
@@ -435,7 +439,7 @@ impl Cache {
         } else {
             // An assumed pod leaves the node it was assumed on (its entry is put back below).
             if let Some(s) = assumed_on.and_then(|_| self.pods.take(pod.uid())) {
-                self.remove_from_node(pod.uid(), s.node());
+                self.remove_from_node(&s);
             }
             self.add_to_node(pod.clone(), node);
         }
@@ -450,14 +454,14 @@ impl Cache {
 
     pub fn update_pod(&mut self, pod: Arc<PodInfo>) {
         if let Some(s) = self.pods.take(pod.uid()) {
-            self.remove_from_node(pod.uid(), s.node());
+            self.remove_from_node(&s);
         }
         let _ = self.add_pod(pod);
     }
 
     pub fn remove_pod(&mut self, uid: &str) {
         if let Some(s) = self.pods.take(uid) {
-            self.remove_from_node(uid, s.node());
+            self.remove_from_node(&s);
         }
     }
 
