@@ -40,12 +40,12 @@ use crate::framework::{
     QueuedPodInfo, QueueingHint,
 };
 
+use active::InFlightPod;
 pub use events::{
     event_matches, node_update_events, pod_update_events, ASSIGNED_POD_UPDATE,
     NODE_UPDATE_ALLOCATABLE, NODE_UPDATE_ANNOTATION, NODE_UPDATE_CONDITION,
     NODE_UPDATE_DECLARED_FEATURE, NODE_UPDATE_LABEL, NODE_UPDATE_TAINT, UNSCHEDULED_POD_UPDATE,
 };
-use active::InFlightPod;
 use heap::{Order, PodHeap};
 pub(crate) use nominator::NominatedPods;
 use nominator::Nominator;
