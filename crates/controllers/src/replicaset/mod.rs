@@ -43,7 +43,9 @@ use crate::controller_utils::{
 };
 use cache::{Cache, CachedPod, SelectorMemo};
 pub use pod_control::pod_from_template;
-use pod_control::{adopt_pod, create_pod, recheck_replica_set, release_pod, template_spec};
+use pod_control::{
+    adopt_pod, create_pod, recheck_replica_set, release_pod, template_spec, SharedMeta,
+};
 use ranking::{get_pods_to_delete_with_counts, RankContext};
 pub use status::{calculate_status, get_condition, remove_condition, set_condition};
 use status::{status_with_counts, update_replica_set_status, StatusCounts};
@@ -115,6 +117,8 @@ pub struct ReplicaSetController {
     queue: WorkQueue,
     expectations: Expectations,
     metrics: Metrics,
+    /// The labels and controller reference the pods of each ReplicaSet share.
+    shared_meta: SharedMeta,
 }
 
 impl Default for ReplicaSetController {
@@ -202,6 +206,7 @@ struct SyncCx<'a> {
     queue: &'a mut WorkQueue,
     expectations: &'a mut Expectations,
     metrics: &'a mut Metrics,
+    shared_meta: &'a mut SharedMeta,
     pod_deletion_cost: bool,
     terminating_replicas: bool,
     full_controller_key: bool,
@@ -225,6 +230,7 @@ impl ReplicaSetController {
             queue: WorkQueue::default(),
             expectations: Expectations::default(),
             metrics: Metrics::default(),
+            shared_meta: SharedMeta::default(),
         }
     }
 
@@ -317,6 +323,7 @@ impl ReplicaSetController {
             queue: &mut self.queue,
             expectations: &mut self.expectations,
             metrics: &mut self.metrics,
+            shared_meta: &mut self.shared_meta,
             pod_deletion_cost: self.pod_deletion_cost,
             terminating_replicas: self.terminating_replicas,
             full_controller_key: self.full_controller_key,
@@ -462,7 +469,7 @@ impl<'a> SyncCx<'a> {
         // Expect the creates before making any: their watch events may arrive at any time.
         self.expectations.expect_creations(key, n, now);
         let mut created = 0u64;
-        let spec = template_spec(rs);
+        let spec = template_spec(rs, key, self.shared_meta);
         let (successes, err) = slow_start_batch(n, SLOW_START_INITIAL_BATCH_SIZE, || {
             let r = create_pod(client, rs, spec.clone(), now);
             if r.is_ok() {
@@ -618,6 +625,7 @@ impl Component for ReplicaSetController {
                     }
                     EventType::Deleted => {
                         self.expectations.delete(&key);
+                        self.shared_meta.forget(&key);
                     }
                 }
                 self.queue.add(key);

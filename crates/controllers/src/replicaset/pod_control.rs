@@ -4,7 +4,7 @@
 
 use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
@@ -12,11 +12,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kubeplane_api::pod_meta::Labels;
 use kubeplane_api::{ApiError, Client, Kind, Object, ObjectKey};
 use kubeplane_core::{EventRecord, SimTime};
+use rustc_hash::FxHashMap;
 
 use super::{API_VERSION, CONTROLLER_NAME, KIND, REASON_FAILED_CREATE, REASON_SUCCESSFUL_CREATE};
 use crate::controller_utils::{
     add_pod_owner_reference, new_controller_ref, ns_name, pod_controller,
-    remove_pod_owner_reference,
+    remove_pod_owner_reference, NsName,
 };
 
 /// Upstream `RecheckDeletionTimestamp` over an uncached GET of the ReplicaSet: adoption is only
@@ -173,31 +174,77 @@ pub(super) struct SharedTemplate {
     owner_references: Arc<Vec<OwnerReference>>,
 }
 
+/// The labels and controller reference last handed to each ReplicaSet's pods, by the
+/// ReplicaSet's namespace and name, held weakly: the next creation for the same ReplicaSet
+/// shares them again while some pod still holds them and they are equal to what the template
+/// makes now. Without it every `manage_replicas` call made its own (a replacement pod after an
+/// eviction is a call of one: about 700 B of labels and reference per replaced pod in the
+/// envelope). A `Weak` keeps only the `Arc`'s block once its pods are gone; the entry goes when
+/// the ReplicaSet is deleted ([`SharedMeta::forget`]).
+#[derive(Default)]
+pub(super) struct SharedMeta(FxHashMap<NsName, MetaSlots>);
+
+#[derive(Default)]
+struct MetaSlots {
+    labels: Weak<Labels>,
+    owner_references: Weak<Vec<OwnerReference>>,
+}
+
+impl SharedMeta {
+    /// Forgets a deleted ReplicaSet's shared parts.
+    pub(super) fn forget(&mut self, key: &NsName) {
+        self.0.remove(key);
+    }
+
+    fn slots(&mut self, key: &NsName) -> &mut MetaSlots {
+        if !self.0.contains_key(key) {
+            self.0.insert(key.clone(), MetaSlots::default());
+        }
+        self.0.get_mut(key).expect("inserted above")
+    }
+}
+
+/// The `Arc` held in `slot` when it is still alive and equal to `current`; otherwise a new one
+/// with a copy of `current`, which `slot` then holds.
+fn shared<T: PartialEq + Clone>(slot: &mut Weak<T>, current: &T) -> Arc<T> {
+    match slot.upgrade() {
+        Some(held) if *held == *current => held,
+        _ => {
+            let made = Arc::new(current.clone());
+            *slot = Arc::downgrade(&made);
+            made
+        }
+    }
+}
+
 /// The template's shared parts for the pods of one `manage_replicas` call (`None` when the
 /// template has no spec or sets `nodeName`: each pod then gets its own copies).
 ///
-/// Nothing keeps them past the call: the pods made from them are admitted (the Priority plugin
+/// The spec is not kept past the call: the pods made from it are admitted (the Priority plugin
 /// writes every template pod's spec), and the registry's admission shares one admitted spec
 /// between all the pods of one controller whose admitted specs are equal
 /// (`kubeplane_registry::admission`, keyed by the controller's UID). A copy kept here per
 /// ReplicaSet would be a third copy of the template beside the stored ReplicaSet's and the
 /// admitted one (about 3.6 KB per ReplicaSet in the envelope). The labels and the controller
-/// reference are shared by the pods of the call and kept by them.
-pub(super) fn template_spec(rs: &ReplicaSet) -> Option<SharedTemplate> {
+/// reference are shared by the pods of every call while they are equal ([`SharedMeta`]).
+pub(super) fn template_spec(
+    rs: &ReplicaSet,
+    key: &NsName,
+    memo: &mut SharedMeta,
+) -> Option<SharedTemplate> {
     let template = rs.spec.as_ref()?.template.as_ref()?;
     let spec = template.spec.as_ref()?;
     if spec.node_name.is_some() {
         // not a stored pod's spec
         return None;
     }
+    let slots = memo.slots(key);
+    let labels = template.metadata.as_ref().and_then(|m| m.labels.as_ref());
+    let controller_ref = vec![new_controller_ref(API_VERSION, KIND, &rs.metadata)];
     Some(SharedTemplate {
         spec: Arc::new(spec.clone()),
-        labels: template
-            .metadata
-            .as_ref()
-            .and_then(|m| m.labels.clone())
-            .map(Arc::new),
-        owner_references: Arc::new(vec![new_controller_ref(API_VERSION, KIND, &rs.metadata)]),
+        labels: labels.map(|l| shared(&mut slots.labels, l)),
+        owner_references: shared(&mut slots.owner_references, &controller_ref),
     })
 }
 

@@ -30,6 +30,7 @@ use kubeplane_core::testing::PodBuilder;
 mod cache;
 mod invariants;
 mod scale_down;
+mod sharing;
 mod status_writes;
 
 // ----- builders ---------------------------------------------------------------------------------
