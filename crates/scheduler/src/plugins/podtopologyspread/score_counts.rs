@@ -70,7 +70,11 @@ fn same_selectors(constraints: &[Constraint]) -> Vec<Option<usize>> {
     constraints
         .iter()
         .enumerate()
-        .map(|(i, c)| constraints[..i].iter().position(|d| d.selector == c.selector))
+        .map(|(i, c)| {
+            constraints[..i]
+                .iter()
+                .position(|d| d.selector == c.selector)
+        })
         .collect()
 }
 
