@@ -11,8 +11,10 @@
 //! cannot tell) are compared with the NodeInfo seen there, and a replaced NodeInfo's pods are
 //! compared with the pods indexed at that place by address, so that a node that gained or
 //! lost one pod costs one entry. Each place keeps the pods it indexed (not its NodeInfo, which
-//! would keep the NodeInfo's superseded pods alive) and a `Weak` of the NodeInfo, so that the
-//! address is not reused meanwhile.
+//! would keep the NodeInfo's superseded pods alive) in the NodeInfo's order and a `Weak` of
+//! the NodeInfo, so that the address is not reused meanwhile. The cache changes a node's list
+//! by pushes and swap-removes, so a replaced NodeInfo holds most of its pods where the last
+//! one held them: those are compared in place, and only the others are matched by address.
 
 use std::sync::{Arc, Weak};
 
@@ -30,11 +32,14 @@ fn address(p: &Arc<PodInfo>) -> usize {
 /// address is then not reused meanwhile).
 type Indexed = (usize, u32, Weak<PodInfo>);
 
+/// A cell of [`Place::pods`] between its pod leaving and the pod now there being found.
+const UNSET: Indexed = (0, 0, Weak::new());
+
 /// The pods of one place, as last indexed.
 #[derive(Default)]
 struct Place {
     node: Weak<NodeInfo>,
-    /// Sorted by address.
+    /// In the order of the NodeInfo's `pods`.
     pods: Vec<Indexed>,
 }
 
@@ -48,8 +53,10 @@ pub(crate) struct PodsByNamespace {
     by_namespace: Vec<FxHashMap<(usize, u32), Weak<PodInfo>>>,
     /// Where the last update read the snapshot's change log.
     seen: Option<SnapshotCursor>,
-    /// Scratch: a node's pods sorted by address.
-    scratch: Vec<Arc<PodInfo>>,
+    /// Scratch of a sync: the indexed pods no longer in their cells, and the (address,
+    /// position) of the node's pods not in theirs, each to be sorted by address.
+    left: Vec<Indexed>,
+    arrived: Vec<(usize, u32)>,
 }
 
 impl PodsByNamespace {
@@ -100,34 +107,51 @@ impl PodsByNamespace {
         if std::ptr::eq(self.places[place].node.as_ptr(), Arc::as_ptr(node)) {
             return;
         }
-        let mut now = std::mem::take(&mut self.scratch);
-        now.clear();
-        now.extend(node.pods.iter().cloned());
-        now.sort_unstable_by_key(address);
-        let was = std::mem::take(&mut self.places[place].pods);
-        let mut kept = Vec::with_capacity(now.len());
-        // A merge of the two sorted lists: a pod in both is the same live PodInfo and stays.
-        let (mut i, mut j) = (0, 0);
-        while i < was.len() || j < now.len() {
-            let a = was.get(i).map_or(usize::MAX, |e| e.0);
-            let b = now.get(j).map_or(usize::MAX, address);
-            if a < b {
-                self.remove(place, &was[i]);
-                i += 1;
-            } else if b < a {
-                kept.push(self.add(place, &now[j]));
-                j += 1;
-            } else {
-                kept.push(was[i].clone());
-                (i, j) = (i + 1, j + 1);
+        let now = &node.pods;
+        let mut pods = std::mem::take(&mut self.places[place].pods);
+        let (mut left, mut arrived) = (
+            std::mem::take(&mut self.left),
+            std::mem::take(&mut self.arrived),
+        );
+        // A cell that holds the pod it held is kept without a look at the namespace maps.
+        for (j, (cell, p)) in pods.iter_mut().zip(now).enumerate() {
+            if cell.0 != address(p) {
+                left.push(std::mem::replace(cell, UNSET));
+                arrived.push((address(p), j as u32));
             }
         }
+        let common = pods.len().min(now.len());
+        left.extend(pods.drain(common..));
+        arrived.extend((common..now.len()).map(|j| (address(&now[j]), j as u32)));
+        pods.resize(now.len(), UNSET);
+        // A merge of the two lists by address: a pod in both is the same live PodInfo, moved.
+        left.sort_unstable_by_key(|e| e.0);
+        arrived.sort_unstable_by_key(|e| e.0);
+        let mut gone = left.drain(..).peekable();
+        let mut came = arrived.iter().peekable();
+        loop {
+            let a = gone.peek().map_or(usize::MAX, |e| e.0);
+            let b = came.peek().map_or(usize::MAX, |e| e.0);
+            if a < b {
+                let e = gone.next().expect("peeked");
+                self.remove(place, &e);
+            } else if b < a {
+                let j = came.next().expect("peeked").1 as usize;
+                pods[j] = self.add(place, &now[j]);
+            } else if a == usize::MAX {
+                break;
+            } else {
+                let j = came.next().expect("peeked").1 as usize;
+                pods[j] = gone.next().expect("peeked");
+            }
+        }
+        drop(gone);
+        arrived.clear();
+        (self.left, self.arrived) = (left, arrived);
         self.places[place] = Place {
             node: Arc::downgrade(node),
-            pods: kept,
+            pods,
         };
-        now.clear();
-        self.scratch = now;
     }
 
     fn add(&mut self, place: usize, p: &Arc<PodInfo>) -> Indexed {
@@ -256,5 +280,40 @@ mod tests {
             "the index kept a removed pod alive"
         );
         assert_eq!(index.pods_in("z").map(|(q, _)| q).collect::<Vec<_>>(), [2]);
+    }
+
+    /// A node whose list was reordered (the cache swap-removes: the last pod takes the place
+    /// of the one that left) and whose pods change at once in several cells.
+    #[test]
+    fn the_index_follows_reordered_pods() {
+        let mut snap = snapshot(vec![NodeBuilder::new("a").info()]);
+        snap.set_nodes(snap.node_infos.clone());
+        let mut index = PodsByNamespace::default();
+        let pods: Vec<_> = (0..5).map(|k| pod("x", &format!("x{k}"), "a")).collect();
+        snap.replace_node(0, changed(&snap.node_infos[0], &pods, &[]));
+        index.update(&snap);
+        assert_eq!(held(&index), expected(&snap));
+        // x1 leaves by swap-remove, y1 arrives at the end.
+        let mut n = (*snap.node_infos[0]).clone();
+        n.pods.swap_remove(1);
+        n.pods.push(pod("y", "y1", "a"));
+        snap.replace_node(0, Arc::new(n));
+        index.update(&snap);
+        assert_eq!(held(&index), expected(&snap));
+        // Reversed, two gone from the middle, one new in front.
+        let mut n = (*snap.node_infos[0]).clone();
+        n.pods.reverse();
+        n.pods.retain(|p| p.name != "x2" && p.name != "x3");
+        n.pods.insert(0, pod("x", "x9", "a"));
+        snap.replace_node(0, Arc::new(n));
+        index.update(&snap);
+        assert_eq!(held(&index), expected(&snap));
+        assert_eq!(index.pods_in("x").count(), 3);
+        // Emptied.
+        let mut n = (*snap.node_infos[0]).clone();
+        n.pods.clear();
+        snap.replace_node(0, Arc::new(n));
+        index.update(&snap);
+        assert!(held(&index).is_empty());
     }
 }

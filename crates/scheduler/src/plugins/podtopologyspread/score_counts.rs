@@ -61,6 +61,21 @@ pub(crate) struct ScoreCounts {
     /// every key when required); zero but for the domains of touched places.
     domain_counts: Vec<Vec<i64>>,
     pods: PodsByNamespace,
+    /// Per constraint of the key: an earlier constraint with the same selector, if any.
+    same_selector: Vec<Option<usize>>,
+}
+
+/// Per constraint: the first earlier constraint with the same selector, if any.
+fn same_selectors(constraints: &[Constraint]) -> Vec<Option<usize>> {
+    constraints
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            constraints[..i]
+                .iter()
+                .position(|d| d.selector == c.selector)
+        })
+        .collect()
 }
 
 /// The domain a node's matching pods count toward under constraint `c`.
@@ -112,6 +127,7 @@ impl ScoreCounts {
             return;
         }
         self.follows = follows;
+        self.same_selector = same_selectors(&key.constraints);
         self.key = Some(key);
         self.reset(follows.1);
         self.count_namespace(memo, snapshot);
@@ -185,8 +201,19 @@ impl ScoreCounts {
                     slot.domain = domain_of(c, key.require_all, all_keys, cell);
                 }
             }
+            // Constraints with the selector of an earlier one (the system defaults' two) take
+            // its answer: a match reads the pod's labels for every requirement.
+            let mut matched = [false; 8];
             for (i, (slot, c)) in cells.iter_mut().zip(key.constraints.iter()).enumerate() {
-                if c.selector.matches(p.labels()) {
+                let same = self.same_selector.get(i).copied().flatten();
+                let m = match same {
+                    Some(j) if j < matched.len() => matched[j],
+                    _ => c.selector.matches(p.labels()),
+                };
+                if let Some(cell) = matched.get_mut(i) {
+                    *cell = m;
+                }
+                if m {
                     slot.count += 1;
                     add_to_domain(&mut self.domain_counts[i], *slot, 1);
                 }

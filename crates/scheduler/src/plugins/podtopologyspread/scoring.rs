@@ -41,6 +41,10 @@ pub(crate) struct PreScoreState {
     /// Per filtered node, in PreScore's order: its address and raw score, computed by
     /// PreScore so that scoring a run of nodes (see [`ScorePlugin::score_nodes`]) is a copy.
     pub(crate) raw: Vec<(usize, i64)>,
+    /// The lowest and the highest of `raw`'s scores of the nodes not ignored, as
+    /// NormalizeScore finds them (`i64::MAX` and 0 without such nodes; the highest is never
+    /// below 0).
+    pub(crate) raw_range: (i64, i64),
 }
 
 /// One node's entry for one memo key: what the node is for the constraints (its domains,
@@ -473,7 +477,7 @@ fn raw_scores(
     constraints: &[Constraint],
     hostname: &[bool],
     t: &Tallied,
-) -> Vec<(usize, i64)> {
+) -> (Vec<(usize, i64)>, (i64, i64)) {
     let terms: Vec<Term> = constraints
         .iter()
         .zip(&t.totals)
@@ -491,6 +495,7 @@ fn raw_scores(
         .collect();
     let rows = t.rows.chunks_exact(constraints.len());
     let mut raw = Vec::with_capacity(nodes.len());
+    let (mut min, mut max) = (i64::MAX, 0);
     for ((node, row), &ignored) in nodes.iter().zip(rows).zip(&s.ignored) {
         let mut score = 0.0;
         if !ignored {
@@ -504,9 +509,13 @@ fn raw_scores(
                 };
             }
         }
-        raw.push((node_address(node), score.round() as i64));
+        let score = score.round() as i64;
+        if !ignored {
+            (min, max) = (min.min(score), max.max(score));
+        }
+        raw.push((node_address(node), score));
     }
-    raw
+    (raw, (min, max))
 }
 
 impl PreScorePlugin for PodTopologySpread {
@@ -577,95 +586,12 @@ impl PreScorePlugin for PodTopologySpread {
         let t = tally.run(nodes, domains, &mut s);
         s.topology_normalizing_weight =
             normalizing_weights(constraints, &t.sizes, nodes.len() - t.n_ignored);
-        s.raw = raw_scores(nodes, &s, constraints, &hostname, &t);
+        (s.raw, s.raw_range) = raw_scores(nodes, &s, constraints, &hostname, &t);
         s.constraints = Arc::clone(constraints);
         drop(guard);
         state.write(&PRE_SCORE_KEY, s);
         Status::success()
     }
-}
-
-/// PreScore without the memo: the full count over every node of the snapshot, to check the
-/// memo against.
-#[cfg(test)]
-pub(crate) fn pre_score_recount(
-    pl: &PodTopologySpread,
-    pod: &PodInfo,
-    nodes: &[&NodeInfo],
-    snapshot: &Snapshot,
-) -> Option<PreScoreState> {
-    let constraints = pl
-        .constraints(&pod.pod, SCHEDULE_ANYWAY, Some(snapshot))
-        .ok()?;
-    if snapshot.node_infos.is_empty() || constraints.is_empty() {
-        return None;
-    }
-    let has_own = pod
-        .spec()
-        .topology_spread_constraints
-        .as_ref()
-        .is_some_and(|c| !c.is_empty());
-    let require_all = has_own || !pl.system_defaulted;
-    let mut s = PreScoreState {
-        topology_value_to_pod_counts: vec![FxHashMap::default(); constraints.len()],
-        require_all,
-        ..Default::default()
-    };
-    let mut topo_size = vec![0usize; constraints.len()];
-    let mut n_ignored = 0;
-    for node in nodes {
-        let labels = node.labels();
-        let ignored = require_all && !node_labels_match_constraints(labels, &constraints);
-        s.ignored.push(ignored);
-        if ignored {
-            n_ignored += 1;
-            continue;
-        }
-        for (i, c) in constraints.iter().enumerate() {
-            if c.topology_key == LABEL_HOSTNAME {
-                continue;
-            }
-            let value = labels.get(&c.topology_key).map_or("", String::as_str);
-            if !s.topology_value_to_pod_counts[i].contains_key(value) {
-                s.topology_value_to_pod_counts[i].insert(value.to_string(), 0);
-                topo_size[i] += 1;
-            }
-        }
-    }
-    s.topology_normalizing_weight = constraints
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let size = if c.topology_key == LABEL_HOSTNAME {
-                nodes.len() - n_ignored
-            } else {
-                topo_size[i]
-            };
-            topology_normalizing_weight(size)
-        })
-        .collect();
-    let required = RequiredNodeAffinity::from_pod(pod.spec());
-    for node in &snapshot.node_infos {
-        let Some(n) = node.node.as_ref() else {
-            continue;
-        };
-        let labels = node.labels();
-        if require_all && !node_labels_match_constraints(labels, &constraints) {
-            continue;
-        }
-        for (i, c) in constraints.iter().enumerate() {
-            if !c.matches_node_inclusion_policies(pod.spec(), n, &required) {
-                continue;
-            }
-            let value = labels.get(&c.topology_key).map_or("", String::as_str);
-            let Some(count) = s.topology_value_to_pod_counts[i].get_mut(value) else {
-                continue;
-            };
-            *count += count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64;
-        }
-    }
-    s.constraints = constraints.into();
-    Some(s)
 }
 
 fn read_pre_score_state(state: &CycleState) -> Result<&PreScoreState, Status> {
@@ -691,8 +617,9 @@ impl ScorePlugin for PodTopologySpread {
         out: &mut [i64],
     ) -> Result<(), (usize, Status)> {
         let s = read_pre_score_state(state).map_err(|e| (0, e))?;
-        for (j, (node, cell)) in nodes.iter().zip(out.iter_mut()).enumerate() {
-            *cell = match s.raw.get(first + j) {
+        let mut raw = s.raw.get(first..).unwrap_or_default().iter();
+        for (node, cell) in nodes.iter().zip(out.iter_mut()) {
+            *cell = match raw.next() {
                 Some(&(addr, score)) if addr == node_address(node) => score,
                 _ => score_node(s, pod, node),
             };
@@ -706,6 +633,9 @@ impl ScorePlugin for PodTopologySpread {
         let Some(s) = state.read::<PreScoreState>(&PRE_SCORE_KEY) else {
             return Status::error(format!("error reading {PRE_SCORE_KEY:?} from cycleState"));
         };
+        if normalize_raw(s, scores) {
+            return Status::success();
+        }
         // The nodes PreScore saw have a flag each; any node past them is not ignored.
         let seen = s.ignored.len().min(scores.len());
         let ignored = &s.ignored[..seen];
@@ -719,18 +649,57 @@ impl ScorePlugin for PodTopologySpread {
         for &score in rest.iter() {
             (min, max) = (min.min(score), max.max(score));
         }
-        let normalized = |score: i64| match max {
-            0 => MAX_NODE_SCORE,
-            _ => MAX_NODE_SCORE * (max + min - score) / max,
-        };
         for (score, &ignored) in flagged.iter_mut().zip(ignored) {
-            *score = if ignored { 0 } else { normalized(*score) };
+            *score = if ignored {
+                0
+            } else {
+                normalized(*score, (min, max))
+            };
         }
         for score in rest {
-            *score = normalized(*score);
+            *score = normalized(*score, (min, max));
         }
         Status::success()
     }
+}
+
+/// `100 × (max + min − score) / max` (all 100 when `max` is 0).
+fn normalized(score: i64, (min, max): (i64, i64)) -> i64 {
+    match max {
+        0 => MAX_NODE_SCORE,
+        _ => MAX_NODE_SCORE * (max + min - score) / max,
+    }
+}
+
+/// NormalizeScore in one pass when `scores` are PreScore's raw scores of the nodes it saw
+/// (Score copied them: the common case), whose range PreScore found: each cell is checked
+/// against its raw score as it is normalized. Returns false, with `scores` as they were,
+/// when they are not those.
+fn normalize_raw(s: &PreScoreState, scores: &mut [i64]) -> bool {
+    if scores.len() != s.raw.len() || scores.len() != s.ignored.len() {
+        return false;
+    }
+    let mut differs = None;
+    let cells = scores.iter_mut().zip(&s.raw).zip(&s.ignored);
+    for (j, ((score, &(_, raw)), &ignored)) in cells.enumerate() {
+        if *score != raw {
+            differs = Some(j);
+            break;
+        }
+        *score = if ignored {
+            0
+        } else {
+            normalized(raw, s.raw_range)
+        };
+    }
+    let Some(j) = differs else {
+        return true;
+    };
+    // The cells before the first that differs held their raw scores.
+    for (cell, &(_, raw)) in scores[..j].iter_mut().zip(&s.raw) {
+        *cell = raw;
+    }
+    false
 }
 
 /// One node's raw score from the PreScore state.

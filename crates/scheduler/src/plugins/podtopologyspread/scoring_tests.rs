@@ -3,10 +3,13 @@
 
 use std::sync::Arc;
 
-use super::scoring::PRE_SCORE_KEY;
+use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
+
+use super::scoring::{topology_normalizing_weight, PreScoreState, PRE_SCORE_KEY};
 use super::tests::*;
 use super::*;
-use crate::framework::{CycleState, NodeInfo};
+use crate::framework::{CycleState, NodeInfo, PodInfo};
+use crate::plugins::helper::FxHashMap;
 use crate::plugins::testing::{
     expr, snapshot, spread, taint, NodeBuilder, PodBuilder, PodBuilderExt,
 };
@@ -109,7 +112,7 @@ fn scores_of(
         // The recount's state knows no node entries: Score counts on each node.
         None => state.write(
             &PRE_SCORE_KEY,
-            super::scoring::pre_score_recount(&scorer, pod, &refs, snap)?,
+            pre_score_recount(&scorer, pod, &refs, snap)?,
         ),
     }
     let pl = pl.unwrap_or(&scorer);
@@ -392,7 +395,7 @@ fn recount_raw(
     let scorer = plugin();
     let refs: Vec<&NodeInfo> = filtered.iter().map(|&i| &*snap.node_infos[i]).collect();
     let mut state = CycleState::new();
-    let s = super::scoring::pre_score_recount(&scorer, pod, &refs, snap).expect("constraints");
+    let s = pre_score_recount(&scorer, pod, &refs, snap).expect("constraints");
     state.write(&PRE_SCORE_KEY, s);
     refs.iter()
         .map(|n| scorer.score(&state, pod, n).unwrap())
@@ -503,4 +506,122 @@ fn the_default_soft_constraints_are_reused_only_for_the_same_replica_set_and_sel
     let own = replica("ns1", "web", "i").spread(spread(1, "zone", SCHEDULE_ANYWAY, foo_exists()));
     check(&snap, own, false);
     check(&snap, replica("ns1", "web", "j"), false);
+}
+
+/// PreScore without the memo: the full count over every node of the snapshot, to check the
+/// memo against.
+fn pre_score_recount(
+    pl: &PodTopologySpread,
+    pod: &PodInfo,
+    nodes: &[&NodeInfo],
+    snapshot: &Snapshot,
+) -> Option<PreScoreState> {
+    let constraints = pl
+        .constraints(&pod.pod, SCHEDULE_ANYWAY, Some(snapshot))
+        .ok()?;
+    if snapshot.node_infos.is_empty() || constraints.is_empty() {
+        return None;
+    }
+    let has_own = pod
+        .spec()
+        .topology_spread_constraints
+        .as_ref()
+        .is_some_and(|c| !c.is_empty());
+    let require_all = has_own || !pl.system_defaulted;
+    let mut s = PreScoreState {
+        topology_value_to_pod_counts: vec![FxHashMap::default(); constraints.len()],
+        require_all,
+        ..Default::default()
+    };
+    let mut topo_size = vec![0usize; constraints.len()];
+    let mut n_ignored = 0;
+    for node in nodes {
+        let labels = node.labels();
+        let ignored = require_all && !node_labels_match_constraints(labels, &constraints);
+        s.ignored.push(ignored);
+        if ignored {
+            n_ignored += 1;
+            continue;
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            if c.topology_key == LABEL_HOSTNAME {
+                continue;
+            }
+            let value = labels.get(&c.topology_key).map_or("", String::as_str);
+            if !s.topology_value_to_pod_counts[i].contains_key(value) {
+                s.topology_value_to_pod_counts[i].insert(value.to_string(), 0);
+                topo_size[i] += 1;
+            }
+        }
+    }
+    s.topology_normalizing_weight = constraints
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let size = if c.topology_key == LABEL_HOSTNAME {
+                nodes.len() - n_ignored
+            } else {
+                topo_size[i]
+            };
+            topology_normalizing_weight(size)
+        })
+        .collect();
+    add_matching_pods(&mut s, pod, &constraints, snapshot);
+    s.constraints = constraints.into();
+    Some(s)
+}
+
+/// Adds every counted node's matching pods to the counts of its domains that `s` holds.
+fn add_matching_pods(
+    s: &mut PreScoreState,
+    pod: &PodInfo,
+    constraints: &[Constraint],
+    snapshot: &Snapshot,
+) {
+    let required = RequiredNodeAffinity::from_pod(pod.spec());
+    for node in &snapshot.node_infos {
+        let Some(n) = node.node.as_ref() else {
+            continue;
+        };
+        let labels = node.labels();
+        if s.require_all && !node_labels_match_constraints(labels, constraints) {
+            continue;
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            if !c.matches_node_inclusion_policies(pod.spec(), n, &required) {
+                continue;
+            }
+            let value = labels.get(&c.topology_key).map_or("", String::as_str);
+            let Some(count) = s.topology_value_to_pod_counts[i].get_mut(value) else {
+                continue;
+            };
+            *count += count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64;
+        }
+    }
+}
+
+/// NormalizeScore of scores other than PreScore's raw ones (a cell differs mid-list) is that
+/// of those scores, as NormalizeScore finds their range.
+#[test]
+fn normalize_score_of_other_scores_than_the_raw_ones() {
+    let pl = plugin();
+    let nodes = nodes_with(&[
+        (zone_node("node-a", "zone1"), 2),
+        (zone_node("node-b", "zone1"), 1),
+        (zone_node("node-c", "zone2"), 0),
+    ]);
+    let pod = foo_pod("p")
+        .spread(spread(1, LABEL_HOSTNAME, SCHEDULE_ANYWAY, foo_exists()))
+        .info();
+    let snap = snapshot(nodes.clone());
+    let refs: Vec<&NodeInfo> = nodes.iter().collect();
+    let mut state = CycleState::new();
+    assert!(pl.pre_score(&mut state, &pod, &refs, &snap).is_success());
+    // Raw 3, 2, 0 (see `soft_constraint_scores`); with 6 for the second: min 0, max 6.
+    let mut out = vec![3, 6, 0];
+    assert!(pl.normalize_score(&state, &pod, &mut out).is_success());
+    assert_eq!(out, vec![50, 0, 100]);
+    let mut out = vec![3, 2, 0];
+    assert!(pl.normalize_score(&state, &pod, &mut out).is_success());
+    assert_eq!(out, vec![0, 33, 100]);
 }
