@@ -26,6 +26,7 @@ pub mod object;
 pub mod pod;
 pub mod pod_meta;
 pub mod pod_status;
+pub mod replica_set;
 pub mod suite;
 pub mod types;
 pub mod watch;
@@ -42,4 +43,5 @@ pub use node::{
 pub use object::{DynamicObject, Kind, Object, ObjectKey};
 pub use pod::{PodExt, StoredPod};
 pub use pod_status::StoredPodStatus;
+pub use replica_set::{StoredPodTemplateSpec, StoredReplicaSet, StoredReplicaSetSpec, TemplateRef};
 pub use watch::{EventType, WatchEvent};

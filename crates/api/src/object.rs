@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::node::StoredNode;
 use crate::pod::StoredPod;
+use crate::replica_set::StoredReplicaSet;
 use crate::types::{self, ResourceType};
 
 /// The kinds of object the store holds: the kinds kubeplane simulates, in the order of
@@ -215,7 +216,8 @@ pub enum Object {
     Node(Arc<StoredNode>),
     PriorityClass(Arc<PriorityClass>),
     Deployment(Arc<Deployment>),
-    ReplicaSet(Arc<ReplicaSet>),
+    /// A ReplicaSet with its template's spec shared by `Arc` ([`StoredReplicaSet`]).
+    ReplicaSet(Arc<StoredReplicaSet>),
     PodDisruptionBudget(Arc<PodDisruptionBudget>),
     /// A Pod in its stored form: the spec shared by `Arc`, `nodeName` outside it
     /// ([`StoredPod`]).
@@ -312,7 +314,7 @@ impl Object {
             Kind::Node => Object::Node(typed::<StoredNode>(value)?),
             Kind::PriorityClass => Object::PriorityClass(typed::<PriorityClass>(value)?),
             Kind::Deployment => Object::Deployment(typed::<Deployment>(value)?),
-            Kind::ReplicaSet => Object::ReplicaSet(typed::<ReplicaSet>(value)?),
+            Kind::ReplicaSet => Object::ReplicaSet(typed::<StoredReplicaSet>(value)?),
             Kind::PodDisruptionBudget => {
                 Object::PodDisruptionBudget(typed::<PodDisruptionBudget>(value)?)
             }

@@ -9,6 +9,7 @@ use crate::PodExt;
 use crate::StoredPod;
 use std::sync::Arc;
 
+use crate::StoredReplicaSet;
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStatus, ReplicaSet, ReplicaSetSpec,
 };
@@ -686,11 +687,13 @@ fn scale_writes_only_the_replicas(make: Factory) {
     assert_eq!(d.metadata.labels.as_ref().unwrap()["team"], "a");
     assert_eq!(scale.metadata.resource_version, d.metadata.resource_version);
     let rs = c
-        .create(Object::ReplicaSet(Arc::new(ReplicaSet {
-            metadata: meta("web-1"),
-            spec: Some(web_replica_set_spec(2)),
-            ..Default::default()
-        })))
+        .create(Object::ReplicaSet(Arc::new(StoredReplicaSet::from_k8s(
+            ReplicaSet {
+                metadata: meta("web-1"),
+                spec: Some(web_replica_set_spec(2)),
+                ..Default::default()
+            },
+        ))))
         .unwrap();
     let scale = c.update_scale(&rs.key(), 0, None).unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(0));
@@ -711,11 +714,13 @@ fn scale_writes_only_the_replicas(make: Factory) {
 fn scale_precondition(make: Factory) {
     let mut c = make();
     let created = c
-        .create(Object::ReplicaSet(Arc::new(ReplicaSet {
-            metadata: meta("web"),
-            spec: Some(web_replica_set_spec(1)),
-            ..Default::default()
-        })))
+        .create(Object::ReplicaSet(Arc::new(StoredReplicaSet::from_k8s(
+            ReplicaSet {
+                metadata: meta("web"),
+                spec: Some(web_replica_set_spec(1)),
+                ..Default::default()
+            },
+        ))))
         .unwrap();
     let key = created.key();
     let first = c

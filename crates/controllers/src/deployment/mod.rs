@@ -32,6 +32,7 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, Repli
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, ObjectMeta, OwnerReference, Time,
 };
+use kubeplane_api::StoredReplicaSet;
 use kubeplane_api::{
     ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
 };
@@ -57,7 +58,7 @@ pub const API_VERSION: &str = "apps/v1";
 pub const REASON_SCALING_REPLICA_SET: &str = "ScalingReplicaSet";
 pub const REASON_SELECTING_ALL: &str = "SelectingAll";
 
-type RsList = Vec<Arc<ReplicaSet>>;
+type RsList = Vec<Arc<StoredReplicaSet>>;
 
 /// The Deployment a sync works on: the cached version, shared until the sync changes it (a
 /// write of the status or of the revision annotation), and then the sync's own copy. A sync
@@ -119,12 +120,12 @@ fn deployment_selector(d: &Deployment) -> Result<Selector, String> {
     })
 }
 
-fn rs_name(rs: &ReplicaSet) -> &str {
+fn rs_name(rs: &StoredReplicaSet) -> &str {
     rs.metadata.name.as_deref().unwrap_or("")
 }
 
 /// Replaces the entry with the same UID (or appends) in a working list of ReplicaSets.
-fn replace_rs(list: &mut RsList, rs: &Arc<ReplicaSet>) {
+fn replace_rs(list: &mut RsList, rs: &Arc<StoredReplicaSet>) {
     match list.iter_mut().find(|r| r.metadata.uid == rs.metadata.uid) {
         Some(slot) => *slot = rs.clone(),
         None => list.push(rs.clone()),
@@ -157,7 +158,7 @@ fn pod_listing_key(p: &StoredPod) -> (&str, &str) {
 /// The Deployment controller. See the module documentation.
 pub struct DeploymentController {
     deployments: BTreeMap<NsName, Arc<Deployment>>,
-    replica_sets: BTreeMap<NsName, Arc<ReplicaSet>>,
+    replica_sets: BTreeMap<NsName, Arc<StoredReplicaSet>>,
     /// Pods with a controller, by the controller's UID and then the pod's UID (for the
     /// Recreate strategy's pod map, which sorts them by namespace and name). Hash maps keyed
     /// by UIDs: every pod event looks them up with borrowed strings, allocating nothing.
@@ -206,7 +207,7 @@ impl DeploymentController {
     }
 
     /// Deployments in the ReplicaSet's namespace whose non-empty selector matches its labels.
-    fn deployments_for_replica_set(&self, rs: &ReplicaSet) -> Vec<NsName> {
+    fn deployments_for_replica_set(&self, rs: &StoredReplicaSet) -> Vec<NsName> {
         let ns = rs.metadata.namespace.as_deref().unwrap_or_default();
         selecting(
             &self.deployments,
@@ -216,7 +217,7 @@ impl DeploymentController {
         )
     }
 
-    fn on_replica_set(&mut self, ev: &WatchEvent, rs: &Arc<ReplicaSet>) {
+    fn on_replica_set(&mut self, ev: &WatchEvent, rs: &Arc<StoredReplicaSet>) {
         let key = ns_name(&rs.metadata);
         let ns = key.0.as_str();
         let cached = match ev.type_ {
@@ -491,7 +492,7 @@ impl DeploymentController {
     fn pod_map(
         &self,
         d: &Deployment,
-        rs_list: &[Arc<ReplicaSet>],
+        rs_list: &[Arc<StoredReplicaSet>],
     ) -> BTreeMap<String, Vec<Arc<StoredPod>>> {
         let selector = deployment_selector(d).unwrap_or_else(|_| Selector::nothing());
         let mut map = BTreeMap::new();
@@ -569,9 +570,9 @@ fn recheck_deployment(
 /// must match) and writes it. `Ok(None)` when the ReplicaSet is gone or `change` declines.
 fn patch_replica_set(
     client: &mut dyn Client,
-    rs: &ReplicaSet,
-    change: impl FnOnce(&mut ReplicaSet) -> bool,
-) -> Result<Option<Arc<ReplicaSet>>, ApiError> {
+    rs: &StoredReplicaSet,
+    change: impl FnOnce(&mut StoredReplicaSet) -> bool,
+) -> Result<Option<Arc<StoredReplicaSet>>, ApiError> {
     let (ns, name) = ns_name(&rs.metadata);
     let key = ObjectKey::new(Kind::ReplicaSet, &ns, &name);
     let fresh = match client.cache().get_key(&key) {
@@ -581,7 +582,7 @@ fn patch_replica_set(
     if fresh.metadata.uid != rs.metadata.uid {
         return Err(ApiError::Conflict { key });
     }
-    let mut copy = ReplicaSet::clone(&fresh);
+    let mut copy = StoredReplicaSet::clone(&fresh);
     if !change(&mut copy) {
         return Ok(None);
     }

@@ -2,14 +2,15 @@
 //! checks a stuck rollout again.
 
 use super::*;
+use kubeplane_api::StoredReplicaSet;
 
 impl DeploymentController {
     /// Upstream `syncRolloutStatus` (progress.go): status plus the Progressing condition, and a
     /// timer for the progress deadline.
     pub(super) fn sync_rollout_status(
         &mut self,
-        all: &[Arc<ReplicaSet>],
-        new_rs: Option<&Arc<ReplicaSet>>,
+        all: &[Arc<StoredReplicaSet>],
+        new_rs: Option<&Arc<StoredReplicaSet>>,
         d: &mut DeploymentRef,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
@@ -108,10 +109,10 @@ impl DeploymentController {
 
 /// The ReplicaFailure conditions of the new ReplicaSet, or else of any ReplicaSet.
 fn replica_failures(
-    all: &[Arc<ReplicaSet>],
-    new_rs: Option<&Arc<ReplicaSet>>,
+    all: &[Arc<StoredReplicaSet>],
+    new_rs: Option<&Arc<StoredReplicaSet>>,
 ) -> Vec<k8s_openapi::api::apps::v1::DeploymentCondition> {
-    let of = |rs: &ReplicaSet| -> Vec<_> {
+    let of = |rs: &StoredReplicaSet| -> Vec<_> {
         rs.status
             .as_ref()
             .and_then(|s| s.conditions.as_ref())

@@ -2,6 +2,7 @@
 //! ones down within maxSurge and maxUnavailable.
 
 use super::*;
+use kubeplane_api::StoredReplicaSet;
 
 impl DeploymentController {
     /// Upstream `rolloutRolling`.
@@ -37,8 +38,8 @@ impl DeploymentController {
 
     pub(super) fn reconcile_new_replica_set(
         &mut self,
-        all: &[Arc<ReplicaSet>],
-        new_rs: &Arc<ReplicaSet>,
+        all: &[Arc<StoredReplicaSet>],
+        new_rs: &Arc<StoredReplicaSet>,
         d: &Deployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
@@ -62,9 +63,9 @@ impl DeploymentController {
     /// maxUnavailable allows, unhealthy replicas first.
     pub(super) fn reconcile_old_replica_sets(
         &mut self,
-        all: &[Arc<ReplicaSet>],
-        old_rss: &[Arc<ReplicaSet>],
-        new_rs: &Arc<ReplicaSet>,
+        all: &[Arc<StoredReplicaSet>],
+        old_rss: &[Arc<StoredReplicaSet>],
+        new_rs: &Arc<StoredReplicaSet>,
         d: &Deployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
@@ -90,7 +91,7 @@ impl DeploymentController {
 
     pub(super) fn cleanup_unhealthy_replicas(
         &mut self,
-        old_rss: &[Arc<ReplicaSet>],
+        old_rss: &[Arc<StoredReplicaSet>],
         d: &Deployment,
         max_cleanup: i32,
         rs_list: &mut RsList,
@@ -123,8 +124,8 @@ impl DeploymentController {
 
     pub(super) fn scale_down_old_replica_sets_for_rolling_update(
         &mut self,
-        all: &[Arc<ReplicaSet>],
-        old_rss: &[Arc<ReplicaSet>],
+        all: &[Arc<StoredReplicaSet>],
+        old_rss: &[Arc<StoredReplicaSet>],
         d: &Deployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,

@@ -3,6 +3,7 @@
 //! size, cleaning up old ReplicaSets beyond revisionHistoryLimit, and computing the status.
 
 use super::*;
+use kubeplane_api::StoredReplicaSet;
 
 impl DeploymentController {
     pub(super) fn sync_status_only(
@@ -107,7 +108,7 @@ impl DeploymentController {
         rs_list: &mut RsList,
         create: bool,
         cx: &mut SyncCtx,
-    ) -> Result<(Option<Arc<ReplicaSet>>, RsList), String> {
+    ) -> Result<(Option<Arc<StoredReplicaSet>>, RsList), String> {
         if let Some(found) = self
             .found_replica_sets
             .as_ref()
@@ -134,11 +135,11 @@ impl DeploymentController {
         &mut self,
         d: &mut DeploymentRef,
         rs_list: &mut RsList,
-        existing: Option<Arc<ReplicaSet>>,
-        old_rss: &[Arc<ReplicaSet>],
+        existing: Option<Arc<StoredReplicaSet>>,
+        old_rss: &[Arc<StoredReplicaSet>],
         create: bool,
         cx: &mut SyncCtx,
-    ) -> Result<Option<Arc<ReplicaSet>>, String> {
+    ) -> Result<Option<Arc<StoredReplicaSet>>, String> {
         let new_revision = max_revision(old_rss) + 1;
         let (ns, dname) = ns_name(&d.metadata);
 
@@ -196,10 +197,10 @@ impl DeploymentController {
         &mut self,
         d: &mut DeploymentRef,
         rs_list: &mut RsList,
-        existing: Arc<ReplicaSet>,
+        existing: Arc<StoredReplicaSet>,
         new_revision: i64,
         cx: &mut SyncCtx,
-    ) -> Result<Option<Arc<ReplicaSet>>, String> {
+    ) -> Result<Option<Arc<StoredReplicaSet>>, String> {
         let want_min_ready = d.spec.as_ref().and_then(|s| s.min_ready_seconds);
         let min_ready_update = existing
             .spec
@@ -262,9 +263,9 @@ impl DeploymentController {
     fn create_new_replica_set(
         &mut self,
         d: &mut DeploymentRef,
-        new_rs: ReplicaSet,
+        new_rs: StoredReplicaSet,
         cx: &mut SyncCtx,
-    ) -> Result<(Arc<ReplicaSet>, bool), String> {
+    ) -> Result<(Arc<StoredReplicaSet>, bool), String> {
         let (ns, dname) = ns_name(&d.metadata);
         let new_name = rs_name(&new_rs).to_string();
         match cx.client.create(Object::ReplicaSet(Arc::new(new_rs))) {
@@ -326,8 +327,8 @@ impl DeploymentController {
     pub(super) fn scale(
         &mut self,
         d: &Deployment,
-        new_rs: Option<&Arc<ReplicaSet>>,
-        old_rss: &[Arc<ReplicaSet>],
+        new_rs: Option<&Arc<StoredReplicaSet>>,
+        old_rss: &[Arc<StoredReplicaSet>],
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
@@ -347,7 +348,7 @@ impl DeploymentController {
         if !is_rolling_update(d) {
             return Ok(());
         }
-        let mut all: Vec<Arc<ReplicaSet>> = old_rss.to_vec();
+        let mut all: Vec<Arc<StoredReplicaSet>> = old_rss.to_vec();
         all.extend(new_rs.cloned());
         let mut all = filter_active(&all);
         let all_replicas = sum_spec_replicas(&all);
@@ -389,12 +390,12 @@ impl DeploymentController {
 
     pub(super) fn scale_replica_set_and_record_event(
         &mut self,
-        rs: &Arc<ReplicaSet>,
+        rs: &Arc<StoredReplicaSet>,
         new_scale: i32,
         d: &Deployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
-    ) -> Result<(bool, Arc<ReplicaSet>), String> {
+    ) -> Result<(bool, Arc<StoredReplicaSet>), String> {
         if rs_replicas(rs) == new_scale {
             return Ok((false, rs.clone()));
         }
@@ -410,13 +411,13 @@ impl DeploymentController {
     /// `ScalingReplicaSet` when the size changed.
     pub(super) fn scale_replica_set(
         &mut self,
-        rs: &Arc<ReplicaSet>,
+        rs: &Arc<StoredReplicaSet>,
         new_scale: i32,
         d: &Deployment,
         operation: &str,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
-    ) -> Result<(bool, Arc<ReplicaSet>), String> {
+    ) -> Result<(bool, Arc<StoredReplicaSet>), String> {
         let size_needs_update = rs_replicas(rs) != new_scale;
         let desired = replicas(d);
         let max = desired + max_surge(d);
@@ -455,7 +456,7 @@ impl DeploymentController {
     /// revisionHistoryLimit.
     pub(super) fn cleanup_deployment(
         &mut self,
-        old_rss: &[Arc<ReplicaSet>],
+        old_rss: &[Arc<StoredReplicaSet>],
         d: &Deployment,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
@@ -493,8 +494,8 @@ impl DeploymentController {
     /// Upstream `calculateStatus`.
     pub(super) fn calculate_status(
         &self,
-        all: &[Arc<ReplicaSet>],
-        new_rs: Option<&Arc<ReplicaSet>>,
+        all: &[Arc<StoredReplicaSet>],
+        new_rs: Option<&Arc<StoredReplicaSet>>,
         d: &Deployment,
         now: &Time,
     ) -> DeploymentStatus {
@@ -539,8 +540,8 @@ impl DeploymentController {
 
     pub(super) fn sync_deployment_status(
         &mut self,
-        all: &[Arc<ReplicaSet>],
-        new_rs: Option<&Arc<ReplicaSet>>,
+        all: &[Arc<StoredReplicaSet>],
+        new_rs: Option<&Arc<StoredReplicaSet>>,
         d: &mut DeploymentRef,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
@@ -584,14 +585,14 @@ pub(super) fn set_available_condition(
 /// (an empty one is a large value to build, move and drop).
 fn existing_annotations(
     d: &Deployment,
-    existing: &ReplicaSet,
+    existing: &StoredReplicaSet,
     new_revision: i64,
     write: bool,
 ) -> (bool, Option<BTreeMap<String, String>>) {
     if !write && new_replica_set_annotations_unchanged(d, existing, new_revision) {
         return (false, None);
     }
-    let mut rs_copy = ReplicaSet::default();
+    let mut rs_copy = StoredReplicaSet::default();
     rs_copy
         .metadata
         .annotations
@@ -609,7 +610,7 @@ fn existing_annotations(
 pub(super) struct FoundReplicaSets {
     d: std::sync::Weak<Deployment>,
     rs_list: RsList,
-    new_rs: Arc<ReplicaSet>,
+    new_rs: Arc<StoredReplicaSet>,
     old_rss: RsList,
 }
 
@@ -641,7 +642,7 @@ impl FoundReplicaSets {
 }
 
 impl FoundKey {
-    fn found(self, new_rs: &Arc<ReplicaSet>, old_rss: &RsList) -> FoundReplicaSets {
+    fn found(self, new_rs: &Arc<StoredReplicaSet>, old_rss: &RsList) -> FoundReplicaSets {
         FoundReplicaSets {
             d: self.d,
             rs_list: self.rs_list,
@@ -655,9 +656,9 @@ impl FoundKey {
 /// the template, selecting it by that hash, with its replicas (also returned) and revision.
 fn new_replica_set(
     d: &Deployment,
-    old_rss: &[Arc<ReplicaSet>],
+    old_rss: &[Arc<StoredReplicaSet>],
     new_revision: i64,
-) -> Result<(ReplicaSet, i32), String> {
+) -> Result<(StoredReplicaSet, i32), String> {
     let (ns, dname) = ns_name(&d.metadata);
     let mut template = deployment_template(d);
     let collision_count = d.status.as_ref().and_then(|s| s.collision_count);
@@ -676,7 +677,7 @@ fn new_replica_set(
         POD_TEMPLATE_HASH_LABEL,
         &hash,
     );
-    let mut new_rs = ReplicaSet {
+    let mut new_rs = StoredReplicaSet::from_k8s(ReplicaSet {
         metadata: ObjectMeta {
             name: Some(format!("{dname}-{hash}")),
             namespace: Some(ns.clone()),
@@ -691,7 +692,7 @@ fn new_replica_set(
             template: Some(template),
         }),
         status: None,
-    };
+    });
     let mut all: RsList = old_rss.to_vec();
     all.push(Arc::new(new_rs.clone()));
     let new_replicas = new_rs_new_replicas(d, &all, &new_rs)?;

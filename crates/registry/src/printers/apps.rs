@@ -86,7 +86,7 @@ pub(super) fn replica_set_row(object: &Object, now: jiff::Timestamp) -> Row {
     let spec = rs.spec.as_ref();
     let status = rs.status.clone().unwrap_or_default();
     let template = spec.and_then(|s| s.template.as_ref());
-    let (containers, images) = container_cells(template.and_then(|t| t.spec.as_ref()));
+    let (containers, images) = container_cells(template.and_then(|t| t.spec.as_deref()));
     Row::new(vec![
         object.name().into(),
         spec.and_then(|s| s.replicas).unwrap_or(1).into(),

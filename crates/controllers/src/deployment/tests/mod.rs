@@ -10,6 +10,7 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::core::v1::{Container, PodCondition, PodSpec, PodStatus, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kubeplane_api::StoredReplicaSet;
 use kubeplane_api::{Client, Component, EventType, Kind, Object, StoredPod, WatchEvent};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::time::SimDuration;
@@ -246,8 +247,8 @@ impl World {
         self.edit(|d| d.spec.as_mut().unwrap().template = template(image));
     }
 
-    fn replica_sets(&self) -> Vec<Arc<ReplicaSet>> {
-        let mut v: Vec<Arc<ReplicaSet>> = self
+    fn replica_sets(&self) -> Vec<Arc<StoredReplicaSet>> {
+        let mut v: Vec<Arc<StoredReplicaSet>> = self
             .client
             .store
             .list(Kind::ReplicaSet)
@@ -260,7 +261,7 @@ impl World {
         v
     }
 
-    fn rs_for_image(&self, image: &str) -> Option<Arc<ReplicaSet>> {
+    fn rs_for_image(&self, image: &str) -> Option<Arc<StoredReplicaSet>> {
         self.replica_sets()
             .into_iter()
             .find(|rs| equal_ignore_hash(&rs_template(rs), &template(image)))
@@ -285,7 +286,7 @@ impl World {
     }
 }
 
-fn name(rs: &ReplicaSet) -> String {
+fn name(rs: &StoredReplicaSet) -> String {
     rs.metadata.name.clone().unwrap()
 }
 
@@ -493,7 +494,7 @@ fn a_paused_deployment_scales_proportionally_and_does_not_roll_out() {
             .as_mut()
             .unwrap()
             .insert(POD_TEMPLATE_HASH_LABEL.into(), hash.clone());
-        let rs = ReplicaSet {
+        let rs = StoredReplicaSet::from_k8s(ReplicaSet {
             metadata: ObjectMeta {
                 name: Some(format!("web-{hash}")),
                 namespace: Some("default".into()),
@@ -523,7 +524,7 @@ fn a_paused_deployment_scales_proportionally_and_does_not_roll_out() {
                 ..Default::default()
             }),
             status: None,
-        };
+        });
         let now = w.client.now;
         kubeplane_registry::client::create(
             &mut w.client.store,
