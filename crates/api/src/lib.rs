@@ -19,6 +19,7 @@
 pub mod client;
 pub mod component;
 mod delegate;
+pub mod deployment;
 pub mod error;
 pub mod informer;
 pub mod node;
@@ -35,6 +36,7 @@ pub use client::{Cache, Client, Clock, DeleteOptions, PropagationPolicy, SlotHin
 pub use component::Component;
 #[doc(hidden)]
 pub use delegate::__reexport;
+pub use deployment::{StoredDeployment, StoredDeploymentSpec};
 pub use error::ApiError;
 pub use informer::Informer;
 pub use node::{

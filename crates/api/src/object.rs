@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -15,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
+use crate::deployment::StoredDeployment;
 use crate::node::StoredNode;
 use crate::pod::StoredPod;
 use crate::replica_set::StoredReplicaSet;
@@ -215,7 +215,8 @@ pub enum Object {
     /// ([`StoredNode`]).
     Node(Arc<StoredNode>),
     PriorityClass(Arc<PriorityClass>),
-    Deployment(Arc<Deployment>),
+    /// A Deployment with its template's spec shared by `Arc` ([`StoredDeployment`]).
+    Deployment(Arc<StoredDeployment>),
     /// A ReplicaSet with its template's spec shared by `Arc` ([`StoredReplicaSet`]).
     ReplicaSet(Arc<StoredReplicaSet>),
     PodDisruptionBudget(Arc<PodDisruptionBudget>),
@@ -313,7 +314,7 @@ impl Object {
             Kind::Namespace => Object::Namespace(typed::<Namespace>(value)?),
             Kind::Node => Object::Node(typed::<StoredNode>(value)?),
             Kind::PriorityClass => Object::PriorityClass(typed::<PriorityClass>(value)?),
-            Kind::Deployment => Object::Deployment(typed::<Deployment>(value)?),
+            Kind::Deployment => Object::Deployment(typed::<StoredDeployment>(value)?),
             Kind::ReplicaSet => Object::ReplicaSet(typed::<StoredReplicaSet>(value)?),
             Kind::PodDisruptionBudget => {
                 Object::PodDisruptionBudget(typed::<PodDisruptionBudget>(value)?)

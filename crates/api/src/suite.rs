@@ -9,6 +9,7 @@ use crate::PodExt;
 use crate::StoredPod;
 use std::sync::Arc;
 
+use crate::StoredDeployment;
 use crate::StoredReplicaSet;
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStatus, ReplicaSet, ReplicaSetSpec,
@@ -233,16 +234,16 @@ fn update_status_keeps_spec(make: Factory) {
 fn generation_follows_the_spec(make: Factory) {
     let mut c = make();
     let d = |replicas: i32| {
-        Object::Deployment(Arc::new(Deployment {
+        Object::Deployment(Arc::new(StoredDeployment::from_k8s(Deployment {
             metadata: meta("web"),
             spec: Some(web_deployment_spec(replicas)),
             ..Default::default()
-        }))
+        })))
     };
     let generation = |o: &Object| o.meta().generation;
     let created = c.create(d(1)).unwrap();
     assert_eq!(generation(&created), Some(1));
-    let mut with_status = Deployment::clone(match &created {
+    let mut with_status = StoredDeployment::clone(match &created {
         Object::Deployment(d) => d,
         _ => unreachable!(),
     });
@@ -460,11 +461,11 @@ fn deployment(name: &str, finalizers: &[&str]) -> Object {
     let mut m = meta(name);
     m.finalizers =
         (!finalizers.is_empty()).then(|| finalizers.iter().map(|f| f.to_string()).collect());
-    Object::Deployment(Arc::new(Deployment {
+    Object::Deployment(Arc::new(StoredDeployment::from_k8s(Deployment {
         metadata: m,
         spec: Some(web_deployment_spec(1)),
         ..Default::default()
-    }))
+    })))
 }
 
 fn deployment_key(name: &str) -> ObjectKey {
@@ -658,11 +659,13 @@ fn scale_writes_only_the_replicas(make: Factory) {
     let mut m = meta("web");
     m.labels = Some([("team".to_string(), "a".to_string())].into());
     let created = c
-        .create(Object::Deployment(Arc::new(Deployment {
-            metadata: m,
-            spec: Some(web_deployment_spec(1)),
-            ..Default::default()
-        })))
+        .create(Object::Deployment(Arc::new(StoredDeployment::from_k8s(
+            Deployment {
+                metadata: m,
+                spec: Some(web_deployment_spec(1)),
+                ..Default::default()
+            },
+        ))))
         .unwrap();
     let mut with_status = created.clone();
     if let Object::Deployment(d) = &mut with_status {

@@ -28,10 +28,11 @@ use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, ReplicaSetSpec};
+use k8s_openapi::api::apps::v1::DeploymentStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, ObjectMeta, OwnerReference, Time,
 };
+use kubeplane_api::StoredDeployment;
 use kubeplane_api::StoredReplicaSet;
 use kubeplane_api::{
     ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
@@ -64,15 +65,15 @@ type RsList = Vec<Arc<StoredReplicaSet>>;
 /// write of the status or of the revision annotation), and then the sync's own copy. A sync
 /// that writes nothing copies nothing; one that writes copies the Deployment once, where a
 /// copy per sync and two per write were made before.
-type DeploymentRef = Arc<Deployment>;
+type DeploymentRef = Arc<StoredDeployment>;
 
 /// The sync's own copy of the Deployment, made on its first change.
-fn mutate(d: &mut DeploymentRef) -> &mut Deployment {
+fn mutate(d: &mut DeploymentRef) -> &mut StoredDeployment {
     Arc::make_mut(d)
 }
 
 /// The status of a Deployment, or the empty status (what a missing one reads as).
-fn status_or_empty(d: &Deployment) -> &DeploymentStatus {
+fn status_or_empty(d: &StoredDeployment) -> &DeploymentStatus {
     static EMPTY: std::sync::OnceLock<DeploymentStatus> = std::sync::OnceLock::new();
     d.status
         .as_ref()
@@ -98,12 +99,12 @@ fn set_revision(d: &mut DeploymentRef, revision: &str) -> bool {
 fn written_placeholder() -> DeploymentRef {
     static EMPTY: std::sync::OnceLock<DeploymentRef> = std::sync::OnceLock::new();
     EMPTY
-        .get_or_init(|| Arc::new(Deployment::default()))
+        .get_or_init(|| Arc::new(StoredDeployment::default()))
         .clone()
 }
 
 /// The Deployment's label selector (an empty one when it has no spec), read in place.
-fn label_selector(d: &Deployment) -> &LabelSelector {
+fn label_selector(d: &StoredDeployment) -> &LabelSelector {
     static EMPTY: std::sync::OnceLock<LabelSelector> = std::sync::OnceLock::new();
     match d.spec.as_ref() {
         Some(spec) => &spec.selector,
@@ -111,7 +112,7 @@ fn label_selector(d: &Deployment) -> &LabelSelector {
     }
 }
 
-fn deployment_selector(d: &Deployment) -> Result<Selector, String> {
+fn deployment_selector(d: &StoredDeployment) -> Result<Selector, String> {
     from_label_selector(label_selector(d)).map_err(|e| {
         format!(
             "deployment {} has invalid label selector: {e}",
@@ -157,7 +158,7 @@ fn pod_listing_key(p: &StoredPod) -> (&str, &str) {
 
 /// The Deployment controller. See the module documentation.
 pub struct DeploymentController {
-    deployments: BTreeMap<NsName, Arc<Deployment>>,
+    deployments: BTreeMap<NsName, Arc<StoredDeployment>>,
     replica_sets: BTreeMap<NsName, Arc<StoredReplicaSet>>,
     /// Pods with a controller, by the controller's UID and then the pod's UID (for the
     /// Recreate strategy's pod map, which sorts them by namespace and name). Hash maps keyed
@@ -425,7 +426,7 @@ impl DeploymentController {
     /// matching orphans and releasing owned ones that stopped matching.
     fn get_replica_sets_for_deployment(
         &mut self,
-        d: &Deployment,
+        d: &StoredDeployment,
         cx: &mut SyncCtx,
     ) -> Result<RsList, String> {
         let (ns, name) = ns_name(&d.metadata);
@@ -491,7 +492,7 @@ impl DeploymentController {
     /// (upstream `getPodMapForDeployment`).
     fn pod_map(
         &self,
-        d: &Deployment,
+        d: &StoredDeployment,
         rs_list: &[Arc<StoredReplicaSet>],
     ) -> BTreeMap<String, Vec<Arc<StoredPod>>> {
         let selector = deployment_selector(d).unwrap_or_else(|_| Selector::nothing());

@@ -2,6 +2,7 @@
 //! checks a stuck rollout again.
 
 use super::*;
+use kubeplane_api::StoredDeployment;
 use kubeplane_api::StoredReplicaSet;
 
 impl DeploymentController {
@@ -78,7 +79,7 @@ impl DeploymentController {
     /// Upstream `requeueStuckDeployment`: check again one second after the progress deadline.
     pub(super) fn requeue_stuck_deployment(
         &mut self,
-        d: &Deployment,
+        d: &StoredDeployment,
         new_status: &DeploymentStatus,
         cx: &mut SyncCtx,
     ) {

@@ -2,6 +2,7 @@
 //! ones down within maxSurge and maxUnavailable.
 
 use super::*;
+use kubeplane_api::StoredDeployment;
 use kubeplane_api::StoredReplicaSet;
 
 impl DeploymentController {
@@ -40,7 +41,7 @@ impl DeploymentController {
         &mut self,
         all: &[Arc<StoredReplicaSet>],
         new_rs: &Arc<StoredReplicaSet>,
-        d: &Deployment,
+        d: &StoredDeployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<bool, String> {
@@ -66,7 +67,7 @@ impl DeploymentController {
         all: &[Arc<StoredReplicaSet>],
         old_rss: &[Arc<StoredReplicaSet>],
         new_rs: &Arc<StoredReplicaSet>,
-        d: &Deployment,
+        d: &StoredDeployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<bool, String> {
@@ -92,7 +93,7 @@ impl DeploymentController {
     pub(super) fn cleanup_unhealthy_replicas(
         &mut self,
         old_rss: &[Arc<StoredReplicaSet>],
-        d: &Deployment,
+        d: &StoredDeployment,
         max_cleanup: i32,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
@@ -126,7 +127,7 @@ impl DeploymentController {
         &mut self,
         all: &[Arc<StoredReplicaSet>],
         old_rss: &[Arc<StoredReplicaSet>],
-        d: &Deployment,
+        d: &StoredDeployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<i32, String> {

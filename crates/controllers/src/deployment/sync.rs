@@ -3,7 +3,8 @@
 //! size, cleaning up old ReplicaSets beyond revisionHistoryLimit, and computing the status.
 
 use super::*;
-use kubeplane_api::StoredReplicaSet;
+use kubeplane_api::StoredDeployment;
+use kubeplane_api::{StoredReplicaSet, StoredReplicaSetSpec};
 
 impl DeploymentController {
     pub(super) fn sync_status_only(
@@ -326,7 +327,7 @@ impl DeploymentController {
     /// Upstream `scale`: sizes the ReplicaSets on a scaling event or while paused.
     pub(super) fn scale(
         &mut self,
-        d: &Deployment,
+        d: &StoredDeployment,
         new_rs: Option<&Arc<StoredReplicaSet>>,
         old_rss: &[Arc<StoredReplicaSet>],
         rs_list: &mut RsList,
@@ -392,7 +393,7 @@ impl DeploymentController {
         &mut self,
         rs: &Arc<StoredReplicaSet>,
         new_scale: i32,
-        d: &Deployment,
+        d: &StoredDeployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<(bool, Arc<StoredReplicaSet>), String> {
@@ -413,7 +414,7 @@ impl DeploymentController {
         &mut self,
         rs: &Arc<StoredReplicaSet>,
         new_scale: i32,
-        d: &Deployment,
+        d: &StoredDeployment,
         operation: &str,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
@@ -457,7 +458,7 @@ impl DeploymentController {
     pub(super) fn cleanup_deployment(
         &mut self,
         old_rss: &[Arc<StoredReplicaSet>],
-        d: &Deployment,
+        d: &StoredDeployment,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
         let mut cleanable: RsList = old_rss
@@ -496,7 +497,7 @@ impl DeploymentController {
         &self,
         all: &[Arc<StoredReplicaSet>],
         new_rs: Option<&Arc<StoredReplicaSet>>,
-        d: &Deployment,
+        d: &StoredDeployment,
         now: &Time,
     ) -> DeploymentStatus {
         let available = sum_available_replicas(all);
@@ -584,7 +585,7 @@ pub(super) fn set_available_condition(
 /// few times in every sync of a Deployment. The unchanged case builds no ReplicaSet at all
 /// (an empty one is a large value to build, move and drop).
 fn existing_annotations(
-    d: &Deployment,
+    d: &StoredDeployment,
     existing: &StoredReplicaSet,
     new_revision: i64,
     write: bool,
@@ -608,7 +609,7 @@ fn existing_annotations(
 /// moves it to a new allocation while this is held, so an equal pointer with a live
 /// allocation is the same version. The owner clears it at each sync.
 pub(super) struct FoundReplicaSets {
-    d: std::sync::Weak<Deployment>,
+    d: std::sync::Weak<StoredDeployment>,
     rs_list: RsList,
     new_rs: Arc<StoredReplicaSet>,
     old_rss: RsList,
@@ -616,7 +617,7 @@ pub(super) struct FoundReplicaSets {
 
 /// The versions a call starts from, to be kept when the call changes nothing.
 pub(super) struct FoundKey {
-    d: std::sync::Weak<Deployment>,
+    d: std::sync::Weak<StoredDeployment>,
     rs_list: RsList,
 }
 
@@ -655,7 +656,7 @@ impl FoundKey {
 /// The new ReplicaSet of upstream `getNewReplicaSet`, not yet created: named after the hash of
 /// the template, selecting it by that hash, with its replicas (also returned) and revision.
 fn new_replica_set(
-    d: &Deployment,
+    d: &StoredDeployment,
     old_rss: &[Arc<StoredReplicaSet>],
     new_revision: i64,
 ) -> Result<(StoredReplicaSet, i32), String> {
@@ -677,7 +678,9 @@ fn new_replica_set(
         POD_TEMPLATE_HASH_LABEL,
         &hash,
     );
-    let mut new_rs = StoredReplicaSet::from_k8s(ReplicaSet {
+    // The new ReplicaSet's template shares the Deployment's spec (it differs only in the
+    // pod-template-hash label), and so do the pods made from it.
+    let mut new_rs = StoredReplicaSet {
         metadata: ObjectMeta {
             name: Some(format!("{dname}-{hash}")),
             namespace: Some(ns.clone()),
@@ -685,14 +688,14 @@ fn new_replica_set(
             labels: template.metadata.as_ref().and_then(|m| m.labels.clone()),
             ..Default::default()
         },
-        spec: Some(ReplicaSetSpec {
+        spec: Some(StoredReplicaSetSpec {
             replicas: Some(0),
             min_ready_seconds: d.spec.as_ref().and_then(|s| s.min_ready_seconds),
             selector,
             template: Some(template),
         }),
         status: None,
-    });
+    };
     let mut all: RsList = old_rss.to_vec();
     all.push(Arc::new(new_rs.clone()));
     let new_replicas = new_rs_new_replicas(d, &all, &new_rs)?;

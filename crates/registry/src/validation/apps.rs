@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy};
+use k8s_openapi::api::apps::v1::DeploymentStrategy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kubeplane_api::StoredDeployment;
 use kubeplane_api::{StoredReplicaSet, TemplateRef};
 use kubeplane_core::labels::from_label_selector;
 
@@ -106,7 +107,7 @@ pub fn validate_replica_set(rs: &StoredReplicaSet) -> Check {
 }
 
 /// Upstream `ValidateDeployment`.
-pub fn validate_deployment(d: &Deployment) -> Check {
+pub fn validate_deployment(d: &StoredDeployment) -> Check {
     validate_meta(&d.metadata, "metadata", NameRule::PathSegment, true)?;
     let Some(spec) = &d.spec else {
         return Err(FieldError::required("spec", ""));

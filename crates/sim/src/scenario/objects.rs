@@ -155,7 +155,9 @@ fn decode_with(
         Kind::ReplicaSet => {
             Object::ReplicaSet(Arc::new(typed::<ReplicaSet>(value, strict, w)?.into()))
         }
-        Kind::Deployment => Object::Deployment(Arc::new(typed::<Deployment>(value, strict, w)?)),
+        Kind::Deployment => {
+            Object::Deployment(Arc::new(typed::<Deployment>(value, strict, w)?.into()))
+        }
         Kind::PriorityClass => {
             Object::PriorityClass(Arc::new(typed::<PriorityClass>(value, strict, w)?))
         }

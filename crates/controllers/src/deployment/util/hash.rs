@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Weak};
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeplane_api::StoredDeployment;
 use kubeplane_api::{StoredReplicaSet, TemplateRef};
 use serde_json::Value;
 
@@ -120,11 +120,11 @@ pub fn equal_ignore_hash<'a, 'b>(
 /// an `Arc` with a `Weak` beside it is never changed in place (`Arc::make_mut` moves it to a
 /// new allocation, `Arc::get_mut` refuses). The owner clears the table at each sync.
 #[derive(Debug, Default)]
-pub struct TemplateVerdicts(Vec<(Weak<Deployment>, Weak<StoredReplicaSet>, bool)>);
+pub struct TemplateVerdicts(Vec<(Weak<StoredDeployment>, Weak<StoredReplicaSet>, bool)>);
 
 impl TemplateVerdicts {
     /// Whether the ReplicaSet's template equals the Deployment's, ignoring the hash label.
-    pub fn equal(&mut self, d: &Arc<Deployment>, rs: &Arc<StoredReplicaSet>) -> bool {
+    pub fn equal(&mut self, d: &Arc<StoredDeployment>, rs: &Arc<StoredReplicaSet>) -> bool {
         let known = self.0.iter().find(|(wd, wrs, _)| {
             std::ptr::eq(wd.as_ptr(), Arc::as_ptr(d))
                 && std::ptr::eq(wrs.as_ptr(), Arc::as_ptr(rs))

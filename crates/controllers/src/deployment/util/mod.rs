@@ -8,12 +8,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::{
-    Deployment, DeploymentCondition, DeploymentStatus, ReplicaSetCondition,
-};
+use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus, ReplicaSetCondition};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kubeplane_api::StoredDeployment;
 use kubeplane_api::{StoredPodTemplateSpec, StoredReplicaSet, TemplateRef};
 
 pub mod hash;
@@ -54,7 +53,7 @@ pub const STRATEGY_ROLLING_UPDATE: &str = "RollingUpdate";
 
 // ----- defaults (what the API server fills in) ----------------------------------------------
 
-pub fn replicas(d: &Deployment) -> i32 {
+pub fn replicas(d: &StoredDeployment) -> i32 {
     d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
 }
 
@@ -62,18 +61,18 @@ pub fn rs_replicas(rs: &StoredReplicaSet) -> i32 {
     rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
 }
 
-pub fn min_ready_seconds(d: &Deployment) -> i32 {
+pub fn min_ready_seconds(d: &StoredDeployment) -> i32 {
     d.spec
         .as_ref()
         .and_then(|s| s.min_ready_seconds)
         .unwrap_or(0)
 }
 
-pub fn is_paused(d: &Deployment) -> bool {
+pub fn is_paused(d: &StoredDeployment) -> bool {
     d.spec.as_ref().and_then(|s| s.paused).unwrap_or(false)
 }
 
-pub fn strategy_type(d: &Deployment) -> &str {
+pub fn strategy_type(d: &StoredDeployment) -> &str {
     d.spec
         .as_ref()
         .and_then(|s| s.strategy.as_ref())
@@ -82,12 +81,12 @@ pub fn strategy_type(d: &Deployment) -> &str {
         .unwrap_or(STRATEGY_ROLLING_UPDATE)
 }
 
-pub fn is_rolling_update(d: &Deployment) -> bool {
+pub fn is_rolling_update(d: &StoredDeployment) -> bool {
     strategy_type(d) == STRATEGY_ROLLING_UPDATE
 }
 
 /// `revisionHistoryLimit`, defaulted to 10.
-pub fn revision_history_limit(d: &Deployment) -> i32 {
+pub fn revision_history_limit(d: &StoredDeployment) -> i32 {
     d.spec
         .as_ref()
         .and_then(|s| s.revision_history_limit)
@@ -95,14 +94,14 @@ pub fn revision_history_limit(d: &Deployment) -> i32 {
 }
 
 /// `progressDeadlineSeconds`, defaulted to 600. `i32::MAX` means no deadline.
-pub fn progress_deadline_seconds(d: &Deployment) -> i32 {
+pub fn progress_deadline_seconds(d: &StoredDeployment) -> i32 {
     d.spec
         .as_ref()
         .and_then(|s| s.progress_deadline_seconds)
         .unwrap_or(600)
 }
 
-pub fn has_progress_deadline(d: &Deployment) -> bool {
+pub fn has_progress_deadline(d: &StoredDeployment) -> bool {
     progress_deadline_seconds(d) != i32::MAX
 }
 
@@ -111,7 +110,7 @@ fn default_quarter() -> IntOrString {
 }
 
 /// maxSurge and maxUnavailable as given, each defaulted to 25%.
-pub fn rolling_params(d: &Deployment) -> (IntOrString, IntOrString) {
+pub fn rolling_params(d: &StoredDeployment) -> (IntOrString, IntOrString) {
     let ru = d
         .spec
         .as_ref()
@@ -163,7 +162,7 @@ pub fn resolve_fenceposts(
 }
 
 /// Upstream `MaxSurge`: 0 for Recreate.
-pub fn max_surge(d: &Deployment) -> i32 {
+pub fn max_surge(d: &StoredDeployment) -> i32 {
     if !is_rolling_update(d) {
         return 0;
     }
@@ -174,7 +173,7 @@ pub fn max_surge(d: &Deployment) -> i32 {
 }
 
 /// Upstream `MaxUnavailable`: 0 for Recreate or zero replicas, at most the replicas.
-pub fn max_unavailable(d: &Deployment) -> i32 {
+pub fn max_unavailable(d: &StoredDeployment) -> i32 {
     if !is_rolling_update(d) || replicas(d) == 0 {
         return 0;
     }
@@ -185,7 +184,7 @@ pub fn max_unavailable(d: &Deployment) -> i32 {
 
 /// The API server's validation of a RollingUpdate strategy (upstream
 /// `ValidateRollingUpdateDeployment`), for runtimes that reject invalid input.
-pub fn validate_rolling_update(d: &Deployment) -> Result<(), String> {
+pub fn validate_rolling_update(d: &StoredDeployment) -> Result<(), String> {
     if !is_rolling_update(d) {
         return Ok(());
     }
@@ -239,26 +238,22 @@ pub fn rs_template(rs: &StoredReplicaSet) -> PodTemplateSpec {
         .unwrap_or_default()
 }
 
-/// The empty template a ReplicaSet or Deployment without one is compared as.
-fn empty_template() -> &'static PodTemplateSpec {
-    static EMPTY: std::sync::OnceLock<PodTemplateSpec> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(PodTemplateSpec::default)
-}
-
 /// [`rs_template`] without the copy (an empty template when the ReplicaSet has none).
 pub fn rs_template_ref(rs: &StoredReplicaSet) -> TemplateRef<'_> {
     rs.template().map(TemplateRef::from).unwrap_or_default()
 }
 
-/// [`deployment_template`] without the copy.
-pub fn deployment_template_ref(d: &Deployment) -> &PodTemplateSpec {
-    match d.spec.as_ref() {
-        Some(s) => &s.template,
-        None => empty_template(),
-    }
+/// [`deployment_template`] without the copy (an empty template when the Deployment has no
+/// spec).
+pub fn deployment_template_ref(d: &StoredDeployment) -> TemplateRef<'_> {
+    d.spec
+        .as_ref()
+        .map(|s| TemplateRef::from(&s.template))
+        .unwrap_or_default()
 }
 
-pub fn deployment_template(d: &Deployment) -> PodTemplateSpec {
+/// The Deployment's template, its spec shared with the Deployment (the metadata copied).
+pub fn deployment_template(d: &StoredDeployment) -> StoredPodTemplateSpec {
     d.spec
         .as_ref()
         .map(|s| s.template.clone())
@@ -350,7 +345,10 @@ fn skip_copy_annotation(key: &str) -> bool {
 
 /// Copies the Deployment's annotations onto the ReplicaSet, except the ones the controller
 /// owns; true when something changed.
-fn copy_deployment_annotations_to_replica_set(d: &Deployment, rs: &mut StoredReplicaSet) -> bool {
+fn copy_deployment_annotations_to_replica_set(
+    d: &StoredDeployment,
+    rs: &mut StoredReplicaSet,
+) -> bool {
     let mut changed = false;
     let ann = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
     for (k, v) in d.metadata.annotations.iter().flatten() {
@@ -368,7 +366,7 @@ fn copy_deployment_annotations_to_replica_set(d: &Deployment, rs: &mut StoredRep
 /// Deployment annotation it copies is there already, and the revision is not below
 /// `new_revision` (or does not parse, which reports no change either).
 pub fn new_replica_set_annotations_unchanged(
-    d: &Deployment,
+    d: &StoredDeployment,
     rs: &StoredReplicaSet,
     new_revision: i64,
 ) -> bool {
@@ -395,7 +393,7 @@ pub fn new_replica_set_annotations_unchanged(
 /// revision to `new_revision` (keeping the superseded one in the revision history), and for a
 /// ReplicaSet about to be created sets the replica annotations. True when something changed.
 pub fn set_new_replica_set_annotations(
-    d: &Deployment,
+    d: &StoredDeployment,
     rs: &mut StoredReplicaSet,
     new_revision: i64,
     exists: bool,
@@ -443,7 +441,7 @@ pub fn set_new_replica_set_annotations(
 }
 
 /// Sets the Deployment's revision annotation; true when it changed.
-pub fn set_deployment_revision(d: &mut Deployment, revision: &str) -> bool {
+pub fn set_deployment_revision(d: &mut StoredDeployment, revision: &str) -> bool {
     let ann = d.metadata.annotations.get_or_insert_with(BTreeMap::new);
     if ann.get(REVISION_ANNOTATION).map(String::as_str) == Some(revision) {
         return false;
@@ -497,7 +495,7 @@ pub fn by_revision(a: &StoredReplicaSet, b: &StoredReplicaSet) -> Ordering {
 /// Deployment syncs dozens of times while it scales, and finds its new ReplicaSet a few
 /// times in each sync.
 pub fn find_new_replica_set(
-    d: &Deployment,
+    d: &StoredDeployment,
     rss: &[Arc<StoredReplicaSet>],
 ) -> Option<Arc<StoredReplicaSet>> {
     let template = deployment_template_ref(d);
@@ -517,7 +515,7 @@ pub fn find_new_replica_set_by(
 
 /// Every ReplicaSet except the new one (upstream `FindOldReplicaSets`' second result).
 pub fn find_old_replica_sets(
-    d: &Deployment,
+    d: &StoredDeployment,
     rss: &[Arc<StoredReplicaSet>],
 ) -> Vec<Arc<StoredReplicaSet>> {
     old_replica_sets(find_new_replica_set(d, rss).as_deref(), rss)
@@ -617,7 +615,7 @@ pub fn available_replicas(rs: &StoredReplicaSet) -> i32 {
 
 /// How many replicas the new ReplicaSet should have now (upstream `NewRSNewReplicas`).
 pub fn new_rs_new_replicas(
-    d: &Deployment,
+    d: &StoredDeployment,
     all_rss: &[Arc<StoredReplicaSet>],
     new_rs: &StoredReplicaSet,
 ) -> Result<i32, String> {
@@ -637,7 +635,7 @@ pub fn new_rs_new_replicas(
 
 /// The new ReplicaSet has all the Deployment's replicas, all available (upstream
 /// `IsSaturated`).
-pub fn is_saturated(d: &Deployment, rs: Option<&Arc<StoredReplicaSet>>) -> bool {
+pub fn is_saturated(d: &StoredDeployment, rs: Option<&Arc<StoredReplicaSet>>) -> bool {
     let Some(rs) = rs else {
         return false;
     };
@@ -650,7 +648,7 @@ pub fn is_saturated(d: &Deployment, rs: Option<&Arc<StoredReplicaSet>>) -> bool 
 }
 
 /// How much of a scaling change a ReplicaSet takes (upstream `GetReplicaSetProportion`).
-pub fn get_proportion(rs: &StoredReplicaSet, d: &Deployment, to_add: i32, added: i32) -> i32 {
+pub fn get_proportion(rs: &StoredReplicaSet, d: &StoredDeployment, to_add: i32, added: i32) -> i32 {
     if rs_replicas(rs) == 0 || to_add == 0 || to_add == added {
         return 0;
     }
@@ -666,7 +664,7 @@ pub fn get_proportion(rs: &StoredReplicaSet, d: &Deployment, to_add: i32, added:
 /// The change that keeps a ReplicaSet's share of the Deployment when it is resized (upstream
 /// `getReplicaSetFraction`): `round(rs × (replicas + maxSurge) / annotatedMax) − rs`, rounding
 /// half away from zero.
-pub fn get_replica_set_fraction(rs: &StoredReplicaSet, d: &Deployment) -> i32 {
+pub fn get_replica_set_fraction(rs: &StoredReplicaSet, d: &StoredDeployment) -> i32 {
     if replicas(d) == 0 {
         return -rs_replicas(rs);
     }
@@ -753,7 +751,7 @@ fn g(v: Option<i32>) -> i32 {
 
 /// All replicas updated, existing and available, and the generation observed (upstream
 /// `DeploymentComplete`).
-pub fn deployment_complete(d: &Deployment, s: &DeploymentStatus) -> bool {
+pub fn deployment_complete(d: &StoredDeployment, s: &DeploymentStatus) -> bool {
     let r = replicas(d);
     g(s.updated_replicas) == r
         && g(s.replicas) == r
@@ -762,7 +760,7 @@ pub fn deployment_complete(d: &Deployment, s: &DeploymentStatus) -> bool {
 }
 
 /// Something moved since the last status (upstream `DeploymentProgressing`).
-pub fn deployment_progressing(d: &Deployment, new: &DeploymentStatus) -> bool {
+pub fn deployment_progressing(d: &StoredDeployment, new: &DeploymentStatus) -> bool {
     let old = d.status.clone().unwrap_or_default();
     let old_old = g(old.replicas) - g(old.updated_replicas);
     let new_old = g(new.replicas) - g(new.updated_replicas);
@@ -774,7 +772,7 @@ pub fn deployment_progressing(d: &Deployment, new: &DeploymentStatus) -> bool {
 
 /// The Progressing condition was last updated more than progressDeadlineSeconds ago (upstream
 /// `DeploymentTimedOut`, strictly before now).
-pub fn deployment_timed_out(d: &Deployment, new: &DeploymentStatus, now: Timestamp) -> bool {
+pub fn deployment_timed_out(d: &StoredDeployment, new: &DeploymentStatus, now: Timestamp) -> bool {
     if !has_progress_deadline(d) {
         return false;
     }

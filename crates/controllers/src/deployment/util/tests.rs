@@ -2,14 +2,15 @@
 
 use super::*;
 use k8s_openapi::api::apps::v1::{
-    DeploymentSpec, DeploymentStrategy, ReplicaSet, ReplicaSetSpec, ReplicaSetStatus,
+    Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, ReplicaSetSpec, ReplicaSetStatus,
     RollingUpdateDeployment,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeplane_api::StoredDeployment;
 use kubeplane_api::StoredReplicaSet;
 
-fn deployment(replicas: i32, surge: IntOrString, unavailable: IntOrString) -> Deployment {
-    Deployment {
+fn deployment(replicas: i32, surge: IntOrString, unavailable: IntOrString) -> StoredDeployment {
+    StoredDeployment::from_k8s(Deployment {
         spec: Some(DeploymentSpec {
             replicas: Some(replicas),
             strategy: Some(DeploymentStrategy {
@@ -22,7 +23,7 @@ fn deployment(replicas: i32, surge: IntOrString, unavailable: IntOrString) -> De
             ..Default::default()
         }),
         ..Default::default()
-    }
+    })
 }
 
 fn pct(s: &str) -> IntOrString {
@@ -109,13 +110,13 @@ fn max_unavailable_is_capped_by_the_replicas_and_zero_for_recreate() {
     assert_eq!(max_unavailable(&recreate), 0);
     assert_eq!(max_surge(&recreate), 0);
     // Defaults: 25% and 25%.
-    let d = Deployment {
+    let d = StoredDeployment::from_k8s(Deployment {
         spec: Some(DeploymentSpec {
             replicas: Some(10),
             ..Default::default()
         }),
         ..Default::default()
-    };
+    });
     assert_eq!((max_surge(&d), max_unavailable(&d)), (3, 2));
 }
 
@@ -432,7 +433,7 @@ fn the_new_replica_set_is_the_oldest_with_the_template_and_the_old_ones_are_the_
             ..Default::default()
         }),
     };
-    d.spec.as_mut().unwrap().template = template("v2");
+    d.spec.as_mut().unwrap().template = template("v2").into();
     let with = |name: &str, created: i64, image: &str| {
         let mut r = StoredReplicaSet::clone(&rs(name, 1, None, created));
         r.metadata.uid = Some(format!("uid-{name}"));
@@ -462,7 +463,7 @@ fn the_new_replica_set_is_the_oldest_with_the_template_and_the_old_ones_are_the_
         ["late", "old", "bare"]
     );
     // Without a ReplicaSet of the template every one is old.
-    d.spec.as_mut().unwrap().template = template("v3");
+    d.spec.as_mut().unwrap().template = template("v3").into();
     assert!(find_new_replica_set(&d, &list).is_none());
     assert_eq!(names(old_replica_sets(None, &list)).len(), 4);
 }
@@ -546,7 +547,7 @@ fn image_template(image: &str) -> PodTemplateSpec {
 #[test]
 fn template_verdicts_are_reused_only_for_the_same_versions() {
     let mut d = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
-    d.spec.as_mut().unwrap().template = image_template("v2");
+    d.spec.as_mut().unwrap().template = image_template("v2").into();
     let d = Arc::new(d);
     let with = |name: &str, created: i64, image: &str| {
         let mut r = StoredReplicaSet::clone(&rs(name, 1, None, created));
@@ -571,7 +572,7 @@ fn template_verdicts_are_reused_only_for_the_same_versions() {
     // it, `make_mut` moves it, so the old verdicts do not answer for the new version.
     let mut changed = d.clone();
     drop(d);
-    Arc::make_mut(&mut changed).spec.as_mut().unwrap().template = image_template("v1");
+    Arc::make_mut(&mut changed).spec.as_mut().unwrap().template = image_template("v1").into();
     assert!(!verdicts.equal(&changed, &v2));
     assert!(verdicts.equal(&changed, &v1));
     assert_eq!(verdicts.len(), 4);
