@@ -19,6 +19,7 @@
 pub mod client;
 pub mod component;
 mod delegate;
+pub mod deployment;
 pub mod error;
 pub mod informer;
 pub mod node;
@@ -26,6 +27,7 @@ pub mod object;
 pub mod pod;
 pub mod pod_meta;
 pub mod pod_status;
+pub mod replica_set;
 pub mod suite;
 pub mod types;
 pub mod watch;
@@ -34,6 +36,7 @@ pub use client::{Cache, Client, Clock, DeleteOptions, PropagationPolicy, SlotHin
 pub use component::Component;
 #[doc(hidden)]
 pub use delegate::__reexport;
+pub use deployment::{StoredDeployment, StoredDeploymentSpec};
 pub use error::ApiError;
 pub use informer::Informer;
 pub use node::{
@@ -42,4 +45,5 @@ pub use node::{
 pub use object::{DynamicObject, Kind, Object, ObjectKey};
 pub use pod::{PodExt, StoredPod};
 pub use pod_status::StoredPodStatus;
+pub use replica_set::{StoredPodTemplateSpec, StoredReplicaSet, StoredReplicaSetSpec, TemplateRef};
 pub use watch::{EventType, WatchEvent};

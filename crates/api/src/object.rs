@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -15,8 +14,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
+use crate::deployment::StoredDeployment;
 use crate::node::StoredNode;
 use crate::pod::StoredPod;
+use crate::replica_set::StoredReplicaSet;
 use crate::types::{self, ResourceType};
 
 /// The kinds of object the store holds: the kinds kubeplane simulates, in the order of
@@ -214,8 +215,10 @@ pub enum Object {
     /// ([`StoredNode`]).
     Node(Arc<StoredNode>),
     PriorityClass(Arc<PriorityClass>),
-    Deployment(Arc<Deployment>),
-    ReplicaSet(Arc<ReplicaSet>),
+    /// A Deployment with its template's spec shared by `Arc` ([`StoredDeployment`]).
+    Deployment(Arc<StoredDeployment>),
+    /// A ReplicaSet with its template's spec shared by `Arc` ([`StoredReplicaSet`]).
+    ReplicaSet(Arc<StoredReplicaSet>),
     PodDisruptionBudget(Arc<PodDisruptionBudget>),
     /// A Pod in its stored form: the spec shared by `Arc`, `nodeName` outside it
     /// ([`StoredPod`]).
@@ -311,8 +314,8 @@ impl Object {
             Kind::Namespace => Object::Namespace(typed::<Namespace>(value)?),
             Kind::Node => Object::Node(typed::<StoredNode>(value)?),
             Kind::PriorityClass => Object::PriorityClass(typed::<PriorityClass>(value)?),
-            Kind::Deployment => Object::Deployment(typed::<Deployment>(value)?),
-            Kind::ReplicaSet => Object::ReplicaSet(typed::<ReplicaSet>(value)?),
+            Kind::Deployment => Object::Deployment(typed::<StoredDeployment>(value)?),
+            Kind::ReplicaSet => Object::ReplicaSet(typed::<StoredReplicaSet>(value)?),
             Kind::PodDisruptionBudget => {
                 Object::PodDisruptionBudget(typed::<PodDisruptionBudget>(value)?)
             }

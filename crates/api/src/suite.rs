@@ -9,6 +9,8 @@ use crate::PodExt;
 use crate::StoredPod;
 use std::sync::Arc;
 
+use crate::StoredDeployment;
+use crate::StoredReplicaSet;
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStatus, ReplicaSet, ReplicaSetSpec,
 };
@@ -232,16 +234,16 @@ fn update_status_keeps_spec(make: Factory) {
 fn generation_follows_the_spec(make: Factory) {
     let mut c = make();
     let d = |replicas: i32| {
-        Object::Deployment(Arc::new(Deployment {
+        Object::Deployment(Arc::new(StoredDeployment::from_k8s(Deployment {
             metadata: meta("web"),
             spec: Some(web_deployment_spec(replicas)),
             ..Default::default()
-        }))
+        })))
     };
     let generation = |o: &Object| o.meta().generation;
     let created = c.create(d(1)).unwrap();
     assert_eq!(generation(&created), Some(1));
-    let mut with_status = Deployment::clone(match &created {
+    let mut with_status = StoredDeployment::clone(match &created {
         Object::Deployment(d) => d,
         _ => unreachable!(),
     });
@@ -459,11 +461,11 @@ fn deployment(name: &str, finalizers: &[&str]) -> Object {
     let mut m = meta(name);
     m.finalizers =
         (!finalizers.is_empty()).then(|| finalizers.iter().map(|f| f.to_string()).collect());
-    Object::Deployment(Arc::new(Deployment {
+    Object::Deployment(Arc::new(StoredDeployment::from_k8s(Deployment {
         metadata: m,
         spec: Some(web_deployment_spec(1)),
         ..Default::default()
-    }))
+    })))
 }
 
 fn deployment_key(name: &str) -> ObjectKey {
@@ -657,11 +659,13 @@ fn scale_writes_only_the_replicas(make: Factory) {
     let mut m = meta("web");
     m.labels = Some([("team".to_string(), "a".to_string())].into());
     let created = c
-        .create(Object::Deployment(Arc::new(Deployment {
-            metadata: m,
-            spec: Some(web_deployment_spec(1)),
-            ..Default::default()
-        })))
+        .create(Object::Deployment(Arc::new(StoredDeployment::from_k8s(
+            Deployment {
+                metadata: m,
+                spec: Some(web_deployment_spec(1)),
+                ..Default::default()
+            },
+        ))))
         .unwrap();
     let mut with_status = created.clone();
     if let Object::Deployment(d) = &mut with_status {
@@ -686,11 +690,13 @@ fn scale_writes_only_the_replicas(make: Factory) {
     assert_eq!(d.metadata.labels.as_ref().unwrap()["team"], "a");
     assert_eq!(scale.metadata.resource_version, d.metadata.resource_version);
     let rs = c
-        .create(Object::ReplicaSet(Arc::new(ReplicaSet {
-            metadata: meta("web-1"),
-            spec: Some(web_replica_set_spec(2)),
-            ..Default::default()
-        })))
+        .create(Object::ReplicaSet(Arc::new(StoredReplicaSet::from_k8s(
+            ReplicaSet {
+                metadata: meta("web-1"),
+                spec: Some(web_replica_set_spec(2)),
+                ..Default::default()
+            },
+        ))))
         .unwrap();
     let scale = c.update_scale(&rs.key(), 0, None).unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(0));
@@ -711,11 +717,13 @@ fn scale_writes_only_the_replicas(make: Factory) {
 fn scale_precondition(make: Factory) {
     let mut c = make();
     let created = c
-        .create(Object::ReplicaSet(Arc::new(ReplicaSet {
-            metadata: meta("web"),
-            spec: Some(web_replica_set_spec(1)),
-            ..Default::default()
-        })))
+        .create(Object::ReplicaSet(Arc::new(StoredReplicaSet::from_k8s(
+            ReplicaSet {
+                metadata: meta("web"),
+                spec: Some(web_replica_set_spec(1)),
+                ..Default::default()
+            },
+        ))))
         .unwrap();
     let key = created.key();
     let first = c

@@ -86,7 +86,7 @@ fn small_deployment(namespace: &str, replicas: i32) -> Object {
         .spec
         .as_mut()
         .and_then(|s| s.template.spec.as_mut())
-        .map(|s| s.containers.iter_mut());
+        .map(|s| std::sync::Arc::make_mut(s).containers.iter_mut());
     for c in containers.into_iter().flatten() {
         let requests: std::collections::BTreeMap<String, Quantity> =
             [("cpu", "50m"), ("memory", "128Mi")]

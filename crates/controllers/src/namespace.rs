@@ -219,6 +219,7 @@ mod tests {
     use k8s_openapi::api::apps::v1::ReplicaSet;
     use k8s_openapi::api::core::v1::{Namespace, Pod, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    use kubeplane_api::StoredReplicaSet;
     use kubeplane_registry::testing::TestClient;
 
     use super::*;
@@ -250,10 +251,10 @@ mod tests {
         tc.create(pod("team", "p1", None)).unwrap();
         tc.create(pod("team", "p2", Some("n1"))).unwrap();
         tc.create(pod("other", "p3", None)).unwrap();
-        let rs = ReplicaSet {
+        let rs = StoredReplicaSet::from_k8s(ReplicaSet {
             metadata: meta("team", "web"),
             ..Default::default()
-        };
+        });
         tc.create(Object::ReplicaSet(Arc::new(rs))).unwrap();
     }
 

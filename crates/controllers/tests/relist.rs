@@ -8,13 +8,14 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kubeplane_api::StoredReplicaSet;
 use kubeplane_api::{Client, Component, DeleteOptions, Informer, Kind, Object, ObjectKey};
 use kubeplane_controllers::replicaset::ReplicaSetController;
 use kubeplane_registry::testing::TestClient;
 
 fn replica_set(replicas: i32) -> Object {
     let labels: BTreeMap<String, String> = [("app".to_string(), "web".to_string())].into();
-    Object::ReplicaSet(Arc::new(ReplicaSet {
+    Object::ReplicaSet(Arc::new(StoredReplicaSet::from_k8s(ReplicaSet {
         metadata: ObjectMeta {
             name: Some("web".into()),
             namespace: Some("default".into()),
@@ -42,7 +43,7 @@ fn replica_set(replicas: i32) -> Object {
             ..Default::default()
         }),
         status: None,
-    }))
+    })))
 }
 
 /// A runtime that delivers the server's events through an informer, as a remote one would.

@@ -94,7 +94,7 @@ pub fn start(runtime: &tokio::runtime::Handle, client: &kube::Client, tx: &Sende
         Api::all(c()),
         all.clone(),
         Kind::ReplicaSet,
-        |o| Some(Object::ReplicaSet(Arc::new(o))),
+        |o| Some(Object::ReplicaSet(Arc::new(o.into()))),
         tx.clone(),
         WHO,
     ));

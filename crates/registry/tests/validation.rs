@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kubeplane_api::StoredDeployment;
 use kubeplane_api::{ApiError, Client, Kind, Object};
 use kubeplane_registry::validation::{
     invalid_message, validate_create, validate_update, ErrorType, FieldError, FieldErrors,
@@ -67,7 +68,7 @@ fn resources(requests: &[(&str, &str)], limits: &[(&str, &str)]) -> ResourceRequ
 
 fn deployment(selector: &str, replicas: i32) -> Object {
     let labels: BTreeMap<String, String> = [("app".to_string(), selector.to_string())].into();
-    Object::Deployment(Arc::new(Deployment {
+    Object::Deployment(Arc::new(StoredDeployment::from_k8s(Deployment {
         metadata: meta("web"),
         spec: Some(DeploymentSpec {
             replicas: Some(replicas),
@@ -88,7 +89,7 @@ fn deployment(selector: &str, replicas: i32) -> Object {
             ..Default::default()
         }),
         ..Default::default()
-    }))
+    })))
 }
 
 fn priority_class(value: i32, policy: Option<&str>) -> Object {

@@ -94,11 +94,12 @@ pub fn deployment(namespace: &str, name: &str, replicas: i32) -> Object {
     use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
     use k8s_openapi::api::core::v1::PodTemplateSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    use kubeplane_api::StoredDeployment;
     let labels: BTreeMap<String, String> = [("app".to_string(), name.to_string())].into();
     let Object::Pod(pod) = perf_pod(namespace, name, None) else {
         unreachable!("perf_pod builds a pod")
     };
-    Object::Deployment(Arc::new(Deployment {
+    Object::Deployment(Arc::new(StoredDeployment::from_k8s(Deployment {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
             namespace: Some(namespace.to_string()),
@@ -120,7 +121,7 @@ pub fn deployment(namespace: &str, name: &str, replicas: i32) -> Object {
             ..Default::default()
         }),
         status: None,
-    }))
+    })))
 }
 
 fn sourced(object: Object) -> SourcedObject {

@@ -28,10 +28,12 @@ use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, ReplicaSetSpec};
+use k8s_openapi::api::apps::v1::DeploymentStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, ObjectMeta, OwnerReference, Time,
 };
+use kubeplane_api::StoredDeployment;
+use kubeplane_api::StoredReplicaSet;
 use kubeplane_api::{
     ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
 };
@@ -57,21 +59,21 @@ pub const API_VERSION: &str = "apps/v1";
 pub const REASON_SCALING_REPLICA_SET: &str = "ScalingReplicaSet";
 pub const REASON_SELECTING_ALL: &str = "SelectingAll";
 
-type RsList = Vec<Arc<ReplicaSet>>;
+type RsList = Vec<Arc<StoredReplicaSet>>;
 
 /// The Deployment a sync works on: the cached version, shared until the sync changes it (a
 /// write of the status or of the revision annotation), and then the sync's own copy. A sync
 /// that writes nothing copies nothing; one that writes copies the Deployment once, where a
 /// copy per sync and two per write were made before.
-type DeploymentRef = Arc<Deployment>;
+type DeploymentRef = Arc<StoredDeployment>;
 
 /// The sync's own copy of the Deployment, made on its first change.
-fn mutate(d: &mut DeploymentRef) -> &mut Deployment {
+fn mutate(d: &mut DeploymentRef) -> &mut StoredDeployment {
     Arc::make_mut(d)
 }
 
 /// The status of a Deployment, or the empty status (what a missing one reads as).
-fn status_or_empty(d: &Deployment) -> &DeploymentStatus {
+fn status_or_empty(d: &StoredDeployment) -> &DeploymentStatus {
     static EMPTY: std::sync::OnceLock<DeploymentStatus> = std::sync::OnceLock::new();
     d.status
         .as_ref()
@@ -97,12 +99,12 @@ fn set_revision(d: &mut DeploymentRef, revision: &str) -> bool {
 fn written_placeholder() -> DeploymentRef {
     static EMPTY: std::sync::OnceLock<DeploymentRef> = std::sync::OnceLock::new();
     EMPTY
-        .get_or_init(|| Arc::new(Deployment::default()))
+        .get_or_init(|| Arc::new(StoredDeployment::default()))
         .clone()
 }
 
 /// The Deployment's label selector (an empty one when it has no spec), read in place.
-fn label_selector(d: &Deployment) -> &LabelSelector {
+fn label_selector(d: &StoredDeployment) -> &LabelSelector {
     static EMPTY: std::sync::OnceLock<LabelSelector> = std::sync::OnceLock::new();
     match d.spec.as_ref() {
         Some(spec) => &spec.selector,
@@ -110,7 +112,7 @@ fn label_selector(d: &Deployment) -> &LabelSelector {
     }
 }
 
-fn deployment_selector(d: &Deployment) -> Result<Selector, String> {
+fn deployment_selector(d: &StoredDeployment) -> Result<Selector, String> {
     from_label_selector(label_selector(d)).map_err(|e| {
         format!(
             "deployment {} has invalid label selector: {e}",
@@ -119,12 +121,12 @@ fn deployment_selector(d: &Deployment) -> Result<Selector, String> {
     })
 }
 
-fn rs_name(rs: &ReplicaSet) -> &str {
+fn rs_name(rs: &StoredReplicaSet) -> &str {
     rs.metadata.name.as_deref().unwrap_or("")
 }
 
 /// Replaces the entry with the same UID (or appends) in a working list of ReplicaSets.
-fn replace_rs(list: &mut RsList, rs: &Arc<ReplicaSet>) {
+fn replace_rs(list: &mut RsList, rs: &Arc<StoredReplicaSet>) {
     match list.iter_mut().find(|r| r.metadata.uid == rs.metadata.uid) {
         Some(slot) => *slot = rs.clone(),
         None => list.push(rs.clone()),
@@ -156,8 +158,8 @@ fn pod_listing_key(p: &StoredPod) -> (&str, &str) {
 
 /// The Deployment controller. See the module documentation.
 pub struct DeploymentController {
-    deployments: BTreeMap<NsName, Arc<Deployment>>,
-    replica_sets: BTreeMap<NsName, Arc<ReplicaSet>>,
+    deployments: BTreeMap<NsName, Arc<StoredDeployment>>,
+    replica_sets: BTreeMap<NsName, Arc<StoredReplicaSet>>,
     /// Pods with a controller, by the controller's UID and then the pod's UID (for the
     /// Recreate strategy's pod map, which sorts them by namespace and name). Hash maps keyed
     /// by UIDs: every pod event looks them up with borrowed strings, allocating nothing.
@@ -206,7 +208,7 @@ impl DeploymentController {
     }
 
     /// Deployments in the ReplicaSet's namespace whose non-empty selector matches its labels.
-    fn deployments_for_replica_set(&self, rs: &ReplicaSet) -> Vec<NsName> {
+    fn deployments_for_replica_set(&self, rs: &StoredReplicaSet) -> Vec<NsName> {
         let ns = rs.metadata.namespace.as_deref().unwrap_or_default();
         selecting(
             &self.deployments,
@@ -216,7 +218,7 @@ impl DeploymentController {
         )
     }
 
-    fn on_replica_set(&mut self, ev: &WatchEvent, rs: &Arc<ReplicaSet>) {
+    fn on_replica_set(&mut self, ev: &WatchEvent, rs: &Arc<StoredReplicaSet>) {
         let key = ns_name(&rs.metadata);
         let ns = key.0.as_str();
         let cached = match ev.type_ {
@@ -424,7 +426,7 @@ impl DeploymentController {
     /// matching orphans and releasing owned ones that stopped matching.
     fn get_replica_sets_for_deployment(
         &mut self,
-        d: &Deployment,
+        d: &StoredDeployment,
         cx: &mut SyncCtx,
     ) -> Result<RsList, String> {
         let (ns, name) = ns_name(&d.metadata);
@@ -490,8 +492,8 @@ impl DeploymentController {
     /// (upstream `getPodMapForDeployment`).
     fn pod_map(
         &self,
-        d: &Deployment,
-        rs_list: &[Arc<ReplicaSet>],
+        d: &StoredDeployment,
+        rs_list: &[Arc<StoredReplicaSet>],
     ) -> BTreeMap<String, Vec<Arc<StoredPod>>> {
         let selector = deployment_selector(d).unwrap_or_else(|_| Selector::nothing());
         let mut map = BTreeMap::new();
@@ -569,9 +571,9 @@ fn recheck_deployment(
 /// must match) and writes it. `Ok(None)` when the ReplicaSet is gone or `change` declines.
 fn patch_replica_set(
     client: &mut dyn Client,
-    rs: &ReplicaSet,
-    change: impl FnOnce(&mut ReplicaSet) -> bool,
-) -> Result<Option<Arc<ReplicaSet>>, ApiError> {
+    rs: &StoredReplicaSet,
+    change: impl FnOnce(&mut StoredReplicaSet) -> bool,
+) -> Result<Option<Arc<StoredReplicaSet>>, ApiError> {
     let (ns, name) = ns_name(&rs.metadata);
     let key = ObjectKey::new(Kind::ReplicaSet, &ns, &name);
     let fresh = match client.cache().get_key(&key) {
@@ -581,7 +583,7 @@ fn patch_replica_set(
     if fresh.metadata.uid != rs.metadata.uid {
         return Err(ApiError::Conflict { key });
     }
-    let mut copy = ReplicaSet::clone(&fresh);
+    let mut copy = StoredReplicaSet::clone(&fresh);
     if !change(&mut copy) {
         return Ok(None);
     }

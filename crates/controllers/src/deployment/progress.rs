@@ -2,14 +2,16 @@
 //! checks a stuck rollout again.
 
 use super::*;
+use kubeplane_api::StoredDeployment;
+use kubeplane_api::StoredReplicaSet;
 
 impl DeploymentController {
     /// Upstream `syncRolloutStatus` (progress.go): status plus the Progressing condition, and a
     /// timer for the progress deadline.
     pub(super) fn sync_rollout_status(
         &mut self,
-        all: &[Arc<ReplicaSet>],
-        new_rs: Option<&Arc<ReplicaSet>>,
+        all: &[Arc<StoredReplicaSet>],
+        new_rs: Option<&Arc<StoredReplicaSet>>,
         d: &mut DeploymentRef,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
@@ -77,7 +79,7 @@ impl DeploymentController {
     /// Upstream `requeueStuckDeployment`: check again one second after the progress deadline.
     pub(super) fn requeue_stuck_deployment(
         &mut self,
-        d: &Deployment,
+        d: &StoredDeployment,
         new_status: &DeploymentStatus,
         cx: &mut SyncCtx,
     ) {
@@ -108,10 +110,10 @@ impl DeploymentController {
 
 /// The ReplicaFailure conditions of the new ReplicaSet, or else of any ReplicaSet.
 fn replica_failures(
-    all: &[Arc<ReplicaSet>],
-    new_rs: Option<&Arc<ReplicaSet>>,
+    all: &[Arc<StoredReplicaSet>],
+    new_rs: Option<&Arc<StoredReplicaSet>>,
 ) -> Vec<k8s_openapi::api::apps::v1::DeploymentCondition> {
-    let of = |rs: &ReplicaSet| -> Vec<_> {
+    let of = |rs: &StoredReplicaSet| -> Vec<_> {
         rs.status
             .as_ref()
             .and_then(|s| s.conditions.as_ref())

@@ -3,6 +3,7 @@
 
 use super::*;
 use kubeplane_api::StoredPod;
+use kubeplane_api::StoredReplicaSet;
 
 impl DeploymentController {
     /// Upstream `rolloutRecreate`: every old pod is gone before the new ReplicaSet scales up.
@@ -52,8 +53,8 @@ impl DeploymentController {
 /// Any old pod still running (upstream `oldPodsRunning`): old ReplicaSets report replicas, or
 /// an old pod is in a phase other than Failed and Succeeded (terminating pods included).
 fn old_pods_running(
-    new_rs: Option<&Arc<ReplicaSet>>,
-    old_rss: &[Arc<ReplicaSet>],
+    new_rs: Option<&Arc<StoredReplicaSet>>,
+    old_rss: &[Arc<StoredReplicaSet>],
     pod_map: &BTreeMap<String, Vec<Arc<StoredPod>>>,
 ) -> bool {
     if sum_actual_replicas(old_rss) > 0 {

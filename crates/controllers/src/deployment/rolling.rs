@@ -2,6 +2,8 @@
 //! ones down within maxSurge and maxUnavailable.
 
 use super::*;
+use kubeplane_api::StoredDeployment;
+use kubeplane_api::StoredReplicaSet;
 
 impl DeploymentController {
     /// Upstream `rolloutRolling`.
@@ -37,9 +39,9 @@ impl DeploymentController {
 
     pub(super) fn reconcile_new_replica_set(
         &mut self,
-        all: &[Arc<ReplicaSet>],
-        new_rs: &Arc<ReplicaSet>,
-        d: &Deployment,
+        all: &[Arc<StoredReplicaSet>],
+        new_rs: &Arc<StoredReplicaSet>,
+        d: &StoredDeployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<bool, String> {
@@ -62,10 +64,10 @@ impl DeploymentController {
     /// maxUnavailable allows, unhealthy replicas first.
     pub(super) fn reconcile_old_replica_sets(
         &mut self,
-        all: &[Arc<ReplicaSet>],
-        old_rss: &[Arc<ReplicaSet>],
-        new_rs: &Arc<ReplicaSet>,
-        d: &Deployment,
+        all: &[Arc<StoredReplicaSet>],
+        old_rss: &[Arc<StoredReplicaSet>],
+        new_rs: &Arc<StoredReplicaSet>,
+        d: &StoredDeployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<bool, String> {
@@ -90,8 +92,8 @@ impl DeploymentController {
 
     pub(super) fn cleanup_unhealthy_replicas(
         &mut self,
-        old_rss: &[Arc<ReplicaSet>],
-        d: &Deployment,
+        old_rss: &[Arc<StoredReplicaSet>],
+        d: &StoredDeployment,
         max_cleanup: i32,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
@@ -123,9 +125,9 @@ impl DeploymentController {
 
     pub(super) fn scale_down_old_replica_sets_for_rolling_update(
         &mut self,
-        all: &[Arc<ReplicaSet>],
-        old_rss: &[Arc<ReplicaSet>],
-        d: &Deployment,
+        all: &[Arc<StoredReplicaSet>],
+        old_rss: &[Arc<StoredReplicaSet>],
+        d: &StoredDeployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<i32, String> {

@@ -3,6 +3,8 @@
 //! size, cleaning up old ReplicaSets beyond revisionHistoryLimit, and computing the status.
 
 use super::*;
+use kubeplane_api::StoredDeployment;
+use kubeplane_api::{StoredReplicaSet, StoredReplicaSetSpec};
 
 impl DeploymentController {
     pub(super) fn sync_status_only(
@@ -107,7 +109,7 @@ impl DeploymentController {
         rs_list: &mut RsList,
         create: bool,
         cx: &mut SyncCtx,
-    ) -> Result<(Option<Arc<ReplicaSet>>, RsList), String> {
+    ) -> Result<(Option<Arc<StoredReplicaSet>>, RsList), String> {
         if let Some(found) = self
             .found_replica_sets
             .as_ref()
@@ -134,11 +136,11 @@ impl DeploymentController {
         &mut self,
         d: &mut DeploymentRef,
         rs_list: &mut RsList,
-        existing: Option<Arc<ReplicaSet>>,
-        old_rss: &[Arc<ReplicaSet>],
+        existing: Option<Arc<StoredReplicaSet>>,
+        old_rss: &[Arc<StoredReplicaSet>],
         create: bool,
         cx: &mut SyncCtx,
-    ) -> Result<Option<Arc<ReplicaSet>>, String> {
+    ) -> Result<Option<Arc<StoredReplicaSet>>, String> {
         let new_revision = max_revision(old_rss) + 1;
         let (ns, dname) = ns_name(&d.metadata);
 
@@ -196,10 +198,10 @@ impl DeploymentController {
         &mut self,
         d: &mut DeploymentRef,
         rs_list: &mut RsList,
-        existing: Arc<ReplicaSet>,
+        existing: Arc<StoredReplicaSet>,
         new_revision: i64,
         cx: &mut SyncCtx,
-    ) -> Result<Option<Arc<ReplicaSet>>, String> {
+    ) -> Result<Option<Arc<StoredReplicaSet>>, String> {
         let want_min_ready = d.spec.as_ref().and_then(|s| s.min_ready_seconds);
         let min_ready_update = existing
             .spec
@@ -262,9 +264,9 @@ impl DeploymentController {
     fn create_new_replica_set(
         &mut self,
         d: &mut DeploymentRef,
-        new_rs: ReplicaSet,
+        new_rs: StoredReplicaSet,
         cx: &mut SyncCtx,
-    ) -> Result<(Arc<ReplicaSet>, bool), String> {
+    ) -> Result<(Arc<StoredReplicaSet>, bool), String> {
         let (ns, dname) = ns_name(&d.metadata);
         let new_name = rs_name(&new_rs).to_string();
         match cx.client.create(Object::ReplicaSet(Arc::new(new_rs))) {
@@ -325,9 +327,9 @@ impl DeploymentController {
     /// Upstream `scale`: sizes the ReplicaSets on a scaling event or while paused.
     pub(super) fn scale(
         &mut self,
-        d: &Deployment,
-        new_rs: Option<&Arc<ReplicaSet>>,
-        old_rss: &[Arc<ReplicaSet>],
+        d: &StoredDeployment,
+        new_rs: Option<&Arc<StoredReplicaSet>>,
+        old_rss: &[Arc<StoredReplicaSet>],
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
@@ -347,7 +349,7 @@ impl DeploymentController {
         if !is_rolling_update(d) {
             return Ok(());
         }
-        let mut all: Vec<Arc<ReplicaSet>> = old_rss.to_vec();
+        let mut all: Vec<Arc<StoredReplicaSet>> = old_rss.to_vec();
         all.extend(new_rs.cloned());
         let mut all = filter_active(&all);
         let all_replicas = sum_spec_replicas(&all);
@@ -389,12 +391,12 @@ impl DeploymentController {
 
     pub(super) fn scale_replica_set_and_record_event(
         &mut self,
-        rs: &Arc<ReplicaSet>,
+        rs: &Arc<StoredReplicaSet>,
         new_scale: i32,
-        d: &Deployment,
+        d: &StoredDeployment,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
-    ) -> Result<(bool, Arc<ReplicaSet>), String> {
+    ) -> Result<(bool, Arc<StoredReplicaSet>), String> {
         if rs_replicas(rs) == new_scale {
             return Ok((false, rs.clone()));
         }
@@ -410,13 +412,13 @@ impl DeploymentController {
     /// `ScalingReplicaSet` when the size changed.
     pub(super) fn scale_replica_set(
         &mut self,
-        rs: &Arc<ReplicaSet>,
+        rs: &Arc<StoredReplicaSet>,
         new_scale: i32,
-        d: &Deployment,
+        d: &StoredDeployment,
         operation: &str,
         rs_list: &mut RsList,
         cx: &mut SyncCtx,
-    ) -> Result<(bool, Arc<ReplicaSet>), String> {
+    ) -> Result<(bool, Arc<StoredReplicaSet>), String> {
         let size_needs_update = rs_replicas(rs) != new_scale;
         let desired = replicas(d);
         let max = desired + max_surge(d);
@@ -455,8 +457,8 @@ impl DeploymentController {
     /// revisionHistoryLimit.
     pub(super) fn cleanup_deployment(
         &mut self,
-        old_rss: &[Arc<ReplicaSet>],
-        d: &Deployment,
+        old_rss: &[Arc<StoredReplicaSet>],
+        d: &StoredDeployment,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
         let mut cleanable: RsList = old_rss
@@ -493,9 +495,9 @@ impl DeploymentController {
     /// Upstream `calculateStatus`.
     pub(super) fn calculate_status(
         &self,
-        all: &[Arc<ReplicaSet>],
-        new_rs: Option<&Arc<ReplicaSet>>,
-        d: &Deployment,
+        all: &[Arc<StoredReplicaSet>],
+        new_rs: Option<&Arc<StoredReplicaSet>>,
+        d: &StoredDeployment,
         now: &Time,
     ) -> DeploymentStatus {
         let available = sum_available_replicas(all);
@@ -539,8 +541,8 @@ impl DeploymentController {
 
     pub(super) fn sync_deployment_status(
         &mut self,
-        all: &[Arc<ReplicaSet>],
-        new_rs: Option<&Arc<ReplicaSet>>,
+        all: &[Arc<StoredReplicaSet>],
+        new_rs: Option<&Arc<StoredReplicaSet>>,
         d: &mut DeploymentRef,
         cx: &mut SyncCtx,
     ) -> Result<(), String> {
@@ -583,15 +585,15 @@ pub(super) fn set_available_condition(
 /// few times in every sync of a Deployment. The unchanged case builds no ReplicaSet at all
 /// (an empty one is a large value to build, move and drop).
 fn existing_annotations(
-    d: &Deployment,
-    existing: &ReplicaSet,
+    d: &StoredDeployment,
+    existing: &StoredReplicaSet,
     new_revision: i64,
     write: bool,
 ) -> (bool, Option<BTreeMap<String, String>>) {
     if !write && new_replica_set_annotations_unchanged(d, existing, new_revision) {
         return (false, None);
     }
-    let mut rs_copy = ReplicaSet::default();
+    let mut rs_copy = StoredReplicaSet::default();
     rs_copy
         .metadata
         .annotations
@@ -607,15 +609,15 @@ fn existing_annotations(
 /// moves it to a new allocation while this is held, so an equal pointer with a live
 /// allocation is the same version. The owner clears it at each sync.
 pub(super) struct FoundReplicaSets {
-    d: std::sync::Weak<Deployment>,
+    d: std::sync::Weak<StoredDeployment>,
     rs_list: RsList,
-    new_rs: Arc<ReplicaSet>,
+    new_rs: Arc<StoredReplicaSet>,
     old_rss: RsList,
 }
 
 /// The versions a call starts from, to be kept when the call changes nothing.
 pub(super) struct FoundKey {
-    d: std::sync::Weak<Deployment>,
+    d: std::sync::Weak<StoredDeployment>,
     rs_list: RsList,
 }
 
@@ -641,7 +643,7 @@ impl FoundReplicaSets {
 }
 
 impl FoundKey {
-    fn found(self, new_rs: &Arc<ReplicaSet>, old_rss: &RsList) -> FoundReplicaSets {
+    fn found(self, new_rs: &Arc<StoredReplicaSet>, old_rss: &RsList) -> FoundReplicaSets {
         FoundReplicaSets {
             d: self.d,
             rs_list: self.rs_list,
@@ -654,10 +656,10 @@ impl FoundKey {
 /// The new ReplicaSet of upstream `getNewReplicaSet`, not yet created: named after the hash of
 /// the template, selecting it by that hash, with its replicas (also returned) and revision.
 fn new_replica_set(
-    d: &Deployment,
-    old_rss: &[Arc<ReplicaSet>],
+    d: &StoredDeployment,
+    old_rss: &[Arc<StoredReplicaSet>],
     new_revision: i64,
-) -> Result<(ReplicaSet, i32), String> {
+) -> Result<(StoredReplicaSet, i32), String> {
     let (ns, dname) = ns_name(&d.metadata);
     let mut template = deployment_template(d);
     let collision_count = d.status.as_ref().and_then(|s| s.collision_count);
@@ -676,7 +678,9 @@ fn new_replica_set(
         POD_TEMPLATE_HASH_LABEL,
         &hash,
     );
-    let mut new_rs = ReplicaSet {
+    // The new ReplicaSet's template shares the Deployment's spec (it differs only in the
+    // pod-template-hash label), and so do the pods made from it.
+    let mut new_rs = StoredReplicaSet {
         metadata: ObjectMeta {
             name: Some(format!("{dname}-{hash}")),
             namespace: Some(ns.clone()),
@@ -684,7 +688,7 @@ fn new_replica_set(
             labels: template.metadata.as_ref().and_then(|m| m.labels.clone()),
             ..Default::default()
         },
-        spec: Some(ReplicaSetSpec {
+        spec: Some(StoredReplicaSetSpec {
             replicas: Some(0),
             min_ready_seconds: d.spec.as_ref().and_then(|s| s.min_ready_seconds),
             selector,

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kubeplane_api::StoredDeployment;
+use kubeplane_api::StoredReplicaSet;
 use kubeplane_api::{Client, DeleteOptions, EventType, Kind, Object, ObjectKey, PropagationPolicy};
 use kubeplane_registry::testing::TestClient;
 
@@ -35,10 +37,10 @@ fn meta(name: &str, uid: &str, owners: &[(&str, &str, &str, &str)]) -> ObjectMet
 }
 
 fn deployment(name: &str, uid: &str) -> Object {
-    Object::Deployment(Arc::new(Deployment {
+    Object::Deployment(Arc::new(StoredDeployment::from_k8s(Deployment {
         metadata: meta(name, uid, &[]),
         ..Default::default()
-    }))
+    })))
 }
 
 fn replicaset(name: &str, uid: &str, owner: Option<(&str, &str)>) -> Object {
@@ -46,10 +48,10 @@ fn replicaset(name: &str, uid: &str, owner: Option<(&str, &str)>) -> Object {
         .map(|(n, u)| ("apps/v1", "Deployment", n, u))
         .into_iter()
         .collect();
-    Object::ReplicaSet(Arc::new(ReplicaSet {
+    Object::ReplicaSet(Arc::new(StoredReplicaSet::from_k8s(ReplicaSet {
         metadata: meta(name, uid, &owners),
         ..Default::default()
-    }))
+    })))
 }
 
 fn pod(name: &str, node: Option<&str>, owners: &[(&str, &str, &str, &str)]) -> Object {

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kubeplane_api::StoredReplicaSet;
 use kubeplane_core::labels::Selector;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
@@ -365,7 +365,7 @@ fn same_controller(a: Option<&OwnerReference>, b: Option<&OwnerReference>) -> bo
 /// The informer caches: every ReplicaSet and pod the controller has observed, indexed.
 #[derive(Debug, Default)]
 pub(super) struct Cache {
-    pub(super) replica_sets: BTreeMap<NsName, Arc<ReplicaSet>>,
+    pub(super) replica_sets: BTreeMap<NsName, Arc<StoredReplicaSet>>,
     /// ReplicaSets by the UID of their controller (upstream index `controllerUID`).
     pub(super) rs_by_controller_uid: BTreeMap<String, BTreeSet<NsName>>,
     pub(super) pods: PodsByNamespace,
@@ -381,7 +381,7 @@ pub(super) struct Cache {
 }
 
 impl Cache {
-    pub(super) fn index_rs(&mut self, rs: &Arc<ReplicaSet>) {
+    pub(super) fn index_rs(&mut self, rs: &Arc<StoredReplicaSet>) {
         let key = ns_name(&rs.metadata);
         if let Some(c) = controller_of(&rs.metadata) {
             self.rs_by_controller_uid
@@ -399,8 +399,8 @@ impl Cache {
     pub(super) fn replace_rs(
         &mut self,
         key: &NsName,
-        rs: Option<&Arc<ReplicaSet>>,
-    ) -> Option<Arc<ReplicaSet>> {
+        rs: Option<&Arc<StoredReplicaSet>>,
+    ) -> Option<Arc<StoredReplicaSet>> {
         let Some(rs) = rs else {
             return self.unindex_rs(key);
         };
@@ -416,7 +416,7 @@ impl Cache {
         old
     }
 
-    pub(super) fn unindex_rs(&mut self, key: &NsName) -> Option<Arc<ReplicaSet>> {
+    pub(super) fn unindex_rs(&mut self, key: &NsName) -> Option<Arc<StoredReplicaSet>> {
         let old = self.replica_sets.remove(key)?;
         if let Some(c) = controller_of(&old.metadata) {
             if let Some(set) = self.rs_by_controller_uid.get_mut(&c.uid) {
@@ -524,7 +524,11 @@ impl Cache {
     /// pods in the ReplicaSet's namespace whose reference names this very ReplicaSet are
     /// listed. Before, it was keyed by the UID alone: every pod whose controller reference
     /// carries the ReplicaSet's UID, whatever kind and name it gives and in any namespace.
-    pub(super) fn controlled_pods(&self, rs: &ReplicaSet, full_key: bool) -> Vec<&PodsByName> {
+    pub(super) fn controlled_pods(
+        &self,
+        rs: &StoredReplicaSet,
+        full_key: bool,
+    ) -> Vec<&PodsByName> {
         let (ns, name) = ns_name(&rs.metadata);
         let uid = rs.metadata.uid.as_deref().unwrap_or_default();
         let groups = self
@@ -564,7 +568,10 @@ impl Cache {
     /// ([`ranking::pods_per_node`]): per node name, the active pods among those selected by
     /// every ReplicaSet with the same controller (this one included), de-duplicated by UID. A
     /// ReplicaSet without a controller has none, so all its pods rank 0.
-    pub(super) fn related_active_pods_per_node(&self, rs: &ReplicaSet) -> ranking::PodsOnNode<'_> {
+    pub(super) fn related_active_pods_per_node(
+        &self,
+        rs: &StoredReplicaSet,
+    ) -> ranking::PodsOnNode<'_> {
         let mut counts = ranking::PodsOnNode::default();
         let Some(c) = controller_of(&rs.metadata) else {
             return counts;

@@ -25,8 +25,8 @@ use kubeplane_api::StoredPod;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_api::StoredReplicaSet;
 use kubeplane_api::{
     ApiError, Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey, WatchEvent,
 };
@@ -64,18 +64,18 @@ pub const REASON_FAILED_DELETE: &str = "FailedDelete";
 pub const CONDITION_REPLICA_FAILURE: &str = "ReplicaFailure";
 
 /// The replicas a ReplicaSet asks for (the API server defaults a missing value to 1).
-pub fn spec_replicas(rs: &ReplicaSet) -> i32 {
+pub fn spec_replicas(rs: &StoredReplicaSet) -> i32 {
     rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
 }
 
-fn min_ready_seconds(rs: &ReplicaSet) -> i32 {
+fn min_ready_seconds(rs: &StoredReplicaSet) -> i32 {
     rs.spec
         .as_ref()
         .and_then(|s| s.min_ready_seconds)
         .unwrap_or(0)
 }
 
-fn rs_selector(rs: &ReplicaSet) -> Result<Selector, String> {
+fn rs_selector(rs: &StoredReplicaSet) -> Result<Selector, String> {
     match rs.spec.as_ref() {
         Some(spec) => from_label_selector(&spec.selector).map_err(|e| e.to_string()),
         None => Ok(Selector::nothing()),
@@ -84,7 +84,7 @@ fn rs_selector(rs: &ReplicaSet) -> Result<Selector, String> {
 
 /// The selector of the labels a ReplicaSet's template gives its pods (what status calls "fully
 /// labeled").
-fn template_selector(rs: &ReplicaSet) -> Selector {
+fn template_selector(rs: &StoredReplicaSet) -> Selector {
     let template_labels = rs
         .spec
         .as_ref()
@@ -138,7 +138,7 @@ struct Claimed<'a> {
 
 /// One `claimPods` pass: what it claimed and counted so far, and the errors it met.
 struct Claim<'a, 's> {
-    rs: &'s Arc<ReplicaSet>,
+    rs: &'s Arc<StoredReplicaSet>,
     /// The ReplicaSet is being deleted.
     deleting: bool,
     selects: SelectorMemo<'s>,
@@ -392,7 +392,7 @@ impl<'a> SyncCx<'a> {
     /// pods that match: one pass, one selector evaluation per distinct label map.
     fn claim_pods(
         &self,
-        rs: &Arc<ReplicaSet>,
+        rs: &Arc<StoredReplicaSet>,
         selector: &Selector,
         client: &mut dyn Client,
     ) -> Result<Claimed<'a>, String> {
@@ -438,7 +438,7 @@ impl<'a> SyncCx<'a> {
     fn manage_replicas(
         &mut self,
         claimed: &[&CachedPod],
-        rs: &Arc<ReplicaSet>,
+        rs: &Arc<StoredReplicaSet>,
         key: &NsName,
         now: SimTime,
         client: &mut dyn Client,
@@ -461,7 +461,7 @@ impl<'a> SyncCx<'a> {
     fn create_replicas(
         &mut self,
         n: usize,
-        rs: &Arc<ReplicaSet>,
+        rs: &Arc<StoredReplicaSet>,
         key: &NsName,
         now: SimTime,
         client: &mut dyn Client,
@@ -493,7 +493,7 @@ impl<'a> SyncCx<'a> {
         &mut self,
         n: usize,
         claimed: &[&CachedPod],
-        rs: &Arc<ReplicaSet>,
+        rs: &Arc<StoredReplicaSet>,
         key: &NsName,
         now: SimTime,
         client: &mut dyn Client,

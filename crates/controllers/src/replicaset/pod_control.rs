@@ -6,10 +6,10 @@ use kubeplane_api::StoredPod;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kubeplane_api::pod_meta::Labels;
+use kubeplane_api::StoredReplicaSet;
 use kubeplane_api::{ApiError, Client, Kind, Object, ObjectKey};
 use kubeplane_core::{EventRecord, SimTime};
 use rustc_hash::FxHashMap;
@@ -49,7 +49,7 @@ pub(super) fn recheck_replica_set(
 /// UID precondition). `Ok(false)` when the pod is gone.
 pub(super) fn adopt_pod(
     client: &mut dyn Client,
-    rs: &ReplicaSet,
+    rs: &StoredReplicaSet,
     pod: &StoredPod,
 ) -> Result<bool, ApiError> {
     let (ns, name) = ns_name(&pod.metadata);
@@ -105,18 +105,18 @@ pub(super) fn release_pod(
 /// The pod a ReplicaSet creates (upstream `GetPodFromTemplate`): copies of the template's
 /// labels, annotations, finalizers and spec, `generateName: <rs-name>-`, and the controller
 /// reference.
-pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
+pub fn pod_from_template(rs: &StoredReplicaSet) -> Pod {
     let template = rs.spec.as_ref().and_then(|s| s.template.as_ref());
     Pod {
         metadata: pod_meta_from_template(rs),
-        spec: template.and_then(|t| t.spec.clone()),
+        spec: template.and_then(|t| t.spec.as_deref().cloned()),
         status: None,
     }
 }
 
 /// [`pod_from_template`] with the template's spec, labels and controller reference given as
 /// the ones the ReplicaSet's pods share (made by [`template_spec`]).
-fn shared_pod_from_template(rs: &ReplicaSet, shared: SharedTemplate) -> StoredPod {
+fn shared_pod_from_template(rs: &StoredReplicaSet, shared: SharedTemplate) -> StoredPod {
     let tmeta = rs
         .spec
         .as_ref()
@@ -134,7 +134,7 @@ fn shared_pod_from_template(rs: &ReplicaSet, shared: SharedTemplate) -> StoredPo
 }
 
 /// The metadata of a pod made from the ReplicaSet's template.
-fn pod_meta_from_template(rs: &ReplicaSet) -> ObjectMeta {
+fn pod_meta_from_template(rs: &StoredReplicaSet) -> ObjectMeta {
     let tmeta = rs
         .spec
         .as_ref()
@@ -153,7 +153,7 @@ fn pod_meta_from_template(rs: &ReplicaSet) -> ObjectMeta {
 }
 
 /// The `generateName` of the ReplicaSet's pods.
-fn generate_name(rs: &ReplicaSet) -> String {
+fn generate_name(rs: &StoredReplicaSet) -> String {
     let rs_name = rs.metadata.name.clone().unwrap_or_default();
     // The dashed prefix must itself be a valid name prefix (at most 253 characters with the
     // generated suffix dropped); otherwise upstream falls back to the bare name.
@@ -220,15 +220,15 @@ fn shared<T: PartialEq + Clone>(slot: &mut Weak<T>, current: &T) -> Arc<T> {
 /// The template's shared parts for the pods of one `manage_replicas` call (`None` when the
 /// template has no spec or sets `nodeName`: each pod then gets its own copies).
 ///
-/// The spec is not kept past the call: the pods made from it are admitted (the Priority plugin
-/// writes every template pod's spec), and the registry's admission shares one admitted spec
-/// between all the pods of one controller whose admitted specs are equal
-/// (`kubeplane_registry::admission`, keyed by the controller's UID). A copy kept here per
-/// ReplicaSet would be a third copy of the template beside the stored ReplicaSet's and the
-/// admitted one (about 3.6 KB per ReplicaSet in the envelope). The labels and the controller
-/// reference are shared by the pods of every call while they are equal ([`SharedMeta`]).
+/// The spec is the stored ReplicaSet's own (`StoredReplicaSet` keeps its template's spec
+/// behind an `Arc`, shared by every version of the ReplicaSet), so a call copies nothing. The
+/// pods made from it are admitted (the Priority plugin writes every template pod's spec), and
+/// the registry's admission shares one admitted spec between all the pods of one controller
+/// whose admitted specs are equal (`kubeplane_registry::admission`, keyed by the controller's
+/// UID). The labels and the controller reference are shared by the pods of every call while
+/// they are equal ([`SharedMeta`]).
 pub(super) fn template_spec(
-    rs: &ReplicaSet,
+    rs: &StoredReplicaSet,
     key: &NsName,
     memo: &mut SharedMeta,
 ) -> Option<SharedTemplate> {
@@ -242,7 +242,7 @@ pub(super) fn template_spec(
     let labels = template.metadata.as_ref().and_then(|m| m.labels.as_ref());
     let controller_ref = vec![new_controller_ref(API_VERSION, KIND, &rs.metadata)];
     Some(SharedTemplate {
-        spec: Arc::new(spec.clone()),
+        spec: Arc::clone(spec),
         labels: labels.map(|l| shared(&mut slots.labels, l)),
         owner_references: shared(&mut slots.owner_references, &controller_ref),
     })
@@ -252,7 +252,7 @@ pub(super) fn template_spec(
 /// `spec` is the call's shared parts ([`template_spec`]), `None` to copy the template's.
 pub(super) fn create_pod(
     client: &mut dyn Client,
-    rs: &ReplicaSet,
+    rs: &StoredReplicaSet,
     spec: Option<SharedTemplate>,
     now: SimTime,
 ) -> Result<(), String> {

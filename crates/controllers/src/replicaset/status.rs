@@ -4,8 +4,9 @@ use kubeplane_api::StoredPod;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
+use k8s_openapi::api::apps::v1::{ReplicaSetCondition, ReplicaSetStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kubeplane_api::StoredReplicaSet;
 use kubeplane_api::{Client, Kind, Object, ObjectKey};
 
 use super::cache::{CachedPod, LabelSets, SelectorMemo};
@@ -33,7 +34,7 @@ pub(super) struct StatusCounts {
 impl StatusCounts {
     /// The counts over pods as they are.
     pub(super) fn of_pods(
-        rs: &ReplicaSet,
+        rs: &StoredReplicaSet,
         claimed: &[Arc<StoredPod>],
         now: Timestamp,
     ) -> StatusCounts {
@@ -60,7 +61,7 @@ impl StatusCounts {
     /// The same counts over cached pods, from what the cache computed of them; the template
     /// selector is evaluated once per label map.
     pub(super) fn of_cached(
-        rs: &ReplicaSet,
+        rs: &StoredReplicaSet,
         claimed: &[&CachedPod],
         sets: &LabelSets,
         now: Timestamp,
@@ -90,7 +91,7 @@ impl StatusCounts {
 /// Upstream `calculateStatus`: counts over the claimed active pods, and the ReplicaFailure
 /// condition while creates or deletes fail.
 pub fn calculate_status(
-    rs: &ReplicaSet,
+    rs: &StoredReplicaSet,
     claimed: &[Arc<StoredPod>],
     manage_err: Option<&str>,
     terminating: Option<i32>,
@@ -102,7 +103,7 @@ pub fn calculate_status(
 
 /// [`calculate_status`] given the pod counts.
 pub(super) fn status_with_counts(
-    rs: &ReplicaSet,
+    rs: &StoredReplicaSet,
     counts: StatusCounts,
     manage_err: Option<&str>,
     terminating: Option<i32>,
@@ -176,10 +177,10 @@ pub fn remove_condition(status: &mut ReplicaSetStatus, type_: &str) {
 /// observed; otherwise one write, and on failure one more on a fresh copy.
 pub(super) fn update_replica_set_status(
     client: &mut dyn Client,
-    rs: &Arc<ReplicaSet>,
+    rs: &Arc<StoredReplicaSet>,
     mut new_status: ReplicaSetStatus,
     with_terminating: bool,
-) -> Result<Arc<ReplicaSet>, String> {
+) -> Result<Arc<StoredReplicaSet>, String> {
     let cur = rs.status.clone().unwrap_or_default();
     let g = |o: Option<i32>| o.unwrap_or(0);
     let generation = rs.metadata.generation.unwrap_or(0);
@@ -199,7 +200,7 @@ pub(super) fn update_replica_set_status(
     // The version to write: the cached one, copied once when its status is set and handed
     // to the write without a second copy (the write consumes it; a retry starts from a
     // fresh read).
-    let mut attempt: Arc<ReplicaSet> = rs.clone();
+    let mut attempt: Arc<StoredReplicaSet> = rs.clone();
     // What the attempt started from, for a write that answers with another kind.
     let mut base = rs.clone();
     let mut last_err = String::new();
@@ -209,7 +210,7 @@ pub(super) fn update_replica_set_status(
         match client.update_status(Object::ReplicaSet(sent)) {
             Ok(Object::ReplicaSet(updated)) => return Ok(updated),
             Ok(_) => {
-                let mut written = ReplicaSet::clone(&base);
+                let mut written = StoredReplicaSet::clone(&base);
                 written.status = Some(new_status);
                 return Ok(Arc::new(written));
             }

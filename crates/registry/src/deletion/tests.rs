@@ -6,6 +6,7 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, NamespaceSpec, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeplane_api::StoredDeployment;
 
 use super::*;
 use k8s_openapi::api::core::v1::Pod;
@@ -29,10 +30,10 @@ fn meta(finalizers: &[&str]) -> ObjectMeta {
 fn deployment(finalizers: &[&str]) -> Object {
     let mut m = meta(finalizers);
     m.generation = Some(3);
-    Object::Deployment(Arc::new(Deployment {
+    Object::Deployment(Arc::new(StoredDeployment::from_k8s(Deployment {
         metadata: m,
         ..Default::default()
-    }))
+    })))
 }
 
 fn pod(node: Option<&str>, finalizers: &[&str]) -> Object {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kubeplane_api::StoredDeployment;
 use kubeplane_api::{Client, Clock, Kind, Object, ObjectKey};
 use kubeplane_core::SimTime;
 use serde_json::{json, Value};
@@ -44,7 +45,7 @@ fn pod(name: &str) -> Object {
 
 fn deployment(replicas: i32) -> Object {
     let labels = Some([("app".to_string(), "web".to_string())].into());
-    Object::Deployment(Arc::new(Deployment {
+    Object::Deployment(Arc::new(StoredDeployment::from_k8s(Deployment {
         metadata: ObjectMeta {
             name: Some("web".into()),
             namespace: Some("default".into()),
@@ -73,7 +74,7 @@ fn deployment(replicas: i32) -> Object {
             ..Default::default()
         }),
         ..Default::default()
-    }))
+    })))
 }
 
 /// The object's managedFields as JSON, one entry per manager (time left out).
@@ -175,7 +176,7 @@ fn an_update_records_what_it_changed_and_takes_it_from_the_creator() {
     let Object::Deployment(d) = &created else {
         unreachable!()
     };
-    let mut d = Deployment::clone(d);
+    let mut d = StoredDeployment::clone(d);
     d.metadata.annotations = Some(
         [(
             "deployment.kubernetes.io/revision".to_string(),

@@ -49,7 +49,7 @@ pub(super) fn deployment_row(object: &Object, now: jiff::Timestamp) -> Row {
     let status = dep.status.clone().unwrap_or_default();
     // An unset replicas is the defaulted 1 the API server would have stored.
     let desired = spec.and_then(|s| s.replicas).unwrap_or(1);
-    let (containers, images) = container_cells(spec.and_then(|s| s.template.spec.as_ref()));
+    let (containers, images) = container_cells(spec.and_then(|s| s.template.spec.as_deref()));
     // printDeployment writes the selector itself: empty when it selects everything.
     let selector = match spec.map(|s| kubeplane_core::labels::from_label_selector(&s.selector)) {
         Some(Ok(sel)) => sel.to_string(),
@@ -86,7 +86,7 @@ pub(super) fn replica_set_row(object: &Object, now: jiff::Timestamp) -> Row {
     let spec = rs.spec.as_ref();
     let status = rs.status.clone().unwrap_or_default();
     let template = spec.and_then(|s| s.template.as_ref());
-    let (containers, images) = container_cells(template.and_then(|t| t.spec.as_ref()));
+    let (containers, images) = container_cells(template.and_then(|t| t.spec.as_deref()));
     Row::new(vec![
         object.name().into(),
         spec.and_then(|s| s.replicas).unwrap_or(1).into(),

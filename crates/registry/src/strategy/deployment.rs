@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::Deployment;
+use kubeplane_api::StoredDeployment;
 
 /// `deploymentStrategy.PrepareForUpdate`: the stored status is kept, and a change of the spec
 /// or of the annotations bumps the generation (upstream: "annotations are copied from
 /// deployments to their replica sets", so a rollout may follow from them).
-pub fn prepare_for_update(old: &Deployment, new: &mut Arc<Deployment>) {
+pub fn prepare_for_update(old: &StoredDeployment, new: &mut Arc<StoredDeployment>) {
     if new.status != old.status {
         Arc::make_mut(new).status.clone_from(&old.status);
     }
@@ -19,7 +19,7 @@ pub fn prepare_for_update(old: &Deployment, new: &mut Arc<Deployment>) {
 /// `deploymentStatusStrategy.PrepareForUpdate`: the stored spec and labels are kept. The
 /// annotations may change: the controller writes its revision annotation this way, without
 /// a generation bump.
-pub fn prepare_for_status_update(old: &Deployment, new: &mut Arc<Deployment>) {
+pub fn prepare_for_status_update(old: &StoredDeployment, new: &mut Arc<StoredDeployment>) {
     if new.spec != old.spec {
         Arc::make_mut(new).spec.clone_from(&old.spec);
     }
@@ -34,16 +34,17 @@ pub fn prepare_for_status_update(old: &Deployment, new: &mut Arc<Deployment>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::apps::v1::DeploymentSpec;
 
-    fn deployment(replicas: i32, annotation: &str) -> Deployment {
-        let mut d = Deployment {
+    fn deployment(replicas: i32, annotation: &str) -> StoredDeployment {
+        let mut d = StoredDeployment::from_k8s(Deployment {
             spec: Some(DeploymentSpec {
                 replicas: Some(replicas),
                 ..Default::default()
             }),
             ..Default::default()
-        };
+        });
         d.metadata.generation = Some(4);
         d.metadata.annotations = Some([("a".to_string(), annotation.to_string())].into());
         d

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use kubeplane_api::StoredReplicaSet;
 
 /// `rsStrategy.PrepareForUpdate`: the stored status is kept; a spec change bumps the
 /// generation.
-pub fn prepare_for_update(old: &ReplicaSet, new: &mut Arc<ReplicaSet>) {
+pub fn prepare_for_update(old: &StoredReplicaSet, new: &mut Arc<StoredReplicaSet>) {
     if new.status != old.status {
         Arc::make_mut(new).status.clone_from(&old.status);
     }
@@ -16,7 +16,7 @@ pub fn prepare_for_update(old: &ReplicaSet, new: &mut Arc<ReplicaSet>) {
 }
 
 /// `rsStatusStrategy.PrepareForUpdate`: the stored spec is kept.
-pub fn prepare_for_status_update(old: &ReplicaSet, new: &mut Arc<ReplicaSet>) {
+pub fn prepare_for_status_update(old: &StoredReplicaSet, new: &mut Arc<StoredReplicaSet>) {
     if new.spec != old.spec {
         Arc::make_mut(new).spec.clone_from(&old.spec);
     }
@@ -25,10 +25,10 @@ pub fn prepare_for_status_update(old: &ReplicaSet, new: &mut Arc<ReplicaSet>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::apps::v1::{ReplicaSetSpec, ReplicaSetStatus};
+    use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
 
-    fn rs(replicas: i32, observed: i32) -> ReplicaSet {
-        ReplicaSet {
+    fn rs(replicas: i32, observed: i32) -> StoredReplicaSet {
+        StoredReplicaSet::from_k8s(ReplicaSet {
             spec: Some(ReplicaSetSpec {
                 replicas: Some(replicas),
                 ..Default::default()
@@ -38,7 +38,7 @@ mod tests {
                 ..Default::default()
             }),
             ..Default::default()
-        }
+        })
     }
 
     #[test]

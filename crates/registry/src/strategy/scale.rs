@@ -148,9 +148,10 @@ fn selector_string(selector: &LabelSelector) -> String {
 mod tests {
     use super::*;
     use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
+    use kubeplane_api::StoredReplicaSet;
 
     fn rs() -> Object {
-        Object::ReplicaSet(Arc::new(ReplicaSet {
+        Object::ReplicaSet(Arc::new(StoredReplicaSet::from_k8s(ReplicaSet {
             metadata: ObjectMeta {
                 name: Some("web".into()),
                 namespace: Some("default".into()),
@@ -169,7 +170,7 @@ mod tests {
                 replicas: 1,
                 ..Default::default()
             }),
-        }))
+        })))
     }
 
     #[test]
@@ -180,7 +181,7 @@ mod tests {
             unreachable!()
         };
         assert_eq!(a.spec.as_ref().unwrap().replicas, Some(5));
-        let mut a = ReplicaSet::clone(a);
+        let mut a = StoredReplicaSet::clone(a);
         a.spec.as_mut().unwrap().replicas = Some(2);
         assert_eq!(&a, &**b);
         assert!(with_replicas(&kubeplane_api::Object::Lease(Default::default()), 1).is_none());

@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, ReplicaSet};
-use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::api::apps::v1::DeploymentStrategy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kubeplane_api::StoredDeployment;
+use kubeplane_api::{StoredReplicaSet, TemplateRef};
 use kubeplane_core::labels::from_label_selector;
 
 use super::meta::{immutable, validate_annotations_size, validate_labels, validate_meta, NameRule};
@@ -49,7 +50,7 @@ fn non_negative(v: Option<i32>, path: &str) -> Check {
 /// A workload's selector must be valid, non-empty and match its template's labels.
 fn validate_workload(
     selector: &LabelSelector,
-    template: Option<&PodTemplateSpec>,
+    template: Option<TemplateRef<'_>>,
     what: &str,
 ) -> Check {
     let compiled = from_label_selector(selector)
@@ -66,10 +67,9 @@ fn validate_workload(
     let empty = BTreeMap::new();
     let labels = template
         .metadata
-        .as_ref()
         .and_then(|m| m.labels.as_ref())
         .unwrap_or(&empty);
-    if let Some(m) = &template.metadata {
+    if let Some(m) = template.metadata {
         validate_labels(m.labels.as_ref(), "spec.template.metadata.labels")?;
         validate_annotations_size(m.annotations.as_ref(), "spec.template.metadata.annotations")?;
     }
@@ -80,7 +80,7 @@ fn validate_workload(
             "`selector` does not match template `labels`",
         ));
     }
-    let Some(spec) = &template.spec else {
+    let Some(spec) = template.spec else {
         return Err(FieldError::required("spec.template.spec", ""));
     };
     validate_pod_spec(spec, "spec.template.spec", true)
@@ -92,18 +92,22 @@ fn labels_string(labels: &BTreeMap<String, String>) -> String {
 }
 
 /// Upstream `ValidateReplicaSet`.
-pub fn validate_replica_set(rs: &ReplicaSet) -> Check {
+pub fn validate_replica_set(rs: &StoredReplicaSet) -> Check {
     validate_meta(&rs.metadata, "metadata", NameRule::PathSegment, true)?;
     let Some(spec) = &rs.spec else {
         return Err(FieldError::required("spec", ""));
     };
     check_replicas(spec.replicas, "spec.replicas")?;
     non_negative(spec.min_ready_seconds, "spec.minReadySeconds")?;
-    validate_workload(&spec.selector, spec.template.as_ref(), "replicaset")
+    validate_workload(
+        &spec.selector,
+        spec.template.as_ref().map(TemplateRef::from),
+        "replicaset",
+    )
 }
 
 /// Upstream `ValidateDeployment`.
-pub fn validate_deployment(d: &Deployment) -> Check {
+pub fn validate_deployment(d: &StoredDeployment) -> Check {
     validate_meta(&d.metadata, "metadata", NameRule::PathSegment, true)?;
     let Some(spec) = &d.spec else {
         return Err(FieldError::required("spec", ""));
@@ -123,7 +127,11 @@ pub fn validate_deployment(d: &Deployment) -> Check {
     if let Some(strategy) = &spec.strategy {
         validate_strategy(strategy)?;
     }
-    validate_workload(&spec.selector, Some(&spec.template), "deployment")
+    validate_workload(
+        &spec.selector,
+        Some(TemplateRef::from(&spec.template)),
+        "deployment",
+    )
 }
 
 /// Upstream `ValidateDeploymentStrategy` and `ValidateRollingUpdateDeployment`.

@@ -152,8 +152,12 @@ fn decode_with(
         Kind::Node => Object::Node(Arc::new(typed_node(value, strict, w)?)),
         Kind::Pod => Object::Pod(Arc::new(typed::<Pod>(value, strict, w)?.into())),
         Kind::Namespace => Object::Namespace(Arc::new(typed::<Namespace>(value, strict, w)?)),
-        Kind::ReplicaSet => Object::ReplicaSet(Arc::new(typed::<ReplicaSet>(value, strict, w)?)),
-        Kind::Deployment => Object::Deployment(Arc::new(typed::<Deployment>(value, strict, w)?)),
+        Kind::ReplicaSet => {
+            Object::ReplicaSet(Arc::new(typed::<ReplicaSet>(value, strict, w)?.into()))
+        }
+        Kind::Deployment => {
+            Object::Deployment(Arc::new(typed::<Deployment>(value, strict, w)?.into()))
+        }
         Kind::PriorityClass => {
             Object::PriorityClass(Arc::new(typed::<PriorityClass>(value, strict, w)?))
         }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::controller_utils::pod_controller;
+use kubeplane_api::StoredReplicaSet;
 
 // ----- invariants over many seeds ---------------------------------------------------------------
 
@@ -203,7 +204,7 @@ fn a_paused_recreate_deployment_leaves_its_replica_sets_alone() {
             .as_mut()
             .unwrap()
             .insert("role".into(), role.into());
-        let rs = ReplicaSet {
+        let rs = StoredReplicaSet::from_k8s(ReplicaSet {
             metadata: ObjectMeta {
                 name: Some(name.into()),
                 namespace: Some("default".into()),
@@ -225,7 +226,7 @@ fn a_paused_recreate_deployment_leaves_its_replica_sets_alone() {
                 ..Default::default()
             }),
             status: None,
-        };
+        });
         w.client.create(Object::ReplicaSet(Arc::new(rs))).unwrap();
     }
     w.run_until(5);
@@ -235,7 +236,7 @@ fn a_paused_recreate_deployment_leaves_its_replica_sets_alone() {
             .into_iter()
             .find(|r| name(r) == "web-main")
             .unwrap();
-        let mut rs = ReplicaSet::clone(&rs);
+        let mut rs = StoredReplicaSet::clone(&rs);
         rs.spec.as_mut().unwrap().replicas = Some(replicas);
         w.client.update(Object::ReplicaSet(Arc::new(rs))).unwrap();
     };

@@ -10,6 +10,8 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::core::v1::{Container, PodCondition, PodSpec, PodStatus, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kubeplane_api::StoredDeployment;
+use kubeplane_api::StoredReplicaSet;
 use kubeplane_api::{Client, Component, EventType, Kind, Object, StoredPod, WatchEvent};
 use kubeplane_core::features::FeatureGates;
 use kubeplane_core::time::SimDuration;
@@ -133,8 +135,8 @@ fn recreate() -> DeploymentStrategy {
     }
 }
 
-fn deployment(replicas: i32, strategy: DeploymentStrategy, image: &str) -> Deployment {
-    Deployment {
+fn deployment(replicas: i32, strategy: DeploymentStrategy, image: &str) -> StoredDeployment {
+    StoredDeployment::from_k8s(Deployment {
         metadata: ObjectMeta {
             name: Some("web".into()),
             namespace: Some("default".into()),
@@ -151,7 +153,7 @@ fn deployment(replicas: i32, strategy: DeploymentStrategy, image: &str) -> Deplo
             ..Default::default()
         }),
         status: None,
-    }
+    })
 }
 
 struct World {
@@ -218,7 +220,7 @@ impl World {
         .min()
     }
 
-    fn create(&mut self, d: Deployment) {
+    fn create(&mut self, d: StoredDeployment) {
         let now = self.client.now;
         kubeplane_registry::client::create(
             &mut self.client.store,
@@ -228,26 +230,26 @@ impl World {
         .unwrap();
     }
 
-    fn deployment(&self) -> Arc<Deployment> {
+    fn deployment(&self) -> Arc<StoredDeployment> {
         match self.client.store.get(Kind::Deployment, "default", "web") {
             Some(Object::Deployment(d)) => d.clone(),
             _ => panic!("no deployment"),
         }
     }
 
-    fn edit(&mut self, f: impl FnOnce(&mut Deployment)) {
-        let mut d = Deployment::clone(&self.deployment());
+    fn edit(&mut self, f: impl FnOnce(&mut StoredDeployment)) {
+        let mut d = StoredDeployment::clone(&self.deployment());
         f(&mut d);
         kubeplane_registry::client::update(&mut self.client.store, Object::Deployment(Arc::new(d)))
             .unwrap();
     }
 
     fn set_image(&mut self, image: &str) {
-        self.edit(|d| d.spec.as_mut().unwrap().template = template(image));
+        self.edit(|d| d.spec.as_mut().unwrap().template = template(image).into());
     }
 
-    fn replica_sets(&self) -> Vec<Arc<ReplicaSet>> {
-        let mut v: Vec<Arc<ReplicaSet>> = self
+    fn replica_sets(&self) -> Vec<Arc<StoredReplicaSet>> {
+        let mut v: Vec<Arc<StoredReplicaSet>> = self
             .client
             .store
             .list(Kind::ReplicaSet)
@@ -260,7 +262,7 @@ impl World {
         v
     }
 
-    fn rs_for_image(&self, image: &str) -> Option<Arc<ReplicaSet>> {
+    fn rs_for_image(&self, image: &str) -> Option<Arc<StoredReplicaSet>> {
         self.replica_sets()
             .into_iter()
             .find(|rs| equal_ignore_hash(&rs_template(rs), &template(image)))
@@ -285,7 +287,7 @@ impl World {
     }
 }
 
-fn name(rs: &ReplicaSet) -> String {
+fn name(rs: &StoredReplicaSet) -> String {
     rs.metadata.name.clone().unwrap()
 }
 
@@ -493,7 +495,7 @@ fn a_paused_deployment_scales_proportionally_and_does_not_roll_out() {
             .as_mut()
             .unwrap()
             .insert(POD_TEMPLATE_HASH_LABEL.into(), hash.clone());
-        let rs = ReplicaSet {
+        let rs = StoredReplicaSet::from_k8s(ReplicaSet {
             metadata: ObjectMeta {
                 name: Some(format!("web-{hash}")),
                 namespace: Some("default".into()),
@@ -523,7 +525,7 @@ fn a_paused_deployment_scales_proportionally_and_does_not_roll_out() {
                 ..Default::default()
             }),
             status: None,
-        };
+        });
         let now = w.client.now;
         kubeplane_registry::client::create(
             &mut w.client.store,
@@ -663,7 +665,7 @@ fn a_rollback_makes_the_old_replica_set_new_again_with_the_next_revision() {
             .annotations
             .get_or_insert_with(Default::default)
             .insert("team".into(), "blue".into());
-        d.spec.as_mut().unwrap().template = template("v1");
+        d.spec.as_mut().unwrap().template = template("v1").into();
     });
     w.run_until(120);
     // The existing ReplicaSet is the new one again: its annotations are patched (the
@@ -686,13 +688,13 @@ fn a_rollback_makes_the_old_replica_set_new_again_with_the_next_revision() {
 
 #[test]
 fn a_sync_copies_its_deployment_only_to_change_it() {
-    let d: DeploymentRef = Arc::new(Deployment {
+    let d: DeploymentRef = Arc::new(StoredDeployment::from_k8s(Deployment {
         metadata: ObjectMeta {
             annotations: Some([(REVISION_ANNOTATION.to_string(), "2".to_string())].into()),
             ..Default::default()
         },
         ..Default::default()
-    });
+    }));
     let mut shared = d.clone();
     assert!(!set_revision(&mut shared, "2"));
     assert!(
@@ -704,8 +706,9 @@ fn a_sync_copies_its_deployment_only_to_change_it() {
         !Arc::ptr_eq(&shared, &d),
         "a change is made on the sync's own copy"
     );
-    let revision_of =
-        |d: &Deployment| d.metadata.annotations.as_ref().unwrap()[REVISION_ANNOTATION].clone();
+    let revision_of = |d: &StoredDeployment| {
+        d.metadata.annotations.as_ref().unwrap()[REVISION_ANNOTATION].clone()
+    };
     assert_eq!(
         revision_of(&d),
         "2",
@@ -713,7 +716,7 @@ fn a_sync_copies_its_deployment_only_to_change_it() {
     );
     assert_eq!(revision_of(&shared), "3");
     // A Deployment without annotations gets the map, as set_deployment_revision does.
-    let mut bare: DeploymentRef = Arc::new(Deployment::default());
+    let mut bare: DeploymentRef = Arc::new(StoredDeployment::default());
     let kept = bare.clone();
     assert!(set_revision(&mut bare, "1"));
     assert_eq!(revision_of(&bare), "1");

@@ -1,12 +1,17 @@
 //! The Deployment's `status.terminatingReplicas` (DeploymentReplicaSetTerminatingReplicas).
 
 use super::*;
+use kubeplane_api::StoredReplicaSet;
 
 // ----- status.terminatingReplicas (DeploymentReplicaSetTerminatingReplicas) --------------------
 
 /// A ReplicaSet whose status reports `terminating` and was written at `observed` generation.
-fn rs_with_status(name: &str, observed: Option<i64>, terminating: Option<i32>) -> Arc<ReplicaSet> {
-    Arc::new(ReplicaSet {
+fn rs_with_status(
+    name: &str,
+    observed: Option<i64>,
+    terminating: Option<i32>,
+) -> Arc<StoredReplicaSet> {
+    Arc::new(StoredReplicaSet::from_k8s(ReplicaSet {
         metadata: ObjectMeta {
             name: Some(name.into()),
             namespace: Some("default".into()),
@@ -18,12 +23,17 @@ fn rs_with_status(name: &str, observed: Option<i64>, terminating: Option<i32>) -
             terminating_replicas: terminating,
             ..Default::default()
         }),
-    })
+    }))
 }
 
 /// A case name, the release, the Deployment's ReplicaSets and the terminating replicas its
 /// status reports.
-type Case = (&'static str, KubeVersion, Vec<Arc<ReplicaSet>>, Option<i32>);
+type Case = (
+    &'static str,
+    KubeVersion,
+    Vec<Arc<StoredReplicaSet>>,
+    Option<i32>,
+);
 
 #[test]
 fn the_deployment_status_sums_its_replica_sets_terminating_replicas_when_the_gate_is_on() {

@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Weak};
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeplane_api::StoredDeployment;
+use kubeplane_api::{StoredReplicaSet, TemplateRef};
 use serde_json::Value;
 
 use super::{deployment_template_ref, rs_template_ref, POD_TEMPLATE_HASH_LABEL};
@@ -37,7 +37,12 @@ pub fn safe_encode_string(s: &str) -> String {
 /// appended as 8 little-endian bytes, and the decimal sum is encoded with
 /// [`safe_encode_string`]. Hashes are therefore stable and well-formed but differ from a real
 /// cluster's for the same template.
-pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
+///
+/// `template` is a `PodTemplateSpec` or its stored form, whose JSON is the same.
+pub fn compute_hash<T: serde::Serialize + ?Sized>(
+    template: &T,
+    collision_count: Option<i32>,
+) -> String {
     let mut bytes = serde_json::to_vec(template).unwrap_or_default();
     if let Some(c) = collision_count {
         let mut cc = [0u8; 8];
@@ -70,19 +75,36 @@ fn prune(v: Value) -> Option<Value> {
     }
 }
 
-fn template_without_hash(t: &PodTemplateSpec) -> Option<Value> {
-    let mut t = t.clone();
-    if let Some(m) = t.metadata.as_mut() {
+/// The template's JSON without the hash label, pruned. The same document as the
+/// `PodTemplateSpec`'s (a JSON object's keys compare in any order).
+fn template_without_hash(t: TemplateRef<'_>) -> Option<Value> {
+    let mut doc = serde_json::Map::new();
+    if let Some(m) = t.metadata {
+        let mut m = m.clone();
         if let Some(l) = m.labels.as_mut() {
             l.remove(POD_TEMPLATE_HASH_LABEL);
         }
+        doc.insert(
+            "metadata".into(),
+            serde_json::to_value(&m).unwrap_or(Value::Null),
+        );
     }
-    prune(serde_json::to_value(&t).unwrap_or(Value::Null))
+    if let Some(spec) = t.spec {
+        doc.insert(
+            "spec".into(),
+            serde_json::to_value(spec).unwrap_or(Value::Null),
+        );
+    }
+    prune(Value::Object(doc))
 }
 
 /// Two templates are equal once the `pod-template-hash` label is ignored (upstream
 /// `EqualIgnoreHash`).
-pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
+pub fn equal_ignore_hash<'a, 'b>(
+    a: impl Into<TemplateRef<'a>>,
+    b: impl Into<TemplateRef<'b>>,
+) -> bool {
+    let (a, b) = (a.into(), b.into());
     // Templates equal field by field are equal semantically too; only the others (a nil list
     // against an empty one, say) need the pruned JSON of both.
     same_ignoring_hash(a, b) || template_without_hash(a) == template_without_hash(b)
@@ -98,11 +120,11 @@ pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
 /// an `Arc` with a `Weak` beside it is never changed in place (`Arc::make_mut` moves it to a
 /// new allocation, `Arc::get_mut` refuses). The owner clears the table at each sync.
 #[derive(Debug, Default)]
-pub struct TemplateVerdicts(Vec<(Weak<Deployment>, Weak<ReplicaSet>, bool)>);
+pub struct TemplateVerdicts(Vec<(Weak<StoredDeployment>, Weak<StoredReplicaSet>, bool)>);
 
 impl TemplateVerdicts {
     /// Whether the ReplicaSet's template equals the Deployment's, ignoring the hash label.
-    pub fn equal(&mut self, d: &Arc<Deployment>, rs: &Arc<ReplicaSet>) -> bool {
+    pub fn equal(&mut self, d: &Arc<StoredDeployment>, rs: &Arc<StoredReplicaSet>) -> bool {
         let known = self.0.iter().find(|(wd, wrs, _)| {
             std::ptr::eq(wd.as_ptr(), Arc::as_ptr(d))
                 && std::ptr::eq(wrs.as_ptr(), Arc::as_ptr(rs))
@@ -135,19 +157,24 @@ impl TemplateVerdicts {
 
 /// Whether two templates are equal field by field once the `pod-template-hash` label is
 /// ignored (without copying either spec).
-fn same_ignoring_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
-    if a.spec != b.spec {
+fn same_ignoring_hash(a: TemplateRef<'_>, b: TemplateRef<'_>) -> bool {
+    let same_spec = match (a.spec, b.spec) {
+        // A ReplicaSet made from a Deployment's template shares its spec.
+        (Some(x), Some(y)) => std::ptr::eq(x, y) || x == y,
+        (x, y) => x.is_none() && y.is_none(),
+    };
+    if !same_spec {
         return false;
     }
-    fn labels(t: &PodTemplateSpec) -> Vec<(&String, &String)> {
+    fn labels<'t>(t: &TemplateRef<'t>) -> Vec<(&'t String, &'t String)> {
         t.metadata
             .iter()
             .flat_map(|m| m.labels.iter().flatten())
             .filter(|(k, _)| k.as_str() != POD_TEMPLATE_HASH_LABEL)
             .collect()
     }
-    labels(a) == labels(b)
-        && match (&a.metadata, &b.metadata) {
+    labels(&a) == labels(&b)
+        && match (a.metadata, b.metadata) {
             (Some(x), Some(y)) => same_meta_besides_labels(x, y),
             (x, y) => x.is_none() && y.is_none(),
         }

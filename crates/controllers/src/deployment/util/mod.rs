@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::{
-    Deployment, DeploymentCondition, DeploymentStatus, ReplicaSet, ReplicaSetCondition,
-};
+use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus, ReplicaSetCondition};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kubeplane_api::StoredDeployment;
+use kubeplane_api::{StoredPodTemplateSpec, StoredReplicaSet, TemplateRef};
 
 pub mod hash;
 #[cfg(test)]
@@ -53,26 +53,26 @@ pub const STRATEGY_ROLLING_UPDATE: &str = "RollingUpdate";
 
 // ----- defaults (what the API server fills in) ----------------------------------------------
 
-pub fn replicas(d: &Deployment) -> i32 {
+pub fn replicas(d: &StoredDeployment) -> i32 {
     d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
 }
 
-pub fn rs_replicas(rs: &ReplicaSet) -> i32 {
+pub fn rs_replicas(rs: &StoredReplicaSet) -> i32 {
     rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
 }
 
-pub fn min_ready_seconds(d: &Deployment) -> i32 {
+pub fn min_ready_seconds(d: &StoredDeployment) -> i32 {
     d.spec
         .as_ref()
         .and_then(|s| s.min_ready_seconds)
         .unwrap_or(0)
 }
 
-pub fn is_paused(d: &Deployment) -> bool {
+pub fn is_paused(d: &StoredDeployment) -> bool {
     d.spec.as_ref().and_then(|s| s.paused).unwrap_or(false)
 }
 
-pub fn strategy_type(d: &Deployment) -> &str {
+pub fn strategy_type(d: &StoredDeployment) -> &str {
     d.spec
         .as_ref()
         .and_then(|s| s.strategy.as_ref())
@@ -81,12 +81,12 @@ pub fn strategy_type(d: &Deployment) -> &str {
         .unwrap_or(STRATEGY_ROLLING_UPDATE)
 }
 
-pub fn is_rolling_update(d: &Deployment) -> bool {
+pub fn is_rolling_update(d: &StoredDeployment) -> bool {
     strategy_type(d) == STRATEGY_ROLLING_UPDATE
 }
 
 /// `revisionHistoryLimit`, defaulted to 10.
-pub fn revision_history_limit(d: &Deployment) -> i32 {
+pub fn revision_history_limit(d: &StoredDeployment) -> i32 {
     d.spec
         .as_ref()
         .and_then(|s| s.revision_history_limit)
@@ -94,14 +94,14 @@ pub fn revision_history_limit(d: &Deployment) -> i32 {
 }
 
 /// `progressDeadlineSeconds`, defaulted to 600. `i32::MAX` means no deadline.
-pub fn progress_deadline_seconds(d: &Deployment) -> i32 {
+pub fn progress_deadline_seconds(d: &StoredDeployment) -> i32 {
     d.spec
         .as_ref()
         .and_then(|s| s.progress_deadline_seconds)
         .unwrap_or(600)
 }
 
-pub fn has_progress_deadline(d: &Deployment) -> bool {
+pub fn has_progress_deadline(d: &StoredDeployment) -> bool {
     progress_deadline_seconds(d) != i32::MAX
 }
 
@@ -110,7 +110,7 @@ fn default_quarter() -> IntOrString {
 }
 
 /// maxSurge and maxUnavailable as given, each defaulted to 25%.
-pub fn rolling_params(d: &Deployment) -> (IntOrString, IntOrString) {
+pub fn rolling_params(d: &StoredDeployment) -> (IntOrString, IntOrString) {
     let ru = d
         .spec
         .as_ref()
@@ -162,7 +162,7 @@ pub fn resolve_fenceposts(
 }
 
 /// Upstream `MaxSurge`: 0 for Recreate.
-pub fn max_surge(d: &Deployment) -> i32 {
+pub fn max_surge(d: &StoredDeployment) -> i32 {
     if !is_rolling_update(d) {
         return 0;
     }
@@ -173,7 +173,7 @@ pub fn max_surge(d: &Deployment) -> i32 {
 }
 
 /// Upstream `MaxUnavailable`: 0 for Recreate or zero replicas, at most the replicas.
-pub fn max_unavailable(d: &Deployment) -> i32 {
+pub fn max_unavailable(d: &StoredDeployment) -> i32 {
     if !is_rolling_update(d) || replicas(d) == 0 {
         return 0;
     }
@@ -184,7 +184,7 @@ pub fn max_unavailable(d: &Deployment) -> i32 {
 
 /// The API server's validation of a RollingUpdate strategy (upstream
 /// `ValidateRollingUpdateDeployment`), for runtimes that reject invalid input.
-pub fn validate_rolling_update(d: &Deployment) -> Result<(), String> {
+pub fn validate_rolling_update(d: &StoredDeployment) -> Result<(), String> {
     if !is_rolling_update(d) {
         return Ok(());
     }
@@ -232,36 +232,28 @@ pub fn validate_rolling_update(d: &Deployment) -> Result<(), String> {
     Ok(())
 }
 
-pub fn rs_template(rs: &ReplicaSet) -> PodTemplateSpec {
-    rs.spec
-        .as_ref()
-        .and_then(|s| s.template.clone())
+pub fn rs_template(rs: &StoredReplicaSet) -> PodTemplateSpec {
+    rs.template()
+        .map(StoredPodTemplateSpec::to_k8s)
         .unwrap_or_default()
 }
 
-/// The empty template a ReplicaSet or Deployment without one is compared as.
-fn empty_template() -> &'static PodTemplateSpec {
-    static EMPTY: std::sync::OnceLock<PodTemplateSpec> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(PodTemplateSpec::default)
+/// [`rs_template`] without the copy (an empty template when the ReplicaSet has none).
+pub fn rs_template_ref(rs: &StoredReplicaSet) -> TemplateRef<'_> {
+    rs.template().map(TemplateRef::from).unwrap_or_default()
 }
 
-/// [`rs_template`] without the copy.
-pub fn rs_template_ref(rs: &ReplicaSet) -> &PodTemplateSpec {
-    rs.spec
+/// [`deployment_template`] without the copy (an empty template when the Deployment has no
+/// spec).
+pub fn deployment_template_ref(d: &StoredDeployment) -> TemplateRef<'_> {
+    d.spec
         .as_ref()
-        .and_then(|s| s.template.as_ref())
-        .unwrap_or_else(|| empty_template())
+        .map(|s| TemplateRef::from(&s.template))
+        .unwrap_or_default()
 }
 
-/// [`deployment_template`] without the copy.
-pub fn deployment_template_ref(d: &Deployment) -> &PodTemplateSpec {
-    match d.spec.as_ref() {
-        Some(s) => &s.template,
-        None => empty_template(),
-    }
-}
-
-pub fn deployment_template(d: &Deployment) -> PodTemplateSpec {
+/// The Deployment's template, its spec shared with the Deployment (the metadata copied).
+pub fn deployment_template(d: &StoredDeployment) -> StoredPodTemplateSpec {
     d.spec
         .as_ref()
         .map(|s| s.template.clone())
@@ -286,7 +278,7 @@ pub fn selector_is_empty(sel: &LabelSelector) -> bool {
 
 // ----- annotations --------------------------------------------------------------------------
 
-fn annotation<'a>(rs: &'a ReplicaSet, key: &str) -> Option<&'a str> {
+fn annotation<'a>(rs: &'a StoredReplicaSet, key: &str) -> Option<&'a str> {
     rs.metadata
         .annotations
         .as_ref()
@@ -295,7 +287,7 @@ fn annotation<'a>(rs: &'a ReplicaSet, key: &str) -> Option<&'a str> {
 }
 
 /// The revision annotation as a number: 0 when missing, an error when malformed.
-pub fn revision(rs: &ReplicaSet) -> Result<i64, String> {
+pub fn revision(rs: &StoredReplicaSet) -> Result<i64, String> {
     match annotation(rs, REVISION_ANNOTATION) {
         None => Ok(0),
         Some(v) => v.parse().map_err(|e| format!("{v:?}: {e}")),
@@ -303,28 +295,28 @@ pub fn revision(rs: &ReplicaSet) -> Result<i64, String> {
 }
 
 /// The highest revision among the ReplicaSets, skipping malformed ones.
-pub fn max_revision(rss: &[Arc<ReplicaSet>]) -> i64 {
+pub fn max_revision(rss: &[Arc<StoredReplicaSet>]) -> i64 {
     rss.iter()
         .filter_map(|rs| revision(rs).ok())
         .max()
         .unwrap_or(0)
 }
 
-pub fn desired_replicas_annotation(rs: &ReplicaSet) -> Option<i32> {
+pub fn desired_replicas_annotation(rs: &StoredReplicaSet) -> Option<i32> {
     annotation(rs, DESIRED_REPLICAS_ANNOTATION).and_then(|v| v.parse().ok())
 }
 
-pub fn max_replicas_annotation(rs: &ReplicaSet) -> Option<i32> {
+pub fn max_replicas_annotation(rs: &StoredReplicaSet) -> Option<i32> {
     annotation(rs, MAX_REPLICAS_ANNOTATION).and_then(|v| v.parse().ok())
 }
 
-pub fn replicas_annotations_need_update(rs: &ReplicaSet, desired: i32, max: i32) -> bool {
+pub fn replicas_annotations_need_update(rs: &StoredReplicaSet, desired: i32, max: i32) -> bool {
     annotation(rs, DESIRED_REPLICAS_ANNOTATION) != Some(desired.to_string().as_str())
         || annotation(rs, MAX_REPLICAS_ANNOTATION) != Some(max.to_string().as_str())
 }
 
 /// Sets the desired- and max-replicas annotations; true when something changed.
-pub fn set_replicas_annotations(rs: &mut ReplicaSet, desired: i32, max: i32) -> bool {
+pub fn set_replicas_annotations(rs: &mut StoredReplicaSet, desired: i32, max: i32) -> bool {
     let ann = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
     let mut changed = false;
     for (k, v) in [
@@ -353,7 +345,10 @@ fn skip_copy_annotation(key: &str) -> bool {
 
 /// Copies the Deployment's annotations onto the ReplicaSet, except the ones the controller
 /// owns; true when something changed.
-fn copy_deployment_annotations_to_replica_set(d: &Deployment, rs: &mut ReplicaSet) -> bool {
+fn copy_deployment_annotations_to_replica_set(
+    d: &StoredDeployment,
+    rs: &mut StoredReplicaSet,
+) -> bool {
     let mut changed = false;
     let ann = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
     for (k, v) in d.metadata.annotations.iter().flatten() {
@@ -371,8 +366,8 @@ fn copy_deployment_annotations_to_replica_set(d: &Deployment, rs: &mut ReplicaSe
 /// Deployment annotation it copies is there already, and the revision is not below
 /// `new_revision` (or does not parse, which reports no change either).
 pub fn new_replica_set_annotations_unchanged(
-    d: &Deployment,
-    rs: &ReplicaSet,
+    d: &StoredDeployment,
+    rs: &StoredReplicaSet,
     new_revision: i64,
 ) -> bool {
     let ann = rs.metadata.annotations.as_ref();
@@ -398,8 +393,8 @@ pub fn new_replica_set_annotations_unchanged(
 /// revision to `new_revision` (keeping the superseded one in the revision history), and for a
 /// ReplicaSet about to be created sets the replica annotations. True when something changed.
 pub fn set_new_replica_set_annotations(
-    d: &Deployment,
-    rs: &mut ReplicaSet,
+    d: &StoredDeployment,
+    rs: &mut StoredReplicaSet,
     new_revision: i64,
     exists: bool,
 ) -> bool {
@@ -446,7 +441,7 @@ pub fn set_new_replica_set_annotations(
 }
 
 /// Sets the Deployment's revision annotation; true when it changed.
-pub fn set_deployment_revision(d: &mut Deployment, revision: &str) -> bool {
+pub fn set_deployment_revision(d: &mut StoredDeployment, revision: &str) -> bool {
     let ann = d.metadata.annotations.get_or_insert_with(BTreeMap::new);
     if ann.get(REVISION_ANNOTATION).map(String::as_str) == Some(revision) {
         return false;
@@ -457,30 +452,30 @@ pub fn set_deployment_revision(d: &mut Deployment, revision: &str) -> bool {
 
 // ----- finding the new and old ReplicaSets --------------------------------------------------
 
-fn creation(rs: &ReplicaSet) -> Option<Timestamp> {
+fn creation(rs: &StoredReplicaSet) -> Option<Timestamp> {
     rs.metadata.creation_timestamp.as_ref().map(|t| t.0)
 }
 
-fn name(rs: &ReplicaSet) -> &str {
+fn name(rs: &StoredReplicaSet) -> &str {
     rs.metadata.name.as_deref().unwrap_or("")
 }
 
 /// Oldest first, then by name (upstream `ReplicaSetsByCreationTimestamp`).
-pub fn by_creation_timestamp(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+pub fn by_creation_timestamp(a: &StoredReplicaSet, b: &StoredReplicaSet) -> Ordering {
     creation(a)
         .cmp(&creation(b))
         .then_with(|| name(a).cmp(name(b)))
 }
 
 /// Largest first; ties oldest first (upstream `ReplicaSetsBySizeOlder`).
-pub fn by_size_older(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+pub fn by_size_older(a: &StoredReplicaSet, b: &StoredReplicaSet) -> Ordering {
     rs_replicas(b)
         .cmp(&rs_replicas(a))
         .then_with(|| by_creation_timestamp(a, b))
 }
 
 /// Largest first; ties newest first (upstream `ReplicaSetsBySizeNewer`).
-pub fn by_size_newer(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+pub fn by_size_newer(a: &StoredReplicaSet, b: &StoredReplicaSet) -> Ordering {
     rs_replicas(b)
         .cmp(&rs_replicas(a))
         .then_with(|| by_creation_timestamp(b, a))
@@ -488,7 +483,7 @@ pub fn by_size_newer(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
 
 /// Lowest revision first; unparsable or equal revisions by creation (upstream
 /// `ReplicaSetsByRevision`).
-pub fn by_revision(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+pub fn by_revision(a: &StoredReplicaSet, b: &StoredReplicaSet) -> Ordering {
     match (revision(a), revision(b)) {
         (Ok(x), Ok(y)) if x != y => x.cmp(&y),
         _ => by_creation_timestamp(a, b),
@@ -499,7 +494,10 @@ pub fn by_revision(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
 /// `FindNewReplicaSet`). Compares the templates where they are, copying neither: a
 /// Deployment syncs dozens of times while it scales, and finds its new ReplicaSet a few
 /// times in each sync.
-pub fn find_new_replica_set(d: &Deployment, rss: &[Arc<ReplicaSet>]) -> Option<Arc<ReplicaSet>> {
+pub fn find_new_replica_set(
+    d: &StoredDeployment,
+    rss: &[Arc<StoredReplicaSet>],
+) -> Option<Arc<StoredReplicaSet>> {
     let template = deployment_template_ref(d);
     find_new_replica_set_by(rss, |rs| equal_ignore_hash(rs_template_ref(rs), template))
 }
@@ -507,25 +505,28 @@ pub fn find_new_replica_set(d: &Deployment, rss: &[Arc<ReplicaSet>]) -> Option<A
 /// [`find_new_replica_set`] with the template comparison given (`equal`: whether a
 /// ReplicaSet's template equals the Deployment's), as [`TemplateVerdicts::equal`] answers it.
 pub fn find_new_replica_set_by(
-    rss: &[Arc<ReplicaSet>],
-    mut equal: impl FnMut(&Arc<ReplicaSet>) -> bool,
-) -> Option<Arc<ReplicaSet>> {
-    let mut sorted: Vec<&Arc<ReplicaSet>> = rss.iter().collect();
+    rss: &[Arc<StoredReplicaSet>],
+    mut equal: impl FnMut(&Arc<StoredReplicaSet>) -> bool,
+) -> Option<Arc<StoredReplicaSet>> {
+    let mut sorted: Vec<&Arc<StoredReplicaSet>> = rss.iter().collect();
     sorted.sort_by(|a, b| by_creation_timestamp(a, b));
     sorted.into_iter().find(|rs| equal(rs)).cloned()
 }
 
 /// Every ReplicaSet except the new one (upstream `FindOldReplicaSets`' second result).
-pub fn find_old_replica_sets(d: &Deployment, rss: &[Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
+pub fn find_old_replica_sets(
+    d: &StoredDeployment,
+    rss: &[Arc<StoredReplicaSet>],
+) -> Vec<Arc<StoredReplicaSet>> {
     old_replica_sets(find_new_replica_set(d, rss).as_deref(), rss)
 }
 
 /// Every ReplicaSet except `new_rs` (by UID), for a caller that has already found the new
 /// one with [`find_new_replica_set`].
 pub fn old_replica_sets(
-    new_rs: Option<&ReplicaSet>,
-    rss: &[Arc<ReplicaSet>],
-) -> Vec<Arc<ReplicaSet>> {
+    new_rs: Option<&StoredReplicaSet>,
+    rss: &[Arc<StoredReplicaSet>],
+) -> Vec<Arc<StoredReplicaSet>> {
     let new_uid = new_rs.and_then(|rs| rs.metadata.uid.as_ref());
     rss.iter()
         .filter(|rs| new_uid.is_none() || rs.metadata.uid.as_ref() != new_uid)
@@ -534,7 +535,7 @@ pub fn old_replica_sets(
 }
 
 /// ReplicaSets that have, or should have, pods.
-pub fn filter_active(rss: &[Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
+pub fn filter_active(rss: &[Arc<StoredReplicaSet>]) -> Vec<Arc<StoredReplicaSet>> {
     rss.iter()
         .filter(|rs| rs_replicas(rs) > 0)
         .cloned()
@@ -544,13 +545,13 @@ pub fn filter_active(rss: &[Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
 /// Upstream `FindActiveOrLatest`: the only active ReplicaSet, or with none active the new one
 /// or else the newest old one; `None` when several are active.
 pub fn find_active_or_latest(
-    new_rs: Option<&Arc<ReplicaSet>>,
-    old_rss: &[Arc<ReplicaSet>],
-) -> Option<Arc<ReplicaSet>> {
+    new_rs: Option<&Arc<StoredReplicaSet>>,
+    old_rss: &[Arc<StoredReplicaSet>],
+) -> Option<Arc<StoredReplicaSet>> {
     if new_rs.is_none() && old_rss.is_empty() {
         return None;
     }
-    let mut old: Vec<Arc<ReplicaSet>> = old_rss.to_vec();
+    let mut old: Vec<Arc<StoredReplicaSet>> = old_rss.to_vec();
     old.sort_by(|a, b| by_creation_timestamp(b, a));
     let mut all = old.clone();
     all.extend(new_rs.cloned());
@@ -564,11 +565,11 @@ pub fn find_active_or_latest(
 
 // ----- replica arithmetic -------------------------------------------------------------------
 
-pub fn sum_spec_replicas(rss: &[Arc<ReplicaSet>]) -> i32 {
+pub fn sum_spec_replicas(rss: &[Arc<StoredReplicaSet>]) -> i32 {
     rss.iter().map(|rs| rs_replicas(rs)).sum()
 }
 
-fn status_of(rs: &ReplicaSet) -> (i32, i32, i32) {
+fn status_of(rs: &StoredReplicaSet) -> (i32, i32, i32) {
     let s = rs.status.as_ref();
     (
         s.map(|s| s.replicas).unwrap_or(0),
@@ -577,15 +578,15 @@ fn status_of(rs: &ReplicaSet) -> (i32, i32, i32) {
     )
 }
 
-pub fn sum_actual_replicas(rss: &[Arc<ReplicaSet>]) -> i32 {
+pub fn sum_actual_replicas(rss: &[Arc<StoredReplicaSet>]) -> i32 {
     rss.iter().map(|rs| status_of(rs).0).sum()
 }
 
-pub fn sum_ready_replicas(rss: &[Arc<ReplicaSet>]) -> i32 {
+pub fn sum_ready_replicas(rss: &[Arc<StoredReplicaSet>]) -> i32 {
     rss.iter().map(|rs| status_of(rs).1).sum()
 }
 
-pub fn sum_available_replicas(rss: &[Arc<ReplicaSet>]) -> i32 {
+pub fn sum_available_replicas(rss: &[Arc<StoredReplicaSet>]) -> i32 {
     rss.iter().map(|rs| status_of(rs).2).sum()
 }
 
@@ -593,7 +594,7 @@ pub fn sum_available_replicas(rss: &[Arc<ReplicaSet>]) -> i32 {
 /// `GetTerminatingReplicaCountForReplicaSets`): a ReplicaSet its controller has never synced
 /// (no `observedGeneration`) and that reports none is skipped; any other that does not report
 /// them makes the sum unknown (`None`).
-pub fn terminating_replica_count(rss: &[Arc<ReplicaSet>]) -> Option<i32> {
+pub fn terminating_replica_count(rss: &[Arc<StoredReplicaSet>]) -> Option<i32> {
     let mut total = 0;
     for rs in rss {
         let status = rs.status.as_ref();
@@ -608,15 +609,15 @@ pub fn terminating_replica_count(rss: &[Arc<ReplicaSet>]) -> Option<i32> {
     Some(total)
 }
 
-pub fn available_replicas(rs: &ReplicaSet) -> i32 {
+pub fn available_replicas(rs: &StoredReplicaSet) -> i32 {
     status_of(rs).2
 }
 
 /// How many replicas the new ReplicaSet should have now (upstream `NewRSNewReplicas`).
 pub fn new_rs_new_replicas(
-    d: &Deployment,
-    all_rss: &[Arc<ReplicaSet>],
-    new_rs: &ReplicaSet,
+    d: &StoredDeployment,
+    all_rss: &[Arc<StoredReplicaSet>],
+    new_rs: &StoredReplicaSet,
 ) -> Result<i32, String> {
     if !is_rolling_update(d) {
         return Ok(replicas(d));
@@ -634,7 +635,7 @@ pub fn new_rs_new_replicas(
 
 /// The new ReplicaSet has all the Deployment's replicas, all available (upstream
 /// `IsSaturated`).
-pub fn is_saturated(d: &Deployment, rs: Option<&Arc<ReplicaSet>>) -> bool {
+pub fn is_saturated(d: &StoredDeployment, rs: Option<&Arc<StoredReplicaSet>>) -> bool {
     let Some(rs) = rs else {
         return false;
     };
@@ -647,7 +648,7 @@ pub fn is_saturated(d: &Deployment, rs: Option<&Arc<ReplicaSet>>) -> bool {
 }
 
 /// How much of a scaling change a ReplicaSet takes (upstream `GetReplicaSetProportion`).
-pub fn get_proportion(rs: &ReplicaSet, d: &Deployment, to_add: i32, added: i32) -> i32 {
+pub fn get_proportion(rs: &StoredReplicaSet, d: &StoredDeployment, to_add: i32, added: i32) -> i32 {
     if rs_replicas(rs) == 0 || to_add == 0 || to_add == added {
         return 0;
     }
@@ -663,7 +664,7 @@ pub fn get_proportion(rs: &ReplicaSet, d: &Deployment, to_add: i32, added: i32) 
 /// The change that keeps a ReplicaSet's share of the Deployment when it is resized (upstream
 /// `getReplicaSetFraction`): `round(rs × (replicas + maxSurge) / annotatedMax) − rs`, rounding
 /// half away from zero.
-pub fn get_replica_set_fraction(rs: &ReplicaSet, d: &Deployment) -> i32 {
+pub fn get_replica_set_fraction(rs: &StoredReplicaSet, d: &StoredDeployment) -> i32 {
     if replicas(d) == 0 {
         return -rs_replicas(rs);
     }
@@ -750,7 +751,7 @@ fn g(v: Option<i32>) -> i32 {
 
 /// All replicas updated, existing and available, and the generation observed (upstream
 /// `DeploymentComplete`).
-pub fn deployment_complete(d: &Deployment, s: &DeploymentStatus) -> bool {
+pub fn deployment_complete(d: &StoredDeployment, s: &DeploymentStatus) -> bool {
     let r = replicas(d);
     g(s.updated_replicas) == r
         && g(s.replicas) == r
@@ -759,7 +760,7 @@ pub fn deployment_complete(d: &Deployment, s: &DeploymentStatus) -> bool {
 }
 
 /// Something moved since the last status (upstream `DeploymentProgressing`).
-pub fn deployment_progressing(d: &Deployment, new: &DeploymentStatus) -> bool {
+pub fn deployment_progressing(d: &StoredDeployment, new: &DeploymentStatus) -> bool {
     let old = d.status.clone().unwrap_or_default();
     let old_old = g(old.replicas) - g(old.updated_replicas);
     let new_old = g(new.replicas) - g(new.updated_replicas);
@@ -771,7 +772,7 @@ pub fn deployment_progressing(d: &Deployment, new: &DeploymentStatus) -> bool {
 
 /// The Progressing condition was last updated more than progressDeadlineSeconds ago (upstream
 /// `DeploymentTimedOut`, strictly before now).
-pub fn deployment_timed_out(d: &Deployment, new: &DeploymentStatus, now: Timestamp) -> bool {
+pub fn deployment_timed_out(d: &StoredDeployment, new: &DeploymentStatus, now: Timestamp) -> bool {
     if !has_progress_deadline(d) {
         return false;
     }

@@ -2,12 +2,15 @@
 
 use super::*;
 use k8s_openapi::api::apps::v1::{
-    DeploymentSpec, DeploymentStrategy, ReplicaSetSpec, ReplicaSetStatus, RollingUpdateDeployment,
+    Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, ReplicaSetSpec, ReplicaSetStatus,
+    RollingUpdateDeployment,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeplane_api::StoredDeployment;
+use kubeplane_api::StoredReplicaSet;
 
-fn deployment(replicas: i32, surge: IntOrString, unavailable: IntOrString) -> Deployment {
-    Deployment {
+fn deployment(replicas: i32, surge: IntOrString, unavailable: IntOrString) -> StoredDeployment {
+    StoredDeployment::from_k8s(Deployment {
         spec: Some(DeploymentSpec {
             replicas: Some(replicas),
             strategy: Some(DeploymentStrategy {
@@ -20,7 +23,7 @@ fn deployment(replicas: i32, surge: IntOrString, unavailable: IntOrString) -> De
             ..Default::default()
         }),
         ..Default::default()
-    }
+    })
 }
 
 fn pct(s: &str) -> IntOrString {
@@ -32,12 +35,12 @@ fn rs(
     replicas: i32,
     max_annotation: Option<i32>,
     created_secs: i64,
-) -> Arc<ReplicaSet> {
+) -> Arc<StoredReplicaSet> {
     let mut ann = BTreeMap::new();
     if let Some(m) = max_annotation {
         ann.insert(MAX_REPLICAS_ANNOTATION.to_string(), m.to_string());
     }
-    Arc::new(ReplicaSet {
+    Arc::new(StoredReplicaSet::from_k8s(ReplicaSet {
         metadata: ObjectMeta {
             name: Some(name.into()),
             annotations: Some(ann),
@@ -51,7 +54,7 @@ fn rs(
             ..Default::default()
         }),
         status: Some(ReplicaSetStatus::default()),
-    })
+    }))
 }
 
 #[test]
@@ -107,13 +110,13 @@ fn max_unavailable_is_capped_by_the_replicas_and_zero_for_recreate() {
     assert_eq!(max_unavailable(&recreate), 0);
     assert_eq!(max_surge(&recreate), 0);
     // Defaults: 25% and 25%.
-    let d = Deployment {
+    let d = StoredDeployment::from_k8s(Deployment {
         spec: Some(DeploymentSpec {
             replicas: Some(10),
             ..Default::default()
         }),
         ..Default::default()
-    };
+    });
     assert_eq!((max_surge(&d), max_unavailable(&d)), (3, 2));
 }
 
@@ -308,7 +311,7 @@ fn templates_equal_field_by_field_or_only_semantically_compare_equal() {
 #[test]
 fn revision_annotations_keep_a_history_of_superseded_revisions() {
     let d = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
-    let mut r = ReplicaSet::clone(&rs("a", 3, None, 0));
+    let mut r = StoredReplicaSet::clone(&rs("a", 3, None, 0));
     assert!(set_new_replica_set_annotations(&d, &mut r, 1, false));
     assert_eq!(revision(&r), Ok(1));
     assert!(!set_new_replica_set_annotations(&d, &mut r, 1, true));
@@ -371,14 +374,14 @@ fn terminating_replica_counts_follow_the_upstream_cases() {
     // Upstream TestGetReplicaCountForReplicaSets (deployment_util_test.go), its terminating
     // column.
     let rs = |observed: i64, terminating: Option<i32>| {
-        Arc::new(ReplicaSet {
+        Arc::new(StoredReplicaSet::from_k8s(ReplicaSet {
             status: Some(ReplicaSetStatus {
                 observed_generation: (observed != 0).then_some(observed),
                 terminating_replicas: terminating,
                 ..Default::default()
             }),
             ..Default::default()
-        })
+        }))
     };
     let rs1 = rs(1, Some(3));
     let rs2 = rs(0, Some(1));
@@ -430,25 +433,25 @@ fn the_new_replica_set_is_the_oldest_with_the_template_and_the_old_ones_are_the_
             ..Default::default()
         }),
     };
-    d.spec.as_mut().unwrap().template = template("v2");
+    d.spec.as_mut().unwrap().template = template("v2").into();
     let with = |name: &str, created: i64, image: &str| {
-        let mut r = ReplicaSet::clone(&rs(name, 1, None, created));
+        let mut r = StoredReplicaSet::clone(&rs(name, 1, None, created));
         r.metadata.uid = Some(format!("uid-{name}"));
         let mut t = template(image);
         let labels = t.metadata.as_mut().unwrap().labels.as_mut().unwrap();
         labels.insert(POD_TEMPLATE_HASH_LABEL.into(), name.into());
-        r.spec.as_mut().unwrap().template = Some(t);
+        r.spec.as_mut().unwrap().template = Some(t.into());
         Arc::new(r)
     };
     let list = vec![
         with("late", 30, "v2"),
         with("old", 10, "v1"),
         with("first", 20, "v2"),
-        Arc::new(ReplicaSet::clone(&rs("bare", 0, None, 5))),
+        Arc::new(StoredReplicaSet::clone(&rs("bare", 0, None, 5))),
     ];
     let new_rs = find_new_replica_set(&d, &list).expect("a ReplicaSet with the template");
     assert_eq!(new_rs.metadata.name.as_deref(), Some("first"));
-    let names = |l: Vec<Arc<ReplicaSet>>| -> Vec<String> {
+    let names = |l: Vec<Arc<StoredReplicaSet>>| -> Vec<String> {
         l.iter().map(|r| r.metadata.name.clone().unwrap()).collect()
     };
     assert_eq!(
@@ -460,7 +463,7 @@ fn the_new_replica_set_is_the_oldest_with_the_template_and_the_old_ones_are_the_
         ["late", "old", "bare"]
     );
     // Without a ReplicaSet of the template every one is old.
-    d.spec.as_mut().unwrap().template = template("v3");
+    d.spec.as_mut().unwrap().template = template("v3").into();
     assert!(find_new_replica_set(&d, &list).is_none());
     assert_eq!(names(old_replica_sets(None, &list)).len(), 4);
 }
@@ -497,7 +500,7 @@ fn the_unchanged_annotations_check_agrees_with_setting_them() {
         d.metadata.annotations = da.map(map);
         for ra in rs_annotations {
             for new_revision in [-1, 0, 1, 2, 3] {
-                let mut r = ReplicaSet::clone(&rs("a", 3, None, 0));
+                let mut r = StoredReplicaSet::clone(&rs("a", 3, None, 0));
                 r.metadata.annotations = ra.map(map);
                 let unchanged = new_replica_set_annotations_unchanged(&d, &r, new_revision);
                 let before = r.metadata.annotations.clone().unwrap_or_default();
@@ -544,15 +547,15 @@ fn image_template(image: &str) -> PodTemplateSpec {
 #[test]
 fn template_verdicts_are_reused_only_for_the_same_versions() {
     let mut d = deployment(3, IntOrString::Int(1), IntOrString::Int(0));
-    d.spec.as_mut().unwrap().template = image_template("v2");
+    d.spec.as_mut().unwrap().template = image_template("v2").into();
     let d = Arc::new(d);
     let with = |name: &str, created: i64, image: &str| {
-        let mut r = ReplicaSet::clone(&rs(name, 1, None, created));
+        let mut r = StoredReplicaSet::clone(&rs(name, 1, None, created));
         r.metadata.uid = Some(format!("uid-{name}"));
         let mut t = image_template(image);
         let labels = t.metadata.as_mut().unwrap().labels.as_mut().unwrap();
         labels.insert(POD_TEMPLATE_HASH_LABEL.into(), name.into());
-        r.spec.as_mut().unwrap().template = Some(t);
+        r.spec.as_mut().unwrap().template = Some(t.into());
         Arc::new(r)
     };
     let (v1, v2) = (with("one", 10, "v1"), with("two", 20, "v2"));
@@ -569,20 +572,20 @@ fn template_verdicts_are_reused_only_for_the_same_versions() {
     // it, `make_mut` moves it, so the old verdicts do not answer for the new version.
     let mut changed = d.clone();
     drop(d);
-    Arc::make_mut(&mut changed).spec.as_mut().unwrap().template = image_template("v1");
+    Arc::make_mut(&mut changed).spec.as_mut().unwrap().template = image_template("v1").into();
     assert!(!verdicts.equal(&changed, &v2));
     assert!(verdicts.equal(&changed, &v1));
     assert_eq!(verdicts.len(), 4);
 
     // A new version of a ReplicaSet (its template changed) gets a verdict of its own.
-    let mut v2_changed = ReplicaSet::clone(&v2);
-    v2_changed.spec.as_mut().unwrap().template = Some(image_template("v1"));
+    let mut v2_changed = StoredReplicaSet::clone(&v2);
+    v2_changed.spec.as_mut().unwrap().template = Some(image_template("v1").into());
     let v2_changed = Arc::new(v2_changed);
     assert!(verdicts.equal(&changed, &v2_changed));
 
     // Finding the new ReplicaSet through the table agrees with finding it directly.
     let list = vec![v2.clone(), v1.clone(), v2_changed.clone()];
-    let uid = |r: Option<Arc<ReplicaSet>>| r.and_then(|r| r.metadata.uid.clone());
+    let uid = |r: Option<Arc<StoredReplicaSet>>| r.and_then(|r| r.metadata.uid.clone());
     assert_eq!(
         uid(find_new_replica_set_by(&list, |r| verdicts.equal(&changed, r))),
         uid(find_new_replica_set(&changed, &list))

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::controller_utils::{controller_of, pod_controller, pod_labels};
+use kubeplane_api::StoredReplicaSet;
 
 // ----- the cache: label sets, cached pods, and what syncs compute from them ---------------------
 
@@ -305,7 +306,7 @@ fn related_pod_counts_equal_those_of_the_indirectly_related_pods() {
     // cache: every sibling's selected pods of the namespace, in name order, de-duplicated by UID.
     fn related_pods(
         cache: &Cache,
-        rs: &ReplicaSet,
+        rs: &StoredReplicaSet,
         pods: &[Arc<StoredPod>],
     ) -> Vec<Arc<StoredPod>> {
         let Some(c) = controller_of(&rs.metadata) else {

@@ -9,6 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
+use kubeplane_api::StoredReplicaSet;
 use kubeplane_api::{
     ApiError, Client, Component, DeleteOptions, Kind, Object, ObjectKey, StoredPod,
 };
@@ -86,9 +87,9 @@ impl ReplicaSetPod for PodBuilder {
     }
 }
 
-fn replica_set(name: &str, replicas: i32, app: &str) -> ReplicaSet {
+fn replica_set(name: &str, replicas: i32, app: &str) -> StoredReplicaSet {
     let labels: BTreeMap<String, String> = [("app".to_string(), app.to_string())].into();
-    ReplicaSet {
+    StoredReplicaSet::from_k8s(ReplicaSet {
         metadata: ObjectMeta {
             name: Some(name.into()),
             namespace: Some("default".into()),
@@ -117,18 +118,18 @@ fn replica_set(name: &str, replicas: i32, app: &str) -> ReplicaSet {
             ..Default::default()
         }),
         status: None,
-    }
+    })
 }
 
 fn create(client: &mut TestClient, obj: impl Into<Object>) -> Object {
     client.create(obj.into()).expect("create")
 }
 
-fn rs_object(rs: ReplicaSet) -> Object {
+fn rs_object(rs: StoredReplicaSet) -> Object {
     Object::ReplicaSet(Arc::new(rs))
 }
 
-fn get_rs(client: &TestClient, name: &str) -> Arc<ReplicaSet> {
+fn get_rs(client: &TestClient, name: &str) -> Arc<StoredReplicaSet> {
     match client.store.get(Kind::ReplicaSet, "default", name) {
         Some(Object::ReplicaSet(rs)) => rs.clone(),
         other => panic!("no ReplicaSet {name}: {other:?}"),
@@ -136,7 +137,7 @@ fn get_rs(client: &TestClient, name: &str) -> Arc<ReplicaSet> {
 }
 
 fn set_replicas(client: &mut TestClient, name: &str, replicas: i32) {
-    let mut rs = ReplicaSet::clone(&get_rs(client, name));
+    let mut rs = StoredReplicaSet::clone(&get_rs(client, name));
     rs.spec.as_mut().unwrap().replicas = Some(replicas);
     client.update(rs_object(rs)).unwrap();
 }
@@ -791,9 +792,9 @@ fn the_pods_of_one_template_version_share_one_spec_after_creation_and_binding() 
         );
     }
     // A new template version gets a spec of its own, shared by its pods.
-    let mut rs = ReplicaSet::clone(&get_rs(&client, "web"));
+    let mut rs = StoredReplicaSet::clone(&get_rs(&client, "web"));
     let template = rs.spec.as_mut().unwrap().template.as_mut().unwrap();
-    template.spec.as_mut().unwrap().containers[0].image = Some("busybox".into());
+    template.spec_mut().containers[0].image = Some("busybox".into());
     rs.spec.as_mut().unwrap().replicas = Some(5);
     client.update(rs_object(rs)).unwrap();
     settle(&mut client, &mut rsc);

@@ -49,7 +49,7 @@ fn a_changed_template_label_gives_the_new_pods_their_own_labels() {
     settle(&mut client, &mut rsc);
     let before = pods_of(&client, "web");
 
-    let mut rs = ReplicaSet::clone(&get_rs(&client, "web"));
+    let mut rs = StoredReplicaSet::clone(&get_rs(&client, "web"));
     let spec = rs.spec.as_mut().unwrap();
     spec.replicas = Some(3);
     let template = spec.template.as_mut().unwrap().metadata.as_mut().unwrap();

@@ -2,6 +2,7 @@
 //! conflicts is retried on a fresh read.
 
 use super::*;
+use kubeplane_api::StoredReplicaSet;
 
 fn status(replicas: i32) -> ReplicaSetStatus {
     ReplicaSetStatus {
@@ -15,7 +16,7 @@ fn a_status_write_leaves_the_cached_version_as_it_was() {
     let mut client = TestClient::new(1);
     create(&mut client, rs_object(replica_set("web", 3, "web")));
     let cached = get_rs(&client, "web");
-    let before = ReplicaSet::clone(&cached);
+    let before = StoredReplicaSet::clone(&cached);
     let written =
         status::update_replica_set_status(&mut client, &cached, status(2), false).unwrap();
     assert_eq!(
@@ -36,7 +37,7 @@ fn a_conflicting_status_write_is_retried_on_the_fresh_version() {
     let mut client = TestClient::new(1);
     create(&mut client, rs_object(replica_set("web", 3, "web")));
     let stale = get_rs(&client, "web");
-    let before = ReplicaSet::clone(&stale);
+    let before = StoredReplicaSet::clone(&stale);
     set_replicas(&mut client, "web", 5);
     let written = status::update_replica_set_status(&mut client, &stale, status(4), false).unwrap();
     assert_eq!(*stale, before, "the stale version is not written into");
