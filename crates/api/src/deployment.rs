@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::ser::SerializeStruct;
 
-use crate::replica_set::StoredPodTemplateSpec;
+use crate::replica_set::{serialize_apps_object, StoredPodTemplateSpec};
 
 /// k8s-openapi's `DeploymentSpec` with the template in its stored form.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -135,18 +135,8 @@ impl From<&StoredDeployment> for Deployment {
 impl serde::Serialize for StoredDeployment {
     /// Exactly k8s-openapi's `Deployment` JSON: apiVersion, kind, metadata, spec, status.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let fields = 3 + usize::from(self.spec.is_some()) + usize::from(self.status.is_some());
-        let mut state = s.serialize_struct("Deployment", fields)?;
-        state.serialize_field("apiVersion", "apps/v1")?;
-        state.serialize_field("kind", "Deployment")?;
-        state.serialize_field("metadata", &self.metadata)?;
-        if let Some(spec) = &self.spec {
-            state.serialize_field("spec", spec)?;
-        }
-        if let Some(status) = &self.status {
-            state.serialize_field("status", status)?;
-        }
-        state.end()
+        let (spec, status) = (self.spec.as_ref(), self.status.as_ref());
+        serialize_apps_object(s, "Deployment", &self.metadata, spec, status)
     }
 }
 

@@ -213,19 +213,37 @@ impl From<&StoredReplicaSet> for ReplicaSet {
 impl serde::Serialize for StoredReplicaSet {
     /// Exactly k8s-openapi's `ReplicaSet` JSON: apiVersion, kind, metadata, spec, status.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let fields = 3 + usize::from(self.spec.is_some()) + usize::from(self.status.is_some());
-        let mut state = s.serialize_struct("ReplicaSet", fields)?;
-        state.serialize_field("apiVersion", "apps/v1")?;
-        state.serialize_field("kind", "ReplicaSet")?;
-        state.serialize_field("metadata", &self.metadata)?;
-        if let Some(spec) = &self.spec {
-            state.serialize_field("spec", spec)?;
-        }
-        if let Some(status) = &self.status {
-            state.serialize_field("status", status)?;
-        }
-        state.end()
+        let (spec, status) = (self.spec.as_ref(), self.status.as_ref());
+        serialize_apps_object(s, "ReplicaSet", &self.metadata, spec, status)
     }
+}
+
+/// An `apps/v1` object of `kind` as k8s-openapi writes it: apiVersion, kind, metadata, then
+/// spec and status when set (the stored ReplicaSet's and Deployment's JSON).
+pub(crate) fn serialize_apps_object<S, Spec, Status>(
+    s: S,
+    kind: &'static str,
+    metadata: &ObjectMeta,
+    spec: Option<&Spec>,
+    status: Option<&Status>,
+) -> Result<S::Ok, S::Error>
+where
+    S: serde::Serializer,
+    Spec: serde::Serialize,
+    Status: serde::Serialize,
+{
+    let fields = 3 + usize::from(spec.is_some()) + usize::from(status.is_some());
+    let mut state = s.serialize_struct(kind, fields)?;
+    state.serialize_field("apiVersion", "apps/v1")?;
+    state.serialize_field("kind", kind)?;
+    state.serialize_field("metadata", metadata)?;
+    if let Some(spec) = spec {
+        state.serialize_field("spec", spec)?;
+    }
+    if let Some(status) = status {
+        state.serialize_field("status", status)?;
+    }
+    state.end()
 }
 
 impl<'de> serde::Deserialize<'de> for StoredReplicaSet {
