@@ -176,20 +176,7 @@ mod tests {
                 "spec": {"selector": {}, "template": {}}}),
         ];
         for m in cases {
-            let plain: Deployment = serde_json::from_value(m.clone()).unwrap();
-            let stored: StoredDeployment = serde_json::from_value(m.clone()).unwrap();
-            assert_eq!(
-                serde_json::to_string(&stored).unwrap(),
-                serde_json::to_string(&plain).unwrap(),
-                "{m}"
-            );
-            assert_eq!(
-                serde_json::to_value(&stored).unwrap(),
-                serde_json::to_value(&plain).unwrap(),
-                "{m}"
-            );
-            assert_eq!(stored.to_k8s(), plain, "{m}");
-            assert_eq!(StoredDeployment::from_k8s(plain), stored, "{m}");
+            crate::replica_set::assert_stored_json_is_k8s::<Deployment, StoredDeployment>(&m);
         }
     }
 

@@ -35,27 +35,8 @@ pub(crate) struct BindingCycle {
     pub bind_plugin: &'static str,
 }
 
-/// By the assumed pod's UID, as a map keyed by a copy of the UID would be (the same hash),
-/// without the copy.
-impl std::hash::Hash for BindingCycle {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.assumed.uid().hash(state);
-    }
-}
-
-impl PartialEq for BindingCycle {
-    fn eq(&self, other: &BindingCycle) -> bool {
-        self.assumed.uid() == other.assumed.uid()
-    }
-}
-
-impl Eq for BindingCycle {}
-
-impl std::borrow::Borrow<str> for BindingCycle {
-    fn borrow(&self) -> &str {
-        self.assumed.uid()
-    }
-}
+// Found by the assumed pod's UID in the scheduler's set of cycles.
+crate::framework::types::keyed_by_pod_uid!(BindingCycle, assumed);
 
 impl Scheduler {
     /// Upstream `bindingCycle`: PreBind, then Bind; the rest follows in

@@ -67,26 +67,8 @@ impl PodState {
     }
 }
 
-/// By UID, as a map keyed by the UID string would be (the same hash, so the same layout).
-impl std::hash::Hash for PodState {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.pod.uid().hash(state);
-    }
-}
-
-impl PartialEq for PodState {
-    fn eq(&self, other: &PodState) -> bool {
-        self.pod.uid() == other.pod.uid()
-    }
-}
-
-impl Eq for PodState {}
-
-impl std::borrow::Borrow<str> for PodState {
-    fn borrow(&self) -> &str {
-        self.pod.uid()
-    }
-}
+// The cache's pods are a set found by UID (the same hash as a map keyed by the UID string).
+crate::framework::types::keyed_by_pod_uid!(PodState, pod);
 
 /// Nodes grouped by zone in insertion order (upstream `nodeTree`).
 #[derive(Clone, Debug, Default)]

@@ -115,6 +115,49 @@ fn spec_of(pod: &StoredPod) -> &PodSpec {
         .unwrap_or_else(|| EMPTY.get_or_init(PodSpec::default))
 }
 
+/// `Hash`, `Eq` and `Borrow<str>` for a type holding an `Arc<PodInfo>` in `$field`, by the
+/// pod's UID: a hash set of it is found as a map keyed by a copy of the UID would be (the same
+/// hash), without the copy. With `ord`, `Ord` by the UID as well (for a B-tree set).
+macro_rules! keyed_by_pod_uid {
+    ($ty:ty, $field:ident) => {
+        impl std::hash::Hash for $ty {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                self.$field.uid().hash(state);
+            }
+        }
+
+        impl PartialEq for $ty {
+            fn eq(&self, other: &$ty) -> bool {
+                self.$field.uid() == other.$field.uid()
+            }
+        }
+
+        impl Eq for $ty {}
+
+        impl std::borrow::Borrow<str> for $ty {
+            fn borrow(&self) -> &str {
+                self.$field.uid()
+            }
+        }
+    };
+    ($ty:ty, $field:ident, ord) => {
+        $crate::framework::types::keyed_by_pod_uid!($ty, $field);
+
+        impl Ord for $ty {
+            fn cmp(&self, other: &$ty) -> std::cmp::Ordering {
+                self.$field.uid().cmp(other.$field.uid())
+            }
+        }
+
+        impl PartialOrd for $ty {
+            fn partial_cmp(&self, other: &$ty) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+    };
+}
+pub(crate) use keyed_by_pod_uid;
+
 impl PodInfo {
     /// Precomputes a pod's data. Quantities were validated when the pod entered the store; one
     /// that still fails to parse counts as zero.

@@ -13,31 +13,7 @@ pub(super) struct InFlightPod {
     pub pod: Arc<PodInfo>,
 }
 
-impl std::borrow::Borrow<str> for InFlightPod {
-    fn borrow(&self) -> &str {
-        self.pod.uid()
-    }
-}
-
-impl Ord for InFlightPod {
-    fn cmp(&self, other: &InFlightPod) -> std::cmp::Ordering {
-        self.pod.uid().cmp(other.pod.uid())
-    }
-}
-
-impl PartialOrd for InFlightPod {
-    fn partial_cmp(&self, other: &InFlightPod) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for InFlightPod {
-    fn eq(&self, other: &InFlightPod) -> bool {
-        self.pod.uid() == other.pod.uid()
-    }
-}
-
-impl Eq for InFlightPod {}
+crate::framework::types::keyed_by_pod_uid!(InFlightPod, pod, ord);
 
 impl SchedulingQueue {
     /// Puts the pod into activeQ after re-running PreEnqueue (skipped for a pod coming straight

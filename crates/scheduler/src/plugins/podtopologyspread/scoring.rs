@@ -41,10 +41,6 @@ pub(crate) struct PreScoreState {
     /// Per filtered node, in PreScore's order: its address and raw score, computed by
     /// PreScore so that scoring a run of nodes (see [`ScorePlugin::score_nodes`]) is a copy.
     pub(crate) raw: Vec<(usize, i64)>,
-    /// The lowest and the highest of `raw`'s scores of the nodes not ignored, as
-    /// NormalizeScore finds them (`i64::MAX` and 0 without such nodes; the highest is never
-    /// below 0).
-    pub(crate) raw_range: (i64, i64),
 }
 
 /// One node's entry for one memo key: what the node is for the constraints (its domains,
@@ -477,7 +473,7 @@ fn raw_scores(
     constraints: &[Constraint],
     hostname: &[bool],
     t: &Tallied,
-) -> (Vec<(usize, i64)>, (i64, i64)) {
+) -> Vec<(usize, i64)> {
     let terms: Vec<Term> = constraints
         .iter()
         .zip(&t.totals)
@@ -495,7 +491,6 @@ fn raw_scores(
         .collect();
     let rows = t.rows.chunks_exact(constraints.len());
     let mut raw = Vec::with_capacity(nodes.len());
-    let (mut min, mut max) = (i64::MAX, 0);
     for ((node, row), &ignored) in nodes.iter().zip(rows).zip(&s.ignored) {
         let mut score = 0.0;
         if !ignored {
@@ -509,13 +504,9 @@ fn raw_scores(
                 };
             }
         }
-        let score = score.round() as i64;
-        if !ignored {
-            (min, max) = (min.min(score), max.max(score));
-        }
-        raw.push((node_address(node), score));
+        raw.push((node_address(node), score.round() as i64));
     }
-    (raw, (min, max))
+    raw
 }
 
 impl PreScorePlugin for PodTopologySpread {
@@ -586,7 +577,7 @@ impl PreScorePlugin for PodTopologySpread {
         let t = tally.run(nodes, domains, &mut s);
         s.topology_normalizing_weight =
             normalizing_weights(constraints, &t.sizes, nodes.len() - t.n_ignored);
-        (s.raw, s.raw_range) = raw_scores(nodes, &s, constraints, &hostname, &t);
+        s.raw = raw_scores(nodes, &s, constraints, &hostname, &t);
         s.constraints = Arc::clone(constraints);
         drop(guard);
         state.write(&PRE_SCORE_KEY, s);
@@ -633,9 +624,6 @@ impl ScorePlugin for PodTopologySpread {
         let Some(s) = state.read::<PreScoreState>(&PRE_SCORE_KEY) else {
             return Status::error(format!("error reading {PRE_SCORE_KEY:?} from cycleState"));
         };
-        if normalize_raw(s, scores) {
-            return Status::success();
-        }
         // The nodes PreScore saw have a flag each; any node past them is not ignored.
         let seen = s.ignored.len().min(scores.len());
         let ignored = &s.ignored[..seen];
@@ -649,57 +637,18 @@ impl ScorePlugin for PodTopologySpread {
         for &score in rest.iter() {
             (min, max) = (min.min(score), max.max(score));
         }
+        let normalized = |score: i64| match max {
+            0 => MAX_NODE_SCORE,
+            _ => MAX_NODE_SCORE * (max + min - score) / max,
+        };
         for (score, &ignored) in flagged.iter_mut().zip(ignored) {
-            *score = if ignored {
-                0
-            } else {
-                normalized(*score, (min, max))
-            };
+            *score = if ignored { 0 } else { normalized(*score) };
         }
         for score in rest {
-            *score = normalized(*score, (min, max));
+            *score = normalized(*score);
         }
         Status::success()
     }
-}
-
-/// `100 × (max + min − score) / max` (all 100 when `max` is 0).
-fn normalized(score: i64, (min, max): (i64, i64)) -> i64 {
-    match max {
-        0 => MAX_NODE_SCORE,
-        _ => MAX_NODE_SCORE * (max + min - score) / max,
-    }
-}
-
-/// NormalizeScore in one pass when `scores` are PreScore's raw scores of the nodes it saw
-/// (Score copied them: the common case), whose range PreScore found: each cell is checked
-/// against its raw score as it is normalized. Returns false, with `scores` as they were,
-/// when they are not those.
-fn normalize_raw(s: &PreScoreState, scores: &mut [i64]) -> bool {
-    if scores.len() != s.raw.len() || scores.len() != s.ignored.len() {
-        return false;
-    }
-    let mut differs = None;
-    let cells = scores.iter_mut().zip(&s.raw).zip(&s.ignored);
-    for (j, ((score, &(_, raw)), &ignored)) in cells.enumerate() {
-        if *score != raw {
-            differs = Some(j);
-            break;
-        }
-        *score = if ignored {
-            0
-        } else {
-            normalized(raw, s.raw_range)
-        };
-    }
-    let Some(j) = differs else {
-        return true;
-    };
-    // The cells before the first that differs held their raw scores.
-    for (cell, &(_, raw)) in scores[..j].iter_mut().zip(&s.raw) {
-        *cell = raw;
-    }
-    false
 }
 
 /// One node's raw score from the PreScore state.
