@@ -88,8 +88,8 @@ impl Scheduler {
         let mut rec = json!({
             "time": now.as_secs_f64(),
             "kind": "SchedulingAttempt",
-            "namespace": qpi.pod_info.namespace,
-            "name": qpi.pod_info.name,
+            "namespace": qpi.pod_info.namespace(),
+            "name": qpi.pod_info.name(),
             "attempt": qpi.attempts,
             "profile": fwk.profile_name,
             "result": result,

@@ -97,12 +97,12 @@ impl Scheduler {
             now,
             self.source,
             "Pod",
-            &pod.namespace,
-            &pod.name,
+            pod.namespace(),
+            pod.name(),
             "Scheduled",
             format!(
                 "Successfully assigned {}/{} to {}",
-                pod.namespace, pod.name, cycle.host
+                pod.namespace(), pod.name(), cycle.host
             ),
         ));
         self.metrics.scheduled += 1;

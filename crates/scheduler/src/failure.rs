@@ -60,7 +60,7 @@ impl Scheduler {
         let pod_key = qpi.pod_info.clone();
         let current = client
             .cache()
-            .get_pod(&pod_key.namespace, &pod_key.name)
+            .get_pod(pod_key.namespace(), pod_key.name())
             .cloned();
         let Some(current) = current.filter(|p| p.metadata.uid.as_deref() == Some(pod_key.uid()))
         else {
@@ -86,8 +86,8 @@ impl Scheduler {
             now,
             self.source,
             "Pod",
-            &refreshed.namespace,
-            &refreshed.name,
+            refreshed.namespace(),
+            refreshed.name(),
             "FailedScheduling",
             truncate_message(&message),
         ));

@@ -185,10 +185,10 @@ impl Scheduler {
                 now,
                 self.source,
                 "Pod",
-                &pod.namespace,
-                &pod.name,
+                pod.namespace(),
+                pod.name(),
                 "FailedScheduling",
-                format!("skip schedule deleting pod: {}/{}", pod.namespace, pod.name),
+                format!("skip schedule deleting pod: {}/{}", pod.namespace(), pod.name()),
             ));
             return true;
         }

@@ -42,9 +42,9 @@ impl HostPort {
 /// A pod with what the scheduler derives from it computed once.
 #[derive(Clone, Debug)]
 pub struct PodInfo {
+    /// The pod; its name, namespace and UID are read from it (`name()`, `namespace()`,
+    /// `uid()`), not copied: every bound pod's PodInfo stays in the cache while it runs.
     pub pod: Arc<StoredPod>,
-    pub namespace: String,
-    pub name: String,
     /// `spec.priority`, 0 when unset.
     pub priority: i32,
     /// The effective request (init containers, sidecars, overhead).
@@ -61,6 +61,10 @@ pub struct PodInfo {
     pub affinity_terms: Option<Arc<PodAffinityTerms>>,
     /// `status.startTime`, copied out of the Pod for preemption's ordering of victims.
     pub start_time: Option<jiff::Timestamp>,
+}
+
+fn namespace_of(pod: &StoredPod) -> &str {
+    pod.metadata.namespace.as_deref().unwrap_or("default")
 }
 
 fn start_time_of(pod: &StoredPod) -> Option<jiff::Timestamp> {
@@ -204,23 +208,16 @@ impl PodInfo {
                 a.preferred_during_scheduling_ignored_during_execution
                     .as_ref()
             }));
-        let namespace = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
         PodInfo {
-            name: pod.metadata.name.clone().unwrap_or_default(),
             priority: spec.priority.unwrap_or(0),
             requests,
             non_zero_requests,
             host_ports,
             has_affinity,
             has_required_anti_affinity,
-            affinity_terms: PodAffinityTerms::parse(&namespace, spec.affinity.as_ref())
+            affinity_terms: PodAffinityTerms::parse(namespace_of(&pod), spec.affinity.as_ref())
                 .map(Arc::new),
             start_time: start_time_of(&pod),
-            namespace,
             pod,
         }
     }
@@ -236,8 +233,6 @@ impl PodInfo {
             return PodInfo::new(pod);
         }
         PodInfo {
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
             priority: self.priority,
             requests: self.requests.clone(),
             non_zero_requests: self.non_zero_requests.clone(),
@@ -260,6 +255,16 @@ impl PodInfo {
         self.pod.metadata.uid.as_deref().unwrap_or_default()
     }
 
+    /// The pod's name, empty when unset.
+    pub fn name(&self) -> &str {
+        self.pod.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    /// The pod's namespace, `default` when unset.
+    pub fn namespace(&self) -> &str {
+        namespace_of(&self.pod)
+    }
+
     pub fn labels(&self) -> &BTreeMap<String, String> {
         self.pod.labels().unwrap_or(&EMPTY_LABELS)
     }
@@ -270,7 +275,7 @@ impl PodInfo {
 
     /// `namespace/name`.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        format!("{}/{}", self.namespace(), self.name())
     }
 
     pub fn node_name(&self) -> Option<&str> {
@@ -528,8 +533,8 @@ mod tests {
         let replica = PodInfo::new_like(web("web-2", "2"), Some(&first));
         let fresh = PodInfo::new(web("web-2", "2"));
         assert_eq!(
-            (&replica.requests, &replica.non_zero_requests, &replica.name),
-            (&fresh.requests, &fresh.non_zero_requests, &fresh.name)
+            (&replica.requests, &replica.non_zero_requests, replica.name()),
+            (&fresh.requests, &fresh.non_zero_requests, fresh.name())
         );
         assert_eq!(replica.host_ports, fresh.host_ports);
         // Other requests are parsed, not taken.

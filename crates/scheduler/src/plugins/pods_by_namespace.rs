@@ -155,11 +155,11 @@ impl PodsByNamespace {
     }
 
     fn add(&mut self, place: usize, p: &Arc<PodInfo>) -> Indexed {
-        let id = match self.ids.get(&p.namespace) {
+        let id = match self.ids.get(p.namespace()) {
             Some(&id) => id,
             None => {
                 let id = self.by_namespace.len() as u32;
-                self.ids.insert(p.namespace.clone(), id);
+                self.ids.insert(p.namespace().to_string(), id);
                 self.by_namespace.push(FxHashMap::default());
                 id
             }
@@ -190,7 +190,7 @@ mod tests {
             .flat_map(|(i, n)| {
                 n.pods
                     .iter()
-                    .map(move |p| (p.namespace.clone(), i, p.name.clone()))
+                    .map(move |p| (p.namespace().to_string(), i, p.name().to_string()))
             })
             .collect();
         out.sort();
@@ -204,7 +204,7 @@ mod tests {
             .flat_map(|ns| {
                 index
                     .pods_in(ns)
-                    .map(move |(q, p)| (ns.clone(), q, p.name.clone()))
+                    .map(move |(q, p)| (ns.clone(), q, p.name().to_string()))
             })
             .collect();
         out.sort();
@@ -219,7 +219,7 @@ mod tests {
     /// the other PodInfos (as the cache does).
     fn changed(old: &Arc<NodeInfo>, pods: &[Arc<PodInfo>], gone: &[&str]) -> Arc<NodeInfo> {
         let mut n = (**old).clone();
-        n.pods.retain(|p| !gone.contains(&p.name.as_str()));
+        n.pods.retain(|p| !gone.contains(&p.name()));
         n.pods.extend(pods.iter().cloned());
         Arc::new(n)
     }
@@ -303,7 +303,7 @@ mod tests {
         // Reversed, two gone from the middle, one new in front.
         let mut n = (*snap.node_infos[0]).clone();
         n.pods.reverse();
-        n.pods.retain(|p| p.name != "x2" && p.name != "x3");
+        n.pods.retain(|p| p.name() != "x2" && p.name() != "x3");
         n.pods.insert(0, pod("x", "x9", "a"));
         snap.replace_node(0, Arc::new(n));
         index.update(&snap);

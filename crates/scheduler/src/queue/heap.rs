@@ -344,7 +344,7 @@ mod tests {
                         .iter()
                         .min_by_key(|(_, v)| **v)
                         .map(|(k, _)| k.clone());
-                    let got = heap.pop().map(|p| p.pod_info.name.clone());
+                    let got = heap.pop().map(|p| p.pod_info.name().to_string());
                     assert_eq!(got, want);
                     if let Some(k) = want {
                         model.remove(&k);
@@ -376,7 +376,7 @@ mod tests {
         let mut last = (i64::MIN, 0);
         while let Some(p) = heap.pop() {
             let expiry = p.backoff_expiration.expect("set").0;
-            let n: i64 = p.pod_info.name[1..].parse().expect("numbered");
+            let n: i64 = p.pod_info.name()[1..].parse().expect("numbered");
             assert!((expiry, n) > last, "expiry, then insertion order");
             last = (expiry, n);
         }
@@ -391,7 +391,7 @@ mod tests {
         heap.add_or_update(2, info("a".into(), 5));
         heap.add_or_update(3, info("c".into(), 1));
         let order: Vec<String> = std::iter::from_fn(|| heap.pop())
-            .map(|p| p.pod_info.name.clone())
+            .map(|p| p.pod_info.name().to_string())
             .collect();
         assert_eq!(order, ["c", "b", "a"]);
         // A small heap keeps its slots when it empties.

@@ -33,10 +33,10 @@ pub(crate) struct PodRef {
 impl PodRef {
     pub fn of(pod: &PodInfo) -> PodRef {
         PodRef {
-            namespace: pod.namespace.clone(),
-            name: pod.name.clone(),
+            namespace: pod.namespace().to_string(),
+            name: pod.name().to_string(),
             uid: pod.uid().to_string(),
-            resolved: bare_pod_info(&pod.namespace, &pod.name, pod.uid()),
+            resolved: bare_pod_info(pod.namespace(), pod.name(), pod.uid()),
             queued: false,
         }
     }
@@ -88,8 +88,8 @@ impl Nominator {
         self.node_of.insert(pod.uid().to_string(), node.to_string());
         let list = self.by_node.entry(node.to_string()).or_default();
         if !list.iter().any(|r| r.uid == pod.uid()) {
-            let uids = self.uids_of_name.entry(pod.name.clone()).or_default();
-            uids.push((pod.namespace.clone(), pod.uid().to_string()));
+            let uids = self.uids_of_name.entry(pod.name().to_string()).or_default();
+            uids.push((pod.namespace().to_string(), pod.uid().to_string()));
             list.push(PodRef::of(pod));
         }
     }
@@ -108,7 +108,7 @@ impl Nominator {
         let Some(i) = list.iter().position(|r| r.uid == pod.uid()) else {
             return false;
         };
-        if list[i].name != pod.name || list[i].namespace != pod.namespace {
+        if list[i].name != pod.name() || list[i].namespace != pod.namespace() {
             return false;
         }
         list[i..].rotate_left(1);
@@ -217,13 +217,13 @@ impl SchedulingQueue {
     /// the module's documentation): called at the end of every operation that may change it.
     /// Without such a nomination (the usual case) the key is not even formatted.
     pub(super) fn refresh_nominated(&mut self, pod: &PodInfo) {
-        if !self.nominator.has_name(&pod.namespace, &pod.name) {
+        if !self.nominator.has_name(pod.namespace(), pod.name()) {
             return;
         }
         let key = pod.key();
         let queued = self.queued_pod_info(&key).cloned();
         self.nominator
-            .set_resolved(&pod.namespace, &pod.name, queued.as_ref());
+            .set_resolved(pod.namespace(), pod.name(), queued.as_ref());
     }
 
     /// The pod the queues hold under `key`, looked up in activeQ, unschedulablePods, then

@@ -171,10 +171,10 @@ impl Run {
             (2, Some(old)) => {
                 self.q.delete(&PodInfo::new(Arc::new(old.into())));
                 let name = format!("p{i}");
-                for p in self.in_flight.iter().filter(|p| p.pod_info.name == name) {
+                for p in self.in_flight.iter().filter(|p| p.pod_info.name() == name) {
                     self.q.done(p.pod_info.uid());
                 }
-                self.in_flight.retain(|p| p.pod_info.name != name);
+                self.in_flight.retain(|p| p.pod_info.name() != name);
                 self.pods[i] = None;
                 self.generations[i] += 1;
             }
@@ -204,7 +204,7 @@ impl Run {
     fn fail(&mut self, now: SimTime) {
         let mut p = self.in_flight.remove(0);
         p.unschedulable_plugins.insert("Stub");
-        let i: usize = p.pod_info.name[1..].parse().unwrap();
+        let i: usize = p.pod_info.name()[1..].parse().unwrap();
         if let Some(pod) = self.pods[i].as_ref().filter(|_| self.rng.random_bool(0.5)) {
             p.pod_info = info(pod);
         }

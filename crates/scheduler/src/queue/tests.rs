@@ -302,7 +302,7 @@ fn pop_order_is_priority_then_timestamp() {
         let mut got = Vec::new();
         while let Some(p) = q.pop(secs(10)) {
             assert_eq!(p.attempts, 1, "{case}");
-            got.push(p.pod_info.name.clone());
+            got.push(p.pod_info.name().to_string());
         }
         assert_eq!(got, want, "{case}");
         assert_eq!(q.scheduling_cycle(), 3, "{case}");
@@ -412,7 +412,7 @@ fn pop_from_backoff_q_takes_the_backoff_head_only_when_active_q_is_empty() {
     q.add(PodB::new("new").info(), secs(0));
     // activeQ first; then the backoff heap in (window, priority) order.
     let order: Vec<String> =
-        std::iter::from_fn(|| q.pop(secs(0)).map(|p| p.pod_info.name.clone())).collect();
+        std::iter::from_fn(|| q.pop(secs(0)).map(|p| p.pod_info.name().to_string())).collect();
     assert_eq!(order, vec!["new", "high", "low"]);
 
     let mut q = queue(false);
@@ -601,7 +601,7 @@ fn move_all_respects_pre_check_and_uninteresting_events() {
         secs(5),
     );
     assert_eq!(q.pending_pods().unschedulable, 2);
-    let only_a = |p: &PodInfo| p.name == "a";
+    let only_a = |p: &PodInfo| p.name() == "a";
     q.move_all_to_active_or_backoff_queue(
         labels::NODE_ADD,
         None,
@@ -746,7 +746,7 @@ fn updates_of_queued_and_in_flight_pods() {
         secs(1),
     );
     let p = q.pop(secs(1)).unwrap();
-    assert_eq!((p.pod_info.name.as_str(), p.pod_info.priority), ("p", 10));
+    assert_eq!((p.pod_info.name(), p.pod_info.priority), ("p", 10));
     assert_eq!(
         p.timestamp,
         secs(0),
@@ -786,7 +786,7 @@ fn activate_moves_parked_pods_and_marks_in_flight_ones() {
     let p = q.pop(secs(0)).unwrap();
     fail(&mut q, p, &["Fake"], secs(0));
     let flying = q.pop(secs(0)).unwrap();
-    assert_eq!(flying.pod_info.name, "flying");
+    assert_eq!(flying.pod_info.name(), "flying");
     q.activate(
         &["default/parked".to_string(), "default/flying".to_string()],
         secs(1),
@@ -832,7 +832,7 @@ fn nominator_add_update_delete() {
     let names = |q: &SchedulingQueue, n: &str| -> Vec<String> {
         q.nominated_pods_for_node(n)
             .iter()
-            .map(|p| p.name.clone())
+            .map(|p| p.name().to_string())
             .collect()
     };
     assert_eq!(
@@ -875,7 +875,7 @@ fn nominator_add_update_delete() {
     // A pod in flight is returned as a bare pod.
     let popped = q.pop(secs(3)).unwrap();
     let bare = q.nominated_pods_for_node("n3");
-    assert_eq!((bare[0].name.as_str(), bare[0].priority), ("p", 0));
+    assert_eq!((bare[0].name(), bare[0].priority), ("p", 0));
     q.done(popped.pod_info.uid());
 
     q.delete_nominated_pod_if_exists(&popped.pod_info);
@@ -1198,7 +1198,7 @@ fn a_gated_pods_nomination_is_recorded_on_add_only_from_v1_37() {
         let held: Vec<String> = q
             .nominated_pods_for_node("n1")
             .iter()
-            .map(|p| p.name.clone())
+            .map(|p| p.name().to_string())
             .collect();
         assert_eq!(
             held.is_empty(),

@@ -27,7 +27,7 @@ impl BindPlugin for DefaultBinder {
         node: &str,
         client: &mut dyn Client,
     ) -> Status {
-        match client.bind(&pod.namespace, &pod.name, pod.uid(), node) {
+        match client.bind(pod.namespace(), pod.name(), pod.uid(), node) {
             Ok(_) => Status::success(),
             Err(e) => Status::error(e.to_string()),
         }

@@ -133,14 +133,14 @@ pub(super) fn split_by_pdb<'p>(
         let mut violated = false;
         if !pod.labels().is_empty() {
             for (i, pdb) in pdbs.iter().enumerate() {
-                if pdb.namespace != pod.namespace {
+                if pdb.namespace != pod.namespace() {
                     continue;
                 }
                 let Some(sel) = &pdb.selector else { continue };
                 if sel.is_empty() || !sel.matches(pod.labels()) {
                     continue;
                 }
-                if pdb.disrupted_pods.contains(&pod.name) {
+                if pdb.disrupted_pods.contains(pod.name()) {
                     continue;
                 }
                 allowed[i] -= 1;
@@ -291,10 +291,10 @@ impl DefaultPreemption {
         client: &mut dyn Client,
     ) -> (Option<PostFilterResult>, Status) {
         // 0) The latest version of the preemptor.
-        let Some(latest) = client.cache().get_pod(&pod.namespace, &pod.name).cloned() else {
+        let Some(latest) = client.cache().get_pod(pod.namespace(), pod.name()).cloned() else {
             return (
                 None,
-                Status::error(format!("pods {:?} not found", pod.name)),
+                Status::error(format!("pods {:?} not found", pod.name())),
             );
         };
         let preemptor = Arc::new(PodInfo::new(latest));

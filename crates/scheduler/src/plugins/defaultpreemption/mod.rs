@@ -263,7 +263,7 @@ pub(crate) fn preempt_pod(
 ) -> Result<(), ApiError> {
     let Some(current) = client
         .cache()
-        .get_pod(&victim.namespace, &victim.name)
+        .get_pod(victim.namespace(), victim.name())
         .cloned()
     else {
         return Ok(());
@@ -285,8 +285,8 @@ pub(crate) fn preempt_pod(
         // Upstream `PreemptPod`: the DisruptionTarget condition through a status patch with
         // the victim's UID as precondition, then the delete.
         let patched = client.patch_pod_status(
-            &victim.namespace,
-            &victim.name,
+            victim.namespace(),
+            victim.name(),
             current.metadata.uid.as_deref().unwrap_or(""),
             &mut |st| set_preemption_condition(st, &message, &ts),
         );
@@ -296,7 +296,7 @@ pub(crate) fn preempt_pod(
             Err(e) => return Err(e),
         }
     }
-    let key = ObjectKey::new(Kind::Pod, &victim.namespace, &victim.name);
+    let key = ObjectKey::new(Kind::Pod, victim.namespace(), victim.name());
     let opts = DeleteOptions {
         precondition_uid: current.metadata.uid.clone(),
         ..DeleteOptions::default()
@@ -310,8 +310,8 @@ pub(crate) fn preempt_pod(
         now,
         crate::DEFAULT_SCHEDULER_NAME,
         "Pod",
-        &victim.namespace,
-        &victim.name,
+        victim.namespace(),
+        victim.name(),
         EVENT_PREEMPTED,
         format!("Preempted by pod {} on node {}", preemptor.uid(), node),
     ));
@@ -353,7 +353,7 @@ pub(crate) fn clear_nominated_node_name(
     client: &mut dyn Client,
     pod: &PodInfo,
 ) -> Result<(), ApiError> {
-    let Some(current) = client.cache().get_pod(&pod.namespace, &pod.name).cloned() else {
+    let Some(current) = client.cache().get_pod(pod.namespace(), pod.name()).cloned() else {
         return Ok(());
     };
     let has = current
@@ -365,8 +365,8 @@ pub(crate) fn clear_nominated_node_name(
     }
     client
         .patch_pod_status(
-            &pod.namespace,
-            &pod.name,
+            pod.namespace(),
+            pod.name(),
             current.metadata.uid.as_deref().unwrap_or(""),
             &mut |s| s.nominated_node_name = None,
         )

@@ -357,9 +357,9 @@ fn sorting_by_importance_orders_as_more_important_pod_with_ties_kept() {
     });
     let mut got = pods;
     super::evaluator::sort_by_importance(&mut got, now());
-    let names = |v: &[Arc<PodInfo>]| v.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+    let names = |v: &[Arc<PodInfo>]| v.iter().map(|p| p.name().to_string()).collect::<Vec<_>>();
     assert_eq!(names(&got), names(&want));
-    assert_eq!(got[0].name, "p2-1", "priority 10, started first");
+    assert_eq!(got[0].name(), "p2-1", "priority 10, started first");
 }
 
 fn pdb_info(app: &str, allowed: i32, disrupted: &[&str]) -> PdbInfo {
@@ -380,7 +380,7 @@ fn pods_are_split_by_whether_their_eviction_violates_a_budget() {
         .iter()
         .map(|n| Arc::new(PodBuilder::new(n).label("app", "web").info()))
         .collect();
-    let names = |v: &[Arc<PodInfo>]| v.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+    let names = |v: &[Arc<PodInfo>]| v.iter().map(|p| p.name().to_string()).collect::<Vec<_>>();
     // One disruption allowed: the first pod uses it, the others violate.
     let (violating, ok) = filter_pods_with_pdb_violation(&pods, &[pdb_info("web", 1, &[])]);
     assert_eq!(

@@ -56,7 +56,7 @@ impl PreFilterState {
         }
         if let Some(t) = &other.affinity_terms {
             for term in &t.required_anti_affinity {
-                if term.matches(&pod.namespace, pod.labels(), self.namespace_labels.as_ref()) {
+                if term.matches(pod.namespace(), pod.labels(), self.namespace_labels.as_ref()) {
                     Arc::make_mut(&mut self.existing_anti_affinity_counts).add_for_node(
                         node,
                         topology::key_id(&term.topology_key),
@@ -67,7 +67,7 @@ impl PreFilterState {
         }
         if matches_all_terms(
             &self.terms.required_affinity,
-            &other.namespace,
+            other.namespace(),
             other.labels(),
         ) {
             for &key in &self.affinity_keys {
@@ -80,7 +80,7 @@ impl PreFilterState {
             .iter()
             .zip(&self.anti_affinity_keys)
         {
-            if term.matches(&other.namespace, other.labels(), None) {
+            if term.matches(other.namespace(), other.labels(), None) {
                 Arc::make_mut(&mut self.anti_affinity_counts).add_for_node(node, key, multiplier);
             }
         }
@@ -126,7 +126,7 @@ fn existing_anti_affinity_of_node(
             continue;
         };
         for term in &t.required_anti_affinity {
-            if term.matches(&pod.namespace, pod.labels(), ns_labels) {
+            if term.matches(pod.namespace(), pod.labels(), ns_labels) {
                 push_pair(&mut out, node, topology::key_id(&term.topology_key), 1);
             }
         }
@@ -151,13 +151,13 @@ fn incoming_of_node(
     for existing in &node.pods {
         if matches_all_terms(
             &terms.required_affinity,
-            &existing.namespace,
+            existing.namespace(),
             existing.labels(),
         ) {
             n_affinity += 1;
         }
         for (i, term) in terms.required_anti_affinity.iter().enumerate() {
-            if term.matches(&existing.namespace, existing.labels(), None) {
+            if term.matches(existing.namespace(), existing.labels(), None) {
                 n_anti[i] += 1;
             }
         }
@@ -185,7 +185,7 @@ impl InterPodAffinity {
         snapshot: &Snapshot,
     ) -> Arc<TopologyCounts> {
         let key = ExistingKey {
-            namespace: pod.namespace.clone(),
+            namespace: pod.namespace().to_string(),
             labels: pod.labels().clone(),
             namespace_labels: ns_labels.cloned(),
         };
@@ -246,7 +246,7 @@ impl PreFilterPlugin for InterPodAffinity {
             return (None, Status::skip());
         }
         let terms = merge_namespaces(&own, snapshot);
-        let ns_labels = namespace_labels(snapshot, &pod.namespace);
+        let ns_labels = namespace_labels(snapshot, pod.namespace());
         let existing = self.existing_anti_affinity_counts(pod, ns_labels.as_ref(), snapshot);
         if existing.is_empty() && !terms.has_required() {
             return (None, Status::skip());
@@ -335,7 +335,7 @@ fn satisfies_pod_affinity(s: &PreFilterState, pod: &PodInfo, node: &NodeInfo) ->
         return true;
     }
     s.affinity_counts.is_empty()
-        && matches_all_terms(&s.terms.required_affinity, &pod.namespace, pod.labels())
+        && matches_all_terms(&s.terms.required_affinity, pod.namespace(), pod.labels())
 }
 
 fn satisfies_pod_anti_affinity(s: &PreFilterState, node: &NodeInfo) -> bool {

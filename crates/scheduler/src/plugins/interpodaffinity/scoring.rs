@@ -147,7 +147,7 @@ impl InterPodAffinity {
             if !key.has_constraints && !existing.has_affinity {
                 continue;
             }
-            let (ens, elabels) = (&existing.namespace, existing.labels());
+            let (ens, elabels) = (existing.namespace(), existing.labels());
             matched += process_terms(
                 &mut out,
                 &key.preferred_affinity,
@@ -175,7 +175,7 @@ impl InterPodAffinity {
                         &mut out,
                         term,
                         self.hard_pod_affinity_weight as i64,
-                        &pod.namespace,
+                        pod.namespace(),
                         pod.labels(),
                         ns_labels,
                         node,
@@ -186,7 +186,7 @@ impl InterPodAffinity {
             matched += process_terms(
                 &mut out,
                 &et.preferred_affinity,
-                &pod.namespace,
+                pod.namespace(),
                 pod.labels(),
                 ns_labels,
                 node,
@@ -195,7 +195,7 @@ impl InterPodAffinity {
             matched += process_terms(
                 &mut out,
                 &et.preferred_anti_affinity,
-                &pod.namespace,
+                pod.namespace(),
                 pod.labels(),
                 ns_labels,
                 node,
@@ -231,9 +231,9 @@ impl PreScorePlugin for InterPodAffinity {
         let key = ScoreKey {
             preferred_affinity: terms.preferred_affinity.clone(),
             preferred_anti_affinity: terms.preferred_anti_affinity.clone(),
-            namespace: pod.namespace.clone(),
+            namespace: pod.namespace().to_string(),
             labels: pod.labels().clone(),
-            namespace_labels: namespace_labels(snapshot, &pod.namespace),
+            namespace_labels: namespace_labels(snapshot, pod.namespace()),
             has_constraints,
         };
         let mut memos = self.memos.lock().expect("memo lock");

@@ -187,7 +187,7 @@ impl PreFilterState {
     /// Accounts `other` being added (`delta` 1) or removed (-1) on `node` (upstream
     /// `updateWithPod`).
     fn update_with_pod(&mut self, pod: &PodInfo, other: &PodInfo, node: &NodeInfo, delta: i32) {
-        if other.namespace != pod.namespace {
+        if other.namespace() != pod.namespace() {
             return;
         }
         let Some(n) = node.node.as_ref() else { return };
@@ -307,7 +307,7 @@ fn node_counts(
         let pair = node
             .label_pair(key_ids[i])
             .expect("a node's interned labels are its labels");
-        let count = count_pods_match_selector(&node.pods, &c.selector, &pod.namespace);
+        let count = count_pods_match_selector(&node.pods, &c.selector, pod.namespace());
         out.push((i, value, pair, count));
     }
     out
@@ -325,7 +325,7 @@ impl PodTopologySpread {
     ) -> PreFilterState {
         let required = Arc::new(RequiredNodeAffinity::from_pod(pod.spec()));
         let key = FilterMemoKey {
-            namespace: pod.namespace.clone(),
+            namespace: pod.namespace().to_string(),
             tolerations: if constraints.iter().any(|c| c.honor_node_taints) {
                 pod.tolerations().to_vec()
             } else {

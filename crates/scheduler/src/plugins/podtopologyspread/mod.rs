@@ -331,7 +331,7 @@ pub(crate) fn count_pods_match_selector(
 ) -> i32 {
     let mut n = 0;
     for p in pods {
-        if p.namespace != namespace || p.is_terminating() {
+        if p.namespace() != namespace || p.is_terminating() {
             continue;
         }
         if selector.matches(p.labels()) {

@@ -418,7 +418,7 @@ impl Tally<'_> {
             None => count_pods_match_selector(
                 &node.pods,
                 &self.constraints[i].selector,
-                &self.pod.namespace,
+                self.pod.namespace(),
             ) as i64,
         }
     }
@@ -556,7 +556,7 @@ impl PreScorePlugin for PodTopologySpread {
             |agg, e, sign| agg.apply(e, sign),
         );
         let count_key = CountKey {
-            namespace: pod.namespace.clone(),
+            namespace: pod.namespace().to_string(),
             constraints,
             require_all,
         };
@@ -663,7 +663,7 @@ fn score_node(s: &PreScoreState, pod: &PodInfo, node: &NodeInfo) -> i64 {
             continue;
         };
         let count = if c.topology_key == LABEL_HOSTNAME {
-            count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64
+            count_pods_match_selector(&node.pods, &c.selector, pod.namespace()) as i64
         } else {
             s.topology_value_to_pod_counts[i]
                 .get(value.as_str())

@@ -224,7 +224,7 @@ fn the_pre_score_memo_gives_the_same_scores_as_a_full_recount() {
                 let got = scores_of(Some(memoized), pod, &filtered, &snap);
                 let want = scores_of(None, pod, &filtered, &snap);
                 let (got, want) = (got.unwrap(), want.unwrap());
-                assert_eq!(got.1, want.1, "scores, cycle {cycle}, pod {}", pod.name);
+                assert_eq!(got.1, want.1, "scores, cycle {cycle}, pod {}", pod.name());
                 assert_eq!(got.0.ignored, want.0.ignored);
                 assert_eq!(
                     got.0.topology_value_to_pod_counts,
@@ -487,9 +487,9 @@ fn the_default_soft_constraints_are_reused_only_for_the_same_replica_set_and_sel
         let want = pl
             .constraints(&pod.pod, SCHEDULE_ANYWAY, Some(snap))
             .unwrap();
-        assert_eq!(&got[..], &want[..], "{}", pod.name);
+        assert_eq!(&got[..], &want[..], "{}", pod.name());
         let same = last.as_ref().is_some_and(|l| Arc::ptr_eq(l, &got));
-        assert_eq!(same, reused, "{}", pod.name);
+        assert_eq!(same, reused, "{}", pod.name());
         last = Some(got);
     };
     check(&snap, replica("ns0", "web", "a"), false);
@@ -595,7 +595,7 @@ fn add_matching_pods(
             let Some(count) = s.topology_value_to_pod_counts[i].get_mut(value) else {
                 continue;
             };
-            *count += count_pods_match_selector(&node.pods, &c.selector, &pod.namespace) as i64;
+            *count += count_pods_match_selector(&node.pods, &c.selector, pod.namespace()) as i64;
         }
     }
 }
