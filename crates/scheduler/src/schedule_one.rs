@@ -298,10 +298,7 @@ impl Scheduler {
     fn assume(&mut self, pod: &Arc<PodInfo>, host: &str) -> Result<Arc<PodInfo>, ScheduleError> {
         let mut assumed_pod = StoredPod::clone(&pod.pod);
         assumed_pod.set_node_name(Some(host.to_string()));
-        let assumed = Arc::new(PodInfo {
-            pod: Arc::new(assumed_pod),
-            ..PodInfo::clone(pod)
-        });
+        let assumed = Arc::new(pod.with_pod(Arc::new(assumed_pod)));
         if let Err(e) = self.cache.assume_pod(assumed.clone(), host) {
             return Err(ScheduleError::Internal(Status::error(e.to_string())));
         }

@@ -73,7 +73,7 @@ impl<'a> FirstPass<'a> {
         let mut requested = node.requested.clone();
         let mut num_pods = node.pods.len();
         for np in nominated.filter(relevant) {
-            requested.add(&np.requests);
+            requested.add(np.requests());
             num_pods += 1;
         }
         let known = match own {

@@ -78,7 +78,7 @@ pub fn calculate_num_candidates(n: i32, percentage: i32, absolute: i32) -> i32 {
 
 /// The pod's start time (`status.startTime`), or `now` for a pod that has not started.
 fn start_time(pod: &PodInfo, now: jiff::Timestamp) -> jiff::Timestamp {
-    pod.start_time.unwrap_or(now)
+    pod.start_time().unwrap_or(now)
 }
 
 /// Whether `a` is more important than `b`: higher priority, or equal priority and started

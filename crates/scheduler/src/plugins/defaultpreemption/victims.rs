@@ -252,7 +252,7 @@ impl<'a> VictimSearch<'a> {
         }
         self.requested.clone_from(&node.requested);
         for p in potential.iter() {
-            self.requested.sub(&p.requests);
+            self.requested.sub(p.requests());
         }
         if relevant.is_empty() && filters.sums.is_none() {
             if let Some(found) = self.by_requests(filters, node, potential, known) {
@@ -290,7 +290,7 @@ impl<'a> VictimSearch<'a> {
             let with = &mut self.with_nominated_requested;
             with.clone_from(requested);
             for np in relevant {
-                with.add(&np.requests);
+                with.add(np.requests());
             }
             let n = num_pods + relevant.len();
             let s = status_with_requests(flagged, state, pod, node, with, n, known)?;
@@ -348,7 +348,7 @@ impl<'a> VictimSearch<'a> {
         let alloc = &node.allocatable;
         let mut used = SumsCheck::sums_of(&node.requested);
         for p in potential.iter() {
-            let r = SumsCheck::sums_of(&p.requests);
+            let r = SumsCheck::sums_of(p.requests());
             used = [0, 1, 2].map(|i| used[i].saturating_sub(r[i]));
         }
         let mut num_pods = node.pods.len() - potential.len();
@@ -362,7 +362,7 @@ impl<'a> VictimSearch<'a> {
         self.by_requests += 1;
         self.by_sums += 1;
         let mut reprieve = |p: &Arc<PodInfo>| -> Result<bool, Status> {
-            let r = SumsCheck::sums_of(&p.requests);
+            let r = SumsCheck::sums_of(p.requests());
             let added = [0, 1, 2].map(|i| used[i].saturating_add(r[i]));
             let fits = check.passes(alloc, &added, num_pods + 1);
             if fits {
@@ -417,11 +417,11 @@ impl<'a> VictimSearch<'a> {
         }
         self.by_requests += 1;
         let mut reprieve = |p: &Arc<PodInfo>| -> Result<bool, Status> {
-            requested.add(&p.requests);
+            requested.add(p.requests());
             num_pods += 1;
             let fits = passes(requested, num_pods).unwrap_or(false);
             if !fits {
-                requested.sub(&p.requests);
+                requested.sub(p.requests());
                 num_pods -= 1;
             }
             Ok(fits)

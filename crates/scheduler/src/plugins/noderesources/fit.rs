@@ -202,14 +202,14 @@ impl Fit {
     ) {
         match state.read::<PreFilterState>(&PRE_FILTER_KEY) {
             Some(s) => fits_request(
-                &pod.requests,
+                pod.requests(),
                 s.scalars.iter().copied(),
                 node,
                 on_insufficient,
             ),
             None => {
-                let scalars = self.scalars_to_check(&pod.requests);
-                fits_request(&pod.requests, scalars.into_iter(), node, on_insufficient)
+                let scalars = self.scalars_to_check(pod.requests());
+                fits_request(pod.requests(), scalars.into_iter(), node, on_insufficient)
             }
         }
     }
@@ -272,7 +272,7 @@ impl PreFilterPlugin for Fit {
         state.write(
             &PRE_FILTER_KEY,
             PreFilterState {
-                scalars: self.scalars_to_check(&pod.requests),
+                scalars: self.scalars_to_check(pod.requests()),
             },
         );
         (None, Status::success())
@@ -329,11 +329,11 @@ impl FilterPlugin for Fit {
     fn sums_check(&self, state: &CycleState, pod: &PodInfo) -> Option<SumsCheck> {
         let no_scalars = match state.read::<PreFilterState>(&PRE_FILTER_KEY) {
             Some(s) => s.scalars.is_empty(),
-            None => self.scalars_to_check(&pod.requests).is_empty(),
+            None => self.scalars_to_check(pod.requests()).is_empty(),
         };
         no_scalars.then(|| SumsCheck {
-            count_only: pod.requests.is_zero_request(),
-            want: SumsCheck::sums_of(&pod.requests),
+            count_only: pod.requests().is_zero_request(),
+            want: SumsCheck::sums_of(pod.requests()),
         })
     }
 }

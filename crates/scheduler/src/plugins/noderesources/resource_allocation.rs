@@ -83,9 +83,9 @@ impl ResourceList {
     /// `calculatePodResourceRequestList`).
     pub fn pod_requests(&self, pod: &PodInfo) -> Vec<i64> {
         let (cpu_mem, other) = if self.use_requested {
-            (&pod.requests, &pod.requests)
+            (pod.requests(), pod.requests())
         } else {
-            (&pod.non_zero_requests, &pod.requests)
+            (pod.non_zero_requests(), pod.requests())
         };
         self.keys
             .iter()
