@@ -322,16 +322,17 @@ struct Tally<'a> {
     places: Option<&'a [usize]>,
 }
 
-/// A [`Tallied::rows`] cell of a constraint that does not count on the node (it has no value
+/// A [`Tallied::cols`] cell of a constraint that does not count on the node (it has no value
 /// for the topology key, or the node is ignored).
 const NO_VALUE: i64 = -1;
 
 /// What PreScore's one pass over the filtered nodes keeps for their raw scores.
 #[derive(Default)]
 struct Tallied {
-    /// Per filtered node × constraint (a node's constraints in a row): the node's own count
-    /// (hostname constraints), its domain id (other constraints), or [`NO_VALUE`].
-    rows: Vec<i64>,
+    /// Per constraint × filtered node (a constraint's nodes in a column, so that
+    /// [`raw_scores`] adds a column in one straight loop): the node's own count (hostname
+    /// constraints), its domain id (other constraints), or [`NO_VALUE`].
+    cols: Vec<i64>,
     /// Per constraint: domain id → the domain's count, for the domains of the nodes not
     /// ignored (hostname constraints: none).
     totals: Vec<Vec<Option<i64>>>,
@@ -343,20 +344,19 @@ struct Tallied {
 
 impl Tally<'_> {
     /// Goes through the filtered nodes once: whether each is ignored (`s.ignored`), what its
-    /// raw score reads (`Tallied::rows`), and the counts of the domains they are in
+    /// raw score reads (`Tallied::cols`), and the counts of the domains they are in
     /// (`Tallied::totals`, `s.topology_value_to_pod_counts`).
     fn run(&self, nodes: &[&NodeInfo], domains: &mut DomainIds, s: &mut PreScoreState) -> Tallied {
-        let (memo, n_constraints) = (self.memo, self.constraints.len());
+        let (memo, n_constraints, n) = (self.memo, self.constraints.len(), nodes.len());
         let mut t = Tallied {
-            rows: vec![NO_VALUE; nodes.len() * n_constraints],
+            cols: vec![NO_VALUE; n * n_constraints],
             totals: vec![Vec::new(); n_constraints],
             sizes: vec![0; n_constraints],
             n_ignored: 0,
         };
         s.ignored.resize(nodes.len(), false);
         let mut fresh;
-        let rows = t.rows.chunks_exact_mut(n_constraints);
-        for (j, ((&node, row), ignored)) in nodes.iter().zip(rows).zip(&mut s.ignored).enumerate() {
+        for (j, (&node, ignored)) in nodes.iter().zip(&mut s.ignored).enumerate() {
             // With the node's place, its entry is read from the memo without its NodeInfo, and
             // its hostname counts are the kept ones.
             let (counted_at, known) = match self.places.map(|places| places[j]) {
@@ -381,8 +381,11 @@ impl Tally<'_> {
                 t.n_ignored += 1;
                 continue;
             }
-            let cells = self.hostname.iter().zip(entry_cells).zip(row).enumerate();
-            for (i, ((&is_hostname, cell), slot)) in cells {
+            // `n` is at least 1 here: this is the `j`th of the `n` nodes.
+            let cols = t.cols.chunks_exact_mut(n);
+            let cells = self.hostname.iter().zip(entry_cells).zip(cols).enumerate();
+            for (i, ((&is_hostname, cell), col)) in cells {
+                let slot = &mut col[j];
                 if is_hostname {
                     if cell.has_value {
                         *slot = self.host_count(counted_at, node, i);
@@ -453,20 +456,11 @@ fn normalizing_weights(
         .collect()
 }
 
-/// What one constraint adds to a node's raw score: `count × weight + (maxSkew − 1)`
-/// ([`score_for_count`]), with the count the node's own (hostname) or its domain's, whose
-/// terms are computed once per domain.
-struct Term {
-    weight: f64,
-    skew: f64,
-    /// By domain id, for the constraints that are not the hostname's; empty for it.
-    by_domain: Vec<f64>,
-    hostname: bool,
-}
-
-/// The filtered nodes' raw scores from their rows, in PreScore's order. Each node's terms are
-/// the ones [`score_for_count`] gives and are added in the constraints' order as before, so
-/// the sums round as they did.
+/// The filtered nodes' raw scores from their columns, in PreScore's order. Each node's terms
+/// are the ones [`score_for_count`] gives and are added in the constraints' order as before
+/// (a column at a time), so the sums round as they did. A cell without a value adds `+0.0`,
+/// which leaves any sum that starts at `+0.0` as it was (only `-0.0 + -0.0` is `-0.0`), so
+/// the loops need no branch for it.
 fn raw_scores(
     nodes: &[&NodeInfo],
     s: &PreScoreState,
@@ -474,39 +468,70 @@ fn raw_scores(
     hostname: &[bool],
     t: &Tallied,
 ) -> Vec<(usize, i64)> {
-    let terms: Vec<Term> = constraints
+    let n = nodes.len();
+    let mut sums = vec![0.0; n];
+    // `chunks_exact(0)` panics; no node, no column to add.
+    let cols = t.cols.chunks_exact(n.max(1));
+    let columns = constraints
         .iter()
         .zip(&t.totals)
         .zip(&s.topology_normalizing_weight)
         .zip(hostname)
-        .map(|(((c, totals), &weight), &hostname)| Term {
-            weight,
-            skew: (c.max_skew - 1) as f64,
-            by_domain: totals
-                .iter()
-                .map(|total| score_for_count(total.unwrap_or(0), c.max_skew, weight))
-                .collect(),
-            hostname,
-        })
-        .collect();
-    let rows = t.rows.chunks_exact(constraints.len());
-    let mut raw = Vec::with_capacity(nodes.len());
-    for ((node, row), &ignored) in nodes.iter().zip(rows).zip(&s.ignored) {
-        let mut score = 0.0;
-        if !ignored {
-            for (term, &v) in terms.iter().zip(row) {
-                if v == NO_VALUE {
-                    continue;
-                }
-                score += match term.hostname {
-                    true => v as f64 * term.weight + term.skew,
-                    false => term.by_domain[v as usize],
-                };
-            }
+        .zip(cols);
+    for ((((c, totals), &weight), &hostname), col) in columns {
+        let skew = (c.max_skew - 1) as f64;
+        if hostname {
+            add_host_terms(&mut sums, col, weight, skew);
+            continue;
         }
-        raw.push((node_address(node), score.round() as i64));
+        // By domain id + 1: [`NO_VALUE`] reads the leading `+0.0`.
+        let by_domain: Vec<f64> = std::iter::once(0.0)
+            .chain(
+                totals
+                    .iter()
+                    .map(|total| score_for_count(total.unwrap_or(0), c.max_skew, weight)),
+            )
+            .collect();
+        add_domain_terms(&mut sums, col, &by_domain);
     }
-    raw
+    nodes
+        .iter()
+        .zip(&sums)
+        .map(|(node, &sum)| (node_address(node), round_half_away(sum)))
+        .collect()
+}
+
+/// Adds a hostname column's terms, `count × weight + (maxSkew − 1)` as [`score_for_count`]
+/// computes them, to the sums.
+fn add_host_terms(sums: &mut [f64], col: &[i64], weight: f64, skew: f64) {
+    assert_eq!(sums.len(), col.len());
+    for (sum, &v) in sums.iter_mut().zip(col) {
+        let term = v as f64 * weight + skew;
+        *sum += if v == NO_VALUE { 0.0 } else { term };
+    }
+}
+
+/// Adds a domain column's terms, read from `by_domain` at the domain id + 1, to the sums.
+fn add_domain_terms(sums: &mut [f64], col: &[i64], by_domain: &[f64]) {
+    assert_eq!(sums.len(), col.len());
+    for (sum, &v) in sums.iter_mut().zip(col) {
+        *sum += by_domain[(v + 1) as usize];
+    }
+}
+
+/// `x.round() as i64` (half away from zero, saturating, NaN to 0) without the call to libm's
+/// `round` that the baseline x86-64 target makes for `f64::round`: the truncation is exact
+/// and so is `x − trunc(x)`.
+pub(super) fn round_half_away(x: f64) -> i64 {
+    let whole = x as i64;
+    let frac = x - whole as f64;
+    if frac >= 0.5 {
+        whole.saturating_add(1)
+    } else if frac <= -0.5 {
+        whole.saturating_sub(1)
+    } else {
+        whole
+    }
 }
 
 impl PreScorePlugin for PodTopologySpread {
