@@ -13,7 +13,7 @@ use crate::framework::{
 use crate::plugins::helper::FxHashMap;
 use crate::plugins::memo::NodeMemo;
 
-use super::score_counts::{CountKey, ScoreCounts};
+use super::score_counts::{CountKey, ScoreCounts, NO_VALUE};
 use super::soft_defaults::{replica_set_of, SoftDefaults};
 
 use super::{
@@ -322,16 +322,13 @@ struct Tally<'a> {
     places: Option<&'a [usize]>,
 }
 
-/// A [`Tallied::cols`] cell of a constraint that does not count on the node (it has no value
-/// for the topology key, or the node is ignored).
-const NO_VALUE: i64 = -1;
-
 /// What PreScore's one pass over the filtered nodes keeps for their raw scores.
 #[derive(Default)]
 struct Tallied {
     /// Per constraint × filtered node (a constraint's nodes in a column, so that
     /// [`raw_scores`] adds a column in one straight loop): the node's own count (hostname
-    /// constraints), its domain id (other constraints), or [`NO_VALUE`].
+    /// constraints), its domain id (other constraints), or [`NO_VALUE`] when the constraint
+    /// does not count on the node (it has no value for the topology key, or it is ignored).
     cols: Vec<i64>,
     /// Per constraint: domain id → the domain's count, for the domains of the nodes not
     /// ignored (hostname constraints: none).
@@ -342,34 +339,114 @@ struct Tallied {
     n_ignored: usize,
 }
 
+impl Tallied {
+    /// Empty columns for `n_constraints` constraints and `n` filtered nodes.
+    fn new(n_constraints: usize, n: usize) -> Tallied {
+        Tallied {
+            cols: vec![NO_VALUE; n * n_constraints],
+            totals: vec![Vec::new(); n_constraints],
+            sizes: vec![0; n_constraints],
+            n_ignored: 0,
+        }
+    }
+}
+
+/// Records the count of domain `id` of constraint `i` the first time a filtered node not
+/// ignored is in it (domains of no filtered node do not matter).
+fn see_domain(
+    totals: &mut Vec<Option<i64>>,
+    size: &mut usize,
+    (i, id): (usize, usize),
+    counts: &ScoreCounts,
+    names: &[String],
+    by_value: &mut FxHashMap<String, i64>,
+) {
+    if totals.len() <= id {
+        totals.resize(id + 1, None);
+    }
+    if totals[id].is_none() {
+        let total = counts.domain_total(i, id);
+        totals[id] = Some(total);
+        by_value.insert(names[id].clone(), total);
+        *size += 1;
+    }
+}
+
 impl Tally<'_> {
     /// Goes through the filtered nodes once: whether each is ignored (`s.ignored`), what its
     /// raw score reads (`Tallied::cols`), and the counts of the domains they are in
     /// (`Tallied::totals`, `s.topology_value_to_pod_counts`).
     fn run(&self, nodes: &[&NodeInfo], domains: &mut DomainIds, s: &mut PreScoreState) -> Tallied {
-        let (memo, n_constraints, n) = (self.memo, self.constraints.len(), nodes.len());
-        let mut t = Tallied {
-            cols: vec![NO_VALUE; n * n_constraints],
-            totals: vec![Vec::new(); n_constraints],
-            sizes: vec![0; n_constraints],
-            n_ignored: 0,
-        };
-        s.ignored.resize(nodes.len(), false);
+        match self.places {
+            Some(places) => self.run_by_place(nodes, places, domains, s),
+            None => self.run_by_node(nodes, domains, s),
+        }
+    }
+
+    /// [`Self::run`] with the filtered nodes' places: a column at a time, each cell copied
+    /// from the place's in the counts' [`PlaceCols`](super::score_counts::PlaceCols) (which
+    /// follow the memo just updated, so every place has its entry there).
+    fn run_by_place(
+        &self,
+        nodes: &[&NodeInfo],
+        places: &[usize],
+        domains: &DomainIds,
+        s: &mut PreScoreState,
+    ) -> Tallied {
+        debug_assert!(nodes.iter().zip(places).all(|(&node, &p)| self
+            .memo
+            .contribution(p)
+            .is_some_and(|(info, _)| std::ptr::eq(info, node))));
+        let by_place = &self.counts.by_place;
+        let n = places.len();
+        let mut t = Tallied::new(self.constraints.len(), n);
+        s.ignored.clear();
+        s.ignored
+            .extend(places.iter().map(|&p| by_place.ignored()[p]));
+        t.n_ignored = s.ignored.iter().filter(|&&ignored| ignored).count();
+        // `chunks_exact_mut(0)` panics; no node, no column to fill.
+        let cols = t.cols.chunks_exact_mut(n.max(1));
+        let per_constraint = (cols.zip(&mut t.totals).zip(&mut t.sizes)).zip(
+            self.hostname
+                .iter()
+                .zip(&mut s.topology_value_to_pod_counts),
+        );
+        for (i, (((col, totals), size), (&hostname, by_value))) in per_constraint.enumerate() {
+            let (ids, values) = by_place.column(i);
+            if hostname {
+                for (slot, &p) in col.iter_mut().zip(places) {
+                    if values[p] != NO_VALUE {
+                        *slot = self.counts.at(p, i);
+                    }
+                }
+                continue;
+            }
+            for ((slot, &p), &ignored) in col.iter_mut().zip(places).zip(&s.ignored) {
+                *slot = values[p];
+                if !ignored {
+                    let at = (i, ids[p] as usize);
+                    see_domain(totals, size, at, self.counts, &domains.names, by_value);
+                }
+            }
+        }
+        t
+    }
+
+    /// [`Self::run`] without the filtered nodes' places: node by node, each node's entry
+    /// found in the memo by its NodeInfo or computed afresh, and hostname counts counted
+    /// from its pods.
+    fn run_by_node(
+        &self,
+        nodes: &[&NodeInfo],
+        domains: &mut DomainIds,
+        s: &mut PreScoreState,
+    ) -> Tallied {
+        let n = nodes.len();
+        let mut t = Tallied::new(self.constraints.len(), n);
+        s.ignored.resize(n, false);
         let mut fresh;
         for (j, (&node, ignored)) in nodes.iter().zip(&mut s.ignored).enumerate() {
-            // With the node's place, its entry is read from the memo without its NodeInfo, and
-            // its hostname counts are the kept ones.
-            let (counted_at, known) = match self.places.map(|places| places[j]) {
-                Some(p) => match memo.contribution(p) {
-                    Some((info, e)) => {
-                        debug_assert!(std::ptr::eq(info, node));
-                        (Some(p), Some(memo.agg.cells_of(e)))
-                    }
-                    None => (None, None),
-                },
-                None => (None, memo.agg.lookup(node)),
-            };
-            let (all_keys, entry_cells) = match known {
+            let (all_keys, entry_cells) = match self.memo.agg.lookup(node) {
                 Some(e) => e,
                 None => {
                     fresh = node_entry(self.pod, self.constraints, self.required, node, domains);
@@ -385,45 +462,37 @@ impl Tally<'_> {
             let cols = t.cols.chunks_exact_mut(n);
             let cells = self.hostname.iter().zip(entry_cells).zip(cols).enumerate();
             for (i, ((&is_hostname, cell), col)) in cells {
-                let slot = &mut col[j];
                 if is_hostname {
                     if cell.has_value {
-                        *slot = self.host_count(counted_at, node, i);
+                        col[j] = self.host_count(node, i);
                     }
                     continue;
                 }
-                let id = cell.id as usize;
                 if cell.has_value {
-                    *slot = id as i64;
+                    col[j] = i64::from(cell.id);
                 }
-                let seen = &mut t.totals[i];
-                if seen.len() <= id {
-                    seen.resize(id + 1, None);
-                }
-                if seen[id].is_none() {
-                    // Domains of no filtered node do not matter; hostname counts are per node.
-                    let total = self.counts.domain_total(i, id);
-                    seen[id] = Some(total);
-                    let value = domains.names[id].clone();
-                    s.topology_value_to_pod_counts[i].insert(value, total);
-                    t.sizes[i] += 1;
-                }
+                let at = (i, cell.id as usize);
+                let by_value = &mut s.topology_value_to_pod_counts[i];
+                see_domain(
+                    &mut t.totals[i],
+                    &mut t.sizes[i],
+                    at,
+                    self.counts,
+                    &domains.names,
+                    by_value,
+                );
             }
         }
         t
     }
 
-    /// The `i`th (hostname) constraint's count on `node`: the kept one at `counted_at` when
-    /// the memo holds that place, else counted from its pods.
-    fn host_count(&self, counted_at: Option<usize>, node: &NodeInfo, i: usize) -> i64 {
-        match counted_at {
-            Some(p) => self.counts.at(p, i),
-            None => count_pods_match_selector(
-                &node.pods,
-                &self.constraints[i].selector,
-                &self.pod.namespace,
-            ) as i64,
-        }
+    /// The `i`th (hostname) constraint's count on `node`, counted from its pods.
+    fn host_count(&self, node: &NodeInfo, i: usize) -> i64 {
+        count_pods_match_selector(
+            &node.pods,
+            &self.constraints[i].selector,
+            &self.pod.namespace,
+        ) as i64
     }
 }
 
