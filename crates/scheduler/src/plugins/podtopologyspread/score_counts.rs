@@ -63,6 +63,83 @@ pub(crate) struct ScoreCounts {
     pods: PodsByNamespace,
     /// Per constraint of the key: an earlier constraint with the same selector, if any.
     same_selector: Vec<Option<usize>>,
+    /// What each place is for PreScore's pass over the filtered nodes, by column.
+    pub(crate) by_place: PlaceCols,
+}
+
+/// What PreScore's pass over the filtered nodes reads of each place, one column per
+/// constraint over the snapshot's places, so that the pass copies a column's cells for the
+/// filtered places instead of finding each node's entry (see `Tally` in `scoring.rs`). It
+/// follows the entries memo as the counts do, and the key's `require_all`; counts are not
+/// in it (a hostname cell says only whether the node's count is read).
+#[derive(Default)]
+pub(crate) struct PlaceCols {
+    /// The memo's restarts and node list's length, `require_all` and the constraints' count
+    /// the columns were built for.
+    built_for: Option<((u64, usize), bool, usize)>,
+    /// Per place: whether the node is ignored (it lacks a key every node must have).
+    ignored: Vec<bool>,
+    /// By constraint × place: the id of the node's domain (unused for hostname constraints).
+    ids: Vec<u32>,
+    /// By constraint × place: [`NO_VALUE`] when the node has no value for the topology key or
+    /// is ignored, else its domain id (0 for hostname constraints).
+    values: Vec<i64>,
+}
+
+/// A place's cell in [`PlaceCols::values`] that the pass does not read.
+pub(crate) const NO_VALUE: i64 = -1;
+
+impl PlaceCols {
+    /// Whether the node at each place is ignored.
+    pub(crate) fn ignored(&self) -> &[bool] {
+        &self.ignored
+    }
+
+    /// Constraint `i`'s column: the domain ids and the values, by place.
+    pub(crate) fn column(&self, i: usize) -> (&[u32], &[i64]) {
+        let len = self.ignored.len();
+        (
+            &self.ids[i * len..(i + 1) * len],
+            &self.values[i * len..(i + 1) * len],
+        )
+    }
+
+    /// Brings the columns up to date with `memo` for `key`: every place when what they were
+    /// built for changed, else the places the memo recomputed.
+    fn update(&mut self, key: &CountKey, follows: (u64, usize), memo: &ScoreMemo) {
+        let built_for = (follows, key.require_all, key.constraints.len());
+        if self.built_for == Some(built_for) {
+            for &place in memo.last_update().0 {
+                self.set(key, memo, place);
+            }
+            return;
+        }
+        self.built_for = Some(built_for);
+        let cells = follows.1 * key.constraints.len();
+        self.ignored = vec![false; follows.1];
+        self.ids = vec![0; cells];
+        self.values = vec![NO_VALUE; cells];
+        for place in 0..follows.1 {
+            self.set(key, memo, place);
+        }
+    }
+
+    /// One place's cells from its entry.
+    fn set(&mut self, key: &CountKey, memo: &ScoreMemo, place: usize) {
+        let (all_keys, entry) = entry_at(memo, place);
+        let ignored = key.require_all && !all_keys;
+        self.ignored[place] = ignored;
+        let len = self.ignored.len();
+        for (i, (c, cell)) in key.constraints.iter().zip(entry).enumerate() {
+            self.ids[i * len + place] = cell.id;
+            let hostname = c.topology_key == LABEL_HOSTNAME;
+            self.values[i * len + place] = match (ignored || !cell.has_value, hostname) {
+                (true, _) => NO_VALUE,
+                (false, true) => 0,
+                (false, false) => i64::from(cell.id),
+            };
+        }
+    }
 }
 
 /// Per constraint: the first earlier constraint with the same selector, if any.
@@ -120,6 +197,7 @@ impl ScoreCounts {
     pub(crate) fn update(&mut self, key: CountKey, memo: &ScoreMemo, snapshot: &Snapshot) {
         let (changed, restarts) = memo.last_update();
         let follows = (restarts, snapshot.node_infos.len());
+        self.by_place.update(&key, follows, memo);
         if self.key.as_ref() == Some(&key) && self.follows == follows {
             for &place in changed {
                 self.recount(place, snapshot, memo);

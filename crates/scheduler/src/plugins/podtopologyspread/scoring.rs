@@ -13,7 +13,7 @@ use crate::framework::{
 use crate::plugins::helper::FxHashMap;
 use crate::plugins::memo::NodeMemo;
 
-use super::score_counts::{CountKey, ScoreCounts};
+use super::score_counts::{CountKey, ScoreCounts, NO_VALUE};
 use super::soft_defaults::{replica_set_of, SoftDefaults};
 
 use super::{
@@ -322,16 +322,14 @@ struct Tally<'a> {
     places: Option<&'a [usize]>,
 }
 
-/// A [`Tallied::rows`] cell of a constraint that does not count on the node (it has no value
-/// for the topology key, or the node is ignored).
-const NO_VALUE: i64 = -1;
-
 /// What PreScore's one pass over the filtered nodes keeps for their raw scores.
 #[derive(Default)]
 struct Tallied {
-    /// Per filtered node × constraint (a node's constraints in a row): the node's own count
-    /// (hostname constraints), its domain id (other constraints), or [`NO_VALUE`].
-    rows: Vec<i64>,
+    /// Per constraint × filtered node (a constraint's nodes in a column, so that
+    /// [`raw_scores`] adds a column in one straight loop): the node's own count (hostname
+    /// constraints), its domain id (other constraints), or [`NO_VALUE`] when the constraint
+    /// does not count on the node (it has no value for the topology key, or it is ignored).
+    cols: Vec<i64>,
     /// Per constraint: domain id → the domain's count, for the domains of the nodes not
     /// ignored (hostname constraints: none).
     totals: Vec<Vec<Option<i64>>>,
@@ -341,35 +339,114 @@ struct Tallied {
     n_ignored: usize,
 }
 
-impl Tally<'_> {
-    /// Goes through the filtered nodes once: whether each is ignored (`s.ignored`), what its
-    /// raw score reads (`Tallied::rows`), and the counts of the domains they are in
-    /// (`Tallied::totals`, `s.topology_value_to_pod_counts`).
-    fn run(&self, nodes: &[&NodeInfo], domains: &mut DomainIds, s: &mut PreScoreState) -> Tallied {
-        let (memo, n_constraints) = (self.memo, self.constraints.len());
-        let mut t = Tallied {
-            rows: vec![NO_VALUE; nodes.len() * n_constraints],
+impl Tallied {
+    /// Empty columns for `n_constraints` constraints and `n` filtered nodes.
+    fn new(n_constraints: usize, n: usize) -> Tallied {
+        Tallied {
+            cols: vec![NO_VALUE; n * n_constraints],
             totals: vec![Vec::new(); n_constraints],
             sizes: vec![0; n_constraints],
             n_ignored: 0,
-        };
-        s.ignored.resize(nodes.len(), false);
-        let mut fresh;
-        let rows = t.rows.chunks_exact_mut(n_constraints);
-        for (j, ((&node, row), ignored)) in nodes.iter().zip(rows).zip(&mut s.ignored).enumerate() {
-            // With the node's place, its entry is read from the memo without its NodeInfo, and
-            // its hostname counts are the kept ones.
-            let (counted_at, known) = match self.places.map(|places| places[j]) {
-                Some(p) => match memo.contribution(p) {
-                    Some((info, e)) => {
-                        debug_assert!(std::ptr::eq(info, node));
-                        (Some(p), Some(memo.agg.cells_of(e)))
+        }
+    }
+}
+
+/// Records the count of domain `id` of constraint `i` the first time a filtered node not
+/// ignored is in it (domains of no filtered node do not matter).
+fn see_domain(
+    totals: &mut Vec<Option<i64>>,
+    size: &mut usize,
+    (i, id): (usize, usize),
+    counts: &ScoreCounts,
+    names: &[String],
+    by_value: &mut FxHashMap<String, i64>,
+) {
+    if totals.len() <= id {
+        totals.resize(id + 1, None);
+    }
+    if totals[id].is_none() {
+        let total = counts.domain_total(i, id);
+        totals[id] = Some(total);
+        by_value.insert(names[id].clone(), total);
+        *size += 1;
+    }
+}
+
+impl Tally<'_> {
+    /// Goes through the filtered nodes once: whether each is ignored (`s.ignored`), what its
+    /// raw score reads (`Tallied::cols`), and the counts of the domains they are in
+    /// (`Tallied::totals`, `s.topology_value_to_pod_counts`).
+    fn run(&self, nodes: &[&NodeInfo], domains: &mut DomainIds, s: &mut PreScoreState) -> Tallied {
+        match self.places {
+            Some(places) => self.run_by_place(nodes, places, domains, s),
+            None => self.run_by_node(nodes, domains, s),
+        }
+    }
+
+    /// [`Self::run`] with the filtered nodes' places: a column at a time, each cell copied
+    /// from the place's in the counts' [`PlaceCols`](super::score_counts::PlaceCols) (which
+    /// follow the memo just updated, so every place has its entry there).
+    fn run_by_place(
+        &self,
+        nodes: &[&NodeInfo],
+        places: &[usize],
+        domains: &DomainIds,
+        s: &mut PreScoreState,
+    ) -> Tallied {
+        debug_assert!(nodes.iter().zip(places).all(|(&node, &p)| self
+            .memo
+            .contribution(p)
+            .is_some_and(|(info, _)| std::ptr::eq(info, node))));
+        let by_place = &self.counts.by_place;
+        let n = places.len();
+        let mut t = Tallied::new(self.constraints.len(), n);
+        s.ignored.clear();
+        s.ignored
+            .extend(places.iter().map(|&p| by_place.ignored()[p]));
+        t.n_ignored = s.ignored.iter().filter(|&&ignored| ignored).count();
+        // `chunks_exact_mut(0)` panics; no node, no column to fill.
+        let cols = t.cols.chunks_exact_mut(n.max(1));
+        let per_constraint = (cols.zip(&mut t.totals).zip(&mut t.sizes)).zip(
+            self.hostname
+                .iter()
+                .zip(&mut s.topology_value_to_pod_counts),
+        );
+        for (i, (((col, totals), size), (&hostname, by_value))) in per_constraint.enumerate() {
+            let (ids, values) = by_place.column(i);
+            if hostname {
+                for (slot, &p) in col.iter_mut().zip(places) {
+                    if values[p] != NO_VALUE {
+                        *slot = self.counts.at(p, i);
                     }
-                    None => (None, None),
-                },
-                None => (None, memo.agg.lookup(node)),
-            };
-            let (all_keys, entry_cells) = match known {
+                }
+                continue;
+            }
+            for ((slot, &p), &ignored) in col.iter_mut().zip(places).zip(&s.ignored) {
+                *slot = values[p];
+                if !ignored {
+                    let at = (i, ids[p] as usize);
+                    see_domain(totals, size, at, self.counts, &domains.names, by_value);
+                }
+            }
+        }
+        t
+    }
+
+    /// [`Self::run`] without the filtered nodes' places: node by node, each node's entry
+    /// found in the memo by its NodeInfo or computed afresh, and hostname counts counted
+    /// from its pods.
+    fn run_by_node(
+        &self,
+        nodes: &[&NodeInfo],
+        domains: &mut DomainIds,
+        s: &mut PreScoreState,
+    ) -> Tallied {
+        let n = nodes.len();
+        let mut t = Tallied::new(self.constraints.len(), n);
+        s.ignored.resize(n, false);
+        let mut fresh;
+        for (j, (&node, ignored)) in nodes.iter().zip(&mut s.ignored).enumerate() {
+            let (all_keys, entry_cells) = match self.memo.agg.lookup(node) {
                 Some(e) => e,
                 None => {
                     fresh = node_entry(self.pod, self.constraints, self.required, node, domains);
@@ -381,46 +458,41 @@ impl Tally<'_> {
                 t.n_ignored += 1;
                 continue;
             }
-            let cells = self.hostname.iter().zip(entry_cells).zip(row).enumerate();
-            for (i, ((&is_hostname, cell), slot)) in cells {
+            // `n` is at least 1 here: this is the `j`th of the `n` nodes.
+            let cols = t.cols.chunks_exact_mut(n);
+            let cells = self.hostname.iter().zip(entry_cells).zip(cols).enumerate();
+            for (i, ((&is_hostname, cell), col)) in cells {
                 if is_hostname {
                     if cell.has_value {
-                        *slot = self.host_count(counted_at, node, i);
+                        col[j] = self.host_count(node, i);
                     }
                     continue;
                 }
-                let id = cell.id as usize;
                 if cell.has_value {
-                    *slot = id as i64;
+                    col[j] = i64::from(cell.id);
                 }
-                let seen = &mut t.totals[i];
-                if seen.len() <= id {
-                    seen.resize(id + 1, None);
-                }
-                if seen[id].is_none() {
-                    // Domains of no filtered node do not matter; hostname counts are per node.
-                    let total = self.counts.domain_total(i, id);
-                    seen[id] = Some(total);
-                    let value = domains.names[id].clone();
-                    s.topology_value_to_pod_counts[i].insert(value, total);
-                    t.sizes[i] += 1;
-                }
+                let at = (i, cell.id as usize);
+                let by_value = &mut s.topology_value_to_pod_counts[i];
+                see_domain(
+                    &mut t.totals[i],
+                    &mut t.sizes[i],
+                    at,
+                    self.counts,
+                    &domains.names,
+                    by_value,
+                );
             }
         }
         t
     }
 
-    /// The `i`th (hostname) constraint's count on `node`: the kept one at `counted_at` when
-    /// the memo holds that place, else counted from its pods.
-    fn host_count(&self, counted_at: Option<usize>, node: &NodeInfo, i: usize) -> i64 {
-        match counted_at {
-            Some(p) => self.counts.at(p, i),
-            None => count_pods_match_selector(
-                &node.pods,
-                &self.constraints[i].selector,
-                self.pod.namespace(),
-            ) as i64,
-        }
+    /// The `i`th (hostname) constraint's count on `node`, counted from its pods.
+    fn host_count(&self, node: &NodeInfo, i: usize) -> i64 {
+        count_pods_match_selector(
+            &node.pods,
+            &self.constraints[i].selector,
+            self.pod.namespace(),
+        ) as i64
     }
 }
 
@@ -453,20 +525,11 @@ fn normalizing_weights(
         .collect()
 }
 
-/// What one constraint adds to a node's raw score: `count × weight + (maxSkew − 1)`
-/// ([`score_for_count`]), with the count the node's own (hostname) or its domain's, whose
-/// terms are computed once per domain.
-struct Term {
-    weight: f64,
-    skew: f64,
-    /// By domain id, for the constraints that are not the hostname's; empty for it.
-    by_domain: Vec<f64>,
-    hostname: bool,
-}
-
-/// The filtered nodes' raw scores from their rows, in PreScore's order. Each node's terms are
-/// the ones [`score_for_count`] gives and are added in the constraints' order as before, so
-/// the sums round as they did.
+/// The filtered nodes' raw scores from their columns, in PreScore's order. Each node's terms
+/// are the ones [`score_for_count`] gives and are added in the constraints' order as before
+/// (a column at a time), so the sums round as they did. A cell without a value adds `+0.0`,
+/// which leaves any sum that starts at `+0.0` as it was (only `-0.0 + -0.0` is `-0.0`), so
+/// the loops need no branch for it.
 fn raw_scores(
     nodes: &[&NodeInfo],
     s: &PreScoreState,
@@ -474,39 +537,70 @@ fn raw_scores(
     hostname: &[bool],
     t: &Tallied,
 ) -> Vec<(usize, i64)> {
-    let terms: Vec<Term> = constraints
+    let n = nodes.len();
+    let mut sums = vec![0.0; n];
+    // `chunks_exact(0)` panics; no node, no column to add.
+    let cols = t.cols.chunks_exact(n.max(1));
+    let columns = constraints
         .iter()
         .zip(&t.totals)
         .zip(&s.topology_normalizing_weight)
         .zip(hostname)
-        .map(|(((c, totals), &weight), &hostname)| Term {
-            weight,
-            skew: (c.max_skew - 1) as f64,
-            by_domain: totals
-                .iter()
-                .map(|total| score_for_count(total.unwrap_or(0), c.max_skew, weight))
-                .collect(),
-            hostname,
-        })
-        .collect();
-    let rows = t.rows.chunks_exact(constraints.len());
-    let mut raw = Vec::with_capacity(nodes.len());
-    for ((node, row), &ignored) in nodes.iter().zip(rows).zip(&s.ignored) {
-        let mut score = 0.0;
-        if !ignored {
-            for (term, &v) in terms.iter().zip(row) {
-                if v == NO_VALUE {
-                    continue;
-                }
-                score += match term.hostname {
-                    true => v as f64 * term.weight + term.skew,
-                    false => term.by_domain[v as usize],
-                };
-            }
+        .zip(cols);
+    for ((((c, totals), &weight), &hostname), col) in columns {
+        let skew = (c.max_skew - 1) as f64;
+        if hostname {
+            add_host_terms(&mut sums, col, weight, skew);
+            continue;
         }
-        raw.push((node_address(node), score.round() as i64));
+        // By domain id + 1: [`NO_VALUE`] reads the leading `+0.0`.
+        let by_domain: Vec<f64> = std::iter::once(0.0)
+            .chain(
+                totals
+                    .iter()
+                    .map(|total| score_for_count(total.unwrap_or(0), c.max_skew, weight)),
+            )
+            .collect();
+        add_domain_terms(&mut sums, col, &by_domain);
     }
-    raw
+    nodes
+        .iter()
+        .zip(&sums)
+        .map(|(node, &sum)| (node_address(node), round_half_away(sum)))
+        .collect()
+}
+
+/// Adds a hostname column's terms, `count × weight + (maxSkew − 1)` as [`score_for_count`]
+/// computes them, to the sums.
+fn add_host_terms(sums: &mut [f64], col: &[i64], weight: f64, skew: f64) {
+    assert_eq!(sums.len(), col.len());
+    for (sum, &v) in sums.iter_mut().zip(col) {
+        let term = v as f64 * weight + skew;
+        *sum += if v == NO_VALUE { 0.0 } else { term };
+    }
+}
+
+/// Adds a domain column's terms, read from `by_domain` at the domain id + 1, to the sums.
+fn add_domain_terms(sums: &mut [f64], col: &[i64], by_domain: &[f64]) {
+    assert_eq!(sums.len(), col.len());
+    for (sum, &v) in sums.iter_mut().zip(col) {
+        *sum += by_domain[(v + 1) as usize];
+    }
+}
+
+/// `x.round() as i64` (half away from zero, saturating, NaN to 0) without the call to libm's
+/// `round` that the baseline x86-64 target makes for `f64::round`: the truncation is exact
+/// and so is `x − trunc(x)`.
+pub(super) fn round_half_away(x: f64) -> i64 {
+    let whole = x as i64;
+    let frac = x - whole as f64;
+    if frac >= 0.5 {
+        whole.saturating_add(1)
+    } else if frac <= -0.5 {
+        whole.saturating_sub(1)
+    } else {
+        whole
+    }
 }
 
 impl PreScorePlugin for PodTopologySpread {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kubeplane_core::nodeaffinity::RequiredNodeAffinity;
 
-use super::scoring::{topology_normalizing_weight, PreScoreState, PRE_SCORE_KEY};
+use super::scoring::{round_half_away, topology_normalizing_weight, PreScoreState, PRE_SCORE_KEY};
 use super::tests::*;
 use super::*;
 use crate::framework::{CycleState, NodeInfo, PodInfo};
@@ -624,4 +624,34 @@ fn normalize_score_of_other_scores_than_the_raw_ones() {
     let mut out = vec![3, 2, 0];
     assert!(pl.normalize_score(&state, &pod, &mut out).is_success());
     assert_eq!(out, vec![0, 33, 100]);
+}
+
+#[test]
+fn round_half_away_is_f64_round_as_i64() {
+    let below_half = 0.5 - f64::EPSILON / 4.0;
+    let mut xs = vec![
+        0.0,
+        -0.0,
+        below_half,
+        0.5,
+        1.5,
+        2.5,
+        -0.5,
+        -2.5,
+        -below_half,
+        4_503_599_627_370_495.5,
+        4_503_599_627_370_497.0,
+        9.223_372_036_854_775e18,
+        -9.223_372_036_854_775e18,
+        1e300,
+        -1e300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::MIN_POSITIVE,
+    ];
+    xs.extend((0..2000).map(|k| k as f64 * 0.25 + k as f64 * 1e-3));
+    for x in xs {
+        assert_eq!(round_half_away(x), x.round() as i64, "{x:e}");
+    }
 }
