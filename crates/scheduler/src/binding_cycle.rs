@@ -102,7 +102,9 @@ impl Scheduler {
             "Scheduled",
             format!(
                 "Successfully assigned {}/{} to {}",
-                pod.namespace(), pod.name(), cycle.host
+                pod.namespace(),
+                pod.name(),
+                cycle.host
             ),
         ));
         self.metrics.scheduled += 1;

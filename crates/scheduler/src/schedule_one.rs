@@ -188,7 +188,11 @@ impl Scheduler {
                 pod.namespace(),
                 pod.name(),
                 "FailedScheduling",
-                format!("skip schedule deleting pod: {}/{}", pod.namespace(), pod.name()),
+                format!(
+                    "skip schedule deleting pod: {}/{}",
+                    pod.namespace(),
+                    pod.name()
+                ),
             ));
             return true;
         }

@@ -563,7 +563,11 @@ mod tests {
         let replica = PodInfo::new_like(web("web-2", "2"), Some(&first));
         let fresh = PodInfo::new(web("web-2", "2"));
         assert_eq!(
-            (replica.requests(), replica.non_zero_requests(), replica.name()),
+            (
+                replica.requests(),
+                replica.non_zero_requests(),
+                replica.name()
+            ),
             (fresh.requests(), fresh.non_zero_requests(), fresh.name())
         );
         assert_eq!(replica.host_ports, fresh.host_ports);
@@ -608,6 +612,19 @@ mod tests {
         let want = "2025-01-01T00:01:00Z".parse::<jiff::Timestamp>().ok();
         assert_eq!(updated.start_time(), want);
         assert_eq!(PodInfo::new(started).start_time(), want);
+    }
+
+    /// Every bound pod's PodInfo stays in the cache while it runs (and a superseded one's
+    /// block while PodsByNamespace holds a `Weak` of it): what the pod has, it reads there.
+    #[test]
+    fn a_pod_info_is_seven_words() {
+        let size = std::mem::size_of::<PodInfo>();
+        println!(
+            "PodInfo {size} B, QueuedPodInfo {} B, NodeInfo {} B",
+            std::mem::size_of::<QueuedPodInfo>(),
+            std::mem::size_of::<NodeInfo>()
+        );
+        assert!(size <= 7 * std::mem::size_of::<usize>(), "{size}");
     }
 
     #[test]

@@ -56,7 +56,11 @@ impl PreFilterState {
         }
         if let Some(t) = &other.affinity_terms {
             for term in &t.required_anti_affinity {
-                if term.matches(pod.namespace(), pod.labels(), self.namespace_labels.as_ref()) {
+                if term.matches(
+                    pod.namespace(),
+                    pod.labels(),
+                    self.namespace_labels.as_ref(),
+                ) {
                     Arc::make_mut(&mut self.existing_anti_affinity_counts).add_for_node(
                         node,
                         topology::key_id(&term.topology_key),
