@@ -172,7 +172,14 @@ impl Graph {
             }
         };
         let name = name.into();
-        self.nodes.insert(uid, Node { name, namespace, kind });
+        self.nodes.insert(
+            uid,
+            Node {
+                name,
+                namespace,
+                kind,
+            },
+        );
     }
 
     pub(super) fn remove_node(&mut self, uid: Uid) {
@@ -315,7 +322,10 @@ mod tests {
         let mut g = Graph::default();
         let owner = g.intern("owner");
         let deps: Vec<Uid> = (0..FEW as u64 + 10)
-            .map(|i| Uid { hi: VERSION_4, lo: i })
+            .map(|i| Uid {
+                hi: VERSION_4,
+                lo: i,
+            })
             .collect();
         for (i, d) in deps.iter().enumerate() {
             g.add_node(*d, Kind::Pod, "ns", &format!("p{i:03}"));

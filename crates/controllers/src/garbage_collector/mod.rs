@@ -319,7 +319,10 @@ impl GarbageCollector {
             remove_references(latest, &gone, client);
             return;
         }
-        let has_dependents = self.graph.find(uid).is_some_and(|u| self.graph.has_dependents(u));
+        let has_dependents = self
+            .graph
+            .find(uid)
+            .is_some_and(|u| self.graph.has_dependents(u));
         let policy = if waiting > 0 && has_dependents {
             self.unblock_deleting_dependents(uid, client);
             PropagationPolicy::Foreground

@@ -339,5 +339,8 @@ fn sort_facts_hold_the_times_packed_and_give_them_back_exactly() {
     assert_eq!((facts.ready_time(), facts.created()), (None, None));
     // The cache keeps one per pod: 36 bytes, and its record 64 (an 80-byte `Arc` block).
     assert_eq!(std::mem::size_of::<ranking::SortFacts>(), 36);
-    assert_eq!(std::mem::size_of::<crate::replicaset::cache::CachedPod>(), 64);
+    assert_eq!(
+        std::mem::size_of::<crate::replicaset::cache::CachedPod>(),
+        64
+    );
 }
