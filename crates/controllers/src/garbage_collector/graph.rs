@@ -1,5 +1,6 @@
 //! The garbage collector's graph, held compactly: it holds every object of the cluster (pods
-//! included), so each node is a 40-byte table entry and its name's one allocation.
+//! included), so each node is a 56-byte table entry (the `Kind` alone is 16: `Kind::Other`
+//! carries a reference) and its name's one allocation.
 //!
 //! - A UID is 16 bytes: the canonical form the registry makes (lower-case hex 8-4-4-4-12,
 //!   version 4) packed as its 128 bits, any other text (hand-written objects, tests) interned
