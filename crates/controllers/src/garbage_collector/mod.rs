@@ -47,43 +47,20 @@
 //! namespaced owner is left alone without upstream's `OwnerRefInvalidNamespace` event.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kubeplane_api::{ApiError, PropagationPolicy, WatchEvent};
 use kubeplane_api::{Client, Component, DeleteOptions, EventType, Kind, Object, ObjectKey};
 use kubeplane_core::SimTime;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
-/// An object in the graph: its key, held compactly (the graph holds every object, pods
-/// included): the namespace shared with the other objects of the namespace.
-struct GraphNode {
-    kind: Kind,
-    namespace: Arc<str>,
-    name: Box<str>,
-}
-
-impl GraphNode {
-    fn key(&self) -> ObjectKey {
-        ObjectKey {
-            kind: self.kind,
-            namespace: self.namespace.to_string(),
-            name: self.name.to_string(),
-        }
-    }
-}
+use graph::Graph;
 
 /// The garbage collector.
 #[derive(Default)]
 pub struct GarbageCollector {
-    /// Every object seen and not deleted: UID → key. The UID is one allocation shared with
-    /// the dependents' sets of the object's owners.
-    nodes: FxHashMap<Arc<str>, GraphNode>,
-    /// Owner UID → the UIDs of the objects that name it (the nodes' keys).
-    dependents: FxHashMap<String, FxHashSet<Arc<str>>>,
-    /// The namespaces of the graph's objects, one string each for all their objects (kept
-    /// once seen: a handful of strings).
-    namespaces: FxHashSet<Arc<str>>,
+    /// Every object seen and not deleted, by UID, and the objects that name each owner UID.
+    graph: Graph,
     /// The attempt-to-delete queue: UIDs of dependents to check, and the set of them queued.
     queue: VecDeque<(String, ObjectKey)>,
     queued: FxHashSet<String>,
@@ -161,63 +138,36 @@ impl GarbageCollector {
         }
     }
 
-    /// The graph's node of an object: its key, with the namespace's shared string.
-    fn node_of(&mut self, obj: &Object) -> GraphNode {
-        let kind = obj.kind();
-        let ns = if kind.is_namespaced() {
-            obj.namespace()
-        } else {
-            ""
-        };
-        let namespace = match self.namespaces.get(ns) {
-            Some(ns) => ns.clone(),
-            None => {
-                let ns: Arc<str> = Arc::from(ns);
-                self.namespaces.insert(ns.clone());
-                ns
-            }
-        };
-        GraphNode {
-            kind,
-            namespace,
-            name: obj.name().into(),
-        }
-    }
-
     /// Adds an object to the graph; queues it when it names an owner the graph does not hold.
     fn added(&mut self, obj: &Object, old_refs: Option<&[OwnerReference]>) {
         let uid = obj.uid();
         if uid.is_empty() {
             return;
         }
-        // The node's UID, the one string its owners' dependents sets share.
-        let shared = match self.nodes.get_key_value(uid) {
-            Some((shared, _)) => shared.clone(),
-            None => {
-                let shared: Arc<str> = Arc::from(uid);
-                let node = self.node_of(obj);
-                self.nodes.insert(shared.clone(), node);
-                shared
-            }
+        let id = self.graph.intern(uid);
+        let kind = obj.kind();
+        let namespace = if kind.is_namespaced() {
+            obj.namespace()
+        } else {
+            ""
         };
+        self.graph.add_node(id, kind, namespace, obj.name());
         let refs = obj.owner_references().map_or(&[][..], Vec::as_slice);
         if old_refs == Some(refs) {
             return;
         }
         for r in old_refs.unwrap_or(&[]) {
             if !refs.iter().any(|n| n.uid == r.uid) {
-                if let Some(deps) = self.dependents.get_mut(&r.uid) {
-                    deps.remove(uid);
+                if let Some(owner) = self.graph.find(&r.uid) {
+                    self.graph.remove_dependent(owner, id);
                 }
             }
         }
         let mut unknown_owner = false;
         for r in refs {
-            self.dependents
-                .entry(r.uid.clone())
-                .or_default()
-                .insert(shared.clone());
-            unknown_owner |= !self.nodes.contains_key(r.uid.as_str());
+            let owner = self.graph.intern(&r.uid);
+            self.graph.add_dependent(owner, id);
+            unknown_owner |= !self.graph.contains(owner);
         }
         if unknown_owner {
             self.enqueue(uid, obj.key());
@@ -231,7 +181,7 @@ impl GarbageCollector {
         for r in old.owner_references().into_iter().flatten() {
             let unblocked = r.block_owner_deletion == Some(true) && !blocks(new, &r.uid);
             if unblocked && self.deleting_dependents.contains(&r.uid) {
-                if let Some(key) = self.nodes.get(r.uid.as_str()).map(GraphNode::key) {
+                if let Some(key) = self.key_of(&r.uid) {
                     self.enqueue(&r.uid, key);
                 }
             }
@@ -257,17 +207,17 @@ impl GarbageCollector {
         self.enqueue(uid, new.key());
     }
 
-    /// The dependents of `uid` in the graph, in kind, namespace, name order.
-    fn sorted_dependents(&self, uid: &str) -> Vec<(ObjectKey, Arc<str>)> {
-        let mut keyed: Vec<(ObjectKey, Arc<str>)> = self
-            .dependents
-            .get(uid)
-            .into_iter()
-            .flatten()
-            .filter_map(|d| self.nodes.get(d).map(|k| (k.key(), d.clone())))
-            .collect();
-        keyed.sort();
-        keyed
+    /// The key of the graph's object with UID `uid`.
+    fn key_of(&self, uid: &str) -> Option<ObjectKey> {
+        self.graph.key(self.graph.find(uid)?)
+    }
+
+    /// The dependents of `uid` in the graph, in kind, namespace, name order (then UID).
+    fn sorted_dependents(&mut self, uid: &str) -> Vec<(ObjectKey, String)> {
+        match self.graph.find(uid) {
+            Some(owner) => self.graph.sorted_dependents(owner, false),
+            None => Vec::new(),
+        }
     }
 
     /// Removes an object from the graph and queues its dependents, and the owners waiting
@@ -280,10 +230,7 @@ impl GarbageCollector {
             .into_iter()
             .flatten()
             .filter(|r| self.deleting_dependents.contains(&r.uid))
-            .filter_map(|r| {
-                let node = self.nodes.get(r.uid.as_str())?;
-                Some((r.uid.clone(), node.key()))
-            })
+            .filter_map(|r| Some((r.uid.clone(), self.key_of(&r.uid)?)))
             .collect();
         self.deleted_node(obj);
         for (owner, key) in waiting {
@@ -293,25 +240,16 @@ impl GarbageCollector {
 
     /// Removes an object from the graph and queues its dependents.
     fn deleted_node(&mut self, obj: &Object) {
-        let uid = obj.uid();
-        self.nodes.remove(uid);
-        for r in obj.owner_references().into_iter().flatten() {
-            if let Some(deps) = self.dependents.get_mut(&r.uid) {
-                deps.remove(uid);
-                if deps.is_empty() {
-                    self.dependents.remove(&r.uid);
-                }
-            }
-        }
-        let Some(deps) = self.dependents.remove(uid) else {
+        let Some(id) = self.graph.find(obj.uid()) else {
             return;
         };
-        let mut keyed: Vec<(ObjectKey, Arc<str>)> = deps
-            .into_iter()
-            .filter_map(|d| self.nodes.get(&d).map(|k| (k.key(), d)))
-            .collect();
-        keyed.sort();
-        for (key, dep) in keyed {
+        self.graph.remove_node(id);
+        for r in obj.owner_references().into_iter().flatten() {
+            if let Some(owner) = self.graph.find(&r.uid) {
+                self.graph.remove_dependent(owner, id);
+            }
+        }
+        for (key, dep) in self.graph.sorted_dependents(id, true) {
             self.enqueue(&dep, key);
         }
     }
@@ -381,7 +319,11 @@ impl GarbageCollector {
             remove_references(latest, &gone, client);
             return;
         }
-        let policy = if waiting > 0 && self.dependents.get(uid).is_some_and(|d| !d.is_empty()) {
+        let has_dependents = self
+            .graph
+            .find(uid)
+            .is_some_and(|u| self.graph.has_dependents(u));
+        let policy = if waiting > 0 && has_dependents {
             self.unblock_deleting_dependents(uid, client);
             PropagationPolicy::Foreground
         } else if has_finalizer(&latest, FINALIZER_ORPHAN_DEPENDENTS) {
@@ -398,7 +340,7 @@ impl GarbageCollector {
     /// dependent blocking it left, its `foregroundDeletion` finalizer goes; otherwise the
     /// blocking dependents not yet deleting theirs are queued.
     fn process_deleting_dependents(&mut self, uid: &str, key: &ObjectKey, client: &mut dyn Client) {
-        let blocking: Vec<(ObjectKey, Arc<str>)> = self
+        let blocking: Vec<(ObjectKey, String)> = self
             .sorted_dependents(uid)
             .into_iter()
             .filter(|(k, _)| client.cache().get_key(k).is_some_and(|d| blocks(d, uid)))
@@ -550,6 +492,7 @@ impl Component for GarbageCollector {
 }
 
 mod finalizers;
+mod graph;
 
 #[cfg(test)]
 mod tests;

@@ -403,12 +403,12 @@ fn an_object_with_another_partys_finalizer_stays_terminating() {
 }
 
 #[test]
-fn the_graph_shares_a_uid_between_its_node_and_the_owners_sets_and_a_namespace_between_nodes() {
+fn the_graph_holds_a_node_under_both_owners_until_it_is_deleted() {
     let mut tc = TestClient::new(1);
     let mut gc = GarbageCollector::new();
     tc.create(replicaset("web-a", "rs-a", None)).unwrap();
     tc.create(replicaset("web-b", "rs-b", None)).unwrap();
-    // Two owners: one node's UID in both dependents' sets.
+    // Two owners: the node is a dependent of both.
     tc.create(pod(
         "p1",
         None,
@@ -416,17 +416,19 @@ fn the_graph_shares_a_uid_between_its_node_and_the_owners_sets_and_a_namespace_b
     ))
     .unwrap();
     tc.settle(&mut [&mut gc]);
-    let (uid, node) = gc.nodes.get_key_value("uid-p1").unwrap();
-    assert_eq!(node.key(), ObjectKey::new(Kind::Pod, "default", "p1"));
+    let p1 = gc.graph.find("uid-p1").unwrap();
+    let key = ObjectKey::new(Kind::Pod, "default", "p1");
+    assert_eq!(gc.graph.key(p1), Some(key.clone()));
     for owner in ["rs-a", "rs-b"] {
-        let shared = gc.dependents[owner].get("uid-p1").unwrap();
-        assert!(Arc::ptr_eq(uid, shared), "{owner}");
+        let deps = gc.sorted_dependents(owner);
+        assert_eq!(deps, [(key.clone(), "uid-p1".to_string())], "{owner}");
     }
-    let owner = &gc.nodes["rs-a"];
-    assert!(Arc::ptr_eq(&owner.namespace, &node.namespace));
-    // A deletion takes the node out of the graph and of its owners' sets.
+    // A deletion takes the node out of the graph and of its owners' lists.
     delete(&mut tc, Kind::Pod, "p1");
     tc.settle(&mut [&mut gc]);
-    assert!(!gc.nodes.contains_key("uid-p1"));
-    assert!(!gc.dependents.contains_key("rs-a") && !gc.dependents.contains_key("rs-b"));
+    assert!(!gc.graph.contains(p1));
+    for owner in ["rs-a", "rs-b"] {
+        let owner = gc.graph.find(owner).unwrap();
+        assert!(!gc.graph.has_dependents(owner));
+    }
 }

@@ -369,9 +369,10 @@ impl<'a> SyncCx<'a> {
                 let next = claimed
                     .iter()
                     .filter(|p| {
-                        p.facts.ready && !ready_long_enough(p.facts.ready_time, min_ready, now_ts.0)
+                        p.facts.ready
+                            && !ready_long_enough(p.facts.ready_time(), min_ready, now_ts.0)
                     })
-                    .filter_map(|p| p.facts.ready_time)
+                    .filter_map(|p| p.facts.ready_time())
                     .map(|t| client.clock().instant(&Time(available_at(t, min_ready))))
                     .filter(|&t| t > now)
                     .min()

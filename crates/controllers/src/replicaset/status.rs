@@ -79,7 +79,7 @@ impl StatusCounts {
             }
             if pod.facts.ready {
                 counts.ready += 1;
-                if ready_long_enough(pod.facts.ready_time, min_ready, now) {
+                if ready_long_enough(pod.facts.ready_time(), min_ready, now) {
                     counts.available += 1;
                 }
             }

@@ -319,3 +319,28 @@ fn get_pods_to_delete_follows_the_upstream_cases() {
         ["unscheduled-pending", "scheduled-pending", "not-ready"]
     );
 }
+
+#[test]
+fn sort_facts_hold_the_times_packed_and_give_them_back_exactly() {
+    // Fractions of a second and times before 1970 (negative seconds) included.
+    for t in [
+        "2024-03-01T12:00:00.123456789Z",
+        "1969-12-31T23:59:59.5Z",
+        "0001-01-01T00:00:00Z",
+        "9999-12-30T21:59:59.999999999Z",
+    ] {
+        let t: Timestamp = t.parse().unwrap();
+        let p = stored(&pod_builder("p").ready_since(Some(t)).created(Some(t)));
+        let facts = ranking::SortFacts::of(&p);
+        assert!(facts.ready, "{t}");
+        assert_eq!((facts.ready_time(), facts.created()), (Some(t), Some(t)));
+    }
+    let facts = ranking::SortFacts::of(&stored(&pod_builder("p").created(None)));
+    assert_eq!((facts.ready_time(), facts.created()), (None, None));
+    // The cache keeps one per pod: 36 bytes, and its record 64 (an 80-byte `Arc` block).
+    assert_eq!(std::mem::size_of::<ranking::SortFacts>(), 36);
+    assert_eq!(
+        std::mem::size_of::<crate::replicaset::cache::CachedPod>(),
+        64
+    );
+}
