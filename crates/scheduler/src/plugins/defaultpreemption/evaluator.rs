@@ -2,7 +2,7 @@
 //! DefaultPreemption methods it calls): eligibility, candidates by dry run, victim selection
 //! with PodDisruptionBudgets, the choice of one node, and the evictions.
 
-use std::cmp::Reverse;
+use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -92,13 +92,16 @@ pub fn more_important_pod(a: &PodInfo, b: &PodInfo, now: jiff::Timestamp) -> boo
 
 /// Sorts by decreasing importance; equal pods keep their order. One comparison of (priority
 /// descending, start time ascending) orders as [`more_important_pod`] both ways would.
-/// The keys are computed once per pod (a stable sort): the start time is read from the
-/// pod's compact status, a conversion too many for every comparison.
 pub(super) fn sort_by_importance<P: AsRef<PodInfo>>(pods: &mut [P], now: jiff::Timestamp) {
-    pods.sort_by_cached_key(|p| {
-        let p = p.as_ref();
-        (Reverse(p.priority), start_time(p, now))
-    });
+    pods.sort_by(|a, b| importance_order(a.as_ref(), b.as_ref(), now));
+}
+
+/// `Less` when `a` is more important than `b` ([`more_important_pod`]), `Greater` when `b`
+/// is, else `Equal`.
+fn importance_order(a: &PodInfo, b: &PodInfo, now: jiff::Timestamp) -> Ordering {
+    b.priority
+        .cmp(&a.priority)
+        .then_with(|| start_time(a, now).cmp(&start_time(b, now)))
 }
 
 /// Splits pods (in order) into those whose eviction would exceed a PodDisruptionBudget
