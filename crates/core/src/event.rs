@@ -92,7 +92,16 @@ impl EventRecord {
         reason: impl Into<Cow<'static, str>>,
         message: String,
     ) -> Self {
-        Self::new(time, false, source, kind, namespace, name, reason.into(), &message)
+        Self::new(
+            time,
+            false,
+            source,
+            kind,
+            namespace,
+            name,
+            reason.into(),
+            &message,
+        )
     }
 
     /// A `Warning` event.
@@ -105,7 +114,16 @@ impl EventRecord {
         reason: impl Into<Cow<'static, str>>,
         message: String,
     ) -> Self {
-        Self::new(time, true, source, kind, namespace, name, reason.into(), &message)
+        Self::new(
+            time,
+            true,
+            source,
+            kind,
+            namespace,
+            name,
+            reason.into(),
+            &message,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -129,8 +147,9 @@ impl EventRecord {
             kind,
             reason: static_reason,
         });
-        let mut text =
-            String::with_capacity(owned_reason.len() + namespace.len() + name.len() + message.len());
+        let mut text = String::with_capacity(
+            owned_reason.len() + namespace.len() + name.len() + message.len(),
+        );
         for part in [owned_reason, namespace, name, message] {
             text.push_str(part);
         }
@@ -262,9 +281,15 @@ mod tests {
             (a.time(), a.type_(), a.reason(), a.kind()),
             (t, "Normal", "Created", "ReplicaSet")
         );
-        assert_eq!((a.namespace(), a.name(), a.message(), a.source()), ("ns1", "web", "m 1", "rs"));
+        assert_eq!(
+            (a.namespace(), a.name(), a.message(), a.source()),
+            ("ns1", "web", "m 1", "rs")
+        );
         assert_eq!((b.type_(), b.reason(), b.kind()), ("Warning", "Own", "Job"));
-        assert_eq!((b.namespace(), b.name(), b.message(), b.source()), ("", "j", "", "job"));
+        assert_eq!(
+            (b.namespace(), b.name(), b.message(), b.source()),
+            ("", "j", "", "job")
+        );
         let json = a.to_json().to_string();
         assert_eq!(
             json,

@@ -560,9 +560,9 @@ fn a_silent_node_is_tainted_after_the_grace_period_and_its_pods_go_300_s_later()
         .filter(|e| e.reason() == "NodeNotReady" && e.kind() == "Pod")
         .collect();
     assert_eq!(pod_events.len(), 2);
-    assert!(pod_events
-        .iter()
-        .all(|e| e.type_() == "Warning" && e.message() == "Node is not ready" && e.time() == secs(90)));
+    assert!(pod_events.iter().all(|e| e.type_() == "Warning"
+        && e.message() == "Node is not ready"
+        && e.time() == secs(90)));
     assert_eq!(
         pod_condition(&h.client, "default", "db", "Ready")
             .unwrap()

@@ -691,7 +691,8 @@ fn victims_already_terminating_get_api_calls_only_from_1_34_2_to_1_34_7() {
             assert_eq!(events.len(), usize::from(!skipped), "{what}");
             if let Some(e) = events.first() {
                 assert_eq!(
-                    e.message(), "Preempted by pod uid-p on node node1",
+                    e.message(),
+                    "Preempted by pod uid-p on node node1",
                     "{what}"
                 );
             }
