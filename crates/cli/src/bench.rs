@@ -45,7 +45,7 @@ fn scheduling_basic(
     let scheduled = sim
         .events()
         .iter()
-        .filter(|e| e.reason == "Scheduled")
+        .filter(|e| e.reason() == "Scheduled")
         .count();
     let expected = n_init + n_measured;
     label(name);
@@ -215,7 +215,7 @@ fn deployment_scale(
     let scheduled = sim
         .events()
         .iter()
-        .filter(|e| e.reason == "Scheduled")
+        .filter(|e| e.reason() == "Scheduled")
         .count();
     let running = sim
         .store

@@ -218,17 +218,17 @@ fn outcome(sim: &Simulation, e: &Envelope) -> Outcome {
         o.pods_live_ready += usize::from(is_pod_ready(p));
         o.pods_live_in_zone += usize::from(zone);
     }
-    let count = |reason: &str| sim.events().iter().filter(|e| e.reason == reason).count();
+    let count = |reason: &str| sim.events().iter().filter(|e| e.reason() == reason).count();
     o.evictions = count("TaintManagerEviction");
     o.rescheduled = count("Scheduled").saturating_sub(e.pods());
     o.node_not_ready_events = count("NodeNotReady");
     let after_outage = |ev: &std::sync::Arc<kubeplane_core::event::EventRecord>| {
-        (ev.time - e.outage_at()).as_secs_f64()
+        (ev.time() - e.outage_at()).as_secs_f64()
     };
     let mut evictions = sim
         .events()
         .iter()
-        .filter(|ev| ev.reason == "TaintManagerEviction");
+        .filter(|ev| ev.reason() == "TaintManagerEviction");
     o.evictions_from = evictions.next().map_or(0.0, after_outage);
     o.evictions_to = evictions.next_back().map_or(o.evictions_from, after_outage);
     o
@@ -328,7 +328,7 @@ pub fn envelope(version: KubeVersion, e: Envelope, metrics: bool) -> Result<(), 
         }
         let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
         for ev in sim.events() {
-            *reasons.entry(&*ev.reason).or_default() += 1;
+            *reasons.entry(ev.reason()).or_default() += 1;
         }
         for (reason, n) in reasons {
             println!("  events{{reason=\"{reason}\"}} {n}");

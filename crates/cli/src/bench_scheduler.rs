@@ -43,11 +43,11 @@ fn measured_workload(
     rayon::scope(|_| sim.settle_now()).map_err(|e| e.to_string())?;
     let wall = started.elapsed().as_secs_f64();
     let cpu = thread_cpu_secs().unwrap_or(0.0) - cpu_started;
-    let count = |reason: &str| sim.events().iter().filter(|e| e.reason == reason).count();
+    let count = |reason: &str| sim.events().iter().filter(|e| e.reason() == reason).count();
     let scheduled = count("Scheduled");
     let preempted = sim.events()[before..]
         .iter()
-        .filter(|e| e.reason == "Preempted")
+        .filter(|e| e.reason() == "Preempted")
         .count();
     label(name);
     param("nodes", n_nodes);

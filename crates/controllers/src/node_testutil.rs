@@ -309,7 +309,7 @@ pub fn event_times(client: &TestClient, reason: &str, name: &str, text: &str) ->
     client
         .events
         .iter()
-        .filter(|e| e.reason == reason && e.name == name && e.message.contains(text))
-        .map(|e| e.time.as_secs_f64())
+        .filter(|e| e.reason() == reason && e.name() == name && e.message().contains(text))
+        .map(|e| e.time().as_secs_f64())
         .collect()
 }

@@ -62,15 +62,15 @@ pub fn event_object(
     host: &str,
     uid: Option<&str>,
 ) -> Value {
-    let namespace = if ev.namespace.is_empty() {
+    let namespace = if ev.namespace().is_empty() {
         "default"
     } else {
-        ev.namespace.as_str()
+        ev.namespace()
     };
     let nanos = at.as_nanosecond().max(0) as u128;
-    let mut regarding = json!({"kind": ev.kind, "name": ev.name, "apiVersion": "v1"});
-    if !ev.namespace.is_empty() {
-        regarding["namespace"] = ev.namespace.clone().into();
+    let mut regarding = json!({"kind": ev.kind(), "name": ev.name(), "apiVersion": "v1"});
+    if !ev.namespace().is_empty() {
+        regarding["namespace"] = ev.namespace().into();
     }
     if let Some(uid) = uid.filter(|u| !u.is_empty()) {
         regarding["uid"] = uid.into();
@@ -78,14 +78,14 @@ pub fn event_object(
     json!({
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
-        "metadata": {"name": format!("{}.{nanos:x}", ev.name), "namespace": namespace},
+        "metadata": {"name": format!("{}.{nanos:x}", ev.name()), "namespace": namespace},
         "eventTime": at.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string(),
         "reportingController": controller,
         "reportingInstance": format!("{controller}-{host}"),
-        "action": action(&ev.reason),
-        "reason": ev.reason,
-        "note": truncate(&ev.message, NOTE_LIMIT),
-        "type": ev.type_,
+        "action": action(ev.reason()),
+        "reason": ev.reason(),
+        "note": truncate(ev.message(), NOTE_LIMIT),
+        "type": ev.type_(),
         "regarding": regarding,
     })
 }
@@ -99,15 +99,15 @@ pub fn core_event_object(
     api_version: &str,
     uid: Option<&str>,
 ) -> Value {
-    let namespace = if ev.namespace.is_empty() {
+    let namespace = if ev.namespace().is_empty() {
         "default"
     } else {
-        ev.namespace.as_str()
+        ev.namespace()
     };
     let nanos = at.as_nanosecond().max(0) as u128;
-    let mut involved = json!({"kind": ev.kind, "name": ev.name, "apiVersion": api_version});
-    if !ev.namespace.is_empty() {
-        involved["namespace"] = ev.namespace.clone().into();
+    let mut involved = json!({"kind": ev.kind(), "name": ev.name(), "apiVersion": api_version});
+    if !ev.namespace().is_empty() {
+        involved["namespace"] = ev.namespace().into();
     }
     if let Some(uid) = uid.filter(|u| !u.is_empty()) {
         involved["uid"] = uid.into();
@@ -116,16 +116,16 @@ pub fn core_event_object(
     json!({
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": format!("{}.{nanos:x}", ev.name), "namespace": namespace},
+        "metadata": {"name": format!("{}.{nanos:x}", ev.name()), "namespace": namespace},
         "involvedObject": involved,
-        "reason": ev.reason,
-        "message": ev.message,
-        "source": {"component": ev.source},
+        "reason": ev.reason(),
+        "message": ev.message(),
+        "source": {"component": ev.source()},
         "firstTimestamp": time,
         "lastTimestamp": time,
         "count": 1,
-        "type": ev.type_,
-        "reportingComponent": ev.source,
+        "type": ev.type_(),
+        "reportingComponent": ev.source(),
         "reportingInstance": "",
     })
 }
@@ -170,16 +170,15 @@ mod tests {
 
     #[test]
     fn a_failed_scheduling_becomes_an_events_k8s_io_event_about_the_pod() {
-        let ev = EventRecord {
-            time: SimTime::ZERO,
-            type_: "Warning",
-            reason: "FailedScheduling".into(),
-            kind: "Pod",
-            namespace: "default".into(),
-            name: "big".into(),
-            message: "0/3 nodes are available: 3 Insufficient cpu.".into(),
-            source: "default-scheduler",
-        };
+        let ev = EventRecord::warning(
+            SimTime::ZERO,
+            "default-scheduler",
+            "Pod",
+            "default",
+            "big",
+            "FailedScheduling",
+            "0/3 nodes are available: 3 Insufficient cpu.".into(),
+        );
         let at = Timestamp::from_nanosecond(1_700_000_000_123_456_789).unwrap();
         let o = event_object(&ev, at, "kubeplane-live", "h1", Some("u1"));
         assert_eq!(o["apiVersion"], "events.k8s.io/v1");
@@ -187,7 +186,7 @@ mod tests {
         assert_eq!(o["reportingController"], "kubeplane-live");
         assert_eq!(o["reportingInstance"], "kubeplane-live-h1");
         assert_eq!(o["action"], "Scheduling");
-        assert_eq!(o["note"], *ev.message);
+        assert_eq!(o["note"], ev.message());
         assert_eq!(o["regarding"]["uid"], "u1");
         assert_eq!(o["eventTime"], "2023-11-14T22:13:20.123456Z");
     }
@@ -202,16 +201,15 @@ mod tests {
 
     #[test]
     fn a_controllers_event_is_a_core_v1_event_from_its_component() {
-        let ev = EventRecord {
-            time: SimTime::ZERO,
-            type_: "Normal",
-            reason: "SuccessfulCreate".into(),
-            kind: "ReplicaSet",
-            namespace: "default".into(),
-            name: "web-1".into(),
-            message: "Created pod: web-1-abcde".into(),
-            source: "replicaset-controller",
-        };
+        let ev = EventRecord::normal(
+            SimTime::ZERO,
+            "replicaset-controller",
+            "ReplicaSet",
+            "default",
+            "web-1",
+            "SuccessfulCreate",
+            "Created pod: web-1-abcde".into(),
+        );
         let at = Timestamp::from_nanosecond(1_700_000_000_123_456_789).unwrap();
         let o = core_event_object(&ev, at, "apps/v1", Some("u2"));
         assert_eq!(o["apiVersion"], "v1");

@@ -154,17 +154,17 @@ impl Loop {
         };
         let at = self.clock.timestamp();
         for ev in self.client.take_events() {
-            let pod = (ev.kind == "Pod")
-                .then(|| self.client.informer.get_pod(&ev.namespace, &ev.name))
+            let pod = (ev.kind() == "Pod")
+                .then(|| self.client.informer.get_pod(ev.namespace(), ev.name()))
                 .flatten();
             let controller = pod
                 .and_then(|p| p.spec.as_ref()?.scheduler_name.clone())
                 .filter(|n| self.profiles.contains(n))
-                .unwrap_or_else(|| ev.source.to_string());
-            if ev.kind == "Pod" && matches!(&*ev.reason, "Scheduled" | "FailedScheduling") {
-                let key = format!("{}/{}", ev.namespace, ev.name);
+                .unwrap_or_else(|| ev.source().to_string());
+            if ev.kind() == "Pod" && matches!(ev.reason(), "Scheduled" | "FailedScheduling") {
+                let key = format!("{}/{}", ev.namespace(), ev.name());
                 step.pods
-                    .push((key, controller.clone(), ev.reason == "Scheduled"));
+                    .push((key, controller.clone(), ev.reason() == "Scheduled"));
             }
             let uid = pod.and_then(|p| p.metadata.uid.as_deref());
             let obj = crate::events::event_object(&ev, at, &controller, &self.host, uid);

@@ -88,7 +88,10 @@ impl TestClient {
     }
 
     pub fn events_with_reason(&self, reason: &str) -> Vec<&EventRecord> {
-        self.events.iter().filter(|e| e.reason == reason).collect()
+        self.events
+            .iter()
+            .filter(|e| e.reason() == reason)
+            .collect()
     }
 }
 

@@ -320,7 +320,7 @@ mod tests {
         let failed = client.events_with_reason("FailedScheduling");
         let want = format!("running Bind plugin \"DefaultBinder\": {err}");
         assert_eq!(failed.len(), 1, "{case}");
-        assert_eq!(&*failed[0].message, want, "{case}");
+        assert_eq!(failed[0].message(), want, "{case}");
         let status = stored_pod(client).status_k8s().unwrap();
         let cond = &status.conditions.unwrap()[0];
         assert_eq!(
@@ -434,7 +434,7 @@ mod tests {
         assert_eq!(node_name(&client).as_deref(), Some("n1"));
         let scheduled = client.events_with_reason("Scheduled");
         assert_eq!(
-            &*scheduled[0].message,
+            scheduled[0].message(),
             "Successfully assigned default/p to n1"
         );
         assert_eq!(sched.metrics.scheduled, 1);

@@ -22,25 +22,25 @@ pub fn event_kind() -> Kind {
 
 /// The Event object of a recorded event at `at`, involving the object in `uid` (when known).
 pub fn event_object(ev: &EventRecord, at: Timestamp, uid: Option<&str>) -> Object {
-    let namespace = if ev.namespace.is_empty() {
+    let namespace = if ev.namespace().is_empty() {
         "default"
     } else {
-        ev.namespace.as_str()
+        ev.namespace()
     };
     let nanos = at.as_nanosecond().max(0) as u128;
     let time = at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     let micro = at.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string();
     let api_version = crate::request::all_kinds()
-        .find(|k| k.as_str() == ev.kind)
+        .find(|k| k.as_str() == ev.kind())
         .map(|k| k.api_version())
         .unwrap_or("v1");
     let mut involved = json!({
-        "kind": ev.kind,
-        "name": ev.name,
+        "kind": ev.kind(),
+        "name": ev.name(),
         "apiVersion": api_version,
     });
-    if !ev.namespace.is_empty() {
-        involved["namespace"] = ev.namespace.clone().into();
+    if !ev.namespace().is_empty() {
+        involved["namespace"] = ev.namespace().into();
     }
     if let Some(uid) = uid {
         involved["uid"] = uid.into();
@@ -48,13 +48,13 @@ pub fn event_object(ev: &EventRecord, at: Timestamp, uid: Option<&str>) -> Objec
     let value = json!({
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": format!("{}.{nanos:x}", ev.name), "namespace": namespace},
+        "metadata": {"name": format!("{}.{nanos:x}", ev.name()), "namespace": namespace},
         "involvedObject": involved,
-        "reason": ev.reason,
-        "message": ev.message,
-        "type": ev.type_,
-        "source": {"component": ev.source},
-        "reportingComponent": ev.source,
+        "reason": ev.reason(),
+        "message": ev.message(),
+        "type": ev.type_(),
+        "source": {"component": ev.source()},
+        "reportingComponent": ev.source(),
         "reportingInstance": "kubeplane",
         "firstTimestamp": time,
         "lastTimestamp": time,
@@ -76,16 +76,15 @@ mod tests {
 
     #[test]
     fn a_scheduling_event_becomes_a_v1_event_about_the_pod() {
-        let ev = EventRecord {
-            time: SimTime::ZERO,
-            type_: "Normal",
-            reason: "Scheduled".into(),
-            kind: "Pod",
-            namespace: "default".into(),
-            name: "web-0".into(),
-            message: "Successfully assigned default/web-0 to n1".into(),
-            source: "default-scheduler",
-        };
+        let ev = EventRecord::normal(
+            SimTime::ZERO,
+            "default-scheduler",
+            "Pod",
+            "default",
+            "web-0",
+            "Scheduled",
+            "Successfully assigned default/web-0 to n1".into(),
+        );
         let o = event_object(&ev, Timestamp::UNIX_EPOCH, Some("u1")).to_json();
         assert_eq!(o["metadata"]["namespace"], "default");
         assert_eq!(o["metadata"]["name"], "web-0.0");

@@ -202,10 +202,10 @@ pub fn flush_events(client: &mut StorageClient) {
         }
     }
     for ev in events {
-        let at = client.clock().timestamp(ev.time).0;
+        let at = client.clock().timestamp(ev.time()).0;
         let uid = client
             .cache()
-            .get(kind_of(ev.kind), &ev.namespace, &ev.name)
+            .get(kind_of(ev.kind()), ev.namespace(), ev.name())
             .map(|o| o.uid().to_string());
         for bump in 0..64 {
             let at = at + jiff::SignedDuration::from_nanos(bump);

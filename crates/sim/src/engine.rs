@@ -727,7 +727,7 @@ mod tests {
     #[test]
     fn a_burst_of_watch_events_leaves_the_dispatch_buffers_no_larger_than_kept() {
         let sim = burst(EVENT_BUFFER_KEPT + 904);
-        let scheduled = sim.events().iter().filter(|e| e.reason == "Scheduled");
+        let scheduled = sim.events().iter().filter(|e| e.reason() == "Scheduled");
         assert_eq!(scheduled.count(), EVENT_BUFFER_KEPT + 904);
         assert!(sim.event_buf.capacity() <= EVENT_BUFFER_KEPT);
         assert!(sim.agents_deferred.capacity() <= EVENT_BUFFER_KEPT);
@@ -752,8 +752,8 @@ mod tests {
             assert!(
                 Arc::ptr_eq(a, b),
                 "{} {}: two allocations",
-                a.reason,
-                a.name
+                a.reason(),
+                a.name()
             );
         }
     }

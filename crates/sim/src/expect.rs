@@ -236,26 +236,26 @@ impl fmt::Display for PodsAssertion {
 // ---------------------------------------------------------------------------------------------
 
 fn event_matches(a: &EventAssertion, e: &EventRecord) -> bool {
-    a.reason.as_deref().is_none_or(|r| r == e.reason)
-        && a.kind.as_deref().is_none_or(|k| k == e.kind)
+    a.reason.as_deref().is_none_or(|r| r == e.reason())
+        && a.kind.as_deref().is_none_or(|k| k == e.kind())
         && a.object.as_ref().is_none_or(|o| {
-            o.name == e.name
+            o.name == e.name()
                 && match &o.namespace {
-                    Some(ns) => *ns == e.namespace,
+                    Some(ns) => *ns == e.namespace(),
                     // `name` alone: the default namespace, or a cluster-scoped object.
-                    None => e.namespace.is_empty() || e.namespace == "default",
+                    None => e.namespace().is_empty() || e.namespace() == "default",
                 }
         })
         && a.message_contains
             .iter()
-            .all(|s| e.message.contains(s.as_str()))
+            .all(|s| e.message().contains(s.as_str()))
 }
 
 fn event(a: &EventAssertion, events: &[Arc<EventRecord>], now: SimTime) -> Outcome {
     let matching: Vec<&EventRecord> = events
         .iter()
         .map(|e| &**e)
-        .filter(|e| e.time <= now && event_matches(a, e))
+        .filter(|e| e.time() <= now && event_matches(a, e))
         .collect();
     let n = matching.len();
     let mut problems = Vec::new();
@@ -267,9 +267,9 @@ fn event(a: &EventAssertion, events: &[Arc<EventRecord>], now: SimTime) -> Outco
     if let Some(want) = a.first_at {
         match matching.first() {
             Some(first) => {
-                let off = (first.time.0 - want.0).unsigned_abs();
+                let off = (first.time().0 - want.0).unsigned_abs();
                 if off > a.tolerance.0.unsigned_abs() {
-                    problems.push(format!("firstAt={}", first.time));
+                    problems.push(format!("firstAt={}", first.time()));
                 }
             }
             None if a.count.is_some() => problems.push("none".to_string()),
@@ -293,15 +293,15 @@ fn near_misses(a: &EventAssertion, events: &[Arc<EventRecord>], now: SimTime) ->
     };
     let same: Vec<String> = events
         .iter()
-        .filter(|e| e.time <= now && e.reason == *reason)
+        .filter(|e| e.time() <= now && e.reason() == *reason)
         .take(3)
         .map(|e| {
-            let obj = if e.namespace.is_empty() {
-                e.name.clone()
+            let obj = if e.namespace().is_empty() {
+                e.name().to_string()
             } else {
-                format!("{}/{}", e.namespace, e.name)
+                format!("{}/{}", e.namespace(), e.name())
             };
-            format!("{} {} {obj}: {}", e.time, e.kind, e.message)
+            format!("{} {} {obj}: {}", e.time(), e.kind(), e.message())
         })
         .collect();
     if same.is_empty() {

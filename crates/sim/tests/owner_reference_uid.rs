@@ -79,7 +79,7 @@ fn run(version: &str) -> (Vec<Arc<EventRecord>>, usize) {
 fn creates(events: &[Arc<EventRecord>]) -> usize {
     events
         .iter()
-        .filter(|e| e.source == "replicaset-controller" && e.reason == "SuccessfulCreate")
+        .filter(|e| e.source() == "replicaset-controller" && e.reason() == "SuccessfulCreate")
         .count()
 }
 

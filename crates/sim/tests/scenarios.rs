@@ -277,7 +277,7 @@ fn scheduling_basic_at_small_size_schedules_every_pod_within_capacity() {
     let scheduled = sim
         .events()
         .iter()
-        .filter(|e| e.reason == "Scheduled")
+        .filter(|e| e.reason() == "Scheduled")
         .count();
     assert_eq!(scheduled, 110);
     // LeastAllocated and BalancedAllocation spread identical pods: no node gets more than

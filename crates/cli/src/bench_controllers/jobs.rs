@@ -52,12 +52,12 @@ pub fn bench_jobs(version: KubeVersion, n_nodes: usize, n_jobs: usize) -> Result
     let completed = sim
         .events()
         .iter()
-        .filter(|e| e.reason == "Completed" && e.kind == "Job")
+        .filter(|e| e.reason() == "Completed" && e.kind() == "Job")
         .count();
     let pods = sim
         .events()
         .iter()
-        .filter(|e| e.reason == "SuccessfulCreate" && e.kind == "Job")
+        .filter(|e| e.reason() == "SuccessfulCreate" && e.kind() == "Job")
         .count();
     label(&format!("Jobs{n_jobs}/{n_nodes}Nodes"));
     param("nodes", n_nodes);

@@ -141,8 +141,10 @@ pub fn bench_noexecute_eviction(n_nodes: usize, pods_per_node: usize) -> BenchRe
     let times: Vec<SimTime> = client
         .events
         .iter()
-        .filter(|e| e.reason == REASON_TAINT_MANAGER_EVICTION && e.message.starts_with("Marking"))
-        .map(|e| e.time)
+        .filter(|e| {
+            e.reason() == REASON_TAINT_MANAGER_EVICTION && e.message().starts_with("Marking")
+        })
+        .map(|e| e.time())
         .collect();
     let n_pods = n_nodes * pods_per_node;
     let timeline_ok = times.len() == n_pods && times.iter().all(|&t| t == deadline);

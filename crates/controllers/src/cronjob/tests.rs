@@ -91,7 +91,7 @@ impl Harness {
         self.client
             .events
             .iter()
-            .map(|e| e.reason.to_string())
+            .map(|e| e.reason().to_string())
             .collect()
     }
 }
@@ -119,9 +119,9 @@ fn a_job_is_created_at_each_scheduled_time_and_listed_as_active() {
         "2025-01-01T00:01:00Z"
     );
     let ev = h.client.events_with_reason("SuccessfulCreate");
-    assert_eq!(&*ev[0].message, "Created job cj-28928161");
+    assert_eq!(ev[0].message(), "Created job cj-28928161");
     assert_eq!(
-        ev[0].time,
+        ev[0].time(),
         kubeplane_core::SimTime::ZERO + SimDuration::from_millis(60_100)
     );
 }
@@ -158,7 +158,7 @@ fn a_finished_job_leaves_the_active_list_and_sets_the_last_successful_time() {
     assert!(status.last_successful_time.is_some());
     let saw = h.client.events_with_reason("SawCompletedJob");
     assert_eq!(
-        &*saw[0].message,
+        saw[0].message(),
         "Saw completed job: cj-28928161, condition: Complete"
     );
 }
@@ -178,7 +178,7 @@ fn history_limits_delete_the_oldest_finished_jobs() {
         .collect();
     assert_eq!(names, ["cj-28928162"]);
     assert_eq!(
-        &*h.client.events_with_reason("SuccessfulDelete")[0].message,
+        h.client.events_with_reason("SuccessfulDelete")[0].message(),
         "Deleted job cj-28928161"
     );
 }
@@ -220,7 +220,7 @@ fn schedules_that_cannot_run_are_reported_and_create_nothing() {
         assert!(h.jobs().is_empty(), "{name}");
         if !reason.is_empty() {
             let ev = h.client.events_with_reason(reason);
-            assert_eq!(&*ev[0].message, *message, "{name}");
+            assert_eq!(ev[0].message(), *message, "{name}");
         }
     }
 }

@@ -150,7 +150,7 @@ impl Harness {
     }
 
     fn reasons(&self) -> Vec<&str> {
-        self.client.events.iter().map(|e| &*e.reason).collect()
+        self.client.events.iter().map(|e| e.reason()).collect()
     }
 }
 
@@ -268,10 +268,10 @@ fn failed_pods_are_replaced_after_the_backoff_and_the_limit_fails_the_job() {
     );
     let ev = h.client.events_with_reason("BackoffLimitExceeded");
     assert_eq!(
-        &*ev[0].message,
+        ev[0].message(),
         "Job has reached the specified backoff limit"
     );
-    assert_eq!(ev[0].type_, "Warning");
+    assert_eq!(ev[0].type_(), "Warning");
 }
 
 #[test]
@@ -334,7 +334,7 @@ fn a_fail_job_rule_fails_the_job_at_the_first_matching_pod() {
     assert_eq!(conds.last().unwrap().type_, "Failed");
     assert_eq!(conds.last().unwrap().message.as_deref(), Some(msg.as_str()));
     assert_eq!(
-        &*h.client.events_with_reason("PodFailurePolicy")[0].message,
+        h.client.events_with_reason("PodFailurePolicy")[0].message(),
         msg
     );
 }
@@ -347,7 +347,7 @@ fn suspending_deletes_active_pods_and_resuming_restarts_them() {
     assert_eq!(h.condition_types(), [pair("Suspended", "JobSuspended")]);
     assert!(h.status_of().start_time.is_none());
     assert_eq!(
-        &*h.client.events_with_reason("Suspended")[0].message,
+        h.client.events_with_reason("Suspended")[0].message(),
         "Job suspended"
     );
     // Resume: the spec changes (a new generation).

@@ -542,10 +542,10 @@ fn a_silent_node_is_tainted_after_the_grace_period_and_its_pods_go_300_s_later()
         .client
         .events
         .iter()
-        .find(|e| e.reason == "NodeNotReady" && e.kind == "Node")
+        .find(|e| e.reason() == "NodeNotReady" && e.kind() == "Node")
         .unwrap();
     assert_eq!(
-        (e.time, &*e.message, e.source),
+        (e.time(), e.message(), e.source()),
         (
             secs(90),
             "Node n1 status is now: NodeNotReady",
@@ -557,12 +557,12 @@ fn a_silent_node_is_tainted_after_the_grace_period_and_its_pods_go_300_s_later()
         .client
         .events
         .iter()
-        .filter(|e| e.reason == "NodeNotReady" && e.kind == "Pod")
+        .filter(|e| e.reason() == "NodeNotReady" && e.kind() == "Pod")
         .collect();
     assert_eq!(pod_events.len(), 2);
-    assert!(pod_events
-        .iter()
-        .all(|e| e.type_ == "Warning" && &*e.message == "Node is not ready" && e.time == secs(90)));
+    assert!(pod_events.iter().all(|e| e.type_() == "Warning"
+        && e.message() == "Node is not ready"
+        && e.time() == secs(90)));
     assert_eq!(
         pod_condition(&h.client, "default", "db", "Ready")
             .unwrap()
@@ -787,17 +787,17 @@ fn a_new_node_is_registered_once() {
     let evs = h.client.events_with_reason("RegisteredNode");
     assert_eq!(evs.len(), 1);
     assert_eq!(
-        &*evs[0].message,
+        evs[0].message(),
         "Node n event: Registered Node n in Controller"
     );
-    assert_eq!((evs[0].kind, evs[0].source), ("Node", EVENT_SOURCE));
+    assert_eq!((evs[0].kind(), evs[0].source()), ("Node", EVENT_SOURCE));
     delete_object(&mut h.client, Kind::Node, "", "n");
     h.settle();
     h.run(secs(40));
     let evs = h.client.events_with_reason("RemovingNode");
     assert_eq!(evs.len(), 1);
     assert_eq!(
-        &*evs[0].message,
+        evs[0].message(),
         "Node n event: Removing Node n from Controller"
     );
 }

@@ -481,12 +481,12 @@ fn the_eviction_and_cancel_events_read_as_upstream() {
     let e = evs[0];
     assert_eq!(
         (
-            e.type_,
-            e.kind,
-            e.namespace.as_str(),
-            e.name.as_str(),
-            &*e.message,
-            e.source
+            e.type_(),
+            e.kind(),
+            e.namespace(),
+            e.name(),
+            e.message(),
+            e.source()
         ),
         (
             "Normal",
@@ -510,7 +510,7 @@ fn the_eviction_and_cancel_events_read_as_upstream() {
     h.taint("node1", vec![]);
     let evs: Vec<_> = h.client.events_with_reason(REASON_TAINT_MANAGER_EVICTION);
     assert_eq!(evs.len(), 1);
-    assert_eq!(&*evs[0].message, "Cancelling deletion of Pod test/test");
+    assert_eq!(evs[0].message(), "Cancelling deletion of Pod test/test");
 }
 
 /// Spec 1.15, row by row, on one pod P on node N; the taint step is at t0 = 10 s.

@@ -103,8 +103,8 @@ impl ControlLoop {
         let start = self.clock.timestamp();
         for (i, ev) in self.client.take_events().into_iter().enumerate() {
             let at = start + jiff::SignedDuration::from_nanos(i as i64);
-            let kind = Kind::parse(ev.kind);
-            let obj = kind.and_then(|k| self.client.informer.get(k, &ev.namespace, &ev.name));
+            let kind = Kind::parse(ev.kind());
+            let obj = kind.and_then(|k| self.client.informer.get(k, ev.namespace(), ev.name()));
             let uid = obj.map(|o| o.uid().to_string());
             let api_version = kind.map(Kind::api_version).unwrap_or("v1");
             let obj = crate::events::core_event_object(&ev, at, api_version, uid.as_deref());

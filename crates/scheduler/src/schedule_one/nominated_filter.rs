@@ -302,7 +302,7 @@ mod tests {
                 ["FailedScheduling", "Scheduled", "Preempted"]
                     .iter()
                     .flat_map(|r| client.events_with_reason(r))
-                    .map(|e| format!("{}: {}", e.name, e.message))
+                    .map(|e| format!("{}: {}", e.name(), e.message()))
                     .collect()
             })
         };

@@ -184,7 +184,7 @@ mod reused_failures {
         let messages = client
             .events_with_reason("FailedScheduling")
             .iter()
-            .map(|e| format!("{}: {}", e.name, e.message))
+            .map(|e| format!("{}: {}", e.name(), e.message()))
             .collect();
         (messages, sched.node_local.filters_reused)
     }
@@ -249,13 +249,13 @@ mod reused_failures {
         let mut said: Vec<String> = client
             .events_with_reason("FailedScheduling")
             .iter()
-            .map(|e| format!("{}: {}", e.name, e.message))
+            .map(|e| format!("{}: {}", e.name(), e.message()))
             .collect();
         said.extend(
             client
                 .events_with_reason("Scheduled")
                 .iter()
-                .map(|e| e.message.to_string()),
+                .map(|e| e.message().to_string()),
         );
         (said, sched.node_local.filters_reused)
     }
@@ -334,7 +334,7 @@ mod pool_windows {
             ["FailedScheduling", "Scheduled"]
                 .iter()
                 .flat_map(|r| client.events_with_reason(r))
-                .map(|e| format!("{}: {}", e.name, e.message))
+                .map(|e| format!("{}: {}", e.name(), e.message()))
                 .collect()
         })
     }

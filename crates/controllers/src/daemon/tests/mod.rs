@@ -218,7 +218,7 @@ impl Harness {
         self.client
             .events_with_reason(reason)
             .iter()
-            .map(|e| e.message.to_string())
+            .map(|e| e.message().to_string())
             .collect()
     }
 }

@@ -43,7 +43,7 @@ fn one_sync(nodes: Vec<Node>, pods: &[(&str, &str, &str, bool)]) -> Outcome {
     let before = client.events.len();
     dsc.run(client.now, &mut client);
     let events = &client.events[before..];
-    let count = |r: &str| events.iter().filter(|e| e.reason == r).count();
+    let count = |r: &str| events.iter().filter(|e| e.reason() == r).count();
     let creates = count(REASON_SUCCESSFUL_CREATE);
     let deletes = count(REASON_SUCCESSFUL_DELETE);
     (creates, deletes, events.len() - creates - deletes)

@@ -328,11 +328,11 @@ fn a_new_deployment_gets_a_hashed_replica_set_and_reports_progress() {
     let scaling = w.events(REASON_SCALING_REPLICA_SET);
     assert_eq!(scaling.len(), 1);
     assert_eq!(
-        &*scaling[0].message,
+        scaling[0].message(),
         format!("Scaled up replica set web-{hash} from 0 to 3")
     );
     assert_eq!(
-        (scaling[0].kind, scaling[0].source),
+        (scaling[0].kind(), scaling[0].source()),
         ("Deployment", CONTROLLER_NAME)
     );
     assert_eq!(
@@ -399,7 +399,7 @@ fn a_rolling_update_surges_then_scales_the_old_replica_set_down() {
     let messages: Vec<String> = w
         .events(REASON_SCALING_REPLICA_SET)
         .iter()
-        .map(|e| e.message.to_string())
+        .map(|e| e.message().to_string())
         .collect();
     assert_eq!(
         messages,
@@ -458,7 +458,7 @@ fn recreate_removes_every_old_pod_before_creating_new_ones() {
     let messages: Vec<String> = w
         .events(REASON_SCALING_REPLICA_SET)
         .iter()
-        .map(|e| e.message.to_string())
+        .map(|e| e.message().to_string())
         .collect();
     let old_name = name(&w.rs_for_image("v1").unwrap());
     let new_name = name(&w.rs_for_image("v2").unwrap());
@@ -546,7 +546,7 @@ fn a_paused_deployment_scales_proportionally_and_does_not_roll_out() {
     let messages: Vec<String> = w
         .events(REASON_SCALING_REPLICA_SET)
         .iter()
-        .map(|e| e.message.to_string())
+        .map(|e| e.message().to_string())
         .collect();
     assert_eq!(messages.len(), 2);
     assert!(
@@ -636,9 +636,9 @@ fn a_deployment_selecting_everything_only_gets_a_warning() {
     // Recorded on each sync: the first, and the one its own status write triggers.
     let ev = w.events(REASON_SELECTING_ALL);
     assert_eq!(ev.len(), 2);
-    assert_eq!(ev[0].type_, "Warning");
+    assert_eq!(ev[0].type_(), "Warning");
     assert_eq!(
-        &*ev[0].message,
+        ev[0].message(),
         "This deployment is selecting all pods. A non-empty selector is required."
     );
     assert!(w.replica_sets().is_empty());

@@ -92,7 +92,7 @@ fn replica_sets_converge_and_never_delete_more_than_the_surplus() {
                 for n in names {
                     let deleted = client.events[before..]
                         .iter()
-                        .filter(|e| e.reason == REASON_SUCCESSFUL_DELETE && e.name == n)
+                        .filter(|e| e.reason() == REASON_SUCCESSFUL_DELETE && e.name() == n)
                         .count() as i64;
                     assert!(
                         deleted <= surplus[n],

@@ -162,8 +162,8 @@ fn active_pods_of(client: &TestClient, rs_name: &str) -> Vec<Arc<StoredPod>> {
 fn deleted_names(events: &[EventRecord]) -> Vec<String> {
     events
         .iter()
-        .filter(|e| e.reason == REASON_SUCCESSFUL_DELETE)
-        .map(|e| e.message.trim_start_matches("Deleted pod: ").to_string())
+        .filter(|e| e.reason() == REASON_SUCCESSFUL_DELETE)
+        .map(|e| e.message().trim_start_matches("Deleted pod: ").to_string())
         .collect()
 }
 
@@ -221,7 +221,7 @@ fn scaling_three_ready_pods_to_two_deletes_the_lowest_deletion_cost() {
     assert_eq!(deleted_names(&client.events), ["web-1"]);
     let ev = &client.events[0];
     assert_eq!(
-        (ev.type_, ev.kind, ev.name.as_str(), ev.source, ev.time),
+        (ev.type_(), ev.kind(), ev.name(), ev.source(), ev.time()),
         (
             "Normal",
             "ReplicaSet",
@@ -309,11 +309,11 @@ fn missing_pods_are_created_from_the_template_with_a_controller_reference() {
     assert_eq!(pods.len(), 10);
     for (ev, pod) in created.iter().zip(&pods) {
         assert!(
-            ev.message.starts_with("Created pod: web-"),
+            ev.message().starts_with("Created pod: web-"),
             "{}",
-            ev.message
+            ev.message()
         );
-        assert_eq!(ev.source, CONTROLLER_NAME);
+        assert_eq!(ev.source(), CONTROLLER_NAME);
         let _ = pod;
     }
     let pod = &pods[0];
@@ -403,11 +403,11 @@ fn create_failures_stop_the_slow_start_and_set_replica_failure() {
     assert_eq!(client.attempts, 15, "batches 1+2+4+8");
     let failed = client.inner.events_with_reason(REASON_FAILED_CREATE);
     assert_eq!(failed.len(), 5);
-    assert_eq!(failed[0].type_, "Warning");
+    assert_eq!(failed[0].type_(), "Warning");
     assert!(
-        failed[0].message.starts_with("Error creating: "),
+        failed[0].message().starts_with("Error creating: "),
         "{}",
-        failed[0].message
+        failed[0].message()
     );
     let status = get_rs(&client.inner, "web").status.clone().unwrap();
     let cond = get_condition(&status, CONDITION_REPLICA_FAILURE).unwrap();

@@ -505,8 +505,8 @@ fn the_lower_priority_pods_of_the_best_node_are_evicted() {
     }
     let events = env.client.events_with_reason(EVENT_PREEMPTED);
     assert_eq!(events.len(), 2);
-    assert_eq!(&*events[0].message, "Preempted by pod uid-p on node node2");
-    assert_eq!(events[0].type_, "Normal");
+    assert_eq!(events[0].message(), "Preempted by pod uid-p on node node2");
+    assert_eq!(events[0].type_(), "Normal");
 }
 
 #[test]
@@ -691,7 +691,8 @@ fn victims_already_terminating_get_api_calls_only_from_1_34_2_to_1_34_7() {
             assert_eq!(events.len(), usize::from(!skipped), "{what}");
             if let Some(e) = events.first() {
                 assert_eq!(
-                    &*e.message, "Preempted by pod uid-p on node node1",
+                    e.message(),
+                    "Preempted by pod uid-p on node node1",
                     "{what}"
                 );
             }
