@@ -44,6 +44,6 @@ pub use node::{
 };
 pub use object::{DynamicObject, Kind, Object, ObjectKey};
 pub use pod::{PodExt, StoredPod};
-pub use pod_status::StoredPodStatus;
+pub use pod_status::{CompactTime, StoredPodStatus};
 pub use replica_set::{StoredPodTemplateSpec, StoredReplicaSet, StoredReplicaSetSpec, TemplateRef};
 pub use watch::{EventType, WatchEvent};

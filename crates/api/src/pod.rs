@@ -304,14 +304,7 @@ pub(crate) mod tests {
     /// The manifest read as k8s-openapi's `Pod` and as a [`StoredPod`], checked to write the
     /// same JSON.
     pub(crate) fn read_both(m: &serde_json::Value) -> (Pod, StoredPod) {
-        let plain: Pod = serde_json::from_value(m.clone()).unwrap();
-        let stored: StoredPod = serde_json::from_value(m.clone()).unwrap();
-        assert_eq!(
-            serde_json::to_string(&stored).unwrap(),
-            serde_json::to_string(&plain).unwrap(),
-            "{m}"
-        );
-        (plain, stored)
+        crate::replica_set::read_both(m)
     }
 
     fn manifest(node: Option<&str>) -> serde_json::Value {

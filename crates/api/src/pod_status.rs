@@ -90,39 +90,47 @@ enum CompactState {
     Waiting(Box<ContainerStateWaiting>),
 }
 
-/// An optional timestamp in 12 bytes: seconds and nanoseconds, `None` as `i32::MIN`
-/// nanoseconds (a timestamp's nanoseconds are within ±999,999,999).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct CompactTime {
+/// An optional timestamp in 12 bytes aligned to 4: seconds and nanoseconds, `None` as
+/// `i32::MIN` nanoseconds (a timestamp's nanoseconds are within ±999,999,999), where an
+/// `Option<Timestamp>` takes 24 aligned to 8. The compact pod status keeps its times so, and so
+/// may any per-pod record kept for every pod (the ReplicaSet controller's sort facts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactTime {
     seconds: [u32; 2],
     nanos: i32,
 }
 
 impl CompactTime {
-    const NONE: CompactTime = CompactTime {
+    pub const NONE: CompactTime = CompactTime {
         seconds: [0, 0],
         nanos: i32::MIN,
     };
 
-    fn from_k8s(t: Option<&Time>) -> CompactTime {
+    pub fn new(t: Option<Timestamp>) -> CompactTime {
         let Some(t) = t else {
             return CompactTime::NONE;
         };
-        let s = t.0.as_second();
+        let s = t.as_second();
         CompactTime {
             seconds: [s as u32, (s >> 32) as u32],
-            nanos: t.0.subsec_nanosecond(),
+            nanos: t.subsec_nanosecond(),
         }
     }
 
-    fn to_k8s(self) -> Option<Time> {
+    pub fn get(self) -> Option<Timestamp> {
         if self.nanos == i32::MIN {
             return None;
         }
         let s = (i64::from(self.seconds[1]) << 32) | i64::from(self.seconds[0]);
-        Some(Time(
-            Timestamp::new(s, self.nanos).expect("made from a timestamp"),
-        ))
+        Some(Timestamp::new(s, self.nanos).expect("made from a timestamp"))
+    }
+
+    fn from_k8s(t: Option<&Time>) -> CompactTime {
+        CompactTime::new(t.map(|t| t.0))
+    }
+
+    fn to_k8s(self) -> Option<Time> {
+        self.get().map(Time)
     }
 }
 

@@ -253,13 +253,12 @@ impl<'de> serde::Deserialize<'de> for StoredReplicaSet {
 }
 
 /// For the stored forms' tests: the manifest `m` read as k8s-openapi's `K` and as the stored
-/// `S` writes the same JSON (text and value), and each converts to the other.
+/// `S`, checked to write the same JSON text.
 #[cfg(test)]
-pub(crate) fn assert_stored_json_is_k8s<K, S>(m: &serde_json::Value)
+pub(crate) fn read_both<K, S>(m: &serde_json::Value) -> (K, S)
 where
-    K: serde::de::DeserializeOwned + serde::Serialize + PartialEq + std::fmt::Debug,
-    K: for<'a> From<&'a S>,
-    S: serde::de::DeserializeOwned + serde::Serialize + PartialEq + std::fmt::Debug + From<K>,
+    K: serde::de::DeserializeOwned + serde::Serialize,
+    S: serde::de::DeserializeOwned + serde::Serialize,
 {
     let plain: K = serde_json::from_value(m.clone()).unwrap();
     let stored: S = serde_json::from_value(m.clone()).unwrap();
@@ -268,6 +267,18 @@ where
         serde_json::to_string(&plain).unwrap(),
         "{m}"
     );
+    (plain, stored)
+}
+
+/// [`read_both`], and the same JSON value, and each form converts to the other.
+#[cfg(test)]
+pub(crate) fn assert_stored_json_is_k8s<K, S>(m: &serde_json::Value)
+where
+    K: serde::de::DeserializeOwned + serde::Serialize + PartialEq + std::fmt::Debug,
+    K: for<'a> From<&'a S>,
+    S: serde::de::DeserializeOwned + serde::Serialize + PartialEq + std::fmt::Debug + From<K>,
+{
+    let (plain, stored) = read_both::<K, S>(m);
     assert_eq!(
         serde_json::to_value(&stored).unwrap(),
         serde_json::to_value(&plain).unwrap(),

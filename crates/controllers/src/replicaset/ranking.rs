@@ -14,7 +14,7 @@
 //! 7. max container restarts differ [more restarts];
 //! 8. creation times differ [the newer, in log2 buckets, UID for equal buckets].
 
-use kubeplane_api::StoredPod;
+use kubeplane_api::{CompactTime, StoredPod};
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -82,7 +82,7 @@ impl<'a> PodSortKey<'a> {
 /// A controller can compute them once per pod version instead of once per scale-down.
 ///
 /// The ReplicaSet controller's cache keeps one per cached pod, so the two times are held in
-/// 12 bytes each ([`PackedTime`]): 36 bytes where two `Option<Timestamp>` made 64, and the
+/// 12 bytes each ([`CompactTime`]): 36 bytes where two `Option<Timestamp>` made 64, and the
 /// cached record fits 64 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SortFacts {
@@ -92,10 +92,10 @@ pub struct SortFacts {
     /// The parsed deletion cost (0 when missing or invalid).
     pub deletion_cost: i32,
     /// [`pod_ready_time`]: `lastTransitionTime` of a True Ready condition.
-    ready_time: PackedTime,
+    ready_time: CompactTime,
     pub restarts: i32,
     /// `None` is Go's zero time.
-    created: PackedTime,
+    created: CompactTime,
 }
 
 impl SortFacts {
@@ -105,9 +105,9 @@ impl SortFacts {
             phase_ordinal: pod_phase_ordinal(pod_phase(pod)),
             ready,
             deletion_cost: deletion_cost(pod.metadata.annotations.as_ref()).unwrap_or(0),
-            ready_time: PackedTime::new(if ready { pod_ready_time(pod) } else { None }),
+            ready_time: CompactTime::new(if ready { pod_ready_time(pod) } else { None }),
             restarts: max_container_restarts(pod),
-            created: PackedTime::new(pod.metadata.creation_timestamp.as_ref().map(|t| t.0)),
+            created: CompactTime::new(pod.metadata.creation_timestamp.as_ref().map(|t| t.0)),
         }
     }
 
@@ -119,40 +119,6 @@ impl SortFacts {
     /// `metadata.creationTimestamp`.
     pub fn created(&self) -> Option<Timestamp> {
         self.created.get()
-    }
-}
-
-/// An `Option<Timestamp>` in 12 bytes aligned to 4 (a `Timestamp`'s seconds and nanoseconds,
-/// `None` as nanoseconds no `Timestamp` has), where the `Option` takes 24 aligned to 8.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct PackedTime {
-    second: [u32; 2],
-    nanosecond: i32,
-}
-
-impl PackedTime {
-    const NONE: i32 = i32::MIN;
-
-    fn new(t: Option<Timestamp>) -> PackedTime {
-        let Some(t) = t else {
-            return PackedTime {
-                second: [0; 2],
-                nanosecond: PackedTime::NONE,
-            };
-        };
-        let s = t.as_second() as u64;
-        PackedTime {
-            second: [s as u32, (s >> 32) as u32],
-            nanosecond: t.subsec_nanosecond(),
-        }
-    }
-
-    fn get(self) -> Option<Timestamp> {
-        if self.nanosecond == PackedTime::NONE {
-            return None;
-        }
-        let s = ((u64::from(self.second[1]) << 32) | u64::from(self.second[0])) as i64;
-        Some(Timestamp::new(s, self.nanosecond).expect("the parts of a Timestamp"))
     }
 }
 
